@@ -1,0 +1,56 @@
+//===- ParDialect.td - the par dialect ---------------------*- tablegen -*-===//
+#ifndef PAR_DIALECT_TD
+#define PAR_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Par_Dialect : Dialect {
+  let name = "par";
+  let cppNamespace = "::mlir::par";
+  let summary = "Sharded tensor programs over a named device mesh.";
+  let description = [{
+    The `par` dialect describes a training program written for one device
+    together with how each tensor is split over a logical device mesh.
+    A module declares one or more meshes (`par.mesh`); values carry
+    `#par.sharding` attributes (on function arguments and results through the
+    `par.sharding` argument/result attribute, on op results through the
+    `par.sharding` op attribute). Every compute op states its sharding rule,
+    an einsum-like factor mapping read by propagation, partitioning, the cost
+    model and auto-sharding alike.
+
+    ```mlir
+    par.mesh @mesh <["dp"=2, "tp"=4]>
+    func.func @mlp(%x: tensor<8x16xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {} ]>},
+                   %w: tensor<16x64xf32> {par.sharding = #par.sharding<@mesh, [{}, {"tp"} ]>})
+        -> tensor<8x64xf32> {
+      %h = par.dot %x, %w contract [1] x [0] : (tensor<8x16xf32>, tensor<16x64xf32>) -> tensor<8x64xf32>
+      return %h : tensor<8x64xf32>
+    }
+    ```
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let hasConstantMaterializer = 1;
+  let extraClassDeclaration = [{
+    /// Name of the discardable attribute holding a value's sharding.
+    static constexpr ::llvm::StringLiteral kShardingAttrName = "par.sharding";
+
+  private:
+    /// Registers the attributes (defined beside their storage classes).
+    void registerAttributes();
+  public:
+  }];
+}
+
+class Par_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Par_Dialect, mnemonic, traits>;
+
+class Par_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Par_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+#endif // PAR_DIALECT_TD

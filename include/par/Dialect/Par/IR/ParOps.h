@@ -1,0 +1,30 @@
+//===- ParOps.h - the par op catalogue --------------------------*- C++ -*-===//
+#ifndef PAR_DIALECT_PAR_IR_PAROPS_H
+#define PAR_DIALECT_PAR_IR_PAROPS_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "par/Dialect/Par/IR/ParDialect.h"
+
+namespace mlir::par {
+/// `tensor<...xi1>` of the shape of `type`.
+Type getI1TensorLike(Type type);
+} // namespace mlir::par
+
+#define GET_OP_CLASSES
+#include "par/Dialect/Par/IR/ParOps.h.inc"
+
+namespace mlir::par {
+/// Finds the `par.mesh` named `mesh` in the symbol table around `from`.
+MeshOp lookupMesh(Operation *from, FlatSymbolRefAttr mesh);
+
+/// The sharding of result `resultIdx` of `op` (from the `par.sharding` op
+/// attribute), or null when it has none.
+ShardingAttr getResultSharding(Operation *op, unsigned resultIdx);
+/// Sets the sharding of result `resultIdx` (keeping the others).
+void setResultSharding(Operation *op, unsigned resultIdx, ShardingAttr sharding);
+} // namespace mlir::par
+
+#endif // PAR_DIALECT_PAR_IR_PAROPS_H

@@ -1,0 +1,778 @@
+//===- ParOps.td - the par op catalogue --------------------*- tablegen -*-===//
+#ifndef PAR_OPS_TD
+#define PAR_OPS_TD
+
+include "par/Dialect/Par/IR/ParDialect.td"
+include "par/Dialect/Par/IR/ParAttrs.td"
+include "par/Dialect/Par/IR/ParInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Par_FloatTensor : StaticShapeTensorOf<[F32, BF16, F16, F64]>;
+def Par_IntTensor : StaticShapeTensorOf<[I32, I64]>;
+def Par_NumTensor : StaticShapeTensorOf<[F32, BF16, F16, F64, I32, I64]>;
+def Par_PredTensor : StaticShapeTensorOf<[I1]>;
+def Par_AnyTensor : StaticShapeTensorOf<[F32, BF16, F16, F64, I32, I64, I1]>;
+def Par_ScalarFloat : TypeConstraint<
+    And<[Par_FloatTensor.predicate, CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getRank() == 0">]>,
+    "0-d tensor of float", "::mlir::TensorType">;
+def Par_ScalarNum : TypeConstraint<
+    And<[Par_NumTensor.predicate, CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getRank() == 0">]>,
+    "0-d tensor of float or integer", "::mlir::TensorType">;
+
+def Par_AxisList : TypedArrayAttrBase<StrAttr, "list of mesh axis names">;
+
+// Compute ops state their factor mapping; the rule lives in ParRules.cpp.
+class Par_ComputeOp<string mnemonic, list<Trait> traits = []>
+    : Par_Op<mnemonic, !listconcat(traits, [Pure,
+        DeclareOpInterfaceMethods<Par_ShardingRuleOpInterface>])>;
+
+//===----------------------------------------------------------------------===//
+// Mesh
+//===----------------------------------------------------------------------===//
+
+def Par_MeshOp : Par_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "A logical device mesh with named axes";
+  let description = [{
+    Declares a mesh of devices laid out row-major over named axes, last axis
+    fastest (adjacent ranks). Shardings and collectives refer to it by symbol.
+
+    ```mlir
+    par.mesh @mesh <["dp"=2, "tp"=4, "pp"=4]>
+    ```
+    Axis names are unique and sizes positive. `par-opt --mesh=...` creates or
+    overrides the module's mesh.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axis_names,
+                       DenseI64ArrayAttr:$axis_sizes);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getNumAxes() { return getAxisNames().size(); }
+    /// Index of `axis` in the mesh, or -1 when the mesh has no such axis.
+    int64_t getAxisIndex(::llvm::StringRef axis);
+    /// Size of `axis`; the axis must exist.
+    int64_t getAxisSize(::llvm::StringRef axis);
+    /// Number of devices: the product of all axis sizes.
+    int64_t getNumDevices();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Par_ElementwiseOp<string mnemonic, list<Trait> traits = []>
+    : Par_ComputeOp<mnemonic, !listconcat(traits, [Elementwise])> {
+  let extraClassDefinition = [{
+    ::mlir::par::ShardingRule $cppClass::getShardingRule() {
+      return ::mlir::par::buildElementwiseRule(getOperation());
+    }
+  }];
+}
+
+class Par_BinaryOp<string mnemonic, string math, Type type = Par_NumTensor>
+    : Par_ElementwiseOp<mnemonic, [SameOperandsAndResultType]> {
+  let summary = "elementwise " # math;
+  let description = "Elementwise `" # math # "` of two tensors of one type."
+    # "\n\n```mlir\n%z = par." # mnemonic
+    # " %x, %y : tensor<8x16xf32>\n```\nSharding rule: every dimension is one"
+    # " pass-through factor shared by both operands and the result.";
+  let arguments = (ins type:$lhs, type:$rhs);
+  let results = (outs type:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Par_AddOp : Par_BinaryOp<"add", "lhs + rhs">;
+def Par_SubOp : Par_BinaryOp<"sub", "lhs - rhs">;
+def Par_MulOp : Par_BinaryOp<"mul", "lhs * rhs">;
+def Par_DivOp : Par_BinaryOp<"div", "lhs / rhs">;
+def Par_MaxOp : Par_BinaryOp<"max", "max(lhs, rhs)">;
+def Par_MinOp : Par_BinaryOp<"min", "min(lhs, rhs)">;
+
+class Par_UnaryOp<string mnemonic, string math, Type type = Par_FloatTensor>
+    : Par_ElementwiseOp<mnemonic, [SameOperandsAndResultType]> {
+  let summary = "elementwise " # math;
+  let description = "Elementwise `" # math # "`."
+    # "\n\n```mlir\n%y = par." # mnemonic
+    # " %x : tensor<8x16xf32>\n```\nSharding rule: every dimension is one"
+    # " pass-through factor.";
+  let arguments = (ins type:$input);
+  let results = (outs type:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Par_NegOp : Par_UnaryOp<"neg", "-x", Par_NumTensor>;
+def Par_ExpOp : Par_UnaryOp<"exp", "exp(x)">;
+def Par_LogOp : Par_UnaryOp<"log", "log(x)">;
+def Par_TanhOp : Par_UnaryOp<"tanh", "tanh(x)">;
+def Par_SqrtOp : Par_UnaryOp<"sqrt", "sqrt(x)">;
+def Par_RsqrtOp : Par_UnaryOp<"rsqrt", "1 / sqrt(x)">;
+def Par_GeluOp : Par_UnaryOp<"gelu",
+    "0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))">;
+def Par_SiluOp : Par_UnaryOp<"silu", "x * sigmoid(x)">;
+def Par_ReluOp : Par_UnaryOp<"relu", "max(x, 0)", Par_NumTensor>;
+def Par_SigmoidOp : Par_UnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
+
+def Par_CompareOp : Par_ElementwiseOp<"compare", [SameTypeOperands,
+    TypesMatchWith<"result is an i1 tensor of the operands' shape", "lhs",
+                   "result", "::mlir::par::getI1TensorLike($_self)">]> {
+  let summary = "elementwise comparison giving an i1 mask";
+  let description = [{
+    ```mlir
+    %m = par.compare lt, %x, %y : tensor<8x16xf32>
+    ```
+    Directions: eq, ne, lt, le, gt, ge. The result is `tensor<...xi1>` of the
+    operands' shape, usable as the predicate of `par.select`.
+  }];
+  let arguments = (ins Par_CompareDirection:$direction, Par_NumTensor:$lhs,
+                       Par_NumTensor:$rhs);
+  let results = (outs Par_PredTensor:$result);
+  let assemblyFormat = "$direction `,` $lhs `,` $rhs attr-dict `:` type($lhs)";
+}
+
+def Par_SelectOp : Par_ElementwiseOp<"select", [
+    AllTypesMatch<["on_true", "on_false", "result"]>,
+    AllShapesMatch<["pred", "result"]>]> {
+  let summary = "elementwise choice: pred ? on_true : on_false";
+  let description = [{
+    ```mlir
+    %z = par.select %mask, %x, %y : tensor<8x16xi1>, tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins Par_PredTensor:$pred, Par_AnyTensor:$on_true,
+                       Par_AnyTensor:$on_false);
+  let results = (outs Par_AnyTensor:$result);
+  let assemblyFormat = [{
+    $pred `,` $on_true `,` $on_false attr-dict `:` type($pred) `,` type($result)
+  }];
+}
+
+def Par_ConvertOp : Par_ElementwiseOp<"convert", [
+    AllShapesMatch<["input", "result"]>]> {
+  let summary = "elementwise element-type conversion";
+  let description = [{
+    Converts each element to the result's element type (round to nearest
+    even for floats, truncation toward zero for float to integer).
+
+    ```mlir
+    %y = par.convert %x : tensor<8x16xf32> to tensor<8x16xbf16>
+    ```
+  }];
+  let arguments = (ins Par_AnyTensor:$input);
+  let results = (outs Par_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+}
+
+def Par_ConstantOp : Par_ComputeOp<"constant", [ConstantLike,
+    InferTypeOpAdaptor]> {
+  let summary = "a tensor constant";
+  let description = [{
+    ```mlir
+    %c = par.constant dense<1.0> : tensor<8x16xf32>
+    ```
+    Sharding rule: each result dimension is its own pass-through factor.
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Par_AnyTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Structural
+//===----------------------------------------------------------------------===//
+
+def Par_BroadcastOp : Par_ComputeOp<"broadcast", [SameOperandsAndResultElementType]> {
+  let summary = "broadcast_in_dim: place operand dims at result positions";
+  let description = [{
+    Operand dimension `i` becomes result dimension `dims[i]` (strictly
+    increasing); it must have the result's size or size 1 (then expanded).
+    Other result dimensions are new.
+
+    ```mlir
+    %y = par.broadcast %b dims [1] : (tensor<64xf32>) -> tensor<8x64xf32>
+    ```
+    Sharding rule: one pass-through factor per result dimension, shared with
+    the operand dimension mapped to it unless that one has size 1.
+  }];
+  let arguments = (ins Par_AnyTensor:$input, DenseI64ArrayAttr:$dims);
+  let results = (outs Par_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `dims` $dims attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Par_ReduceOp : Par_ComputeOp<"reduce", [
+    InferTypeOpAdaptor]> {
+  let summary = "reduce (sum, max, min or mean) over dimensions";
+  let description = [{
+    Removes the listed dimensions by reducing over them.
+
+    ```mlir
+    %s = par.reduce sum %x dims [1] : (tensor<8x16xf32>) -> tensor<8xf32>
+    ```
+    Sharding rule: kept dimensions are pass-through factors; reduced ones are
+    reduction factors combined by sum (sum, mean), max or min.
+  }];
+  let arguments = (ins Par_ReduceKind:$kind, Par_NumTensor:$input,
+                       DenseI64ArrayAttr:$dims);
+  let results = (outs Par_NumTensor:$result);
+  let assemblyFormat = [{
+    $kind $input `dims` $dims attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Par_TransposeOp : Par_ComputeOp<"transpose", [
+    InferTypeOpAdaptor]> {
+  let summary = "permute dimensions";
+  let description = [{
+    Result dimension `i` is operand dimension `perm[i]`.
+
+    ```mlir
+    %t = par.transpose %x perm [1, 0] : (tensor<8x16xf32>) -> tensor<16x8xf32>
+    ```
+    Sharding rule: one pass-through factor per dimension, moved with it.
+  }];
+  let arguments = (ins Par_AnyTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Par_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `perm` $perm attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Par_ReshapeOp : Par_ComputeOp<"reshape", [SameOperandsAndResultElementType]> {
+  let summary = "reshape to a shape with the same element count";
+  let description = [{
+    Row-major reshape.
+
+    ```mlir
+    %r = par.reshape %x : (tensor<8x16x64xf32>) -> tensor<128x64xf32>
+    ```
+    Sharding rule: operand and result shapes are decomposed into common
+    factors (a dimension split into or merged from others shares them, major
+    to minor). Dimensions of size 1 hold no factor. Where sizes do not divide,
+    the dimensions involved get factors of their own that need replication.
+  }];
+  let arguments = (ins Par_AnyTensor:$input);
+  let results = (outs Par_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Par_SliceOp : Par_ComputeOp<"slice", [
+    InferTypeOpAdaptor]> {
+  let summary = "static strided slice";
+  let description = [{
+    Takes elements `starts[d], starts[d] + strides[d], ...` below
+    `limits[d]` in every dimension (strides default to 1).
+
+    ```mlir
+    %s = par.slice %x starts [0, 4] limits [8, 12] : (tensor<8x16xf32>) -> tensor<8x8xf32>
+    ```
+    Sharding rule: untouched dimensions are pass-through factors; sliced
+    dimensions are permutation factors (sharding them moves data between
+    shards).
+  }];
+  let arguments = (ins Par_AnyTensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$limits,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides);
+  let results = (outs Par_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `starts` $starts `limits` $limits (`strides` $strides^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// Strides with the default of 1 filled in.
+    ::llvm::SmallVector<int64_t> getStridesOrOnes();
+  }];
+}
+
+def Par_ConcatOp : Par_ComputeOp<"concat", [
+    InferTypeOpAdaptor]> {
+  let summary = "concatenate along one dimension";
+  let description = [{
+    ```mlir
+    %c = par.concat %a, %b dim 1 : (tensor<8x16xf32>, tensor<8x4xf32>) -> tensor<8x20xf32>
+    ```
+    Sharding rule: other dimensions are pass-through factors shared by all
+    operands; the concatenated dimension is a permutation factor of the
+    result, each operand's part a factor of its own.
+  }];
+  let arguments = (ins Variadic<Par_AnyTensor>:$inputs, I64Attr:$dim);
+  let results = (outs Par_AnyTensor:$result);
+  let assemblyFormat = [{
+    $inputs `dim` $dim attr-dict `:` functional-type($inputs, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Contraction
+//===----------------------------------------------------------------------===//
+
+def Par_DotOp : Par_ComputeOp<"dot", [
+    InferTypeOpAdaptor]> {
+  let summary = "general contraction with batch and contracting dims";
+  let description = [{
+    Result dimensions are the batch dimensions (in `batch` order), then the
+    lhs free dimensions, then the rhs free dimensions, each in operand order.
+
+    ```mlir
+    %y = par.dot %x, %w contract [1] x [0]
+        : (tensor<8x16xf32>, tensor<16x64xf32>) -> tensor<8x64xf32>
+    %s = par.dot %q, %k batch [0, 2] x [0, 2] contract [3] x [3]
+        : (tensor<2x16x8x32xf32>, tensor<2x16x8x32xf32>) -> tensor<2x8x16x16xf32>
+    ```
+    Sharding rule `([b, m, k], [b, k, n]) -> ([b, m, n])`: batch and free
+    dimensions are pass-through factors, contracting ones reduction factors
+    (sharding them leaves a partial sum).
+  }];
+  let arguments = (ins Par_NumTensor:$lhs, Par_NumTensor:$rhs,
+                       OptionalAttr<DenseI64ArrayAttr>:$lhs_batch,
+                       OptionalAttr<DenseI64ArrayAttr>:$rhs_batch,
+                       DenseI64ArrayAttr:$lhs_contract,
+                       DenseI64ArrayAttr:$rhs_contract);
+  let results = (outs Par_NumTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`batch` $lhs_batch^ `x` $rhs_batch)?
+    `contract` $lhs_contract `x` $rhs_contract attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    ::llvm::ArrayRef<int64_t> getLhsBatchDims() {
+      return getLhsBatch() ? *getLhsBatch() : ::llvm::ArrayRef<int64_t>();
+    }
+    ::llvm::ArrayRef<int64_t> getRhsBatchDims() {
+      return getRhsBatch() ? *getRhsBatch() : ::llvm::ArrayRef<int64_t>();
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Neural-network ops
+//===----------------------------------------------------------------------===//
+
+def Par_SoftmaxOp : Par_ComputeOp<"softmax", [SameOperandsAndResultType]> {
+  let summary = "softmax along one dimension";
+  let description = [{
+    ```mlir
+    %p = par.softmax %x dim 1 : tensor<8x256xf32>
+    ```
+    Sharding rule: the softmax dimension needs replication; the others are
+    pass-through.
+  }];
+  let arguments = (ins Par_FloatTensor:$input, I64Attr:$dim);
+  let results = (outs Par_FloatTensor:$result);
+  let assemblyFormat = "$input `dim` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Par_LayerNormOp : Par_ComputeOp<"layer_norm", [
+    AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>]> {
+  let summary = "layer normalization over the last dimension";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * gamma + beta`, statistics over the
+    last dimension; gamma and beta are 1-D of that size.
+
+    ```mlir
+    %y = par.layer_norm %x, %g, %b : tensor<8x16x64xf32>, tensor<64xf32>
+    ```
+    Sharding rule: the normalized dimension (shared with gamma and beta)
+    needs replication; leading dimensions are pass-through.
+  }];
+  let arguments = (ins Par_FloatTensor:$input, Par_FloatTensor:$gamma,
+                       Par_FloatTensor:$beta,
+                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+  let results = (outs Par_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta attr-dict `:` type($input) `,` type($gamma)
+  }];
+  let hasVerifier = 1;
+}
+
+def Par_RmsNormOp : Par_ComputeOp<"rms_norm", [
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "RMS normalization over the last dimension";
+  let description = [{
+    `x / sqrt(mean(x^2) + epsilon) * gamma`, over the last dimension.
+
+    ```mlir
+    %y = par.rms_norm %x, %g : tensor<8x16x64xf32>, tensor<64xf32>
+    ```
+    Sharding rule: as `par.layer_norm`.
+  }];
+  let arguments = (ins Par_FloatTensor:$input, Par_FloatTensor:$gamma,
+                       DefaultValuedAttr<F32Attr, "1.0e-6">:$epsilon);
+  let results = (outs Par_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $gamma attr-dict `:` type($input) `,` type($gamma)";
+  let hasVerifier = 1;
+}
+
+def Par_AttentionOp : Par_ComputeOp<"attention", [
+    AllTypesMatch<["q", "result"]>, AllTypesMatch<["k", "v"]>]> {
+  let summary = "scaled dot-product attention with grouped KV heads";
+  let description = [{
+    Layout `[batch, seq, heads, head_dim]`. `q` has `H` heads, `k` and `v`
+    have `Hkv` heads with `H % Hkv == 0` (query head `h` reads KV head
+    `h / (H / Hkv)`: MHA when equal, MQA when `Hkv = 1`). `causal` masks
+    keys after the query position (`position_offset` is added to query
+    positions, for a sharded sequence). `scale` defaults to
+    `1/sqrt(head_dim)`.
+
+    ```mlir
+    %o = par.attention %q, %k, %v causal
+        : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32>
+    ```
+    Sharding rule: batch, query sequence and heads are pass-through (KV
+    heads major, the group minor on the query's head dimension); key sequence
+    and query/key head dim need replication; value head dim is pass-through.
+  }];
+  let arguments = (ins Par_FloatTensor:$q, Par_FloatTensor:$k,
+                       Par_FloatTensor:$v, UnitAttr:$causal,
+                       OptionalAttr<F32Attr>:$scale,
+                       DefaultValuedAttr<I64Attr, "0">:$position_offset);
+  let results = (outs Par_FloatTensor:$result);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v (`causal` $causal^)? attr-dict `:` type($q) `,` type($k)
+  }];
+  let hasVerifier = 1;
+}
+
+def Par_EmbeddingOp : Par_ComputeOp<"embedding", [
+    InferTypeOpAdaptor]> {
+  let summary = "row lookup in an embedding table";
+  let description = [{
+    `result[i..., :] = table[ids[i...], :]`; ids outside `[0, V)` give zeros.
+
+    ```mlir
+    %e = par.embedding %table, %ids : (tensor<256x64xf32>, tensor<8x16xi32>) -> tensor<8x16x64xf32>
+    ```
+    Sharding rule `([V, h], [b, s]) -> ([b, s, h])`: V is a reduction factor
+    (each shard looks up its own rows, the result is partial over V's axes).
+  }];
+  let arguments = (ins Par_FloatTensor:$table, Par_IntTensor:$ids);
+  let results = (outs Par_FloatTensor:$result);
+  let assemblyFormat = "$table `,` $ids attr-dict `:` functional-type(operands, results)";
+}
+
+def Par_CrossEntropyOp : Par_ComputeOp<"cross_entropy", [
+    InferTypeOpAdaptor]> {
+  let summary = "softmax cross-entropy, mean over tokens";
+  let description = [{
+    `mean over tokens of (logsumexp(logits[t, :]) - logits[t, labels[t]])`;
+    the vocabulary is the last dimension of `logits`, `labels` has the
+    leading dimensions. The result is a 0-d tensor.
+
+    ```mlir
+    %l = par.cross_entropy %logits, %labels : (tensor<8x16x256xf32>, tensor<8x16xi32>) -> tensor<f32>
+    ```
+    Sharding rule: token dimensions are reduction factors (sum); the
+    vocabulary is a reduction factor the op reduces itself (its partitioned
+    form all-reduces the max and the sum of exponentials and never gathers the
+    logits), so it leaves no partial result.
+  }];
+  let arguments = (ins Par_FloatTensor:$logits, Par_IntTensor:$labels);
+  let results = (outs Par_FloatTensor:$result);
+  let assemblyFormat = "$logits `,` $labels attr-dict `:` functional-type(operands, results)";
+}
+
+def Par_RopeOp : Par_ComputeOp<"rope", [SameOperandsAndResultType]> {
+  let summary = "rotary position embedding";
+  let description = [{
+    Layout `[batch, seq, heads, head_dim]`, `head_dim` even. Position `p`
+    (the sequence index plus `position_offset`) rotates the pair
+    `(x[i], x[i + D/2])` by `p * theta^(-2i/D)`.
+
+    ```mlir
+    %r = par.rope %q : tensor<2x16x8x32xf32>
+    ```
+    Sharding rule: batch, sequence and heads are pass-through; the head
+    dimension needs replication (rotation pairs its halves).
+  }];
+  let arguments = (ins Par_FloatTensor:$input,
+                       DefaultValuedAttr<F32Attr, "10000.0">:$theta,
+                       DefaultValuedAttr<I64Attr, "0">:$position_offset);
+  let results = (outs Par_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+def Par_AdamWOp : Par_ComputeOp<"adamw", [
+    AllTypesMatch<["param", "m", "v", "new_param", "new_m", "new_v"]>,
+    AllShapesMatch<["param", "grad"]>]> {
+  let summary = "one AdamW update of a parameter and its moments";
+  let description = [{
+    With `t = step` (1-based) and learning rate `lr` (0-d tensors):
+    `m' = b1 m + (1-b1) g`, `v' = b2 v + (1-b2) g^2`,
+    `p' = p - lr (m'/(1-b1^t) / (sqrt(v'/(1-b2^t)) + eps) + wd p)`.
+
+    ```mlir
+    %p1, %m1, %v1 = par.adamw %p, %g, %m, %v, %lr, %t
+        : tensor<16x64xf32>, tensor<16x64xbf16>, tensor<f32>, tensor<i32>
+    ```
+    Sharding rule: elementwise over parameter, gradient and moments.
+  }];
+  let arguments = (ins Par_FloatTensor:$param, Par_FloatTensor:$grad,
+                       Par_FloatTensor:$m, Par_FloatTensor:$v,
+                       Par_ScalarFloat:$lr, Par_ScalarNum:$step,
+                       DefaultValuedAttr<F32Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F32Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F32Attr, "1.0e-8">:$epsilon,
+                       DefaultValuedAttr<F32Attr, "0.01">:$weight_decay);
+  let results = (outs Par_FloatTensor:$new_param, Par_FloatTensor:$new_m,
+                      Par_FloatTensor:$new_v);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $m `,` $v `,` $lr `,` $step attr-dict
+    `:` type($param) `,` type($grad) `,` type($lr) `,` type($step)
+  }];
+}
+
+def Par_SgdOp : Par_ComputeOp<"sgd", [
+    AllTypesMatch<["param", "momentum_buf", "new_param", "new_momentum"]>,
+    AllShapesMatch<["param", "grad"]>]> {
+  let summary = "one SGD-with-momentum update";
+  let description = [{
+    `b' = momentum b + (g + wd p)`, `p' = p - lr b'` (with `nesterov`:
+    `p' = p - lr (g + wd p + momentum b')`).
+
+    ```mlir
+    %p1, %b1 = par.sgd %p, %g, %b, %lr {momentum = 0.9 : f32}
+        : tensor<16x64xf32>, tensor<16x64xf32>, tensor<f32>
+    ```
+    Sharding rule: elementwise over parameter, gradient and momentum.
+  }];
+  let arguments = (ins Par_FloatTensor:$param, Par_FloatTensor:$grad,
+                       Par_FloatTensor:$momentum_buf, Par_ScalarFloat:$lr,
+                       DefaultValuedAttr<F32Attr, "0.0">:$momentum,
+                       DefaultValuedAttr<F32Attr, "0.0">:$weight_decay,
+                       UnitAttr:$nesterov);
+  let results = (outs Par_FloatTensor:$new_param,
+                      Par_FloatTensor:$new_momentum);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $momentum_buf `,` $lr attr-dict
+    `:` type($param) `,` type($grad) `,` type($lr)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Sharding ops
+//===----------------------------------------------------------------------===//
+
+class Par_ShardingOp<string mnemonic, list<Trait> traits = []>
+    : Par_Op<mnemonic, !listconcat(traits, [SameOperandsAndResultType])> {
+  let arguments = (ins Par_AnyTensor:$input, Par_ShardingAttr:$sharding);
+  let results = (outs Par_AnyTensor:$result);
+  let assemblyFormat = "$input $sharding attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Par_ShardingConstraintOp : Par_ShardingOp<"sharding_constraint", [Pure,
+    DeclareOpInterfaceMethods<Par_ShardingRuleOpInterface>]> {
+  let summary = "pin the sharding of an intermediate value";
+  let description = [{
+    Identity on values; propagation takes the given sharding for the result
+    and propagates it both ways.
+
+    ```mlir
+    %y = par.sharding_constraint %x <@mesh, [{"dp"}, {} ]> : tensor<8x16xf32>
+    ```
+  }];
+}
+
+def Par_ReshardOp : Par_ShardingOp<"reshard", [Pure]> {
+  let summary = "explicit change of sharding";
+  let description = [{
+    Identity on values; the result has the given sharding whatever the
+    operand's. Made by the partitioner where an op's operands disagree with
+    the sharding chosen for it, and allowed by hand. Propagation does not
+    cross it, so it has no sharding rule.
+
+    ```mlir
+    %y = par.reshard %x <@mesh, [{}, {"tp"} ]> : tensor<8x16xf32>
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives (local, per-device types)
+//===----------------------------------------------------------------------===//
+
+class Par_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Par_Op<mnemonic, traits> {
+  let extraClassDeclaration = [{
+    /// Number of devices in each communicator group: product of the sizes of
+    /// `axes` in the mesh, or -1 when the mesh is unknown.
+    int64_t getGroupSize();
+  }];
+  let hasVerifier = 1;
+}
+
+def Par_AllReduceOp : Par_CollectiveOp<"all_reduce", [Pure,
+    SameOperandsAndResultType]> {
+  let summary = "reduce over the devices of each group; everyone gets the result";
+  let description = [{
+    Groups are the devices that differ only in `axes`.
+
+    ```mlir
+    %y = par.all_reduce sum %x over @mesh ["tp"] : tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins Par_CollectiveKind:$kind, Par_NumTensor:$input,
+                       FlatSymbolRefAttr:$mesh, Par_AxisList:$axes);
+  let results = (outs Par_NumTensor:$result);
+  let assemblyFormat = [{
+    $kind $input `over` $mesh $axes attr-dict `:` type($result)
+  }];
+}
+
+def Par_AllGatherOp : Par_CollectiveOp<"all_gather", [Pure,
+    SameOperandsAndResultElementType]> {
+  let summary = "concatenate the group's shards along a dimension";
+  let description = [{
+    The result dimension `dim` is the operand's times the group size; shards
+    are placed in group order (first axis major).
+
+    ```mlir
+    %y = par.all_gather %x over @mesh ["tp"] dim 1 : (tensor<4x4xf32>) -> tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins Par_AnyTensor:$input, FlatSymbolRefAttr:$mesh,
+                       Par_AxisList:$axes, I64Attr:$dim);
+  let results = (outs Par_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh $axes `dim` $dim attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+def Par_ReduceScatterOp : Par_CollectiveOp<"reduce_scatter", [Pure,
+    SameOperandsAndResultElementType]> {
+  let summary = "reduce over the group, each device keeps one slice";
+  let description = [{
+    The result dimension `dim` is the operand's divided by the group size.
+
+    ```mlir
+    %y = par.reduce_scatter sum %x over @mesh ["dp"] dim 0 : (tensor<16x4xf32>) -> tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins Par_CollectiveKind:$kind, Par_NumTensor:$input,
+                       FlatSymbolRefAttr:$mesh, Par_AxisList:$axes,
+                       I64Attr:$dim);
+  let results = (outs Par_NumTensor:$result);
+  let assemblyFormat = [{
+    $kind $input `over` $mesh $axes `dim` $dim attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+def Par_AllToAllOp : Par_CollectiveOp<"all_to_all", [Pure,
+    SameOperandsAndResultElementType]> {
+  let summary = "split one dimension over the group and concatenate another";
+  let description = [{
+    Moves the sharding over `axes` from dimension `concat` to `split`: the
+    operand is cut into group-size pieces along `split`, piece `j` goes to
+    group member `j`, and received pieces are concatenated along `concat`.
+
+    ```mlir
+    %y = par.all_to_all %x over @mesh ["tp"] split 0 concat 1
+        : (tensor<16x4xf32>) -> tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins Par_AnyTensor:$input, FlatSymbolRefAttr:$mesh,
+                       Par_AxisList:$axes, I64Attr:$split_dim,
+                       I64Attr:$concat_dim);
+  let results = (outs Par_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh $axes `split` $split_dim `concat` $concat_dim attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+def Par_AllSliceOp : Par_CollectiveOp<"all_slice", [Pure,
+    SameOperandsAndResultElementType]> {
+  let summary = "keep this device's slice of a replicated value (no traffic)";
+  let description = [{
+    The result dimension `dim` is the operand's divided by the group size;
+    device `j` of the group keeps slice `j`.
+
+    ```mlir
+    %y = par.all_slice %x over @mesh ["tp"] dim 1 : (tensor<4x16xf32>) -> tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins Par_AnyTensor:$input, FlatSymbolRefAttr:$mesh,
+                       Par_AxisList:$axes, I64Attr:$dim);
+  let results = (outs Par_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh $axes `dim` $dim attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+def Par_CollectivePermuteOp : Par_CollectiveOp<"collective_permute", [Pure,
+    SameOperandsAndResultType]> {
+  let summary = "send each device's value to another member of its group";
+  let description = [{
+    `pairs` lists `source -> target` group indices (row-major over `axes`);
+    each index is a source at most once and a target at most once. Devices
+    that are no target get zeros.
+
+    ```mlir
+    %y = par.collective_permute %x over @mesh ["tp"] pairs [0 -> 1, 1 -> 0] : tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins Par_AnyTensor:$input, FlatSymbolRefAttr:$mesh,
+                       Par_AxisList:$axes, DenseI64ArrayAttr:$pairs);
+  let results = (outs Par_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh $axes `pairs` custom<PermutePairs>($pairs) attr-dict
+    `:` type($result)
+  }];
+}
+
+def Par_SendOp : Par_Op<"send", [MemoryEffects<[MemWrite]>]> {
+  let summary = "send a value to another stage along one mesh axis";
+  let description = [{
+    Sends to the device whose coordinate on `axis` is `to`, all other
+    coordinates unchanged; matched by a `par.recv` with the same `channel`.
+
+    ```mlir
+    par.send %x over @mesh "pp" to 1 : tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins Par_AnyTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrAttr:$axis, I64Attr:$to,
+                       DefaultValuedAttr<I64Attr, "0">:$channel);
+  let assemblyFormat = [{
+    $input `over` $mesh $axis `to` $to attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+def Par_RecvOp : Par_Op<"recv", [MemoryEffects<[MemRead]>]> {
+  let summary = "receive a value from another stage along one mesh axis";
+  let description = [{
+    ```mlir
+    %y = par.recv over @mesh "pp" from 0 : tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, StrAttr:$axis, I64Attr:$from,
+                       DefaultValuedAttr<I64Attr, "0">:$channel);
+  let results = (outs Par_AnyTensor:$result);
+  let assemblyFormat = [{
+    `over` $mesh $axis `from` $from attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // PAR_OPS_TD

@@ -1,0 +1,118 @@
+//===- ShardingRule.h - per-op factor mappings ------------------*- C++ -*-===//
+//
+// A sharding rule is an einsum-like mapping of an op's operand and result
+// dimensions onto factors. Every factor has a size and a kind; a dimension
+// holds zero or more factors, major to minor, whose sizes multiply to the
+// dimension size (size-1 dimensions may hold none). Propagation, partitioning,
+// the cost model and auto-sharding read these rules and nothing else about
+// how an op may be split.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PAR_DIALECT_PAR_IR_SHARDINGRULE_H
+#define PAR_DIALECT_PAR_IR_SHARDINGRULE_H
+
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/raw_ostream.h"
+#include <string>
+
+namespace mlir {
+class Operation;
+namespace par {
+
+enum class FactorKind {
+  /// Sharding the factor splits operands and results alike; no communication.
+  PassThrough,
+  /// Contracted or reduced away: absent from results. Sharding it leaves the
+  /// results partial (combined by the factor's combiner).
+  Reduction,
+  /// The op cannot run with the factor sharded: it must be replicated.
+  NeedReplication,
+  /// Sharding the factor moves data between shards (slice, concat).
+  Permutation,
+};
+
+/// How partial results over a reduction factor's axes are combined.
+enum class FactorCombiner {
+  None,
+  Sum,
+  Max,
+  Min,
+  /// The op's partitioned form reduces over the factor itself (with small
+  /// collectives inside); its results are complete, not partial.
+  Internal,
+};
+
+struct Factor {
+  int64_t size;
+  FactorKind kind;
+  FactorCombiner combiner;
+};
+
+/// Factor ids of one dimension, major to minor.
+using DimFactors = llvm::SmallVector<int64_t, 2>;
+/// Per-dimension factor ids of one operand or result.
+using TensorFactors = llvm::SmallVector<DimFactors, 4>;
+
+class ShardingRule {
+public:
+  /// An empty rule with one (dimension-less) mapping per operand and result
+  /// of `op`, sized to their ranks.
+  explicit ShardingRule(Operation *op);
+
+  int64_t addFactor(int64_t size, FactorKind kind = FactorKind::PassThrough,
+                    FactorCombiner combiner = FactorCombiner::None);
+  /// Appends `factor` (minor-most so far) to operand `operand`'s `dim`.
+  void mapOperand(unsigned operand, int64_t dim, int64_t factor);
+  void mapResult(unsigned result, int64_t dim, int64_t factor);
+  /// Adds a pass-through factor of the dimension's size shared by every
+  /// listed (tensor, dim) pair; returns its id.
+  int64_t addSharedFactor(int64_t size,
+                          ArrayRef<std::pair<unsigned, int64_t>> operandDims,
+                          ArrayRef<std::pair<unsigned, int64_t>> resultDims,
+                          FactorKind kind = FactorKind::PassThrough,
+                          FactorCombiner combiner = FactorCombiner::None);
+
+  ArrayRef<Factor> getFactors() const { return factors; }
+  const Factor &getFactor(int64_t id) const { return factors[id]; }
+  int64_t getNumFactors() const { return factors.size(); }
+  ArrayRef<TensorFactors> getOperandMappings() const { return operands; }
+  ArrayRef<TensorFactors> getResultMappings() const { return results; }
+
+  /// Checks the rule against the op's shapes: factor sizes multiply to each
+  /// dimension's size, every factor is used, reduction factors appear in no
+  /// result and only reduction factors carry a combiner. Returns a message
+  /// describing the first problem, or an empty string.
+  std::string check(Operation *op) const;
+
+  /// Prints `([i, k], [k, j]) -> ([i, j]) {i=8, j=64, k=16 reduction(sum)}`.
+  void print(llvm::raw_ostream &os) const;
+  std::string str() const;
+  /// Name under which `print` shows factor `id`.
+  static std::string factorName(int64_t id, int64_t numFactors);
+
+private:
+  SmallVector<Factor> factors;
+  SmallVector<TensorFactors> operands;
+  SmallVector<TensorFactors> results;
+};
+
+inline llvm::raw_ostream &operator<<(llvm::raw_ostream &os,
+                                     const ShardingRule &rule) {
+  rule.print(os);
+  return os;
+}
+
+llvm::StringRef stringifyFactorKind(FactorKind kind);
+llvm::StringRef stringifyFactorCombiner(FactorCombiner combiner);
+
+/// Rule shared by all elementwise ops: one pass-through factor per dimension,
+/// common to every operand and result of matching rank (0-d operands such as
+/// a learning rate hold no factor).
+ShardingRule buildElementwiseRule(Operation *op);
+
+} // namespace par
+} // namespace mlir
+
+#endif // PAR_DIALECT_PAR_IR_SHARDINGRULE_H

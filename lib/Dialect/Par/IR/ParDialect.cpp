@@ -1,0 +1,151 @@
+//===- ParDialect.cpp - the par dialect -------------------------------------===//
+#include "par/Dialect/Par/IR/ParDialect.h"
+#include "par/Dialect/Par/IR/ParOps.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::par;
+
+#include "par/Dialect/Par/IR/ParDialect.cpp.inc"
+#include "par/Dialect/Par/IR/ParInterfaces.cpp.inc"
+
+void ParDialect::initialize() {
+  registerAttributes();
+  addOperations<
+#define GET_OP_LIST
+#include "par/Dialect/Par/IR/ParOps.cpp.inc"
+      >();
+}
+
+Operation *ParDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                           Type type, Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, type, elements);
+}
+
+/// Checks one sharding attribute attached to a value of type `type`.
+static LogicalResult verifyShardingOf(Operation *op, Attribute attr, Type type,
+                                      StringRef what) {
+  auto sharding = dyn_cast<ShardingAttr>(attr);
+  if (!sharding)
+    return op->emitError() << "'" << ParDialect::kShardingAttrName << "' of "
+                           << what << " must be a #par.sharding, got " << attr;
+  return sharding.verifyForType(type, op, [&]() {
+    return op->emitError() << "invalid sharding of " << what << ": ";
+  });
+}
+
+LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attr) {
+  if (attr.getName() != kShardingAttrName)
+    return op->emitError() << "unknown par attribute '" << attr.getName()
+                           << "' on an operation";
+  unsigned numResults = op->getNumResults();
+  if (auto list = dyn_cast<ArrayAttr>(attr.getValue())) {
+    if (list.size() != numResults)
+      return op->emitError() << "'" << kShardingAttrName << "' lists "
+                             << list.size() << " sharding(s) but the op has "
+                             << numResults << " result(s)";
+    for (auto [i, element] : llvm::enumerate(list))
+      if (failed(verifyShardingOf(op, element, op->getResult(i).getType(),
+                                  "result #" + std::to_string(i))))
+        return failure();
+    return success();
+  }
+  if (numResults != 1)
+    return op->emitError() << "'" << kShardingAttrName
+                           << "' of an op with " << numResults
+                           << " results must be a list of one sharding per result";
+  return verifyShardingOf(op, attr.getValue(), op->getResult(0).getType(),
+                          "the result");
+}
+
+LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
+                                                   unsigned regionIndex,
+                                                   unsigned argIndex,
+                                                   NamedAttribute attr) {
+  if (attr.getName() != kShardingAttrName)
+    return op->emitError() << "unknown par attribute '" << attr.getName()
+                           << "' on argument #" << argIndex;
+  Region &region = op->getRegion(regionIndex);
+  if (region.empty() || argIndex >= region.getNumArguments()) {
+    // Declarations have no body: take the type from the signature.
+    auto function = dyn_cast<FunctionOpInterface>(op);
+    if (!function || argIndex >= function.getNumArguments())
+      return op->emitError() << "'" << kShardingAttrName
+                             << "' on a missing argument #" << argIndex;
+    return verifyShardingOf(op, attr.getValue(),
+                            function.getArgumentTypes()[argIndex],
+                            "argument #" + std::to_string(argIndex));
+  }
+  return verifyShardingOf(op, attr.getValue(),
+                          region.getArgument(argIndex).getType(),
+                          "argument #" + std::to_string(argIndex));
+}
+
+LogicalResult ParDialect::verifyRegionResultAttribute(Operation *op,
+                                                      unsigned regionIndex,
+                                                      unsigned resultIndex,
+                                                      NamedAttribute attr) {
+  if (attr.getName() != kShardingAttrName)
+    return op->emitError() << "unknown par attribute '" << attr.getName()
+                           << "' on result #" << resultIndex;
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function || resultIndex >= function.getNumResults())
+    return op->emitError() << "'" << kShardingAttrName
+                           << "' on result #" << resultIndex
+                           << " of an op that is not a function with that many results";
+  return verifyShardingOf(op, attr.getValue(),
+                          function.getResultTypes()[resultIndex],
+                          "result #" + std::to_string(resultIndex));
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+MeshOp mlir::par::lookupMesh(Operation *from, FlatSymbolRefAttr mesh) {
+  if (!from || !mesh)
+    return nullptr;
+  return SymbolTable::lookupNearestSymbolFrom<MeshOp>(from, mesh);
+}
+
+ShardingAttr mlir::par::getResultSharding(Operation *op, unsigned resultIdx) {
+  Attribute attr = op->getAttr(ParDialect::kShardingAttrName);
+  if (!attr)
+    return nullptr;
+  if (auto list = dyn_cast<ArrayAttr>(attr))
+    return resultIdx < list.size() ? dyn_cast<ShardingAttr>(list[resultIdx])
+                                   : nullptr;
+  return resultIdx == 0 ? dyn_cast<ShardingAttr>(attr) : nullptr;
+}
+
+void mlir::par::setResultSharding(Operation *op, unsigned resultIdx,
+                                  ShardingAttr sharding) {
+  unsigned numResults = op->getNumResults();
+  if (numResults == 1) {
+    op->setAttr(ParDialect::kShardingAttrName, sharding);
+    return;
+  }
+  SmallVector<Attribute> list(numResults);
+  for (unsigned i = 0; i < numResults; ++i) {
+    ShardingAttr current = getResultSharding(op, i);
+    // An unannotated result gets a fully open sharding.
+    if (!current) {
+      auto type = cast<RankedTensorType>(op->getResult(i).getType());
+      SmallVector<DimShardingAttr> dims(
+          type.getRank(), DimShardingAttr::get(op->getContext(), {},
+                                               /*isClosed=*/false,
+                                               std::nullopt));
+      current = ShardingAttr::get(op->getContext(), sharding.getMesh(), dims,
+                                  {}, {});
+    }
+    list[i] = current;
+  }
+  list[resultIdx] = sharding;
+  op->setAttr(ParDialect::kShardingAttrName,
+              ArrayAttr::get(op->getContext(), list));
+}

@@ -1,0 +1,737 @@
+//===- ParOps.cpp - par op verifiers, type inference, custom syntax ---------===//
+#include "par/Dialect/Par/IR/ParOps.h"
+
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::par;
+
+Type mlir::par::getI1TensorLike(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return RankedTensorType::get(tensor.getShape(),
+                               IntegerType::get(type.getContext(), 1));
+}
+
+static RankedTensorType tensorOf(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+/// Formats `[a, b, c]` for diagnostics.
+static std::string listStr(ArrayRef<int64_t> values) {
+  std::string text = "[";
+  llvm::raw_string_ostream os(text);
+  llvm::interleaveComma(values, os);
+  os << "]";
+  return text;
+}
+
+/// Checks that every entry of `dims` is a dimension of a rank-`rank` tensor
+/// and that none repeats.
+static LogicalResult checkDimList(ArrayRef<int64_t> dims, int64_t rank,
+                                  StringRef what,
+                                  function_ref<InFlightDiagnostic()> emitError) {
+  llvm::SmallDenseSet<int64_t> seen;
+  for (int64_t dim : dims) {
+    if (dim < 0 || dim >= rank)
+      return emitError() << what << " " << listStr(dims)
+                         << " has dimension " << dim
+                         << " outside the operand's rank " << rank;
+    if (!seen.insert(dim).second)
+      return emitError() << what << " " << listStr(dims)
+                         << " lists dimension " << dim << " twice";
+  }
+  return success();
+}
+
+/// Emits at `loc` when there is one; inference without a location stays
+/// silent (the verifier reports the problem later).
+namespace {
+struct LocErrors {
+  std::optional<Location> loc;
+  InFlightDiagnostic operator()() const {
+    if (loc)
+      return emitError(*loc);
+    return InFlightDiagnostic();
+  }
+};
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// MeshOp
+//===----------------------------------------------------------------------===//
+
+void MeshOp::print(OpAsmPrinter &printer) {
+  printer << " ";
+  printer.printSymbolName(getSymName());
+  printer << " <[";
+  llvm::interleaveComma(
+      llvm::zip(getAxisNames().getAsValueRange<StringAttr>(), getAxisSizes()),
+      printer, [&](auto axis) {
+        printer.printString(std::get<0>(axis));
+        printer << "=" << std::get<1>(axis);
+      });
+  printer << "]>";
+  printer.printOptionalAttrDict((*this)->getAttrs(),
+                                {getSymNameAttrName(), getAxisNamesAttrName(),
+                                 getAxisSizesAttrName()});
+}
+
+ParseResult MeshOp::parse(OpAsmParser &parser, OperationState &result) {
+  StringAttr name;
+  if (parser.parseSymbolName(name))
+    return failure();
+  SmallVector<Attribute> names;
+  SmallVector<int64_t> sizes;
+  if (parser.parseLess() ||
+      parser.parseCommaSeparatedList(
+          AsmParser::Delimiter::Square, [&]() -> ParseResult {
+            std::string axis;
+            int64_t size;
+            if (parser.parseString(&axis) || parser.parseEqual() ||
+                parser.parseInteger(size))
+              return failure();
+            names.push_back(parser.getBuilder().getStringAttr(axis));
+            sizes.push_back(size);
+            return success();
+          }) ||
+      parser.parseGreater() ||
+      parser.parseOptionalAttrDict(result.attributes))
+    return failure();
+  Builder &b = parser.getBuilder();
+  result.getOrAddProperties<Properties>().sym_name = name;
+  result.getOrAddProperties<Properties>().axis_names = b.getArrayAttr(names);
+  result.getOrAddProperties<Properties>().axis_sizes =
+      b.getDenseI64ArrayAttr(sizes);
+  return success();
+}
+
+LogicalResult MeshOp::verify() {
+  if (getAxisNames().size() != getAxisSizes().size())
+    return emitOpError() << "has " << getAxisNames().size()
+                         << " axis names but " << getAxisSizes().size()
+                         << " sizes";
+  llvm::SmallDenseSet<StringRef> seen;
+  for (auto [name, size] : llvm::zip(
+           getAxisNames().getAsValueRange<StringAttr>(), getAxisSizes())) {
+    if (name.empty())
+      return emitOpError() << "has an axis with an empty name";
+    if (!seen.insert(name).second)
+      return emitOpError() << "declares axis \"" << name << "\" twice";
+    if (size <= 0)
+      return emitOpError() << "axis \"" << name << "\" has non-positive size "
+                           << size;
+  }
+  return success();
+}
+
+int64_t MeshOp::getAxisIndex(StringRef axis) {
+  for (auto [i, name] :
+       llvm::enumerate(getAxisNames().getAsValueRange<StringAttr>()))
+    if (name == axis)
+      return i;
+  return -1;
+}
+
+int64_t MeshOp::getAxisSize(StringRef axis) {
+  int64_t index = getAxisIndex(axis);
+  return index < 0 ? 1 : getAxisSizes()[index];
+}
+
+int64_t MeshOp::getNumDevices() {
+  int64_t devices = 1;
+  for (int64_t size : getAxisSizes())
+    devices *= size;
+  return devices;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise and constants
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> location,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  ElementsAttr value = adaptor.getValueAttr();
+  if (!value)
+    return LocErrors{location}() << "needs a 'value' elements attribute";
+  types.push_back(value.getType());
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValueAttr(); }
+
+//===----------------------------------------------------------------------===//
+// Structural ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastOp::verify() {
+  RankedTensorType in = tensorOf(getInput()), out = tensorOf(getResult());
+  ArrayRef<int64_t> dims = getDims();
+  if ((int64_t)dims.size() != in.getRank())
+    return emitOpError() << "dims " << listStr(dims) << " has "
+                         << dims.size() << " entries but the operand has rank "
+                         << in.getRank();
+  for (auto [i, dim] : llvm::enumerate(dims)) {
+    if (dim < 0 || dim >= out.getRank())
+      return emitOpError() << "dims " << listStr(dims) << " maps operand dim "
+                           << i << " to " << dim
+                           << ", outside the result's rank " << out.getRank();
+    if (i > 0 && dim <= dims[i - 1])
+      return emitOpError() << "dims " << listStr(dims)
+                           << " must be strictly increasing";
+    int64_t inSize = in.getDimSize(i), outSize = out.getDimSize(dim);
+    if (inSize != outSize && inSize != 1)
+      return emitOpError() << "operand dim " << i << " has size " << inSize
+                           << " but result dim " << dim << " has size "
+                           << outSize << " (only size-1 dims expand)";
+  }
+  return success();
+}
+
+LogicalResult ReduceOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto in = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!in)
+    return failure();
+  ArrayRef<int64_t> dims = adaptor.getDims();
+  if (failed(checkDimList(dims, in.getRank(), "dims", LocErrors{location})))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < in.getRank(); ++d)
+    if (!llvm::is_contained(dims, d))
+      shape.push_back(in.getDimSize(d));
+  types.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto in = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!in)
+    return failure();
+  ArrayRef<int64_t> perm = adaptor.getPerm();
+  if ((int64_t)perm.size() != in.getRank())
+    return LocErrors{location}()
+           << "perm " << listStr(perm) << " has " << perm.size()
+           << " entries but the operand has rank " << in.getRank();
+  if (failed(checkDimList(perm, in.getRank(), "perm", LocErrors{location})))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (int64_t d : perm)
+    shape.push_back(in.getDimSize(d));
+  types.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType in = tensorOf(getInput()), out = tensorOf(getResult());
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError() << "cannot reshape " << in << " ("
+                         << in.getNumElements() << " elements) to " << out
+                         << " (" << out.getNumElements() << " elements)";
+  return success();
+}
+
+SmallVector<int64_t> SliceOp::getStridesOrOnes() {
+  if (std::optional<ArrayRef<int64_t>> strides = getStrides())
+    return llvm::to_vector(*strides);
+  return SmallVector<int64_t>(getStarts().size(), 1);
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> location,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  auto in = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!in)
+    return failure();
+  LocErrors err{location};
+  ArrayRef<int64_t> starts = adaptor.getStarts(), limits = adaptor.getLimits();
+  SmallVector<int64_t> strides(in.getRank(), 1);
+  if (std::optional<ArrayRef<int64_t>> given = adaptor.getStrides())
+    strides.assign(given->begin(), given->end());
+  if ((int64_t)starts.size() != in.getRank() ||
+      (int64_t)limits.size() != in.getRank() ||
+      (int64_t)strides.size() != in.getRank())
+    return err() << "starts, limits and strides need one entry per operand "
+                    "dimension (rank "
+                 << in.getRank() << ")";
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    if (strides[d] <= 0)
+      return err() << "stride of dimension " << d << " must be positive, got "
+                   << strides[d];
+    if (starts[d] < 0 || starts[d] > limits[d] || limits[d] > in.getDimSize(d))
+      return err() << "dimension " << d << " of size " << in.getDimSize(d)
+                   << " cannot be sliced from " << starts[d] << " to "
+                   << limits[d];
+    shape.push_back((limits[d] - starts[d] + strides[d] - 1) / strides[d]);
+  }
+  types.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  LocErrors err{location};
+  ValueRange inputs = adaptor.getInputs();
+  if (inputs.empty())
+    return err() << "needs at least one operand";
+  auto first = dyn_cast<RankedTensorType>(inputs.front().getType());
+  if (!first)
+    return failure();
+  int64_t dim = (int64_t)adaptor.getDim();
+  if (dim < 0 || dim >= first.getRank())
+    return err() << "concatenation dim " << dim << " is outside the rank "
+                 << first.getRank();
+  SmallVector<int64_t> shape(first.getShape());
+  for (auto [i, input] : llvm::enumerate(inputs.drop_front())) {
+    auto type = dyn_cast<RankedTensorType>(input.getType());
+    if (!type)
+      return failure();
+    if (type.getElementType() != first.getElementType() ||
+        type.getRank() != first.getRank())
+      return err() << "operand #" << i + 1 << " of type " << type
+                   << " does not match operand #0 of type " << first;
+    for (int64_t d = 0; d < first.getRank(); ++d) {
+      if (d == dim)
+        continue;
+      if (type.getDimSize(d) != first.getDimSize(d))
+        return err() << "operand #" << i + 1 << " has size "
+                     << type.getDimSize(d) << " in dimension " << d
+                     << " but operand #0 has " << first.getDimSize(d);
+    }
+    shape[dim] += type.getDimSize(dim);
+  }
+  types.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// DotOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DotOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> location,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
+  LocErrors err{location};
+  auto lhs = dyn_cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rhs = dyn_cast<RankedTensorType>(adaptor.getRhs().getType());
+  if (!lhs || !rhs)
+    return failure();
+  if (lhs.getElementType() != rhs.getElementType())
+    return err() << "operand element types differ: " << lhs.getElementType()
+                 << " vs " << rhs.getElementType();
+  ArrayRef<int64_t> lb, rb;
+  if (adaptor.getLhsBatch())
+    lb = *adaptor.getLhsBatch();
+  if (adaptor.getRhsBatch())
+    rb = *adaptor.getRhsBatch();
+  ArrayRef<int64_t> lc = adaptor.getLhsContract(), rc = adaptor.getRhsContract();
+  if (lb.size() != rb.size())
+    return err() << "batch dims " << listStr(lb) << " x " << listStr(rb)
+                 << " must pair up";
+  if (lc.size() != rc.size())
+    return err() << "contracting dims " << listStr(lc) << " x " << listStr(rc)
+                 << " must pair up";
+  SmallVector<int64_t> lhsUsed(lb), rhsUsed(rb);
+  llvm::append_range(lhsUsed, lc);
+  llvm::append_range(rhsUsed, rc);
+  if (failed(checkDimList(lhsUsed, lhs.getRank(), "lhs batch+contracting dims",
+                          err)) ||
+      failed(checkDimList(rhsUsed, rhs.getRank(), "rhs batch+contracting dims",
+                          err)))
+    return failure();
+  for (auto [l, r] : llvm::zip(lb, rb))
+    if (lhs.getDimSize(l) != rhs.getDimSize(r))
+      return err() << "batch dim " << l << " of lhs has size "
+                   << lhs.getDimSize(l) << " but batch dim " << r
+                   << " of rhs has size " << rhs.getDimSize(r);
+  for (auto [l, r] : llvm::zip(lc, rc))
+    if (lhs.getDimSize(l) != rhs.getDimSize(r))
+      return err() << "contracting dim " << l << " of lhs has size "
+                   << lhs.getDimSize(l) << " but contracting dim " << r
+                   << " of rhs has size " << rhs.getDimSize(r);
+  SmallVector<int64_t> shape;
+  for (int64_t l : lb)
+    shape.push_back(lhs.getDimSize(l));
+  for (int64_t d = 0; d < lhs.getRank(); ++d)
+    if (!llvm::is_contained(lhsUsed, d))
+      shape.push_back(lhs.getDimSize(d));
+  for (int64_t d = 0; d < rhs.getRank(); ++d)
+    if (!llvm::is_contained(rhsUsed, d))
+      shape.push_back(rhs.getDimSize(d));
+  types.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Neural-network ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  int64_t rank = tensorOf(getInput()).getRank();
+  if ((int64_t)getDim() < 0 || (int64_t)getDim() >= rank)
+    return emitOpError() << "softmax dim " << (int64_t)getDim()
+                         << " is outside the operand's rank " << rank;
+  return success();
+}
+
+/// Checks that `scale` is 1-D with the size of `input`'s last dimension.
+static LogicalResult verifyNormScale(Operation *op, Value input, Value scale,
+                                     StringRef name) {
+  RankedTensorType in = tensorOf(input), s = tensorOf(scale);
+  if (in.getRank() < 1)
+    return op->emitOpError() << "normalizes the last dimension; the operand "
+                                "must have rank >= 1";
+  if (s.getRank() != 1 || s.getDimSize(0) != in.getShape().back())
+    return op->emitOpError() << name << " must be 1-D of the normalized size "
+                             << in.getShape().back() << ", got " << s;
+  if (s.getElementType() != in.getElementType())
+    return op->emitOpError() << name << " element type " << s.getElementType()
+                             << " differs from the operand's "
+                             << in.getElementType();
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  return verifyNormScale(*this, getInput(), getGamma(), "gamma");
+}
+
+LogicalResult RmsNormOp::verify() {
+  return verifyNormScale(*this, getInput(), getGamma(), "gamma");
+}
+
+LogicalResult AttentionOp::verify() {
+  RankedTensorType q = tensorOf(getQ()), k = tensorOf(getK());
+  if (q.getRank() != 4 || k.getRank() != 4)
+    return emitOpError() << "expects [batch, seq, heads, head_dim] operands, "
+                            "got ranks "
+                         << q.getRank() << " and " << k.getRank();
+  if (q.getElementType() != k.getElementType())
+    return emitOpError() << "q and k/v element types differ";
+  if (q.getDimSize(0) != k.getDimSize(0))
+    return emitOpError() << "q batch " << q.getDimSize(0)
+                         << " differs from k/v batch " << k.getDimSize(0);
+  if (q.getDimSize(3) != k.getDimSize(3))
+    return emitOpError() << "q head_dim " << q.getDimSize(3)
+                         << " differs from k/v head_dim " << k.getDimSize(3);
+  int64_t heads = q.getDimSize(2), kvHeads = k.getDimSize(2);
+  if (kvHeads <= 0 || heads % kvHeads != 0)
+    return emitOpError() << "query heads (" << heads
+                         << ") must be a multiple of key/value heads ("
+                         << kvHeads << ")";
+  if (getCausal() && q.getDimSize(1) + (int64_t)getPositionOffset() > k.getDimSize(1))
+    return emitOpError() << "causal attention needs query positions (offset "
+                         << (int64_t)getPositionOffset() << " + " << q.getDimSize(1)
+                         << ") within the key length " << k.getDimSize(1);
+  if ((int64_t)getPositionOffset() < 0)
+    return emitOpError() << "position_offset must be non-negative";
+  if (std::optional<APFloat> scale = getScale())
+    if (!scale->isFiniteNonZero())
+      return emitOpError() << "scale must be finite and non-zero";
+  return success();
+}
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto table = dyn_cast<RankedTensorType>(adaptor.getTable().getType());
+  auto ids = dyn_cast<RankedTensorType>(adaptor.getIds().getType());
+  if (!table || !ids)
+    return failure();
+  if (table.getRank() != 2)
+    return LocErrors{location}() << "the table must be [vocab, hidden], got "
+                                 << table;
+  SmallVector<int64_t> shape(ids.getShape());
+  shape.push_back(table.getDimSize(1));
+  types.push_back(RankedTensorType::get(shape, table.getElementType()));
+  return success();
+}
+
+LogicalResult CrossEntropyOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  auto logits = dyn_cast<RankedTensorType>(adaptor.getLogits().getType());
+  auto labels = dyn_cast<RankedTensorType>(adaptor.getLabels().getType());
+  if (!logits || !labels)
+    return failure();
+  if (logits.getRank() < 1 ||
+      labels.getShape() != logits.getShape().drop_back())
+    return LocErrors{location}()
+           << "labels " << labels
+           << " must have the shape of the logits without their last "
+              "(vocabulary) dimension; logits are "
+           << logits;
+  types.push_back(RankedTensorType::get({}, logits.getElementType()));
+  return success();
+}
+
+LogicalResult RopeOp::verify() {
+  RankedTensorType in = tensorOf(getInput());
+  if (in.getRank() != 4)
+    return emitOpError() << "expects a [batch, seq, heads, head_dim] operand, "
+                            "got rank "
+                         << in.getRank();
+  if (in.getDimSize(3) % 2 != 0)
+    return emitOpError() << "head_dim " << in.getDimSize(3) << " must be even";
+  if ((int64_t)getPositionOffset() < 0)
+    return emitOpError() << "position_offset must be non-negative";
+  if (!getTheta().isFiniteNonZero() || getTheta().isNegative())
+    return emitOpError() << "theta must be positive and finite";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Sharding ops
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyShardingOp(Operation *op, ShardingAttr sharding,
+                                      Type type) {
+  return sharding.verifyForType(type, op, [op]() {
+    return op->emitOpError() << "has an invalid sharding: ";
+  });
+}
+
+LogicalResult ShardingConstraintOp::verify() {
+  return verifyShardingOp(*this, getSharding(), getResult().getType());
+}
+
+LogicalResult ReshardOp::verify() {
+  return verifyShardingOp(*this, getSharding(), getResult().getType());
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+/// Checks mesh and axes of a collective; returns the group size or failure.
+static FailureOr<int64_t> verifyGroup(Operation *op, FlatSymbolRefAttr mesh,
+                                      ArrayAttr axes) {
+  MeshOp meshOp = lookupMesh(op, mesh);
+  if (!meshOp)
+    return op->emitOpError() << "refers to unknown mesh " << mesh;
+  if (axes.empty())
+    return op->emitOpError() << "needs at least one mesh axis";
+  llvm::SmallDenseSet<StringRef> seen;
+  int64_t group = 1;
+  for (StringRef axis : axes.getAsValueRange<StringAttr>()) {
+    if (meshOp.getAxisIndex(axis) < 0)
+      return op->emitOpError() << "refers to unknown axis \"" << axis
+                               << "\" of mesh " << mesh;
+    if (!seen.insert(axis).second)
+      return op->emitOpError() << "lists axis \"" << axis << "\" twice";
+    group *= meshOp.getAxisSize(axis);
+  }
+  return group;
+}
+
+static int64_t groupSizeOf(Operation *op, FlatSymbolRefAttr mesh,
+                           ArrayAttr axes) {
+  MeshOp meshOp = lookupMesh(op, mesh);
+  if (!meshOp)
+    return -1;
+  int64_t group = 1;
+  for (StringRef axis : axes.getAsValueRange<StringAttr>())
+    group *= meshOp.getAxisSize(axis);
+  return group;
+}
+
+/// Checks that `out` equals `in` except in dimension `dim`, whose size is
+/// `in[dim] * mul / div` (exactly divisible).
+static LogicalResult verifyResizedDim(Operation *op, RankedTensorType in,
+                                      RankedTensorType out, int64_t dim,
+                                      int64_t mul, int64_t div,
+                                      StringRef what) {
+  if (dim < 0 || dim >= in.getRank())
+    return op->emitOpError() << what << " dim " << dim
+                             << " is outside the operand's rank "
+                             << in.getRank();
+  if (in.getRank() != out.getRank())
+    return op->emitOpError() << "result rank " << out.getRank()
+                             << " differs from operand rank " << in.getRank();
+  if ((in.getDimSize(dim) * mul) % div != 0)
+    return op->emitOpError() << what << " dim " << dim << " of size "
+                             << in.getDimSize(dim)
+                             << " is not divisible by the group size " << div;
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    int64_t expected =
+        d == dim ? in.getDimSize(d) * mul / div : in.getDimSize(d);
+    if (out.getDimSize(d) != expected)
+      return op->emitOpError() << "result dim " << d << " should have size "
+                               << expected << ", got " << out.getDimSize(d);
+  }
+  return success();
+}
+
+#define PAR_GROUP_SIZE(OP)                                                     \
+  int64_t OP::getGroupSize() {                                                 \
+    return groupSizeOf(*this, getMeshAttr(), getAxes());                       \
+  }
+PAR_GROUP_SIZE(AllReduceOp)
+PAR_GROUP_SIZE(AllGatherOp)
+PAR_GROUP_SIZE(ReduceScatterOp)
+PAR_GROUP_SIZE(AllToAllOp)
+PAR_GROUP_SIZE(AllSliceOp)
+PAR_GROUP_SIZE(CollectivePermuteOp)
+#undef PAR_GROUP_SIZE
+
+LogicalResult AllReduceOp::verify() {
+  return verifyGroup(*this, getMeshAttr(), getAxes());
+}
+
+LogicalResult AllGatherOp::verify() {
+  FailureOr<int64_t> group = verifyGroup(*this, getMeshAttr(), getAxes());
+  if (failed(group))
+    return failure();
+  return verifyResizedDim(*this, tensorOf(getInput()), tensorOf(getResult()),
+                          (int64_t)getDim(), *group, 1, "gather");
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  FailureOr<int64_t> group = verifyGroup(*this, getMeshAttr(), getAxes());
+  if (failed(group))
+    return failure();
+  return verifyResizedDim(*this, tensorOf(getInput()), tensorOf(getResult()),
+                          (int64_t)getDim(), 1, *group, "scatter");
+}
+
+LogicalResult AllSliceOp::verify() {
+  FailureOr<int64_t> group = verifyGroup(*this, getMeshAttr(), getAxes());
+  if (failed(group))
+    return failure();
+  return verifyResizedDim(*this, tensorOf(getInput()), tensorOf(getResult()),
+                          (int64_t)getDim(), 1, *group, "slice");
+}
+
+LogicalResult AllToAllOp::verify() {
+  FailureOr<int64_t> group = verifyGroup(*this, getMeshAttr(), getAxes());
+  if (failed(group))
+    return failure();
+  RankedTensorType in = tensorOf(getInput()), out = tensorOf(getResult());
+  int64_t split = (int64_t)getSplitDim(), concat = (int64_t)getConcatDim();
+  for (auto [name, dim] : {std::pair<StringRef, int64_t>{"split", split},
+                           std::pair<StringRef, int64_t>{"concat", concat}})
+    if (dim < 0 || dim >= in.getRank())
+      return emitOpError() << name << " dim " << dim
+                           << " is outside the operand's rank "
+                           << in.getRank();
+  if (in.getDimSize(split) % *group != 0)
+    return emitOpError() << "split dim " << split << " of size "
+                         << in.getDimSize(split)
+                         << " is not divisible by the group size " << *group;
+  SmallVector<int64_t> expected(in.getShape());
+  expected[split] /= *group;
+  expected[concat] *= *group;
+  if (out.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "result should be "
+                         << RankedTensorType::get(expected,
+                                                  in.getElementType())
+                         << ", got " << out;
+  return success();
+}
+
+LogicalResult CollectivePermuteOp::verify() {
+  FailureOr<int64_t> group = verifyGroup(*this, getMeshAttr(), getAxes());
+  if (failed(group))
+    return failure();
+  ArrayRef<int64_t> pairs = getPairs();
+  if (pairs.size() % 2 != 0)
+    return emitOpError() << "pairs must come as source -> target";
+  llvm::SmallDenseSet<int64_t> sources, targets;
+  for (size_t i = 0; i < pairs.size(); i += 2) {
+    int64_t source = pairs[i], target = pairs[i + 1];
+    for (int64_t index : {source, target})
+      if (index < 0 || index >= *group)
+        return emitOpError() << "pair " << source << " -> " << target
+                             << " is outside the group of size " << *group;
+    if (!sources.insert(source).second)
+      return emitOpError() << "device " << source << " is a source twice";
+    if (!targets.insert(target).second)
+      return emitOpError() << "device " << target << " is a target twice";
+  }
+  return success();
+}
+
+/// Checks a point-to-point op's axis and peer coordinate.
+static LogicalResult verifyPeer(Operation *op, FlatSymbolRefAttr mesh,
+                                StringRef axis, int64_t peer, int64_t channel,
+                                StringRef what) {
+  MeshOp meshOp = lookupMesh(op, mesh);
+  if (!meshOp)
+    return op->emitOpError() << "refers to unknown mesh " << mesh;
+  if (meshOp.getAxisIndex(axis) < 0)
+    return op->emitOpError() << "refers to unknown axis \"" << axis
+                             << "\" of mesh " << mesh;
+  int64_t size = meshOp.getAxisSize(axis);
+  if (peer < 0 || peer >= size)
+    return op->emitOpError() << what << " coordinate " << peer
+                             << " is outside axis \"" << axis << "\" of size "
+                             << size;
+  if (channel < 0)
+    return op->emitOpError() << "channel must be non-negative, got "
+                             << channel;
+  return success();
+}
+
+LogicalResult SendOp::verify() {
+  return verifyPeer(*this, getMeshAttr(), getAxis(), (int64_t)getTo(), (int64_t)getChannel(),
+                    "destination");
+}
+
+LogicalResult RecvOp::verify() {
+  return verifyPeer(*this, getMeshAttr(), getAxis(), (int64_t)getFrom(), (int64_t)getChannel(),
+                    "source");
+}
+
+//===----------------------------------------------------------------------===//
+// Custom directives
+//===----------------------------------------------------------------------===//
+
+/// `[0 -> 1, 1 -> 0]`, stored flat as [0, 1, 1, 0].
+static void printPermutePairs(OpAsmPrinter &printer, Operation *,
+                              DenseI64ArrayAttr pairs) {
+  printer << "[";
+  ArrayRef<int64_t> flat = pairs.asArrayRef();
+  for (size_t i = 0; i + 1 < flat.size(); i += 2) {
+    if (i)
+      printer << ", ";
+    printer << flat[i] << " -> " << flat[i + 1];
+  }
+  printer << "]";
+}
+
+static ParseResult parsePermutePairs(OpAsmParser &parser,
+                                     DenseI64ArrayAttr &pairs) {
+  SmallVector<int64_t> flat;
+  if (parser.parseCommaSeparatedList(
+          AsmParser::Delimiter::Square, [&]() -> ParseResult {
+            int64_t source, target;
+            if (parser.parseInteger(source) || parser.parseArrow() ||
+                parser.parseInteger(target))
+              return failure();
+            flat.push_back(source);
+            flat.push_back(target);
+            return success();
+          }))
+    return failure();
+  pairs = parser.getBuilder().getDenseI64ArrayAttr(flat);
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "par/Dialect/Par/IR/ParOps.cpp.inc"

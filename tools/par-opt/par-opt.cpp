@@ -1,0 +1,89 @@
+//===- par-opt.cpp - the par compiler driver --------------------------------===//
+//
+// mlir-opt with the par dialect and passes, plus --mesh=SPEC to create or
+// override the module's mesh before any other pass runs.
+//
+//===----------------------------------------------------------------------===//
+#include "par/Dialect/Par/IR/MeshSpec.h"
+#include "par/Dialect/Par/IR/ParDialect.h"
+#include "par/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+
+static llvm::cl::OptionCategory parCategory("par options");
+
+static llvm::cl::opt<std::string> meshOption(
+    "mesh",
+    llvm::cl::desc("Create or override the module's device mesh before any "
+                   "pass: sizes like 4x4x2 (axes named x, y, z) or named axes "
+                   "like dp=2,tp=4,pp=4"),
+    llvm::cl::value_desc("spec"), llvm::cl::init(""),
+    llvm::cl::cat(parCategory));
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
+
+  DialectRegistry registry;
+  registry.insert<par::ParDialect, func::FuncDialect>();
+  func::registerInlinerExtension(registry);
+  par::registerParPasses();
+  registerCanonicalizerPass();
+  registerCSEPass();
+  registerInlinerPass();
+  registerSymbolDCEPass();
+
+  auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
+      argc, argv, "par compiler driver: the par dialect and its passes",
+      registry);
+  MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+
+  if (config.shouldShowDialects() || config.shouldListPasses())
+    return asMainReturnCode(
+        MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
+
+  if (meshOption.getNumOccurrences()) {
+    std::vector<par::MeshAxisSpec> axes;
+    std::string error;
+    if (!par::parseMeshSpec(meshOption, axes, error)) {
+      llvm::errs() << argv[0] << ": error: invalid --mesh='" << meshOption
+                   << "': " << error << "\n";
+      return 1;
+    }
+    MlirOptMainConfig base = config;
+    std::string spec = meshOption;
+    config.setPassPipelineSetupFn([base, spec](PassManager &pm) {
+      pm.addPass(par::createSetMeshPass(par::SetMeshPassOptions{spec}));
+      return base.setupPassPipeline(pm);
+    });
+  }
+
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      openInputFile(inputFilename, &errorMessage);
+  if (!input) {
+    llvm::errs() << argv[0] << ": error: " << errorMessage << "\n";
+    return 1;
+  }
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      openOutputFile(outputFilename, &errorMessage);
+  if (!output) {
+    llvm::errs() << argv[0] << ": error: " << errorMessage << "\n";
+    return 1;
+  }
+  if (failed(MlirOptMain(output->os(), std::move(input), registry, config)))
+    return 1;
+  output->keep();
+  return 0;
+}
