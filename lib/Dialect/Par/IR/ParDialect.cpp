@@ -41,7 +41,7 @@ static LogicalResult verifyShardingOf(Operation *op, Attribute attr, Type type,
 LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                                                    NamedAttribute attr) {
   if (attr.getName() != kShardingAttrName)
-    return op->emitError() << "unknown par attribute '" << attr.getName()
+    return op->emitError() << "unknown par attribute '" << attr.getName().getValue()
                            << "' on an operation";
   unsigned numResults = op->getNumResults();
   if (auto list = dyn_cast<ArrayAttr>(attr.getValue())) {
@@ -68,7 +68,7 @@ LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
                                                    unsigned argIndex,
                                                    NamedAttribute attr) {
   if (attr.getName() != kShardingAttrName)
-    return op->emitError() << "unknown par attribute '" << attr.getName()
+    return op->emitError() << "unknown par attribute '" << attr.getName().getValue()
                            << "' on argument #" << argIndex;
   Region &region = op->getRegion(regionIndex);
   if (region.empty() || argIndex >= region.getNumArguments()) {
@@ -91,7 +91,7 @@ LogicalResult ParDialect::verifyRegionResultAttribute(Operation *op,
                                                       unsigned resultIndex,
                                                       NamedAttribute attr) {
   if (attr.getName() != kShardingAttrName)
-    return op->emitError() << "unknown par attribute '" << attr.getName()
+    return op->emitError() << "unknown par attribute '" << attr.getName().getValue()
                            << "' on result #" << resultIndex;
   auto function = dyn_cast<FunctionOpInterface>(op);
   if (!function || resultIndex >= function.getNumResults())

@@ -61,6 +61,34 @@ struct LocErrors {
 };
 } // namespace
 
+/// Checks an op's declared result types against what its operands imply.
+template <typename OpT>
+static LogicalResult verifyInferredTypes(OpT op) {
+  SmallVector<Type> types;
+  if (failed(OpT::inferReturnTypes(op.getContext(), op.getLoc(),
+                                   typename OpT::Adaptor(op), types)))
+    return failure();
+  if (TypeRange(types) != op->getResultTypes()) {
+    InFlightDiagnostic diag = op.emitOpError() << "result type ";
+    llvm::interleaveComma(op->getResultTypes(), diag);
+    diag << " should be ";
+    llvm::interleaveComma(types, diag);
+    return diag;
+  }
+  return success();
+}
+
+#define PAR_VERIFY_INFERRED(OP)                                                \
+  LogicalResult OP::verify() { return verifyInferredTypes(*this); }
+PAR_VERIFY_INFERRED(ReduceOp)
+PAR_VERIFY_INFERRED(TransposeOp)
+PAR_VERIFY_INFERRED(SliceOp)
+PAR_VERIFY_INFERRED(ConcatOp)
+PAR_VERIFY_INFERRED(DotOp)
+PAR_VERIFY_INFERRED(EmbeddingOp)
+PAR_VERIFY_INFERRED(CrossEntropyOp)
+#undef PAR_VERIFY_INFERRED
+
 //===----------------------------------------------------------------------===//
 // MeshOp
 //===----------------------------------------------------------------------===//

@@ -210,8 +210,7 @@ def Par_BroadcastOp : Par_ComputeOp<"broadcast", [SameOperandsAndResultElementTy
   let hasVerifier = 1;
 }
 
-def Par_ReduceOp : Par_ComputeOp<"reduce", [
-    InferTypeOpAdaptor]> {
+def Par_ReduceOp : Par_ComputeOp<"reduce", []> {
   let summary = "reduce (sum, max, min or mean) over dimensions";
   let description = [{
     Removes the listed dimensions by reducing over them.
@@ -228,10 +227,18 @@ def Par_ReduceOp : Par_ComputeOp<"reduce", [
   let assemblyFormat = [{
     $kind $input `dims` $dims attr-dict `:` functional-type(operands, results)
   }];
+  let extraClassDeclaration = [{
+    /// Result types implied by the operands and attributes; emits at `loc`
+    /// and fails when they are inconsistent. `verify` checks the declared
+    /// result types against it.
+    static ::mlir::LogicalResult inferReturnTypes(::mlir::MLIRContext *,
+        std::optional<::mlir::Location> loc, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types);
+  }];
+  let hasVerifier = 1;
 }
 
-def Par_TransposeOp : Par_ComputeOp<"transpose", [
-    InferTypeOpAdaptor]> {
+def Par_TransposeOp : Par_ComputeOp<"transpose", []> {
   let summary = "permute dimensions";
   let description = [{
     Result dimension `i` is operand dimension `perm[i]`.
@@ -246,6 +253,15 @@ def Par_TransposeOp : Par_ComputeOp<"transpose", [
   let assemblyFormat = [{
     $input `perm` $perm attr-dict `:` functional-type(operands, results)
   }];
+  let extraClassDeclaration = [{
+    /// Result types implied by the operands and attributes; emits at `loc`
+    /// and fails when they are inconsistent. `verify` checks the declared
+    /// result types against it.
+    static ::mlir::LogicalResult inferReturnTypes(::mlir::MLIRContext *,
+        std::optional<::mlir::Location> loc, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types);
+  }];
+  let hasVerifier = 1;
 }
 
 def Par_ReshapeOp : Par_ComputeOp<"reshape", [SameOperandsAndResultElementType]> {
@@ -267,8 +283,7 @@ def Par_ReshapeOp : Par_ComputeOp<"reshape", [SameOperandsAndResultElementType]>
   let hasVerifier = 1;
 }
 
-def Par_SliceOp : Par_ComputeOp<"slice", [
-    InferTypeOpAdaptor]> {
+def Par_SliceOp : Par_ComputeOp<"slice", []> {
   let summary = "static strided slice";
   let description = [{
     Takes elements `starts[d], starts[d] + strides[d], ...` below
@@ -290,13 +305,19 @@ def Par_SliceOp : Par_ComputeOp<"slice", [
     `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = [{
+    /// Result types implied by the operands and attributes; emits at `loc`
+    /// and fails when they are inconsistent. `verify` checks the declared
+    /// result types against it.
+    static ::mlir::LogicalResult inferReturnTypes(::mlir::MLIRContext *,
+        std::optional<::mlir::Location> loc, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types);
     /// Strides with the default of 1 filled in.
     ::llvm::SmallVector<int64_t> getStridesOrOnes();
   }];
+  let hasVerifier = 1;
 }
 
-def Par_ConcatOp : Par_ComputeOp<"concat", [
-    InferTypeOpAdaptor]> {
+def Par_ConcatOp : Par_ComputeOp<"concat", []> {
   let summary = "concatenate along one dimension";
   let description = [{
     ```mlir
@@ -311,14 +332,22 @@ def Par_ConcatOp : Par_ComputeOp<"concat", [
   let assemblyFormat = [{
     $inputs `dim` $dim attr-dict `:` functional-type($inputs, results)
   }];
+  let extraClassDeclaration = [{
+    /// Result types implied by the operands and attributes; emits at `loc`
+    /// and fails when they are inconsistent. `verify` checks the declared
+    /// result types against it.
+    static ::mlir::LogicalResult inferReturnTypes(::mlir::MLIRContext *,
+        std::optional<::mlir::Location> loc, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types);
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
 // Contraction
 //===----------------------------------------------------------------------===//
 
-def Par_DotOp : Par_ComputeOp<"dot", [
-    InferTypeOpAdaptor]> {
+def Par_DotOp : Par_ComputeOp<"dot", []> {
   let summary = "general contraction with batch and contracting dims";
   let description = [{
     Result dimensions are the batch dimensions (in `batch` order), then the
@@ -346,6 +375,12 @@ def Par_DotOp : Par_ComputeOp<"dot", [
     `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = [{
+    /// Result types implied by the operands and attributes; emits at `loc`
+    /// and fails when they are inconsistent. `verify` checks the declared
+    /// result types against it.
+    static ::mlir::LogicalResult inferReturnTypes(::mlir::MLIRContext *,
+        std::optional<::mlir::Location> loc, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types);
     ::llvm::ArrayRef<int64_t> getLhsBatchDims() {
       return getLhsBatch() ? *getLhsBatch() : ::llvm::ArrayRef<int64_t>();
     }
@@ -353,6 +388,7 @@ def Par_DotOp : Par_ComputeOp<"dot", [
       return getRhsBatch() ? *getRhsBatch() : ::llvm::ArrayRef<int64_t>();
     }
   }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -445,8 +481,7 @@ def Par_AttentionOp : Par_ComputeOp<"attention", [
   let hasVerifier = 1;
 }
 
-def Par_EmbeddingOp : Par_ComputeOp<"embedding", [
-    InferTypeOpAdaptor]> {
+def Par_EmbeddingOp : Par_ComputeOp<"embedding", []> {
   let summary = "row lookup in an embedding table";
   let description = [{
     `result[i..., :] = table[ids[i...], :]`; ids outside `[0, V)` give zeros.
@@ -460,10 +495,18 @@ def Par_EmbeddingOp : Par_ComputeOp<"embedding", [
   let arguments = (ins Par_FloatTensor:$table, Par_IntTensor:$ids);
   let results = (outs Par_FloatTensor:$result);
   let assemblyFormat = "$table `,` $ids attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    /// Result types implied by the operands and attributes; emits at `loc`
+    /// and fails when they are inconsistent. `verify` checks the declared
+    /// result types against it.
+    static ::mlir::LogicalResult inferReturnTypes(::mlir::MLIRContext *,
+        std::optional<::mlir::Location> loc, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types);
+  }];
+  let hasVerifier = 1;
 }
 
-def Par_CrossEntropyOp : Par_ComputeOp<"cross_entropy", [
-    InferTypeOpAdaptor]> {
+def Par_CrossEntropyOp : Par_ComputeOp<"cross_entropy", []> {
   let summary = "softmax cross-entropy, mean over tokens";
   let description = [{
     `mean over tokens of (logsumexp(logits[t, :]) - logits[t, labels[t]])`;
@@ -481,6 +524,15 @@ def Par_CrossEntropyOp : Par_ComputeOp<"cross_entropy", [
   let arguments = (ins Par_FloatTensor:$logits, Par_IntTensor:$labels);
   let results = (outs Par_FloatTensor:$result);
   let assemblyFormat = "$logits `,` $labels attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    /// Result types implied by the operands and attributes; emits at `loc`
+    /// and fails when they are inconsistent. `verify` checks the declared
+    /// result types against it.
+    static ::mlir::LogicalResult inferReturnTypes(::mlir::MLIRContext *,
+        std::optional<::mlir::Location> loc, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types);
+  }];
+  let hasVerifier = 1;
 }
 
 def Par_RopeOp : Par_ComputeOp<"rope", [SameOperandsAndResultType]> {
