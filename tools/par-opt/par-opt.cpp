@@ -49,6 +49,14 @@ int main(int argc, char **argv) {
       registry);
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
 
+  // Diagnostics name the op and its location; dumping the whole enclosing op
+  // after each error buries the message, so it is opt-in here.
+  auto &options = llvm::cl::getRegisteredOptions();
+  if (auto *printOp = static_cast<llvm::cl::opt<bool> *>(
+          options.lookup("mlir-print-op-on-diagnostic")))
+    if (!printOp->getNumOccurrences())
+      *printOp = false;
+
   if (config.shouldShowDialects() || config.shouldListPasses())
     return asMainReturnCode(
         MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
@@ -61,6 +69,9 @@ int main(int argc, char **argv) {
                    << "': " << error << "\n";
       return 1;
     }
+    // The mesh may be what makes the input valid (shardings naming its
+    // axes), so the input is verified after the mesh is set, not before.
+    config.verifyOnParsing(false);
     MlirOptMainConfig base = config;
     std::string spec = meshOption;
     config.setPassPipelineSetupFn([base, spec](PassManager &pm) {

@@ -27,6 +27,22 @@ def SetMeshPass : Pass<"par-set-mesh", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::par::ParDialect"];
 }
 
+def SummaryPass : Pass<"par-summary", "::mlir::ModuleOp"> {
+  let summary = "Print a summary of meshes, functions and shardings";
+  let description = [{
+    Writes a human-readable report to standard output (before the IR that
+    par-opt prints): every mesh with its axes and device count; for every
+    function its op counts, and for every sharded argument, result and op
+    result its sharding, per-device (local) shape and bytes per device next
+    to the global bytes. Values without a sharding count as replicated.
+    The module is not changed.
+
+    ```
+    par-opt model.mlir --mesh=dp=2,tp=4 --par-summary
+    ```
+  }];
+}
+
 def TestShardingRulesPass : Pass<"par-test-sharding-rules"> {
   let summary = "Report the sharding rule of every par op (for tests)";
   let description = [{

@@ -2,6 +2,8 @@
 #include "par/Dialect/Par/IR/MeshSpec.h"
 #include "par/Transforms/Passes.h"
 
+#include "mlir/IR/Verifier.h"
+
 namespace mlir::par {
 #define GEN_PASS_DEF_SETMESHPASS
 #include "par/Transforms/Passes.h.inc"
@@ -33,6 +35,10 @@ struct SetMeshPass : public par::impl::SetMeshPassBase<SetMeshPass> {
     DenseI64ArrayAttr sizeAttr = b.getDenseI64ArrayAttr(sizes);
 
     SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+    // The input is not verified before this pass; check what it touches.
+    for (MeshOp existing : meshes)
+      if (failed(mlir::verify(existing)))
+        return signalPassFailure();
     if (meshes.size() > 1) {
       InFlightDiagnostic diag = module.emitError()
                                 << "--mesh cannot choose which of the module's "
