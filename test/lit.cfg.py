@@ -5,7 +5,8 @@ import lit.formats
 from lit.llvm import llvm_config
 
 config.name = "par"
-config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+# The internal shell provides `not` (Debian does not ship it as a tool).
+config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".test"]
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
 config.test_source_root = os.path.dirname(__file__)
@@ -26,4 +27,4 @@ if config.par_have_cuda:
 
 tool_dirs = [config.par_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["par-opt"], tool_dirs)
-llvm_config.with_environment("PATH", config.par_tools_dir, append_path=False)
+llvm_config.with_environment("PATH", config.par_tools_dir, append_path=True)

@@ -1,0 +1,1 @@
+"par.mesh"() <{sym_name = "mesh", axis_names = ["dp"]}> : () -> ()

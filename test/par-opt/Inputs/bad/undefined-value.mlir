@@ -1,0 +1,4 @@
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %y = par.exp %nothing : tensor<8xf32>
+  return %y : tensor<8xf32>
+}

@@ -1,0 +1,1 @@
+par.mesh @mesh <["dp=2]>
