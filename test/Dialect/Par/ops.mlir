@@ -218,3 +218,10 @@ func.func @collectives(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
   %7 = par.recv over @mesh "dp" from 0 {channel = 3} : tensor<4x16xf32>
   return %7 : tensor<4x16xf32>
 }
+
+// The per-dimension attribute also stands alone.
+// CHECK-LABEL: func @dim_sharding_attr
+// CHECK-SAME: attributes {dims = [#par.dim_sharding<{"dp", ?}p2>, #par.dim_sharding<{}>, #par.dim_sharding<{?}>]}
+func.func @dim_sharding_attr() attributes {dims = [#par.dim_sharding<{"dp", ?}p2>, #par.dim_sharding<{}>, #par.dim_sharding<{?}>]} {
+  return
+}
