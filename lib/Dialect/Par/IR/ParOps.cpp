@@ -622,28 +622,29 @@ LogicalResult AllReduceOp::verify() {
   return verifyGroup(*this, getMeshAttr(), getAxes());
 }
 
-LogicalResult AllGatherOp::verify() {
-  FailureOr<int64_t> group = verifyGroup(*this, getMeshAttr(), getAxes());
+/// Verifies a collective whose dimension `dim` grows by the group size
+/// (gather) or shrinks by it (scatter, slice).
+template <typename OpT>
+static LogicalResult verifyResizingCollective(OpT op, bool grows,
+                                              StringRef what) {
+  FailureOr<int64_t> group = verifyGroup(op, op.getMeshAttr(), op.getAxes());
   if (failed(group))
     return failure();
-  return verifyResizedDim(*this, tensorOf(getInput()), tensorOf(getResult()),
-                          (int64_t)getDim(), *group, 1, "gather");
+  return verifyResizedDim(op, tensorOf(op.getInput()), tensorOf(op.getResult()),
+                          (int64_t)op.getDim(), grows ? *group : 1,
+                          grows ? 1 : *group, what);
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyResizingCollective(*this, /*grows=*/true, "gather");
 }
 
 LogicalResult ReduceScatterOp::verify() {
-  FailureOr<int64_t> group = verifyGroup(*this, getMeshAttr(), getAxes());
-  if (failed(group))
-    return failure();
-  return verifyResizedDim(*this, tensorOf(getInput()), tensorOf(getResult()),
-                          (int64_t)getDim(), 1, *group, "scatter");
+  return verifyResizingCollective(*this, /*grows=*/false, "scatter");
 }
 
 LogicalResult AllSliceOp::verify() {
-  FailureOr<int64_t> group = verifyGroup(*this, getMeshAttr(), getAxes());
-  if (failed(group))
-    return failure();
-  return verifyResizedDim(*this, tensorOf(getInput()), tensorOf(getResult()),
-                          (int64_t)getDim(), 1, *group, "slice");
+  return verifyResizingCollective(*this, /*grows=*/false, "slice");
 }
 
 LogicalResult AllToAllOp::verify() {
