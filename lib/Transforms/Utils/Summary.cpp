@@ -28,9 +28,7 @@ SmallVector<int64_t> localShape(RankedTensorType type, ShardingAttr sharding,
   if (!sharding || !mesh)
     return shape;
   for (auto [d, dim] : llvm::enumerate(sharding.getDims())) {
-    int64_t shards = 1;
-    for (StringAttr axis : dim.getAxes())
-      shards *= mesh.getAxisSize(axis.getValue());
+    int64_t shards = mesh.getNumShards(dim.getAxes());
     shape[d] = (shape[d] + shards - 1) / shards;
   }
   return shape;

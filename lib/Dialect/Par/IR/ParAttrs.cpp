@@ -25,11 +25,16 @@ void ParDialect::registerAttributes() {
 // Axis lists: `{"a", "b"}`
 //===----------------------------------------------------------------------===//
 
-static void printAxisSet(AsmPrinter &printer, ArrayRef<StringAttr> axes) {
-  printer << "{";
+/// `"a", "b"` (no braces).
+static void printAxisNames(AsmPrinter &printer, ArrayRef<StringAttr> axes) {
   llvm::interleaveComma(axes, printer, [&](StringAttr axis) {
     printer.printString(axis.getValue());
   });
+}
+
+static void printAxisSet(AsmPrinter &printer, ArrayRef<StringAttr> axes) {
+  printer << "{";
+  printAxisNames(printer, axes);
   printer << "}";
 }
 
@@ -51,9 +56,7 @@ static ParseResult parseAxisSet(AsmParser &parser,
 
 void DimShardingAttr::printBare(AsmPrinter &printer) const {
   printer << "{";
-  llvm::interleaveComma(getAxes(), printer, [&](StringAttr axis) {
-    printer.printString(axis.getValue());
-  });
+  printAxisNames(printer, getAxes());
   if (isOpen())
     printer << (getAxes().empty() ? "?" : ", ?");
   printer << "}";
@@ -297,9 +300,7 @@ LogicalResult ShardingAttr::verifyForType(
     if (failed(checkAxis(axis)))
       return failure();
   for (auto [d, dim] : llvm::enumerate(getDims())) {
-    int64_t shards = 1;
-    for (StringAttr axis : dim.getAxes())
-      shards *= meshOp.getAxisSize(axis.getValue());
+    int64_t shards = meshOp.getNumShards(dim.getAxes());
     int64_t size = tensorType.getDimSize(d);
     if (!ShapedType::isDynamic(size) && shards > size) {
       InFlightDiagnostic diag = emitError();

@@ -170,6 +170,17 @@ int64_t MeshOp::getAxisSize(StringRef axis) {
   return index < 0 ? 1 : getAxisSizes()[index];
 }
 
+int64_t MeshOp::getNumShards(ArrayRef<StringAttr> axes) {
+  int64_t shards = 1;
+  for (StringAttr axis : axes)
+    shards *= getAxisSize(axis.getValue());
+  return shards;
+}
+
+int64_t MeshOp::getNumShards(ArrayAttr axes) {
+  return getNumShards(llvm::to_vector(axes.getAsRange<StringAttr>()));
+}
+
 int64_t MeshOp::getNumDevices() {
   int64_t devices = 1;
   for (int64_t size : getAxisSizes())
@@ -556,27 +567,20 @@ static FailureOr<int64_t> verifyGroup(Operation *op, FlatSymbolRefAttr mesh,
   if (axes.empty())
     return op->emitOpError() << "needs at least one mesh axis";
   llvm::SmallDenseSet<StringRef> seen;
-  int64_t group = 1;
   for (StringRef axis : axes.getAsValueRange<StringAttr>()) {
     if (meshOp.getAxisIndex(axis) < 0)
       return op->emitOpError() << "refers to unknown axis \"" << axis
                                << "\" of mesh " << mesh;
     if (!seen.insert(axis).second)
       return op->emitOpError() << "lists axis \"" << axis << "\" twice";
-    group *= meshOp.getAxisSize(axis);
   }
-  return group;
+  return meshOp.getNumShards(axes);
 }
 
 static int64_t groupSizeOf(Operation *op, FlatSymbolRefAttr mesh,
                            ArrayAttr axes) {
   MeshOp meshOp = lookupMesh(op, mesh);
-  if (!meshOp)
-    return -1;
-  int64_t group = 1;
-  for (StringRef axis : axes.getAsValueRange<StringAttr>())
-    group *= meshOp.getAxisSize(axis);
-  return group;
+  return meshOp ? meshOp.getNumShards(axes) : -1;
 }
 
 /// Checks that `out` equals `in` except in dimension `dim`, whose size is

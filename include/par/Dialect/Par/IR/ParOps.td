@@ -61,6 +61,10 @@ def Par_MeshOp : Par_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     int64_t getAxisSize(::llvm::StringRef axis);
     /// Number of devices: the product of all axis sizes.
     int64_t getNumDevices();
+    /// Product of the sizes of `axes` (axes the mesh lacks count as 1): the
+    /// shards of a dimension split over them, or a collective's group size.
+    int64_t getNumShards(::llvm::ArrayRef<::mlir::StringAttr> axes);
+    int64_t getNumShards(::mlir::ArrayAttr axes);
   }];
 }
 
