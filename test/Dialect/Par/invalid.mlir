@@ -850,3 +850,18 @@ func.func @recv_channel() {
   %0 = par.recv over @mesh "pp" from 0 {channel = -1} : tensor<4xf32>
   return
 }
+
+// -----
+
+// Sharding: axis names are not empty.
+par.mesh @mesh <["dp"=2]>
+// expected-error @below {{mesh axis names must not be empty}}
+func.func @empty_axis_name(%x: tensor<8xf32> {par.sharding = #par.sharding<@mesh, [{""}]>}) {
+  return
+}
+
+// -----
+
+// Mesh: one size per axis name (generic form).
+// expected-error @below {{'par.mesh' op has 2 axis names but 1 sizes}}
+"par.mesh"() <{sym_name = "mesh", axis_names = ["dp", "tp"], axis_sizes = array<i64: 2>}> : () -> ()

@@ -1,0 +1,1 @@
+par.mesh @mesh <["x"=2, "x"=4]>
