@@ -1,5 +1,5 @@
 // One GPT-style transformer block plus a language-model head and loss:
-// batch 4, sequence 16, hidden 64, 8 query heads over 2 KV heads (GQA),
+// batch 4, sequence 16, hidden 64, 8 query heads over 4 KV heads (GQA),
 // vocabulary 256. Only the input batch and two weights are annotated; the
 // mesh comes from the command line:
 //   par-opt examples/transformer-block/block.mlir --mesh=dp=2,tp=4 --par-summary
@@ -9,7 +9,7 @@ func.func @block(
     %wte: tensor<256x64xf32>,
     %ln1_g: tensor<64xf32>, %ln1_b: tensor<64xf32>,
     %wq: tensor<64x8x8xf32> {par.sharding = #par.sharding<@mesh, [{}, {"tp"}, {}]>},
-    %wk: tensor<64x2x8xf32>, %wv: tensor<64x2x8xf32>,
+    %wk: tensor<64x4x8xf32>, %wv: tensor<64x4x8xf32>,
     %wo: tensor<8x8x64xf32>,
     %ln2_g: tensor<64xf32>, %ln2_b: tensor<64xf32>,
     %w_up: tensor<64x256xf32> {par.sharding = #par.sharding<@mesh, [{}, {"tp"}]>},
@@ -19,11 +19,11 @@ func.func @block(
   // Attention.
   %h = par.layer_norm %x, %ln1_g, %ln1_b : tensor<4x16x64xf32>, tensor<64xf32>
   %q0 = par.dot %h, %wq contract [2] x [0] : (tensor<4x16x64xf32>, tensor<64x8x8xf32>) -> tensor<4x16x8x8xf32>
-  %k0 = par.dot %h, %wk contract [2] x [0] : (tensor<4x16x64xf32>, tensor<64x2x8xf32>) -> tensor<4x16x2x8xf32>
-  %v = par.dot %h, %wv contract [2] x [0] : (tensor<4x16x64xf32>, tensor<64x2x8xf32>) -> tensor<4x16x2x8xf32>
+  %k0 = par.dot %h, %wk contract [2] x [0] : (tensor<4x16x64xf32>, tensor<64x4x8xf32>) -> tensor<4x16x4x8xf32>
+  %v = par.dot %h, %wv contract [2] x [0] : (tensor<4x16x64xf32>, tensor<64x4x8xf32>) -> tensor<4x16x4x8xf32>
   %q = par.rope %q0 : tensor<4x16x8x8xf32>
-  %k = par.rope %k0 : tensor<4x16x2x8xf32>
-  %a = par.attention %q, %k, %v causal : tensor<4x16x8x8xf32>, tensor<4x16x2x8xf32>
+  %k = par.rope %k0 : tensor<4x16x4x8xf32>
+  %a = par.attention %q, %k, %v causal : tensor<4x16x8x8xf32>, tensor<4x16x4x8xf32>
   %o = par.dot %a, %wo contract [2, 3] x [0, 1] : (tensor<4x16x8x8xf32>, tensor<8x8x64xf32>) -> tensor<4x16x64xf32>
   %x1 = par.add %x, %o : tensor<4x16x64xf32>
 

@@ -55,4 +55,58 @@ def TestShardingRulesPass : Pass<"par-test-sharding-rules"> {
   }];
 }
 
+def PropagatePass : Pass<"par-propagate", "::mlir::ModuleOp"> {
+  let summary = "Infer a sharding for every tensor from a few annotations";
+  let description = [{
+    GSPMD/Shardy-style propagation. Shardings given on function arguments
+    and results, on op results (`par.sharding`) and by
+    `par.sharding_constraint` spread through every op's sharding rule, both
+    ways, to a fixed point; afterwards every ranked-tensor value (function
+    arguments and results included) carries a sharding. Annotated shardings
+    are never changed except that open dims (`{"tp", ?}`) may gain axes;
+    closed dims and `replicated` axes never receive axes; a result whose
+    reduced (contracted) dimension is split gets `partial={...}` over those
+    axes. Inferred shardings are written with closed dims.
+
+    Order: user priorities (`p0` before `p1`, then annotations without a
+    priority), within each the op levels (shape-preserving ops, then the
+    rest, then broadcast-like ops forward and values with several uses),
+    conflicts resolved per factor by the larger tensor, then the more
+    sharded, then the lower operand index. docs/propagation.md has the
+    exact rules.
+
+    Diagnostics: a warning at an annotated value whose sharding some op can
+    use only fully replicated (it will be gathered), with a note at the op;
+    a remark at an op that cannot carry some axes (a reshape whose sizes do
+    not divide, heads that do not divide the KV heads).
+
+    ```mlir
+    // in:  %x with <@mesh, [{"dp"}, {} ]>, %w1 with <@mesh, [{}, {"tp"} ]>
+    %h = par.dot %x, %w1 contract [1] x [0] : ...
+    // out: %h gets <@mesh, [{"dp"}, {"tp"} ]>
+    ```
+  }];
+  let options = [
+    Option<"explain", "explain", "bool", /*default=*/"false",
+           "Also print the --par-explain-sharding report to standard output">,
+  ];
+  let dependentDialects = ["::mlir::par::ParDialect"];
+}
+
+def ExplainShardingPass : Pass<"par-explain-sharding", "::mlir::ModuleOp"> {
+  let summary = "Propagate shardings and explain where each one came from";
+  let description = [{
+    Runs `--par-propagate` and prints, per function, every tensor's final
+    sharding and, for each axis, the annotated tensor it came from and the
+    ops it crossed (with source locations); then every conflict an op met,
+    the competing shardings and which rule decided it. The module is
+    changed exactly as by `--par-propagate`.
+
+    ```
+    par-opt model.mlir --par-explain-sharding -o /dev/null
+    ```
+  }];
+  let dependentDialects = ["::mlir::par::ParDialect"];
+}
+
 #endif // PAR_TRANSFORMS_PASSES_TD

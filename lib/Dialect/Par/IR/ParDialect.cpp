@@ -149,3 +149,39 @@ void mlir::par::setResultSharding(Operation *op, unsigned resultIdx,
   op->setAttr(ParDialect::kShardingAttrName,
               ArrayAttr::get(op->getContext(), list));
 }
+
+ShardingAttr mlir::par::getValueSharding(Value value) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto function =
+        dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+    if (!function || arg.getOwner() != &function.getFunctionBody().front())
+      return nullptr;
+    return dyn_cast_or_null<ShardingAttr>(
+        function.getArgAttr(arg.getArgNumber(), ParDialect::kShardingAttrName));
+  }
+  auto result = cast<OpResult>(value);
+  Operation *op = result.getOwner();
+  if (auto constraint = dyn_cast<ShardingConstraintOp>(op))
+    return constraint.getSharding();
+  if (auto reshard = dyn_cast<ReshardOp>(op))
+    return reshard.getSharding();
+  return getResultSharding(op, result.getResultNumber());
+}
+
+void mlir::par::setValueSharding(Value value, ShardingAttr sharding) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto function =
+        dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+    if (function && arg.getOwner() == &function.getFunctionBody().front())
+      function.setArgAttr(arg.getArgNumber(), ParDialect::kShardingAttrName,
+                          sharding);
+    return;
+  }
+  auto result = cast<OpResult>(value);
+  Operation *op = result.getOwner();
+  if (auto constraint = dyn_cast<ShardingConstraintOp>(op))
+    return constraint.setShardingAttr(sharding);
+  if (auto reshard = dyn_cast<ReshardOp>(op))
+    return reshard.setShardingAttr(sharding);
+  setResultSharding(op, result.getResultNumber(), sharding);
+}

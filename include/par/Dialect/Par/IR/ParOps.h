@@ -25,6 +25,14 @@ MeshOp lookupMesh(Operation *from, FlatSymbolRefAttr mesh);
 ShardingAttr getResultSharding(Operation *op, unsigned resultIdx);
 /// Sets the sharding of result `resultIdx` (keeping the others).
 void setResultSharding(Operation *op, unsigned resultIdx, ShardingAttr sharding);
+
+/// The sharding recorded for `value`: the argument attribute of a function
+/// argument, the `sharding` of a sharding_constraint/reshard result, or the
+/// `par.sharding` attribute of any other op result. Null when there is none.
+ShardingAttr getValueSharding(Value value);
+/// Records `sharding` for `value` where getValueSharding reads it. Block
+/// arguments of anything but a function are left alone.
+void setValueSharding(Value value, ShardingAttr sharding);
 } // namespace mlir::par
 
 #endif // PAR_DIALECT_PAR_IR_PAROPS_H

@@ -1,0 +1,25 @@
+//===- ExplainSharding.cpp - --par-explain-sharding --------------------------===//
+#include "PropagationEngine.h"
+#include "par/Transforms/Passes.h"
+
+namespace mlir::par {
+#define GEN_PASS_DEF_EXPLAINSHARDINGPASS
+#include "par/Transforms/Passes.h.inc"
+} // namespace mlir::par
+
+using namespace mlir;
+using namespace mlir::par;
+
+namespace {
+struct ExplainShardingPass
+    : public par::impl::ExplainShardingPassBase<ExplainShardingPass> {
+  void runOnOperation() override {
+    propagation::Engine engine(getOperation());
+    engine.build();
+    engine.run();
+    engine.emitDiagnostics();
+    engine.explain(llvm::outs());
+    engine.writeBack();
+  }
+};
+} // namespace

@@ -1,0 +1,27 @@
+//===- Propagate.cpp - --par-propagate ---------------------------------------===//
+#include "PropagationEngine.h"
+#include "par/Transforms/Passes.h"
+
+namespace mlir::par {
+#define GEN_PASS_DEF_PROPAGATEPASS
+#include "par/Transforms/Passes.h.inc"
+} // namespace mlir::par
+
+using namespace mlir;
+using namespace mlir::par;
+
+namespace {
+struct PropagatePass : public par::impl::PropagatePassBase<PropagatePass> {
+  using PropagatePassBase::PropagatePassBase;
+
+  void runOnOperation() override {
+    propagation::Engine engine(getOperation());
+    engine.build();
+    engine.run();
+    engine.emitDiagnostics();
+    if (explain)
+      engine.explain(llvm::outs());
+    engine.writeBack();
+  }
+};
+} // namespace

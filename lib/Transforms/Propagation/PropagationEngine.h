@@ -1,0 +1,211 @@
+//===- PropagationEngine.h - factor-based sharding propagation --*- C++ -*-===//
+//
+// The engine behind --par-propagate and --par-explain-sharding. It sees the
+// module as a graph: nodes are tensors (function arguments, op results and
+// function results), edges are ops with a sharding rule (plus identity edges
+// from each returned value to its function result). Each edge step projects
+// its tensors' dim shardings onto the rule's factors, picks one axis list per
+// factor, and projects back. Shardings only ever grow (axes are appended to
+// open dims), so the fixed point is reached in a bounded number of steps.
+// docs/propagation.md states the rules this file implements.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PAR_LIB_TRANSFORMS_PROPAGATION_PROPAGATIONENGINE_H
+#define PAR_LIB_TRANSFORMS_PROPAGATION_PROPAGATIONENGINE_H
+
+#include "par/Dialect/Par/IR/ParOps.h"
+
+#include "mlir/IR/AsmState.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <limits>
+#include <optional>
+
+namespace mlir::par::propagation {
+
+/// Mesh axes as indices into their mesh's axis list, major to minor.
+using AxisList = SmallVector<uint8_t, 4>;
+/// Set of mesh axes of one mesh (meshes have at most 64 axes).
+using AxisMask = uint64_t;
+
+/// Dims visible in every stage (inferred axes, unannotated dims).
+constexpr int64_t kAlwaysVisible = std::numeric_limits<int64_t>::min();
+/// Priority of annotated dims that carry axes but no `pN`: the last stage.
+constexpr int64_t kUnprioritized = std::numeric_limits<int64_t>::max();
+
+/// How an axis came to be on a tensor: given by the user (edge < 0), or
+/// copied by `edge` from the tensor `source`.
+struct AxisOrigin {
+  int32_t edge = -1;
+  int32_t source = -1;
+  bool isUser() const { return edge < 0; }
+};
+
+struct DimState {
+  AxisList axes;
+  SmallVector<AxisOrigin, 2> origins; // one per axis
+  bool open = true;
+  /// The stage priority from which the dim takes part in propagation.
+  int64_t priority = kAlwaysVisible;
+  /// The priority as written by the user, kept on output.
+  std::optional<int64_t> userPriority;
+};
+
+struct Node {
+  Value value;              // null for a function result
+  Operation *func;          // the function the tensor belongs to
+  int32_t funcResult = -1;  // result index when `value` is null
+  RankedTensorType type;
+  Location loc;
+  int32_t mesh = -1;
+  bool user = false; // carried an annotation
+  SmallVector<DimState, 4> dims;
+  AxisList replicated;
+  AxisList partial;
+  SmallVector<AxisOrigin, 2> partialOrigins;
+  int64_t bytes = 0;
+  unsigned numUses = 0;
+  SmallVector<int32_t, 4> edges;
+};
+
+/// One op (or function-result identity) seen through its sharding rule.
+struct Edge {
+  Operation *op;
+  bool isReturn = false;
+  SmallVector<Factor> factors;
+  /// Per slot (operands, then results): dims to factor ids.
+  SmallVector<TensorFactors, 4> mappings;
+  /// Per slot: the node, or -1 for a value that is not a ranked tensor.
+  SmallVector<int32_t, 4> slots;
+  unsigned numOperands = 0;
+  /// 0: shape-preserving pass-through ops, 1: the rest.
+  int level = 1;
+  /// Some factor is held by results but by no operand (broadcast): forward
+  /// propagation waits for the last op level.
+  bool expanding = false;
+  /// A mixed-mesh edge is skipped (reported once).
+  bool mixedMesh = false;
+};
+
+/// A propagation stage: user priority, then op level.
+struct Stage {
+  int64_t priority;
+  int level;
+};
+
+constexpr int kNumLevels = 3;
+
+/// The outcome of evaluating one edge against the current shardings.
+struct FactorChoice {
+  AxisList axes;
+  int32_t slot = -1; // the slot whose axes were taken
+};
+
+struct Conflict {
+  int64_t factor;
+  /// Competing (slot, axes) candidates.
+  SmallVector<std::pair<int32_t, AxisList>, 2> candidates;
+  /// The slot whose axes were kept; -1 when the factor lost an axis to
+  /// another factor of the op.
+  int32_t winner;
+  std::string reason;
+};
+
+/// Axes of a tensor dim that no factor of the op can take.
+struct Leftover {
+  int32_t slot;
+  int64_t dim;
+  AxisList axes;
+};
+
+struct EdgeEval {
+  int32_t mesh = -1;
+  SmallVector<FactorChoice, 8> choices;
+  SmallVector<Conflict, 1> conflicts;
+  SmallVector<Leftover, 1> leftovers;
+};
+
+class Engine {
+public:
+  explicit Engine(ModuleOp module);
+
+  /// Builds the graph from the module's functions and annotations.
+  void build();
+  /// Runs every stage to its fixed point.
+  void run();
+  /// Writes a sharding on every tensor that has a mesh.
+  void writeBack();
+  /// Warnings for user shardings an op drops entirely, remarks for axes an
+  /// op cannot carry (non-dividing reshapes, head splits). Reads the state
+  /// reached by run().
+  void emitDiagnostics();
+  /// Human-readable report: every tensor's sharding with where each axis
+  /// came from, then every conflict and how it was resolved.
+  void explain(llvm::raw_ostream &os);
+
+  /// Stages in order; exposed for the explain report.
+  ArrayRef<Stage> getStages() const { return stages; }
+
+private:
+  // Graph construction.
+  int32_t addNode(Value value, Operation *func, int32_t funcResult,
+                  RankedTensorType type, Location loc, ShardingAttr sharding);
+  void addRuleEdge(Operation *op, const ShardingRule &rule);
+  void addReturnEdge(Operation *ret, Value returned, int32_t resultNode);
+  int32_t meshIndex(FlatSymbolRefAttr name);
+
+  // Propagation.
+  bool visible(const DimState &dim, const Stage &stage) const {
+    return dim.priority <= stage.priority;
+  }
+  /// Fills `eval` for `edge` under `stage`; false if the edge is skipped.
+  bool evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
+                bool report);
+  /// Applies `eval` to the edge's tensors; true if any changed.
+  bool apply(int32_t edgeId, const Stage &stage, const EdgeEval &eval);
+  bool edgeActive(const Edge &edge, const Stage &stage) const;
+  void runStage(const Stage &stage);
+
+  // Projections.
+  void projectDim(const DimState &dim, ArrayRef<int64_t> dimFactors,
+                  ArrayRef<Factor> factors, int32_t mesh,
+                  MutableArrayRef<AxisList> out, AxisList &leftover) const;
+  /// The axes a tensor dim holding `dimFactors` gets from `choices`, with
+  /// the slot each axis came from.
+  void backProjectDim(ArrayRef<int64_t> dimFactors, ArrayRef<Factor> factors,
+                      ArrayRef<FactorChoice> choices, int32_t mesh,
+                      AxisList &axes, SmallVectorImpl<int32_t> &fromSlots) const;
+  int64_t shardCount(int32_t mesh, ArrayRef<uint8_t> axes) const;
+  AxisMask usedAxes(const Node &node) const;
+
+  // Reporting helpers.
+  std::string axesText(int32_t mesh, ArrayRef<uint8_t> axes) const;
+  std::string nodeName(int32_t node);
+  std::string opText(Operation *op) const;
+  std::string slotName(const Edge &edge, int32_t slot);
+  std::string shardingText(const Node &node) const;
+  std::string originChain(int32_t node, uint8_t axis);
+  ShardingAttr toAttr(const Node &node) const;
+  std::string dropReason(const Edge &edge, const EdgeEval &eval, int32_t slot,
+                         int64_t dim);
+  /// Final-state evaluation of every edge (for reports), computed once.
+  void evaluateFinal();
+
+  ModuleOp module;
+  MLIRContext *ctx;
+  SmallVector<MeshOp> meshes;
+  SmallVector<FlatSymbolRefAttr> meshRefs;
+  SmallVector<SmallVector<StringAttr>> axisNames;
+  SmallVector<SmallVector<int64_t>> axisSizes;
+  std::vector<Node> nodes;
+  std::vector<Edge> edges;
+  llvm::DenseMap<Value, int32_t> valueNodes;
+  SmallVector<Stage> stages;
+  std::vector<uint8_t> dirty;
+  std::vector<EdgeEval> finalEvals;
+  std::optional<AsmState> asmState;
+};
+
+} // namespace mlir::par::propagation
+
+#endif // PAR_LIB_TRANSFORMS_PROPAGATION_PROPAGATIONENGINE_H

@@ -1,0 +1,315 @@
+//===- PropagationReport.cpp - what propagation decided, and why ------------===//
+//
+// Everything here reads the state reached by Engine::run(): the warnings for
+// user shardings an op drops entirely, the remarks for axes an op cannot
+// carry, and the --par-explain-sharding report.
+//
+//===----------------------------------------------------------------------===//
+#include "PropagationEngine.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+using namespace mlir::par;
+using namespace mlir::par::propagation;
+
+/// `file:line:col` with the file's base name; the first known part of a
+/// fused or call-site location.
+static std::string locText(Location loc) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return (llvm::sys::path::filename(file.getFilename().getValue()) + ":" +
+            Twine(file.getLine()) + ":" + Twine(file.getColumn()))
+        .str();
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto call = dyn_cast<CallSiteLoc>(loc))
+    return locText(call.getCallee());
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location part : fused.getLocations())
+      if (!isa<UnknownLoc>(part))
+        return locText(part);
+  return "unknown location";
+}
+
+std::string Engine::axesText(int32_t mesh, ArrayRef<uint8_t> axes) const {
+  std::string text = "{";
+  for (auto [i, axis] : llvm::enumerate(axes))
+    text += (i ? ", \"" : "\"") + axisNames[mesh][axis].getValue().str() + "\"";
+  return text + "}";
+}
+
+std::string Engine::nodeName(int32_t nodeId) {
+  const Node &node = nodes[nodeId];
+  if (!node.value)
+    return "result #" + std::to_string(node.funcResult) + " of @" +
+           cast<func::FuncOp>(node.func).getSymName().str();
+  if (!asmState)
+    asmState.emplace(module);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  node.value.printAsOperand(os, *asmState);
+  return text;
+}
+
+std::string Engine::opText(Operation *op) const {
+  return op->getName().getStringRef().str() + " (" + locText(op->getLoc()) +
+         ")";
+}
+
+std::string Engine::slotName(const Edge &edge, int32_t slot) {
+  std::string role = slot < (int32_t)edge.numOperands
+                         ? "operand " + std::to_string(slot)
+                         : "result " + std::to_string(slot - edge.numOperands);
+  if (edge.isReturn)
+    role = slot == 0 ? "returned value" : "function result";
+  return role + " " + nodeName(edge.slots[slot]);
+}
+
+std::string Engine::shardingText(const Node &node) const {
+  if (node.mesh < 0)
+    return "(no mesh)";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << toAttr(node);
+  StringRef bare(text);
+  bare.consume_front("#par.sharding");
+  return bare.str();
+}
+
+/// The path an axis took to reach `nodeId`: the annotated tensor it started
+/// from, then each op it crossed.
+std::string Engine::originChain(int32_t nodeId, uint8_t axis) {
+  SmallVector<int32_t> path; // edges, last first
+  int32_t current = nodeId;
+  for (size_t guard = 0; guard <= nodes.size(); ++guard) {
+    const Node &node = nodes[current];
+    std::optional<AxisOrigin> origin;
+    for (const DimState &dim : node.dims)
+      for (auto [a, o] : llvm::zip(dim.axes, dim.origins))
+        if (a == axis)
+          origin = o;
+    if (!origin)
+      for (auto [a, o] : llvm::zip(node.partial, node.partialOrigins))
+        if (a == axis)
+          origin = o;
+    if (!origin || origin->isUser())
+      break;
+    path.push_back(origin->edge);
+    current = origin->source;
+  }
+  std::string text = nodeName(current) + " (annotated at " +
+                     locText(nodes[current].loc) + ")";
+  std::reverse(path.begin(), path.end());
+  for (size_t i = 0; i < path.size(); ++i) {
+    // Long chains show their first two and last two ops.
+    if (path.size() > 5 && i == 2) {
+      text += " -> ... " + std::to_string(path.size() - 4) + " more ops ...";
+      i = path.size() - 3;
+      continue;
+    }
+    text += " -> " + opText(edges[path[i]].op);
+  }
+  return text;
+}
+
+void Engine::evaluateFinal() {
+  if (!finalEvals.empty() || edges.empty())
+    return;
+  Stage last = stages.back();
+  finalEvals.resize(edges.size());
+  for (auto [id, edge] : llvm::enumerate(edges))
+    if (!evaluate(edge, last, finalEvals[id], /*report=*/true))
+      finalEvals[id].mesh = -1;
+}
+
+/// Why an op does not use `slot`'s sharding of `dim` (it keeps `kept`).
+std::string Engine::dropReason(const Edge &edge, const EdgeEval &eval,
+                               int32_t slot, int64_t dim) {
+  ArrayRef<int64_t> dimFactors = edge.mappings[slot][dim];
+  std::string where = "dim " + std::to_string(dim);
+  for (int64_t factorId : dimFactors) {
+    const Factor &factor = edge.factors[factorId];
+    if (factor.kind == FactorKind::NeedReplication)
+      return where + " must be replicated for this op";
+    if (factor.kind == FactorKind::Permutation)
+      return where + " is sliced or concatenated by this op";
+  }
+  for (const Leftover &leftover : eval.leftovers)
+    if (leftover.slot == slot && leftover.dim == dim)
+      return axesText(eval.mesh, leftover.axes) +
+             " does not divide how this op splits " + where + " (sizes " +
+             [&] {
+               std::string sizes;
+               for (auto [i, f] : llvm::enumerate(dimFactors))
+                 sizes += (i ? "x" : "") +
+                          std::to_string(edge.factors[f].size);
+               return sizes;
+             }() +
+             ")";
+  AxisList target;
+  SmallVector<int32_t, 4> fromSlots;
+  backProjectDim(dimFactors, edge.factors, eval.choices, eval.mesh, target,
+                 fromSlots);
+  if (target.empty())
+    return where + " is used unsharded";
+  return where + " is used as " + axesText(eval.mesh, target) + " from " +
+         slotName(edge, fromSlots.front());
+}
+
+void Engine::emitDiagnostics() {
+  evaluateFinal();
+  for (auto [id, edge] : llvm::enumerate(edges)) {
+    const EdgeEval &eval = finalEvals[id];
+    if (eval.mesh < 0)
+      continue;
+    // Axes the op cannot carry at all.
+    for (const Leftover &leftover : eval.leftovers) {
+      const Node &node = nodes[edge.slots[leftover.slot]];
+      std::string factorSizes;
+      for (auto [i, f] : llvm::enumerate(edge.mappings[leftover.slot][leftover.dim]))
+        factorSizes += (i ? "x" : "") + std::to_string(edge.factors[f].size);
+      edge.op->emitRemark()
+          << "axes " << axesText(eval.mesh, leftover.axes) << " on dim "
+          << leftover.dim << " (size " << node.type.getDimSize(leftover.dim)
+          << ") of " << slotName(edge, leftover.slot)
+          << " do not divide how this op splits that dim (" << factorSizes
+          << "); they are not propagated through it";
+    }
+    // User shardings the op cannot use at all: it will gather the operand.
+    for (unsigned slot = 0; slot < edge.numOperands; ++slot) {
+      int32_t nodeId = edge.slots[slot];
+      if (nodeId < 0)
+        continue;
+      const Node &node = nodes[nodeId];
+      bool userSharded = false;
+      for (const DimState &dim : node.dims)
+        for (const AxisOrigin &origin : dim.origins)
+          userSharded |= origin.isUser();
+      if (!userSharded)
+        continue;
+      bool anyKept = false;
+      SmallVector<std::string> reasons;
+      for (auto [d, dim] : llvm::enumerate(node.dims)) {
+        if (dim.axes.empty())
+          continue;
+        AxisList target;
+        SmallVector<int32_t, 4> fromSlots;
+        backProjectDim(edge.mappings[slot][d], edge.factors, eval.choices,
+                       eval.mesh, target, fromSlots);
+        AxisList kept;
+        for (size_t i = 0; i < std::min(target.size(), dim.axes.size()); ++i) {
+          if (target[i] != dim.axes[i])
+            break;
+          kept.push_back(target[i]);
+        }
+        if (!kept.empty())
+          anyKept = true;
+        else
+          reasons.push_back(dropReason(edge, eval, slot, d));
+      }
+      if (anyKept)
+        continue;
+      InFlightDiagnostic diag = mlir::emitWarning(node.loc);
+      diag << "sharding " << shardingText(node) << " of "
+           << nodeName(nodeId) << " is dropped: "
+           << (edge.isReturn ? std::string("the function result")
+                             : opText(edge.op))
+           << " uses it fully replicated (";
+      llvm::interleave(reasons, diag, "; ");
+      diag << ")";
+      diag.attachNote(edge.op->getLoc()) << "used here";
+    }
+  }
+}
+
+void Engine::explain(llvm::raw_ostream &os) {
+  evaluateFinal();
+  os << "== sharding explanation ==\n";
+  os << "stages:";
+  for (const Stage &stage : stages) {
+    if (stage.level != 0)
+      continue;
+    if (stage.priority == kUnprioritized)
+      os << " annotations without priority";
+    else
+      os << " p" << stage.priority << ",";
+  }
+  os << " (each through op levels 0, 1, 2)\n";
+
+  // Group nodes and edges by function, in module order.
+  llvm::MapVector<Operation *, std::pair<SmallVector<int32_t>, SmallVector<int32_t>>>
+      byFunc;
+  for (auto [id, node] : llvm::enumerate(nodes))
+    byFunc[node.func].first.push_back(id);
+  for (auto [id, edge] : llvm::enumerate(edges))
+    byFunc[edge.op->getParentOfType<func::FuncOp>()].second.push_back(id);
+
+  for (auto &[func, members] : byFunc) {
+    os << "\nfunc @" << cast<func::FuncOp>(func).getSymName() << "\n";
+    for (int32_t nodeId : members.first) {
+      const Node &node = nodes[nodeId];
+      os << "  " << nodeName(nodeId);
+      if (node.value)
+        if (Operation *def = node.value.getDefiningOp())
+          os << " = " << def->getName().getStringRef();
+      os << " : " << shardingText(node) << "  (" << locText(node.loc)
+         << ")\n";
+      bool any = false;
+      for (auto [d, dim] : llvm::enumerate(node.dims)) {
+        for (auto [axis, origin] : llvm::zip(dim.axes, dim.origins)) {
+          any = true;
+          os << "      dim " << d << " "
+             << axesText(node.mesh, ArrayRef<uint8_t>(axis)) << ": ";
+          if (origin.isUser())
+            os << "annotated\n";
+          else
+            os << "from " << originChain(nodeId, axis) << "\n";
+        }
+      }
+      for (auto [axis, origin] : llvm::zip(node.partial, node.partialOrigins)) {
+        any = true;
+        os << "      partial over "
+           << axesText(node.mesh, ArrayRef<uint8_t>(axis)) << ": ";
+        if (origin.isUser())
+          os << "annotated\n";
+        else
+          os << "reduced dim split by " << opText(edges[origin.edge].op)
+             << ", axis from " << originChain(origin.source, axis) << "\n";
+      }
+      if (!any)
+        os << "      replicated: "
+           << (node.user ? "annotated so" : "no sharding reaches it") << "\n";
+    }
+    bool header = false;
+    for (int32_t edgeId : members.second) {
+      const Edge &edge = edges[edgeId];
+      const EdgeEval &eval = finalEvals[edgeId];
+      if (eval.mesh < 0)
+        continue;
+      for (const Conflict &conflict : eval.conflicts) {
+        if (!header)
+          os << "  conflicts resolved:\n";
+        header = true;
+        os << "    " << (edge.isReturn ? "return" : opText(edge.op))
+           << ", factor "
+           << ShardingRule::factorName(conflict.factor, edge.factors.size())
+           << " (size " << edge.factors[conflict.factor].size << "): ";
+        llvm::interleave(
+            conflict.candidates, os,
+            [&](auto &cand) {
+              os << slotName(edge, cand.first) << " has "
+                 << axesText(eval.mesh, cand.second);
+            },
+            ", ");
+        os << "; kept " << axesText(eval.mesh, eval.choices[conflict.factor].axes);
+        if (conflict.winner >= 0)
+          os << " from " << slotName(edge, conflict.winner);
+        os << " (" << conflict.reason << ")\n";
+      }
+    }
+    if (!header)
+      os << "  no conflicts\n";
+  }
+  os << "== end of explanation ==\n";
+}
