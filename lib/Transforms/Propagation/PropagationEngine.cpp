@@ -86,16 +86,17 @@ int32_t Engine::addNode(Value value, Operation *func, int32_t funcResult,
       node.user = true;
       for (auto [d, dim] : llvm::enumerate(sharding.getDims())) {
         DimState &state = node.dims[d];
-        for (StringAttr axis : dim.getAxes()) {
-          state.axes.push_back(index(axis));
-          state.origins.push_back(AxisOrigin());
-        }
         state.open = dim.isOpen();
         state.userPriority = dim.getPriority();
         if (state.userPriority)
           state.priority = *state.userPriority;
-        else if (!state.axes.empty())
+        else if (!dim.getAxes().empty())
           state.priority = kUnprioritized;
+        for (StringAttr axis : dim.getAxes()) {
+          state.axes.push_back(index(axis));
+          state.origins.push_back(
+              {-1, -1, state.userPriority.value_or(kUnprioritized)});
+        }
       }
       for (StringAttr axis : sharding.getReplicatedAxes())
         node.replicated.push_back(index(axis));
@@ -278,10 +279,12 @@ void Engine::backProjectDim(ArrayRef<int64_t> dimFactors,
                             ArrayRef<Factor> factors,
                             ArrayRef<FactorChoice> choices, int32_t mesh,
                             AxisList &axes,
-                            SmallVectorImpl<int32_t> &fromSlots) const {
-  for (auto [i, factorId] : llvm::enumerate(dimFactors)) {
-    const FactorChoice &choice = choices[factorId];
-    int64_t size = factors[factorId].size;
+                            SmallVectorImpl<int32_t> &fromSlots,
+                            AxisList *dropped) const {
+  size_t i = 0;
+  for (; i < dimFactors.size(); ++i) {
+    const FactorChoice &choice = choices[dimFactors[i]];
+    int64_t size = factors[dimFactors[i]].size;
     int64_t count = shardCount(mesh, choice.axes);
     bool minor = i + 1 == dimFactors.size();
     if (!minor && size % count != 0)
@@ -291,9 +294,14 @@ void Engine::backProjectDim(ArrayRef<int64_t> dimFactors,
       fromSlots.push_back(choice.slot);
     }
     // A later factor can be split only below a fully split major one.
-    if (count != size)
+    if (count != size) {
+      ++i;
       break;
+    }
   }
+  if (dropped)
+    for (; i < dimFactors.size(); ++i)
+      dropped->append(choices[dimFactors[i]].axes);
 }
 
 //===----------------------------------------------------------------------===//
@@ -327,8 +335,12 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
 
   size_t numFactors = edge.factors.size();
   // Candidates per factor: (slot, axes).
-  SmallVector<SmallVector<std::pair<int32_t, AxisList>, 2>, 8> candidates(
-      numFactors);
+  struct Candidate {
+    int32_t slot;
+    AxisList axes;
+    int64_t priority; // the weakest priority among its axes
+  };
+  SmallVector<SmallVector<Candidate, 2>, 8> candidates(numFactors);
   SmallVector<AxisList, 8> projected(numFactors);
   bool forwardWaits = edge.expanding && stage.level < kNumLevels - 1;
   for (auto [slot, nodeId] : llvm::enumerate(edge.slots)) {
@@ -345,15 +357,26 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
                  projected, leftover);
       if (report && !leftover.empty())
         eval.leftovers.push_back({(int32_t)slot, (int64_t)d, leftover});
-      for (int64_t factor : edge.mappings[slot][d])
-        if (!projected[factor].empty())
-          candidates[factor].push_back({(int32_t)slot, projected[factor]});
+      // Axes are projected in dim order, so each factor's axes are the
+      // next ones of the dim.
+      size_t next = 0;
+      for (int64_t factor : edge.mappings[slot][d]) {
+        if (projected[factor].empty())
+          continue;
+        int64_t priority = kAlwaysVisible;
+        for (size_t i = 0; i < projected[factor].size(); ++i)
+          priority = std::max(priority, dim.origins[next++].priority);
+        candidates[factor].push_back(
+            {(int32_t)slot, projected[factor], priority});
+      }
     }
   }
 
-  auto rank = [&](int32_t slot, ArrayRef<uint8_t> axes) {
-    return std::make_tuple(nodes[edge.slots[slot]].bytes,
-                           shardCount(eval.mesh, axes), -slot);
+  // Conflict order: earlier user priority, larger tensor, more shards,
+  // lower operand index.
+  auto rank = [&](const Candidate &c) {
+    return std::make_tuple(-c.priority, nodes[edge.slots[c.slot]].bytes,
+                           shardCount(eval.mesh, c.axes), -c.slot);
   };
   eval.choices.resize(numFactors);
   for (size_t f = 0; f < numFactors; ++f) {
@@ -367,51 +390,46 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
     // candidate extending its own.
     size_t longest = 0;
     for (size_t c = 1; c < cands.size(); ++c)
-      if (cands[c].second.size() > cands[longest].second.size())
+      if (cands[c].axes.size() > cands[longest].axes.size())
         longest = c;
-    bool compatible = llvm::all_of(cands, [&](auto &cand) {
-      return isPrefix(cand.second, cands[longest].second);
+    bool compatible = llvm::all_of(cands, [&](const Candidate &cand) {
+      return isPrefix(cand.axes, cands[longest].axes);
     });
     size_t chosen = longest;
     if (!compatible) {
       size_t winner = 0;
       for (size_t c = 1; c < cands.size(); ++c)
-        if (rank(cands[c].first, cands[c].second) >
-            rank(cands[winner].first, cands[winner].second))
+        if (rank(cands[c]) > rank(cands[winner]))
           winner = c;
       chosen = winner;
       for (size_t c = 0; c < cands.size(); ++c)
-        if (isPrefix(cands[winner].second, cands[c].second) &&
-            cands[c].second.size() > cands[chosen].second.size())
+        if (isPrefix(cands[winner].axes, cands[c].axes) &&
+            cands[c].axes.size() > cands[chosen].axes.size())
           chosen = c;
       if (report) {
-        Conflict conflict{(int64_t)f, {}, cands[chosen].first, ""};
-        for (auto &cand : cands)
-          conflict.candidates.push_back(cand);
+        Conflict conflict{(int64_t)f, {}, {}, cands[chosen].slot, ""};
+        for (const Candidate &cand : cands) {
+          conflict.candidates.push_back({cand.slot, cand.axes});
+          conflict.priorities.push_back(cand.priority);
+        }
         // Name the rule that decided, against the strongest loser.
         size_t runnerUp = cands.size();
         for (size_t c = 0; c < cands.size(); ++c)
-          if (!isPrefix(cands[c].second, cands[chosen].second) &&
+          if (!isPrefix(cands[c].axes, cands[chosen].axes) &&
               (runnerUp == cands.size() ||
-               rank(cands[c].first, cands[c].second) >
-                   rank(cands[runnerUp].first, cands[runnerUp].second)))
+               rank(cands[c]) > rank(cands[runnerUp])))
             runnerUp = c;
-        const Node &win = nodes[edge.slots[cands[winner].first]];
-        const Node &lose = nodes[edge.slots[cands[runnerUp].first]];
-        int64_t winShards = shardCount(eval.mesh, cands[winner].second);
-        int64_t loseShards = shardCount(eval.mesh, cands[runnerUp].second);
-        if (win.bytes != lose.bytes)
-          conflict.reason = "larger tensor: " + std::to_string(win.bytes) +
-                            " vs " + std::to_string(lose.bytes) + " bytes";
-        else if (winShards != loseShards)
-          conflict.reason = "more shards: " + std::to_string(winShards) +
-                            " vs " + std::to_string(loseShards);
-        else
-          conflict.reason = "equal size and shards: lower operand index";
+        conflict.reason = conflictReason(eval.mesh, cands[winner].slot,
+                                         cands[winner].axes,
+                                         cands[winner].priority, edge,
+                                         cands[runnerUp].slot,
+                                         cands[runnerUp].axes,
+                                         cands[runnerUp].priority);
         eval.conflicts.push_back(std::move(conflict));
       }
     }
-    eval.choices[f] = {cands[chosen].second, cands[chosen].first};
+    eval.choices[f] = {cands[chosen].axes, cands[chosen].slot,
+                       cands[chosen].priority};
   }
 
   // An axis splits at most one factor of the op: factors claim axes in rank
@@ -421,9 +439,12 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
   for (size_t f = 0; f < numFactors; ++f)
     if (!eval.choices[f].axes.empty())
       order.push_back(f);
+  auto choiceRank = [&](int64_t f) {
+    const FactorChoice &c = eval.choices[f];
+    return rank({c.slot, c.axes, c.priority});
+  };
   llvm::stable_sort(order, [&](int64_t a, int64_t b) {
-    return rank(eval.choices[a].slot, eval.choices[a].axes) >
-           rank(eval.choices[b].slot, eval.choices[b].axes);
+    return choiceRank(a) > choiceRank(b);
   });
   AxisMask taken = 0;
   SmallVector<int64_t, 64> owner(64, -1);
@@ -433,11 +454,12 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
       if (!(taken & (AxisMask(1) << axes[i])))
         continue;
       if (report) {
-        Conflict conflict{f, {{eval.choices[f].slot, axes}}, -1, ""};
+        Conflict conflict{
+            f, {{eval.choices[f].slot, axes}}, {eval.choices[f].priority}, -1,
+            ""};
         conflict.reason =
             "axis \"" + axisNames[eval.mesh][axes[i]].getValue().str() +
-            "\" already splits factor " +
-            ShardingRule::factorName(owner[axes[i]], numFactors);
+            "\" already splits " + factorText(edge, owner[axes[i]]);
         eval.conflicts.push_back(std::move(conflict));
       }
       axes.resize(i);
@@ -449,6 +471,32 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
     }
   }
   return true;
+}
+
+static std::string priorityText(int64_t priority) {
+  return priority == kUnprioritized ? std::string("no priority")
+                                    : "p" + std::to_string(priority);
+}
+
+std::string Engine::conflictReason(int32_t mesh, int32_t winSlot,
+                                   ArrayRef<uint8_t> winAxes,
+                                   int64_t winPriority, const Edge &edge,
+                                   int32_t loseSlot, ArrayRef<uint8_t> loseAxes,
+                                   int64_t losePriority) const {
+  const Node &win = nodes[edge.slots[winSlot]];
+  const Node &lose = nodes[edge.slots[loseSlot]];
+  int64_t winShards = shardCount(mesh, winAxes);
+  int64_t loseShards = shardCount(mesh, loseAxes);
+  if (winPriority != losePriority)
+    return "earlier priority: " + priorityText(winPriority) + " before " +
+           priorityText(losePriority);
+  if (win.bytes != lose.bytes)
+    return "larger tensor: " + std::to_string(win.bytes) + " vs " +
+           std::to_string(lose.bytes) + " bytes";
+  if (winShards != loseShards)
+    return "more shards: " + std::to_string(winShards) + " vs " +
+           std::to_string(loseShards);
+  return "equal priority, size and shards: lower operand index";
 }
 
 bool Engine::apply(int32_t edgeId, const Stage &stage, const EdgeEval &eval) {
@@ -487,7 +535,8 @@ bool Engine::apply(int32_t edgeId, const Stage &stage, const EdgeEval &eval) {
           break;
         used |= AxisMask(1) << target[i];
         dim.axes.push_back(target[i]);
-        dim.origins.push_back({edgeId, edge.slots[fromSlots[i]]});
+        dim.origins.push_back({edgeId, edge.slots[fromSlots[i]],
+                               stage.priority});
         changed = true;
       }
     }
@@ -504,7 +553,7 @@ bool Engine::apply(int32_t edgeId, const Stage &stage, const EdgeEval &eval) {
           used |= AxisMask(1) << axis;
           node.partial.push_back(axis);
           node.partialOrigins.push_back(
-              {edgeId, edge.slots[eval.choices[f].slot]});
+              {edgeId, edge.slots[eval.choices[f].slot], stage.priority});
           changed = true;
         }
       }

@@ -38,6 +38,9 @@ constexpr int64_t kUnprioritized = std::numeric_limits<int64_t>::max();
 struct AxisOrigin {
   int32_t edge = -1;
   int32_t source = -1;
+  /// The user priority in force when the axis was set: its own for an
+  /// annotation, the stage's for an inferred axis. Lower wins conflicts.
+  int64_t priority = kUnprioritized;
   bool isUser() const { return edge < 0; }
 };
 
@@ -99,12 +102,15 @@ constexpr int kNumLevels = 3;
 struct FactorChoice {
   AxisList axes;
   int32_t slot = -1; // the slot whose axes were taken
+  int64_t priority = kUnprioritized;
 };
 
 struct Conflict {
   int64_t factor;
   /// Competing (slot, axes) candidates.
   SmallVector<std::pair<int32_t, AxisList>, 2> candidates;
+  /// Each candidate's priority (see AxisOrigin::priority).
+  SmallVector<int64_t, 2> priorities;
   /// The slot whose axes were kept; -1 when the factor lost an axis to
   /// another factor of the op.
   int32_t winner;
@@ -161,6 +167,12 @@ private:
   /// Fills `eval` for `edge` under `stage`; false if the edge is skipped.
   bool evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
                 bool report);
+  /// Which conflict rule made the winner beat the loser.
+  std::string conflictReason(int32_t mesh, int32_t winSlot,
+                             ArrayRef<uint8_t> winAxes, int64_t winPriority,
+                             const Edge &edge, int32_t loseSlot,
+                             ArrayRef<uint8_t> loseAxes,
+                             int64_t losePriority) const;
   /// Applies `eval` to the edge's tensors; true if any changed.
   bool apply(int32_t edgeId, const Stage &stage, const EdgeEval &eval);
   bool edgeActive(const Edge &edge, const Stage &stage) const;
@@ -172,9 +184,12 @@ private:
                   MutableArrayRef<AxisList> out, AxisList &leftover) const;
   /// The axes a tensor dim holding `dimFactors` gets from `choices`, with
   /// the slot each axis came from.
+  /// `dropped` (optional) receives the axes of split factors the dim cannot
+  /// hold because a more major factor of it is not fully split.
   void backProjectDim(ArrayRef<int64_t> dimFactors, ArrayRef<Factor> factors,
                       ArrayRef<FactorChoice> choices, int32_t mesh,
-                      AxisList &axes, SmallVectorImpl<int32_t> &fromSlots) const;
+                      AxisList &axes, SmallVectorImpl<int32_t> &fromSlots,
+                      AxisList *dropped = nullptr) const;
   int64_t shardCount(int32_t mesh, ArrayRef<uint8_t> axes) const;
   AxisMask usedAxes(const Node &node) const;
 
@@ -183,6 +198,8 @@ private:
   std::string nodeName(int32_t node);
   std::string opText(Operation *op) const;
   std::string slotName(const Edge &edge, int32_t slot);
+  /// `factor k (dim 1 of operand 0 %3)`: the factor where it first appears.
+  std::string factorText(const Edge &edge, int64_t factor);
   std::string shardingText(const Node &node) const;
   std::string originChain(int32_t node, uint8_t axis);
   ShardingAttr toAttr(const Node &node) const;

@@ -66,6 +66,17 @@ std::string Engine::slotName(const Edge &edge, int32_t slot) {
   return role + " " + nodeName(edge.slots[slot]);
 }
 
+std::string Engine::factorText(const Edge &edge, int64_t factor) {
+  std::string text =
+      "factor " + ShardingRule::factorName(factor, edge.factors.size());
+  for (auto [slot, mapping] : llvm::enumerate(edge.mappings))
+    for (auto [d, dim] : llvm::enumerate(mapping))
+      if (llvm::is_contained(dim, factor) && edge.slots[slot] >= 0)
+        return text + " (dim " + std::to_string(d) + " of " +
+               slotName(edge, slot) + ")";
+  return text;
+}
+
 std::string Engine::shardingText(const Node &node) const {
   if (node.mesh < 0)
     return "(no mesh)";
@@ -123,7 +134,7 @@ void Engine::evaluateFinal() {
       finalEvals[id].mesh = -1;
 }
 
-/// Why an op does not use `slot`'s sharding of `dim` (it keeps `kept`).
+/// Why an op uses `slot`'s dim `dim` unsharded although it is split.
 std::string Engine::dropReason(const Edge &edge, const EdgeEval &eval,
                                int32_t slot, int64_t dim) {
   ArrayRef<int64_t> dimFactors = edge.mappings[slot][dim];
@@ -147,14 +158,11 @@ std::string Engine::dropReason(const Edge &edge, const EdgeEval &eval,
                return sizes;
              }() +
              ")";
-  AxisList target;
-  SmallVector<int32_t, 4> fromSlots;
-  backProjectDim(dimFactors, edge.factors, eval.choices, eval.mesh, target,
-                 fromSlots);
-  if (target.empty())
-    return where + " is used unsharded";
-  return where + " is used as " + axesText(eval.mesh, target) + " from " +
-         slotName(edge, fromSlots.front());
+  // Lost a conflict on the dim's factor: name what the op chose instead.
+  for (const Conflict &conflict : eval.conflicts)
+    if (llvm::is_contained(dimFactors, conflict.factor))
+      return where + " lost a conflict: " + conflict.reason;
+  return where + " is used unsharded";
 }
 
 void Engine::emitDiagnostics() {
@@ -176,6 +184,32 @@ void Engine::emitDiagnostics() {
           << " do not divide how this op splits that dim (" << factorSizes
           << "); they are not propagated through it";
     }
+    // Split factors a result dim cannot hold (merged below an unsplit or
+    // partly split major factor).
+    for (int32_t slot = edge.numOperands; slot < (int32_t)edge.slots.size();
+         ++slot) {
+      if (edge.slots[slot] < 0)
+        continue;
+      const Node &node = nodes[edge.slots[slot]];
+      for (int64_t d = 0; d < node.type.getRank(); ++d) {
+        AxisList target, dropped;
+        SmallVector<int32_t, 4> fromSlots;
+        ArrayRef<int64_t> dimFactors = edge.mappings[slot][d];
+        backProjectDim(dimFactors, edge.factors, eval.choices, eval.mesh,
+                       target, fromSlots, &dropped);
+        if (dropped.empty())
+          continue;
+        std::string factorSizes;
+        for (auto [i, f] : llvm::enumerate(dimFactors))
+          factorSizes += (i ? "x" : "") + std::to_string(edge.factors[f].size);
+        edge.op->emitRemark()
+            << "axes " << axesText(eval.mesh, dropped) << " cannot be kept on dim "
+            << d << " of " << slotName(edge, slot) << ": the dim merges sizes "
+            << factorSizes << " and a minor part can be split only below a "
+            << "fully split major part; that dim keeps "
+            << axesText(eval.mesh, target);
+      }
+    }
     // User shardings the op cannot use at all: it will gather the operand.
     for (unsigned slot = 0; slot < edge.numOperands; ++slot) {
       int32_t nodeId = edge.slots[slot];
@@ -188,27 +222,22 @@ void Engine::emitDiagnostics() {
           userSharded |= origin.isUser();
       if (!userSharded)
         continue;
-      bool anyKept = false;
+      // The op's view of the operand: replicated when no dim of it is
+      // split (a different split is a reshard, reported by the explain
+      // report, not a replication).
+      bool replicatedUse = true;
       SmallVector<std::string> reasons;
       for (auto [d, dim] : llvm::enumerate(node.dims)) {
-        if (dim.axes.empty())
-          continue;
         AxisList target;
         SmallVector<int32_t, 4> fromSlots;
         backProjectDim(edge.mappings[slot][d], edge.factors, eval.choices,
                        eval.mesh, target, fromSlots);
-        AxisList kept;
-        for (size_t i = 0; i < std::min(target.size(), dim.axes.size()); ++i) {
-          if (target[i] != dim.axes[i])
-            break;
-          kept.push_back(target[i]);
-        }
-        if (!kept.empty())
-          anyKept = true;
-        else
+        if (!target.empty())
+          replicatedUse = false;
+        else if (!dim.axes.empty())
           reasons.push_back(dropReason(edge, eval, slot, d));
       }
-      if (anyKept)
+      if (!replicatedUse)
         continue;
       InFlightDiagnostic diag = mlir::emitWarning(node.loc);
       diag << "sharding " << shardingText(node) << " of "
@@ -291,10 +320,9 @@ void Engine::explain(llvm::raw_ostream &os) {
         if (!header)
           os << "  conflicts resolved:\n";
         header = true;
-        os << "    " << (edge.isReturn ? "return" : opText(edge.op))
-           << ", factor "
-           << ShardingRule::factorName(conflict.factor, edge.factors.size())
-           << " (size " << edge.factors[conflict.factor].size << "): ";
+        os << "    " << opText(edge.op) << ", "
+           << factorText(edge, conflict.factor) << ", size "
+           << edge.factors[conflict.factor].size << ": ";
         llvm::interleave(
             conflict.candidates, os,
             [&](auto &cand) {
