@@ -8,6 +8,7 @@
 #include "PropagationEngine.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
@@ -627,14 +628,44 @@ ShardingAttr Engine::toAttr(const Node &node) const {
 }
 
 void Engine::writeBack() {
+  // Function argument and result attributes are rebuilt once per function:
+  // setting them one by one copies the whole list each time.
+  llvm::MapVector<Operation *, std::pair<SmallVector<NamedAttrList>,
+                                         SmallVector<NamedAttrList>>>
+      funcAttrs;
+  auto attrsOf = [&](Operation *op) -> auto & {
+    auto [it, inserted] = funcAttrs.try_emplace(op);
+    if (inserted) {
+      auto func = cast<func::FuncOp>(op);
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        it->second.first.emplace_back(func.getArgAttrDict(i));
+      for (unsigned i = 0; i < func.getNumResults(); ++i)
+        it->second.second.emplace_back(func.getResultAttrDict(i));
+    }
+    return it->second;
+  };
   for (const Node &node : nodes) {
     if (node.mesh < 0)
       continue;
     ShardingAttr attr = toAttr(node);
-    if (node.value)
+    auto arg = dyn_cast_or_null<BlockArgument>(node.value);
+    if (node.value && !(arg && arg.getOwner()->getParentOp() == node.func)) {
       setValueSharding(node.value, attr);
-    else
-      cast<func::FuncOp>(node.func)
-          .setResultAttr(node.funcResult, ParDialect::kShardingAttrName, attr);
+      continue;
+    }
+    auto &[argAttrs, resultAttrs] = attrsOf(node.func);
+    NamedAttrList &list =
+        arg ? argAttrs[arg.getArgNumber()] : resultAttrs[node.funcResult];
+    list.set(ParDialect::kShardingAttrName, attr);
+  }
+  for (auto &[op, lists] : funcAttrs) {
+    auto func = cast<func::FuncOp>(op);
+    SmallVector<DictionaryAttr> args, results;
+    for (NamedAttrList &list : lists.first)
+      args.push_back(list.getDictionary(ctx));
+    for (NamedAttrList &list : lists.second)
+      results.push_back(list.getDictionary(ctx));
+    func.setAllArgAttrs(args);
+    func.setAllResultAttrs(results);
   }
 }
