@@ -22,6 +22,12 @@ static bool isPrefix(ArrayRef<uint8_t> prefix, ArrayRef<uint8_t> of) {
          std::equal(prefix.begin(), prefix.end(), of.begin());
 }
 
+/// The tensors propagation tracks: ranked with a static shape.
+static RankedTensorType trackedTensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.hasStaticShape() ? tensor : nullptr;
+}
+
 static int64_t elementCount(RankedTensorType type) {
   return type.getNumElements();
 }
@@ -199,17 +205,17 @@ void Engine::build() {
     if (func.isExternal())
       continue;
     for (BlockArgument arg : func.getArguments())
-      if (auto type = dyn_cast<RankedTensorType>(arg.getType()))
+      if (auto type = trackedTensor(arg.getType()))
         addNode(arg, func, -1, type, arg.getLoc(), getValueSharding(arg));
     func.walk([&](Operation *op) {
       for (OpResult result : op->getResults())
-        if (auto type = dyn_cast<RankedTensorType>(result.getType()))
+        if (auto type = trackedTensor(result.getType()))
           addNode(result, func, -1, type, op->getLoc(),
                   getValueSharding(result));
     });
     SmallVector<int32_t> resultNodes;
     for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
-      auto tensor = dyn_cast<RankedTensorType>(type);
+      auto tensor = trackedTensor(type);
       resultNodes.push_back(
           tensor ? addNode(nullptr, func, i, tensor, func.getLoc(),
                            dyn_cast_or_null<ShardingAttr>(func.getResultAttr(
@@ -262,8 +268,9 @@ void Engine::projectDim(const DimState &dim, ArrayRef<int64_t> dimFactors,
     int64_t covered = 1;
     while (next < dim.axes.size()) {
       int64_t grown = covered * axisSizes[mesh][dim.axes[next]];
-      // Non-minor factors must divide evenly; the minor one may be padded.
-      if (size % grown != 0 && !(minor && grown <= size))
+      // Never more shards than elements; non-minor factors must divide
+      // evenly, the minor one may be padded.
+      if (grown > size || (!minor && size % grown != 0))
         break;
       out[factorId].push_back(dim.axes[next++]);
       covered = grown;

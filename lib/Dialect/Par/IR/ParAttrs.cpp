@@ -302,7 +302,8 @@ LogicalResult ShardingAttr::verifyForType(
   for (auto [d, dim] : llvm::enumerate(getDims())) {
     int64_t shards = meshOp.getNumShards(dim.getAxes());
     int64_t size = tensorType.getDimSize(d);
-    if (!ShapedType::isDynamic(size) && shards > size) {
+    if (!dim.getAxes().empty() && !ShapedType::isDynamic(size) &&
+        shards > size) {
       InFlightDiagnostic diag = emitError();
       diag << "dimension " << d << " of size " << size << " is split into "
            << shards << " shards by axes";
