@@ -2,7 +2,9 @@
 copies (truncations and byte flips) of valid ones. Every run must end with
 exit status 0 or 1 -- never a signal or another code -- and a failing run
 must print a located 'error:' diagnostic. Usage:
-  check-bad-inputs.py CORPUS_DIR [VALID_FILE ...]
+  check-bad-inputs.py [--pass=FLAG ...] CORPUS_DIR [VALID_FILE ...]
+--pass flags are given to par-opt (e.g. --pass=--par-propagate), so passes
+run on every mutant that still parses.
 """
 import concurrent.futures
 import os
@@ -15,8 +17,12 @@ import tempfile
 LOCATED_ERROR = re.compile(rb"^[^\n:]+:\d+:\d+: error: ", re.M)
 
 
+PASS_FLAGS = []
+
+
 def run(path):
-    proc = subprocess.run(["par-opt", path], capture_output=True, timeout=60)
+    proc = subprocess.run(["par-opt", path, "-o", os.devnull] + PASS_FLAGS,
+                          capture_output=True, timeout=60)
     return proc.returncode, proc.stderr
 
 
@@ -48,7 +54,10 @@ def mutations(text, count, rng):
 
 
 def main():
-    corpus, valid = sys.argv[1], sys.argv[2:]
+    args = sys.argv[1:]
+    while args and args[0].startswith("--pass="):
+        PASS_FLAGS.append(args.pop(0)[len("--pass="):])
+    corpus, valid = args[0], args[1:]
     jobs = []
     for name in sorted(os.listdir(corpus)):
         if name.endswith(".mlir"):
