@@ -1,4 +1,5 @@
-//===- ExplainSharding.cpp - --par-explain-sharding --------------------------===//
+//===- ExplainSharding.cpp - --par-explain-sharding
+//--------------------------===//
 #include "PropagationEngine.h"
 #include "par/Transforms/Passes.h"
 
@@ -14,12 +15,7 @@ namespace {
 struct ExplainShardingPass
     : public par::impl::ExplainShardingPassBase<ExplainShardingPass> {
   void runOnOperation() override {
-    propagation::Engine engine(getOperation());
-    engine.build();
-    engine.run();
-    engine.emitDiagnostics();
-    engine.explain(llvm::outs());
-    engine.writeBack();
+    propagation::propagateShardings(getOperation(), &llvm::outs());
   }
 };
 } // namespace

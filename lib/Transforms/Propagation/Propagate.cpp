@@ -1,4 +1,5 @@
-//===- Propagate.cpp - --par-propagate ---------------------------------------===//
+//===- Propagate.cpp - --par-propagate
+//---------------------------------------===//
 #include "PropagationEngine.h"
 #include "par/Transforms/Passes.h"
 
@@ -15,13 +16,8 @@ struct PropagatePass : public par::impl::PropagatePassBase<PropagatePass> {
   using PropagatePassBase::PropagatePassBase;
 
   void runOnOperation() override {
-    propagation::Engine engine(getOperation());
-    engine.build();
-    engine.run();
-    engine.emitDiagnostics();
-    if (explain)
-      engine.explain(llvm::outs());
-    engine.writeBack();
+    propagation::propagateShardings(getOperation(),
+                                    explain ? &llvm::outs() : nullptr);
   }
 };
 } // namespace

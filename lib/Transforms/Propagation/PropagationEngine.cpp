@@ -1,4 +1,5 @@
-//===- PropagationEngine.cpp - factor-based sharding propagation ------------===//
+//===- PropagationEngine.cpp - factor-based sharding propagation
+//------------===//
 //
 // Graph construction, the edge step and the staged fixed-point driver. The
 // engine reads nothing about an op but its sharding rule; the op level and
@@ -140,7 +141,8 @@ void Engine::addRuleEdge(Operation *op, const ShardingRule &rule) {
   // Classify from the rule alone. Expanding: a factor held by a result but by
   // no operand (broadcast). Level 0: no reduction or permutation factor and
   // every non-scalar tensor has the same number of elements.
-  SmallVector<bool> inOperand(edge.factors.size()), inResult(edge.factors.size());
+  SmallVector<bool> inOperand(edge.factors.size()),
+      inResult(edge.factors.size());
   for (auto [slot, mapping] : llvm::enumerate(edge.mappings))
     for (const DimFactors &dim : mapping)
       for (int64_t factor : dim)
@@ -286,8 +288,7 @@ void Engine::projectDim(const DimState &dim, ArrayRef<int64_t> dimFactors,
 void Engine::backProjectDim(ArrayRef<int64_t> dimFactors,
                             ArrayRef<Factor> factors,
                             ArrayRef<FactorChoice> choices, int32_t mesh,
-                            AxisList &axes,
-                            SmallVectorImpl<int32_t> &fromSlots,
+                            AxisList &axes, SmallVectorImpl<int32_t> &fromSlots,
                             AxisList *dropped) const {
   size_t i = 0;
   for (; i < dimFactors.size(); ++i) {
@@ -427,12 +428,10 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
               (runnerUp == cands.size() ||
                rank(cands[c]) > rank(cands[runnerUp])))
             runnerUp = c;
-        conflict.reason = conflictReason(eval.mesh, cands[winner].slot,
-                                         cands[winner].axes,
-                                         cands[winner].priority, edge,
-                                         cands[runnerUp].slot,
-                                         cands[runnerUp].axes,
-                                         cands[runnerUp].priority);
+        conflict.reason =
+            conflictReason(eval.mesh, cands[winner].slot, cands[winner].axes,
+                           cands[winner].priority, edge, cands[runnerUp].slot,
+                           cands[runnerUp].axes, cands[runnerUp].priority);
         eval.conflicts.push_back(std::move(conflict));
       }
     }
@@ -462,9 +461,11 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
       if (!(taken & (AxisMask(1) << axes[i])))
         continue;
       if (report) {
-        Conflict conflict{
-            f, {{eval.choices[f].slot, axes}}, {eval.choices[f].priority}, -1,
-            ""};
+        Conflict conflict{f,
+                          {{eval.choices[f].slot, axes}},
+                          {eval.choices[f].priority},
+                          -1,
+                          ""};
         conflict.reason =
             "axis \"" + axisNames[eval.mesh][axes[i]].getValue().str() +
             "\" already splits " + factorText(edge, owner[axes[i]]);
@@ -543,8 +544,8 @@ bool Engine::apply(int32_t edgeId, const Stage &stage, const EdgeEval &eval) {
           break;
         used |= AxisMask(1) << target[i];
         dim.axes.push_back(target[i]);
-        dim.origins.push_back({edgeId, edge.slots[fromSlots[i]],
-                               stage.priority});
+        dim.origins.push_back(
+            {edgeId, edge.slots[fromSlots[i]], stage.priority});
         changed = true;
       }
     }
@@ -626,12 +627,12 @@ ShardingAttr Engine::toAttr(const Node &node) const {
   };
   SmallVector<DimShardingAttr> dims;
   for (const DimState &dim : node.dims)
-    dims.push_back(DimShardingAttr::get(
-        ctx, names(dim.axes),
-        /*isClosed=*/!(node.user && dim.open),
-        node.user ? dim.userPriority : std::nullopt));
-  return ShardingAttr::get(ctx, meshRefs[node.mesh], dims, names(node.replicated),
-                           names(node.partial));
+    dims.push_back(
+        DimShardingAttr::get(ctx, names(dim.axes),
+                             /*isClosed=*/!(node.user && dim.open),
+                             node.user ? dim.userPriority : std::nullopt));
+  return ShardingAttr::get(ctx, meshRefs[node.mesh], dims,
+                           names(node.replicated), names(node.partial));
 }
 
 void Engine::writeBack() {
@@ -640,7 +641,7 @@ void Engine::writeBack() {
   llvm::MapVector<Operation *, std::pair<SmallVector<NamedAttrList>,
                                          SmallVector<NamedAttrList>>>
       funcAttrs;
-  auto attrsOf = [&](Operation *op) -> auto & {
+  auto attrsOf = [&](Operation * op) -> auto & {
     auto [it, inserted] = funcAttrs.try_emplace(op);
     if (inserted) {
       auto func = cast<func::FuncOp>(op);
@@ -675,4 +676,15 @@ void Engine::writeBack() {
     func.setAllArgAttrs(args);
     func.setAllResultAttrs(results);
   }
+}
+
+void mlir::par::propagation::propagateShardings(ModuleOp module,
+                                                llvm::raw_ostream *explain) {
+  Engine engine(module);
+  engine.build();
+  engine.run();
+  engine.emitDiagnostics();
+  if (explain)
+    engine.explain(*explain);
+  engine.writeBack();
 }

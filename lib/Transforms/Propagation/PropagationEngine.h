@@ -55,9 +55,9 @@ struct DimState {
 };
 
 struct Node {
-  Value value;              // null for a function result
-  Operation *func;          // the function the tensor belongs to
-  int32_t funcResult = -1;  // result index when `value` is null
+  Value value;             // null for a function result
+  Operation *func;         // the function the tensor belongs to
+  int32_t funcResult = -1; // result index when `value` is null
   RankedTensorType type;
   Location loc;
   int32_t mesh = -1;
@@ -165,8 +165,7 @@ private:
     return dim.priority <= stage.priority;
   }
   /// Fills `eval` for `edge` under `stage`; false if the edge is skipped.
-  bool evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
-                bool report);
+  bool evaluate(Edge &edge, const Stage &stage, EdgeEval &eval, bool report);
   /// Which conflict rule made the winner beat the loser.
   std::string conflictReason(int32_t mesh, int32_t winSlot,
                              ArrayRef<uint8_t> winAxes, int64_t winPriority,
@@ -222,6 +221,10 @@ private:
   std::vector<EdgeEval> finalEvals;
   std::optional<AsmState> asmState;
 };
+
+/// Propagates shardings through `module` and writes them back, emitting the
+/// diagnostics; with `explain`, prints the explain report to it.
+void propagateShardings(ModuleOp module, llvm::raw_ostream *explain);
 
 } // namespace mlir::par::propagation
 

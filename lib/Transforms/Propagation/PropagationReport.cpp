@@ -1,4 +1,5 @@
-//===- PropagationReport.cpp - what propagation decided, and why ------------===//
+//===- PropagationReport.cpp - what propagation decided, and why
+//------------===//
 //
 // Everything here reads the state reached by Engine::run(): the warnings for
 // user shardings an op drops entirely, the remarks for axes an op cannot
@@ -30,6 +31,15 @@ static std::string locText(Location loc) {
       if (!isa<UnknownLoc>(part))
         return locText(part);
   return "unknown location";
+}
+
+/// `8x16`: the sizes of the factors of one dim, major to minor.
+static std::string factorSizesText(const Edge &edge,
+                                   ArrayRef<int64_t> dimFactors) {
+  std::string text;
+  for (auto [i, factor] : llvm::enumerate(dimFactors))
+    text += (i ? "x" : "") + std::to_string(edge.factors[factor].size);
+  return text;
 }
 
 std::string Engine::axesText(int32_t mesh, ArrayRef<uint8_t> axes) const {
@@ -109,8 +119,8 @@ std::string Engine::originChain(int32_t nodeId, uint8_t axis) {
     path.push_back(origin->edge);
     current = origin->source;
   }
-  std::string text = nodeName(current) + " (annotated at " +
-                     locText(nodes[current].loc) + ")";
+  std::string text =
+      nodeName(current) + " (annotated at " + locText(nodes[current].loc) + ")";
   std::reverse(path.begin(), path.end());
   for (size_t i = 0; i < path.size(); ++i) {
     // Long chains show their first two and last two ops.
@@ -150,14 +160,7 @@ std::string Engine::dropReason(const Edge &edge, const EdgeEval &eval,
     if (leftover.slot == slot && leftover.dim == dim)
       return axesText(eval.mesh, leftover.axes) +
              " does not divide how this op splits " + where + " (sizes " +
-             [&] {
-               std::string sizes;
-               for (auto [i, f] : llvm::enumerate(dimFactors))
-                 sizes += (i ? "x" : "") +
-                          std::to_string(edge.factors[f].size);
-               return sizes;
-             }() +
-             ")";
+             factorSizesText(edge, dimFactors) + ")";
   // Lost a conflict on the dim's factor: name what the op chose instead.
   for (const Conflict &conflict : eval.conflicts)
     if (llvm::is_contained(dimFactors, conflict.factor))
@@ -174,9 +177,8 @@ void Engine::emitDiagnostics() {
     // Axes the op cannot carry at all.
     for (const Leftover &leftover : eval.leftovers) {
       const Node &node = nodes[edge.slots[leftover.slot]];
-      std::string factorSizes;
-      for (auto [i, f] : llvm::enumerate(edge.mappings[leftover.slot][leftover.dim]))
-        factorSizes += (i ? "x" : "") + std::to_string(edge.factors[f].size);
+      std::string factorSizes =
+          factorSizesText(edge, edge.mappings[leftover.slot][leftover.dim]);
       edge.op->emitRemark()
           << "axes " << axesText(eval.mesh, leftover.axes) << " on dim "
           << leftover.dim << " (size " << node.type.getDimSize(leftover.dim)
@@ -199,13 +201,12 @@ void Engine::emitDiagnostics() {
                        target, fromSlots, &dropped);
         if (dropped.empty())
           continue;
-        std::string factorSizes;
-        for (auto [i, f] : llvm::enumerate(dimFactors))
-          factorSizes += (i ? "x" : "") + std::to_string(edge.factors[f].size);
+        std::string factorSizes = factorSizesText(edge, dimFactors);
         edge.op->emitRemark()
-            << "axes " << axesText(eval.mesh, dropped) << " cannot be kept on dim "
-            << d << " of " << slotName(edge, slot) << ": the dim merges sizes "
-            << factorSizes << " and a minor part can be split only below a "
+            << "axes " << axesText(eval.mesh, dropped)
+            << " cannot be kept on dim " << d << " of " << slotName(edge, slot)
+            << ": the dim merges sizes " << factorSizes
+            << " and a minor part can be split only below a "
             << "fully split major part; that dim keeps "
             << axesText(eval.mesh, target);
       }
@@ -240,8 +241,8 @@ void Engine::emitDiagnostics() {
       if (!replicatedUse)
         continue;
       InFlightDiagnostic diag = mlir::emitWarning(node.loc);
-      diag << "sharding " << shardingText(node) << " of "
-           << nodeName(nodeId) << " is dropped: "
+      diag << "sharding " << shardingText(node) << " of " << nodeName(nodeId)
+           << " is dropped: "
            << (edge.isReturn ? std::string("the function result")
                              : opText(edge.op))
            << " uses it fully replicated (";
@@ -267,7 +268,8 @@ void Engine::explain(llvm::raw_ostream &os) {
   os << " (each through op levels 0, 1, 2)\n";
 
   // Group nodes and edges by function, in module order.
-  llvm::MapVector<Operation *, std::pair<SmallVector<int32_t>, SmallVector<int32_t>>>
+  llvm::MapVector<Operation *,
+                  std::pair<SmallVector<int32_t>, SmallVector<int32_t>>>
       byFunc;
   for (auto [id, node] : llvm::enumerate(nodes))
     byFunc[node.func].first.push_back(id);
@@ -282,8 +284,7 @@ void Engine::explain(llvm::raw_ostream &os) {
       if (node.value)
         if (Operation *def = node.value.getDefiningOp())
           os << " = " << def->getName().getStringRef();
-      os << " : " << shardingText(node) << "  (" << locText(node.loc)
-         << ")\n";
+      os << " : " << shardingText(node) << "  (" << locText(node.loc) << ")\n";
       bool any = false;
       for (auto [d, dim] : llvm::enumerate(node.dims)) {
         for (auto [axis, origin] : llvm::zip(dim.axes, dim.origins)) {
@@ -330,7 +331,8 @@ void Engine::explain(llvm::raw_ostream &os) {
                  << axesText(eval.mesh, cand.second);
             },
             ", ");
-        os << "; kept " << axesText(eval.mesh, eval.choices[conflict.factor].axes);
+        os << "; kept "
+           << axesText(eval.mesh, eval.choices[conflict.factor].axes);
         if (conflict.winner >= 0)
           os << " from " << slotName(edge, conflict.winner);
         os << " (" << conflict.reason << ")\n";
