@@ -130,7 +130,7 @@ struct SummaryPass : public par::impl::SummaryPassBase<SummaryPass> {
       StringRef bare(shardingText);
       bare.consume_front("#par.sharding");
       shardingText = bare.str();
-      os << "  " << llvm::left_justify(label, 10) << " "
+      os << "  " << llvm::left_justify(label, 16) << " "
          << llvm::left_justify(shapeStr(tensor.getShape()), 14) << " -> local "
          << llvm::left_justify(shapeStr(local), 12) << " "
          << llvm::right_justify(humanBytes(localBytes), 10) << " of "
