@@ -109,4 +109,35 @@ def ExplainShardingPass : Pass<"par-explain-sharding", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::par::ParDialect"];
 }
 
+def InsertReshardsPass : Pass<"par-insert-reshards", "::mlir::ModuleOp"> {
+  let summary = "Make every op's tensors agree with one sharding of its factors";
+  let description = [{
+    First step of partitioning; run after `--par-propagate`. For every op
+    with a sharding rule, one axis list per factor is chosen with the rules
+    of propagation (compatible prefixes merge; conflicts go to the earlier
+    user priority, then the larger tensor, so a large weight stays in place
+    and the smaller activation moves). Then:
+    - an operand whose sharding differs (or that is partial) is replaced by
+      `par.reshard` to the sharding the op uses; one reshard per value and
+      target, placed right after the value's definition;
+    - a result whose annotated sharding differs from what the op produces
+      takes the produced sharding (partial over split reductions) and a
+      `par.reshard` after the op restores the annotated one for its users;
+    - a returned value is resharded to its function result's sharding;
+    - a `par.sharding_constraint` whose input has another layout becomes a
+      `par.reshard`.
+    Values without a sharding count as replicated. Afterwards every op
+    consumes exactly the layouts it computes with, which is what the
+    collective lowering and the local conversion expect; a second run
+    inserts nothing.
+
+    ```mlir
+    // %y is partial over "tp"; the function result is not:
+    %r = par.reshard %y <@mesh, [{"dp"}, {} ]> : tensor<8x16xf32>
+    return %r : tensor<8x16xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::par::ParDialect"];
+}
+
 #endif // PAR_TRANSFORMS_PASSES_TD

@@ -15,7 +15,7 @@ namespace {
 struct ExplainShardingPass
     : public par::impl::ExplainShardingPassBase<ExplainShardingPass> {
   void runOnOperation() override {
-    propagation::propagateShardings(getOperation(), &llvm::outs());
+    propagateShardings(getOperation(), &llvm::outs());
   }
 };
 } // namespace

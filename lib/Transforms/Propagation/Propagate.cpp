@@ -16,7 +16,7 @@ struct PropagatePass : public par::impl::PropagatePassBase<PropagatePass> {
   using PropagatePassBase::PropagatePassBase;
 
   void runOnOperation() override {
-    propagation::propagateShardings(getOperation(),
+    propagateShardings(getOperation(),
                                     explain ? &llvm::outs() : nullptr);
   }
 };

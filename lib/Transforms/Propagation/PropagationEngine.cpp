@@ -678,9 +678,9 @@ void Engine::writeBack() {
   }
 }
 
-void mlir::par::propagation::propagateShardings(ModuleOp module,
-                                                llvm::raw_ostream *explain) {
-  Engine engine(module);
+void mlir::par::propagateShardings(ModuleOp module,
+                                   llvm::raw_ostream *explain) {
+  propagation::Engine engine(module);
   engine.build();
   engine.run();
   engine.emitDiagnostics();

@@ -14,6 +14,7 @@
 #define PAR_LIB_TRANSFORMS_PROPAGATION_PROPAGATIONENGINE_H
 
 #include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Transforms/Propagation.h"
 
 #include "mlir/IR/AsmState.h"
 #include "llvm/ADT/DenseMap.h"
@@ -149,6 +150,10 @@ public:
   /// came from, then every conflict and how it was resolved.
   void explain(llvm::raw_ostream &os);
 
+  /// Inserts the reshards that make every op's tensors agree with the
+  /// factor shardings chosen for it (see par::insertReshards).
+  int64_t insertReshards();
+
   /// Stages in order; exposed for the explain report.
   ArrayRef<Stage> getStages() const { return stages; }
 
@@ -202,6 +207,9 @@ private:
   std::string shardingText(const Node &node) const;
   std::string originChain(int32_t node, uint8_t axis);
   ShardingAttr toAttr(const Node &node) const;
+  /// A sharding with closed dims and no priority.
+  ShardingAttr makeAttr(int32_t mesh, ArrayRef<AxisList> dims,
+                        ArrayRef<uint8_t> partial) const;
   std::string dropReason(const Edge &edge, const EdgeEval &eval, int32_t slot,
                          int64_t dim);
   /// Final-state evaluation of every edge (for reports), computed once.
@@ -221,10 +229,6 @@ private:
   std::vector<EdgeEval> finalEvals;
   std::optional<AsmState> asmState;
 };
-
-/// Propagates shardings through `module` and writes them back, emitting the
-/// diagnostics; with `explain`, prints the explain report to it.
-void propagateShardings(ModuleOp module, llvm::raw_ostream *explain);
 
 } // namespace mlir::par::propagation
 

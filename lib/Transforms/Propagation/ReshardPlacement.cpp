@@ -1,0 +1,173 @@
+//===- ReshardPlacement.cpp - explicit reshards where ops disagree ----------===//
+//
+// The first step of partitioning. Each op's factor shardings are chosen by
+// the same evaluation propagation uses (compatible prefixes merge; conflicts
+// go to the earlier priority, then the larger tensor, so a large weight stays
+// in place and the small activation moves); every tensor of the op that
+// disagrees gets an explicit par.reshard.
+//
+//===----------------------------------------------------------------------===//
+#include "PropagationEngine.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::par;
+using namespace mlir::par::propagation;
+
+ShardingAttr Engine::makeAttr(int32_t mesh, ArrayRef<AxisList> dims,
+                              ArrayRef<uint8_t> partial) const {
+  auto names = [&](ArrayRef<uint8_t> axes) {
+    SmallVector<StringAttr> result;
+    for (uint8_t axis : axes)
+      result.push_back(axisNames[mesh][axis]);
+    return result;
+  };
+  SmallVector<DimShardingAttr> dimAttrs;
+  for (const AxisList &dim : dims)
+    dimAttrs.push_back(DimShardingAttr::get(ctx, names(dim),
+                                            /*isClosed=*/true, std::nullopt));
+  return ShardingAttr::get(ctx, meshRefs[mesh], dimAttrs, {}, names(partial));
+}
+
+static bool sameAxes(ArrayRef<uint8_t> a, ArrayRef<uint8_t> b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
+
+/// Same split and same partial axes (as a set); open marks, priorities and
+/// replicated lists do not change the data layout.
+static bool sameLayout(const Node &node, ArrayRef<AxisList> dims,
+                       ArrayRef<uint8_t> partial) {
+  for (auto [state, axes] : llvm::zip(node.dims, dims))
+    if (!sameAxes(state.axes, axes))
+      return false;
+  if (node.partial.size() != partial.size())
+    return false;
+  return llvm::all_of(partial, [&](uint8_t axis) {
+    return llvm::is_contained(node.partial, axis);
+  });
+}
+
+int64_t Engine::insertReshards() {
+  evaluateFinal();
+  OpBuilder builder(ctx);
+  DenseMap<std::pair<Value, Attribute>, Value> cache;
+  int64_t inserted = 0;
+
+  // One reshard per (value, target), right after the value is defined so
+  // that it dominates every use and its collective can start early.
+  auto reshardOf = [&](Value value, ShardingAttr target) -> Value {
+    auto key = std::make_pair(value, Attribute(target));
+    if (Value cached = cache.lookup(key))
+      return cached;
+    if (auto arg = dyn_cast<BlockArgument>(value))
+      builder.setInsertionPointToStart(arg.getOwner());
+    else
+      builder.setInsertionPointAfter(value.getDefiningOp());
+    Value result = ReshardOp::create(builder, value.getLoc(), value, target);
+    ++inserted;
+    cache[key] = result;
+    return result;
+  };
+
+  for (auto [id, edge] : llvm::enumerate(edges)) {
+    const EdgeEval &eval = finalEvals[id];
+    if (eval.mesh < 0)
+      continue;
+    auto targetDims = [&](int32_t slot) {
+      SmallVector<AxisList> dims;
+      for (const DimFactors &dimFactors : edge.mappings[slot]) {
+        AxisList axes;
+        SmallVector<int32_t, 4> fromSlots;
+        backProjectDim(dimFactors, edge.factors, eval.choices, eval.mesh,
+                       axes, fromSlots);
+        dims.push_back(axes);
+      }
+      return dims;
+    };
+
+    // A constraint whose input has another layout is a reshard.
+    if (auto constraint = dyn_cast<ShardingConstraintOp>(edge.op)) {
+      const Node &input = nodes[edge.slots[0]];
+      const Node &output = nodes[edge.slots[1]];
+      SmallVector<AxisList> dims;
+      for (const DimState &dim : output.dims)
+        dims.push_back(dim.axes);
+      if (input.mesh == output.mesh && sameLayout(input, dims, output.partial))
+        continue;
+      builder.setInsertionPoint(constraint);
+      auto reshard =
+          ReshardOp::create(builder, constraint.getLoc(), constraint.getInput(),
+                            constraint.getSharding());
+      constraint.replaceAllUsesWith(reshard.getResult());
+      constraint.erase();
+      ++inserted;
+      continue;
+    }
+
+    if (edge.isReturn) {
+      // The returned value must have the function result's layout.
+      const Node &value = nodes[edge.slots[0]];
+      const Node &result = nodes[edge.slots[1]];
+      if (result.mesh < 0)
+        continue;
+      SmallVector<AxisList> dims;
+      for (const DimState &dim : result.dims)
+        dims.push_back(dim.axes);
+      if (value.mesh == result.mesh && sameLayout(value, dims, result.partial))
+        continue;
+      OpOperand &use = edge.op->getOpOperand(result.funcResult);
+      use.set(reshardOf(use.get(), makeAttr(result.mesh, dims, result.partial)));
+      continue;
+    }
+
+    // Operands: the split the op uses, never partial.
+    for (unsigned slot = 0; slot < edge.numOperands; ++slot) {
+      if (edge.slots[slot] < 0)
+        continue;
+      SmallVector<AxisList> dims = targetDims(slot);
+      if (sameLayout(nodes[edge.slots[slot]], dims, {}))
+        continue;
+      OpOperand &use = edge.op->getOpOperand(slot);
+      use.set(reshardOf(use.get(), makeAttr(eval.mesh, dims, {})));
+    }
+
+    // Results: what the op produces (partial over split reductions); an
+    // annotation that differs is restored by a reshard after the op.
+    AxisList partial;
+    for (auto [f, factor] : llvm::enumerate(edge.factors))
+      if (factor.kind == FactorKind::Reduction &&
+          factor.combiner != FactorCombiner::Internal)
+        partial.append(eval.choices[f].axes);
+    for (unsigned slot = edge.numOperands; slot < edge.slots.size(); ++slot) {
+      if (edge.slots[slot] < 0)
+        continue;
+      const Node &node = nodes[edge.slots[slot]];
+      SmallVector<AxisList> dims = targetDims(slot);
+      if (sameLayout(node, dims, partial))
+        continue;
+      Value result = edge.op->getResult(slot - edge.numOperands);
+      ShardingAttr annotated = getValueSharding(result);
+      setValueSharding(result, makeAttr(eval.mesh, dims, partial));
+      if (!annotated) {
+        SmallVector<AxisList> nodeDims;
+        for (const DimState &dim : node.dims)
+          nodeDims.push_back(dim.axes);
+        annotated = makeAttr(eval.mesh, nodeDims, node.partial);
+      }
+      builder.setInsertionPointAfter(edge.op);
+      Value restored =
+          ReshardOp::create(builder, edge.op->getLoc(), result, annotated);
+      ++inserted;
+      result.replaceAllUsesExcept(restored, restored.getDefiningOp());
+    }
+  }
+  return inserted;
+}
+
+int64_t mlir::par::insertReshards(ModuleOp module) {
+  Engine engine(module);
+  engine.build();
+  return engine.insertReshards();
+}
