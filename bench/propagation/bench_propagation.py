@@ -39,7 +39,7 @@ class Graph:
         self.ops += 1
         suffix = f" : {result_type}" if result_type else ""
         self.lines.append(f"    {name} = {text}{suffix}")
-        self.types[name] = text.rsplit("-> ", 1)[1] if not result_type else result_type
+        self.types[name] = result_type or text.rsplit("-> ", 1)[1]
         return name
 
     def raw(self, text):
@@ -63,6 +63,8 @@ def build(layers, batch=8, seq=128, hidden=256, heads=8, kv_heads=4,
     args.append("%lr: tensor<f32>")
     args.append("%step: tensor<i32>")
     weights = []
+    x = g.op(f"par.embedding %wte, %ids : ({t(vocab, hidden)}, "
+             f"{t(batch, seq, dtype='i32')}) -> {t(batch, seq, hidden)}")
     for i in range(layers):
         def w(name, shape, sharding=None):
             text = f"%{name}{i}: {t(*shape)}"
@@ -83,9 +85,6 @@ def build(layers, batch=8, seq=128, hidden=256, heads=8, kv_heads=4,
             "up": w("wup", [hidden, ffn], '[{}, {"tp"}]'),
             "down": w("wdown", [ffn, hidden]),
         }
-        if i == 0:
-            x = g.op(f"par.embedding %wte, %ids : ({t(vocab, hidden)}, "
-                     f"{t(batch, seq, dtype='i32')}) -> {t(batch, seq, hidden)}")
         x = layer(g, x, p, batch, seq, hidden, heads, kv_heads,
                   head_dim, ffn)
     act = t(batch, seq, hidden)

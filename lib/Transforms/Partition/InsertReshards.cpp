@@ -1,4 +1,4 @@
-//===- InsertReshards.cpp - --par-insert-reshards ----------------------------===//
+//===- InsertReshards.cpp - --par-insert-reshards -------------------------===//
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/Propagation.h"
 

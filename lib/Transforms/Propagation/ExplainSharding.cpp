@@ -1,5 +1,4 @@
-//===- ExplainSharding.cpp - --par-explain-sharding
-//--------------------------===//
+//===- ExplainSharding.cpp - --par-explain-sharding -----------------------===//
 #include "PropagationEngine.h"
 #include "par/Transforms/Passes.h"
 

@@ -1,5 +1,4 @@
-//===- Propagate.cpp - --par-propagate
-//---------------------------------------===//
+//===- Propagate.cpp - --par-propagate ------------------------------------===//
 #include "PropagationEngine.h"
 #include "par/Transforms/Passes.h"
 
@@ -16,8 +15,7 @@ struct PropagatePass : public par::impl::PropagatePassBase<PropagatePass> {
   using PropagatePassBase::PropagatePassBase;
 
   void runOnOperation() override {
-    propagateShardings(getOperation(),
-                                    explain ? &llvm::outs() : nullptr);
+    propagateShardings(getOperation(), explain ? &llvm::outs() : nullptr);
   }
 };
 } // namespace

@@ -1,5 +1,4 @@
-//===- PropagationEngine.cpp - factor-based sharding propagation
-//------------===//
+//===- PropagationEngine.cpp - factor-based sharding propagation ----------===//
 //
 // Graph construction, the edge step and the staged fixed-point driver. The
 // engine reads nothing about an op but its sharding rule; the op level and
@@ -29,14 +28,10 @@ static RankedTensorType trackedTensor(Type type) {
   return tensor && tensor.hasStaticShape() ? tensor : nullptr;
 }
 
-static int64_t elementCount(RankedTensorType type) {
-  return type.getNumElements();
-}
-
 static int64_t byteSize(RankedTensorType type) {
   Type element = type.getElementType();
   int64_t bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 32;
-  return elementCount(type) * ((bits + 7) / 8);
+  return type.getNumElements() * ((bits + 7) / 8);
 }
 
 Engine::Engine(ModuleOp module) : module(module), ctx(module.getContext()) {}
@@ -159,7 +154,7 @@ void Engine::addRuleEdge(Operation *op, const ShardingRule &rule) {
   for (int32_t node : edge.slots) {
     if (node < 0 || nodes[node].type.getRank() == 0)
       continue;
-    int64_t count = elementCount(nodes[node].type);
+    int64_t count = nodes[node].type.getNumElements();
     if (elements >= 0 && count != elements)
       shapePreserving = false;
     elements = count;
@@ -343,13 +338,7 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
     return false;
 
   size_t numFactors = edge.factors.size();
-  // Candidates per factor: (slot, axes).
-  struct Candidate {
-    int32_t slot;
-    AxisList axes;
-    int64_t priority; // the weakest priority among its axes
-  };
-  SmallVector<SmallVector<Candidate, 2>, 8> candidates(numFactors);
+  SmallVector<SmallVector<FactorChoice, 2>, 8> candidates(numFactors);
   SmallVector<AxisList, 8> projected(numFactors);
   bool forwardWaits = edge.expanding && stage.level < kNumLevels - 1;
   for (auto [slot, nodeId] : llvm::enumerate(edge.slots)) {
@@ -383,7 +372,7 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
 
   // Conflict order: earlier user priority, larger tensor, more shards,
   // lower operand index.
-  auto rank = [&](const Candidate &c) {
+  auto rank = [&](const FactorChoice &c) {
     return std::make_tuple(-c.priority, nodes[edge.slots[c.slot]].bytes,
                            shardCount(eval.mesh, c.axes), -c.slot);
   };
@@ -401,7 +390,7 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
     for (size_t c = 1; c < cands.size(); ++c)
       if (cands[c].axes.size() > cands[longest].axes.size())
         longest = c;
-    bool compatible = llvm::all_of(cands, [&](const Candidate &cand) {
+    bool compatible = llvm::all_of(cands, [&](const FactorChoice &cand) {
       return isPrefix(cand.axes, cands[longest].axes);
     });
     size_t chosen = longest;
@@ -416,11 +405,7 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
             cands[c].axes.size() > cands[chosen].axes.size())
           chosen = c;
       if (report) {
-        Conflict conflict{(int64_t)f, {}, {}, cands[chosen].slot, ""};
-        for (const Candidate &cand : cands) {
-          conflict.candidates.push_back({cand.slot, cand.axes});
-          conflict.priorities.push_back(cand.priority);
-        }
+        Conflict conflict{(int64_t)f, cands, cands[chosen].slot, ""};
         // Name the rule that decided, against the strongest loser.
         size_t runnerUp = cands.size();
         for (size_t c = 0; c < cands.size(); ++c)
@@ -429,14 +414,11 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
                rank(cands[c]) > rank(cands[runnerUp])))
             runnerUp = c;
         conflict.reason =
-            conflictReason(eval.mesh, cands[winner].slot, cands[winner].axes,
-                           cands[winner].priority, edge, cands[runnerUp].slot,
-                           cands[runnerUp].axes, cands[runnerUp].priority);
+            conflictReason(eval.mesh, edge, cands[winner], cands[runnerUp]);
         eval.conflicts.push_back(std::move(conflict));
       }
     }
-    eval.choices[f] = {cands[chosen].axes, cands[chosen].slot,
-                       cands[chosen].priority};
+    eval.choices[f] = cands[chosen];
   }
 
   // An axis splits at most one factor of the op: factors claim axes in rank
@@ -446,26 +428,21 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
   for (size_t f = 0; f < numFactors; ++f)
     if (!eval.choices[f].axes.empty())
       order.push_back(f);
-  auto choiceRank = [&](int64_t f) {
-    const FactorChoice &c = eval.choices[f];
-    return rank({c.slot, c.axes, c.priority});
-  };
   llvm::stable_sort(order, [&](int64_t a, int64_t b) {
-    return choiceRank(a) > choiceRank(b);
+    return rank(eval.choices[a]) > rank(eval.choices[b]);
   });
   AxisMask taken = 0;
-  SmallVector<int64_t, 64> owner(64, -1);
+  // Which factor holds each axis; only the report names it.
+  SmallVector<int64_t, 8> owner;
+  if (report)
+    owner.assign(64, -1);
   for (int64_t f : order) {
     AxisList &axes = eval.choices[f].axes;
     for (size_t i = 0; i < axes.size(); ++i) {
       if (!(taken & (AxisMask(1) << axes[i])))
         continue;
       if (report) {
-        Conflict conflict{f,
-                          {{eval.choices[f].slot, axes}},
-                          {eval.choices[f].priority},
-                          -1,
-                          ""};
+        Conflict conflict{f, {eval.choices[f]}, -1, ""};
         conflict.reason =
             "axis \"" + axisNames[eval.mesh][axes[i]].getValue().str() +
             "\" already splits " + factorText(edge, owner[axes[i]]);
@@ -476,7 +453,8 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
     }
     for (uint8_t axis : axes) {
       taken |= AxisMask(1) << axis;
-      owner[axis] = f;
+      if (report)
+        owner[axis] = f;
     }
   }
   return true;
@@ -487,21 +465,19 @@ static std::string priorityText(int64_t priority) {
                                     : "p" + std::to_string(priority);
 }
 
-std::string Engine::conflictReason(int32_t mesh, int32_t winSlot,
-                                   ArrayRef<uint8_t> winAxes,
-                                   int64_t winPriority, const Edge &edge,
-                                   int32_t loseSlot, ArrayRef<uint8_t> loseAxes,
-                                   int64_t losePriority) const {
-  const Node &win = nodes[edge.slots[winSlot]];
-  const Node &lose = nodes[edge.slots[loseSlot]];
-  int64_t winShards = shardCount(mesh, winAxes);
-  int64_t loseShards = shardCount(mesh, loseAxes);
-  if (winPriority != losePriority)
-    return "earlier priority: " + priorityText(winPriority) + " before " +
-           priorityText(losePriority);
-  if (win.bytes != lose.bytes)
-    return "larger tensor: " + std::to_string(win.bytes) + " vs " +
-           std::to_string(lose.bytes) + " bytes";
+std::string Engine::conflictReason(int32_t mesh, const Edge &edge,
+                                   const FactorChoice &win,
+                                   const FactorChoice &lose) const {
+  int64_t winBytes = nodes[edge.slots[win.slot]].bytes;
+  int64_t loseBytes = nodes[edge.slots[lose.slot]].bytes;
+  int64_t winShards = shardCount(mesh, win.axes);
+  int64_t loseShards = shardCount(mesh, lose.axes);
+  if (win.priority != lose.priority)
+    return "earlier priority: " + priorityText(win.priority) + " before " +
+           priorityText(lose.priority);
+  if (winBytes != loseBytes)
+    return "larger tensor: " + std::to_string(winBytes) + " vs " +
+           std::to_string(loseBytes) + " bytes";
   if (winShards != loseShards)
     return "more shards: " + std::to_string(winShards) + " vs " +
            std::to_string(loseShards);
@@ -618,21 +594,24 @@ void Engine::run() {
 // Output
 //===----------------------------------------------------------------------===//
 
+SmallVector<StringAttr> Engine::axisAttrs(int32_t mesh,
+                                          ArrayRef<uint8_t> axes) const {
+  SmallVector<StringAttr> result;
+  for (uint8_t axis : axes)
+    result.push_back(axisNames[mesh][axis]);
+  return result;
+}
+
 ShardingAttr Engine::toAttr(const Node &node) const {
-  auto names = [&](ArrayRef<uint8_t> axes) {
-    SmallVector<StringAttr> result;
-    for (uint8_t axis : axes)
-      result.push_back(axisNames[node.mesh][axis]);
-    return result;
-  };
   SmallVector<DimShardingAttr> dims;
   for (const DimState &dim : node.dims)
     dims.push_back(
-        DimShardingAttr::get(ctx, names(dim.axes),
+        DimShardingAttr::get(ctx, axisAttrs(node.mesh, dim.axes),
                              /*isClosed=*/!(node.user && dim.open),
                              node.user ? dim.userPriority : std::nullopt));
   return ShardingAttr::get(ctx, meshRefs[node.mesh], dims,
-                           names(node.replicated), names(node.partial));
+                           axisAttrs(node.mesh, node.replicated),
+                           axisAttrs(node.mesh, node.partial));
 }
 
 void Engine::writeBack() {

@@ -99,19 +99,19 @@ struct Stage {
 
 constexpr int kNumLevels = 3;
 
-/// The outcome of evaluating one edge against the current shardings.
+/// One tensor's axes for a factor (a candidate), or the axes an op chose
+/// for it (with the slot they were taken from).
 struct FactorChoice {
+  int32_t slot = -1;
   AxisList axes;
-  int32_t slot = -1; // the slot whose axes were taken
+  /// The weakest priority among the axes (see AxisOrigin::priority).
   int64_t priority = kUnprioritized;
 };
 
 struct Conflict {
   int64_t factor;
-  /// Competing (slot, axes) candidates.
-  SmallVector<std::pair<int32_t, AxisList>, 2> candidates;
-  /// Each candidate's priority (see AxisOrigin::priority).
-  SmallVector<int64_t, 2> priorities;
+  /// The competing candidates.
+  SmallVector<FactorChoice, 2> candidates;
   /// The slot whose axes were kept; -1 when the factor lost an axis to
   /// another factor of the op.
   int32_t winner;
@@ -154,9 +154,6 @@ public:
   /// factor shardings chosen for it (see par::insertReshards).
   int64_t insertReshards();
 
-  /// Stages in order; exposed for the explain report.
-  ArrayRef<Stage> getStages() const { return stages; }
-
 private:
   // Graph construction.
   int32_t addNode(Value value, Operation *func, int32_t funcResult,
@@ -171,12 +168,10 @@ private:
   }
   /// Fills `eval` for `edge` under `stage`; false if the edge is skipped.
   bool evaluate(Edge &edge, const Stage &stage, EdgeEval &eval, bool report);
-  /// Which conflict rule made the winner beat the loser.
-  std::string conflictReason(int32_t mesh, int32_t winSlot,
-                             ArrayRef<uint8_t> winAxes, int64_t winPriority,
-                             const Edge &edge, int32_t loseSlot,
-                             ArrayRef<uint8_t> loseAxes,
-                             int64_t losePriority) const;
+  /// Which conflict rule made `win` beat `lose`.
+  std::string conflictReason(int32_t mesh, const Edge &edge,
+                             const FactorChoice &win,
+                             const FactorChoice &lose) const;
   /// Applies `eval` to the edge's tensors; true if any changed.
   bool apply(int32_t edgeId, const Stage &stage, const EdgeEval &eval);
   bool edgeActive(const Edge &edge, const Stage &stage) const;
@@ -206,6 +201,8 @@ private:
   std::string factorText(const Edge &edge, int64_t factor);
   std::string shardingText(const Node &node) const;
   std::string originChain(int32_t node, uint8_t axis);
+  /// The mesh axis names of `axes`.
+  SmallVector<StringAttr> axisAttrs(int32_t mesh, ArrayRef<uint8_t> axes) const;
   ShardingAttr toAttr(const Node &node) const;
   /// A sharding with closed dims and no priority.
   ShardingAttr makeAttr(int32_t mesh, ArrayRef<AxisList> dims,

@@ -1,5 +1,4 @@
-//===- PropagationReport.cpp - what propagation decided, and why
-//------------===//
+//===- PropagationReport.cpp - what propagation decided, and why ----------===//
 //
 // Everything here reads the state reached by Engine::run(): the warnings for
 // user shardings an op drops entirely, the remarks for axes an op cannot
@@ -326,9 +325,9 @@ void Engine::explain(llvm::raw_ostream &os) {
            << edge.factors[conflict.factor].size << ": ";
         llvm::interleave(
             conflict.candidates, os,
-            [&](auto &cand) {
-              os << slotName(edge, cand.first) << " has "
-                 << axesText(eval.mesh, cand.second);
+            [&](const FactorChoice &cand) {
+              os << slotName(edge, cand.slot) << " has "
+                 << axesText(eval.mesh, cand.axes);
             },
             ", ");
         os << "; kept "

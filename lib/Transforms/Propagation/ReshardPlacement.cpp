@@ -1,4 +1,4 @@
-//===- ReshardPlacement.cpp - explicit reshards where ops disagree ----------===//
+//===- ReshardPlacement.cpp - explicit reshards where ops disagree --------===//
 //
 // The first step of partitioning. Each op's factor shardings are chosen by
 // the same evaluation propagation uses (compatible prefixes merge; conflicts
@@ -18,21 +18,20 @@ using namespace mlir::par::propagation;
 
 ShardingAttr Engine::makeAttr(int32_t mesh, ArrayRef<AxisList> dims,
                               ArrayRef<uint8_t> partial) const {
-  auto names = [&](ArrayRef<uint8_t> axes) {
-    SmallVector<StringAttr> result;
-    for (uint8_t axis : axes)
-      result.push_back(axisNames[mesh][axis]);
-    return result;
-  };
   SmallVector<DimShardingAttr> dimAttrs;
   for (const AxisList &dim : dims)
-    dimAttrs.push_back(DimShardingAttr::get(ctx, names(dim),
+    dimAttrs.push_back(DimShardingAttr::get(ctx, axisAttrs(mesh, dim),
                                             /*isClosed=*/true, std::nullopt));
-  return ShardingAttr::get(ctx, meshRefs[mesh], dimAttrs, {}, names(partial));
+  return ShardingAttr::get(ctx, meshRefs[mesh], dimAttrs, {},
+                           axisAttrs(mesh, partial));
 }
 
-static bool sameAxes(ArrayRef<uint8_t> a, ArrayRef<uint8_t> b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+/// The axes of each dim of `node`.
+static SmallVector<AxisList> layoutOf(const Node &node) {
+  SmallVector<AxisList> dims;
+  for (const DimState &dim : node.dims)
+    dims.push_back(dim.axes);
+  return dims;
 }
 
 /// Same split and same partial axes (as a set); open marks, priorities and
@@ -40,7 +39,7 @@ static bool sameAxes(ArrayRef<uint8_t> a, ArrayRef<uint8_t> b) {
 static bool sameLayout(const Node &node, ArrayRef<AxisList> dims,
                        ArrayRef<uint8_t> partial) {
   for (auto [state, axes] : llvm::zip(node.dims, dims))
-    if (!sameAxes(state.axes, axes))
+    if (!llvm::equal(state.axes, axes))
       return false;
   if (node.partial.size() != partial.size())
     return false;
@@ -80,8 +79,8 @@ int64_t Engine::insertReshards() {
       for (const DimFactors &dimFactors : edge.mappings[slot]) {
         AxisList axes;
         SmallVector<int32_t, 4> fromSlots;
-        backProjectDim(dimFactors, edge.factors, eval.choices, eval.mesh,
-                       axes, fromSlots);
+        backProjectDim(dimFactors, edge.factors, eval.choices, eval.mesh, axes,
+                       fromSlots);
         dims.push_back(axes);
       }
       return dims;
@@ -91,10 +90,8 @@ int64_t Engine::insertReshards() {
     if (auto constraint = dyn_cast<ShardingConstraintOp>(edge.op)) {
       const Node &input = nodes[edge.slots[0]];
       const Node &output = nodes[edge.slots[1]];
-      SmallVector<AxisList> dims;
-      for (const DimState &dim : output.dims)
-        dims.push_back(dim.axes);
-      if (input.mesh == output.mesh && sameLayout(input, dims, output.partial))
+      if (input.mesh == output.mesh &&
+          sameLayout(input, layoutOf(output), output.partial))
         continue;
       builder.setInsertionPoint(constraint);
       auto reshard =
@@ -112,13 +109,12 @@ int64_t Engine::insertReshards() {
       const Node &result = nodes[edge.slots[1]];
       if (result.mesh < 0)
         continue;
-      SmallVector<AxisList> dims;
-      for (const DimState &dim : result.dims)
-        dims.push_back(dim.axes);
+      SmallVector<AxisList> dims = layoutOf(result);
       if (value.mesh == result.mesh && sameLayout(value, dims, result.partial))
         continue;
       OpOperand &use = edge.op->getOpOperand(result.funcResult);
-      use.set(reshardOf(use.get(), makeAttr(result.mesh, dims, result.partial)));
+      use.set(
+          reshardOf(use.get(), makeAttr(result.mesh, dims, result.partial)));
       continue;
     }
 
@@ -150,12 +146,8 @@ int64_t Engine::insertReshards() {
       Value result = edge.op->getResult(slot - edge.numOperands);
       ShardingAttr annotated = getValueSharding(result);
       setValueSharding(result, makeAttr(eval.mesh, dims, partial));
-      if (!annotated) {
-        SmallVector<AxisList> nodeDims;
-        for (const DimState &dim : node.dims)
-          nodeDims.push_back(dim.axes);
-        annotated = makeAttr(eval.mesh, nodeDims, node.partial);
-      }
+      if (!annotated)
+        annotated = makeAttr(eval.mesh, layoutOf(node), node.partial);
       builder.setInsertionPointAfter(edge.op);
       Value restored =
           ReshardOp::create(builder, edge.op->getLoc(), result, annotated);
