@@ -38,8 +38,37 @@ static LogicalResult verifyShardingOf(Operation *op, Attribute attr, Type type,
   });
 }
 
+static bool isGlobalAttr(NamedAttribute attr) {
+  return attr.getName() == ParDialect::kGlobalTypeAttrName ||
+         attr.getName() == ParDialect::kGlobalShardingAttrName;
+}
+
+/// The global type and sharding a partitioned function records for an
+/// argument or result: each checked on its own kind here, together by the
+/// partitioner that writes them.
+static LogicalResult verifyGlobalAttr(Operation *op, NamedAttribute attr,
+                                      const std::string &what) {
+  if (attr.getName() == ParDialect::kGlobalTypeAttrName) {
+    auto type = dyn_cast<TypeAttr>(attr.getValue());
+    if (!type || !isa<RankedTensorType>(type.getValue()))
+      return op->emitError() << "'" << attr.getName().getValue() << "' of "
+                             << what << " must be a ranked tensor type";
+    return success();
+  }
+  if (!isa<ShardingAttr>(attr.getValue()))
+    return op->emitError() << "'" << attr.getName().getValue() << "' of "
+                           << what << " must be a #par.sharding";
+  return success();
+}
+
 LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                                                    NamedAttribute attr) {
+  if (attr.getName() == kPartitionedAttrName) {
+    if (!isa<FunctionOpInterface>(op) || !isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << kPartitionedAttrName
+                             << "' is a unit attribute of functions";
+    return success();
+  }
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute '" << attr.getName().getValue()
                            << "' on an operation";
@@ -67,6 +96,8 @@ LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
                                                    unsigned regionIndex,
                                                    unsigned argIndex,
                                                    NamedAttribute attr) {
+  if (isGlobalAttr(attr))
+    return verifyGlobalAttr(op, attr, "argument #" + std::to_string(argIndex));
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute '" << attr.getName().getValue()
                            << "' on argument #" << argIndex;
@@ -90,6 +121,9 @@ LogicalResult ParDialect::verifyRegionResultAttribute(Operation *op,
                                                       unsigned regionIndex,
                                                       unsigned resultIndex,
                                                       NamedAttribute attr) {
+  if (isGlobalAttr(attr))
+    return verifyGlobalAttr(op, attr,
+                            "result #" + std::to_string(resultIndex));
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute '" << attr.getName().getValue()
                            << "' on result #" << resultIndex;

@@ -473,7 +473,8 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "query heads (" << heads
                          << ") must be a multiple of key/value heads ("
                          << kvHeads << ")";
-  if (getCausal() && q.getDimSize(1) + (int64_t)getPositionOffset() > k.getDimSize(1))
+  if (getCausal() && !getOffset() &&
+      q.getDimSize(1) + (int64_t)getPositionOffset() > k.getDimSize(1))
     return emitOpError() << "causal attention needs query positions (offset "
                          << (int64_t)getPositionOffset() << " + " << q.getDimSize(1)
                          << ") within the key length " << k.getDimSize(1);
@@ -621,6 +622,10 @@ PAR_GROUP_SIZE(AllToAllOp)
 PAR_GROUP_SIZE(AllSliceOp)
 PAR_GROUP_SIZE(CollectivePermuteOp)
 #undef PAR_GROUP_SIZE
+
+LogicalResult AxisIndexOp::verify() {
+  return verifyGroup(*this, getMeshAttr(), getAxes());
+}
 
 LogicalResult AllReduceOp::verify() {
   return verifyGroup(*this, getMeshAttr(), getAxes());

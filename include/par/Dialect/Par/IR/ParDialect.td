@@ -37,6 +37,16 @@ def Par_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// Name of the discardable attribute holding a value's sharding.
     static constexpr ::llvm::StringLiteral kShardingAttrName = "par.sharding";
+    /// Unit attribute on a function the partitioner made local: its types
+    /// are per-device.
+    static constexpr ::llvm::StringLiteral kPartitionedAttrName =
+        "par.partitioned";
+    /// On the arguments and results of a partitioned function: the global
+    /// type and the sharding that the local value is a piece of.
+    static constexpr ::llvm::StringLiteral kGlobalTypeAttrName =
+        "par.global_type";
+    static constexpr ::llvm::StringLiteral kGlobalShardingAttrName =
+        "par.global_sharding";
 
   private:
     /// Registers the attributes (defined beside their storage classes).

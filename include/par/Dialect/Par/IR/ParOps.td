@@ -27,6 +27,13 @@ def Par_ScalarNum : TypeConstraint<
     "0-d tensor of float or integer", "::mlir::TensorType">;
 
 def Par_AxisList : TypedArrayAttrBase<StrAttr, "list of mesh axis names">;
+def Par_Index : Type<
+    And<[StaticShapeTensorOf<[I64]>.predicate,
+         CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getRank() == 0">]>,
+    "0-d i64 tensor", "::mlir::TensorType"> {
+  let builderCall =
+      "::mlir::RankedTensorType::get({}, $_builder.getIntegerType(64))";
+}
 
 // Compute ops state their factor mapping; the rule lives in ParRules.cpp.
 class Par_ComputeOp<string mnemonic, list<Trait> traits = []>
@@ -463,8 +470,9 @@ def Par_AttentionOp : Par_ComputeOp<"attention", [
     have `Hkv` heads with `H % Hkv == 0` (query head `h` reads KV head
     `h / (H / Hkv)`: MHA when equal, MQA when `Hkv = 1`). `causal` masks
     keys after the query position (`position_offset` is added to query
-    positions, for a sharded sequence). `scale` defaults to
-    `1/sqrt(head_dim)`.
+    positions, for a sharded sequence; the optional 0-d `offset` operand, set
+    by the partitioner from `par.axis_index`, is added as well). `scale`
+    defaults to `1/sqrt(head_dim)`.
 
     ```mlir
     %o = par.attention %q, %k, %v causal
@@ -475,12 +483,13 @@ def Par_AttentionOp : Par_ComputeOp<"attention", [
     and query/key head dim need replication; value head dim is pass-through.
   }];
   let arguments = (ins Par_FloatTensor:$q, Par_FloatTensor:$k,
-                       Par_FloatTensor:$v, UnitAttr:$causal,
-                       OptionalAttr<F32Attr>:$scale,
+                       Par_FloatTensor:$v, Optional<Par_Index>:$offset,
+                       UnitAttr:$causal, OptionalAttr<F32Attr>:$scale,
                        DefaultValuedAttr<I64Attr, "0">:$position_offset);
   let results = (outs Par_FloatTensor:$result);
   let assemblyFormat = [{
-    $q `,` $k `,` $v (`causal` $causal^)? attr-dict `:` type($q) `,` type($k)
+    $q `,` $k `,` $v (`causal` $causal^)? (`offset` `(` $offset^ `)`)?
+    attr-dict `:` type($q) `,` type($k)
   }];
   let hasVerifier = 1;
 }
@@ -539,11 +548,12 @@ def Par_CrossEntropyOp : Par_ComputeOp<"cross_entropy", []> {
   let hasVerifier = 1;
 }
 
-def Par_RopeOp : Par_ComputeOp<"rope", [SameOperandsAndResultType]> {
+def Par_RopeOp : Par_ComputeOp<"rope", [AllTypesMatch<["input", "result"]>]> {
   let summary = "rotary position embedding";
   let description = [{
     Layout `[batch, seq, heads, head_dim]`, `head_dim` even. Position `p`
-    (the sequence index plus `position_offset`) rotates the pair
+    (the sequence index plus `position_offset`, plus the optional 0-d
+    `offset` operand the partitioner sets for a sharded sequence) rotates the pair
     `(x[i], x[i + D/2])` by `p * theta^(-2i/D)`.
 
     ```mlir
@@ -552,11 +562,13 @@ def Par_RopeOp : Par_ComputeOp<"rope", [SameOperandsAndResultType]> {
     Sharding rule: batch, sequence and heads are pass-through; the head
     dimension needs replication (rotation pairs its halves).
   }];
-  let arguments = (ins Par_FloatTensor:$input,
+  let arguments = (ins Par_FloatTensor:$input, Optional<Par_Index>:$offset,
                        DefaultValuedAttr<F32Attr, "10000.0">:$theta,
                        DefaultValuedAttr<I64Attr, "0">:$position_offset);
   let results = (outs Par_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $input (`offset` `(` $offset^ `)`)? attr-dict `:` type($result)
+  }];
   let hasVerifier = 1;
 }
 
@@ -794,6 +806,23 @@ def Par_CollectivePermuteOp : Par_CollectiveOp<"collective_permute", [Pure,
     $input `over` $mesh $axes `pairs` custom<PermutePairs>($pairs) attr-dict
     `:` type($result)
   }];
+}
+
+def Par_AxisIndexOp : Par_Op<"axis_index", [Pure]> {
+  let summary = "this device's index in its group over some mesh axes";
+  let description = [{
+    Row-major over `axes` (first axis major), as collectives number group
+    members; a 0-d i64 tensor. The partitioner uses it where a local op needs
+    its shard's offset (vocabulary-parallel lookups, sharded positions).
+
+    ```mlir
+    %i = par.axis_index over @mesh ["tp"]
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, Par_AxisList:$axes);
+  let results = (outs Par_Index:$result);
+  let assemblyFormat = "`over` $mesh $axes attr-dict";
+  let hasVerifier = 1;
 }
 
 def Par_SendOp : Par_Op<"send", [MemoryEffects<[MemWrite]>]> {
