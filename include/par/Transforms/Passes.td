@@ -140,4 +140,47 @@ def InsertReshardsPass : Pass<"par-insert-reshards", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::par::ParDialect"];
 }
 
+def ToLocalPass : Pass<"par-to-local", "::mlir::ModuleOp"> {
+  let summary = "Rewrite a sharded global program as one per-device program";
+  let description = [{
+    Last step of partitioning; runs on the output of `--par-insert-reshards`
+    (every op consumes the layouts it computes with). Every value takes the
+    type of one device's piece; functions get `par.partitioned`, and their
+    arguments and results keep the global type and sharding as
+    `par.global_type` / `par.global_sharding`.
+
+    Each `par.reshard` (and `par.sharding_constraint`) becomes the collective
+    sequence of the reshard planner: partial axes are reduce-scattered into a
+    dim that wants them or all-reduced; axes move between dims with
+    all-to-all, swap with an equal-size axis with collective-permute, leave a
+    dim with all-gather and join one with all-slice (no traffic). A sequence
+    that gathers a dim and slices it again gets a remark naming the op.
+
+    Local forms: a dot or sum over a split dim is a partial sum; a mean over
+    split dims is scaled by 1/shards; an embedding with a split vocabulary
+    looks up `ids - shard start` (other shards' rows give zeros, the result is
+    partial); cross-entropy with a split vocabulary all-reduces the max, the
+    sum of exponentials and a masked target logit over the vocabulary axes,
+    never the logits; rope and causal attention with a split sequence get
+    the shard's first position as `offset` (from `par.axis_index`); a sharded
+    non-splat constant is sliced with all-slice. A dim that does not divide
+    into its shards is an error naming the tensor, dim and axis sizes.
+  }];
+  let dependentDialects = ["::mlir::par::ParDialect"];
+}
+
+def PartitionPass : Pass<"par-partition", "::mlir::ModuleOp"> {
+  let summary = "Turn a sharded global program into one per-device program";
+  let description = [{
+    The partitioning pipeline (run after `--par-propagate`):
+    `--par-insert-reshards`, `--par-sink-partials`, `--par-pad-uneven`,
+    `--par-to-local`. See docs/partitioning.md.
+
+    ```sh
+    par-opt model.mlir --par-propagate --par-partition --par-comm-report
+    ```
+  }];
+  let dependentDialects = ["::mlir::par::ParDialect"];
+}
+
 #endif // PAR_TRANSFORMS_PASSES_TD

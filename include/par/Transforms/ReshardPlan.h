@@ -1,0 +1,72 @@
+//===- ReshardPlan.h - collective sequences between two layouts -*- C++ -*-===//
+//
+// Plans how a value moves from one sharding to another as a sequence of
+// collectives. Pure data over mesh axis indices: the partitioner turns each
+// step into one collective op, the cost model and reports read the steps.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PAR_TRANSFORMS_RESHARDPLAN_H
+#define PAR_TRANSFORMS_RESHARDPLAN_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <cstdint>
+#include <string>
+
+namespace mlir::par {
+
+/// How a value is laid out over a mesh: per tensor dim the mesh axes that
+/// split it (major to minor), and the axes it is an unreduced partial over.
+/// Axes are indices into the mesh.
+struct ReshardLayout {
+  llvm::SmallVector<llvm::SmallVector<int32_t, 2>, 4> dims;
+  llvm::SmallVector<int32_t, 2> partial;
+
+  bool operator==(const ReshardLayout &other) const {
+    return dims == other.dims && partial == other.partial;
+  }
+};
+
+enum class ReshardStepKind {
+  AllReduce,     // resolve partial axes; everyone gets the sum
+  ReduceScatter, // resolve partial axes and split `dim` over them
+  AllGather,     // remove minor axes from `dim`
+  AllSlice,      // append axes to `dim` (local slice, no traffic)
+  AllToAll,      // move minor axes from `fromDim` to the end of `dim`
+  Permute,       // replace the minor axis of `dim`, axes = {old, new}
+};
+
+struct ReshardStep {
+  ReshardStepKind kind;
+  llvm::SmallVector<int32_t, 2> axes;
+  int64_t dim = -1;
+  int64_t fromDim = -1;
+  /// Permute only: source -> target group indices, row-major over `axes`.
+  llvm::SmallVector<int64_t> pairs;
+  /// The layout after this step.
+  ReshardLayout after;
+};
+
+struct ReshardPlan {
+  llvm::SmallVector<ReshardStep> steps;
+  /// Set when data is gathered on a dim and then partly sliced away again
+  /// (no cheaper sequence of the steps above exists); says which dim and axes.
+  std::string gatherThenSlice;
+};
+
+/// Plans the move of a tensor of global `shape` from `from` to `to` on a mesh
+/// with `axisSizes`. Both layouts must divide `shape` evenly. Fails (setting
+/// `error`) when `to` is partial over axes `from` is not: partial values come
+/// only from the ops that make them.
+bool planReshard(llvm::ArrayRef<int64_t> axisSizes,
+                 llvm::ArrayRef<int64_t> shape, const ReshardLayout &from,
+                 const ReshardLayout &to, ReshardPlan &plan,
+                 std::string &error);
+
+/// Name of a step kind as the collective op spells it (all_reduce, ...).
+const char *stringifyReshardStep(ReshardStepKind kind);
+
+} // namespace mlir::par
+
+#endif // PAR_TRANSFORMS_RESHARDPLAN_H

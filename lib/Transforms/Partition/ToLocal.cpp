@@ -1,0 +1,579 @@
+//===- ToLocal.cpp - --par-to-local: per-device types and op forms -------===//
+//
+// The last step of partitioning. Every value gets the type of one device's
+// piece; every reshard (and constraint) becomes the collective sequence the
+// reshard planner gives; ops whose local form differs from the global op
+// (vocabulary-parallel lookups and losses, means over split dims, positions
+// of a split sequence, slices of split dims, sharded constants) are
+// rewritten. Runs on the output of --par-insert-reshards, where every op
+// already consumes the layouts it computes with.
+//
+//===----------------------------------------------------------------------===//
+#include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Transforms/Passes.h"
+#include "par/Transforms/ReshardPlan.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::par {
+#define GEN_PASS_DEF_TOLOCALPASS
+#include "par/Transforms/Passes.h.inc"
+} // namespace mlir::par
+
+using namespace mlir;
+using namespace mlir::par;
+
+namespace {
+/// A value's global type and sharding, recorded before types change.
+struct GlobalInfo {
+  RankedTensorType type;
+  ShardingAttr sharding; // null: replicated
+};
+
+class Localizer {
+public:
+  explicit Localizer(func::FuncOp func)
+      : func(func), builder(func.getContext()) {}
+  LogicalResult run();
+
+private:
+  LogicalResult recordAndCheck(Value value, Operation *where,
+                               const Twine &what);
+  ReshardLayout layoutOf(ShardingAttr sharding, int64_t rank);
+  RankedTensorType localType(RankedTensorType type, const ReshardLayout &l,
+                             MeshOp mesh);
+  RankedTensorType localType(Value value);
+  MeshOp meshOf(ShardingAttr sharding) {
+    return sharding ? lookupMesh(func, sharding.getMesh()) : MeshOp();
+  }
+  ArrayAttr axisNames(MeshOp mesh, ArrayRef<int32_t> axes);
+  int64_t numShards(MeshOp mesh, ArrayRef<int32_t> axes);
+  CollectiveKind partialKind(Value value);
+
+  FailureOr<Value> lowerReshard(Operation *op, Value input,
+                                const GlobalInfo &from, ShardingAttr to);
+  LogicalResult localizeOp(Operation *op);
+  void setLocalResultTypes(Operation *op);
+  Value constantLike(Location loc, RankedTensorType type, double value);
+  Value scaled(Location loc, Value value, double factor);
+  Value shardStart(Location loc, MeshOp mesh, ArrayRef<int32_t> axes,
+                   int64_t localSize, Type elementType);
+  LogicalResult localizeEmbedding(EmbeddingOp op);
+  LogicalResult localizeCrossEntropy(CrossEntropyOp op);
+  std::string describe(Value value);
+
+  func::FuncOp func;
+  OpBuilder builder;
+  DenseMap<Value, GlobalInfo> globals;
+  DenseMap<Value, CollectiveKind> kinds;
+};
+} // namespace
+
+std::string Localizer::describe(Value value) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  AsmState state(func);
+  value.printAsOperand(os, state);
+  return text;
+}
+
+ReshardLayout Localizer::layoutOf(ShardingAttr sharding, int64_t rank) {
+  ReshardLayout layout;
+  layout.dims.resize(rank);
+  if (!sharding)
+    return layout;
+  MeshOp mesh = meshOf(sharding);
+  for (auto [d, dim] : llvm::enumerate(sharding.getDims()))
+    for (StringAttr axis : dim.getAxes())
+      layout.dims[d].push_back(mesh.getAxisIndex(axis.getValue()));
+  for (StringAttr axis : sharding.getPartialAxes())
+    layout.partial.push_back(mesh.getAxisIndex(axis.getValue()));
+  return layout;
+}
+
+int64_t Localizer::numShards(MeshOp mesh, ArrayRef<int32_t> axes) {
+  int64_t n = 1;
+  for (int32_t axis : axes)
+    n *= mesh.getAxisSizes()[axis];
+  return n;
+}
+
+ArrayAttr Localizer::axisNames(MeshOp mesh, ArrayRef<int32_t> axes) {
+  SmallVector<Attribute> names;
+  for (int32_t axis : axes)
+    names.push_back(mesh.getAxisNames()[axis]);
+  return builder.getArrayAttr(names);
+}
+
+RankedTensorType Localizer::localType(RankedTensorType type,
+                                      const ReshardLayout &layout,
+                                      MeshOp mesh) {
+  SmallVector<int64_t> shape(type.getShape());
+  for (auto [d, axes] : llvm::enumerate(layout.dims))
+    shape[d] /= numShards(mesh, axes);
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
+RankedTensorType Localizer::localType(Value value) {
+  const GlobalInfo &info = globals[value];
+  if (!info.sharding)
+    return info.type;
+  return localType(info.type, layoutOf(info.sharding, info.type.getRank()),
+                   meshOf(info.sharding));
+}
+
+/// Records the global type and sharding of `value` and checks that every
+/// split dim divides evenly (uneven dims are padded by --par-pad-uneven
+/// first where the ops allow it).
+LogicalResult Localizer::recordAndCheck(Value value, Operation *where,
+                                        const Twine &what) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || !type.hasStaticShape())
+    return where->emitError() << what << " has type " << value.getType()
+                              << "; partitioning needs static shapes";
+  ShardingAttr sharding = getValueSharding(value);
+  if (sharding && sharding.isFullyReplicated())
+    sharding = nullptr;
+  globals[value] = {type, sharding};
+  if (!sharding)
+    return success();
+  MeshOp mesh = meshOf(sharding);
+  if (!mesh)
+    return where->emitError() << what << " refers to unknown mesh "
+                              << sharding.getMesh();
+  for (auto [d, dim] : llvm::enumerate(sharding.getDims())) {
+    int64_t shards = mesh.getNumShards(dim.getAxes());
+    if (type.getDimSize(d) % shards == 0)
+      continue;
+    InFlightDiagnostic diag = where->emitError();
+    diag << what << " " << describe(value) << " (" << type << "): dim " << d
+         << " of size " << type.getDimSize(d) << " does not divide into the "
+         << shards << " shards of axes";
+    for (StringAttr axis : dim.getAxes())
+      diag << " \"" << axis.getValue() << "\"=" << mesh.getAxisSize(axis);
+    return diag << "; pad it (--par-pad-uneven) or choose axes whose sizes "
+                   "divide it";
+  }
+  return success();
+}
+
+CollectiveKind Localizer::partialKind(Value value) {
+  auto it = kinds.find(value);
+  return it == kinds.end() ? CollectiveKind::sum : it->second;
+}
+
+FailureOr<Value> Localizer::lowerReshard(Operation *op, Value input,
+                                         const GlobalInfo &from,
+                                         ShardingAttr to) {
+  if (to && to.isFullyReplicated())
+    to = nullptr;
+  RankedTensorType type = from.type;
+  if (from.sharding && to && from.sharding.getMesh() != to.getMesh())
+    return op->emitError() << "resharding from mesh "
+                           << from.sharding.getMesh() << " to mesh "
+                           << to.getMesh() << " is not supported";
+  MeshOp mesh = meshOf(to ? to : from.sharding);
+  if (!mesh)
+    return input; // replicated to replicated
+  ReshardLayout source = layoutOf(from.sharding, type.getRank());
+  ReshardLayout target = layoutOf(to, type.getRank());
+  ReshardPlan plan;
+  std::string error;
+  if (!planReshard(mesh.getAxisSizes(), type.getShape(), source, target, plan,
+                   error))
+    return op->emitError() << "cannot reshard " << describe(input) << ": "
+                           << error;
+  if (!plan.gatherThenSlice.empty())
+    op->emitRemark() << "reshard of " << type << " gathers data and slices "
+                     << "it again (" << plan.gatherThenSlice
+                     << "); no cheaper collective sequence reaches the target";
+  CollectiveKind kind = partialKind(input);
+  StringRef meshRef = mesh.getSymName();
+  Location loc = op->getLoc();
+  builder.setInsertionPoint(op);
+  Value value = input;
+  for (const ReshardStep &step : plan.steps) {
+    RankedTensorType out = localType(type, step.after, mesh);
+    ArrayAttr axes = axisNames(mesh, step.axes);
+    switch (step.kind) {
+    case ReshardStepKind::AllReduce:
+      value = AllReduceOp::create(builder, loc, out, kind, value, meshRef, axes);
+      break;
+    case ReshardStepKind::ReduceScatter:
+      value = ReduceScatterOp::create(builder, loc, out, kind, value, meshRef,
+                                      axes, (uint64_t)step.dim);
+      break;
+    case ReshardStepKind::AllGather:
+      value = AllGatherOp::create(builder, loc, out, value, meshRef, axes,
+                                  (uint64_t)step.dim);
+      break;
+    case ReshardStepKind::AllSlice:
+      value = AllSliceOp::create(builder, loc, out, value, meshRef, axes,
+                                 (uint64_t)step.dim);
+      break;
+    case ReshardStepKind::AllToAll:
+      value = AllToAllOp::create(builder, loc, out, value, meshRef, axes,
+                                 (uint64_t)step.dim,
+                                 (uint64_t)step.fromDim);
+      break;
+    case ReshardStepKind::Permute:
+      value = CollectivePermuteOp::create(builder, loc, out, value, meshRef,
+                                          axes, step.pairs);
+      break;
+    }
+  }
+  if (!target.partial.empty())
+    kinds[value] = kind;
+  return value;
+}
+
+Value Localizer::constantLike(Location loc, RankedTensorType type,
+                              double value) {
+  Attribute element;
+  if (auto floatType = dyn_cast<FloatType>(type.getElementType()))
+    element = builder.getFloatAttr(floatType, value);
+  else
+    element = builder.getIntegerAttr(type.getElementType(), (int64_t)value);
+  return ConstantOp::create(builder, loc, type,
+                            DenseElementsAttr::get(type, element));
+}
+
+/// `value * factor` (a splat constant of its type).
+Value Localizer::scaled(Location loc, Value value, double factor) {
+  auto type = cast<RankedTensorType>(value.getType());
+  Value scale = constantLike(loc, type, factor);
+  return MulOp::create(builder, loc, type, value, scale);
+}
+
+/// First global index of this device's piece of a dim split over `axes`
+/// into pieces of `localSize`, as a 0-d tensor of `elementType`.
+Value Localizer::shardStart(Location loc, MeshOp mesh, ArrayRef<int32_t> axes,
+                            int64_t localSize, Type elementType) {
+  Value index = AxisIndexOp::create(
+      builder, loc, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
+      axisNames(mesh, axes));
+  auto scalar = RankedTensorType::get({}, elementType);
+  if (!elementType.isInteger(64))
+    index = ConvertOp::create(builder, loc, scalar, index);
+  return MulOp::create(builder, loc, scalar, index,
+                       constantLike(loc, scalar, (double)localSize));
+}
+
+/// Vocabulary-parallel lookup: each shard looks up `ids - start`; ids of
+/// other shards fall outside its rows and give zeros, so the sum over the
+/// vocabulary axes (the partial result) is the global lookup.
+LogicalResult Localizer::localizeEmbedding(EmbeddingOp op) {
+  const GlobalInfo &table = globals[op.getTable()];
+  ReshardLayout layout = layoutOf(table.sharding, 2);
+  if (layout.dims[0].empty())
+    return success();
+  MeshOp mesh = meshOf(table.sharding);
+  auto idsType = cast<RankedTensorType>(op.getIds().getType());
+  Location loc = op.getLoc();
+  builder.setInsertionPoint(op);
+  int64_t rows = table.type.getDimSize(0) / numShards(mesh, layout.dims[0]);
+  Value start =
+      shardStart(loc, mesh, layout.dims[0], rows, idsType.getElementType());
+  Value starts = BroadcastOp::create(builder, loc, idsType, start,
+                                     builder.getDenseI64ArrayAttr({}));
+  op.getIdsMutable().assign(
+      SubOp::create(builder, loc, idsType, op.getIds(), starts));
+  return success();
+}
+
+/// Cross-entropy with the vocabulary split never gathers logits: the max and
+/// the sum of exponentials are all-reduced over the vocabulary axes, and the
+/// target logit is a masked local lookup all-reduced the same way. Split
+/// token dims make the local mean a partial sum, scaled by 1/token shards.
+LogicalResult Localizer::localizeCrossEntropy(CrossEntropyOp op) {
+  const GlobalInfo &logitsInfo = globals[op.getLogits()];
+  int64_t rank = logitsInfo.type.getRank();
+  ReshardLayout layout = layoutOf(logitsInfo.sharding, rank);
+  MeshOp mesh = meshOf(logitsInfo.sharding);
+  SmallVector<int32_t> tokenAxes;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    tokenAxes.append(layout.dims[d].begin(), layout.dims[d].end());
+  ArrayRef<int32_t> vocabAxes = layout.dims[rank - 1];
+  Location loc = op.getLoc();
+  builder.setInsertionPointAfter(op);
+  Value loss = op.getResult();
+  if (!vocabAxes.empty()) {
+    builder.setInsertionPoint(op);
+    Value logits = op.getLogits(), labels = op.getLabels();
+    auto logitsType = cast<RankedTensorType>(logits.getType());
+    auto labelsType = cast<RankedTensorType>(labels.getType());
+    Type f = logitsType.getElementType(), i = labelsType.getElementType();
+    auto tokens = RankedTensorType::get(labelsType.getShape(), f);
+    int64_t vocab = logitsType.getDimSize(rank - 1);
+    StringRef meshRef = mesh.getSymName();
+    ArrayAttr axes = axisNames(mesh, vocabAxes);
+    SmallVector<int64_t> leading;
+    for (int64_t d = 0; d + 1 < rank; ++d)
+      leading.push_back(d);
+    auto last = builder.getDenseI64ArrayAttr({rank - 1});
+    auto reduceLast = [&](ReduceKind kind, Value input) -> Value {
+      return ReduceOp::create(builder, loc, tokens, kind, input, last);
+    };
+    auto overVocab = [&](CollectiveKind kind, Value input) -> Value {
+      return AllReduceOp::create(builder, loc, tokens, kind, input, meshRef,
+                                 axes);
+    };
+    auto spread = [&](Value input) -> Value {
+      return BroadcastOp::create(builder, loc, logitsType, input,
+                                 builder.getDenseI64ArrayAttr(leading));
+    };
+    // logsumexp = log(sum exp(x - max)) + max, both over all shards.
+    Value max = overVocab(CollectiveKind::max,
+                          reduceLast(ReduceKind::max, logits));
+    Value shifted = SubOp::create(builder, loc, logitsType, logits, spread(max));
+    Value exps = ExpOp::create(builder, loc, logitsType, shifted);
+    Value sum = overVocab(CollectiveKind::sum, reduceLast(ReduceKind::sum, exps));
+    Value lse = AddOp::create(builder, loc, tokens,
+                              LogOp::create(builder, loc, tokens, sum), max);
+    // Target logit: this shard's column (label - start) where it owns it.
+    auto vocabIds = RankedTensorType::get({vocab}, i);
+    SmallVector<APInt> iota;
+    for (int64_t v = 0; v < vocab; ++v)
+      iota.push_back(APInt(i.getIntOrFloatBitWidth(), v));
+    Value ids = ConstantOp::create(builder, loc, vocabIds,
+                                   DenseElementsAttr::get(vocabIds, iota));
+    Value start = shardStart(loc, mesh, vocabAxes, vocab, i);
+    ids = AddOp::create(builder, loc, vocabIds, ids,
+                        BroadcastOp::create(builder, loc, vocabIds, start,
+                                            builder.getDenseI64ArrayAttr({})));
+    auto idsType = RankedTensorType::get(logitsType.getShape(), i);
+    Value columns = BroadcastOp::create(builder, loc, idsType, ids,
+                                        builder.getDenseI64ArrayAttr({rank - 1}));
+    Value targets = BroadcastOp::create(builder, loc, idsType, labels,
+                                        builder.getDenseI64ArrayAttr(leading));
+    Value mask = CompareOp::create(
+        builder, loc, getI1TensorLike(idsType),
+        CompareDirectionAttr::get(builder.getContext(), CompareDirection::eq),
+        columns, targets);
+    Value picked = SelectOp::create(builder, loc, logitsType, mask, logits,
+                                    constantLike(loc, logitsType, 0.0));
+    Value target =
+        overVocab(CollectiveKind::sum, reduceLast(ReduceKind::sum, picked));
+    Value perToken = SubOp::create(builder, loc, tokens, lse, target);
+    SmallVector<int64_t> all(leading);
+    loss = ReduceOp::create(builder, loc, op.getResult().getType(),
+                            ReduceKind::mean, perToken,
+                            builder.getDenseI64ArrayAttr(all));
+    op.getResult().replaceAllUsesWith(loss);
+    op.erase();
+    builder.setInsertionPointAfter(loss.getDefiningOp());
+  }
+  if (!tokenAxes.empty()) {
+    Value local = loss;
+    Value scaledLoss =
+        scaled(loc, local, 1.0 / (double)numShards(mesh, tokenAxes));
+    local.replaceAllUsesExcept(scaledLoss, scaledLoss.getDefiningOp());
+  }
+  return success();
+}
+
+void Localizer::setLocalResultTypes(Operation *op) {
+  for (Value result : op->getResults())
+    if (globals.count(result))
+      result.setType(localType(result));
+}
+
+LogicalResult Localizer::localizeOp(Operation *op) {
+  Location loc = op->getLoc();
+  if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, AllSliceOp,
+          CollectivePermuteOp, AxisIndexOp, SendOp, RecvOp>(op))
+    return op->emitError() << "'" << op->getName()
+                           << "' is a per-device op; the function is "
+                              "already local (run partitioning on the "
+                              "global program only)";
+  if (isa<func::CallOp>(op))
+    return op->emitError() << "calls are not partitioned; inline the callee "
+                              "(--inline) before partitioning";
+
+  // Reshards and constraints become collectives.
+  if (isa<ReshardOp, ShardingConstraintOp>(op)) {
+    Value input = op->getOperand(0);
+    auto target = cast<ShardingAttr>(op->getAttr("sharding"));
+    FailureOr<Value> moved = lowerReshard(op, input, globals[input], target);
+    if (failed(moved))
+      return failure();
+    op->getResult(0).replaceAllUsesWith(*moved);
+    op->erase();
+    return success();
+  }
+
+  if (auto constant = dyn_cast<ConstantOp>(op)) {
+    Value result = constant.getResult();
+    const GlobalInfo info = globals[result];
+    if (!info.sharding)
+      return success();
+    if (!info.sharding.getPartialAxes().empty())
+      return op->emitError() << "a constant cannot be partial";
+    auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+    op->removeAttr(ParDialect::kShardingAttrName);
+    if (dense && dense.isSplat()) {
+      result.setType(localType(result));
+      constant.setValueAttr(dense.resizeSplat(localType(result)));
+      return success();
+    }
+    // Keep the whole constant; each device slices its piece.
+    builder.setInsertionPointAfter(op);
+    auto placeholder = ReshardOp::create(builder, loc, result, info.sharding);
+    result.replaceAllUsesExcept(placeholder.getResult(),
+                                placeholder.getOperation());
+    FailureOr<Value> piece =
+        lowerReshard(placeholder, result, {info.type, nullptr}, info.sharding);
+    if (failed(piece))
+      return failure();
+    placeholder.getResult().replaceAllUsesWith(*piece);
+    placeholder.erase();
+    return success();
+  }
+
+  setLocalResultTypes(op);
+  if (op->getNumResults() == 1)
+    if (ShardingAttr sharding = globals[op->getResult(0)].sharding)
+      if (!sharding.getPartialAxes().empty()) {
+        auto reduce = dyn_cast<ReduceOp>(op);
+        if (reduce && reduce.getKind() == ReduceKind::max)
+          kinds[op->getResult(0)] = CollectiveKind::max;
+        else if (reduce && reduce.getKind() == ReduceKind::min)
+          kinds[op->getResult(0)] = CollectiveKind::min;
+      }
+
+  if (auto embedding = dyn_cast<EmbeddingOp>(op))
+    return localizeEmbedding(embedding);
+  if (auto loss = dyn_cast<CrossEntropyOp>(op))
+    return localizeCrossEntropy(loss);
+
+  if (auto reduce = dyn_cast<ReduceOp>(op)) {
+    // A mean over split dims: local means, each 1/shards of the total.
+    const GlobalInfo &in = globals[reduce.getInput()];
+    if (reduce.getKind() != ReduceKind::mean || !in.sharding)
+      return success();
+    ReshardLayout layout = layoutOf(in.sharding, in.type.getRank());
+    SmallVector<int32_t> axes;
+    for (int64_t d : reduce.getDims())
+      axes.append(layout.dims[d].begin(), layout.dims[d].end());
+    if (axes.empty())
+      return success();
+    builder.setInsertionPointAfter(op);
+    Value result = reduce.getResult();
+    Value part = scaled(loc, result,
+                        1.0 / (double)numShards(meshOf(in.sharding), axes));
+    result.replaceAllUsesExcept(part, part.getDefiningOp());
+    return success();
+  }
+
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    // Split dims are whole (the rule keeps sliced dims unsplit).
+    auto local = cast<RankedTensorType>(slice.getInput().getType());
+    SmallVector<int64_t> limits(slice.getLimits());
+    const GlobalInfo &in = globals[slice.getInput()];
+    for (int64_t d = 0; d < local.getRank(); ++d)
+      if (local.getDimSize(d) != in.type.getDimSize(d))
+        limits[d] = local.getDimSize(d);
+    slice.setLimits(limits);
+    return success();
+  }
+
+  // Positions of a split sequence start at this device's first position.
+  auto setOffset = [&](Value input, MutableOperandRange offset) {
+    const GlobalInfo &in = globals[input];
+    if (!in.sharding)
+      return;
+    ReshardLayout layout = layoutOf(in.sharding, 4);
+    if (layout.dims[1].empty())
+      return;
+    MeshOp mesh = meshOf(in.sharding);
+    builder.setInsertionPoint(op);
+    int64_t positions =
+        in.type.getDimSize(1) / numShards(mesh, layout.dims[1]);
+    offset.assign(shardStart(loc, mesh, layout.dims[1], positions,
+                             builder.getIntegerType(64)));
+  };
+  if (auto rope = dyn_cast<RopeOp>(op))
+    setOffset(rope.getInput(), rope.getOffsetMutable());
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    if (attention.getCausal())
+      setOffset(attention.getQ(), attention.getOffsetMutable());
+  return success();
+}
+
+LogicalResult Localizer::run() {
+  if (func.isDeclaration() || func->hasAttr(ParDialect::kPartitionedAttrName))
+    return success();
+  Block &body = func.getBody().front();
+  for (BlockArgument arg : body.getArguments())
+    if (failed(recordAndCheck(arg, func,
+                              "argument #" + Twine(arg.getArgNumber()))))
+      return failure();
+  SmallVector<Operation *> ops;
+  for (Operation &op : body) {
+    ops.push_back(&op);
+    for (OpResult result : op.getResults())
+      if (failed(recordAndCheck(result, &op,
+                                "result #" + Twine(result.getResultNumber()) +
+                                    " of '" + op.getName().getStringRef() +
+                                    "'")))
+        return failure();
+  }
+
+  // Arguments: local types; the global type and sharding stay as attributes.
+  auto recordGlobal = [&](NamedAttrList &attrs, const GlobalInfo &info) {
+    attrs.erase(ParDialect::kShardingAttrName);
+    attrs.set(ParDialect::kGlobalTypeAttrName, TypeAttr::get(info.type));
+    if (info.sharding)
+      attrs.set(ParDialect::kGlobalShardingAttrName, info.sharding);
+  };
+  SmallVector<DictionaryAttr> argAttrs;
+  for (BlockArgument arg : body.getArguments()) {
+    arg.setType(localType(arg));
+    NamedAttrList attrs(func.getArgAttrDict(arg.getArgNumber()));
+    recordGlobal(attrs, globals[arg]);
+    argAttrs.push_back(attrs.getDictionary(func.getContext()));
+  }
+  func.setAllArgAttrs(argAttrs);
+
+  for (Operation *op : ops) {
+    if (isa<func::ReturnOp>(op))
+      continue;
+    if (failed(localizeOp(op)))
+      return failure();
+  }
+  for (Operation &op : body)
+    op.removeAttr(ParDialect::kShardingAttrName);
+
+  // Results: the returned values already carry the result layouts.
+  Operation *terminator = body.getTerminator();
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (unsigned i = 0; i < func.getNumResults(); ++i) {
+    NamedAttrList attrs(func.getResultAttrDict(i));
+    GlobalInfo info{cast<RankedTensorType>(func.getResultTypes()[i]),
+                    nullptr};
+    if (auto sharding = dyn_cast_or_null<ShardingAttr>(
+            attrs.get(ParDialect::kShardingAttrName)))
+      if (!sharding.isFullyReplicated())
+        info.sharding = sharding;
+    recordGlobal(attrs, info);
+    resultAttrs.push_back(attrs.getDictionary(func.getContext()));
+  }
+  func.setType(FunctionType::get(func.getContext(), body.getArgumentTypes(),
+                                 terminator->getOperandTypes()));
+  func.setAllResultAttrs(resultAttrs);
+  func->setAttr(ParDialect::kPartitionedAttrName,
+                UnitAttr::get(func.getContext()));
+  return success();
+}
+
+namespace {
+struct ToLocalPass : public par::impl::ToLocalPassBase<ToLocalPass> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (failed(Localizer(func).run()))
+        return signalPassFailure();
+  }
+};
+} // namespace
