@@ -2,8 +2,8 @@
 //
 // Order of the steps, cheapest first: resolve partial axes (reduce-scatter
 // into a dim that wants them, all-reduce the rest); move minor axes between
-// dims (all-to-all); swap a minor axis for another of the same size
-// (collective-permute); slice dims that only gain axes while that shrinks
+// dims (all-to-all); replace or reorder the minor axes of a dim with others
+// of the same total size (collective-permute); slice dims that only gain axes while that shrinks
 // what later gathers move; gather the axes a dim loses; slice the rest.
 //
 //===----------------------------------------------------------------------===//
@@ -80,7 +80,11 @@ private:
   bool moveBetweenDims();
   bool permuteOne();
   void sliceDims(bool onlyFree);
-  void gatherDims();
+  bool gatherDims(bool minimal);
+  bool wantedOutside(int32_t axis, size_t dim) const;
+  int64_t rank(ArrayRef<int32_t> axes, const SmallVector<int64_t> &coords) const;
+  void unrank(ArrayRef<int32_t> axes, int64_t index,
+              SmallVector<int64_t> &coords) const;
 
   ArrayRef<int64_t> axisSizes, shape;
   ReshardLayout cur;
@@ -151,31 +155,91 @@ bool Planner::moveBetweenDims() {
   return false;
 }
 
+/// True when `to` puts `axis` anywhere but in `dim` (or in its partial set).
+bool Planner::wantedOutside(int32_t axis, size_t dim) const {
+  if (llvm::is_contained(to.partial, axis))
+    return true;
+  for (size_t e = 0; e < to.dims.size(); ++e)
+    if (e != dim && llvm::is_contained(to.dims[e], axis))
+      return true;
+  return false;
+}
+
+/// Row-major index of the coordinates `coords` (per mesh axis) over `axes`.
+int64_t Planner::rank(ArrayRef<int32_t> axes,
+                      const SmallVector<int64_t> &coords) const {
+  int64_t index = 0;
+  for (int32_t axis : axes)
+    index = index * axisSizes[axis] + coords[axis];
+  return index;
+}
+
+/// Sets the coordinates of `axes` in `coords` from a row-major `index`.
+void Planner::unrank(ArrayRef<int32_t> axes, int64_t index,
+                     SmallVector<int64_t> &coords) const {
+  for (int32_t axis : llvm::reverse(axes)) {
+    coords[axis] = index % axisSizes[axis];
+    index /= axisSizes[axis];
+  }
+}
+
+/// The minor axes of a dim replaced or reordered in place: the device that
+/// needs block b (numbered over the target axes) receives it from a device
+/// holding block b (numbered over the held axes). Target axes the dim lacks
+/// and nothing uses are sliced on first when that makes the counts match.
 bool Planner::permuteOne() {
   for (size_t d = 0; d < cur.dims.size(); ++d) {
     size_t keep = prefix(d);
-    if (cur.dims[d].size() != keep + 1 || to.dims[d].size() <= keep)
+    Axes held(cur.dims[d].begin() + keep, cur.dims[d].end());
+    Axes want(to.dims[d].begin() + keep, to.dims[d].end());
+    if (held.empty() || want.empty())
       continue;
-    int32_t oldAxis = cur.dims[d][keep], newAxis = to.dims[d][keep];
-    if (axisSizes[oldAxis] != axisSizes[newAxis] || usedNow(newAxis))
+    bool ok = llvm::none_of(held, [&](int32_t axis) {
+      return wantedOutside(axis, d);
+    });
+    Axes missing;
+    for (int32_t axis : want) {
+      if (llvm::is_contained(held, axis))
+        continue;
+      if (usedNow(axis))
+        ok = false;
+      missing.push_back(axis);
+    }
+    if (!ok)
       continue;
-    bool oldWanted = llvm::is_contained(to.partial, oldAxis) ||
-                     llvm::any_of(to.dims, [&](const Axes &dim) {
-                       return llvm::is_contained(dim, oldAxis);
-                     });
-    if (oldWanted)
-      continue;
-    // Device (i on old, j on new) holds block i and needs block j, which
-    // device (j, i) holds: a transpose of the group.
-    int64_t n = axisSizes[oldAxis];
+    if (shards(held) != shards(want)) {
+      if (shards(held) * shards(missing) != shards(want) ||
+          localSize(d) % shards(missing) != 0)
+        continue;
+      cur.dims[d].append(missing.begin(), missing.end());
+      push(ReshardStepKind::AllSlice, missing, d);
+      held.append(missing.begin(), missing.end());
+      if (held == want)
+        return true;
+    }
+    Axes group(held);
+    for (int32_t axis : want)
+      if (!llvm::is_contained(group, axis))
+        group.push_back(axis);
+    Axes heldRest, wantRest; // group axes outside each numbering
+    for (int32_t axis : group) {
+      if (!llvm::is_contained(held, axis))
+        heldRest.push_back(axis);
+      if (!llvm::is_contained(want, axis))
+        wantRest.push_back(axis);
+    }
+    SmallVector<int64_t> target(axisSizes.size(), 0), source(target);
     SmallVector<int64_t> pairs;
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        pairs.push_back(j * n + i);
-        pairs.push_back(i * n + j);
-      }
-    cur.dims[d][keep] = newAxis;
-    push(ReshardStepKind::Permute, {oldAxis, newAxis}, d, -1, std::move(pairs));
+    for (int64_t t = 0, n = shards(group); t < n; ++t) {
+      unrank(group, t, target);
+      unrank(held, rank(want, target), source);
+      unrank(heldRest, rank(wantRest, target), source);
+      pairs.push_back(rank(group, source));
+      pairs.push_back(t);
+    }
+    cur.dims[d].resize(keep);
+    cur.dims[d].append(want.begin(), want.end());
+    push(ReshardStepKind::Permute, group, d, -1, std::move(pairs));
     return true;
   }
   return false;
@@ -202,16 +266,39 @@ void Planner::sliceDims(bool onlyFree) {
   }
 }
 
-void Planner::gatherDims() {
+/// Gathers the axes a dim must lose. `minimal` gathers only the minor ones
+/// behind the last axis that a dim ready to take it wants (an all-to-all
+/// moves that one once it is minor) and keeps the rest while a permute or
+/// slice can still turn them into the target. Returns whether it gathered.
+bool Planner::gatherDims(bool minimal) {
+  bool any = false;
   for (size_t d = 0; d < cur.dims.size(); ++d) {
-    size_t keep = prefix(d);
-    if (cur.dims[d].size() == keep)
+    size_t keep = prefix(d), from = keep;
+    if (minimal) {
+      // Axes wanted by other dims stay to move there once they are minor.
+      for (size_t k = keep; k < cur.dims[d].size(); ++k)
+        for (size_t e = 0; e < to.dims.size(); ++e)
+          if (e != d && prefix(e) == cur.dims[e].size() &&
+              llvm::is_contained(to.dims[e], cur.dims[d][k]))
+            from = k + 1;
+      size_t floor = from;
+      if (from == keep)
+        from = cur.dims[d].size();
+      Axes want(to.dims[d].begin() + keep, to.dims[d].end());
+      while (from > floor &&
+             shards(ArrayRef<int32_t>(cur.dims[d]).slice(keep, from - keep)) >
+                 shards(want))
+        --from;
+    }
+    if (cur.dims[d].size() == from)
       continue;
-    Axes run(cur.dims[d].begin() + keep, cur.dims[d].end());
-    cur.dims[d].resize(keep);
+    Axes run(cur.dims[d].begin() + from, cur.dims[d].end());
+    cur.dims[d].resize(from);
     gathered[d] = 1;
+    any = true;
     push(ReshardStepKind::AllGather, run, d);
   }
+  return any;
 }
 
 bool Planner::run(std::string &error) {
@@ -223,14 +310,16 @@ bool Planner::run(std::string &error) {
     }
   gathered.assign(cur.dims.size(), 0);
   resolvePartials();
-  while (moveBetweenDims() || permuteOne()) {
-  }
-  sliceDims(/*onlyFree=*/true);
-  gatherDims();
+  // Each round gathers axes, so at most one round per axis of the value.
+  do {
+    while (moveBetweenDims() || permuteOne()) {
+    }
+    sliceDims(/*onlyFree=*/true);
+  } while (gatherDims(/*minimal=*/true));
   sliceDims(/*onlyFree=*/false);
   if (cur.dims != to.dims) {
-    // Axes still used elsewhere: gather everything that differs, then slice.
-    gatherDims();
+    // What is left cannot be moved in place: gather all that differs, slice.
+    gatherDims(/*minimal=*/false);
     sliceDims(/*onlyFree=*/false);
   }
   if (!(cur.dims == to.dims)) {

@@ -51,6 +51,9 @@ private:
   ArrayAttr axisNames(MeshOp mesh, ArrayRef<int32_t> axes);
   int64_t numShards(MeshOp mesh, ArrayRef<int32_t> axes);
   CollectiveKind partialKind(Value value);
+  /// Makes `replacement` stand for `old` (a value the local form computes
+  /// differently) in every use but `except`, with the same global info.
+  void replaceValue(Value old, Value replacement, Operation *except);
 
   FailureOr<Value> lowerReshard(Operation *op, Value input,
                                 const GlobalInfo &from, ShardingAttr to);
@@ -157,6 +160,14 @@ LogicalResult Localizer::recordAndCheck(Value value, Operation *where,
                    "divide it";
   }
   return success();
+}
+
+void Localizer::replaceValue(Value old, Value replacement,
+                             Operation *except) {
+  old.replaceAllUsesExcept(replacement, except);
+  globals[replacement] = globals[old];
+  if (kinds.count(old))
+    kinds[replacement] = kinds[old];
 }
 
 CollectiveKind Localizer::partialKind(Value value) {
@@ -361,7 +372,7 @@ LogicalResult Localizer::localizeCrossEntropy(CrossEntropyOp op) {
     loss = ReduceOp::create(builder, loc, op.getResult().getType(),
                             ReduceKind::mean, perToken,
                             builder.getDenseI64ArrayAttr(all));
-    op.getResult().replaceAllUsesWith(loss);
+    replaceValue(op.getResult(), loss, nullptr);
     op.erase();
     builder.setInsertionPointAfter(loss.getDefiningOp());
   }
@@ -369,7 +380,7 @@ LogicalResult Localizer::localizeCrossEntropy(CrossEntropyOp op) {
     Value local = loss;
     Value scaledLoss =
         scaled(loc, local, 1.0 / (double)numShards(mesh, tokenAxes));
-    local.replaceAllUsesExcept(scaledLoss, scaledLoss.getDefiningOp());
+    replaceValue(local, scaledLoss, scaledLoss.getDefiningOp());
   }
   return success();
 }
@@ -399,7 +410,7 @@ LogicalResult Localizer::localizeOp(Operation *op) {
     FailureOr<Value> moved = lowerReshard(op, input, globals[input], target);
     if (failed(moved))
       return failure();
-    op->getResult(0).replaceAllUsesWith(*moved);
+    replaceValue(op->getResult(0), *moved, nullptr);
     op->erase();
     return success();
   }
@@ -427,7 +438,7 @@ LogicalResult Localizer::localizeOp(Operation *op) {
         lowerReshard(placeholder, result, {info.type, nullptr}, info.sharding);
     if (failed(piece))
       return failure();
-    placeholder.getResult().replaceAllUsesWith(*piece);
+    replaceValue(placeholder.getResult(), *piece, nullptr);
     placeholder.erase();
     return success();
   }
@@ -463,7 +474,7 @@ LogicalResult Localizer::localizeOp(Operation *op) {
     Value result = reduce.getResult();
     Value part = scaled(loc, result,
                         1.0 / (double)numShards(meshOf(in.sharding), axes));
-    result.replaceAllUsesExcept(part, part.getDefiningOp());
+    replaceValue(result, part, part.getDefiningOp());
     return success();
   }
 
