@@ -183,4 +183,22 @@ def PartitionPass : Pass<"par-partition", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::par::ParDialect"];
 }
 
+def CommReportPass : Pass<"par-comm-report", "::mlir::ModuleOp"> {
+  let summary = "Print every collective of the partitioned program";
+  let description = [{
+    Writes to standard output, per partitioned function (one call is one
+    step), one line per collective: its kind, mesh axes, group size, the
+    element count and bytes of its buffer on one rank (the larger of input
+    and output), and the bytes one rank sends with bandwidth-optimal
+    algorithms (all-reduce 2(n-1)/n of the buffer; all-gather,
+    reduce-scatter and all-to-all (n-1)/n; a permute the whole buffer;
+    all-slice nothing); then totals per mesh-axis group and per step. The
+    module is not changed. See docs/partitioning.md.
+
+    ```sh
+    par-opt model.mlir --par-propagate --par-partition --par-comm-report
+    ```
+  }];
+}
+
 #endif // PAR_TRANSFORMS_PASSES_TD

@@ -1,5 +1,6 @@
 //===- Summary.cpp - human-readable report of a sharded module --------------===//
 #include "par/Transforms/Passes.h"
+#include "par/Transforms/ReportFormat.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/MapVector.h"
@@ -15,11 +16,6 @@ using namespace mlir::par;
 
 namespace {
 
-int64_t elementBytes(Type type) {
-  unsigned bits = type.getIntOrFloatBitWidth();
-  return (bits + 7) / 8;
-}
-
 /// Per-device shape of `type` under `sharding` (ceil division: the largest
 /// shard when sizes are uneven).
 SmallVector<int64_t> localShape(RankedTensorType type, ShardingAttr sharding,
@@ -34,32 +30,11 @@ SmallVector<int64_t> localShape(RankedTensorType type, ShardingAttr sharding,
   return shape;
 }
 
-int64_t bytesOf(ArrayRef<int64_t> shape, Type elementType) {
-  int64_t count = 1;
-  for (int64_t size : shape)
-    count *= size;
-  return count * elementBytes(elementType);
-}
-
 std::string shapeStr(ArrayRef<int64_t> shape) {
   std::string text;
   llvm::raw_string_ostream os(text);
   llvm::interleave(shape, os, "x");
   return shape.empty() ? "scalar" : text;
-}
-
-std::string humanBytes(int64_t bytes) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  if (bytes < 1024)
-    os << bytes << " B";
-  else if (bytes < 1024 * 1024)
-    os << llvm::format("%.1f KiB", bytes / 1024.0);
-  else if (bytes < 1024ll * 1024 * 1024)
-    os << llvm::format("%.1f MiB", bytes / (1024.0 * 1024));
-  else
-    os << llvm::format("%.2f GiB", bytes / (1024.0 * 1024 * 1024));
-  return text;
 }
 
 struct SummaryPass : public par::impl::SummaryPassBase<SummaryPass> {

@@ -1,0 +1,156 @@
+//===- CommReport.cpp - --par-comm-report: collectives of a program ------===//
+//
+// Lists every collective of every partitioned function with what one rank
+// moves: the buffer (elements and bytes) and the bytes it sends with the
+// usual bandwidth-optimal algorithms (ring all-reduce sends 2(n-1)/n of the
+// buffer, all-gather / reduce-scatter / all-to-all (n-1)/n of the larger
+// buffer, a permute the whole buffer, all-slice nothing).
+//
+//===----------------------------------------------------------------------===//
+#include "par/Transforms/Passes.h"
+#include "par/Transforms/ReportFormat.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/Support/Format.h"
+
+namespace mlir::par {
+#define GEN_PASS_DEF_COMMREPORTPASS
+#include "par/Transforms/Passes.h.inc"
+} // namespace mlir::par
+
+using namespace mlir;
+using namespace mlir::par;
+
+namespace {
+struct Row {
+  std::string name, axes, location;
+  int64_t group = 1, elements = 0, bytes = 0, sent = 0;
+};
+
+struct Totals {
+  int64_t count = 0, elements = 0, bytes = 0, sent = 0;
+};
+
+std::string axesText(ArrayAttr axes) {
+  std::string text = "[";
+  llvm::raw_string_ostream os(text);
+  llvm::interleave(axes.getAsValueRange<StringAttr>(), os, ",");
+  os << "]";
+  return text;
+}
+
+int64_t countOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getNumElements();
+}
+
+/// The row of a collective op, or nothing for other ops.
+std::optional<Row> rowOf(Operation *op) {
+  Row row;
+  Value buffer; // the larger of operand and result
+  double share = 0; // sent bytes per rank, as a fraction of the buffer
+  auto fill = [&](auto collective, Value larger, StringRef name) {
+    row.name = name.str();
+    row.axes = axesText(collective.getAxes());
+    row.group = collective.getGroupSize();
+    buffer = larger;
+  };
+  int64_t n = 1;
+  if (auto c = dyn_cast<AllReduceOp>(op)) {
+    fill(c, c.getInput(),
+         ("all_reduce " + stringifyCollectiveKind(c.getKind())).str());
+    n = row.group;
+    share = 2.0 * (n - 1) / n;
+  } else if (auto c = dyn_cast<AllGatherOp>(op)) {
+    fill(c, c.getResult(), "all_gather");
+    n = row.group;
+    share = (double)(n - 1) / n;
+  } else if (auto c = dyn_cast<ReduceScatterOp>(op)) {
+    fill(c, c.getInput(),
+         ("reduce_scatter " + stringifyCollectiveKind(c.getKind())).str());
+    n = row.group;
+    share = (double)(n - 1) / n;
+  } else if (auto c = dyn_cast<AllToAllOp>(op)) {
+    fill(c, c.getInput(), "all_to_all");
+    n = row.group;
+    share = (double)(n - 1) / n;
+  } else if (auto c = dyn_cast<CollectivePermuteOp>(op)) {
+    fill(c, c.getInput(), "collective_permute");
+    ArrayRef<int64_t> pairs = c.getPairs();
+    for (size_t i = 0; i + 1 < pairs.size(); i += 2)
+      if (pairs[i] != pairs[i + 1])
+        share = 1.0;
+  } else if (auto c = dyn_cast<AllSliceOp>(op)) {
+    fill(c, c.getInput(), "all_slice");
+  } else {
+    return std::nullopt;
+  }
+  auto type = cast<RankedTensorType>(buffer.getType());
+  row.elements = countOf(buffer);
+  row.bytes = bytesOf(type.getShape(), type.getElementType());
+  row.sent = (int64_t)(share * row.bytes + 0.5);
+  std::string loc;
+  llvm::raw_string_ostream os(loc);
+  if (auto fileLoc = dyn_cast<FileLineColLoc>(op->getLoc()))
+    os << fileLoc.getFilename().getValue().rsplit('/').second << ":"
+       << fileLoc.getLine();
+  row.location = loc.empty() ? "-" : loc;
+  return row;
+}
+
+struct CommReportPass : public par::impl::CommReportPassBase<CommReportPass> {
+  void runOnOperation() override {
+    llvm::raw_ostream &os = llvm::outs();
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isDeclaration())
+        continue;
+      os << "== communication of @" << func.getSymName()
+         << " (one call, per rank) ==\n";
+      if (!func->hasAttr(ParDialect::kPartitionedAttrName)) {
+        os << "  not partitioned (run --par-partition first)\n";
+        continue;
+      }
+      SmallVector<Row> rows;
+      func.walk([&](Operation *op) {
+        if (std::optional<Row> row = rowOf(op))
+          rows.push_back(*row);
+      });
+      if (rows.empty()) {
+        os << "  no collectives\n";
+        continue;
+      }
+      os << llvm::format("  %3s  %-22s %-10s %5s %12s %11s %11s  %s\n", "#",
+                         "collective", "axes", "group", "elements", "buffer",
+                         "sent", "at");
+      llvm::MapVector<StringRef, Totals> byAxes;
+      Totals total;
+      for (auto [i, row] : llvm::enumerate(rows)) {
+        os << llvm::format("  %3d  %-22s %-10s %5lld %12lld %11s %11s  %s\n",
+                           (int)i + 1, row.name.c_str(), row.axes.c_str(),
+                           (long long)row.group, (long long)row.elements,
+                           humanBytes(row.bytes).c_str(),
+                           humanBytes(row.sent).c_str(), row.location.c_str());
+        for (Totals *sum : {&total, &byAxes[row.axes]}) {
+          sum->count += 1;
+          sum->elements += row.elements;
+          sum->bytes += row.bytes;
+          sum->sent += row.sent;
+        }
+      }
+      os << "  by axes:\n";
+      for (auto &[axes, sum] : byAxes)
+        os << llvm::format("    %-10s %3lld collective(s) %12lld elements "
+                           "%11s buffers %11s sent\n",
+                           axes.str().c_str(), (long long)sum.count,
+                           (long long)sum.elements,
+                           humanBytes(sum.bytes).c_str(),
+                           humanBytes(sum.sent).c_str());
+      os << llvm::format("  total: %lld collective(s), %lld elements, %s "
+                         "buffers, %s sent per rank\n",
+                         (long long)total.count, (long long)total.elements,
+                         humanBytes(total.bytes).c_str(),
+                         humanBytes(total.sent).c_str());
+    }
+  }
+};
+} // namespace
