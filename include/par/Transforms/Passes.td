@@ -164,7 +164,26 @@ def ToLocalPass : Pass<"par-to-local", "::mlir::ModuleOp"> {
     never the logits; rope and causal attention with a split sequence get
     the shard's first position as `offset` (from `par.axis_index`); a sharded
     non-splat constant is sliced with all-slice. A dim that does not divide
-    into its shards is an error naming the tensor, dim and axis sizes.
+    into its shards is an error naming the tensor, dim and axis sizes
+    (uneven shards are not padded yet).
+  }];
+  let dependentDialects = ["::mlir::par::ParDialect"];
+}
+
+def SinkPartialsPass : Pass<"par-sink-partials", "::mlir::ModuleOp"> {
+  let summary = "Resolve partial sums after the linear ops that consume them";
+  let description = [{
+    Runs after `--par-insert-reshards`. A reshard that only resolves the
+    partial (sum) axes of its input, and whose single user is linear in it,
+    moves past that user: the user computes on the partial value, its result
+    becomes partial over the same axes, and the reshard follows it. Linear
+    ops: add and sub when every operand resolves the same partial axes (one
+    collective instead of one per operand); neg, float convert, transpose,
+    reshape, slice, reduce sum/mean, dot, mul, and div by a non-partial
+    divisor when the result is no larger than the partial input. Repeated to
+    a fixed point, so a partial value travels as far as the linear ops go,
+    and a consumer that wants the result sharded over the partial axes gets
+    a reduce-scatter instead of an all-reduce. Max/min partials never move.
   }];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }
@@ -173,8 +192,8 @@ def PartitionPass : Pass<"par-partition", "::mlir::ModuleOp"> {
   let summary = "Turn a sharded global program into one per-device program";
   let description = [{
     The partitioning pipeline (run after `--par-propagate`):
-    `--par-insert-reshards`, `--par-sink-partials`, `--par-pad-uneven`,
-    `--par-to-local`. See docs/partitioning.md.
+    `--par-insert-reshards`, `--par-sink-partials`, `--par-to-local`. See
+    docs/partitioning.md.
 
     ```sh
     par-opt model.mlir --par-propagate --par-partition --par-comm-report

@@ -16,6 +16,7 @@ struct PartitionPass : public par::impl::PartitionPassBase<PartitionPass> {
   void runOnOperation() override {
     OpPassManager pipeline(ModuleOp::getOperationName());
     pipeline.addPass(createInsertReshardsPass());
+    pipeline.addPass(createSinkPartialsPass());
     pipeline.addPass(createToLocalPass());
     if (failed(runPipeline(pipeline, getOperation())))
       signalPassFailure();

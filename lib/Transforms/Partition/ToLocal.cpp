@@ -128,8 +128,7 @@ RankedTensorType Localizer::localType(Value value) {
 }
 
 /// Records the global type and sharding of `value` and checks that every
-/// split dim divides evenly (uneven dims are padded by --par-pad-uneven
-/// first where the ops allow it).
+/// split dim divides evenly.
 LogicalResult Localizer::recordAndCheck(Value value, Operation *where,
                                         const Twine &what) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
@@ -156,8 +155,8 @@ LogicalResult Localizer::recordAndCheck(Value value, Operation *where,
          << shards << " shards of axes";
     for (StringAttr axis : dim.getAxes())
       diag << " \"" << axis.getValue() << "\"=" << mesh.getAxisSize(axis);
-    return diag << "; pad it (--par-pad-uneven) or choose axes whose sizes "
-                   "divide it";
+    return diag << "; uneven shards are not padded yet: choose axes whose "
+                   "sizes divide it or leave the dim unsplit";
   }
   return success();
 }

@@ -1,0 +1,178 @@
+//===- SinkPartials.cpp - --par-sink-partials: resolve partial sums late --===//
+//
+// A partial sum resolved right before an op that is linear in it can be
+// resolved after the op instead: sum_i(f(x_i)) = f(sum_i x_i). Moving the
+// reshard past such an op saves communication when the op's result is no
+// larger (a sum of two partial values needs one all-reduce instead of two;
+// a reduction or slice shrinks what is reduced) and lets a later sharded
+// consumer turn the all-reduce into a reduce-scatter.
+//
+//===----------------------------------------------------------------------===//
+#include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Transforms/Passes.h"
+#include "par/Transforms/ReportFormat.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::par {
+#define GEN_PASS_DEF_SINKPARTIALSPASS
+#include "par/Transforms/Passes.h.inc"
+} // namespace mlir::par
+
+using namespace mlir;
+using namespace mlir::par;
+
+namespace {
+/// How an op is linear in its operands: `Each` ops are linear in one operand
+/// when the others are fixed (sum_i(x_i) * y = sum_i(x_i * y)); `All` ops are
+/// linear in all operands together (sum_i a_i + sum_i b_i = sum_i(a_i + b_i)).
+enum class Linearity { None, Each, All };
+
+Linearity linearityOf(Operation *op, unsigned operand) {
+  if (isa<AddOp, SubOp>(op))
+    return Linearity::All;
+  if (isa<NegOp, TransposeOp, ReshapeOp, SliceOp, DotOp>(op))
+    return Linearity::Each;
+  if (auto reduce = dyn_cast<ReduceOp>(op))
+    return reduce.getKind() == ReduceKind::sum ||
+                   reduce.getKind() == ReduceKind::mean
+               ? Linearity::Each
+               : Linearity::None;
+  if (auto convert = dyn_cast<ConvertOp>(op))
+    return isa<FloatType>(getElementTypeOrSelf(convert.getInput())) &&
+                   isa<FloatType>(getElementTypeOrSelf(convert.getResult()))
+               ? Linearity::Each
+               : Linearity::None;
+  if (isa<MulOp>(op) || (isa<DivOp>(op) && operand == 0))
+    return Linearity::Each;
+  return Linearity::None;
+}
+
+int64_t bytesOfValue(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  return bytesOf(type.getShape(), type.getElementType());
+}
+
+bool sameDims(ShardingAttr a, ShardingAttr b) {
+  if (a.getMesh() != b.getMesh() || a.getRank() != b.getRank())
+    return false;
+  for (auto [x, y] : llvm::zip(a.getDims(), b.getDims()))
+    if (x.getAxes() != y.getAxes())
+      return false;
+  return true;
+}
+
+/// The reshard that only resolves the partial axes of its sum-partial input,
+/// or null.
+ReshardOp resolvingReshard(Value value) {
+  auto reshard = value.getDefiningOp<ReshardOp>();
+  if (!reshard || !reshard->hasOneUse())
+    return nullptr;
+  ShardingAttr input = getValueSharding(reshard.getInput());
+  if (!input || input.getPartialAxes().empty() ||
+      !reshard.getSharding().getPartialAxes().empty() ||
+      !sameDims(input, reshard.getSharding()))
+    return nullptr;
+  if (auto reduce = reshard.getInput().getDefiningOp<ReduceOp>())
+    if (reduce.getKind() == ReduceKind::max ||
+        reduce.getKind() == ReduceKind::min)
+      return nullptr;
+  return reshard;
+}
+
+/// Moves one reshard past its linear user; returns whether it did.
+bool sinkOnce(ReshardOp reshard) {
+  OpOperand &use = *reshard->use_begin();
+  Operation *user = use.getOwner();
+  if (user->getNumResults() != 1 || isa<ReshardOp>(user))
+    return false;
+  Linearity linearity = linearityOf(user, use.getOperandNumber());
+  if (linearity == Linearity::None)
+    return false;
+  ShardingAttr input = getValueSharding(reshard.getInput());
+  ArrayRef<StringAttr> partial = input.getPartialAxes();
+  Value result = user->getResult(0);
+
+  // Every operand resolves the same partial axes (All), or only this one
+  // does and the others are not partial (Each).
+  SmallVector<ReshardOp> moved;
+  for (OpOperand &operand : user->getOpOperands()) {
+    ReshardOp other = resolvingReshard(operand.get());
+    if (linearity == Linearity::All) {
+      if (!other ||
+          getValueSharding(other.getInput()).getPartialAxes() != partial)
+        return false;
+      moved.push_back(other);
+    } else if (&operand == &use) {
+      moved.push_back(reshard);
+    } else if (ShardingAttr s = getValueSharding(operand.get())) {
+      if (!s.getPartialAxes().empty())
+        return false;
+    }
+  }
+  if (linearity == Linearity::Each &&
+      bytesOfValue(result) > bytesOfValue(reshard.getInput()))
+    return false;
+
+  // The result becomes partial over the same axes, which its split must
+  // leave free.
+  MLIRContext *ctx = user->getContext();
+  ShardingAttr old = getValueSharding(result);
+  if (!old) {
+    SmallVector<DimShardingAttr> dims(
+        cast<RankedTensorType>(result.getType()).getRank(),
+        DimShardingAttr::get(ctx, {}, /*isClosed=*/true, std::nullopt));
+    old = ShardingAttr::get(ctx, input.getMesh(), dims, {}, {});
+  }
+  if (old.getMesh() != input.getMesh())
+    return false;
+  SmallVector<StringAttr> partialAfter(old.getPartialAxes());
+  for (StringAttr axis : partial) {
+    if (llvm::is_contained(old.getShardingAxes(), axis) ||
+        llvm::is_contained(partialAfter, axis) ||
+        llvm::is_contained(old.getReplicatedAxes(), axis))
+      return false;
+    partialAfter.push_back(axis);
+  }
+  for (ReshardOp r : moved) {
+    r.getResult().replaceAllUsesWith(r.getInput());
+    r.erase();
+  }
+  setValueSharding(result, ShardingAttr::get(ctx, old.getMesh(),
+                                             old.getDims(),
+                                             old.getReplicatedAxes(),
+                                             partialAfter));
+  OpBuilder builder(ctx);
+  builder.setInsertionPointAfter(user);
+  auto after = ReshardOp::create(builder, user->getLoc(), result, old);
+  result.replaceAllUsesExcept(after.getResult(), after.getOperation());
+  return true;
+}
+
+struct SinkPartialsPass
+    : public par::impl::SinkPartialsPassBase<SinkPartialsPass> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func->hasAttr(ParDialect::kPartitionedAttrName))
+        continue;
+      // Each move takes a reshard one op further down: at most one move per
+      // reshard and op.
+      bool changed = true;
+      while (changed) {
+        changed = false;
+        SmallVector<ReshardOp> reshards;
+        func.walk([&](ReshardOp op) { reshards.push_back(op); });
+        for (ReshardOp reshard : reshards) {
+          if (!reshard->getBlock() || !resolvingReshard(reshard.getResult()))
+            continue;
+          if (sinkOnce(reshard)) {
+            changed = true;
+            break; // the list may hold erased reshards
+          }
+        }
+      }
+    }
+  }
+};
+} // namespace
