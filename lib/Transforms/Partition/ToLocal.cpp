@@ -556,7 +556,8 @@ LogicalResult Localizer::run() {
   for (Operation &op : body)
     op.removeAttr(ParDialect::kShardingAttrName);
 
-  // Results: the returned values already carry the result layouts.
+  // Results: returned values take the result layouts (already so after
+  // --par-insert-reshards).
   Operation *terminator = body.getTerminator();
   SmallVector<DictionaryAttr> resultAttrs;
   for (unsigned i = 0; i < func.getNumResults(); ++i) {
@@ -567,6 +568,15 @@ LogicalResult Localizer::run() {
             attrs.get(ParDialect::kShardingAttrName)))
       if (!sharding.isFullyReplicated())
         info.sharding = sharding;
+    OpOperand &returned = terminator->getOpOperand(i);
+    const GlobalInfo &from = globals[returned.get()];
+    if (from.sharding != info.sharding) {
+      FailureOr<Value> moved =
+          lowerReshard(terminator, returned.get(), from, info.sharding);
+      if (failed(moved))
+        return failure();
+      returned.set(*moved);
+    }
     recordGlobal(attrs, info);
     resultAttrs.push_back(attrs.getDictionary(func.getContext()));
   }

@@ -1,0 +1,72 @@
+// RUN: par-opt %s --par-to-local -split-input-file -verify-diagnostics
+
+// A split that does not divide the dim is rejected with the tensor, the dim
+// and the axis sizes.
+par.mesh @mesh <["x"=2, "y"=4]>
+// expected-error @+1 {{argument #0 %arg0 ('tensor<6x8xf32>'): dim 0 of size 6 does not divide into the 4 shards of axes "y"=4}}
+func.func @uneven(%v: tensor<6x8xf32> {par.sharding = #par.sharding<@mesh, [{"y"}, {}]>}) -> tensor<6x8xf32> {
+  return %v : tensor<6x8xf32>
+}
+
+// -----
+
+par.mesh @mesh <["x"=2, "y"=4]>
+func.func @uneven_result(%v: tensor<8x8xf32>) -> tensor<8x6xf32> {
+  // expected-error @+1 {{result #0 of 'par.slice' %0 ('tensor<8x6xf32>'): dim 1 of size 6 does not divide into the 4 shards of axes "y"=4}}
+  %s = par.slice %v starts [0, 0] limits [8, 6] {par.sharding = #par.sharding<@mesh, [{}, {"y"}]>} : (tensor<8x8xf32>) -> tensor<8x6xf32>
+  return %s : tensor<8x6xf32>
+}
+
+// -----
+
+// Only ops that compute partial sums make partial values.
+par.mesh @mesh <["x"=2, "y"=4]>
+func.func @to_partial(%v: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{cannot reshard %arg0: the target is partial over an axis the value is not partial over}}
+  %r = par.reshard %v <@mesh, [{}, {}], partial={"x"}> : tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}
+
+// -----
+
+// Axes of different sizes on the same dim: the only way is to gather and
+// slice again, which works and is reported.
+par.mesh @mesh <["x"=2, "y"=4]>
+func.func @gather_then_slice(%v: tensor<8x8xf32> {par.sharding = #par.sharding<@mesh, [{"x"}, {}]>}) -> tensor<8x8xf32> {
+  // expected-remark @+1 {{reshard of 'tensor<8x8xf32>' gathers data and slices it again (dim 0 is gathered and then sliced again)}}
+  %r = par.reshard %v <@mesh, [{"y"}, {}]> : tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}
+
+// -----
+
+par.mesh @mesh <["x"=2, "y"=4]>
+func.func @callee(%v: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  return %v : tensor<8x8xf32>
+}
+func.func @caller(%v: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{calls are not partitioned; inline the callee (--inline) before partitioning}}
+  %r = func.call @callee(%v) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}
+
+// -----
+
+// Collectives belong to local programs only.
+par.mesh @mesh <["x"=2, "y"=4]>
+func.func @already_local(%v: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{'par.all_reduce' is a per-device op; the function is already local}}
+  %r = par.all_reduce sum %v over @mesh ["x"] : tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}
+
+// -----
+
+// Resharding between two meshes is not supported.
+par.mesh @a <["x"=2]>
+par.mesh @b <["x"=2]>
+func.func @two_meshes(%v: tensor<8x8xf32> {par.sharding = #par.sharding<@a, [{"x"}, {}]>}) -> tensor<8x8xf32> {
+  // expected-error @+1 {{resharding from mesh @a to mesh @b is not supported}}
+  %r = par.reshard %v <@b, [{"x"}, {}]> : tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}
