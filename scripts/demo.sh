@@ -14,3 +14,6 @@ mesh="${2:-dp=2,tp=4}"
 echo
 echo "== par-opt $(basename "$model") --mesh=$mesh --par-propagate --par-summary =="
 "$build/bin/par-opt" "$model" --mesh="$mesh" --par-propagate --par-summary
+echo
+echo "== par-opt $(basename "$model") --mesh=$mesh --par-propagate --par-partition --par-comm-report =="
+"$build/bin/par-opt" "$model" --mesh="$mesh" --par-propagate --par-partition --par-comm-report
