@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::par {
 #define GEN_PASS_DEF_SINKPARTIALSPASS
@@ -74,22 +75,22 @@ ReshardOp resolvingReshard(Value value) {
       !reshard.getSharding().getPartialAxes().empty() ||
       !sameDims(input, reshard.getSharding()))
     return nullptr;
-  if (auto reduce = reshard.getInput().getDefiningOp<ReduceOp>())
-    if (reduce.getKind() == ReduceKind::max ||
-        reduce.getKind() == ReduceKind::min)
-      return nullptr;
+  if (getPartialCombiner(reshard.getInput()) != FactorCombiner::Sum)
+    return nullptr;
   return reshard;
 }
 
-/// Moves one reshard past its linear user; returns whether it did.
-bool sinkOnce(ReshardOp reshard) {
+/// Moves one reshard past its linear user and returns the reshard that now
+/// follows the user (null when it cannot move). Reshards it erases leave
+/// `worklist`.
+ReshardOp sinkOnce(ReshardOp reshard, llvm::SetVector<Operation *> &worklist) {
   OpOperand &use = *reshard->use_begin();
   Operation *user = use.getOwner();
   if (user->getNumResults() != 1 || isa<ReshardOp>(user))
-    return false;
+    return nullptr;
   Linearity linearity = linearityOf(user, use.getOperandNumber());
   if (linearity == Linearity::None)
-    return false;
+    return nullptr;
   ShardingAttr input = getValueSharding(reshard.getInput());
   ArrayRef<StringAttr> partial = input.getPartialAxes();
   Value result = user->getResult(0);
@@ -102,18 +103,18 @@ bool sinkOnce(ReshardOp reshard) {
     if (linearity == Linearity::All) {
       if (!other ||
           getValueSharding(other.getInput()).getPartialAxes() != partial)
-        return false;
+        return nullptr;
       moved.push_back(other);
     } else if (&operand == &use) {
       moved.push_back(reshard);
     } else if (ShardingAttr s = getValueSharding(operand.get())) {
       if (!s.getPartialAxes().empty())
-        return false;
+        return nullptr;
     }
   }
   if (linearity == Linearity::Each &&
       bytesOfValue(result) > bytesOfValue(reshard.getInput()))
-    return false;
+    return nullptr;
 
   // The result becomes partial over the same axes, which its split must
   // leave free.
@@ -126,17 +127,18 @@ bool sinkOnce(ReshardOp reshard) {
     old = ShardingAttr::get(ctx, input.getMesh(), dims, {}, {});
   }
   if (old.getMesh() != input.getMesh())
-    return false;
+    return nullptr;
   SmallVector<StringAttr> partialAfter(old.getPartialAxes());
   for (StringAttr axis : partial) {
     if (llvm::is_contained(old.getShardingAxes(), axis) ||
         llvm::is_contained(partialAfter, axis) ||
         llvm::is_contained(old.getReplicatedAxes(), axis))
-      return false;
+      return nullptr;
     partialAfter.push_back(axis);
   }
   for (ReshardOp r : moved) {
     r.getResult().replaceAllUsesWith(r.getInput());
+    worklist.remove(r);
     r.erase();
   }
   setValueSharding(result, ShardingAttr::get(ctx, old.getMesh(),
@@ -147,7 +149,7 @@ bool sinkOnce(ReshardOp reshard) {
   builder.setInsertionPointAfter(user);
   auto after = ReshardOp::create(builder, user->getLoc(), result, old);
   result.replaceAllUsesExcept(after.getResult(), after.getOperation());
-  return true;
+  return after;
 }
 
 struct SinkPartialsPass
@@ -156,21 +158,16 @@ struct SinkPartialsPass
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func->hasAttr(ParDialect::kPartitionedAttrName))
         continue;
-      // Each move takes a reshard one op further down: at most one move per
-      // reshard and op.
-      bool changed = true;
-      while (changed) {
-        changed = false;
-        SmallVector<ReshardOp> reshards;
-        func.walk([&](ReshardOp op) { reshards.push_back(op); });
-        for (ReshardOp reshard : reshards) {
-          if (!reshard->getBlock() || !resolvingReshard(reshard.getResult()))
-            continue;
-          if (sinkOnce(reshard)) {
-            changed = true;
-            break; // the list may hold erased reshards
-          }
-        }
+      // Each move takes a reshard one op further down; the moved reshard
+      // is looked at again from its new place.
+      llvm::SetVector<Operation *> worklist;
+      func.walk([&](ReshardOp op) { worklist.insert(op); });
+      while (!worklist.empty()) {
+        auto reshard = cast<ReshardOp>(worklist.pop_back_val());
+        if (!resolvingReshard(reshard.getResult()))
+          continue;
+        if (ReshardOp next = sinkOnce(reshard, worklist))
+          worklist.insert(next);
       }
     }
   }

@@ -50,11 +50,14 @@ private:
   }
   ArrayAttr axisNames(MeshOp mesh, ArrayRef<int32_t> axes);
   int64_t numShards(MeshOp mesh, ArrayRef<int32_t> axes);
+  /// The collective that combines the partial sums `value` holds.
   CollectiveKind partialKind(Value value);
   /// Makes `replacement` stand for `old` (a value the local form computes
   /// differently) in every use but `except`, with the same global info.
   void replaceValue(Value old, Value replacement, Operation *except);
 
+  /// Moves `input` (laid out as `from`) to `to` with collectives created at
+  /// the builder's insertion point; `op` is where diagnostics go.
   FailureOr<Value> lowerReshard(Operation *op, Value input,
                                 const GlobalInfo &from, ShardingAttr to);
   LogicalResult localizeOp(Operation *op);
@@ -70,6 +73,8 @@ private:
   func::FuncOp func;
   OpBuilder builder;
   DenseMap<Value, GlobalInfo> globals;
+  /// Combiners of partial values made by collectives (which keep the
+  /// combiner of the value they came from).
   DenseMap<Value, CollectiveKind> kinds;
 };
 } // namespace
@@ -171,7 +176,16 @@ void Localizer::replaceValue(Value old, Value replacement,
 
 CollectiveKind Localizer::partialKind(Value value) {
   auto it = kinds.find(value);
-  return it == kinds.end() ? CollectiveKind::sum : it->second;
+  if (it != kinds.end())
+    return it->second;
+  switch (getPartialCombiner(value)) {
+  case FactorCombiner::Max:
+    return CollectiveKind::max;
+  case FactorCombiner::Min:
+    return CollectiveKind::min;
+  default:
+    return CollectiveKind::sum;
+  }
 }
 
 FailureOr<Value> Localizer::lowerReshard(Operation *op, Value input,
@@ -202,7 +216,6 @@ FailureOr<Value> Localizer::lowerReshard(Operation *op, Value input,
   CollectiveKind kind = partialKind(input);
   StringRef meshRef = mesh.getSymName();
   Location loc = op->getLoc();
-  builder.setInsertionPoint(op);
   Value value = input;
   for (const ReshardStep &step : plan.steps) {
     RankedTensorType out = localType(type, step.after, mesh);
@@ -367,19 +380,17 @@ LogicalResult Localizer::localizeCrossEntropy(CrossEntropyOp op) {
     Value target =
         overVocab(CollectiveKind::sum, reduceLast(ReduceKind::sum, picked));
     Value perToken = SubOp::create(builder, loc, tokens, lse, target);
-    SmallVector<int64_t> all(leading);
     loss = ReduceOp::create(builder, loc, op.getResult().getType(),
                             ReduceKind::mean, perToken,
-                            builder.getDenseI64ArrayAttr(all));
+                            builder.getDenseI64ArrayAttr(leading));
     replaceValue(op.getResult(), loss, nullptr);
     op.erase();
     builder.setInsertionPointAfter(loss.getDefiningOp());
   }
   if (!tokenAxes.empty()) {
-    Value local = loss;
     Value scaledLoss =
-        scaled(loc, local, 1.0 / (double)numShards(mesh, tokenAxes));
-    replaceValue(local, scaledLoss, scaledLoss.getDefiningOp());
+        scaled(loc, loss, 1.0 / (double)numShards(mesh, tokenAxes));
+    replaceValue(loss, scaledLoss, scaledLoss.getDefiningOp());
   }
   return success();
 }
@@ -406,6 +417,7 @@ LogicalResult Localizer::localizeOp(Operation *op) {
   if (isa<ReshardOp, ShardingConstraintOp>(op)) {
     Value input = op->getOperand(0);
     auto target = cast<ShardingAttr>(op->getAttr("sharding"));
+    builder.setInsertionPoint(op);
     FailureOr<Value> moved = lowerReshard(op, input, globals[input], target);
     if (failed(moved))
       return failure();
@@ -429,29 +441,21 @@ LogicalResult Localizer::localizeOp(Operation *op) {
       return success();
     }
     // Keep the whole constant; each device slices its piece.
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : result.getUses())
+      uses.push_back(&use);
     builder.setInsertionPointAfter(op);
-    auto placeholder = ReshardOp::create(builder, loc, result, info.sharding);
-    result.replaceAllUsesExcept(placeholder.getResult(),
-                                placeholder.getOperation());
     FailureOr<Value> piece =
-        lowerReshard(placeholder, result, {info.type, nullptr}, info.sharding);
+        lowerReshard(op, result, {info.type, nullptr}, info.sharding);
     if (failed(piece))
       return failure();
-    replaceValue(placeholder.getResult(), *piece, nullptr);
-    placeholder.erase();
+    for (OpOperand *use : uses)
+      use->set(*piece);
+    globals[*piece] = info;
     return success();
   }
 
   setLocalResultTypes(op);
-  if (op->getNumResults() == 1)
-    if (ShardingAttr sharding = globals[op->getResult(0)].sharding)
-      if (!sharding.getPartialAxes().empty()) {
-        auto reduce = dyn_cast<ReduceOp>(op);
-        if (reduce && reduce.getKind() == ReduceKind::max)
-          kinds[op->getResult(0)] = CollectiveKind::max;
-        else if (reduce && reduce.getKind() == ReduceKind::min)
-          kinds[op->getResult(0)] = CollectiveKind::min;
-      }
 
   if (auto embedding = dyn_cast<EmbeddingOp>(op))
     return localizeEmbedding(embedding);
@@ -571,6 +575,7 @@ LogicalResult Localizer::run() {
     OpOperand &returned = terminator->getOpOperand(i);
     const GlobalInfo &from = globals[returned.get()];
     if (from.sharding != info.sharding) {
+      builder.setInsertionPoint(terminator);
       FailureOr<Value> moved =
           lowerReshard(terminator, returned.get(), from, info.sharding);
       if (failed(moved))

@@ -40,53 +40,49 @@ std::string axesText(ArrayAttr axes) {
   return text;
 }
 
-int64_t countOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getNumElements();
-}
-
 /// The row of a collective op, or nothing for other ops.
 std::optional<Row> rowOf(Operation *op) {
   Row row;
   Value buffer; // the larger of operand and result
-  double share = 0; // sent bytes per rank, as a fraction of the buffer
   auto fill = [&](auto collective, Value larger, StringRef name) {
     row.name = name.str();
     row.axes = axesText(collective.getAxes());
     row.group = collective.getGroupSize();
     buffer = larger;
   };
-  int64_t n = 1;
+  // Sent bytes per rank, as a fraction of the buffer.
+  double n = 1, share = 0;
   if (auto c = dyn_cast<AllReduceOp>(op)) {
     fill(c, c.getInput(),
          ("all_reduce " + stringifyCollectiveKind(c.getKind())).str());
     n = row.group;
-    share = 2.0 * (n - 1) / n;
+    share = 2 * (n - 1) / n;
   } else if (auto c = dyn_cast<AllGatherOp>(op)) {
     fill(c, c.getResult(), "all_gather");
     n = row.group;
-    share = (double)(n - 1) / n;
+    share = (n - 1) / n;
   } else if (auto c = dyn_cast<ReduceScatterOp>(op)) {
     fill(c, c.getInput(),
          ("reduce_scatter " + stringifyCollectiveKind(c.getKind())).str());
     n = row.group;
-    share = (double)(n - 1) / n;
+    share = (n - 1) / n;
   } else if (auto c = dyn_cast<AllToAllOp>(op)) {
     fill(c, c.getInput(), "all_to_all");
     n = row.group;
-    share = (double)(n - 1) / n;
+    share = (n - 1) / n;
   } else if (auto c = dyn_cast<CollectivePermuteOp>(op)) {
     fill(c, c.getInput(), "collective_permute");
     ArrayRef<int64_t> pairs = c.getPairs();
     for (size_t i = 0; i + 1 < pairs.size(); i += 2)
       if (pairs[i] != pairs[i + 1])
-        share = 1.0;
+        share = 1;
   } else if (auto c = dyn_cast<AllSliceOp>(op)) {
     fill(c, c.getInput(), "all_slice");
   } else {
     return std::nullopt;
   }
   auto type = cast<RankedTensorType>(buffer.getType());
-  row.elements = countOf(buffer);
+  row.elements = type.getNumElements();
   row.bytes = bytesOf(type.getShape(), type.getElementType());
   row.sent = (int64_t)(share * row.bytes + 0.5);
   std::string loc;

@@ -202,6 +202,18 @@ ShardingAttr mlir::par::getValueSharding(Value value) {
   return getResultSharding(op, result.getResultNumber());
 }
 
+FactorCombiner mlir::par::getPartialCombiner(Value value) {
+  auto ruled = value.getDefiningOp<ShardingRuleOpInterface>();
+  if (!ruled)
+    return FactorCombiner::Sum;
+  for (const Factor &factor : ruled.getShardingRule().getFactors())
+    if (factor.kind == FactorKind::Reduction &&
+        (factor.combiner == FactorCombiner::Max ||
+         factor.combiner == FactorCombiner::Min))
+      return factor.combiner;
+  return FactorCombiner::Sum;
+}
+
 void mlir::par::setValueSharding(Value value, ShardingAttr sharding) {
   if (auto arg = dyn_cast<BlockArgument>(value)) {
     auto function =

@@ -33,6 +33,12 @@ ShardingAttr getValueSharding(Value value);
 /// Records `sharding` for `value` where getValueSharding reads it. Block
 /// arguments of anything but a function are left alone.
 void setValueSharding(Value value, ShardingAttr sharding);
+
+/// How the partial results `value` holds combine: the combiner of the
+/// reduction factors of the op that produced it (max/min for reduce max/min),
+/// sum for anything else (block arguments, ops with only internal or no
+/// reductions, values made partial by moving a sum through linear ops).
+FactorCombiner getPartialCombiner(Value value);
 } // namespace mlir::par
 
 #endif // PAR_DIALECT_PAR_IR_PAROPS_H
