@@ -865,3 +865,46 @@ func.func @empty_axis_name(%x: tensor<8xf32> {par.sharding = #par.sharding<@mesh
 // Mesh: one size per axis name (generic form).
 // expected-error @below {{'par.mesh' op has 2 axis names but 1 sizes}}
 "par.mesh"() <{sym_name = "mesh", axis_names = ["dp", "tp"], axis_sizes = array<i64: 2>}> : () -> ()
+
+// -----
+
+// axis_index: the group's axes belong to the mesh.
+par.mesh @mesh <["dp"=2]>
+func.func @axis_index_unknown_axis() -> tensor<i64> {
+  // expected-error @below {{'par.axis_index' op refers to unknown axis "tp" of mesh @mesh}}
+  %i = par.axis_index over @mesh ["tp"]
+  return %i : tensor<i64>
+}
+
+// -----
+
+// rope: the offset is a 0-d i64 tensor.
+func.func @rope_offset_type(%x: tensor<2x4x2x8xf32>, %o: tensor<i32>) -> tensor<2x4x2x8xf32> {
+  // expected-error @below {{operand #1 must be 0-d i64 tensor}}
+  %r = "par.rope"(%x, %o) : (tensor<2x4x2x8xf32>, tensor<i32>) -> tensor<2x4x2x8xf32>
+  return %r : tensor<2x4x2x8xf32>
+}
+
+// -----
+
+// Partitioned functions: par.partitioned is a unit attribute.
+// expected-error @below {{'par.partitioned' is a unit attribute of functions}}
+func.func @partitioned_not_unit() attributes {par.partitioned = 1 : i64} {
+  return
+}
+
+// -----
+
+// par.global_type holds a ranked tensor type.
+// expected-error @below {{'par.global_type' of argument #0 must be a ranked tensor type}}
+func.func @global_type_not_tensor(%x: tensor<4xf32> {par.global_type = i32}) {
+  return
+}
+
+// -----
+
+// par.global_sharding holds a sharding.
+// expected-error @below {{'par.global_sharding' of result #0 must be a #par.sharding}}
+func.func @global_sharding_not_sharding(%x: tensor<4xf32>) -> (tensor<4xf32> {par.global_sharding = 3 : i64}) {
+  return %x : tensor<4xf32>
+}

@@ -70,3 +70,22 @@ func.func @two_meshes(%v: tensor<8x8xf32> {par.sharding = #par.sharding<@a, [{"x
   %r = par.reshard %v <@b, [{"x"}, {}]> : tensor<8x8xf32>
   return %r : tensor<8x8xf32>
 }
+
+// -----
+
+// Partitioning needs static shapes.
+par.mesh @mesh <["x"=2, "y"=4]>
+// expected-error @+1 {{argument #0 has type 'tensor<?x8xf32>'; partitioning needs static shapes}}
+func.func @dynamic(%v: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  return %v : tensor<?x8xf32>
+}
+
+// -----
+
+// A constant holds whole values, never partial sums.
+par.mesh @mesh <["x"=2, "y"=4]>
+func.func @partial_constant() -> tensor<8xf32> {
+  // expected-error @+1 {{a constant cannot be partial}}
+  %c = par.constant {par.sharding = #par.sharding<@mesh, [{}], partial={"x"}>} dense<1.0> : tensor<8xf32>
+  return %c : tensor<8xf32>
+}
