@@ -1,7 +1,8 @@
 //===- par-opt.cpp - the par compiler driver --------------------------------===//
 //
 // mlir-opt with the par dialect and passes, plus --mesh=SPEC to create or
-// override the module's mesh before any other pass runs.
+// override the module's mesh before any other pass runs, and
+// --emit-program=FILE to write the runtime program after all other passes.
 //
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/MeshSpec.h"
@@ -30,6 +31,14 @@ static llvm::cl::opt<std::string> meshOption(
                    "pass: sizes like 4x4x2 (axes named x, y, z) or named axes "
                    "like dp=2,tp=4,pp=4"),
     llvm::cl::value_desc("spec"), llvm::cl::init(""),
+    llvm::cl::cat(parCategory));
+
+static llvm::cl::opt<std::string> emitProgramOption(
+    "emit-program",
+    llvm::cl::desc("After all other passes, order the ops (--par-schedule) "
+                   "and write the runtime program par-run executes to FILE "
+                   "(--par-emit-program); see docs/program-format.md"),
+    llvm::cl::value_desc("file"), llvm::cl::init(""),
     llvm::cl::cat(parCategory));
 
 int main(int argc, char **argv) {
@@ -77,6 +86,20 @@ int main(int argc, char **argv) {
     config.setPassPipelineSetupFn([base, spec](PassManager &pm) {
       pm.addPass(par::createSetMeshPass(par::SetMeshPassOptions{spec}));
       return base.setupPassPipeline(pm);
+    });
+  }
+
+  if (emitProgramOption.getNumOccurrences()) {
+    MlirOptMainConfig base = config;
+    std::string file = emitProgramOption;
+    config.setPassPipelineSetupFn([base, file](PassManager &pm) {
+      if (failed(base.setupPassPipeline(pm)))
+        return failure();
+      pm.addPass(par::createSchedulePass());
+      par::EmitProgramPassOptions options;
+      options.file = file;
+      pm.addPass(par::createEmitProgramPass(options));
+      return success();
     });
   }
 

@@ -220,4 +220,64 @@ def CommReportPass : Pass<"par-comm-report", "::mlir::ModuleOp"> {
   }];
 }
 
+def SchedulePass : Pass<"par-schedule", "::mlir::ModuleOp"> {
+  let summary = "Order each function's ops so collectives start as early as they can";
+  let description = [{
+    A list schedule of every function body: an op is ready once its operands
+    are defined; among ready ops a collective goes first (so a runtime that
+    overlaps communication with compute can start it early), otherwise the
+    op that came first in the input. Ops with side effects keep their
+    relative order. The result computes the same values.
+
+    ```sh
+    par-opt model.mlir --par-propagate --par-partition --par-schedule
+    ```
+  }];
+}
+
+def MemoryPlanPass : Pass<"par-memory-plan", "::mlir::ModuleOp"> {
+  let summary = "Print the static memory plan of each function";
+  let description = [{
+    Writes to standard output, per function, every buffer the runtime
+    allocates (arguments, then op results in op order) with its per-device
+    type, bytes, live range in instructions and offset in the arena, then
+    the arena size (the planned peak per rank) and the most bytes live at
+    once. Buffers are placed greedily, largest first, at the lowest
+    `alignment`-aligned offset free over their live range. The module is not
+    changed; --par-emit-program writes the same plan. See
+    docs/program-format.md.
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "Byte alignment of every buffer in the arena">,
+  ];
+}
+
+def EmitProgramPass : Pass<"par-emit-program", "::mlir::ModuleOp"> {
+  let summary = "Write the runtime program (versioned JSON) that par-run executes";
+  let description = [{
+    Lowers one function to a program file (docs/program-format.md): the mesh
+    and rank count, communicator groups, the inputs and outputs with their
+    global shapes, shardings and roles, one instruction per op in the
+    function's order (run --par-schedule first to issue collectives early),
+    and a static memory plan (as --par-memory-plan prints). A function marked
+    `par.partitioned` runs on every device of its mesh; any other function
+    is a single-device program and its sharding annotations are ignored.
+    `par-opt --emit-program=FILE` schedules and emits after the other passes.
+
+    ```sh
+    par-opt model.mlir --mesh=dp=2,tp=4 --par-propagate --par-partition \
+        --emit-program=model.parprog
+    ```
+  }];
+  let options = [
+    Option<"file", "file", "std::string", /*default=*/"\"-\"",
+           "Where to write the program ('-' for standard output)">,
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to emit (default: the module's only defined function)">,
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "Byte alignment of every buffer in the arena">,
+  ];
+}
+
 #endif // PAR_TRANSFORMS_PASSES_TD

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Transforms/InputRoles.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReshardPlan.h"
 
@@ -519,6 +520,8 @@ LogicalResult Localizer::localizeOp(Operation *op) {
 LogicalResult Localizer::run() {
   if (func.isDeclaration() || func->hasAttr(ParDialect::kPartitionedAttrName))
     return success();
+  // The runtime's view of the arguments comes from global types.
+  inferInputRoles(func);
   Block &body = func.getBody().front();
   for (BlockArgument arg : body.getArguments())
     if (failed(recordAndCheck(arg, func,

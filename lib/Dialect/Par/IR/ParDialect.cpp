@@ -61,6 +61,103 @@ static LogicalResult verifyGlobalAttr(Operation *op, NamedAttribute attr,
   return success();
 }
 
+/// Parses an init spec: normal(STD), uniform(LOW,HIGH), constant(V), zeros,
+/// ones. Shared with the program emitter through parseInitSpec.
+static bool parseInit(StringRef spec, std::string &kind,
+                      SmallVectorImpl<double> &args) {
+  spec = spec.trim();
+  size_t open = spec.find('(');
+  kind = spec.substr(0, open).trim().str();
+  unsigned want = kind == "normal" || kind == "constant" ? 1
+                  : kind == "uniform"                    ? 2
+                  : kind == "zeros" || kind == "ones"    ? 0
+                                                         : 99;
+  if (want == 99)
+    return false;
+  if (open == StringRef::npos)
+    return want == 0;
+  if (!spec.ends_with(")"))
+    return false;
+  SmallVector<StringRef> parts;
+  spec.drop_front(open + 1).drop_back().split(parts, ',');
+  for (StringRef part : parts) {
+    double value;
+    if (part.trim().getAsDouble(value))
+      return false;
+    args.push_back(value);
+  }
+  return args.size() == want;
+}
+
+bool par::parseInitSpec(StringRef spec, std::string &kind,
+                        SmallVectorImpl<double> &args) {
+  return parseInit(spec, kind, args);
+}
+
+/// The runtime attributes of arguments (name, role, init, data, vocab) and
+/// results (name, updates).
+static LogicalResult verifyRuntimeAttr(Operation *op, NamedAttribute attr,
+                                       const std::string &what, bool isArg,
+                                       bool &known) {
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  known = true;
+  auto oneOf = [&](std::initializer_list<StringRef> allowed) -> LogicalResult {
+    auto str = dyn_cast<StringAttr>(value);
+    if (str)
+      for (StringRef a : allowed)
+        if (str.getValue() == a)
+          return success();
+    std::string list;
+    for (StringRef a : allowed)
+      list += (list.empty() ? "\"" : ", \"") + a.str() + "\"";
+    return op->emitError() << "'" << name << "' of " << what
+                           << " must be one of " << list << ", got " << value;
+  };
+  if (name == ParDialect::kNameAttrName) {
+    auto str = dyn_cast<StringAttr>(value);
+    if (!str || str.getValue().empty())
+      return op->emitError() << "'" << name << "' of " << what
+                             << " must be a non-empty string";
+    return success();
+  }
+  if (isArg && name == ParDialect::kRoleAttrName)
+    return oneOf({"param", "data"});
+  if (isArg && name == ParDialect::kDataAttrName)
+    return oneOf({"tokens", "targets", "random"});
+  if (isArg && name == ParDialect::kInitAttrName) {
+    std::string kind;
+    SmallVector<double> args;
+    auto str = dyn_cast<StringAttr>(value);
+    if (!str || !parseInit(str.getValue(), kind, args))
+      return op->emitError()
+             << "'" << name << "' of " << what
+             << " must be \"normal(STD)\", \"uniform(LOW, HIGH)\", "
+                "\"constant(VALUE)\", \"zeros\" or \"ones\", got "
+             << value;
+    return success();
+  }
+  if (isArg && name == ParDialect::kVocabAttrName) {
+    auto vocab = dyn_cast<IntegerAttr>(value);
+    if (!vocab || vocab.getInt() <= 0)
+      return op->emitError() << "'" << name << "' of " << what
+                             << " must be a positive integer, got " << value;
+    return success();
+  }
+  if (!isArg && name == ParDialect::kUpdatesAttrName) {
+    auto index = dyn_cast<IntegerAttr>(value);
+    auto function = dyn_cast<FunctionOpInterface>(op);
+    if (!index || !function || index.getInt() < 0 ||
+        index.getInt() >= int64_t(function.getNumArguments()))
+      return op->emitError() << "'" << name << "' of " << what
+                             << " must be the index of an argument, got "
+                             << value;
+    return success();
+  }
+  known = false;
+  return success();
+}
+
 LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                                                    NamedAttribute attr) {
   if (attr.getName() == kPartitionedAttrName) {
@@ -98,6 +195,11 @@ LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
                                                    NamedAttribute attr) {
   if (isGlobalAttr(attr))
     return verifyGlobalAttr(op, attr, "argument #" + std::to_string(argIndex));
+  bool known;
+  LogicalResult runtime = verifyRuntimeAttr(
+      op, attr, "argument #" + std::to_string(argIndex), /*isArg=*/true, known);
+  if (known)
+    return runtime;
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute '" << attr.getName().getValue()
                            << "' on argument #" << argIndex;
@@ -124,6 +226,12 @@ LogicalResult ParDialect::verifyRegionResultAttribute(Operation *op,
   if (isGlobalAttr(attr))
     return verifyGlobalAttr(op, attr,
                             "result #" + std::to_string(resultIndex));
+  bool known;
+  LogicalResult runtime = verifyRuntimeAttr(
+      op, attr, "result #" + std::to_string(resultIndex), /*isArg=*/false,
+      known);
+  if (known)
+    return runtime;
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute '" << attr.getName().getValue()
                            << "' on result #" << resultIndex;

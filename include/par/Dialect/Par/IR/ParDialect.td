@@ -47,6 +47,16 @@ def Par_Dialect : Dialect {
         "par.global_type";
     static constexpr ::llvm::StringLiteral kGlobalShardingAttrName =
         "par.global_sharding";
+    /// What the runtime makes of arguments and results (see
+    /// docs/program-format.md): a name, the role (param or data), how a
+    /// parameter is initialized, what data feeds a data input and the token
+    /// vocabulary, and which argument a result replaces after a step.
+    static constexpr ::llvm::StringLiteral kNameAttrName = "par.name";
+    static constexpr ::llvm::StringLiteral kRoleAttrName = "par.role";
+    static constexpr ::llvm::StringLiteral kInitAttrName = "par.init";
+    static constexpr ::llvm::StringLiteral kDataAttrName = "par.data";
+    static constexpr ::llvm::StringLiteral kVocabAttrName = "par.vocab";
+    static constexpr ::llvm::StringLiteral kUpdatesAttrName = "par.updates";
 
   private:
     /// Registers the attributes (defined beside their storage classes).

@@ -39,6 +39,11 @@ void setValueSharding(Value value, ShardingAttr sharding);
 /// sum for anything else (block arguments, ops with only internal or no
 /// reductions, values made partial by moving a sum through linear ops).
 FactorCombiner getPartialCombiner(Value value);
+
+/// Parses a `par.init` spec: "normal(STD)", "uniform(LOW, HIGH)",
+/// "constant(VALUE)", "zeros" or "ones". Gives the kind and its numbers.
+bool parseInitSpec(llvm::StringRef spec, std::string &kind,
+                   llvm::SmallVectorImpl<double> &args);
 } // namespace mlir::par
 
 #endif // PAR_DIALECT_PAR_IR_PAROPS_H

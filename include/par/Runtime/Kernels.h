@@ -1,0 +1,114 @@
+//===- Kernels.h - CPU kernels for the par op catalogue ---------*- C++ -*-===//
+//
+// One kernel per op of the catalogue, on dense row-major tensors. Float
+// tensors may be stored as f32, f64, bf16 or f16; kernels read them into f32
+// (f64 stays f64 where noted), accumulate in f32 and round once when storing.
+// Integer tensors (ids, labels, masks) are i32, i64 or i1. Output tensors are
+// preallocated by the caller with the right shape and type; kernels check
+// shapes and types and throw KernelError with the op name on a mismatch.
+// GEMMs go through OpenBLAS (cblas_sgemm).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_RUNTIME_KERNELS_H
+#define PAR_RUNTIME_KERNELS_H
+
+#include "par/Runtime/DType.h"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace par::rt {
+
+/// A dense row-major tensor the kernel does not own.
+struct Tensor {
+  DType dtype = DType::F32;
+  Shape shape;
+  void *data = nullptr;
+
+  int64_t size() const { return numElements(shape); }
+  size_t bytes() const { return size() * dtypeBytes(dtype); }
+};
+
+class KernelError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class BinaryKind { Add, Sub, Mul, Div, Max, Min };
+enum class UnaryKind { Neg, Exp, Log, Tanh, Sqrt, Rsqrt, Gelu, Silu, Relu, Sigmoid };
+enum class CompareKind { Eq, Ne, Lt, Le, Gt, Ge };
+enum class ReduceKind { Sum, Max, Min, Mean };
+
+// Elementwise. Binary/unary ops accept float and integer types (int division
+// truncates; exp/log/... on integers is a KernelError); all operands share
+// the output's type and shape.
+void binary(BinaryKind kind, const Tensor &lhs, const Tensor &rhs, Tensor &out);
+void unary(UnaryKind kind, const Tensor &input, Tensor &out);
+/// `out` is i1 of the operands' shape.
+void compare(CompareKind kind, const Tensor &lhs, const Tensor &rhs, Tensor &out);
+/// `pred` is i1; on_true/on_false/out share type and shape.
+void select(const Tensor &pred, const Tensor &onTrue, const Tensor &onFalse,
+            Tensor &out);
+void convert(const Tensor &input, Tensor &out);
+
+// Structural (any element type; data is moved, not converted).
+/// Operand dim i goes to result dim dims[i] (size equal, or 1 = expanded).
+void broadcast(const Tensor &input, const std::vector<int64_t> &dims, Tensor &out);
+/// Removes `dims` (sorted or not) by reducing over them. Mean divides by the
+/// product of the reduced sizes.
+void reduce(ReduceKind kind, const Tensor &input, const std::vector<int64_t> &dims,
+            Tensor &out);
+/// out dim i = input dim perm[i].
+void transpose(const Tensor &input, const std::vector<int64_t> &perm, Tensor &out);
+/// Copies element-count-preserving data (row-major order unchanged).
+void reshape(const Tensor &input, Tensor &out);
+/// out[i...] = input[starts + i * strides]; out's shape gives the extent.
+void slice(const Tensor &input, const std::vector<int64_t> &starts,
+           const std::vector<int64_t> &strides, Tensor &out);
+void concat(const std::vector<Tensor> &inputs, int64_t dim, Tensor &out);
+/// Fills `out` with `value` (splat constant).
+void fill(Tensor &out, double value);
+
+// Contraction. Result dims: batch dims (in lhsBatch order), lhs free dims,
+// rhs free dims, each in operand order. Float types only.
+void dot(const Tensor &lhs, const Tensor &rhs, const std::vector<int64_t> &lhsBatch,
+         const std::vector<int64_t> &rhsBatch, const std::vector<int64_t> &lhsContract,
+         const std::vector<int64_t> &rhsContract, Tensor &out);
+
+// Neural-network ops (float types; ids/labels i32 or i64).
+void softmax(const Tensor &input, int64_t dim, Tensor &out);
+/// Over the last dim; gamma/beta are 1-D of that size.
+void layerNorm(const Tensor &input, const Tensor &gamma, const Tensor &beta,
+               float epsilon, Tensor &out);
+void rmsNorm(const Tensor &input, const Tensor &gamma, float epsilon, Tensor &out);
+/// q [B, S, H, D], k/v [B, T, Hkv, D]; query head h reads KV head
+/// h / (H / Hkv). With `causal`, query position s + positionOffset sees keys
+/// t <= s + positionOffset. out has q's shape.
+void attention(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
+               float scale, int64_t positionOffset, Tensor &out);
+/// out[i..., :] = table[ids[i...], :]; ids outside [0, V) give zeros.
+void embedding(const Tensor &table, const Tensor &ids, Tensor &out);
+/// Mean over tokens of logsumexp(logits[t, :]) - logits[t, labels[t]];
+/// out is 0-d. Labels outside [0, V) are a KernelError.
+void crossEntropy(const Tensor &logits, const Tensor &labels, Tensor &out);
+/// x [B, S, H, D], D even; position p = s + positionOffset rotates
+/// (x[i], x[i + D/2]) by p * theta^(-2i/D).
+void rope(const Tensor &input, float theta, int64_t positionOffset, Tensor &out);
+
+// Optimizers (lr 0-d float, step 0-d int or float, 1-based).
+void adamw(const Tensor &param, const Tensor &grad, const Tensor &m, const Tensor &v,
+           const Tensor &lr, const Tensor &step, float beta1, float beta2,
+           float epsilon, float weightDecay, Tensor &newParam, Tensor &newM,
+           Tensor &newV);
+void sgd(const Tensor &param, const Tensor &grad, const Tensor &momentumBuf,
+         const Tensor &lr, float momentum, float weightDecay, bool nesterov,
+         Tensor &newParam, Tensor &newMomentum);
+
+/// Reads a 0-d tensor of any type as a double.
+double scalarValue(const Tensor &t);
+
+} // namespace par::rt
+
+#endif // PAR_RUNTIME_KERNELS_H

@@ -1,0 +1,26 @@
+//===- InputRoles.h - What feeds each function argument ---------*- C++ -*-===//
+//
+// The runtime needs to know, for every argument, whether it is a parameter
+// (initialized once, updated, checkpointed) or data (new every step), and
+// for integer data whether it holds token ids or next-token targets and over
+// which vocabulary. Users say so with argument attributes (par.role,
+// par.data, par.vocab); otherwise these are inferred from the global program.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_TRANSFORMS_INPUTROLES_H
+#define PAR_TRANSFORMS_INPUTROLES_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::par {
+
+/// Sets `par.data` and `par.vocab` on integer arguments that lack them:
+/// ids read by `par.embedding` are "tokens" over the table's rows, labels of
+/// `par.cross_entropy` are "targets" over the logits' last dimension. Must
+/// run on the global program (before --par-to-local changes the types).
+void inferInputRoles(func::FuncOp func);
+
+} // namespace mlir::par
+
+#endif // PAR_TRANSFORMS_INPUTROLES_H

@@ -1,0 +1,166 @@
+//===- DType.cpp - Element types of runtime tensors -----------------------===//
+
+#include "par/Runtime/DType.h"
+
+#include <cmath>
+
+namespace par::rt {
+
+const char *dtypeName(DType type) {
+  switch (type) {
+  case DType::F32: return "f32";
+  case DType::F16: return "f16";
+  case DType::BF16: return "bf16";
+  case DType::F64: return "f64";
+  case DType::I64: return "i64";
+  case DType::I32: return "i32";
+  case DType::I1: return "i1";
+  }
+  return "?";
+}
+
+std::optional<DType> parseDType(const std::string &name) {
+  for (DType type : {DType::F32, DType::F16, DType::BF16, DType::F64,
+                     DType::I64, DType::I32, DType::I1})
+    if (name == dtypeName(type))
+      return type;
+  return std::nullopt;
+}
+
+size_t dtypeBytes(DType type) {
+  switch (type) {
+  case DType::F64:
+  case DType::I64: return 8;
+  case DType::F32:
+  case DType::I32: return 4;
+  case DType::F16:
+  case DType::BF16: return 2;
+  case DType::I1: return 1;
+  }
+  return 0;
+}
+
+int64_t numElements(const Shape &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::string shapeString(const Shape &shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
+
+float bf16ToFloat(uint16_t bits) {
+  uint32_t word = uint32_t(bits) << 16;
+  float value;
+  std::memcpy(&value, &word, 4);
+  return value;
+}
+
+uint16_t floatToBf16(float value) {
+  uint32_t word;
+  std::memcpy(&word, &value, 4);
+  if (std::isnan(value))
+    return uint16_t((word >> 16) | 0x40);
+  // Round to nearest even on the 16 dropped bits.
+  word += 0x7fff + ((word >> 16) & 1);
+  return uint16_t(word >> 16);
+}
+
+float f16ToFloat(uint16_t bits) {
+  uint32_t sign = uint32_t(bits & 0x8000) << 16;
+  int exponent = (bits >> 10) & 0x1f;
+  uint32_t mantissa = bits & 0x3ff;
+  uint32_t word;
+  if (exponent == 0x1f) {
+    word = sign | 0x7f800000 | (mantissa << 13);
+  } else if (exponent == 0) {
+    if (mantissa == 0) {
+      word = sign;
+    } else {
+      // Subnormal: normalize.
+      int shift = 0;
+      while (!(mantissa & 0x400)) {
+        mantissa <<= 1;
+        ++shift;
+      }
+      mantissa &= 0x3ff;
+      word = sign | uint32_t(127 - 15 - shift + 1) << 23 | (mantissa << 13);
+    }
+  } else {
+    word = sign | uint32_t(exponent - 15 + 127) << 23 | (mantissa << 13);
+  }
+  float value;
+  std::memcpy(&value, &word, 4);
+  return value;
+}
+
+uint16_t floatToF16(float value) {
+  uint32_t word;
+  std::memcpy(&word, &value, 4);
+  uint16_t sign = uint16_t((word >> 16) & 0x8000);
+  if (std::isnan(value))
+    return sign | 0x7e00;
+  float magnitude = std::fabs(value);
+  if (magnitude >= 65520.0f)
+    return sign | 0x7c00;
+  if (magnitude < 6.103515625e-05f) {
+    // Subnormal range: units of 2^-24, rounded to nearest even by rint.
+    float units = std::nearbyint(magnitude * 16777216.0f);
+    return sign | uint16_t(units);
+  }
+  uint32_t bits = word & 0x7fffffff;
+  // Rebias the exponent and round to nearest even on the 13 dropped bits.
+  bits += 0xfff + ((bits >> 13) & 1);
+  uint32_t exponent = (bits >> 23) - 127 + 15;
+  uint32_t mantissa = (bits >> 13) & 0x3ff;
+  if (exponent >= 0x1f)
+    return sign | 0x7c00;
+  return sign | uint16_t(exponent << 10) | uint16_t(mantissa);
+}
+
+double loadElement(DType type, const void *data, int64_t i) {
+  switch (type) {
+  case DType::F32: return static_cast<const float *>(data)[i];
+  case DType::F64: return static_cast<const double *>(data)[i];
+  case DType::F16: return f16ToFloat(static_cast<const uint16_t *>(data)[i]);
+  case DType::BF16: return bf16ToFloat(static_cast<const uint16_t *>(data)[i]);
+  case DType::I64: return double(static_cast<const int64_t *>(data)[i]);
+  case DType::I32: return static_cast<const int32_t *>(data)[i];
+  case DType::I1: return static_cast<const uint8_t *>(data)[i] ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+void storeElement(DType type, void *data, int64_t i, double value) {
+  switch (type) {
+  case DType::F32: static_cast<float *>(data)[i] = float(value); return;
+  case DType::F64: static_cast<double *>(data)[i] = value; return;
+  case DType::F16: static_cast<uint16_t *>(data)[i] = floatToF16(float(value)); return;
+  case DType::BF16: static_cast<uint16_t *>(data)[i] = floatToBf16(float(value)); return;
+  case DType::I64: static_cast<int64_t *>(data)[i] = int64_t(value); return;
+  case DType::I32: static_cast<int32_t *>(data)[i] = int32_t(value); return;
+  case DType::I1: static_cast<uint8_t *>(data)[i] = value != 0; return;
+  }
+}
+
+void convertElements(DType from, const void *src, DType to, void *dst,
+                     int64_t n) {
+  if (from == to) {
+    std::memmove(dst, src, n * dtypeBytes(from));
+    return;
+  }
+  if (from == DType::I64 && to == DType::I32) {
+    for (int64_t i = 0; i < n; ++i)
+      static_cast<int32_t *>(dst)[i] = int32_t(static_cast<const int64_t *>(src)[i]);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    storeElement(to, dst, i, loadElement(from, src, i));
+}
+
+} // namespace par::rt

@@ -1,0 +1,770 @@
+//===- Program.cpp - Loading and validating program files -----------------===//
+
+#include "par/Runtime/Program.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace par::rt {
+
+using json = nlohmann::json;
+
+namespace {
+
+struct OpInfo {
+  OpCode op;
+  const char *name;
+  int minOperands, maxOperands, results;
+};
+
+// Operand and result counts per op; -1 operands: any number >= min.
+constexpr OpInfo kOps[] = {
+    {OpCode::Add, "add", 2, 2, 1},
+    {OpCode::Sub, "sub", 2, 2, 1},
+    {OpCode::Mul, "mul", 2, 2, 1},
+    {OpCode::Div, "div", 2, 2, 1},
+    {OpCode::Max, "max", 2, 2, 1},
+    {OpCode::Min, "min", 2, 2, 1},
+    {OpCode::Neg, "neg", 1, 1, 1},
+    {OpCode::Exp, "exp", 1, 1, 1},
+    {OpCode::Log, "log", 1, 1, 1},
+    {OpCode::Tanh, "tanh", 1, 1, 1},
+    {OpCode::Sqrt, "sqrt", 1, 1, 1},
+    {OpCode::Rsqrt, "rsqrt", 1, 1, 1},
+    {OpCode::Gelu, "gelu", 1, 1, 1},
+    {OpCode::Silu, "silu", 1, 1, 1},
+    {OpCode::Relu, "relu", 1, 1, 1},
+    {OpCode::Sigmoid, "sigmoid", 1, 1, 1},
+    {OpCode::Compare, "compare", 2, 2, 1},
+    {OpCode::Select, "select", 3, 3, 1},
+    {OpCode::Convert, "convert", 1, 1, 1},
+    {OpCode::Constant, "constant", 0, 0, 1},
+    {OpCode::Broadcast, "broadcast", 1, 1, 1},
+    {OpCode::Reduce, "reduce", 1, 1, 1},
+    {OpCode::Transpose, "transpose", 1, 1, 1},
+    {OpCode::Reshape, "reshape", 1, 1, 1},
+    {OpCode::Slice, "slice", 1, 1, 1},
+    {OpCode::Concat, "concat", 1, -1, 1},
+    {OpCode::Dot, "dot", 2, 2, 1},
+    {OpCode::Softmax, "softmax", 1, 1, 1},
+    {OpCode::LayerNorm, "layer_norm", 3, 3, 1},
+    {OpCode::RmsNorm, "rms_norm", 2, 2, 1},
+    {OpCode::Attention, "attention", 3, 4, 1},
+    {OpCode::Embedding, "embedding", 2, 2, 1},
+    {OpCode::CrossEntropy, "cross_entropy", 2, 2, 1},
+    {OpCode::Rope, "rope", 1, 2, 1},
+    {OpCode::AdamW, "adamw", 6, 6, 3},
+    {OpCode::Sgd, "sgd", 4, 4, 2},
+    {OpCode::AllReduce, "all_reduce", 1, 1, 1},
+    {OpCode::AllGather, "all_gather", 1, 1, 1},
+    {OpCode::ReduceScatter, "reduce_scatter", 1, 1, 1},
+    {OpCode::AllToAll, "all_to_all", 1, 1, 1},
+    {OpCode::AllSlice, "all_slice", 1, 1, 1},
+    {OpCode::CollectivePermute, "collective_permute", 1, 1, 1},
+    {OpCode::AxisIndex, "axis_index", 0, 0, 1},
+};
+
+const OpInfo &infoOf(OpCode op) {
+  for (const OpInfo &info : kOps)
+    if (info.op == op)
+      return info;
+  return kOps[0];
+}
+
+/// Walks the JSON document keeping the path of the current field, so every
+/// error names it.
+class Reader {
+public:
+  Reader(const std::string &file) : file_(file) {}
+
+  [[noreturn]] void fail(const std::string &where, const std::string &what) const {
+    throw ProgramError(file_ + ": " + (where.empty() ? "" : where + ": ") + what);
+  }
+
+  const json &field(const json &object, const std::string &where,
+                    const char *key) const {
+    if (!object.is_object())
+      fail(where, "must be an object");
+    auto it = object.find(key);
+    if (it == object.end())
+      fail(where, std::string("missing field '") + key + "'");
+    return *it;
+  }
+  static std::string join(const std::string &where, const std::string &key) {
+    return where.empty() ? key : where + "." + key;
+  }
+
+  int64_t integer(const json &object, const std::string &where, const char *key,
+                  int64_t min = INT64_MIN) const {
+    const json &v = field(object, where, key);
+    if (!v.is_number_integer())
+      fail(join(where, key), "must be an integer");
+    int64_t value = v.get<int64_t>();
+    if (value < min)
+      fail(join(where, key), "must be at least " + std::to_string(min) +
+                                 ", got " + std::to_string(value));
+    return value;
+  }
+  std::string string(const json &object, const std::string &where,
+                     const char *key) const {
+    const json &v = field(object, where, key);
+    if (!v.is_string())
+      fail(join(where, key), "must be a string");
+    return v.get<std::string>();
+  }
+  double number(const json &v, const std::string &where) const {
+    if (!v.is_number())
+      fail(where, "must be a number");
+    return v.get<double>();
+  }
+  std::vector<int64_t> integers(const json &v, const std::string &where,
+                                int64_t min = INT64_MIN) const {
+    if (!v.is_array())
+      fail(where, "must be a list of integers");
+    std::vector<int64_t> out;
+    for (const json &e : v) {
+      if (!e.is_number_integer() || e.get<int64_t>() < min)
+        fail(where, min == 0 ? "must be a list of non-negative integers"
+                             : "must be a list of integers");
+      out.push_back(e.get<int64_t>());
+    }
+    return out;
+  }
+  std::vector<std::string> strings(const json &v, const std::string &where) const {
+    if (!v.is_array())
+      fail(where, "must be a list of strings");
+    std::vector<std::string> out;
+    for (const json &e : v) {
+      if (!e.is_string())
+        fail(where, "must be a list of strings");
+      out.push_back(e.get<std::string>());
+    }
+    return out;
+  }
+  DType dtype(const json &object, const std::string &where) const {
+    std::string name = string(object, where, "dtype");
+    auto type = parseDType(name);
+    if (!type)
+      fail(join(where, "dtype"), "unknown element type '" + name +
+                                     "' (expected f32, f16, bf16, f64, i64, i32 or i1)");
+    return *type;
+  }
+
+private:
+  std::string file_;
+};
+
+std::string at(const std::string &where, size_t i) {
+  return where + "[" + std::to_string(i) + "]";
+}
+
+void readSharding(const Reader &r, const json &object, const std::string &where,
+                  const Program &program, size_t rank, ShardingSpec &spec) {
+  const json &s = r.field(object, where, "sharding");
+  std::string sw = Reader::join(where, "sharding");
+  const json &dims = r.field(s, sw, "dims");
+  if (!dims.is_array() || dims.size() != rank)
+    r.fail(sw + ".dims", "must list the axes of each of the " +
+                              std::to_string(rank) + " dimensions");
+  std::set<std::string> used;
+  auto checkAxis = [&](const std::string &axis, const std::string &w) {
+    if (program.axisIndex(axis) < 0)
+      r.fail(w, "unknown mesh axis '" + axis + "'");
+    if (!used.insert(axis).second)
+      r.fail(w, "mesh axis '" + axis + "' is used twice");
+  };
+  for (size_t d = 0; d < dims.size(); ++d) {
+    spec.dims.push_back(r.strings(dims[d], at(sw + ".dims", d)));
+    for (const std::string &axis : spec.dims.back())
+      checkAxis(axis, at(sw + ".dims", d));
+  }
+  if (s.contains("partial")) {
+    spec.partial = r.strings(s["partial"], sw + ".partial");
+    for (const std::string &axis : spec.partial)
+      checkAxis(axis, sw + ".partial");
+  }
+}
+
+Shape readShape(const Reader &r, const json &object, const std::string &where,
+                const char *key) {
+  return r.integers(r.field(object, where, key), Reader::join(where, key), 0);
+}
+
+void readAttrs(const Reader &r, const json &a, const std::string &where,
+               Instruction &inst, const Program &program) {
+  Attrs &attrs = inst.attrs;
+  auto ints = [&](const char *key, std::vector<int64_t> &out, bool required) {
+    if (!a.contains(key)) {
+      if (required)
+        r.fail(where, std::string("missing attribute '") + key + "'");
+      return;
+    }
+    out = r.integers(a[key], where + "." + key);
+  };
+  auto integer = [&](const char *key, int64_t &out, bool required) {
+    if (!a.contains(key)) {
+      if (required)
+        r.fail(where, std::string("missing attribute '") + key + "'");
+      return;
+    }
+    out = r.integer(a, where, key);
+  };
+  auto number = [&](const char *key, double &out) {
+    if (a.contains(key))
+      out = r.number(a[key], where + "." + key);
+  };
+  auto boolean = [&](const char *key, bool &out) {
+    if (!a.contains(key))
+      return;
+    if (!a[key].is_boolean())
+      r.fail(where + "." + key, "must be true or false");
+    out = a[key].get<bool>();
+  };
+  auto kind = [&](std::initializer_list<const char *> allowed) {
+    attrs.kind = r.string(a, where, "kind");
+    for (const char *k : allowed)
+      if (attrs.kind == k)
+        return;
+    std::string list;
+    for (const char *k : allowed)
+      list += std::string(list.empty() ? "" : ", ") + k;
+    r.fail(where + ".kind", "'" + attrs.kind + "' is not one of " + list);
+  };
+  auto group = [&]() {
+    integer("group", attrs.group, true);
+    if (attrs.group < 0 || attrs.group >= int64_t(program.groups.size()))
+      r.fail(where + ".group", "group " + std::to_string(attrs.group) +
+                                   " is not in the program's " +
+                                   std::to_string(program.groups.size()) + " groups");
+  };
+  if (!a.is_object())
+    r.fail(where, "must be an object");
+  switch (inst.op) {
+  case OpCode::Compare:
+    attrs.kind = r.string(a, where, "direction");
+    if (attrs.kind != "eq" && attrs.kind != "ne" && attrs.kind != "lt" &&
+        attrs.kind != "le" && attrs.kind != "gt" && attrs.kind != "ge")
+      r.fail(where + ".direction", "'" + attrs.kind + "' is not a comparison");
+    break;
+  case OpCode::Constant:
+    if (a.contains("splat")) {
+      attrs.values = {r.number(a["splat"], where + ".splat")};
+    } else {
+      const json &values = r.field(a, where, "values");
+      if (!values.is_array())
+        r.fail(where + ".values", "must be a list of numbers");
+      for (const json &v : values)
+        attrs.values.push_back(r.number(v, where + ".values"));
+    }
+    break;
+  case OpCode::Broadcast:
+    ints("dims", attrs.dims, true);
+    break;
+  case OpCode::Reduce:
+    kind({"sum", "max", "min", "mean"});
+    ints("dims", attrs.dims, true);
+    break;
+  case OpCode::Transpose:
+    ints("perm", attrs.perm, true);
+    break;
+  case OpCode::Slice:
+    ints("starts", attrs.starts, true);
+    ints("limits", attrs.limits, true);
+    ints("strides", attrs.strides, false);
+    break;
+  case OpCode::Concat:
+  case OpCode::Softmax:
+    integer("dim", attrs.dim, true);
+    break;
+  case OpCode::Dot:
+    ints("lhs_batch", attrs.lhsBatch, false);
+    ints("rhs_batch", attrs.rhsBatch, false);
+    ints("lhs_contract", attrs.lhsContract, true);
+    ints("rhs_contract", attrs.rhsContract, true);
+    break;
+  case OpCode::LayerNorm:
+  case OpCode::RmsNorm:
+    attrs.epsilon = inst.op == OpCode::LayerNorm ? 1e-5 : 1e-6;
+    number("epsilon", attrs.epsilon);
+    break;
+  case OpCode::Attention:
+    boolean("causal", attrs.causal);
+    if (a.contains("scale")) {
+      attrs.hasScale = true;
+      number("scale", attrs.scale);
+    }
+    integer("position_offset", attrs.positionOffset, false);
+    break;
+  case OpCode::Rope:
+    number("theta", attrs.theta);
+    integer("position_offset", attrs.positionOffset, false);
+    break;
+  case OpCode::AdamW:
+    attrs.epsilon = 1e-8;
+    attrs.weightDecay = 0.01;
+    number("beta1", attrs.beta1);
+    number("beta2", attrs.beta2);
+    number("epsilon", attrs.epsilon);
+    number("weight_decay", attrs.weightDecay);
+    break;
+  case OpCode::Sgd:
+    number("momentum", attrs.momentum);
+    number("weight_decay", attrs.weightDecay);
+    boolean("nesterov", attrs.nesterov);
+    break;
+  case OpCode::AllReduce:
+    kind({"sum", "max", "min"});
+    group();
+    break;
+  case OpCode::ReduceScatter:
+    kind({"sum", "max", "min"});
+    group();
+    integer("dim", attrs.dim, true);
+    break;
+  case OpCode::AllGather:
+  case OpCode::AllSlice:
+    group();
+    integer("dim", attrs.dim, true);
+    break;
+  case OpCode::AllToAll:
+    group();
+    integer("split_dim", attrs.splitDim, true);
+    integer("concat_dim", attrs.concatDim, true);
+    break;
+  case OpCode::CollectivePermute: {
+    group();
+    const json &pairs = r.field(a, where, "pairs");
+    int64_t size = groupSize(program, program.groups[attrs.group]);
+    std::set<int64_t> sources, targets;
+    if (!pairs.is_array())
+      r.fail(where + ".pairs", "must be a list of [source, target] pairs");
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      std::vector<int64_t> pair = r.integers(pairs[i], at(where + ".pairs", i), 0);
+      if (pair.size() != 2 || pair[0] >= size || pair[1] >= size)
+        r.fail(at(where + ".pairs", i), "must be [source, target] with both below the group size " +
+                                            std::to_string(size));
+      if (!sources.insert(pair[0]).second || !targets.insert(pair[1]).second)
+        r.fail(at(where + ".pairs", i), "a group member is a source or a target twice");
+      attrs.pairs.emplace_back(pair[0], pair[1]);
+    }
+    break;
+  }
+  case OpCode::AxisIndex:
+    group();
+    break;
+  default:
+    break;
+  }
+}
+
+} // namespace
+
+const char *opName(OpCode op) { return infoOf(op).name; }
+
+bool isCollective(OpCode op) {
+  return op == OpCode::AllReduce || op == OpCode::AllGather ||
+         op == OpCode::ReduceScatter || op == OpCode::AllToAll ||
+         op == OpCode::CollectivePermute;
+}
+
+int64_t Program::axisIndex(const std::string &axis) const {
+  for (size_t i = 0; i < mesh.size(); ++i)
+    if (mesh[i].name == axis)
+      return int64_t(i);
+  return -1;
+}
+
+const RankClass &Program::classOf(int64_t rank) const {
+  for (const RankClass &c : rankClasses)
+    if (std::find(c.ranks.begin(), c.ranks.end(), rank) != c.ranks.end())
+      return c;
+  throw ProgramError(path + ": no rank class lists rank " + std::to_string(rank));
+}
+
+std::vector<int64_t> meshCoords(const Program &program, int64_t rank) {
+  std::vector<int64_t> coords(program.mesh.size());
+  for (size_t i = program.mesh.size(); i-- > 0;) {
+    coords[i] = rank % program.mesh[i].size;
+    rank /= program.mesh[i].size;
+  }
+  return coords;
+}
+
+int64_t groupIndex(const Program &program, const std::vector<int64_t> &coords,
+                   const std::vector<std::string> &axes) {
+  int64_t index = 0;
+  for (const std::string &axis : axes) {
+    int64_t a = program.axisIndex(axis);
+    index = index * program.mesh[a].size + coords[a];
+  }
+  return index;
+}
+
+int64_t groupSize(const Program &program, const std::vector<std::string> &axes) {
+  int64_t size = 1;
+  for (const std::string &axis : axes)
+    size *= program.mesh[program.axisIndex(axis)].size;
+  return size;
+}
+
+void localSlice(const Program &program, const Shape &globalShape,
+                const ShardingSpec &sharding, int64_t rank, Shape &offsets,
+                Shape &shape) {
+  std::vector<int64_t> coords = meshCoords(program, rank);
+  offsets.assign(globalShape.size(), 0);
+  shape = globalShape;
+  for (size_t d = 0; d < globalShape.size(); ++d) {
+    int64_t shards = groupSize(program, sharding.dims[d]);
+    shape[d] = globalShape[d] / shards;
+    offsets[d] = groupIndex(program, coords, sharding.dims[d]) * shape[d];
+  }
+}
+
+Program parseProgram(const std::string &text, const std::string &path) {
+  Reader r(path);
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error &e) {
+    r.fail("", std::string("not valid JSON: ") + e.what());
+  }
+  Program p;
+  p.path = path;
+  if (!doc.is_object())
+    r.fail("", "a program file is a JSON object");
+  if (!doc.contains("format") || doc["format"] != "par-program")
+    r.fail("format", "must be \"par-program\" (is this a par program file?)");
+  int64_t version = r.integer(doc, "", "version");
+  if (version != kProgramVersion)
+    r.fail("version", "program format version " + std::to_string(version) +
+                          " is not supported by this par-run (it reads version " +
+                          std::to_string(kProgramVersion) +
+                          "); recompile the model with a matching par-opt");
+  p.function = r.string(doc, "", "function");
+
+  const json &mesh = r.field(doc, "", "mesh");
+  const json &axes = r.field(mesh, "mesh", "axes");
+  if (!axes.is_array() || axes.empty())
+    r.fail("mesh.axes", "must be a non-empty list of {name, size}");
+  int64_t devices = 1;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    std::string w = at("mesh.axes", i);
+    MeshAxis axis{r.string(axes[i], w, "name"), r.integer(axes[i], w, "size", 1)};
+    if (p.axisIndex(axis.name) >= 0)
+      r.fail(w, "axis '" + axis.name + "' is listed twice");
+    devices *= axis.size;
+    if (devices > (1 << 20))
+      r.fail("mesh.axes", "more than 2^20 devices");
+    p.mesh.push_back(axis);
+  }
+  p.numRanks = r.integer(doc, "", "num_ranks", 1);
+  if (p.numRanks != devices)
+    r.fail("num_ranks", std::to_string(p.numRanks) + " ranks but the mesh has " +
+                            std::to_string(devices) + " devices");
+
+  const json &groups = r.field(doc, "", "groups");
+  if (!groups.is_array())
+    r.fail("groups", "must be a list of axis lists");
+  for (size_t i = 0; i < groups.size(); ++i) {
+    p.groups.push_back(r.strings(groups[i], at("groups", i)));
+    std::set<std::string> seen;
+    for (const std::string &axis : p.groups.back())
+      if (p.axisIndex(axis) < 0 || !seen.insert(axis).second)
+        r.fail(at("groups", i), "'" + axis + "' is not a mesh axis or is listed twice");
+  }
+
+  const json &memory = r.field(doc, "", "memory");
+  p.alignment = r.integer(memory, "memory", "alignment", 1);
+
+  const json &inputs = r.field(doc, "", "inputs");
+  if (!inputs.is_array())
+    r.fail("inputs", "must be a list");
+  std::set<std::string> names;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string w = at("inputs", i);
+    const json &in = inputs[i];
+    InputSpec spec;
+    spec.name = r.string(in, w, "name");
+    if (!names.insert(spec.name).second)
+      r.fail(w + ".name", "input name '" + spec.name + "' is used twice");
+    spec.dtype = r.dtype(in, w);
+    spec.globalShape = readShape(r, in, w, "global_shape");
+    readSharding(r, in, w, p, spec.globalShape.size(), spec.sharding);
+    std::string role = r.string(in, w, "role");
+    if (role == "param") {
+      spec.role = InputRole::Param;
+      const json &init = r.field(in, w, "init");
+      std::string kind = r.string(init, w + ".init", "kind");
+      auto num = [&](const char *key) {
+        return r.number(r.field(init, w + ".init", key), w + ".init." + key);
+      };
+      if (kind == "normal") {
+        spec.init = {InitSpec::Normal, num("std"), 0};
+      } else if (kind == "uniform") {
+        spec.init = {InitSpec::Uniform, num("low"), num("high")};
+      } else if (kind == "zeros") {
+        spec.init = {InitSpec::Zeros, 0, 0};
+      } else if (kind == "ones") {
+        spec.init = {InitSpec::Ones, 0, 0};
+      } else if (kind == "constant") {
+        spec.init = {InitSpec::Constant, num("value"), 0};
+      } else {
+        r.fail(w + ".init.kind", "'" + kind +
+                                     "' is not normal, uniform, zeros, ones or constant");
+      }
+    } else if (role == "data") {
+      spec.role = InputRole::Data;
+      std::string kind = r.string(in, w, "data");
+      if (kind == "tokens" || kind == "targets") {
+        spec.data = kind == "tokens" ? DataKind::Tokens : DataKind::Targets;
+        spec.vocab = r.integer(in, w, "vocab", 1);
+        if (!isInteger(spec.dtype) || spec.dtype == DType::I1)
+          r.fail(w + ".dtype", "token inputs must be i32 or i64");
+        if (spec.globalShape.empty())
+          r.fail(w + ".global_shape", "token inputs need at least one dimension");
+      } else if (kind == "random") {
+        spec.data = DataKind::Random;
+      } else {
+        r.fail(w + ".data", "'" + kind + "' is not tokens, targets or random");
+      }
+    } else {
+      r.fail(w + ".role", "'" + role + "' is not param or data");
+    }
+    p.inputs.push_back(std::move(spec));
+  }
+
+  const json &outputs = r.field(doc, "", "outputs");
+  if (!outputs.is_array())
+    r.fail("outputs", "must be a list");
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::string w = at("outputs", i);
+    const json &out = outputs[i];
+    OutputSpec spec;
+    spec.name = r.string(out, w, "name");
+    spec.dtype = r.dtype(out, w);
+    spec.globalShape = readShape(r, out, w, "global_shape");
+    readSharding(r, out, w, p, spec.globalShape.size(), spec.sharding);
+    if (out.contains("updates")) {
+      std::string target = r.string(out, w, "updates");
+      for (size_t j = 0; j < p.inputs.size(); ++j)
+        if (p.inputs[j].name == target)
+          spec.updates = int64_t(j);
+      if (spec.updates < 0)
+        r.fail(w + ".updates", "no input is named '" + target + "'");
+      const InputSpec &in = p.inputs[spec.updates];
+      if (in.dtype != spec.dtype || in.globalShape != spec.globalShape)
+        r.fail(w + ".updates", "output " + shapeString(spec.globalShape) + " " +
+                                   dtypeName(spec.dtype) + " cannot replace input '" +
+                                   target + "' of " + shapeString(in.globalShape) +
+                                   " " + dtypeName(in.dtype));
+    }
+    p.outputs.push_back(std::move(spec));
+  }
+
+  const json &classes = r.field(doc, "", "rank_classes");
+  if (!classes.is_array() || classes.empty())
+    r.fail("rank_classes", "must be a non-empty list");
+  std::vector<int> owner(p.numRanks, -1);
+  for (size_t c = 0; c < classes.size(); ++c) {
+    std::string cw = at("rank_classes", c);
+    const json &cls = classes[c];
+    RankClass rc;
+    rc.ranks = r.integers(r.field(cls, cw, "ranks"), cw + ".ranks", 0);
+    for (int64_t rank : rc.ranks) {
+      if (rank >= p.numRanks)
+        r.fail(cw + ".ranks", "rank " + std::to_string(rank) + " is not below num_ranks " +
+                                  std::to_string(p.numRanks));
+      if (owner[rank] >= 0)
+        r.fail(cw + ".ranks", "rank " + std::to_string(rank) +
+                                  " is already in rank_classes[" +
+                                  std::to_string(owner[rank]) + "]");
+      owner[rank] = int(c);
+    }
+    rc.arenaBytes = r.integer(cls, cw, "arena_bytes", 0);
+    rc.peakLiveBytes = r.integer(cls, cw, "peak_live_bytes", 0);
+
+    const json &buffers = r.field(cls, cw, "buffers");
+    if (!buffers.is_array())
+      r.fail(cw + ".buffers", "must be a list");
+    for (size_t b = 0; b < buffers.size(); ++b) {
+      std::string bw = at(cw + ".buffers", b);
+      Buffer buf;
+      buf.name = buffers[b].contains("name") ? r.string(buffers[b], bw, "name") : "";
+      buf.dtype = r.dtype(buffers[b], bw);
+      buf.shape = readShape(r, buffers[b], bw, "shape");
+      buf.offset = r.integer(buffers[b], bw, "offset", 0);
+      buf.bytes = r.integer(buffers[b], bw, "bytes", 0);
+      std::vector<int64_t> live =
+          r.integers(r.field(buffers[b], bw, "live"), bw + ".live", 0);
+      if (live.size() != 2 || live[0] > live[1])
+        r.fail(bw + ".live", "must be [first, last] instruction indices");
+      buf.firstUse = live[0];
+      buf.lastUse = live[1];
+      int64_t elements = 1;
+      for (int64_t d : buf.shape) {
+        if (d > 0 && elements > (int64_t(1) << 40) / d)
+          r.fail(bw + ".shape", "is too large");
+        elements *= d;
+      }
+      if (buf.bytes != elements * int64_t(dtypeBytes(buf.dtype)))
+        r.fail(bw + ".bytes", std::to_string(buf.bytes) + " bytes do not hold " +
+                                  shapeString(buf.shape) + " " + dtypeName(buf.dtype));
+      if (buf.offset % p.alignment)
+        r.fail(bw + ".offset", "is not a multiple of the alignment " +
+                                   std::to_string(p.alignment));
+      if (buf.offset + buf.bytes > rc.arenaBytes)
+        r.fail(bw, "ends at byte " + std::to_string(buf.offset + buf.bytes) +
+                       ", past arena_bytes " + std::to_string(rc.arenaBytes));
+      rc.buffers.push_back(std::move(buf));
+    }
+    int64_t numBuffers = int64_t(rc.buffers.size());
+    auto bufferId = [&](const json &v, const std::string &w) {
+      if (!v.is_number_integer() || v.get<int64_t>() < -1 ||
+          v.get<int64_t>() >= numBuffers)
+        r.fail(w, "must be a buffer id below " + std::to_string(numBuffers) +
+                      " (or -1 where allowed)");
+      return v.get<int64_t>();
+    };
+    auto bindings = [&](const char *key, size_t count, std::vector<int64_t> &out) {
+      const json &list = r.field(cls, cw, key);
+      if (!list.is_array() || list.size() != count)
+        r.fail(cw + "." + key, "must list a buffer (or -1) for each of the " +
+                                   std::to_string(count) + " " + key);
+      for (size_t i = 0; i < count; ++i)
+        out.push_back(bufferId(list[i], at(cw + "." + key, i)));
+    };
+    bindings("inputs", p.inputs.size(), rc.inputBuffers);
+    bindings("outputs", p.outputs.size(), rc.outputBuffers);
+    // A bound buffer holds exactly the per-device slice its sharding gives.
+    auto checkBinding = [&](const std::string &w, int64_t id, DType dtype,
+                            const Shape &global, const ShardingSpec &sharding) {
+      if (id < 0)
+        return;
+      Shape local = global;
+      for (size_t d = 0; d < global.size(); ++d) {
+        int64_t shards = groupSize(p, sharding.dims[d]);
+        if (global[d] % shards)
+          r.fail(w, "dimension " + std::to_string(d) + " of size " +
+                        std::to_string(global[d]) + " does not split into " +
+                        std::to_string(shards) + " shards");
+        local[d] = global[d] / shards;
+      }
+      const Buffer &b = rc.buffers[id];
+      if (b.dtype != dtype || b.shape != local)
+        r.fail(w, "is bound to buffer " + std::to_string(id) + " of " +
+                      shapeString(b.shape) + " " + dtypeName(b.dtype) +
+                      " but its per-device slice is " + shapeString(local) + " " +
+                      dtypeName(dtype));
+    };
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      checkBinding(at(cw + ".inputs", i), rc.inputBuffers[i], p.inputs[i].dtype,
+                   p.inputs[i].globalShape, p.inputs[i].sharding);
+    for (size_t i = 0; i < p.outputs.size(); ++i)
+      checkBinding(at(cw + ".outputs", i), rc.outputBuffers[i], p.outputs[i].dtype,
+                   p.outputs[i].globalShape, p.outputs[i].sharding);
+
+    const json &insts = r.field(cls, cw, "instructions");
+    if (!insts.is_array())
+      r.fail(cw + ".instructions", "must be a list");
+    for (size_t i = 0; i < insts.size(); ++i) {
+      std::string iw = at(cw + ".instructions", i);
+      const json &ij = insts[i];
+      Instruction inst;
+      std::string op = r.string(ij, iw, "op");
+      const OpInfo *info = nullptr;
+      for (const OpInfo &candidate : kOps)
+        if (op == candidate.name)
+          info = &candidate;
+      if (!info)
+        r.fail(iw + ".op", "unknown op '" + op + "'");
+      inst.op = info->op;
+      if (ij.contains("loc"))
+        inst.loc = r.string(ij, iw, "loc");
+      iw += " (" + op + (inst.loc.empty() ? "" : " at " + inst.loc) + ")";
+      const json &operands = r.field(ij, iw, "operands");
+      const json &results = r.field(ij, iw, "results");
+      if (!operands.is_array() || !results.is_array())
+        r.fail(iw, "operands and results must be lists of buffer ids");
+      int count = int(operands.size());
+      if (count < info->minOperands || (info->maxOperands >= 0 && count > info->maxOperands))
+        r.fail(iw + ".operands", "has " + std::to_string(count) + " operands");
+      if (int(results.size()) != info->results)
+        r.fail(iw + ".results", "has " + std::to_string(results.size()) +
+                                    " results, expected " + std::to_string(info->results));
+      for (size_t k = 0; k < operands.size(); ++k) {
+        int64_t id = bufferId(operands[k], at(iw + ".operands", k));
+        if (id < 0)
+          r.fail(at(iw + ".operands", k), "must be a buffer id");
+        inst.operands.push_back(id);
+      }
+      for (size_t k = 0; k < results.size(); ++k) {
+        int64_t id = bufferId(results[k], at(iw + ".results", k));
+        if (id < 0)
+          r.fail(at(iw + ".results", k), "must be a buffer id");
+        inst.results.push_back(id);
+      }
+      readAttrs(r, ij.contains("attrs") ? ij["attrs"] : json::object(), iw + ".attrs",
+                inst, p);
+      rc.instructions.push_back(std::move(inst));
+    }
+
+    // The plan must be sound: buffers live at the same time do not overlap,
+    // and every operand is live when read.
+    int64_t n = int64_t(rc.instructions.size());
+    for (size_t i = 0; i < rc.instructions.size(); ++i) {
+      const Instruction &inst = rc.instructions[i];
+      for (int64_t id : inst.operands) {
+        const Buffer &b = rc.buffers[id];
+        if (b.firstUse > int64_t(i) || b.lastUse < int64_t(i))
+          r.fail(at(cw + ".buffers", id) + ".live",
+                 "buffer is read by instruction " + std::to_string(i) +
+                     " outside its live range");
+      }
+      for (int64_t id : inst.results)
+        if (rc.buffers[id].firstUse > int64_t(i) || rc.buffers[id].lastUse < int64_t(i))
+          r.fail(at(cw + ".buffers", id) + ".live",
+                 "buffer is written by instruction " + std::to_string(i) +
+                     " outside its live range");
+    }
+    std::vector<size_t> order(rc.buffers.size());
+    for (size_t b = 0; b < order.size(); ++b)
+      order[b] = b;
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      return rc.buffers[x].offset < rc.buffers[y].offset;
+    });
+    for (size_t x = 0; x < order.size(); ++x) {
+      const Buffer &a = rc.buffers[order[x]];
+      if (a.lastUse > n)
+        r.fail(at(cw + ".buffers", order[x]) + ".live", "extends past the last instruction");
+      for (size_t y = x + 1; y < order.size(); ++y) {
+        const Buffer &b = rc.buffers[order[y]];
+        if (b.offset >= a.offset + a.bytes)
+          break;
+        if (a.bytes && b.bytes && a.firstUse <= b.lastUse && b.firstUse <= a.lastUse)
+          r.fail(at(cw + ".buffers", order[y]),
+                 "overlaps buffer " + std::to_string(order[x]) +
+                     " in the arena while both are live");
+      }
+    }
+    p.rankClasses.push_back(std::move(rc));
+  }
+  for (int64_t rank = 0; rank < p.numRanks; ++rank)
+    if (owner[rank] < 0)
+      r.fail("rank_classes", "rank " + std::to_string(rank) + " is in no rank class");
+  return p;
+}
+
+Program loadProgram(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw ProgramError(path + ": cannot open the program file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parseProgram(text.str(), path);
+}
+
+} // namespace par::rt

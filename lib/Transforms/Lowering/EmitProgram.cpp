@@ -1,0 +1,545 @@
+//===- EmitProgram.cpp - --par-emit-program: the runtime program ----------===//
+//
+// Writes the JSON program par-run executes (docs/program-format.md). The
+// runtime includes no MLIR; everything it needs is spelled out here: element
+// types, per-device shapes, attributes with defaults filled in, the
+// communicator group of each collective and the memory plan.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Transforms/InputRoles.h"
+#include "par/Transforms/MemoryPlan.h"
+#include "par/Transforms/Passes.h"
+
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <nlohmann/json.hpp>
+
+namespace mlir::par {
+#define GEN_PASS_DEF_EMITPROGRAMPASS
+#include "par/Transforms/Passes.h.inc"
+} // namespace mlir::par
+
+using namespace mlir;
+using namespace mlir::par;
+using json = nlohmann::json;
+
+/// The format version; the runtime's kProgramVersion must match.
+static constexpr int64_t kProgramVersion = 1;
+
+static std::string dtypeOf(Type type) {
+  Type element = getElementTypeOrSelf(type);
+  if (element.isF32()) return "f32";
+  if (element.isF16()) return "f16";
+  if (element.isBF16()) return "bf16";
+  if (element.isF64()) return "f64";
+  if (element.isInteger(64)) return "i64";
+  if (element.isInteger(32)) return "i32";
+  if (element.isInteger(1)) return "i1";
+  return "";
+}
+
+/// "file:line:col" of the first file location inside `loc`, or "".
+static std::string locText(Location loc) {
+  std::string text;
+  loc->walk([&](Location nested) {
+    if (auto file = dyn_cast<FileLineColLoc>(nested)) {
+      text = (file.getFilename().getValue() + ":" + Twine(file.getLine()) +
+              ":" + Twine(file.getColumn()))
+                 .str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return text;
+}
+
+static json axesJson(ArrayRef<StringAttr> axes) {
+  json list = json::array();
+  for (StringAttr axis : axes)
+    list.push_back(axis.getValue().str());
+  return list;
+}
+
+static json shardingJson(ShardingAttr sharding, int64_t rank) {
+  json dims = json::array();
+  json partial = json::array();
+  for (int64_t d = 0; d < rank; ++d)
+    dims.push_back(sharding ? axesJson(sharding.getDims()[d].getAxes())
+                            : json::array());
+  if (sharding)
+    partial = axesJson(sharding.getPartialAxes());
+  return {{"dims", dims}, {"partial", partial}};
+}
+
+namespace {
+class Emitter {
+public:
+  Emitter(ModuleOp module, func::FuncOp func, int64_t alignment)
+      : module(module), func(func), alignment(alignment) {}
+
+  FailureOr<json> run();
+
+private:
+  LogicalResult checkOps();
+  LogicalResult describeMesh(json &doc);
+  LogicalResult describeInputs(json &doc, SmallVectorImpl<bool> &persistent);
+  LogicalResult describeOutputs(json &doc);
+  FailureOr<json> instruction(Operation *op);
+  int64_t groupId(ArrayRef<StringAttr> axes);
+  int64_t groupId(ArrayAttr axes);
+
+  ModuleOp module;
+  func::FuncOp func;
+  int64_t alignment;
+  bool partitioned = false;
+  MeshOp mesh;
+  MemoryPlan plan;
+  SmallVector<SmallVector<std::string>> groups;
+};
+} // namespace
+
+LogicalResult Emitter::checkOps() {
+  for (Operation &op : func.getBody().front()) {
+    if (isa<func::ReturnOp>(op))
+      continue;
+    if (isa<ShardingConstraintOp, ReshardOp>(op))
+      return op.emitError() << "'" << op.getName()
+                            << "' cannot be emitted: run --par-partition first "
+                               "(the runtime executes per-device programs)";
+    if (isa<SendOp, RecvOp>(op))
+      return op.emitError() << "'" << op.getName()
+                            << "' is not supported by the program emitter yet";
+    if (op.getDialect() != mesh->getDialect() && !isa<ParDialect>(op.getDialect()))
+      return op.emitError() << "'" << op.getName()
+                            << "' is not a par op: the runtime cannot run it";
+    if (!partitioned && (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
+                                 AllSliceOp, CollectivePermuteOp, AxisIndexOp>(op)))
+      return op.emitError() << "'" << op.getName()
+                            << "' in a function that is not partitioned: "
+                               "collectives need --par-partition's per-device "
+                               "program";
+    for (Type type : llvm::concat<Type>(op.getOperandTypes(), op.getResultTypes()))
+      if (dtypeOf(type).empty())
+        return op.emitError() << "element type of " << type
+                              << " is not supported by the runtime";
+  }
+  return success();
+}
+
+LogicalResult Emitter::describeMesh(json &doc) {
+  json axes = json::array();
+  int64_t devices = 1;
+  if (partitioned) {
+    for (int64_t i = 0; i < mesh.getNumAxes(); ++i) {
+      int64_t size = mesh.getAxisSizes()[i];
+      axes.push_back({{"name", cast<StringAttr>(mesh.getAxisNames()[i]).str()},
+                      {"size", size}});
+      devices *= size;
+    }
+  } else {
+    axes.push_back({{"name", "single"}, {"size", 1}});
+  }
+  doc["mesh"] = {{"name", partitioned ? mesh.getSymName().str() : "single"},
+                 {"axes", axes}};
+  doc["num_ranks"] = devices;
+  return success();
+}
+
+LogicalResult Emitter::describeInputs(json &doc, SmallVectorImpl<bool> &persistent) {
+  json inputs = json::array();
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto local = cast<RankedTensorType>(arg.getType());
+    RankedTensorType global = local;
+    ShardingAttr sharding;
+    if (partitioned) {
+      if (auto type = func.getArgAttrOfType<TypeAttr>(i, ParDialect::kGlobalTypeAttrName))
+        global = cast<RankedTensorType>(type.getValue());
+      sharding = func.getArgAttrOfType<ShardingAttr>(i, ParDialect::kGlobalShardingAttrName);
+    }
+    auto name = func.getArgAttrOfType<StringAttr>(i, ParDialect::kNameAttrName);
+    json in = {{"name", name ? name.str() : "arg" + std::to_string(i)},
+               {"dtype", dtypeOf(global)},
+               {"global_shape", global.getShape()},
+               {"sharding", shardingJson(sharding, global.getRank())}};
+    bool isInt = isa<IntegerType>(global.getElementType());
+    auto role = func.getArgAttrOfType<StringAttr>(i, ParDialect::kRoleAttrName);
+    bool isParam = role ? role.getValue() == "param" : !isInt;
+    if (isParam) {
+      if (isInt)
+        return func.emitError() << "argument #" << i
+                                << " is an integer parameter: parameters are "
+                                   "floating point (mark ids with par.role = \"data\")";
+      std::string kind = "normal";
+      SmallVector<double> numbers{0.02};
+      if (auto init = func.getArgAttrOfType<StringAttr>(i, ParDialect::kInitAttrName)) {
+        numbers.clear();
+        parseInitSpec(init.getValue(), kind, numbers);
+      }
+      json initJson = {{"kind", kind}};
+      if (kind == "normal")
+        initJson["std"] = numbers[0];
+      else if (kind == "uniform")
+        initJson["low"] = numbers[0], initJson["high"] = numbers[1];
+      else if (kind == "constant")
+        initJson["value"] = numbers[0];
+      in["role"] = "param";
+      in["init"] = initJson;
+    } else {
+      in["role"] = "data";
+      auto data = func.getArgAttrOfType<StringAttr>(i, ParDialect::kDataAttrName);
+      std::string kind = data ? data.str() : (isInt ? "tokens" : "random");
+      if ((kind == "random") == isInt)
+        return func.emitError() << "argument #" << i << " of type " << global
+                                << " cannot be fed as '" << kind
+                                << "' data (tokens and targets are integers, "
+                                   "random data is floating point)";
+      in["data"] = kind;
+      if (isInt) {
+        auto vocab = func.getArgAttrOfType<IntegerAttr>(i, ParDialect::kVocabAttrName);
+        in["vocab"] = vocab ? vocab.getInt() : 256;
+      }
+    }
+    persistent.push_back(isParam);
+    inputs.push_back(in);
+  }
+  doc["inputs"] = inputs;
+  return success();
+}
+
+LogicalResult Emitter::describeOutputs(json &doc) {
+  json outputs = json::array();
+  json inputs = doc["inputs"];
+  for (unsigned i = 0; i < func.getNumResults(); ++i) {
+    auto local = cast<RankedTensorType>(func.getResultTypes()[i]);
+    RankedTensorType global = local;
+    ShardingAttr sharding;
+    if (partitioned) {
+      if (auto type = func.getResultAttrOfType<TypeAttr>(i, ParDialect::kGlobalTypeAttrName))
+        global = cast<RankedTensorType>(type.getValue());
+      sharding = func.getResultAttrOfType<ShardingAttr>(i, ParDialect::kGlobalShardingAttrName);
+    }
+    auto name = func.getResultAttrOfType<StringAttr>(i, ParDialect::kNameAttrName);
+    json out = {{"name", name ? name.str() : "result" + std::to_string(i)},
+                {"dtype", dtypeOf(global)},
+                {"global_shape", global.getShape()},
+                {"sharding", shardingJson(sharding, global.getRank())}};
+    if (auto updates = func.getResultAttrOfType<IntegerAttr>(i, ParDialect::kUpdatesAttrName)) {
+      int64_t target = updates.getInt();
+      const json &in = inputs[target];
+      if (in["role"] != "param" || in["dtype"] != out["dtype"] ||
+          in["global_shape"] != out["global_shape"] ||
+          in["sharding"] != out["sharding"])
+        return func.emitError()
+               << "result #" << i << " updates argument #" << target
+               << ", which must be a parameter of the same type and sharding";
+      out["updates"] = in["name"];
+    }
+    outputs.push_back(out);
+  }
+  doc["outputs"] = outputs;
+  return success();
+}
+
+int64_t Emitter::groupId(ArrayRef<StringAttr> axes) {
+  SmallVector<std::string> names;
+  for (StringAttr axis : axes)
+    names.push_back(axis.str());
+  for (auto [i, group] : llvm::enumerate(groups))
+    if (group == names)
+      return int64_t(i);
+  groups.push_back(names);
+  return int64_t(groups.size() - 1);
+}
+
+int64_t Emitter::groupId(ArrayAttr axes) {
+  SmallVector<StringAttr> names;
+  for (Attribute axis : axes)
+    names.push_back(cast<StringAttr>(axis));
+  return groupId(names);
+}
+
+static json constantJson(ElementsAttr value) {
+  auto dense = dyn_cast<DenseElementsAttr>(value);
+  auto number = [](Attribute element) -> double {
+    if (auto f = dyn_cast<FloatAttr>(element))
+      return f.getValueAsDouble();
+    auto i = cast<IntegerAttr>(element);
+    return i.getType().isInteger(1) ? double(i.getValue().getBoolValue())
+                                    : double(i.getValue().getSExtValue());
+  };
+  if (dense && dense.isSplat())
+    return {{"splat", number(dense.getSplatValue<Attribute>())}};
+  json values = json::array();
+  for (Attribute element : value.getValues<Attribute>())
+    values.push_back(number(element));
+  return {{"values", values}};
+}
+
+FailureOr<json> Emitter::instruction(Operation *op) {
+  json attrs = json::object();
+  auto collective = [&](auto c) { attrs["group"] = groupId(c.getAxes()); };
+  llvm::TypeSwitch<Operation *, void>(op)
+      .Case([&](CompareOp o) {
+        attrs["direction"] = stringifyCompareDirection(o.getDirection()).str();
+      })
+      .Case([&](ConstantOp o) { attrs = constantJson(o.getValue()); })
+      .Case([&](BroadcastOp o) { attrs["dims"] = o.getDims(); })
+      .Case([&](ReduceOp o) {
+        attrs["kind"] = stringifyReduceKind(o.getKind()).str();
+        attrs["dims"] = o.getDims();
+      })
+      .Case([&](TransposeOp o) { attrs["perm"] = o.getPerm(); })
+      .Case([&](SliceOp o) {
+        attrs["starts"] = o.getStarts();
+        attrs["limits"] = o.getLimits();
+        attrs["strides"] = o.getStridesOrOnes();
+      })
+      .Case([&](ConcatOp o) { attrs["dim"] = int64_t(o.getDim()); })
+      .Case([&](DotOp o) {
+        attrs["lhs_batch"] = o.getLhsBatchDims();
+        attrs["rhs_batch"] = o.getRhsBatchDims();
+        attrs["lhs_contract"] = o.getLhsContract();
+        attrs["rhs_contract"] = o.getRhsContract();
+      })
+      .Case([&](SoftmaxOp o) { attrs["dim"] = int64_t(o.getDim()); })
+      .Case([&](LayerNormOp o) {
+        attrs["epsilon"] = o.getEpsilon().convertToDouble();
+      })
+      .Case([&](RmsNormOp o) {
+        attrs["epsilon"] = o.getEpsilon().convertToDouble();
+      })
+      .Case([&](AttentionOp o) {
+        attrs["causal"] = o.getCausal();
+        if (auto scale = o.getScale())
+          attrs["scale"] = scale->convertToDouble();
+        attrs["position_offset"] = int64_t(o.getPositionOffset());
+      })
+      .Case([&](RopeOp o) {
+        attrs["theta"] = o.getTheta().convertToDouble();
+        attrs["position_offset"] = int64_t(o.getPositionOffset());
+      })
+      .Case([&](AdamWOp o) {
+        attrs["beta1"] = o.getBeta1().convertToDouble();
+        attrs["beta2"] = o.getBeta2().convertToDouble();
+        attrs["epsilon"] = o.getEpsilon().convertToDouble();
+        attrs["weight_decay"] = o.getWeightDecay().convertToDouble();
+      })
+      .Case([&](SgdOp o) {
+        attrs["momentum"] = o.getMomentum().convertToDouble();
+        attrs["weight_decay"] = o.getWeightDecay().convertToDouble();
+        attrs["nesterov"] = o.getNesterov();
+      })
+      .Case([&](AllReduceOp o) {
+        attrs["kind"] = stringifyCollectiveKind(o.getKind()).str();
+        collective(o);
+      })
+      .Case([&](ReduceScatterOp o) {
+        attrs["kind"] = stringifyCollectiveKind(o.getKind()).str();
+        attrs["dim"] = int64_t(o.getDim());
+        collective(o);
+      })
+      .Case([&](AllGatherOp o) {
+        attrs["dim"] = int64_t(o.getDim());
+        collective(o);
+      })
+      .Case([&](AllSliceOp o) {
+        attrs["dim"] = int64_t(o.getDim());
+        collective(o);
+      })
+      .Case([&](AllToAllOp o) {
+        attrs["split_dim"] = int64_t(o.getSplitDim());
+        attrs["concat_dim"] = int64_t(o.getConcatDim());
+        collective(o);
+      })
+      .Case([&](CollectivePermuteOp o) {
+        json pairs = json::array();
+        ArrayRef<int64_t> flat = o.getPairs();
+        for (size_t i = 0; i + 1 < flat.size(); i += 2)
+          pairs.push_back({flat[i], flat[i + 1]});
+        attrs["pairs"] = pairs;
+        collective(o);
+      })
+      .Case([&](AxisIndexOp o) { collective(o); });
+
+  json operands = json::array(), results = json::array();
+  for (Value operand : op->getOperands())
+    operands.push_back(plan.bufferOf.lookup(operand));
+  for (Value result : op->getResults())
+    results.push_back(plan.bufferOf.lookup(result));
+  json inst = {{"op", op->getName().stripDialect().str()},
+               {"operands", operands},
+               {"results", results},
+               {"attrs", attrs}};
+  std::string loc = locText(op->getLoc());
+  if (!loc.empty())
+    inst["loc"] = loc;
+  return inst;
+}
+
+FailureOr<json> Emitter::run() {
+  partitioned = func->hasAttr(ParDialect::kPartitionedAttrName);
+  if (partitioned) {
+    auto meshes = module.getOps<MeshOp>();
+    SmallVector<MeshOp> all(meshes.begin(), meshes.end());
+    // The mesh is the one the shardings and collectives name.
+    FlatSymbolRefAttr used;
+    auto note = [&](FlatSymbolRefAttr ref) {
+      if (ref && !used)
+        used = ref;
+    };
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (auto s = func.getArgAttrOfType<ShardingAttr>(i, ParDialect::kGlobalShardingAttrName))
+        note(s.getMesh());
+    for (unsigned i = 0; i < func.getNumResults(); ++i)
+      if (auto s = func.getResultAttrOfType<ShardingAttr>(i, ParDialect::kGlobalShardingAttrName))
+        note(s.getMesh());
+    func.walk([&](Operation *op) {
+      if (auto attr = op->getAttrOfType<FlatSymbolRefAttr>("mesh"))
+        note(attr);
+    });
+    if (used)
+      mesh = lookupMesh(func, used);
+    else if (all.size() == 1)
+      mesh = all.front();
+    if (!mesh)
+      return func.emitError() << "cannot tell which mesh @" << func.getSymName()
+                              << " runs on: the module has " << all.size()
+                              << " meshes and the function names none";
+    if (failed(checkOps()))
+      return failure();
+  } else {
+    if (failed(checkOps()))
+      return failure();
+    inferInputRoles(func);
+  }
+
+  json doc = {{"format", "par-program"},
+              {"version", kProgramVersion},
+              {"function", func.getSymName().str()}};
+  if (failed(describeMesh(doc)))
+    return failure();
+  SmallVector<bool> persistent;
+  if (failed(describeInputs(doc, persistent)) || failed(describeOutputs(doc)))
+    return failure();
+
+  FailureOr<MemoryPlan> planned = planMemory(func, persistent, alignment);
+  if (failed(planned))
+    return failure();
+  plan = std::move(*planned);
+
+  json instructions = json::array();
+  for (Operation *op : plan.instructions) {
+    FailureOr<json> inst = instruction(op);
+    if (failed(inst))
+      return failure();
+    instructions.push_back(*inst);
+  }
+  json buffers = json::array();
+  for (const PlannedBuffer &buffer : plan.buffers) {
+    auto type = cast<RankedTensorType>(buffer.value.getType());
+    std::string name;
+    if (auto arg = dyn_cast<BlockArgument>(buffer.value))
+      name = doc["inputs"][arg.getArgNumber()]["name"];
+    else
+      name = buffer.value.getDefiningOp()->getName().stripDialect().str();
+    buffers.push_back({{"name", name},
+                       {"dtype", dtypeOf(type)},
+                       {"shape", type.getShape()},
+                       {"bytes", buffer.bytes},
+                       {"offset", buffer.offset},
+                       {"live", {buffer.first, buffer.last}}});
+  }
+  json inputBuffers = json::array(), outputBuffers = json::array();
+  for (BlockArgument arg : func.getArguments())
+    inputBuffers.push_back(plan.bufferOf.lookup(arg));
+  for (Value returned : func.getBody().front().getTerminator()->getOperands())
+    outputBuffers.push_back(plan.bufferOf.lookup(returned));
+  json ranks = json::array();
+  for (int64_t r = 0; r < doc["num_ranks"].get<int64_t>(); ++r)
+    ranks.push_back(r);
+
+  json groupList = json::array();
+  for (const auto &group : groups)
+    groupList.push_back(json(std::vector<std::string>(group.begin(), group.end())));
+  doc["groups"] = groupList;
+  doc["memory"] = {{"alignment", alignment}};
+  doc["rank_classes"] = json::array({json{{"ranks", ranks},
+                                          {"arena_bytes", plan.arenaBytes},
+                                          {"peak_live_bytes", plan.peakLiveBytes},
+                                          {"inputs", inputBuffers},
+                                          {"outputs", outputBuffers},
+                                          {"buffers", buffers},
+                                          {"instructions", instructions}}});
+  return doc;
+}
+
+/// Readable JSON: a value whose compact form fits on a line is written
+/// compact (one buffer or instruction per line), larger ones expanded.
+static void writeJson(llvm::raw_ostream &os, const json &value, int indent) {
+  std::string compact = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (compact.size() + indent <= 160 || !value.is_structured() || value.empty()) {
+    os << compact;
+    return;
+  }
+  std::string pad(indent + 1, ' ');
+  bool object = value.is_object();
+  os << (object ? "{" : "[") << "\n";
+  size_t i = 0;
+  for (auto it = value.begin(); it != value.end(); ++it, ++i) {
+    os << pad;
+    if (object)
+      os << json(it.key()).dump() << ": ";
+    writeJson(os, *it, indent + 1);
+    os << (i + 1 < value.size() ? ",\n" : "\n");
+  }
+  os << std::string(indent, ' ') << (object ? "}" : "]");
+}
+
+namespace {
+struct EmitProgramPass
+    : public par::impl::EmitProgramPassBase<EmitProgramPass> {
+  using EmitProgramPassBase::EmitProgramPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (alignment <= 0 || (alignment & (alignment - 1))) {
+      module.emitError() << "--par-emit-program alignment must be a power of "
+                            "two, got " << alignment;
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> candidates;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isDeclaration() &&
+          (function.empty() || func.getSymName() == function))
+        candidates.push_back(func);
+    if (candidates.size() != 1) {
+      if (!function.empty())
+        module.emitError() << "--par-emit-program: no function named '"
+                           << function << "' with a body";
+      else
+        module.emitError() << "--par-emit-program needs one function, the module "
+                              "defines " << candidates.size()
+                           << "; pick one with function=NAME";
+      return signalPassFailure();
+    }
+    FailureOr<json> doc = Emitter(module, candidates.front(), alignment).run();
+    if (failed(doc))
+      return signalPassFailure();
+
+    std::string error;
+    std::unique_ptr<llvm::ToolOutputFile> out = openOutputFile(file, &error);
+    if (!out) {
+      module.emitError() << "cannot write the program to '" << file
+                         << "': " << error;
+      return signalPassFailure();
+    }
+    writeJson(out->os(), *doc, 0);
+    out->os() << "\n";
+    out->keep();
+  }
+};
+} // namespace

@@ -1,0 +1,44 @@
+//===- InputRoles.cpp - What feeds each function argument -----------------===//
+
+#include "par/Transforms/InputRoles.h"
+
+#include "par/Dialect/Par/IR/ParOps.h"
+
+using namespace mlir;
+using namespace mlir::par;
+
+void mlir::par::inferInputRoles(func::FuncOp func) {
+  if (func.isDeclaration())
+    return;
+  MLIRContext *ctx = func.getContext();
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned index = arg.getArgNumber();
+    if (func.getArgAttr(index, ParDialect::kDataAttrName) ||
+        !isa<IntegerType>(getElementTypeOrSelf(arg.getType())))
+      continue;
+    StringRef kind;
+    int64_t vocab = 0;
+    for (Operation *user : arg.getUsers()) {
+      if (auto embedding = dyn_cast<EmbeddingOp>(user)) {
+        if (embedding.getIds() == arg) {
+          kind = "tokens";
+          vocab = embedding.getTable().getType().getDimSize(0);
+          break;
+        }
+      }
+      if (auto loss = dyn_cast<CrossEntropyOp>(user)) {
+        if (loss.getLabels() == arg && kind.empty()) {
+          kind = "targets";
+          auto logits = loss.getLogits().getType();
+          vocab = logits.getDimSize(logits.getRank() - 1);
+        }
+      }
+    }
+    if (kind.empty())
+      continue;
+    func.setArgAttr(index, ParDialect::kDataAttrName, StringAttr::get(ctx, kind));
+    if (!func.getArgAttr(index, ParDialect::kVocabAttrName))
+      func.setArgAttr(index, ParDialect::kVocabAttrName,
+                      IntegerAttr::get(IntegerType::get(ctx, 64), vocab));
+  }
+}
