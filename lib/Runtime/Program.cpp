@@ -494,6 +494,8 @@ Program parseProgram(const std::string &text, const std::string &path) {
     spec.dtype = r.dtype(in, w);
     spec.globalShape = readShape(r, in, w, "global_shape");
     readSharding(r, in, w, p, spec.globalShape.size(), spec.sharding);
+    if (!spec.sharding.partial.empty())
+      r.fail(w + ".sharding.partial", "inputs hold whole values, not partial sums");
     std::string role = r.string(in, w, "role");
     if (role == "param") {
       spec.role = InputRole::Param;

@@ -112,7 +112,7 @@ LogicalResult Emitter::checkOps() {
     if (isa<SendOp, RecvOp>(op))
       return op.emitError() << "'" << op.getName()
                             << "' is not supported by the program emitter yet";
-    if (op.getDialect() != mesh->getDialect() && !isa<ParDialect>(op.getDialect()))
+    if (!isa_and_nonnull<ParDialect>(op.getDialect()))
       return op.emitError() << "'" << op.getName()
                             << "' is not a par op: the runtime cannot run it";
     if (!partitioned && (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,

@@ -1,0 +1,74 @@
+//===- Collectives.h - Communication between the ranks of a mesh -*- C++ -*-===//
+//
+// The executor talks to other ranks only through this interface, one
+// communicator per group of mesh axes listed in the program. Group members
+// are numbered row-major over the group's axes (first axis major), as the
+// compiler numbers them. Semantics follow the par collective ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_RUNTIME_COLLECTIVES_H
+#define PAR_RUNTIME_COLLECTIVES_H
+
+#include "par/Runtime/Kernels.h"
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace par::rt {
+
+/// A failed or timed-out communication call; the message names the call,
+/// the rank, and what was running (collective, step, group).
+class CommError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// What is running, for messages: set by the executor before each call.
+struct CommContext {
+  int64_t step = 0;
+  int64_t instruction = -1;
+  std::string what; // "all_reduce over [tp] at model.mlir:9:8"
+};
+
+class Collectives {
+public:
+  virtual ~Collectives() = default;
+
+  virtual int64_t worldRank() const = 0;
+  virtual int64_t worldSize() const = 0;
+  /// This rank's index in `group`, and the group's size.
+  virtual int64_t memberIndex(int64_t group) const = 0;
+  virtual int64_t memberCount(int64_t group) const = 0;
+
+  /// kind: "sum", "max" or "min".
+  virtual void allReduce(int64_t group, const std::string &kind,
+                         const Tensor &input, Tensor &out) = 0;
+  virtual void allGather(int64_t group, int64_t dim, const Tensor &input,
+                         Tensor &out) = 0;
+  virtual void reduceScatter(int64_t group, const std::string &kind, int64_t dim,
+                             const Tensor &input, Tensor &out) = 0;
+  virtual void allToAll(int64_t group, int64_t splitDim, int64_t concatDim,
+                        const Tensor &input, Tensor &out) = 0;
+  /// (source, target) member pairs; members that are no target get zeros.
+  virtual void permute(int64_t group,
+                       const std::vector<std::pair<int64_t, int64_t>> &pairs,
+                       const Tensor &input, Tensor &out) = 0;
+  /// Every rank's bytes, in rank order, on rank 0 (empty elsewhere).
+  virtual std::vector<std::string> gatherToRoot(const std::string &bytes) = 0;
+  virtual void barrier() = 0;
+
+  CommContext context;
+};
+
+/// Piece `j` of `n` equal pieces of `input` along `dim`, for every j, laid
+/// out one piece after another (each row-major in its own shape).
+void splitPieces(const Tensor &input, int64_t dim, int64_t n, void *pieces);
+/// The inverse: concatenates `n` consecutive pieces along `dim` into `out`.
+void joinPieces(const void *pieces, int64_t n, int64_t dim, Tensor &out);
+
+} // namespace par::rt
+
+#endif // PAR_RUNTIME_COLLECTIVES_H

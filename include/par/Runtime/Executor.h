@@ -1,0 +1,130 @@
+//===- Executor.h - Runs one rank's instruction stream ----------*- C++ -*-===//
+//
+// Owns the rank's arena (exactly the planned size, plus a guard region),
+// fills inputs (shard-invariant parameter initialization, per-step data),
+// runs the instructions through the CPU kernels and the collectives, and
+// applies the outputs that update parameters. Errors carry the rank, step,
+// instruction and its source location.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_RUNTIME_EXECUTOR_H
+#define PAR_RUNTIME_EXECUTOR_H
+
+#include "par/Runtime/Checkpoint.h"
+#include "par/Runtime/Collectives.h"
+#include "par/Runtime/Kernels.h"
+#include "par/Runtime/Program.h"
+#include "par/Runtime/Trace.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace par::rt {
+
+class RunError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Where data inputs come from: a text file read as bytes, or synthetic
+/// tokens drawn from the counter-based RNG.
+class DataSource {
+public:
+  /// Synthetic tokens.
+  DataSource() = default;
+  /// Byte-level tokens of `path`; throws RunError when unreadable or empty.
+  explicit DataSource(const std::string &path);
+
+  /// Token at stream position `position` (bytes wrap around the file).
+  int64_t token(uint64_t seed, int64_t position, int64_t vocab) const;
+  std::string describe() const;
+
+private:
+  std::string path_;
+  std::string text_;
+};
+
+/// Calls `fn(localIndex, globalIndex)` for every element of the box
+/// `offsets + [0, localShape)` of a row-major tensor of `globalShape`.
+template <typename Fn>
+void forEachInSlice(const Shape &globalShape, const Shape &offsets,
+                    const Shape &localShape, Fn fn);
+
+class Executor {
+public:
+  Executor(const Program &program, Collectives &comm, Tracer *tracer);
+  ~Executor();
+
+  const Program &program() const { return program_; }
+  const RankClass &rankClass() const { return *class_; }
+  int64_t rank() const { return rank_; }
+
+  /// The per-device tensor of buffer `id` in the arena.
+  Tensor buffer(int64_t id) const;
+  /// The tensor bound to input / output `i`; throws when this rank has none.
+  Tensor input(size_t i) const;
+  Tensor output(size_t i) const;
+
+  /// Draws every parameter from (seed, parameter name, global index).
+  void initParams(uint64_t seed);
+  /// Reads every parameter's slice from a checkpoint (any mesh or sharding).
+  void loadParams(CheckpointReader &reader);
+  /// This rank's shards of the parameters it should write (one replica of
+  /// each slice over the mesh).
+  std::vector<ShardData> paramShards() const;
+  /// Index records of every rank's shards (computed on any rank).
+  std::map<std::string, TensorRecord> checkpointRecords(int64_t step) const;
+
+  /// Fills the data inputs for `step` (1-based).
+  void feedData(const DataSource &data, uint64_t seed, int64_t step);
+  /// Runs the instruction stream once, then copies outputs into the
+  /// parameters they update.
+  void runStep(int64_t step);
+
+  /// Highest arena byte written so far (rounded up to the alignment), from
+  /// the canary the arena was filled with: the measured peak memory.
+  int64_t measuredPeak() const;
+  /// Global value of output `i`, assembled on rank 0 from every rank's
+  /// slice (partial sums added). Empty on other ranks. Collective.
+  std::vector<double> gatherOutput(size_t i);
+
+private:
+  void execute(const Instruction &inst, size_t index);
+  std::string where(size_t index) const;
+
+  const Program &program_;
+  Collectives &comm_;
+  Tracer *tracer_;
+  int64_t rank_;
+  const RankClass *class_;
+  char *arena_ = nullptr;
+  int64_t allocated_ = 0;
+  int64_t step_ = 0;
+};
+
+template <typename Fn>
+void forEachInSlice(const Shape &globalShape, const Shape &offsets,
+                    const Shape &localShape, Fn fn) {
+  int64_t count = numElements(localShape);
+  if (count == 0)
+    return;
+  size_t rank = globalShape.size();
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t local = 0; local < count; ++local) {
+    int64_t global = 0;
+    for (size_t d = 0; d < rank; ++d)
+      global = global * globalShape[d] + offsets[d] + index[d];
+    fn(local, global);
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < localShape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+} // namespace par::rt
+
+#endif // PAR_RUNTIME_EXECUTOR_H

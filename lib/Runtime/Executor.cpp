@@ -1,0 +1,473 @@
+//===- Executor.cpp - Runs one rank's instruction stream ------------------===//
+
+#include "par/Runtime/Executor.h"
+
+#include "par/Runtime/Rng.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace par::rt {
+
+/// Bytes past the arena that must stay untouched: a kernel writing past its
+/// buffer shows up in measuredPeak instead of corrupting the heap.
+static constexpr int64_t kGuardBytes = 4096;
+static constexpr unsigned char kCanary = 0xA5;
+
+DataSource::DataSource(const std::string &path) : path_(path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw RunError("--data: cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  text_ = text.str();
+  if (text_.empty())
+    throw RunError("--data: " + path + " is empty");
+}
+
+int64_t DataSource::token(uint64_t seed, int64_t position, int64_t vocab) const {
+  if (text_.empty())
+    return int64_t(randomBits(seed, streamOf("synthetic tokens"), uint64_t(position)) %
+                   uint64_t(vocab));
+  unsigned char byte = text_[size_t(position % int64_t(text_.size()))];
+  return int64_t(byte) % vocab;
+}
+
+std::string DataSource::describe() const {
+  return text_.empty() ? "synthetic tokens"
+                       : path_ + " (" + std::to_string(text_.size()) + " bytes)";
+}
+
+Executor::Executor(const Program &program, Collectives &comm, Tracer *tracer)
+    : program_(program), comm_(comm), tracer_(tracer), rank_(comm.worldRank()),
+      class_(&program.classOf(comm.worldRank())) {
+  allocated_ = class_->arenaBytes + kGuardBytes;
+  size_t alignment = size_t(std::max<int64_t>(program.alignment, 64));
+  size_t rounded = (size_t(allocated_) + alignment - 1) / alignment * alignment;
+  arena_ = static_cast<char *>(std::aligned_alloc(alignment, rounded));
+  if (!arena_)
+    throw RunError("rank " + std::to_string(rank_) + ": cannot allocate the " +
+                   std::to_string(class_->arenaBytes) + "-byte arena");
+  std::memset(arena_, kCanary, size_t(allocated_));
+}
+
+Executor::~Executor() { std::free(arena_); }
+
+Tensor Executor::buffer(int64_t id) const {
+  const Buffer &b = class_->buffers[size_t(id)];
+  return Tensor{b.dtype, b.shape, arena_ + b.offset};
+}
+
+Tensor Executor::input(size_t i) const {
+  int64_t id = class_->inputBuffers.at(i);
+  if (id < 0)
+    throw RunError("rank " + std::to_string(rank_) + " holds no part of input '" +
+                   program_.inputs[i].name + "'");
+  return buffer(id);
+}
+
+Tensor Executor::output(size_t i) const {
+  int64_t id = class_->outputBuffers.at(i);
+  if (id < 0)
+    throw RunError("rank " + std::to_string(rank_) + " holds no part of output '" +
+                   program_.outputs[i].name + "'");
+  return buffer(id);
+}
+
+void Executor::initParams(uint64_t seed) {
+  for (size_t i = 0; i < program_.inputs.size(); ++i) {
+    const InputSpec &spec = program_.inputs[i];
+    if (spec.role != InputRole::Param || class_->inputBuffers[i] < 0)
+      continue;
+    Tensor t = input(i);
+    Shape offsets, local;
+    localSlice(program_, spec.globalShape, spec.sharding, rank_, offsets, local);
+    uint64_t stream = streamOf(spec.name);
+    const InitSpec &init = spec.init;
+    forEachInSlice(spec.globalShape, offsets, local, [&](int64_t l, int64_t g) {
+      double value = 0;
+      switch (init.kind) {
+      case InitSpec::Normal:
+        value = init.a * randomNormal(seed, stream, uint64_t(g));
+        break;
+      case InitSpec::Uniform:
+        value = init.a + (init.b - init.a) * randomUniform(seed, stream, uint64_t(g));
+        break;
+      case InitSpec::Zeros: value = 0; break;
+      case InitSpec::Ones: value = 1; break;
+      case InitSpec::Constant: value = init.a; break;
+      }
+      storeElement(t.dtype, t.data, l, value);
+    });
+  }
+}
+
+void Executor::feedData(const DataSource &data, uint64_t seed, int64_t step) {
+  for (size_t i = 0; i < program_.inputs.size(); ++i) {
+    const InputSpec &spec = program_.inputs[i];
+    if (spec.role != InputRole::Data || class_->inputBuffers[i] < 0)
+      continue;
+    Tensor t = input(i);
+    Shape offsets, local;
+    localSlice(program_, spec.globalShape, spec.sharding, rank_, offsets, local);
+    if (spec.data == DataKind::Random) {
+      uint64_t stream = streamOf(spec.name) ^ uint64_t(step) * 0x9e3779b97f4a7c15ULL;
+      forEachInSlice(spec.globalShape, offsets, local, [&](int64_t l, int64_t g) {
+        storeElement(t.dtype, t.data, l, randomNormal(seed, stream, uint64_t(g)));
+      });
+      continue;
+    }
+    // Row r of step s reads the window that starts at ((s-1) * rows + r) * S;
+    // targets are the same windows shifted by one token.
+    int64_t rowLength = spec.globalShape.back();
+    int64_t rows = numElements(spec.globalShape) / std::max<int64_t>(rowLength, 1);
+    int64_t shift = spec.data == DataKind::Targets ? 1 : 0;
+    forEachInSlice(spec.globalShape, offsets, local, [&](int64_t l, int64_t g) {
+      int64_t position = ((step - 1) * rows) * rowLength + g + shift;
+      storeElement(t.dtype, t.data, l, double(data.token(seed, position, spec.vocab)));
+    });
+  }
+}
+
+std::string Executor::where(size_t index) const {
+  const Instruction &inst = class_->instructions[index];
+  std::string text = "rank " + std::to_string(rank_) + ", step " +
+                     std::to_string(step_) + ", instruction " +
+                     std::to_string(index) + " (" + opName(inst.op);
+  if (!inst.loc.empty())
+    text += " at " + inst.loc;
+  return text + ")";
+}
+
+void Executor::runStep(int64_t step) {
+  step_ = step;
+  comm_.context.step = step;
+  for (size_t i = 0; i < class_->instructions.size(); ++i) {
+    const Instruction &inst = class_->instructions[i];
+    double start = tracer_ ? tracer_->now() : 0;
+    try {
+      execute(inst, i);
+    } catch (const KernelError &e) {
+      throw RunError(where(i) + ": " + e.what());
+    }
+    if (tracer_)
+      tracer_->record(opName(inst.op),
+                      isCollective(inst.op) ? Tracer::Communication : Tracer::Compute,
+                      start, tracer_->now(), step, inst.loc);
+  }
+  comm_.context = CommContext{step, -1, ""};
+  for (size_t i = 0; i < program_.outputs.size(); ++i) {
+    int64_t target = program_.outputs[i].updates;
+    if (target < 0 || class_->outputBuffers[i] < 0)
+      continue;
+    Tensor from = output(i), to = input(size_t(target));
+    std::memmove(to.data, from.data, from.bytes());
+  }
+}
+
+static BinaryKind binaryKind(OpCode op) {
+  switch (op) {
+  case OpCode::Sub: return BinaryKind::Sub;
+  case OpCode::Mul: return BinaryKind::Mul;
+  case OpCode::Div: return BinaryKind::Div;
+  case OpCode::Max: return BinaryKind::Max;
+  case OpCode::Min: return BinaryKind::Min;
+  default: return BinaryKind::Add;
+  }
+}
+
+static UnaryKind unaryKind(OpCode op) {
+  switch (op) {
+  case OpCode::Exp: return UnaryKind::Exp;
+  case OpCode::Log: return UnaryKind::Log;
+  case OpCode::Tanh: return UnaryKind::Tanh;
+  case OpCode::Sqrt: return UnaryKind::Sqrt;
+  case OpCode::Rsqrt: return UnaryKind::Rsqrt;
+  case OpCode::Gelu: return UnaryKind::Gelu;
+  case OpCode::Silu: return UnaryKind::Silu;
+  case OpCode::Relu: return UnaryKind::Relu;
+  case OpCode::Sigmoid: return UnaryKind::Sigmoid;
+  default: return UnaryKind::Neg;
+  }
+}
+
+static CompareKind compareKind(const std::string &direction) {
+  if (direction == "ne") return CompareKind::Ne;
+  if (direction == "lt") return CompareKind::Lt;
+  if (direction == "le") return CompareKind::Le;
+  if (direction == "gt") return CompareKind::Gt;
+  if (direction == "ge") return CompareKind::Ge;
+  return CompareKind::Eq;
+}
+
+static ReduceKind reduceKind(const std::string &kind) {
+  if (kind == "max") return ReduceKind::Max;
+  if (kind == "min") return ReduceKind::Min;
+  if (kind == "mean") return ReduceKind::Mean;
+  return ReduceKind::Sum;
+}
+
+void Executor::execute(const Instruction &inst, size_t index) {
+  std::vector<Tensor> in;
+  for (int64_t id : inst.operands)
+    in.push_back(buffer(id));
+  std::vector<Tensor> out;
+  for (int64_t id : inst.results)
+    out.push_back(buffer(id));
+  const Attrs &a = inst.attrs;
+  Tensor &result = out[0];
+
+  if (isCollective(inst.op)) {
+    std::string axes;
+    for (const std::string &axis : program_.groups[size_t(a.group)])
+      axes += (axes.empty() ? "" : ", ") + axis;
+    comm_.context = CommContext{step_, int64_t(index),
+                                std::string(opName(inst.op)) + " over [" + axes +
+                                    "] (instruction " + std::to_string(index) +
+                                    (inst.loc.empty() ? "" : " at " + inst.loc) + ")"};
+  }
+
+  switch (inst.op) {
+  case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div:
+  case OpCode::Max: case OpCode::Min:
+    binary(binaryKind(inst.op), in[0], in[1], result);
+    return;
+  case OpCode::Neg: case OpCode::Exp: case OpCode::Log: case OpCode::Tanh:
+  case OpCode::Sqrt: case OpCode::Rsqrt: case OpCode::Gelu: case OpCode::Silu:
+  case OpCode::Relu: case OpCode::Sigmoid:
+    unary(unaryKind(inst.op), in[0], result);
+    return;
+  case OpCode::Compare:
+    compare(compareKind(a.kind), in[0], in[1], result);
+    return;
+  case OpCode::Select:
+    select(in[0], in[1], in[2], result);
+    return;
+  case OpCode::Convert:
+    convert(in[0], result);
+    return;
+  case OpCode::Constant:
+    if (a.values.size() == 1) {
+      fill(result, a.values[0]);
+    } else {
+      if (int64_t(a.values.size()) != result.size())
+        throw KernelError("constant: " + std::to_string(a.values.size()) +
+                          " values for a tensor of " +
+                          std::to_string(result.size()) + " elements");
+      for (size_t i = 0; i < a.values.size(); ++i)
+        storeElement(result.dtype, result.data, int64_t(i), a.values[i]);
+    }
+    return;
+  case OpCode::Broadcast:
+    broadcast(in[0], a.dims, result);
+    return;
+  case OpCode::Reduce:
+    reduce(reduceKind(a.kind), in[0], a.dims, result);
+    return;
+  case OpCode::Transpose:
+    transpose(in[0], a.perm, result);
+    return;
+  case OpCode::Reshape:
+    reshape(in[0], result);
+    return;
+  case OpCode::Slice: {
+    std::vector<int64_t> strides = a.strides;
+    if (strides.empty())
+      strides.assign(a.starts.size(), 1);
+    slice(in[0], a.starts, strides, result);
+    return;
+  }
+  case OpCode::Concat:
+    concat(in, a.dim, result);
+    return;
+  case OpCode::Dot:
+    dot(in[0], in[1], a.lhsBatch, a.rhsBatch, a.lhsContract, a.rhsContract, result);
+    return;
+  case OpCode::Softmax:
+    softmax(in[0], a.dim, result);
+    return;
+  case OpCode::LayerNorm:
+    layerNorm(in[0], in[1], in[2], float(a.epsilon), result);
+    return;
+  case OpCode::RmsNorm:
+    rmsNorm(in[0], in[1], float(a.epsilon), result);
+    return;
+  case OpCode::Attention: {
+    int64_t offset = a.positionOffset;
+    if (in.size() > 3)
+      offset += int64_t(scalarValue(in[3]));
+    if (in[0].shape.size() != 4)
+      throw KernelError("attention: q must be [batch, seq, heads, head_dim]");
+    float scale = a.hasScale ? float(a.scale)
+                             : float(1.0 / std::sqrt(double(in[0].shape[3])));
+    attention(in[0], in[1], in[2], a.causal, scale, offset, result);
+    return;
+  }
+  case OpCode::Embedding:
+    embedding(in[0], in[1], result);
+    return;
+  case OpCode::CrossEntropy:
+    crossEntropy(in[0], in[1], result);
+    return;
+  case OpCode::Rope: {
+    int64_t offset = a.positionOffset;
+    if (in.size() > 1)
+      offset += int64_t(scalarValue(in[1]));
+    rope(in[0], float(a.theta), offset, result);
+    return;
+  }
+  case OpCode::AdamW:
+    adamw(in[0], in[1], in[2], in[3], in[4], in[5], float(a.beta1), float(a.beta2),
+          float(a.epsilon), float(a.weightDecay), out[0], out[1], out[2]);
+    return;
+  case OpCode::Sgd:
+    sgd(in[0], in[1], in[2], in[3], float(a.momentum), float(a.weightDecay),
+        a.nesterov, out[0], out[1]);
+    return;
+  case OpCode::AllReduce:
+    comm_.allReduce(a.group, a.kind, in[0], result);
+    return;
+  case OpCode::AllGather:
+    comm_.allGather(a.group, a.dim, in[0], result);
+    return;
+  case OpCode::ReduceScatter:
+    comm_.reduceScatter(a.group, a.kind, a.dim, in[0], result);
+    return;
+  case OpCode::AllToAll:
+    comm_.allToAll(a.group, a.splitDim, a.concatDim, in[0], result);
+    return;
+  case OpCode::CollectivePermute:
+    comm_.permute(a.group, a.pairs, in[0], result);
+    return;
+  case OpCode::AllSlice: {
+    int64_t n = comm_.memberCount(a.group);
+    std::vector<char> pieces(in[0].bytes());
+    splitPieces(in[0], a.dim, n, pieces.data());
+    std::memcpy(result.data, pieces.data() + comm_.memberIndex(a.group) * result.bytes(),
+                result.bytes());
+    return;
+  }
+  case OpCode::AxisIndex:
+    storeElement(result.dtype, result.data, 0, double(comm_.memberIndex(a.group)));
+    return;
+  }
+}
+
+int64_t Executor::measuredPeak() const {
+  int64_t last = allocated_;
+  while (last > 0 && static_cast<unsigned char>(arena_[last - 1]) == kCanary)
+    --last;
+  int64_t alignment = program_.alignment;
+  return (last + alignment - 1) / alignment * alignment;
+}
+
+std::vector<double> Executor::gatherOutput(size_t i) {
+  const OutputSpec &spec = program_.outputs[i];
+  Tensor local = output(i);
+  std::string bytes(static_cast<const char *>(local.data), local.bytes());
+  std::vector<std::string> all = comm_.gatherToRoot(bytes);
+  if (all.empty())
+    return {};
+  std::vector<double> global(size_t(numElements(spec.globalShape)), 0.0);
+  bool partial = !spec.sharding.partial.empty();
+  for (int64_t r = 0; r < program_.numRanks; ++r) {
+    // One copy of each replica, every partial contribution.
+    std::vector<int64_t> coords = meshCoords(program_, r);
+    bool counted = true;
+    for (size_t a = 0; a < program_.mesh.size(); ++a) {
+      const std::string &axis = program_.mesh[a].name;
+      bool used = false;
+      for (const auto &dim : spec.sharding.dims)
+        for (const std::string &x : dim)
+          used |= x == axis;
+      for (const std::string &x : spec.sharding.partial)
+        used |= x == axis;
+      if (!used && coords[a] != 0)
+        counted = false;
+    }
+    if (!counted)
+      continue;
+    Shape offsets, shape;
+    localSlice(program_, spec.globalShape, spec.sharding, r, offsets, shape);
+    const std::string &data = all[size_t(r)];
+    forEachInSlice(spec.globalShape, offsets, shape, [&](int64_t l, int64_t g) {
+      double value = loadElement(spec.dtype, data.data(), l);
+      global[size_t(g)] = partial ? global[size_t(g)] + value : value;
+    });
+  }
+  return global;
+}
+
+/// True when `rank` holds the first replica of its slice of a tensor
+/// sharded as `sharding`: coordinate 0 on every axis the tensor does not use.
+static bool ownsSlice(const Program &program, const ShardingSpec &sharding,
+                      int64_t rank) {
+  std::vector<int64_t> coords = meshCoords(program, rank);
+  for (size_t a = 0; a < program.mesh.size(); ++a) {
+    bool used = false;
+    for (const auto &dim : sharding.dims)
+      for (const std::string &x : dim)
+        used |= x == program.mesh[a].name;
+    if (!used && coords[a] != 0)
+      return false;
+  }
+  return true;
+}
+
+std::vector<ShardData> Executor::paramShards() const {
+  std::vector<ShardData> shards;
+  for (size_t i = 0; i < program_.inputs.size(); ++i) {
+    const InputSpec &spec = program_.inputs[i];
+    if (spec.role != InputRole::Param || class_->inputBuffers[i] < 0 ||
+        !ownsSlice(program_, spec.sharding, rank_))
+      continue;
+    ShardData shard;
+    shard.name = spec.name;
+    shard.dtype = spec.dtype;
+    shard.globalShape = spec.globalShape;
+    localSlice(program_, spec.globalShape, spec.sharding, rank_, shard.slice.offsets,
+               shard.slice.shape);
+    shard.data = input(i).data;
+    shards.push_back(shard);
+  }
+  return shards;
+}
+
+std::map<std::string, TensorRecord> Executor::checkpointRecords(int64_t step) const {
+  std::map<std::string, TensorRecord> records;
+  for (const InputSpec &spec : program_.inputs) {
+    if (spec.role != InputRole::Param)
+      continue;
+    TensorRecord &record = records[spec.name];
+    record.dtype = spec.dtype;
+    record.globalShape = spec.globalShape;
+    for (int64_t r = 0; r < program_.numRanks; ++r) {
+      if (!ownsSlice(program_, spec.sharding, r))
+        continue;
+      ShardRecord shard;
+      localSlice(program_, spec.globalShape, spec.sharding, r, shard.slice.offsets,
+                 shard.slice.shape);
+      shard.file = shardFileName(step, int(r));
+      shard.key = shardKey(spec.name, shard.slice);
+      record.shards.push_back(shard);
+    }
+  }
+  return records;
+}
+
+void Executor::loadParams(CheckpointReader &reader) {
+  for (size_t i = 0; i < program_.inputs.size(); ++i) {
+    const InputSpec &spec = program_.inputs[i];
+    if (spec.role != InputRole::Param || class_->inputBuffers[i] < 0)
+      continue;
+    Slice slice;
+    localSlice(program_, spec.globalShape, spec.sharding, rank_, slice.offsets,
+               slice.shape);
+    reader.read(spec.name, spec.dtype, spec.globalShape, slice, input(i).data);
+  }
+}
+
+} // namespace par::rt

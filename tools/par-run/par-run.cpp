@@ -1,0 +1,462 @@
+//===- par-run.cpp - Runs a par program on N ranks ------------------------===//
+//
+// `par-run PROGRAM -np N` validates the program, then starts N ranks through
+// mpirun; started by mpirun/srun itself it takes rank and size from MPI. Each
+// rank runs its instruction stream for --steps steps, rank 0 logs loss,
+// tokens/s and memory, and checkpoints, traces and output dumps are written
+// on request. Every failure ends with a message naming the rank, step and
+// what failed, and a non-zero exit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Runtime/Checkpoint.h"
+#include "par/Runtime/Executor.h"
+#include "par/Runtime/MpiCollectives.h"
+#include "par/Runtime/Program.h"
+#include "par/Runtime/Trace.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace par::rt;
+
+namespace {
+
+const char *kUsage = R"(usage: par-run PROGRAM [options]
+
+Runs a program written by `par-opt --emit-program=PROGRAM` on one rank per
+device of its mesh (CPU backend: OpenBLAS kernels, MPI collectives).
+
+options:
+  -np N               ranks to start through mpirun (default: the program's
+                      device count; must equal it)
+  --backend=cpu|cuda  execution backend (default cpu)
+  --steps N           steps to run (default 10)
+  --seed N            seed of parameter initialization and synthetic data
+                      (default 0)
+  --data=synthetic|FILE
+                      data for token inputs: synthetic tokens, or the bytes
+                      of any text file (default synthetic)
+  --log-every N       print a step line every N steps (default 1; 0: none)
+  --save DIR          write a sharded checkpoint of the parameters to DIR
+                      after the last step
+  --load DIR          start from the checkpoint in DIR (any mesh or
+                      sharding); steps continue from its step
+  --trace FILE        write a Chrome trace (one track per rank for compute
+                      and communication), viewable in Perfetto
+  --timeout SECONDS   a collective that does not finish within SECONDS stops
+                      the job with a report (default 300; 0: wait forever)
+  --dump-outputs FILE write the global value of every output after the last
+                      step as JSON
+  --help              show this text
+  --version           show the program format version this par-run reads
+
+Under mpirun or srun, par-run takes its rank and size from MPI:
+  mpirun -np 8 par-run model.parprog --steps 100
+See docs/par-run.md.
+)";
+
+struct Options {
+  std::string program;
+  int64_t np = -1;
+  std::string backend = "cpu";
+  int64_t steps = 10;
+  uint64_t seed = 0;
+  std::string data = "synthetic";
+  int64_t logEvery = 1;
+  std::string save, load, trace, dumpOutputs;
+  double timeout = 300;
+};
+
+[[noreturn]] void usageError(const std::string &message) {
+  std::cerr << "par-run: error: " << message << "\n"
+            << "run 'par-run --help' for the options\n";
+  std::exit(2);
+}
+
+int64_t parseInt(const std::string &flag, const std::string &text, int64_t min) {
+  char *end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end || errno || value < min)
+    usageError(flag + " expects an integer >= " + std::to_string(min) + ", got '" +
+               text + "'");
+  return value;
+}
+
+/// Parses argv; `rest` receives the arguments to pass on to mpirun'd ranks
+/// (everything but -np).
+Options parseOptions(int argc, char **argv, std::vector<std::string> &rest) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string flag = arg, value;
+    bool hasValue = false;
+    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
+      flag = arg.substr(0, arg.find('='));
+      value = arg.substr(arg.find('=') + 1);
+      hasValue = true;
+    }
+    auto next = [&]() -> std::string {
+      if (hasValue)
+        return value;
+      if (i + 1 >= argc)
+        usageError(flag + " needs a value");
+      return argv[++i];
+    };
+    if (flag == "--help" || flag == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
+    }
+    if (flag == "--version") {
+      std::cout << "par-run (program format version " << kProgramVersion << ")\n";
+      std::exit(0);
+    }
+    if (flag == "-np" || flag == "--np" || flag == "-n") {
+      o.np = parseInt(flag, next(), 1);
+      continue;
+    }
+    size_t before = rest.size();
+    rest.push_back(arg);
+    if (flag == "--backend") o.backend = next();
+    else if (flag == "--steps") o.steps = parseInt(flag, next(), 0);
+    else if (flag == "--seed") o.seed = uint64_t(parseInt(flag, next(), 0));
+    else if (flag == "--data") o.data = next();
+    else if (flag == "--log-every") o.logEvery = parseInt(flag, next(), 0);
+    else if (flag == "--save") o.save = next();
+    else if (flag == "--load") o.load = next();
+    else if (flag == "--trace") o.trace = next();
+    else if (flag == "--dump-outputs") o.dumpOutputs = next();
+    else if (flag == "--timeout") o.timeout = double(parseInt(flag, next(), 0));
+    else if (!arg.empty() && arg[0] == '-') usageError("unknown option '" + arg + "'");
+    else if (o.program.empty()) o.program = arg;
+    else usageError("more than one program given ('" + o.program + "' and '" + arg + "')");
+    if (!hasValue && rest.size() == before + 1 && arg != o.program)
+      rest.push_back(argv[i]);
+  }
+  if (o.program.empty())
+    usageError("no program given");
+  if (o.backend != "cpu" && o.backend != "cuda")
+    usageError("--backend must be cpu or cuda, got '" + o.backend + "'");
+  return o;
+}
+
+bool underLauncher() {
+  for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK",
+                          "SLURM_PROCID", "PAR_RUN_LAUNCHED"})
+    if (std::getenv(var))
+      return true;
+  return false;
+}
+
+std::string findOnPath(const std::string &name) {
+  const char *path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos
+                                                                  : end - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    if (end == std::string::npos)
+      break;
+    start = end + 1;
+  }
+  return "";
+}
+
+std::string meshText(const Program &p) {
+  std::string text;
+  for (const MeshAxis &axis : p.mesh)
+    text += (text.empty() ? "" : " x ") + axis.name + "=" + std::to_string(axis.size);
+  return text;
+}
+
+std::string human(int64_t bytes) {
+  char text[32];
+  if (bytes < 1024)
+    std::snprintf(text, sizeof text, "%lld B", (long long)bytes);
+  else if (bytes < 1024 * 1024)
+    std::snprintf(text, sizeof text, "%.1f KiB", bytes / 1024.0);
+  else if (bytes < (int64_t(1) << 30))
+    std::snprintf(text, sizeof text, "%.1f MiB", bytes / 1048576.0);
+  else
+    std::snprintf(text, sizeof text, "%.2f GiB", bytes / 1073741824.0);
+  return text;
+}
+
+/// Starts the ranks through mpirun; returns only on failure to exec.
+int launch(const Options &o, const Program &program, const std::vector<std::string> &rest) {
+  std::string mpirun = findOnPath("mpirun");
+  if (mpirun.empty()) {
+    std::cerr << "par-run: error: mpirun is not on PATH; install Open MPI "
+                 "(openmpi-bin) or start the ranks yourself: mpirun -np "
+              << program.numRanks << " par-run " << o.program << "\n";
+    return 1;
+  }
+  char self[4096];
+  ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (length <= 0) {
+    std::cerr << "par-run: error: cannot find its own executable to launch\n";
+    return 1;
+  }
+  self[length] = 0;
+  std::vector<std::string> args = {mpirun, "--allow-run-as-root", "--oversubscribe",
+                                   "--bind-to", "none", "--mca", "btl", "self,vader",
+                                   "-np", std::to_string(program.numRanks), self};
+  args.insert(args.end(), rest.begin(), rest.end());
+  setenv("PAR_RUN_LAUNCHED", "1", 1);
+  // One BLAS thread per rank: ranks already fill the cores.
+  setenv("OPENBLAS_NUM_THREADS", "1", 0);
+  std::vector<char *> argvOut;
+  for (std::string &arg : args)
+    argvOut.push_back(arg.data());
+  argvOut.push_back(nullptr);
+  std::fflush(nullptr);
+  execv(mpirun.c_str(), argvOut.data());
+  std::cerr << "par-run: error: cannot start " << mpirun << ": " << std::strerror(errno)
+            << "\n";
+  return 1;
+}
+
+/// The output logged as the loss: one named "loss", else the first 0-d
+/// floating-point output.
+int64_t lossOutput(const Program &p) {
+  int64_t found = -1;
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    const OutputSpec &out = p.outputs[i];
+    if (!out.globalShape.empty() || !isFloat(out.dtype))
+      continue;
+    if (out.name == "loss")
+      return int64_t(i);
+    if (found < 0)
+      found = int64_t(i);
+  }
+  return found;
+}
+
+/// Tokens per step: the global element count of the first token input.
+int64_t tokensPerStep(const Program &p) {
+  for (const InputSpec &in : p.inputs)
+    if (in.role == InputRole::Data && in.data == DataKind::Tokens)
+      return numElements(in.globalShape);
+  return 0;
+}
+
+/// Test hook (docs/par-run.md): PAR_RUN_INJECT_STALL=RANK:STEP makes that
+/// rank stop before that step, as a hung device would.
+void maybeStall(int64_t rank, int64_t step) {
+  const char *spec = std::getenv("PAR_RUN_INJECT_STALL");
+  if (!spec)
+    return;
+  long long r = -1, s = -1;
+  if (std::sscanf(spec, "%lld:%lld", &r, &s) == 2 && r == rank && s == step)
+    for (;;)
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+int runRank(const Options &o, int rank, int size) {
+  Program program = loadProgram(o.program);
+  if (size != program.numRanks) {
+    if (rank == 0)
+      std::cerr << "par-run: error: " << o.program << " runs on "
+                << program.numRanks << " ranks (mesh " << meshText(program)
+                << ") but " << size << " were started\n";
+    return 1;
+  }
+  std::unique_ptr<Collectives> comm = createMpiCollectives(program, o.timeout);
+  std::unique_ptr<Tracer> tracer;
+  if (!o.trace.empty())
+    tracer = std::make_unique<Tracer>(rank);
+  DataSource data = o.data == "synthetic" ? DataSource() : DataSource(o.data);
+  Executor exec(program, *comm, tracer.get());
+  const RankClass &rc = exec.rankClass();
+
+  int64_t first = 1;
+  if (!o.load.empty()) {
+    CheckpointReader reader(o.load);
+    exec.loadParams(reader);
+    first = reader.step() + 1;
+  } else {
+    exec.initParams(o.seed);
+  }
+  if (rank == 0) {
+    std::printf("par-run: %s on %d rank(s) (mesh %s), %s backend, %zu instructions, "
+                "arena %s per rank\n",
+                program.function.c_str(), size, meshText(program).c_str(),
+                o.backend.c_str(), rc.instructions.size(), human(rc.arenaBytes).c_str());
+    std::printf("par-run: data: %s, seed %llu%s\n", data.describe().c_str(),
+                (unsigned long long)o.seed,
+                o.load.empty() ? "" : (", resumed from " + o.load + " at step " +
+                                       std::to_string(first - 1)).c_str());
+    std::fflush(stdout);
+  }
+
+  int64_t loss = lossOutput(program);
+  int64_t tokens = tokensPerStep(program);
+  int64_t peak = 0;
+  double totalSeconds = 0;
+  int64_t last = first + o.steps - 1;
+  for (int64_t step = first; step <= last; ++step) {
+    maybeStall(rank, step);
+    auto start = std::chrono::steady_clock::now();
+    double traceStart = tracer ? tracer->now() : 0;
+    exec.feedData(data, o.seed, step);
+    exec.runStep(step);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (tracer)
+      tracer->record("step " + std::to_string(step), Tracer::Host, traceStart,
+                     tracer->now(), step);
+    totalSeconds += seconds;
+    peak = std::max(peak, exec.measuredPeak());
+    bool log = o.logEvery > 0 && ((step - first + 1) % o.logEvery == 0 || step == last);
+    if (!log)
+      continue;
+    std::vector<double> value;
+    if (loss >= 0)
+      value = exec.gatherOutput(size_t(loss));
+    if (rank != 0)
+      continue;
+    std::string line = "step " + std::to_string(step);
+    char buf[128];
+    if (!value.empty()) {
+      std::snprintf(buf, sizeof buf, "  loss %.6f", value[0]);
+      line += buf;
+    }
+    if (tokens) {
+      std::snprintf(buf, sizeof buf, "  %.0f tokens/s", double(tokens) / seconds);
+      line += buf;
+    }
+    std::snprintf(buf, sizeof buf, "  %.2f ms", seconds * 1e3);
+    line += buf;
+    line += "  peak " + human(peak) + " (plan " + human(rc.arenaBytes) + ")";
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
+  if (peak > rc.arenaBytes)
+    throw RunError("rank " + std::to_string(rank) + ": memory written up to byte " +
+                   std::to_string(peak) + ", past the planned arena of " +
+                   std::to_string(rc.arenaBytes) + " bytes (a kernel wrote out of bounds)");
+
+  if (!o.save.empty()) {
+    int64_t step = last;
+    writeShardFile(o.save, step, rank, exec.paramShards());
+    comm->barrier();
+    if (rank == 0) {
+      writeIndex(o.save, step, exec.checkpointRecords(step),
+                 {{"mesh", meshText(program)}, {"function", program.function},
+                  {"program", o.program}});
+      pruneOldSteps(o.save, step);
+    }
+    comm->barrier();
+    if (rank == 0)
+      std::printf("par-run: saved step %lld to %s\n", (long long)step, o.save.c_str());
+  }
+
+  if (!o.dumpOutputs.empty()) {
+    nlohmann::json outputs = nlohmann::json::object();
+    for (size_t i = 0; i < program.outputs.size(); ++i) {
+      std::vector<double> value = exec.gatherOutput(i);
+      if (rank == 0)
+        outputs[program.outputs[i].name] = {{"shape", program.outputs[i].globalShape},
+                                            {"dtype", dtypeName(program.outputs[i].dtype)},
+                                            {"values", value}};
+    }
+    if (rank == 0) {
+      std::ofstream out(o.dumpOutputs);
+      out << nlohmann::json{{"step", last}, {"outputs", outputs}}.dump() << "\n";
+      if (!out.flush())
+        throw RunError("--dump-outputs: cannot write " + o.dumpOutputs);
+    }
+  }
+
+  if (tracer) {
+    std::vector<std::string> all = comm->gatherToRoot(tracer->serialize());
+    if (rank == 0) {
+      Tracer::write(o.trace, all);
+      std::printf("par-run: trace of %d rank(s) written to %s\n", size, o.trace.c_str());
+    }
+  }
+  if (rank == 0 && o.steps > 0) {
+    std::printf("par-run: %lld step(s) in %.3f s; measured peak %s of %s planned per rank\n",
+                (long long)o.steps, totalSeconds, human(peak).c_str(),
+                human(rc.arenaBytes).c_str());
+  }
+  comm->barrier();
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<std::string> rest;
+  Options o = parseOptions(argc, argv, rest);
+  if (o.backend == "cuda") {
+    std::cerr << "par-run: error: --backend=cuda: this par-run has no CUDA backend "
+                 "(it runs on CPUs with --backend=cpu)\n";
+    return 1;
+  }
+
+  if (!underLauncher()) {
+    // Everything that can be checked before starting ranks is checked here.
+    Program program;
+    try {
+      program = loadProgram(o.program);
+      if (o.data != "synthetic")
+        DataSource check(o.data);
+      if (!o.load.empty())
+        CheckpointReader check(o.load);
+    } catch (const std::exception &e) {
+      std::cerr << "par-run: error: " << e.what() << "\n";
+      return 1;
+    }
+    if (o.np >= 0 && o.np != program.numRanks) {
+      std::cerr << "par-run: error: -np " << o.np << " does not match " << o.program
+                << ", which runs on " << program.numRanks << " ranks (mesh "
+                << meshText(program) << "); recompile for another mesh with "
+                   "par-opt --mesh=...\n";
+      return 1;
+    }
+    return launch(o, program, rest);
+  }
+
+  auto [rank, size] = initMpi(&argc, &argv);
+  int code = 0;
+  try {
+    code = runRank(o, rank, size);
+  } catch (const CommError &e) {
+    std::cerr << "par-run: error: " << e.what() << "\n";
+    std::cerr.flush();
+    // Give the other ranks of the group time to report their side.
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    abortMpi(3);
+  } catch (const ProgramError &e) {
+    if (rank == 0)
+      std::cerr << "par-run: error: " << e.what() << "\n";
+    code = 1;
+  } catch (const std::exception &e) {
+    std::cerr << "par-run: error: rank " << rank << ": " << e.what() << "\n";
+    std::cerr.flush();
+    if (size > 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      abortMpi(1);
+    }
+    code = 1;
+  }
+  finalizeMpi();
+  return code;
+}
