@@ -376,9 +376,17 @@ int runRank(const Options &o, int rank, int size) {
                                             {"dtype", dtypeName(program.outputs[i].dtype)},
                                             {"values", value}};
     }
+    std::vector<std::string> peaks = comm->gatherToRoot(std::to_string(peak));
     if (rank == 0) {
+      nlohmann::json measured = nlohmann::json::array();
+      for (const std::string &p : peaks)
+        measured.push_back(std::stoll(p));
       std::ofstream out(o.dumpOutputs);
-      out << nlohmann::json{{"step", last}, {"outputs", outputs}}.dump() << "\n";
+      out << nlohmann::json{{"step", last},
+                            {"outputs", outputs},
+                            {"memory", {{"planned", rc.arenaBytes}, {"measured", measured}}}}
+                 .dump()
+          << "\n";
       if (!out.flush())
         throw RunError("--dump-outputs: cannot write " + o.dumpOutputs);
     }

@@ -21,6 +21,10 @@ namespace mlir::par {
 /// run on the global program (before --par-to-local changes the types).
 void inferInputRoles(func::FuncOp func);
 
+/// Whether argument `index` is a parameter: its `par.role`, else true for
+/// floating-point arguments. Parameters persist from step to step.
+bool isParameter(func::FuncOp func, unsigned index);
+
 } // namespace mlir::par
 
 #endif // PAR_TRANSFORMS_INPUTROLES_H

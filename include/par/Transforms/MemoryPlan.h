@@ -32,6 +32,8 @@ struct MemoryPlan {
   DenseMap<Value, unsigned> bufferOf;
   int64_t alignment = 64;
   int64_t arenaBytes = 0;
+  /// Most bytes (each buffer rounded up to the alignment) live at once: a
+  /// lower bound of arenaBytes that fragmentation can exceed.
   int64_t peakLiveBytes = 0;
 };
 

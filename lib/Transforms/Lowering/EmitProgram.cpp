@@ -166,8 +166,7 @@ LogicalResult Emitter::describeInputs(json &doc, SmallVectorImpl<bool> &persiste
                {"global_shape", global.getShape()},
                {"sharding", shardingJson(sharding, global.getRank())}};
     bool isInt = isa<IntegerType>(global.getElementType());
-    auto role = func.getArgAttrOfType<StringAttr>(i, ParDialect::kRoleAttrName);
-    bool isParam = role ? role.getValue() == "param" : !isInt;
+    bool isParam = isParameter(func, i);
     if (isParam) {
       if (isInt)
         return func.emitError() << "argument #" << i

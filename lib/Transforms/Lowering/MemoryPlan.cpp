@@ -2,6 +2,7 @@
 
 #include "par/Transforms/MemoryPlan.h"
 
+#include "par/Transforms/InputRoles.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReportFormat.h"
 
@@ -100,7 +101,7 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
     int64_t live = 0;
     for (const PlannedBuffer &buffer : plan.buffers)
       if (buffer.first <= i && i <= buffer.last)
-        live += buffer.bytes;
+        live += alignUp(buffer.bytes, alignment);
     plan.peakLiveBytes = std::max(plan.peakLiveBytes, live);
   }
   return plan;
@@ -122,7 +123,10 @@ struct MemoryPlanPass
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isDeclaration())
         continue;
-      FailureOr<MemoryPlan> plan = planMemory(func, {}, alignment);
+      SmallVector<bool> persistent;
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        persistent.push_back(isParameter(func, i));
+      FailureOr<MemoryPlan> plan = planMemory(func, persistent, alignment);
       if (failed(plan))
         return signalPassFailure();
       os << "memory plan of @" << func.getSymName() << ": "

@@ -42,3 +42,9 @@ void mlir::par::inferInputRoles(func::FuncOp func) {
                       IntegerAttr::get(IntegerType::get(ctx, 64), vocab));
   }
 }
+
+bool mlir::par::isParameter(func::FuncOp func, unsigned index) {
+  if (auto role = func.getArgAttrOfType<StringAttr>(index, ParDialect::kRoleAttrName))
+    return role.getValue() == "param";
+  return isa<FloatType>(getElementTypeOrSelf(func.getArgumentTypes()[index]));
+}

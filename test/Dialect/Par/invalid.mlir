@@ -908,3 +908,59 @@ func.func @global_type_not_tensor(%x: tensor<4xf32> {par.global_type = i32}) {
 func.func @global_sharding_not_sharding(%x: tensor<4xf32>) -> (tensor<4xf32> {par.global_sharding = 3 : i64}) {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// par.role is param or data.
+// expected-error @below {{'par.role' of argument #0 must be one of "param", "data", got "weights"}}
+func.func @role_unknown(%x: tensor<4xf32> {par.role = "weights"}) {
+  return
+}
+
+// -----
+
+// par.data names a data kind.
+// expected-error @below {{'par.data' of argument #0 must be one of "tokens", "targets", "random", got 3 : i64}}
+func.func @data_not_string(%x: tensor<4xi32> {par.data = 3}) {
+  return
+}
+
+// -----
+
+// par.init is a distribution with the right number of numbers.
+// expected-error @below {{'par.init' of argument #0 must be "normal(STD)", "uniform(LOW, HIGH)", "constant(VALUE)", "zeros" or "ones", got "uniform(1)"}}
+func.func @init_bad(%x: tensor<4xf32> {par.init = "uniform(1)"}) {
+  return
+}
+
+// -----
+
+// par.vocab is positive.
+// expected-error @below {{'par.vocab' of argument #0 must be a positive integer, got 0 : i64}}
+func.func @vocab_zero(%x: tensor<4xi32> {par.vocab = 0}) {
+  return
+}
+
+// -----
+
+// par.name is a non-empty string.
+// expected-error @below {{'par.name' of result #0 must be a non-empty string}}
+func.func @name_empty(%x: tensor<4xf32>) -> (tensor<4xf32> {par.name = ""}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// par.updates names an argument.
+// expected-error @below {{'par.updates' of result #0 must be the index of an argument, got 1 : i64}}
+func.func @updates_out_of_range(%x: tensor<4xf32>) -> (tensor<4xf32> {par.updates = 1}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// Runtime attributes are argument or result attributes, not both.
+// expected-error @below {{unknown par attribute 'par.role' on result #0}}
+func.func @role_on_result(%x: tensor<4xf32>) -> (tensor<4xf32> {par.role = "param"}) {
+  return %x : tensor<4xf32>
+}

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Sharded vs unsharded runs of the same model must compute the same numbers.
+
+For each model file, runs the unsharded program on one rank, then every
+sharding the file lists, each compiled with --par-propagate --par-partition
+for its mesh and run with par-run on that many ranks, and compares every
+output (relative error max|a - b| / max|b| below --tolerance). Also checks
+that the measured peak memory of every rank equals the planned arena.
+
+A model lists its shardings in comments:
+  // SHARDING: dp=2,tp=4 | %x=[{"dp"}, {}] %w1=[{}, {"tp"}]
+Each `%arg=SPEC` becomes `{par.sharding = #par.sharding<@mesh, SPEC>}` on
+that argument; the mesh comes from --mesh. `// STEPS: N` sets the steps run
+(default 2; outputs are compared after the last one).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+
+def run(cmd, what):
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.stdout.flush()
+        sys.stderr.write(f"FAILED: {what}\n$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}\n")
+        return None
+    return proc.stdout
+
+
+def annotate(text, assignments):
+    for name, spec in assignments:
+        pattern = re.compile(r"(%" + re.escape(name) + r"\s*:\s*tensor<[^>]*>)(\s*\{)?")
+        attr = "par.sharding = #par.sharding<@mesh, " + spec + ">"
+
+        def add(m):
+            if m.group(2):  # merge into the existing attribute dictionary
+                return m.group(1) + " {" + attr + ", "
+            return m.group(1) + " {" + attr + "}"
+        text, count = pattern.subn(add, text, count=1)
+        if count != 1:
+            raise SystemExit(f"no argument %{name} to annotate")
+    return text
+
+
+def parse_shardings(text):
+    configs = []
+    for line in text.splitlines():
+        m = re.match(r"\s*//\s*SHARDING:\s*([^|]+)\|(.*)$", line)
+        if not m:
+            continue
+        mesh = m.group(1).strip()
+        assignments = re.findall(r"%(\w+)=(\[.*?\])(?=\s+%|\s*$)", m.group(2).strip())
+        configs.append((mesh, assignments))
+    return configs
+
+
+def ranks_of(mesh):
+    n = 1
+    for part in mesh.split(","):
+        n *= int(part.split("=")[1]) if "=" in part else int(part)
+    return n
+
+
+def outputs_of(path):
+    with open(path) as f:
+        doc = json.load(f)
+    return doc
+
+
+def compare(base, other):
+    worst = 0.0
+    for name, out in base["outputs"].items():
+        a = other["outputs"].get(name)
+        if a is None or a["shape"] != out["shape"]:
+            return float("inf")
+        ref = out["values"]
+        scale = max([abs(v) for v in ref] + [1e-30])
+        err = max([abs(x - y) for x, y in zip(a["values"], ref)] + [0.0]) / scale
+        worst = max(worst, err)
+    return worst
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("models", nargs="+")
+    parser.add_argument("--bin", required=True, help="directory of par-opt and par-run")
+    parser.add_argument("--work", required=True, help="scratch directory")
+    parser.add_argument("--tolerance", type=float, default=1e-5)
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    par_opt = os.path.join(args.bin, "par-opt")
+    par_run = os.path.join(args.bin, "par-run")
+
+    failures = 0
+    print(f"{'model':<22} {'mesh':<16} {'ranks':>5} {'collectives':>11} "
+          f"{'max rel err':>12} {'peak = plan':>11}  result")
+    for model in args.models:
+        name = os.path.splitext(os.path.basename(model))[0]
+        with open(model) as f:
+            text = f.read()
+        steps = re.search(r"//\s*STEPS:\s*(\d+)", text)
+        steps = steps.group(1) if steps else "2"
+        configs = parse_shardings(text)
+        if len(configs) < 1:
+            raise SystemExit(f"{model}: no // SHARDING: lines")
+
+        base_prog = os.path.join(args.work, f"{name}.base.json")
+        base_out = os.path.join(args.work, f"{name}.base.out.json")
+        if run([par_opt, model, f"--emit-program={base_prog}", "-o", os.devnull],
+               f"{name}: compile unsharded") is None:
+            failures += 1
+            continue
+        if run([par_run, base_prog, "--steps", steps, "--log-every", "0",
+                "--dump-outputs", base_out], f"{name}: run unsharded") is None:
+            failures += 1
+            continue
+        base = outputs_of(base_out)
+
+        for i, (mesh, assignments) in enumerate(configs):
+            src = os.path.join(args.work, f"{name}.{i}.mlir")
+            prog = os.path.join(args.work, f"{name}.{i}.json")
+            out = os.path.join(args.work, f"{name}.{i}.out.json")
+            with open(src, "w") as f:
+                f.write(annotate(text, assignments))
+            ok = run([par_opt, src, f"--mesh={mesh}", "--par-propagate", "--par-partition",
+                      f"--emit-program={prog}", "-o", os.devnull],
+                     f"{name}: compile for {mesh}") is not None
+            ok = ok and run([par_run, prog, "--steps", steps, "--log-every", "0",
+                             "--dump-outputs", out], f"{name}: run on {mesh}") is not None
+            if not ok:
+                failures += 1
+                continue
+            with open(prog) as f:
+                program = json.load(f)
+            collectives = sum(
+                1 for inst in program["rank_classes"][0]["instructions"]
+                if inst["op"] in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                                  "collective_permute"))
+            result = outputs_of(out)
+            err = compare(base, result)
+            memory = result["memory"]
+            peak_ok = all(m == memory["planned"] for m in memory["measured"])
+            passed = err < args.tolerance and peak_ok
+            failures += not passed
+            print(f"{name:<22} {mesh:<16} {ranks_of(mesh):>5} {collectives:>11} "
+                  f"{err:>12.3e} {str(peak_ok):>11}  {'PASS' if passed else 'FAIL'}")
+    print(f"{failures} failure(s)", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
