@@ -354,7 +354,10 @@ int runRank(const Options &o, int rank, int size) {
 
   if (!o.save.empty()) {
     int64_t step = last;
-    writeShardFile(o.save, step, rank, exec.paramShards());
+    std::vector<ShardData> shards = exec.paramShards();
+    // Ranks that hold only replicas of other ranks' shards write nothing.
+    if (!shards.empty())
+      writeShardFile(o.save, step, rank, shards);
     comm->barrier();
     if (rank == 0) {
       writeIndex(o.save, step, exec.checkpointRecords(step),

@@ -1,0 +1,1491 @@
+//===- Kernels.cpp - CPU kernels for the par op catalogue -----------------===//
+//
+// Every kernel validates all of its operands before it touches any data, so
+// a malformed call ends in a KernelError that names the op, never in a read
+// out of bounds. Float data is read once into a compute buffer (f32, or f64
+// for f64 tensors), processed with plain loops or OpenBLAS, and rounded into
+// the output once; f32/f64 tensors are used in place without a copy.
+// Integer tensors stay in their native type so i64 values keep all 64 bits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Runtime/Kernels.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+namespace par::rt {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Errors and operand checks
+//===----------------------------------------------------------------------===//
+
+[[noreturn]] void fail(const std::string &op, const std::string &what) {
+  throw KernelError(op + ": " + what);
+}
+
+/// The MLIR spelling, e.g. "tensor<4x16xf32>", so messages read like the
+/// compiler's diagnostics.
+std::string typeStr(const Tensor &t) {
+  std::string shape = shapeString(t.shape);
+  return "tensor<" + shape + (shape.empty() ? "" : "x") + dtypeName(t.dtype) +
+         ">";
+}
+
+std::string listStr(const std::vector<int64_t> &values) {
+  std::string s = "[";
+  for (size_t i = 0; i < values.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(values[i]);
+  return s + "]";
+}
+
+std::string shapeDesc(const Shape &shape) {
+  return shape.empty() ? std::string("a 0-d shape") : shapeString(shape);
+}
+
+/// Run on every operand first: a negative dim or a missing buffer would
+/// otherwise turn into a wild pointer in the loops.
+void checkTensor(const std::string &op, const std::string &name,
+                 const Tensor &t) {
+  for (int64_t d : t.shape)
+    if (d < 0)
+      fail(op, name + " has a negative dimension: " + typeStr(t));
+  if (!t.data && t.size() > 0)
+    fail(op, name + " " + typeStr(t) + " has no data");
+}
+
+void checkSameShape(const std::string &op, const std::string &aName,
+                    const Tensor &a, const std::string &bName,
+                    const Tensor &b) {
+  if (a.shape != b.shape)
+    fail(op, aName + " is " + typeStr(a) + " but " + bName + " is " +
+                 typeStr(b) + " (shapes differ)");
+}
+
+void checkSameDType(const std::string &op, const std::string &aName,
+                    const Tensor &a, const std::string &bName,
+                    const Tensor &b) {
+  if (a.dtype != b.dtype)
+    fail(op, aName + " is " + typeStr(a) + " but " + bName + " is " +
+                 typeStr(b) + " (element types differ)");
+}
+
+void checkSameType(const std::string &op, const std::string &aName,
+                   const Tensor &a, const std::string &bName, const Tensor &b) {
+  checkSameDType(op, aName, a, bName, b);
+  checkSameShape(op, aName, a, bName, b);
+}
+
+void checkFloat(const std::string &op, const std::string &name,
+                const Tensor &t) {
+  if (!isFloat(t.dtype))
+    fail(op, name + " must be a float tensor, got " + typeStr(t));
+}
+
+void checkRank(const std::string &op, const std::string &name, const Tensor &t,
+               size_t rank) {
+  if (t.shape.size() != rank)
+    fail(op, name + " must have rank " + std::to_string(rank) + ", got " +
+                 typeStr(t));
+}
+
+void checkIndices(const std::string &op, const std::string &name,
+                  const Tensor &t) {
+  if (t.dtype != DType::I32 && t.dtype != DType::I64)
+    fail(op, name + " must be i32 or i64, got " + typeStr(t));
+}
+
+/// Checks that `dims` are distinct dims of a rank-`rank` tensor; returns a
+/// mask of the dims named.
+std::vector<bool> checkDimList(const std::string &op, const std::string &what,
+                               const std::vector<int64_t> &dims, size_t rank) {
+  std::vector<bool> used(rank, false);
+  for (int64_t d : dims) {
+    if (d < 0 || d >= int64_t(rank))
+      fail(op, what + " " + listStr(dims) + ": dim " + std::to_string(d) +
+                   " is outside rank " + std::to_string(rank));
+    if (used[d])
+      fail(op, what + " " + listStr(dims) + " name dim " + std::to_string(d) +
+                   " twice");
+    used[d] = true;
+  }
+  return used;
+}
+
+int64_t product(const Shape &shape, size_t begin, size_t end) {
+  int64_t n = 1;
+  for (size_t i = begin; i < end; ++i)
+    n *= shape[i];
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// Compute buffers
+//===----------------------------------------------------------------------===//
+
+template <typename T> constexpr DType dtypeOf();
+template <> constexpr DType dtypeOf<float>() { return DType::F32; }
+template <> constexpr DType dtypeOf<double>() { return DType::F64; }
+template <> constexpr DType dtypeOf<int32_t>() { return DType::I32; }
+template <> constexpr DType dtypeOf<int64_t>() { return DType::I64; }
+
+/// convertElements, with direct loops for the bf16/f16 <-> f32 pairs that
+/// every low-precision kernel call goes through (convertElements dispatches
+/// on both types per element).
+void convertBuffer(DType from, const void *src, DType to, void *dst,
+                   int64_t n) {
+  if (n <= 0)
+    return;
+  if (from == to) {
+    std::memmove(dst, src, n * dtypeBytes(from));
+    return;
+  }
+  if (to == DType::F32 && (from == DType::BF16 || from == DType::F16)) {
+    const auto *in = static_cast<const uint16_t *>(src);
+    auto *outF = static_cast<float *>(dst);
+    if (from == DType::BF16)
+      for (int64_t i = 0; i < n; ++i)
+        outF[i] = bf16ToFloat(in[i]);
+    else
+      for (int64_t i = 0; i < n; ++i)
+        outF[i] = f16ToFloat(in[i]);
+    return;
+  }
+  if (from == DType::F32 && (to == DType::BF16 || to == DType::F16)) {
+    const auto *in = static_cast<const float *>(src);
+    auto *outH = static_cast<uint16_t *>(dst);
+    if (to == DType::BF16)
+      for (int64_t i = 0; i < n; ++i)
+        outH[i] = floatToBf16(in[i]);
+    else
+      for (int64_t i = 0; i < n; ++i)
+        outH[i] = floatToF16(in[i]);
+    return;
+  }
+  convertElements(from, src, to, dst, n);
+}
+
+/// A tensor's elements as T: its own buffer when it already holds T,
+/// otherwise a converted copy.
+template <typename T> class Input {
+public:
+  explicit Input(const Tensor &t) {
+    if (t.dtype == dtypeOf<T>()) {
+      ptr = static_cast<const T *>(t.data);
+      return;
+    }
+    storage.resize(t.size());
+    convertBuffer(t.dtype, t.data, dtypeOf<T>(), storage.data(), t.size());
+    ptr = storage.data();
+  }
+  Input(const Input &) = delete;
+  Input &operator=(const Input &) = delete;
+
+  const T *data() const { return ptr; }
+  T operator[](int64_t i) const { return ptr[i]; }
+
+private:
+  std::vector<T> storage;
+  const T *ptr = nullptr;
+};
+
+/// Where a kernel writes a tensor's elements as T: the tensor itself when it
+/// holds T, otherwise a zeroed staging buffer that commit() rounds into the
+/// tensor once.
+template <typename T> class Output {
+public:
+  explicit Output(Tensor &t) : target(t) {
+    if (t.dtype == dtypeOf<T>()) {
+      ptr = static_cast<T *>(t.data);
+      return;
+    }
+    staged = true;
+    storage.assign(t.size(), T());
+    ptr = storage.data();
+  }
+  Output(const Output &) = delete;
+  Output &operator=(const Output &) = delete;
+
+  T *data() { return ptr; }
+  T &operator[](int64_t i) { return ptr[i]; }
+  void commit() {
+    if (staged)
+      convertBuffer(dtypeOf<T>(), storage.data(), target.dtype, target.data,
+                    target.size());
+  }
+
+private:
+  Tensor &target;
+  std::vector<T> storage;
+  T *ptr = nullptr;
+  bool staged = false;
+};
+
+/// Calls fn(T{}) with the type a float tensor computes in.
+template <typename Fn> void withFloatCompute(DType type, Fn &&fn) {
+  if (type == DType::F64)
+    fn(double());
+  else
+    fn(float());
+}
+
+/// Calls fn(T{}) with the type an arithmetic tensor computes in; i1 is a
+/// mask, not a number.
+template <typename Fn>
+void withNumericCompute(const std::string &op, const Tensor &t, Fn &&fn) {
+  switch (t.dtype) {
+  case DType::F64: fn(double()); return;
+  case DType::F32:
+  case DType::F16:
+  case DType::BF16: fn(float()); return;
+  case DType::I32: fn(int32_t()); return;
+  case DType::I64: fn(int64_t()); return;
+  case DType::I1: break;
+  }
+  fail(op, "i1 tensors are masks, not numbers: " + typeStr(t));
+}
+
+// Integer arithmetic wraps like the hardware instead of being undefined.
+template <typename T> T wrapAdd(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return T(U(a) + U(b));
+  } else {
+    return a + b;
+  }
+}
+template <typename T> T wrapSub(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return T(U(a) - U(b));
+  } else {
+    return a - b;
+  }
+}
+template <typename T> T wrapMul(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return T(U(a) * U(b));
+  } else {
+    return a * b;
+  }
+}
+template <typename T> T wrapNeg(T a) { return wrapSub(T(0), a); }
+
+template <typename T> bool isNaN(T x) {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::isnan(x);
+  else
+    return false;
+}
+
+// max/min propagate NaN (a NaN anywhere in a reduction shows in its result).
+template <typename T> T maxOf(T a, T b) { return a > b || isNaN(a) ? a : b; }
+template <typename T> T minOf(T a, T b) { return a < b || isNaN(a) ? a : b; }
+
+template <typename T> T lowestValue() {
+  if constexpr (std::numeric_limits<T>::has_infinity)
+    return -std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::lowest();
+}
+template <typename T> T highestValue() {
+  if constexpr (std::numeric_limits<T>::has_infinity)
+    return std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::max();
+}
+
+//===----------------------------------------------------------------------===//
+// Index walking
+//===----------------------------------------------------------------------===//
+
+std::vector<int64_t> rowMajorStrides(const Shape &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+/// Calls fn(a, b) for every index of `shape` in row-major order, with a and
+/// b the index's dot products with `stridesA` and `stridesB`. The innermost
+/// dim is a plain loop so fn inlines into it.
+template <typename Fn>
+void forEachIndex(const Shape &shape, const std::vector<int64_t> &stridesA,
+                  const std::vector<int64_t> &stridesB, Fn &&fn) {
+  if (numElements(shape) == 0)
+    return;
+  size_t rank = shape.size();
+  if (rank == 0) {
+    fn(int64_t(0), int64_t(0));
+    return;
+  }
+  std::vector<int64_t> index(rank, 0);
+  int64_t a = 0, b = 0;
+  const int64_t inner = shape[rank - 1];
+  const int64_t innerA = stridesA[rank - 1], innerB = stridesB[rank - 1];
+  while (true) {
+    for (int64_t i = 0; i < inner; ++i)
+      fn(a + i * innerA, b + i * innerB);
+    size_t d = rank - 1;
+    while (true) {
+      if (d == 0)
+        return;
+      --d;
+      if (++index[d] < shape[d]) {
+        a += stridesA[d];
+        b += stridesB[d];
+        break;
+      }
+      a -= (shape[d] - 1) * stridesA[d];
+      b -= (shape[d] - 1) * stridesB[d];
+      index[d] = 0;
+    }
+  }
+}
+
+/// Calls fn(std::integral_constant<size_t, W>) for an element width, so
+/// byte-moving loops copy fixed-size words.
+template <typename Fn> void withWidth(size_t bytes, Fn &&fn) {
+  switch (bytes) {
+  case 1: fn(std::integral_constant<size_t, 1>()); return;
+  case 2: fn(std::integral_constant<size_t, 2>()); return;
+  case 4: fn(std::integral_constant<size_t, 4>()); return;
+  default: fn(std::integral_constant<size_t, 8>()); return;
+  }
+}
+
+/// out[i...] = src[offset + i... . srcStrides] (strides in elements),
+/// moving element bytes unchanged. Serves broadcast, transpose and slice.
+void gatherElements(const Tensor &src, int64_t offset,
+                    const std::vector<int64_t> &srcStrides, Tensor &out) {
+  std::vector<int64_t> outStrides = rowMajorStrides(out.shape);
+  const char *from = static_cast<const char *>(src.data);
+  char *to = static_cast<char *>(out.data);
+  withWidth(dtypeBytes(out.dtype), [&](auto width) {
+    constexpr size_t W = decltype(width)::value;
+    forEachIndex(out.shape, srcStrides, outStrides, [&](int64_t a, int64_t b) {
+      std::memcpy(to + b * W, from + (offset + a) * W, W);
+    });
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// BLAS
+//===----------------------------------------------------------------------===//
+
+blasint blasDim(const std::string &op, int64_t value) {
+  if (value > int64_t(std::numeric_limits<blasint>::max()))
+    fail(op, "size " + std::to_string(value) + " is too large for BLAS");
+  return blasint(value);
+}
+
+// Row-major C[m, n] = alpha * A[m, k] * op(B) with op(B) = B[k, n], or B[n, k]
+// transposed; leading dims let callers address strided sub-matrices.
+void gemm(bool transB, blasint m, blasint n, blasint k, float alpha,
+          const float *a, blasint lda, const float *b, blasint ldb, float *c,
+          blasint ldc) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
+              m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
+}
+void gemm(bool transB, blasint m, blasint n, blasint k, double alpha,
+          const double *a, blasint lda, const double *b, blasint ldb, double *c,
+          blasint ldc) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
+              m, n, k, alpha, a, lda, b, ldb, 0.0, c, ldc);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise helpers
+//===----------------------------------------------------------------------===//
+
+const char *binaryName(BinaryKind kind) {
+  switch (kind) {
+  case BinaryKind::Add: return "add";
+  case BinaryKind::Sub: return "sub";
+  case BinaryKind::Mul: return "mul";
+  case BinaryKind::Div: return "div";
+  case BinaryKind::Max: return "max";
+  case BinaryKind::Min: return "min";
+  }
+  return "binary";
+}
+
+const char *unaryName(UnaryKind kind) {
+  switch (kind) {
+  case UnaryKind::Neg: return "neg";
+  case UnaryKind::Exp: return "exp";
+  case UnaryKind::Log: return "log";
+  case UnaryKind::Tanh: return "tanh";
+  case UnaryKind::Sqrt: return "sqrt";
+  case UnaryKind::Rsqrt: return "rsqrt";
+  case UnaryKind::Gelu: return "gelu";
+  case UnaryKind::Silu: return "silu";
+  case UnaryKind::Relu: return "relu";
+  case UnaryKind::Sigmoid: return "sigmoid";
+  }
+  return "unary";
+}
+
+template <typename T, typename Fn>
+void mapBinary(const Tensor &lhs, const Tensor &rhs, Tensor &out, Fn fn) {
+  Input<T> a(lhs), b(rhs);
+  Output<T> r(out);
+  const T *pa = a.data(), *pb = b.data();
+  T *pr = r.data();
+  for (int64_t i = 0, n = out.size(); i < n; ++i)
+    pr[i] = fn(pa[i], pb[i]);
+  r.commit();
+}
+
+template <typename T>
+void binaryAs(BinaryKind kind, const Tensor &lhs, const Tensor &rhs,
+              Tensor &out) {
+  switch (kind) {
+  case BinaryKind::Add:
+    return mapBinary<T>(lhs, rhs, out, [](T a, T b) { return wrapAdd(a, b); });
+  case BinaryKind::Sub:
+    return mapBinary<T>(lhs, rhs, out, [](T a, T b) { return wrapSub(a, b); });
+  case BinaryKind::Mul:
+    return mapBinary<T>(lhs, rhs, out, [](T a, T b) { return wrapMul(a, b); });
+  case BinaryKind::Div:
+    return mapBinary<T>(lhs, rhs, out, [](T a, T b) -> T {
+      if constexpr (std::is_integral_v<T>) {
+        // x / 0 and INT_MIN / -1 trap on x86; give 0 and the wrapped value.
+        if (b == 0)
+          return 0;
+        if (b == -1)
+          return wrapNeg(a);
+      }
+      return a / b;
+    });
+  case BinaryKind::Max:
+    return mapBinary<T>(lhs, rhs, out, [](T a, T b) { return maxOf(a, b); });
+  case BinaryKind::Min:
+    return mapBinary<T>(lhs, rhs, out, [](T a, T b) { return minOf(a, b); });
+  }
+}
+
+template <typename T, typename Fn>
+void mapUnary(const Tensor &input, Tensor &out, Fn fn) {
+  Input<T> x(input);
+  Output<T> r(out);
+  const T *px = x.data();
+  T *pr = r.data();
+  for (int64_t i = 0, n = out.size(); i < n; ++i)
+    pr[i] = fn(px[i]);
+  r.commit();
+}
+
+template <typename T>
+void unaryAs(UnaryKind kind, const Tensor &input, Tensor &out) {
+  if constexpr (std::is_integral_v<T>) {
+    if (kind == UnaryKind::Neg)
+      return mapUnary<T>(input, out, [](T x) { return wrapNeg(x); });
+    if (kind == UnaryKind::Relu)
+      return mapUnary<T>(input, out, [](T x) { return x > 0 ? x : T(0); });
+    fail(unaryName(kind),
+         "is not defined on integer tensors, got " + typeStr(input));
+  } else {
+    switch (kind) {
+    case UnaryKind::Neg: return mapUnary<T>(input, out, [](T x) { return -x; });
+    case UnaryKind::Exp:
+      return mapUnary<T>(input, out, [](T x) { return std::exp(x); });
+    case UnaryKind::Log:
+      return mapUnary<T>(input, out, [](T x) { return std::log(x); });
+    case UnaryKind::Tanh:
+      return mapUnary<T>(input, out, [](T x) { return std::tanh(x); });
+    case UnaryKind::Sqrt:
+      return mapUnary<T>(input, out, [](T x) { return std::sqrt(x); });
+    case UnaryKind::Rsqrt:
+      return mapUnary<T>(input, out, [](T x) { return T(1) / std::sqrt(x); });
+    case UnaryKind::Gelu:
+      return mapUnary<T>(input, out, [](T x) {
+        const T k = T(0.7978845608028654); // sqrt(2 / pi)
+        const T inner = k * (x + T(0.044715) * x * x * x);
+        return T(0.5) * x * (T(1) + std::tanh(inner));
+      });
+    case UnaryKind::Silu:
+      return mapUnary<T>(input, out,
+                         [](T x) { return x / (T(1) + std::exp(-x)); });
+    case UnaryKind::Relu:
+      // Written as a comparison so NaN stays NaN.
+      return mapUnary<T>(input, out, [](T x) { return x < 0 ? T(0) : x; });
+    case UnaryKind::Sigmoid:
+      return mapUnary<T>(input, out,
+                         [](T x) { return T(1) / (T(1) + std::exp(-x)); });
+    }
+  }
+}
+
+template <typename T>
+void compareAs(CompareKind kind, const Tensor &lhs, const Tensor &rhs,
+               Tensor &out) {
+  Input<T> a(lhs), b(rhs);
+  auto *r = static_cast<uint8_t *>(out.data);
+  const int64_t n = out.size();
+  auto run = [&](auto pred) {
+    for (int64_t i = 0; i < n; ++i)
+      r[i] = pred(a[i], b[i]) ? 1 : 0;
+  };
+  switch (kind) {
+  case CompareKind::Eq: return run([](T x, T y) { return x == y; });
+  case CompareKind::Ne: return run([](T x, T y) { return x != y; });
+  case CompareKind::Lt: return run([](T x, T y) { return x < y; });
+  case CompareKind::Le: return run([](T x, T y) { return x <= y; });
+  case CompareKind::Gt: return run([](T x, T y) { return x > y; });
+  case CompareKind::Ge: return run([](T x, T y) { return x >= y; });
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Reduction helpers
+//===----------------------------------------------------------------------===//
+
+/// Accumulates `input` into `outSize` slots; input element at linear offset
+/// a lands in slot b of forEachIndex's (a, b) pairs with `toOut` strides.
+template <typename T, typename Acc>
+std::vector<Acc> accumulate(ReduceKind kind, const Tensor &input,
+                            const std::vector<int64_t> &toOut,
+                            int64_t outSize) {
+  Input<T> x(input);
+  std::vector<int64_t> inStrides = rowMajorStrides(input.shape);
+  auto run = [&](Acc init, auto combine) {
+    std::vector<Acc> acc(outSize, init);
+    forEachIndex(input.shape, inStrides, toOut, [&](int64_t a, int64_t b) {
+      acc[b] = combine(acc[b], Acc(x[a]));
+    });
+    return acc;
+  };
+  switch (kind) {
+  case ReduceKind::Max:
+    return run(lowestValue<Acc>(), [](Acc s, Acc v) { return maxOf(s, v); });
+  case ReduceKind::Min:
+    return run(highestValue<Acc>(), [](Acc s, Acc v) { return minOf(s, v); });
+  case ReduceKind::Sum:
+  case ReduceKind::Mean: break;
+  }
+  return run(Acc(0), [](Acc s, Acc v) { return wrapAdd(s, v); });
+}
+
+//===----------------------------------------------------------------------===//
+// Contraction helpers
+//===----------------------------------------------------------------------===//
+
+/// `t` as contiguous T with its dims reordered by `perm`; borrows `t`'s
+/// buffer when that is already the layout and type wanted.
+template <typename T>
+const T *packPermuted(const Tensor &t, const std::vector<int64_t> &perm,
+                      std::vector<T> &storage) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i)
+    identity &= perm[i] == int64_t(i);
+  if (identity && t.dtype == dtypeOf<T>())
+    return static_cast<const T *>(t.data);
+  storage.resize(t.size());
+  if (identity) {
+    convertBuffer(t.dtype, t.data, dtypeOf<T>(), storage.data(), t.size());
+    return storage.data();
+  }
+  Input<T> values(t);
+  std::vector<int64_t> strides = rowMajorStrides(t.shape);
+  Shape shape;
+  std::vector<int64_t> srcStrides, dstStrides;
+  for (int64_t d : perm) {
+    shape.push_back(t.shape[d]);
+    srcStrides.push_back(strides[d]);
+  }
+  dstStrides = rowMajorStrides(shape);
+  const T *src = values.data();
+  T *dst = storage.data();
+  forEachIndex(shape, srcStrides, dstStrides,
+               [&](int64_t a, int64_t b) { dst[b] = src[a]; });
+  return storage.data();
+}
+
+template <typename T>
+void dotAs(const Tensor &lhs, const Tensor &rhs,
+           const std::vector<int64_t> &lhsPerm,
+           const std::vector<int64_t> &rhsPerm, int64_t batch, int64_t m,
+           int64_t k, int64_t n, Tensor &out) {
+  const char *op = "dot";
+  Output<T> result(out);
+  T *c = result.data();
+  if (batch * m * n == 0)
+    return;
+  if (k == 0) {
+    std::fill(c, c + batch * m * n, T(0));
+    result.commit();
+    return;
+  }
+  std::vector<T> lhsStorage, rhsStorage;
+  const T *a = packPermuted<T>(lhs, lhsPerm, lhsStorage);
+  const T *b = packPermuted<T>(rhs, rhsPerm, rhsStorage);
+  blasint bm = blasDim(op, m), bn = blasDim(op, n), bk = blasDim(op, k);
+  for (int64_t i = 0; i < batch; ++i)
+    gemm(/*transB=*/false, bm, bn, bk, T(1), a + i * m * k, bk, b + i * k * n,
+         bn, c + i * m * n, bn);
+  result.commit();
+}
+
+//===----------------------------------------------------------------------===//
+// Neural-network helpers
+//===----------------------------------------------------------------------===//
+
+/// Softmax along the middle dim of input viewed as [outer, len, inner]; the
+/// inner positions are processed side by side so memory is read in order.
+template <typename T>
+void softmaxAs(const Tensor &input, int64_t dim, Tensor &out) {
+  Input<T> x(input);
+  Output<T> y(out);
+  const int64_t len = input.shape[dim];
+  const int64_t inner = product(input.shape, dim + 1, input.shape.size());
+  const int64_t outer = product(input.shape, 0, dim);
+  if (len * inner == 0)
+    return;
+  std::vector<T> rowMax(inner);
+  std::vector<double> sum(inner);
+  for (int64_t o = 0; o < outer; ++o) {
+    const T *xs = x.data() + o * len * inner;
+    T *ys = y.data() + o * len * inner;
+    std::fill(rowMax.begin(), rowMax.end(), lowestValue<T>());
+    for (int64_t l = 0; l < len; ++l)
+      for (int64_t i = 0; i < inner; ++i)
+        rowMax[i] = std::max(rowMax[i], xs[l * inner + i]);
+    std::fill(sum.begin(), sum.end(), 0.0);
+    for (int64_t l = 0; l < len; ++l)
+      for (int64_t i = 0; i < inner; ++i) {
+        T e = std::exp(xs[l * inner + i] - rowMax[i]);
+        ys[l * inner + i] = e;
+        sum[i] += e;
+      }
+    for (int64_t l = 0; l < len; ++l)
+      for (int64_t i = 0; i < inner; ++i)
+        ys[l * inner + i] = T(ys[l * inner + i] / sum[i]);
+  }
+  y.commit();
+}
+
+/// Rows of the last dim, for the normalizations.
+struct Rows {
+  int64_t count, width;
+};
+Rows rowsOf(const Tensor &t) {
+  int64_t width = t.shape.back();
+  return {width ? t.size() / width : 0, width};
+}
+
+template <typename T>
+void layerNormAs(const Tensor &input, const Tensor &gamma, const Tensor &beta,
+                 float epsilon, Tensor &out) {
+  Input<T> x(input), g(gamma), b(beta);
+  Output<T> y(out);
+  Rows rows = rowsOf(input);
+  for (int64_t r = 0; r < rows.count; ++r) {
+    const T *xr = x.data() + r * rows.width;
+    T *yr = y.data() + r * rows.width;
+    double sum = 0;
+    for (int64_t i = 0; i < rows.width; ++i)
+      sum += xr[i];
+    const double mean = sum / double(rows.width);
+    // Two passes: E[x^2] - E[x]^2 cancels badly when |mean| >> std.
+    double squares = 0;
+    for (int64_t i = 0; i < rows.width; ++i) {
+      double d = xr[i] - mean;
+      squares += d * d;
+    }
+    const T rstd = T(1.0 / std::sqrt(squares / double(rows.width) + epsilon));
+    const T m = T(mean);
+    for (int64_t i = 0; i < rows.width; ++i)
+      yr[i] = (xr[i] - m) * rstd * g[i] + b[i];
+  }
+  y.commit();
+}
+
+template <typename T>
+void rmsNormAs(const Tensor &input, const Tensor &gamma, float epsilon,
+               Tensor &out) {
+  Input<T> x(input), g(gamma);
+  Output<T> y(out);
+  Rows rows = rowsOf(input);
+  for (int64_t r = 0; r < rows.count; ++r) {
+    const T *xr = x.data() + r * rows.width;
+    T *yr = y.data() + r * rows.width;
+    double squares = 0;
+    for (int64_t i = 0; i < rows.width; ++i)
+      squares += double(xr[i]) * double(xr[i]);
+    const T rms = T(1.0 / std::sqrt(squares / double(rows.width) + epsilon));
+    for (int64_t i = 0; i < rows.width; ++i)
+      yr[i] = xr[i] * rms * g[i];
+  }
+  y.commit();
+}
+
+/// Per (batch, head): scores = scale * Q K^T and out = P V as two GEMMs on
+/// strided views of the [B, S, H, D] layouts (the leading dim skips the
+/// other heads), with the masked softmax in between.
+template <typename T>
+void attentionAs(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
+                 float scale, int64_t positionOffset, Tensor &out) {
+  const char *op = "attention";
+  const int64_t batch = q.shape[0], seq = q.shape[1], heads = q.shape[2],
+                dim = q.shape[3];
+  const int64_t keys = k.shape[1], kvHeads = k.shape[2];
+  const int64_t group = heads / kvHeads;
+  Output<T> o(out);
+  if (out.size() == 0)
+    return;
+  if (keys == 0) {
+    // No key to attend to: every row is fully masked.
+    std::fill(o.data(), o.data() + out.size(), T(0));
+    o.commit();
+    return;
+  }
+  Input<T> qv(q), kv(k), vv(v);
+  const blasint bs = blasDim(op, seq), bt = blasDim(op, keys),
+                bd = blasDim(op, dim);
+  const blasint qld = blasDim(op, heads * dim),
+                kvld = blasDim(op, kvHeads * dim);
+  // Offsets beyond these bounds behave like the bounds; clamping keeps
+  // s + offset from overflowing.
+  const int64_t offset = std::clamp<int64_t>(positionOffset, -seq - 1, keys);
+  std::vector<T> probs(seq * keys);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t hk = h / group;
+      const T *qp = qv.data() + (b * seq * heads + h) * dim;
+      const T *kp = kv.data() + (b * keys * kvHeads + hk) * dim;
+      const T *vp = vv.data() + (b * keys * kvHeads + hk) * dim;
+      T *outHead = o.data() + (b * seq * heads + h) * dim;
+      gemm(/*transB=*/true, bs, bt, bd, T(scale), qp, qld, kp, kvld,
+           probs.data(), bt);
+      for (int64_t s = 0; s < seq; ++s) {
+        T *row = probs.data() + s * keys;
+        const int64_t visible =
+            causal ? std::clamp<int64_t>(s + offset + 1, 0, keys) : keys;
+        if (visible == 0) {
+          std::fill(row, row + keys, T(0));
+          continue;
+        }
+        T rowMax = *std::max_element(row, row + visible);
+        double sum = 0;
+        for (int64_t t = 0; t < visible; ++t) {
+          row[t] = std::exp(row[t] - rowMax);
+          sum += row[t];
+        }
+        const T inv = T(1.0 / sum);
+        for (int64_t t = 0; t < visible; ++t)
+          row[t] *= inv;
+        std::fill(row + visible, row + keys, T(0));
+      }
+      gemm(/*transB=*/false, bs, bd, bt, T(1), probs.data(), bt, vp, kvld,
+           outHead, qld);
+    }
+  }
+  o.commit();
+}
+
+template <typename T>
+void ropeAs(const Tensor &input, float theta, int64_t positionOffset,
+            Tensor &out) {
+  Input<T> x(input);
+  Output<T> y(out);
+  const int64_t batch = input.shape[0], seq = input.shape[1],
+                heads = input.shape[2], dim = input.shape[3];
+  const int64_t half = dim / 2;
+  // Angles in double: p * theta^(-2i/D) loses digits in f32 at long
+  // positions, and the table is computed once per call.
+  std::vector<T> cosTable(seq * half), sinTable(seq * half);
+  for (int64_t s = 0; s < seq; ++s) {
+    const double position = double(s) + double(positionOffset);
+    for (int64_t i = 0; i < half; ++i) {
+      double angle =
+          position * std::pow(double(theta), -2.0 * double(i) / double(dim));
+      cosTable[s * half + i] = T(std::cos(angle));
+      sinTable[s * half + i] = T(std::sin(angle));
+    }
+  }
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t s = 0; s < seq; ++s)
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t base = ((b * seq + s) * heads + h) * dim;
+        const T *xs = x.data() + base;
+        T *ys = y.data() + base;
+        const T *c = cosTable.data() + s * half;
+        const T *sn = sinTable.data() + s * half;
+        for (int64_t i = 0; i < half; ++i) {
+          const T lo = xs[i], hi = xs[i + half];
+          ys[i] = lo * c[i] - hi * sn[i];
+          ys[i + half] = lo * sn[i] + hi * c[i];
+        }
+      }
+  y.commit();
+}
+
+/// Shared checks of the optimizers' 0-d operands.
+void checkScalarOperand(const std::string &op, const std::string &name,
+                        const Tensor &t, bool floatOnly) {
+  checkRank(op, name, t, 0);
+  if (floatOnly ? !isFloat(t.dtype) : t.dtype == DType::I1)
+    fail(op, name + " must be a 0-d " +
+                 (floatOnly ? "float" : "float or integer") + " tensor, got " +
+                 typeStr(t));
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+void binary(BinaryKind kind, const Tensor &lhs, const Tensor &rhs,
+            Tensor &out) {
+  const std::string op = binaryName(kind);
+  checkTensor(op, "lhs", lhs);
+  checkTensor(op, "rhs", rhs);
+  checkTensor(op, "out", out);
+  checkSameType(op, "lhs", lhs, "out", out);
+  checkSameType(op, "rhs", rhs, "out", out);
+  withNumericCompute(
+      op, out, [&](auto tag) { binaryAs<decltype(tag)>(kind, lhs, rhs, out); });
+}
+
+void unary(UnaryKind kind, const Tensor &input, Tensor &out) {
+  const std::string op = unaryName(kind);
+  checkTensor(op, "input", input);
+  checkTensor(op, "out", out);
+  checkSameType(op, "input", input, "out", out);
+  withNumericCompute(
+      op, out, [&](auto tag) { unaryAs<decltype(tag)>(kind, input, out); });
+}
+
+void compare(CompareKind kind, const Tensor &lhs, const Tensor &rhs,
+             Tensor &out) {
+  const std::string op = "compare";
+  checkTensor(op, "lhs", lhs);
+  checkTensor(op, "rhs", rhs);
+  checkTensor(op, "out", out);
+  checkSameType(op, "lhs", lhs, "rhs", rhs);
+  if (out.dtype != DType::I1)
+    fail(op, "out must be i1, got " + typeStr(out));
+  checkSameShape(op, "lhs", lhs, "out", out);
+  withNumericCompute(op, lhs, [&](auto tag) {
+    compareAs<decltype(tag)>(kind, lhs, rhs, out);
+  });
+}
+
+void select(const Tensor &pred, const Tensor &onTrue, const Tensor &onFalse,
+            Tensor &out) {
+  const std::string op = "select";
+  checkTensor(op, "pred", pred);
+  checkTensor(op, "on_true", onTrue);
+  checkTensor(op, "on_false", onFalse);
+  checkTensor(op, "out", out);
+  if (pred.dtype != DType::I1)
+    fail(op, "pred must be i1, got " + typeStr(pred));
+  checkSameShape(op, "pred", pred, "out", out);
+  checkSameType(op, "on_true", onTrue, "out", out);
+  checkSameType(op, "on_false", onFalse, "out", out);
+  const auto *p = static_cast<const uint8_t *>(pred.data);
+  const auto *t = static_cast<const char *>(onTrue.data);
+  const auto *f = static_cast<const char *>(onFalse.data);
+  auto *o = static_cast<char *>(out.data);
+  const int64_t n = out.size();
+  withWidth(dtypeBytes(out.dtype), [&](auto width) {
+    constexpr size_t W = decltype(width)::value;
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(o + i * W, (p[i] ? t : f) + i * W, W);
+  });
+}
+
+void convert(const Tensor &input, Tensor &out) {
+  const std::string op = "convert";
+  checkTensor(op, "input", input);
+  checkTensor(op, "out", out);
+  checkSameShape(op, "input", input, "out", out);
+  convertBuffer(input.dtype, input.data, out.dtype, out.data, out.size());
+}
+
+//===----------------------------------------------------------------------===//
+// Structural
+//===----------------------------------------------------------------------===//
+
+void broadcast(const Tensor &input, const std::vector<int64_t> &dims,
+               Tensor &out) {
+  const std::string op = "broadcast";
+  checkTensor(op, "input", input);
+  checkTensor(op, "out", out);
+  checkSameDType(op, "input", input, "out", out);
+  if (dims.size() != input.shape.size())
+    fail(op, "dims " + listStr(dims) + " need one entry per dimension of " +
+                 typeStr(input));
+  checkDimList(op, "dims", dims, out.shape.size());
+  std::vector<int64_t> inStrides = rowMajorStrides(input.shape);
+  // Unmapped and expanded out dims read the same input element: stride 0.
+  std::vector<int64_t> srcStrides(out.shape.size(), 0);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int64_t inSize = input.shape[i], outSize = out.shape[dims[i]];
+    if (inSize != outSize && inSize != 1)
+      fail(op, "input dim " + std::to_string(i) + " of size " +
+                   std::to_string(inSize) + " cannot broadcast to out dim " +
+                   std::to_string(dims[i]) + " of size " +
+                   std::to_string(outSize) + " (" + typeStr(input) + " to " +
+                   typeStr(out) + ")");
+    if (inSize != 1)
+      srcStrides[dims[i]] = inStrides[i];
+  }
+  gatherElements(input, 0, srcStrides, out);
+}
+
+void reduce(ReduceKind kind, const Tensor &input,
+            const std::vector<int64_t> &dims, Tensor &out) {
+  const std::string op = "reduce";
+  checkTensor(op, "input", input);
+  checkTensor(op, "out", out);
+  checkSameDType(op, "input", input, "out", out);
+  if (kind == ReduceKind::Mean && !isFloat(input.dtype))
+    fail(op, "mean needs a float tensor, got " + typeStr(input));
+  const size_t rank = input.shape.size();
+  std::vector<bool> reduced = checkDimList(op, "dims", dims, rank);
+  Shape kept;
+  int64_t count = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    if (reduced[d])
+      count *= input.shape[d];
+    else
+      kept.push_back(input.shape[d]);
+  }
+  if (out.shape != kept)
+    fail(op, "reducing " + typeStr(input) + " over dims " + listStr(dims) +
+                 " gives " + shapeDesc(kept) + ", but out is " + typeStr(out));
+  // Reduced dims map to stride 0: all their elements land in one slot.
+  std::vector<int64_t> outStrides = rowMajorStrides(out.shape), toOut(rank, 0);
+  for (size_t d = 0, j = 0; d < rank; ++d)
+    if (!reduced[d])
+      toOut[d] = outStrides[j++];
+  const int64_t outSize = out.size();
+  withNumericCompute(op, input, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      std::vector<double> acc =
+          accumulate<T, double>(kind, input, toOut, outSize);
+      if (kind == ReduceKind::Mean)
+        for (double &value : acc)
+          value /= double(count);
+      convertBuffer(DType::F64, acc.data(), out.dtype, out.data, outSize);
+    } else {
+      std::vector<T> acc = accumulate<T, T>(kind, input, toOut, outSize);
+      convertBuffer(dtypeOf<T>(), acc.data(), out.dtype, out.data, outSize);
+    }
+  });
+}
+
+void transpose(const Tensor &input, const std::vector<int64_t> &perm,
+               Tensor &out) {
+  const std::string op = "transpose";
+  checkTensor(op, "input", input);
+  checkTensor(op, "out", out);
+  checkSameDType(op, "input", input, "out", out);
+  if (perm.size() != input.shape.size())
+    fail(op, "perm " + listStr(perm) + " needs one entry per dimension of " +
+                 typeStr(input));
+  checkDimList(op, "perm", perm, perm.size());
+  std::vector<int64_t> inStrides = rowMajorStrides(input.shape), srcStrides;
+  Shape expected;
+  for (int64_t d : perm) {
+    expected.push_back(input.shape[d]);
+    srcStrides.push_back(inStrides[d]);
+  }
+  if (out.shape != expected)
+    fail(op, "permuting " + typeStr(input) + " by " + listStr(perm) +
+                 " gives " + shapeDesc(expected) + ", but out is " +
+                 typeStr(out));
+  gatherElements(input, 0, srcStrides, out);
+}
+
+void reshape(const Tensor &input, Tensor &out) {
+  const std::string op = "reshape";
+  checkTensor(op, "input", input);
+  checkTensor(op, "out", out);
+  checkSameDType(op, "input", input, "out", out);
+  if (input.size() != out.size())
+    fail(op, "cannot reshape " + typeStr(input) + " (" +
+                 std::to_string(input.size()) + " elements) to " +
+                 typeStr(out) + " (" + std::to_string(out.size()) +
+                 " elements)");
+  if (out.size() > 0)
+    std::memmove(out.data, input.data, out.bytes());
+}
+
+void slice(const Tensor &input, const std::vector<int64_t> &starts,
+           const std::vector<int64_t> &strides, Tensor &out) {
+  const std::string op = "slice";
+  checkTensor(op, "input", input);
+  checkTensor(op, "out", out);
+  checkSameDType(op, "input", input, "out", out);
+  const size_t rank = input.shape.size();
+  if (out.shape.size() != rank || starts.size() != rank ||
+      strides.size() != rank)
+    fail(op, "input " + typeStr(input) + ", out " + typeStr(out) + ", starts " +
+                 listStr(starts) + " and strides " + listStr(strides) +
+                 " must agree on the rank");
+  std::vector<int64_t> inStrides = rowMajorStrides(input.shape);
+  std::vector<int64_t> srcStrides(rank);
+  int64_t offset = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t size = input.shape[d], extent = out.shape[d];
+    const int64_t start = starts[d], stride = strides[d];
+    if (stride < 1)
+      fail(op, "stride of dim " + std::to_string(d) +
+                   " must be positive, got " + std::to_string(stride));
+    // The last element read is start + (extent - 1) * stride; the division
+    // form cannot overflow.
+    const bool inBounds =
+        start >= 0 &&
+        (extent == 0
+             ? start <= size
+             : start < size && extent - 1 <= (size - 1 - start) / stride);
+    if (!inBounds)
+      fail(op, "dim " + std::to_string(d) + " of size " + std::to_string(size) +
+                   " cannot give " + std::to_string(extent) +
+                   " elements from " + std::to_string(start) + " with stride " +
+                   std::to_string(stride) + " (input " + typeStr(input) +
+                   ", out " + typeStr(out) + ")");
+    if (extent > 0)
+      offset += start * inStrides[d];
+    // A single element never steps, and a huge stride could overflow.
+    srcStrides[d] = extent > 1 ? stride * inStrides[d] : 0;
+  }
+  if (out.size() > 0)
+    gatherElements(input, offset, srcStrides, out);
+}
+
+void concat(const std::vector<Tensor> &inputs, int64_t dim, Tensor &out) {
+  const std::string op = "concat";
+  checkTensor(op, "out", out);
+  if (inputs.empty())
+    fail(op, "needs at least one input");
+  const size_t rank = out.shape.size();
+  if (dim < 0 || dim >= int64_t(rank))
+    fail(op, "dim " + std::to_string(dim) + " is outside the rank of out " +
+                 typeStr(out));
+  int64_t total = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor &in = inputs[i];
+    const std::string name = "input #" + std::to_string(i);
+    checkTensor(op, name, in);
+    checkSameDType(op, name, in, "out", out);
+    bool matches = in.shape.size() == rank;
+    for (size_t d = 0; matches && d < rank; ++d)
+      matches = int64_t(d) == dim || in.shape[d] == out.shape[d];
+    if (!matches)
+      fail(op, name + " " + typeStr(in) + " does not match out " +
+                   typeStr(out) + " outside dim " + std::to_string(dim));
+    total += in.shape[dim];
+  }
+  if (total != out.shape[dim])
+    fail(op, "inputs add up to " + std::to_string(total) + " along dim " +
+                 std::to_string(dim) + " but out " + typeStr(out) + " has " +
+                 std::to_string(out.shape[dim]));
+  const int64_t outer = product(out.shape, 0, dim);
+  const int64_t innerBytes =
+      product(out.shape, dim + 1, rank) * int64_t(dtypeBytes(out.dtype));
+  char *dst = static_cast<char *>(out.data);
+  for (int64_t o = 0; o < outer; ++o)
+    for (const Tensor &in : inputs) {
+      const int64_t chunk = in.shape[dim] * innerBytes;
+      if (chunk == 0)
+        continue;
+      std::memcpy(dst, static_cast<const char *>(in.data) + o * chunk, chunk);
+      dst += chunk;
+    }
+}
+
+void fill(Tensor &out, double value) {
+  const std::string op = "fill";
+  checkTensor(op, "out", out);
+  // Casting a double the integer cannot hold is undefined behaviour.
+  const double whole = std::trunc(value);
+  const bool fits =
+      out.dtype == DType::I32 ? whole >= -2147483648.0 && whole < 2147483648.0
+      : out.dtype == DType::I64
+          ? whole >= -9223372036854775808.0 && whole < 9223372036854775808.0
+          : true;
+  if (!fits)
+    fail(op,
+         "value " + std::to_string(value) + " does not fit " + typeStr(out));
+  unsigned char word[8];
+  storeElement(out.dtype, word, 0, value);
+  auto *dst = static_cast<unsigned char *>(out.data);
+  const int64_t n = out.size();
+  withWidth(dtypeBytes(out.dtype), [&](auto width) {
+    constexpr size_t W = decltype(width)::value;
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(dst + i * W, word, W);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Contraction
+//===----------------------------------------------------------------------===//
+
+void dot(const Tensor &lhs, const Tensor &rhs,
+         const std::vector<int64_t> &lhsBatch,
+         const std::vector<int64_t> &rhsBatch,
+         const std::vector<int64_t> &lhsContract,
+         const std::vector<int64_t> &rhsContract, Tensor &out) {
+  const std::string op = "dot";
+  checkTensor(op, "lhs", lhs);
+  checkTensor(op, "rhs", rhs);
+  checkTensor(op, "out", out);
+  checkFloat(op, "lhs", lhs);
+  checkSameDType(op, "lhs", lhs, "rhs", rhs);
+  checkSameDType(op, "lhs", lhs, "out", out);
+  if (lhsBatch.size() != rhsBatch.size())
+    fail(op, "lhs batch dims " + listStr(lhsBatch) + " and rhs batch dims " +
+                 listStr(rhsBatch) + " must pair up");
+  if (lhsContract.size() != rhsContract.size())
+    fail(op, "lhs contracting dims " + listStr(lhsContract) +
+                 " and rhs contracting dims " + listStr(rhsContract) +
+                 " must pair up");
+  std::vector<int64_t> lhsUsed = lhsBatch, rhsUsed = rhsBatch;
+  lhsUsed.insert(lhsUsed.end(), lhsContract.begin(), lhsContract.end());
+  rhsUsed.insert(rhsUsed.end(), rhsContract.begin(), rhsContract.end());
+  std::vector<bool> lhsMask =
+      checkDimList(op, "lhs batch+contracting dims", lhsUsed, lhs.shape.size());
+  std::vector<bool> rhsMask =
+      checkDimList(op, "rhs batch+contracting dims", rhsUsed, rhs.shape.size());
+  auto checkPairs = [&](const char *what, const std::vector<int64_t> &l,
+                        const std::vector<int64_t> &r) {
+    for (size_t i = 0; i < l.size(); ++i)
+      if (lhs.shape[l[i]] != rhs.shape[r[i]])
+        fail(op, std::string("lhs ") + what + " dim " + std::to_string(l[i]) +
+                     " has size " + std::to_string(lhs.shape[l[i]]) +
+                     " but rhs dim " + std::to_string(r[i]) + " has size " +
+                     std::to_string(rhs.shape[r[i]]) + " (lhs " + typeStr(lhs) +
+                     ", rhs " + typeStr(rhs) + ")");
+  };
+  checkPairs("batch", lhsBatch, rhsBatch);
+  checkPairs("contracting", lhsContract, rhsContract);
+
+  // Packed layouts: lhs [batch, free, contract] = [B, M, K] and rhs
+  // [batch, contract, free] = [B, K, N].
+  std::vector<int64_t> lhsPerm = lhsBatch, rhsPerm = rhsBatch;
+  rhsPerm.insert(rhsPerm.end(), rhsContract.begin(), rhsContract.end());
+  Shape expected;
+  int64_t batch = 1, m = 1, k = 1, n = 1;
+  for (int64_t d : lhsBatch) {
+    expected.push_back(lhs.shape[d]);
+    batch *= lhs.shape[d];
+  }
+  for (size_t d = 0; d < lhs.shape.size(); ++d)
+    if (!lhsMask[d]) {
+      expected.push_back(lhs.shape[d]);
+      lhsPerm.push_back(d);
+      m *= lhs.shape[d];
+    }
+  for (size_t d = 0; d < rhs.shape.size(); ++d)
+    if (!rhsMask[d]) {
+      expected.push_back(rhs.shape[d]);
+      rhsPerm.push_back(d);
+      n *= rhs.shape[d];
+    }
+  for (int64_t d : lhsContract) {
+    lhsPerm.push_back(d);
+    k *= lhs.shape[d];
+  }
+  if (out.shape != expected)
+    fail(op, "contracting " + typeStr(lhs) + " with " + typeStr(rhs) +
+                 " gives " + shapeDesc(expected) + ", but out is " +
+                 typeStr(out));
+  withFloatCompute(out.dtype, [&](auto tag) {
+    dotAs<decltype(tag)>(lhs, rhs, lhsPerm, rhsPerm, batch, m, k, n, out);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Neural-network ops
+//===----------------------------------------------------------------------===//
+
+void softmax(const Tensor &input, int64_t dim, Tensor &out) {
+  const std::string op = "softmax";
+  checkTensor(op, "input", input);
+  checkTensor(op, "out", out);
+  checkFloat(op, "input", input);
+  checkSameType(op, "input", input, "out", out);
+  if (dim < 0 || dim >= int64_t(input.shape.size()))
+    fail(op, "dim " + std::to_string(dim) + " is outside the rank of " +
+                 typeStr(input));
+  withFloatCompute(input.dtype, [&](auto tag) {
+    softmaxAs<decltype(tag)>(input, dim, out);
+  });
+}
+
+namespace {
+
+/// gamma/beta: 1-D of the normalized size, of the input's type.
+void checkNormScale(const std::string &op, const std::string &name,
+                    const Tensor &scale, const Tensor &input) {
+  checkTensor(op, name, scale);
+  checkSameDType(op, name, scale, "input", input);
+  if (scale.shape.size() != 1 || scale.shape[0] != input.shape.back())
+    fail(op, name + " must be 1-D of the normalized size " +
+                 std::to_string(input.shape.back()) + ", got " +
+                 typeStr(scale));
+}
+
+void checkNormInput(const std::string &op, const Tensor &input,
+                    const Tensor &out) {
+  checkTensor(op, "input", input);
+  checkTensor(op, "out", out);
+  checkFloat(op, "input", input);
+  if (input.shape.empty())
+    fail(op, "normalizes the last dim; input must have rank >= 1, got " +
+                 typeStr(input));
+  checkSameType(op, "input", input, "out", out);
+}
+
+} // namespace
+
+void layerNorm(const Tensor &input, const Tensor &gamma, const Tensor &beta,
+               float epsilon, Tensor &out) {
+  const std::string op = "layer_norm";
+  checkNormInput(op, input, out);
+  checkNormScale(op, "gamma", gamma, input);
+  checkNormScale(op, "beta", beta, input);
+  withFloatCompute(input.dtype, [&](auto tag) {
+    layerNormAs<decltype(tag)>(input, gamma, beta, epsilon, out);
+  });
+}
+
+void rmsNorm(const Tensor &input, const Tensor &gamma, float epsilon,
+             Tensor &out) {
+  const std::string op = "rms_norm";
+  checkNormInput(op, input, out);
+  checkNormScale(op, "gamma", gamma, input);
+  withFloatCompute(input.dtype, [&](auto tag) {
+    rmsNormAs<decltype(tag)>(input, gamma, epsilon, out);
+  });
+}
+
+void attention(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
+               float scale, int64_t positionOffset, Tensor &out) {
+  const std::string op = "attention";
+  checkTensor(op, "q", q);
+  checkTensor(op, "k", k);
+  checkTensor(op, "v", v);
+  checkTensor(op, "out", out);
+  checkFloat(op, "q", q);
+  checkRank(op, "q", q, 4);
+  checkRank(op, "k", k, 4);
+  checkSameDType(op, "q", q, "k", k);
+  checkSameType(op, "k", k, "v", v);
+  checkSameType(op, "q", q, "out", out);
+  if (q.shape[0] != k.shape[0] || q.shape[3] != k.shape[3])
+    fail(op, "q " + typeStr(q) + " and k/v " + typeStr(k) +
+                 " must agree on batch and head_dim");
+  if (k.shape[2] <= 0 || q.shape[2] % k.shape[2] != 0)
+    fail(op, "query heads (" + std::to_string(q.shape[2]) +
+                 ") must be a multiple of key/value heads (" +
+                 std::to_string(k.shape[2]) + ")");
+  withFloatCompute(q.dtype, [&](auto tag) {
+    attentionAs<decltype(tag)>(q, k, v, causal, scale, positionOffset, out);
+  });
+}
+
+void embedding(const Tensor &table, const Tensor &ids, Tensor &out) {
+  const std::string op = "embedding";
+  checkTensor(op, "table", table);
+  checkTensor(op, "ids", ids);
+  checkTensor(op, "out", out);
+  checkFloat(op, "table", table);
+  if (table.shape.empty())
+    fail(op, "table must have rank >= 1, got " + typeStr(table));
+  checkIndices(op, "ids", ids);
+  checkSameDType(op, "table", table, "out", out);
+  Shape expected = ids.shape;
+  expected.insert(expected.end(), table.shape.begin() + 1, table.shape.end());
+  if (out.shape != expected)
+    fail(op, "looking up " + typeStr(ids) + " in " + typeStr(table) +
+                 " gives " + shapeDesc(expected) + ", but out is " +
+                 typeStr(out));
+  const int64_t vocab = table.shape[0];
+  const int64_t rowBytes = product(table.shape, 1, table.shape.size()) *
+                           int64_t(dtypeBytes(table.dtype));
+  if (rowBytes == 0)
+    return;
+  Input<int64_t> index(ids);
+  const auto *src = static_cast<const char *>(table.data);
+  auto *dst = static_cast<char *>(out.data);
+  for (int64_t i = 0, n = ids.size(); i < n; ++i) {
+    const int64_t id = index[i];
+    if (id >= 0 && id < vocab)
+      std::memcpy(dst + i * rowBytes, src + id * rowBytes, rowBytes);
+    else
+      std::memset(dst + i * rowBytes, 0, rowBytes);
+  }
+}
+
+void crossEntropy(const Tensor &logits, const Tensor &labels, Tensor &out) {
+  const std::string op = "cross_entropy";
+  checkTensor(op, "logits", logits);
+  checkTensor(op, "labels", labels);
+  checkTensor(op, "out", out);
+  checkFloat(op, "logits", logits);
+  if (logits.shape.empty())
+    fail(op, "logits must have rank >= 1, got " + typeStr(logits));
+  checkIndices(op, "labels", labels);
+  if (labels.shape != Shape(logits.shape.begin(), logits.shape.end() - 1))
+    fail(op, "labels " + typeStr(labels) +
+                 " must have the shape of the logits without their last "
+                 "(vocabulary) dim; logits are " +
+                 typeStr(logits));
+  checkFloat(op, "out", out);
+  checkRank(op, "out", out, 0);
+  const int64_t vocab = logits.shape.back(), tokens = labels.size();
+  Input<int64_t> label(labels);
+  double total = 0;
+  withFloatCompute(logits.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    Input<T> x(logits);
+    for (int64_t t = 0; t < tokens; ++t) {
+      const int64_t l = label[t];
+      if (l < 0 || l >= vocab)
+        fail(op, "label " + std::to_string(l) + " of token " +
+                     std::to_string(t) + " is outside the vocabulary [0, " +
+                     std::to_string(vocab) + ")");
+      const T *row = x.data() + t * vocab;
+      const T rowMax = *std::max_element(row, row + vocab);
+      double sum = 0;
+      for (int64_t i = 0; i < vocab; ++i)
+        sum += std::exp(row[i] - rowMax);
+      total += double(rowMax) + std::log(sum) - double(row[l]);
+    }
+  });
+  // No tokens (an empty shard) contribute nothing rather than NaN.
+  storeElement(out.dtype, out.data, 0, tokens ? total / double(tokens) : 0.0);
+}
+
+void rope(const Tensor &input, float theta, int64_t positionOffset,
+          Tensor &out) {
+  const std::string op = "rope";
+  checkTensor(op, "input", input);
+  checkTensor(op, "out", out);
+  checkFloat(op, "input", input);
+  checkRank(op, "input", input, 4);
+  checkSameType(op, "input", input, "out", out);
+  if (input.shape[3] % 2 != 0)
+    fail(op, "head_dim " + std::to_string(input.shape[3]) +
+                 " must be even, got " + typeStr(input));
+  if (!(theta > 0) || !std::isfinite(theta))
+    fail(op, "theta must be positive and finite, got " + std::to_string(theta));
+  withFloatCompute(input.dtype, [&](auto tag) {
+    ropeAs<decltype(tag)>(input, theta, positionOffset, out);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+void adamw(const Tensor &param, const Tensor &grad, const Tensor &m,
+           const Tensor &v, const Tensor &lr, const Tensor &step, float beta1,
+           float beta2, float epsilon, float weightDecay, Tensor &newParam,
+           Tensor &newM, Tensor &newV) {
+  const std::string op = "adamw";
+  checkTensor(op, "param", param);
+  checkTensor(op, "grad", grad);
+  checkTensor(op, "m", m);
+  checkTensor(op, "v", v);
+  checkTensor(op, "lr", lr);
+  checkTensor(op, "step", step);
+  checkTensor(op, "new_param", newParam);
+  checkTensor(op, "new_m", newM);
+  checkTensor(op, "new_v", newV);
+  checkFloat(op, "param", param);
+  checkFloat(op, "grad", grad);
+  checkSameShape(op, "grad", grad, "param", param);
+  checkSameType(op, "m", m, "param", param);
+  checkSameType(op, "v", v, "param", param);
+  checkSameType(op, "new_param", newParam, "param", param);
+  checkSameType(op, "new_m", newM, "param", param);
+  checkSameType(op, "new_v", newV, "param", param);
+  checkScalarOperand(op, "lr", lr, /*floatOnly=*/true);
+  checkScalarOperand(op, "step", step, /*floatOnly=*/false);
+  const double rate = scalarValue(lr), t = scalarValue(step);
+  if (!(t >= 1))
+    fail(op, "step must be >= 1 (steps are 1-based), got " + std::to_string(t));
+  withFloatCompute(param.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    Input<T> p(param), g(grad), m0(m), v0(v);
+    Output<T> p1(newParam), m1(newM), v1(newV);
+    const T b1 = beta1, b2 = beta2, eps = epsilon, wd = weightDecay;
+    const T lrT = T(rate);
+    // Bias corrections in double: b^t for large t needs the precision.
+    const T c1 = T(1.0 / (1.0 - std::pow(double(beta1), t)));
+    const T c2 = T(1.0 / (1.0 - std::pow(double(beta2), t)));
+    for (int64_t i = 0, n = param.size(); i < n; ++i) {
+      const T gi = g[i], pi = p[i];
+      const T mi = b1 * m0[i] + (T(1) - b1) * gi;
+      const T vi = b2 * v0[i] + (T(1) - b2) * gi * gi;
+      p1[i] = pi - lrT * ((mi * c1) / (std::sqrt(vi * c2) + eps) + wd * pi);
+      m1[i] = mi;
+      v1[i] = vi;
+    }
+    p1.commit();
+    m1.commit();
+    v1.commit();
+  });
+}
+
+void sgd(const Tensor &param, const Tensor &grad, const Tensor &momentumBuf,
+         const Tensor &lr, float momentum, float weightDecay, bool nesterov,
+         Tensor &newParam, Tensor &newMomentum) {
+  const std::string op = "sgd";
+  checkTensor(op, "param", param);
+  checkTensor(op, "grad", grad);
+  checkTensor(op, "momentum_buf", momentumBuf);
+  checkTensor(op, "lr", lr);
+  checkTensor(op, "new_param", newParam);
+  checkTensor(op, "new_momentum", newMomentum);
+  checkFloat(op, "param", param);
+  checkFloat(op, "grad", grad);
+  checkSameShape(op, "grad", grad, "param", param);
+  checkSameType(op, "momentum_buf", momentumBuf, "param", param);
+  checkSameType(op, "new_param", newParam, "param", param);
+  checkSameType(op, "new_momentum", newMomentum, "param", param);
+  checkScalarOperand(op, "lr", lr, /*floatOnly=*/true);
+  const double rate = scalarValue(lr);
+  withFloatCompute(param.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    Input<T> p(param), g(grad), b0(momentumBuf);
+    Output<T> p1(newParam), b1(newMomentum);
+    const T mu = momentum, wd = weightDecay, lrT = T(rate);
+    for (int64_t i = 0, n = param.size(); i < n; ++i) {
+      const T pi = p[i];
+      const T step = g[i] + wd * pi;
+      const T bi = mu * b0[i] + step;
+      p1[i] = pi - lrT * (nesterov ? step + mu * bi : bi);
+      b1[i] = bi;
+    }
+    p1.commit();
+    b1.commit();
+  });
+}
+
+double scalarValue(const Tensor &t) {
+  const std::string op = "scalar_value";
+  checkTensor(op, "operand", t);
+  if (!t.shape.empty())
+    fail(op, "expected a 0-d tensor, got " + typeStr(t));
+  return loadElement(t.dtype, t.data, 0);
+}
+
+} // namespace par::rt

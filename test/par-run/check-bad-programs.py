@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Feeds par-run a corpus of broken programs made from a valid one.
+
+Each mutant (a field removed, a value of the wrong type or out of range, the
+file truncated, overlapping buffers, a future version, ...) must be rejected
+before any rank starts: exit status 1, and a message that starts with
+"par-run: error:" and names the file. A crash, a hang or a zero exit fails.
+"""
+import copy
+import json
+import os
+import subprocess
+import sys
+
+
+def mutants(doc, text):
+    yield "truncated-10", text[:10]
+    yield "truncated-half", text[: len(text) // 2]
+    yield "empty", ""
+    yield "not-json", "par-program version 1\n"
+    yield "array", "[]"
+
+    def edit(name, fn):
+        d = copy.deepcopy(doc)
+        fn(d)
+        return name, json.dumps(d)
+
+    rc = lambda d: d["rank_classes"][0]
+    k = next(i for i, inst in enumerate(doc["rank_classes"][0]["instructions"]) if inst["operands"])
+    yield edit("no-format", lambda d: d.pop("format"))
+    yield edit("future-version", lambda d: d.update(version=99))
+    yield edit("version-string", lambda d: d.update(version="1"))
+    yield edit("no-mesh", lambda d: d.pop("mesh"))
+    yield edit("zero-axis", lambda d: d["mesh"]["axes"][0].update(size=0))
+    yield edit("ranks-mismatch", lambda d: d.update(num_ranks=d["num_ranks"] + 1))
+    yield edit("unknown-group-axis", lambda d: d["groups"].append(["zz"]))
+    yield edit("input-bad-dtype", lambda d: d["inputs"][0].update(dtype="f8"))
+    yield edit("input-negative-shape", lambda d: d["inputs"][0].update(global_shape=[-1, 8]))
+    yield edit("input-bad-role", lambda d: d["inputs"][0].update(role="weights"))
+    yield edit("input-partial", lambda d: d["inputs"][0]["sharding"].update(partial=["dp"]))
+    yield edit("sharding-rank", lambda d: d["inputs"][0]["sharding"].update(dims=[[]]))
+    yield edit("sharding-unknown-axis", lambda d: d["inputs"][0]["sharding"].update(dims=[["qq"], []]))
+    yield edit("uneven-split", lambda d: d["inputs"][0].update(global_shape=[5, 8]))
+    yield edit("update-unknown", lambda d: d["outputs"][-1].update(updates="nope"))
+    yield edit("class-rank-out-of-range", lambda d: rc(d)["ranks"].append(99))
+    yield edit("class-missing-rank", lambda d: rc(d)["ranks"].pop())
+    yield edit("buffer-bytes", lambda d: rc(d)["buffers"][0].update(bytes=3))
+    yield edit("buffer-past-arena", lambda d: rc(d)["buffers"][0].update(offset=rc(d)["arena_bytes"]))
+    yield edit("buffer-misaligned", lambda d: rc(d)["buffers"][0].update(offset=3))
+    yield edit("buffer-overlap", lambda d: [b.update(offset=0) for b in rc(d)["buffers"]])
+    yield edit("buffer-live-reversed", lambda d: rc(d)["buffers"][0].update(live=[5, 1]))
+    yield edit("binding-count", lambda d: rc(d)["inputs"].pop())
+    yield edit("binding-out-of-range", lambda d: rc(d)["inputs"].__setitem__(0, 10**6))
+    yield edit("unknown-op", lambda d: rc(d)["instructions"][0].update(op="conv2d"))
+    yield edit("operand-count", lambda d: rc(d)["instructions"][k]["operands"].extend([0, 0, 0, 0, 0, 0]))
+    yield edit("operand-range", lambda d: rc(d)["instructions"][k]["operands"].__setitem__(0, 10**6))
+    yield edit("operand-dead", lambda d: rc(d)["instructions"][-1]["operands"].__setitem__(0, 4))
+    yield edit("no-results", lambda d: rc(d)["instructions"][0].update(results=[]))
+    for i, inst in enumerate(doc["rank_classes"][0]["instructions"]):
+        for key in list(inst["attrs"]):
+            def drop(d, i=i, key=key):
+                rc(d)["instructions"][i]["attrs"].pop(key)
+            yield edit(f"inst{i}-{inst['op']}-no-{key}", drop)
+            def wrong(d, i=i, key=key):
+                rc(d)["instructions"][i]["attrs"][key] = "wrong"
+            yield edit(f"inst{i}-{inst['op']}-bad-{key}", wrong)
+
+
+def main():
+    par_run, program, work = sys.argv[1:4]
+    with open(program) as f:
+        text = f.read()
+    doc = json.loads(text)
+    os.makedirs(work, exist_ok=True)
+    failures = 0
+    count = 0
+    for name, body in mutants(doc, text):
+        optional = ("causal", "position_offset", "strides", "lhs_batch", "rhs_batch",
+                    "theta", "epsilon", "momentum", "nesterov", "weight_decay", "beta1",
+                    "beta2", "scale")
+        if any(name.endswith("-no-" + key) for key in optional):
+            continue  # dropping an optional attribute is valid
+        count += 1
+        path = os.path.join(work, name + ".json")
+        with open(path, "w") as f:
+            f.write(body)
+        try:
+            proc = subprocess.run([par_run, path, "--steps", "1"], capture_output=True,
+                                  text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            print(f"{name}: HANG")
+            failures += 1
+            continue
+        first = proc.stderr.splitlines()[0] if proc.stderr else ""
+        if proc.returncode != 1 or not first.startswith("par-run: error: ") or path not in first:
+            print(f"{name}: exit {proc.returncode}, stderr: {proc.stderr.strip()[:300]}")
+            failures += 1
+    print(f"{count} broken programs, {failures} not rejected cleanly")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
