@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -86,19 +87,26 @@ def compare(base, other):
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("models", nargs="+")
-    parser.add_argument("--bin", required=True, help="directory of par-opt and par-run")
+    parser.add_argument("models", nargs="+", help="model files, or directories of them")
+    parser.add_argument("--bin", help="directory of par-opt and par-run (default: PATH)")
     parser.add_argument("--work", required=True, help="scratch directory")
     parser.add_argument("--tolerance", type=float, default=1e-5)
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    par_opt = os.path.join(args.bin, "par-opt")
-    par_run = os.path.join(args.bin, "par-run")
+    par_opt = os.path.join(args.bin, "par-opt") if args.bin else shutil.which("par-opt")
+    par_run = os.path.join(args.bin, "par-run") if args.bin else shutil.which("par-run")
+    models = []
+    for path in args.models:
+        if os.path.isdir(path):
+            models += sorted(os.path.join(path, f) for f in os.listdir(path)
+                             if f.endswith(".mlir"))
+        else:
+            models.append(path)
 
     failures = 0
     print(f"{'model':<22} {'mesh':<16} {'ranks':>5} {'collectives':>11} "
           f"{'max rel err':>12} {'peak = plan':>11}  result")
-    for model in args.models:
+    for model in models:
         name = os.path.splitext(os.path.basename(model))[0]
         with open(model) as f:
             text = f.read()

@@ -40,11 +40,17 @@ Linearity linearityOf(Operation *op, unsigned operand) {
                    reduce.getKind() == ReduceKind::mean
                ? Linearity::Each
                : Linearity::None;
-  if (auto convert = dyn_cast<ConvertOp>(op))
-    return isa<FloatType>(getElementTypeOrSelf(convert.getInput())) &&
-                   isa<FloatType>(getElementTypeOrSelf(convert.getResult()))
+  if (auto convert = dyn_cast<ConvertOp>(op)) {
+    // Partial sums rounded to a narrower float before they are added lose
+    // precision (bf16 all-reduces): only conversions that keep every bit
+    // carry partials.
+    auto from = dyn_cast<FloatType>(getElementTypeOrSelf(convert.getInput()));
+    auto to = dyn_cast<FloatType>(getElementTypeOrSelf(convert.getResult()));
+    return from && to && to.getWidth() >= from.getWidth() &&
+                   to.getFPMantissaWidth() >= from.getFPMantissaWidth()
                ? Linearity::Each
                : Linearity::None;
+  }
   if (isa<MulOp>(op) || (isa<DivOp>(op) && operand == 0))
     return Linearity::Each;
   return Linearity::None;

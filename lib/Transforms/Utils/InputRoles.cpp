@@ -18,16 +18,26 @@ void mlir::par::inferInputRoles(func::FuncOp func) {
       continue;
     StringRef kind;
     int64_t vocab = 0;
-    for (Operation *user : arg.getUsers()) {
+    // Reshards and constraints move the ids, not change them: look through.
+    SmallVector<Operation *> users(arg.getUsers().begin(), arg.getUsers().end());
+    SmallVector<Value> reads{arg};
+    for (size_t i = 0; i < users.size(); ++i)
+      if (isa<ReshardOp, ShardingConstraintOp>(users[i])) {
+        Value moved = users[i]->getResult(0);
+        reads.push_back(moved);
+        users.append(moved.getUsers().begin(), moved.getUsers().end());
+      }
+    auto readsArg = [&](Value v) { return llvm::is_contained(reads, v); };
+    for (Operation *user : users) {
       if (auto embedding = dyn_cast<EmbeddingOp>(user)) {
-        if (embedding.getIds() == arg) {
+        if (readsArg(embedding.getIds())) {
           kind = "tokens";
           vocab = embedding.getTable().getType().getDimSize(0);
           break;
         }
       }
       if (auto loss = dyn_cast<CrossEntropyOp>(user)) {
-        if (loss.getLabels() == arg && kind.empty()) {
+        if (readsArg(loss.getLabels()) && kind.empty()) {
           kind = "targets";
           auto logits = loss.getLogits().getType();
           vocab = logits.getDimSize(logits.getRank() - 1);
