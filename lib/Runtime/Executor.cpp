@@ -4,6 +4,7 @@
 
 #include "par/Runtime/Rng.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -364,6 +365,26 @@ int64_t Executor::measuredPeak() const {
   return (last + alignment - 1) / alignment * alignment;
 }
 
+/// True when `rank` holds the first replica of its slice of a tensor
+/// sharded as `sharding`: coordinate 0 on every mesh axis the tensor does not
+/// use (partial axes count as used when each partial contribution matters).
+static bool firstReplica(const Program &program, const ShardingSpec &sharding,
+                         int64_t rank, bool partialIsUsed) {
+  std::vector<int64_t> coords = meshCoords(program, rank);
+  for (size_t a = 0; a < program.mesh.size(); ++a) {
+    const std::string &axis = program.mesh[a].name;
+    bool used = false;
+    for (const auto &dim : sharding.dims)
+      used |= std::find(dim.begin(), dim.end(), axis) != dim.end();
+    if (partialIsUsed)
+      used |= std::find(sharding.partial.begin(), sharding.partial.end(), axis) !=
+              sharding.partial.end();
+    if (!used && coords[a] != 0)
+      return false;
+  }
+  return true;
+}
+
 std::vector<double> Executor::gatherOutput(size_t i) {
   const OutputSpec &spec = program_.outputs[i];
   Tensor local = output(i);
@@ -375,20 +396,7 @@ std::vector<double> Executor::gatherOutput(size_t i) {
   bool partial = !spec.sharding.partial.empty();
   for (int64_t r = 0; r < program_.numRanks; ++r) {
     // One copy of each replica, every partial contribution.
-    std::vector<int64_t> coords = meshCoords(program_, r);
-    bool counted = true;
-    for (size_t a = 0; a < program_.mesh.size(); ++a) {
-      const std::string &axis = program_.mesh[a].name;
-      bool used = false;
-      for (const auto &dim : spec.sharding.dims)
-        for (const std::string &x : dim)
-          used |= x == axis;
-      for (const std::string &x : spec.sharding.partial)
-        used |= x == axis;
-      if (!used && coords[a] != 0)
-        counted = false;
-    }
-    if (!counted)
+    if (!firstReplica(program_, spec.sharding, r, /*partialIsUsed=*/true))
       continue;
     Shape offsets, shape;
     localSlice(program_, spec.globalShape, spec.sharding, r, offsets, shape);
@@ -401,28 +409,12 @@ std::vector<double> Executor::gatherOutput(size_t i) {
   return global;
 }
 
-/// True when `rank` holds the first replica of its slice of a tensor
-/// sharded as `sharding`: coordinate 0 on every axis the tensor does not use.
-static bool ownsSlice(const Program &program, const ShardingSpec &sharding,
-                      int64_t rank) {
-  std::vector<int64_t> coords = meshCoords(program, rank);
-  for (size_t a = 0; a < program.mesh.size(); ++a) {
-    bool used = false;
-    for (const auto &dim : sharding.dims)
-      for (const std::string &x : dim)
-        used |= x == program.mesh[a].name;
-    if (!used && coords[a] != 0)
-      return false;
-  }
-  return true;
-}
-
 std::vector<ShardData> Executor::paramShards() const {
   std::vector<ShardData> shards;
   for (size_t i = 0; i < program_.inputs.size(); ++i) {
     const InputSpec &spec = program_.inputs[i];
     if (spec.role != InputRole::Param || class_->inputBuffers[i] < 0 ||
-        !ownsSlice(program_, spec.sharding, rank_))
+        !firstReplica(program_, spec.sharding, rank_, false))
       continue;
     ShardData shard;
     shard.name = spec.name;
@@ -445,7 +437,7 @@ std::map<std::string, TensorRecord> Executor::checkpointRecords(int64_t step) co
     record.dtype = spec.dtype;
     record.globalShape = spec.globalShape;
     for (int64_t r = 0; r < program_.numRanks; ++r) {
-      if (!ownsSlice(program_, spec.sharding, r))
+      if (!firstReplica(program_, spec.sharding, r, false))
         continue;
       ShardRecord shard;
       localSlice(program_, spec.globalShape, spec.sharding, r, shard.slice.offsets,

@@ -211,7 +211,7 @@ LogicalResult Emitter::describeInputs(json &doc, SmallVectorImpl<bool> &persiste
 
 LogicalResult Emitter::describeOutputs(json &doc) {
   json outputs = json::array();
-  json inputs = doc["inputs"];
+  const json &inputs = doc["inputs"];
   for (unsigned i = 0; i < func.getNumResults(); ++i) {
     auto local = cast<RankedTensorType>(func.getResultTypes()[i]);
     RankedTensorType global = local;

@@ -97,11 +97,15 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
   }
   plan.arenaBytes = alignUp(plan.arenaBytes, alignment);
 
+  // One sweep over the instructions: bytes that start and stop living there.
+  SmallVector<int64_t> delta(end + 2, 0);
+  for (const PlannedBuffer &buffer : plan.buffers) {
+    delta[buffer.first] += alignUp(buffer.bytes, alignment);
+    delta[buffer.last + 1] -= alignUp(buffer.bytes, alignment);
+  }
+  int64_t live = 0;
   for (int64_t i = 0; i <= end; ++i) {
-    int64_t live = 0;
-    for (const PlannedBuffer &buffer : plan.buffers)
-      if (buffer.first <= i && i <= buffer.last)
-        live += alignUp(buffer.bytes, alignment);
+    live += delta[i];
     plan.peakLiveBytes = std::max(plan.peakLiveBytes, live);
   }
   return plan;
