@@ -507,7 +507,7 @@ struct EmitProgramPass
     ModuleOp module = getOperation();
     if (alignment <= 0 || (alignment & (alignment - 1))) {
       module.emitError() << "--par-emit-program alignment must be a power of "
-                            "two, got " << alignment;
+                            "two, got " << int64_t(alignment);
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> candidates;

@@ -120,7 +120,7 @@ struct MemoryPlanPass
     if (alignment <= 0 || (alignment & (alignment - 1))) {
       getOperation().emitError()
           << "--par-memory-plan alignment must be a power of two, got "
-          << alignment;
+          << int64_t(alignment);
       return signalPassFailure();
     }
     llvm::raw_ostream &os = llvm::outs();

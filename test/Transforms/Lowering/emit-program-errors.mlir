@@ -65,3 +65,4 @@ func.func @caller(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = func.call @callee(%x) : (tensor<4xf32>) -> tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
