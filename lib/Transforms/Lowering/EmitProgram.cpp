@@ -476,11 +476,21 @@ FailureOr<json> Emitter::run() {
   return doc;
 }
 
+/// Lists whose elements are written one per line whatever their length, so
+/// the layout of a program does not depend on the length of source paths.
+static bool isRecordList(llvm::StringRef key) {
+  return key == "inputs" || key == "outputs" || key == "groups" ||
+         key == "buffers" || key == "instructions";
+}
+
 /// Readable JSON: a value whose compact form fits on a line is written
-/// compact (one buffer or instruction per line), larger ones expanded.
-static void writeJson(llvm::raw_ostream &os, const json &value, int indent) {
+/// compact, larger ones expanded; the elements of a record list (one input,
+/// output, group, buffer or instruction each) are always one line each.
+static void writeJson(llvm::raw_ostream &os, const json &value, int indent,
+                      bool recordList = false) {
   std::string compact = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (compact.size() + indent <= 160 || !value.is_structured() || value.empty()) {
+  bool fits = compact.size() + indent <= 160;
+  if (!value.is_structured() || value.empty() || (fits && !recordList)) {
     os << compact;
     return;
   }
@@ -490,9 +500,16 @@ static void writeJson(llvm::raw_ostream &os, const json &value, int indent) {
   size_t i = 0;
   for (auto it = value.begin(); it != value.end(); ++it, ++i) {
     os << pad;
-    if (object)
+    if (recordList)
+      os << it->dump(-1, ' ', false, json::error_handler_t::replace);
+    else if (object) {
       os << json(it.key()).dump() << ": ";
-    writeJson(os, *it, indent + 1);
+      writeJson(os, *it, indent + 1,
+                it->is_array() && isRecordList(it.key()) && !it->empty() &&
+                    it->front().is_object());
+    } else {
+      writeJson(os, *it, indent + 1);
+    }
     os << (i + 1 < value.size() ? ",\n" : "\n");
   }
   os << std::string(indent, ' ') << (object ? "}" : "]");

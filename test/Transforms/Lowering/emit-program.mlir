@@ -35,9 +35,7 @@ par.mesh @mesh <["dp"=2, "tp"=2]>
 // CHECK:          {"attrs":{"group":{{[0-9]}}},"loc":"{{.*}}emit-program.mlir:{{[0-9]+}}:{{[0-9]+}}","op":"axis_index","operands":[],"results":[{{[0-9]+}}]},
 // CHECK:          {"attrs":{},"loc":"{{.*}}","op":"embedding","operands":[{{[0-9]+}},{{[0-9]+}}],"results":[{{[0-9]+}}]},
 // CHECK:          {"attrs":{"group":{{[0-9]}},"kind":"max"},"loc":"{{.*}}","op":"all_reduce"
-// CHECK:          "attrs": {"momentum":0.0,"nesterov":false,"weight_decay":0.0},
-// CHECK-NEXT:     "loc": "{{.*}}emit-program.mlir:{{[0-9]+}}:{{[0-9]+}}",
-// CHECK-NEXT:     "op": "sgd",
+// CHECK:          {"attrs":{"momentum":0.0,"nesterov":false,"weight_decay":0.0},"loc":"{{.*}}emit-program.mlir:{{[0-9]+}}:{{[0-9]+}}","op":"sgd","operands":[{{.*}}],"results":[{{[0-9]+}},{{[0-9]+}}]}
 // CHECK:        "outputs": [{{[0-9]+}},{{[0-9]+}}],
 // CHECK-NEXT:   "peak_live_bytes": {{[0-9]+}},
 // CHECK-NEXT:   "ranks": [0,1,2,3]
