@@ -155,6 +155,9 @@ public:
   int64_t insertReshards();
 
 private:
+  /// Clears the factor splits that some tensor of the edge cannot express.
+  void keepRepresentable(const Edge &edge, EdgeEval &eval) const;
+
   // Graph construction.
   int32_t addNode(Value value, Operation *func, int32_t funcResult,
                   RankedTensorType type, Location loc, ShardingAttr sharding);

@@ -48,6 +48,36 @@ static bool sameLayout(const Node &node, ArrayRef<AxisList> dims,
   });
 }
 
+/// Drops from `eval` every factor split that some tensor of the op cannot
+/// express: in a dim made of several factors (a reshape that merges dims),
+/// a minor factor can be split only below a fully split major one. The op
+/// then runs with that factor whole, and the tensors that had it split are
+/// resharded (gathered) first; otherwise the local op would see a shard
+/// that is not a contiguous piece of the merged dim. Dropping a factor can
+/// leave a major factor partly split, so repeat until nothing changes.
+void Engine::keepRepresentable(const Edge &edge, EdgeEval &eval) const {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (const auto &tensorDims : edge.mappings)
+      for (const DimFactors &dimFactors : tensorDims) {
+        AxisList axes, dropped;
+        SmallVector<int32_t, 4> fromSlots;
+        backProjectDim(dimFactors, edge.factors, eval.choices, eval.mesh, axes,
+                       fromSlots, &dropped);
+        if (dropped.empty())
+          continue;
+        for (int64_t f : dimFactors)
+          if (llvm::any_of(eval.choices[f].axes, [&](uint8_t axis) {
+                return llvm::is_contained(dropped, axis);
+              })) {
+            eval.choices[f].axes.clear();
+            changed = true;
+          }
+      }
+  }
+}
+
 int64_t Engine::insertReshards() {
   evaluateFinal();
   OpBuilder builder(ctx);
@@ -71,9 +101,10 @@ int64_t Engine::insertReshards() {
   };
 
   for (auto [id, edge] : llvm::enumerate(edges)) {
-    const EdgeEval &eval = finalEvals[id];
+    EdgeEval eval = finalEvals[id];
     if (eval.mesh < 0)
       continue;
+    keepRepresentable(edge, eval);
     auto targetDims = [&](int32_t slot) {
       SmallVector<AxisList> dims;
       for (const DimFactors &dimFactors : edge.mappings[slot]) {

@@ -80,3 +80,27 @@ func.func @constraint_becomes_reshard(%a: tensor<8x16xf32> {par.sharding = #par.
   %1 = par.exp %0 : tensor<8x16xf32>
   return %1 : tensor<8x16xf32>
 }
+
+// A reshape merging [4, 16] -> [64] with the minor dim split on tp: the
+// shard of a rank is not a contiguous piece of the merged dim, so the op
+// runs on the whole minor dim and its operand is gathered first.
+// CHECK-LABEL: func.func @merge_minor_split(
+// CHECK: %[[E:.*]] = par.exp %arg0 {{.*}}<@mesh, [{}, {"tp"}]>}
+// CHECK-NEXT: %[[G:.*]] = par.reshard %[[E]] <@mesh, [{}, {}]>
+// CHECK-NEXT: par.reshape %[[G]]
+func.func @merge_minor_split(%x: tensor<4x16xf32> {par.sharding = #par.sharding<@mesh, [{}, {"tp"}]>}) -> tensor<64xf32> {
+  %e = par.exp %x : tensor<4x16xf32>
+  %y = par.reshape %e : (tensor<4x16xf32>) -> tensor<64xf32>
+  return %y : tensor<64xf32>
+}
+
+// With the major dim fully split (4 rows on tp=4) the minor dim may stay
+// split below it (on dp): no reshard.
+// CHECK-LABEL: func.func @merge_major_full(
+// CHECK: par.reshape %{{.*}} {par.sharding = #par.sharding<@mesh, [{"tp", "dp"}]>}
+// CHECK-NOT: par.reshard
+func.func @merge_major_full(%x: tensor<4x16xf32> {par.sharding = #par.sharding<@mesh, [{"tp"}, {"dp"}]>}) -> tensor<64xf32> {
+  %e = par.exp %x : tensor<4x16xf32>
+  %y = par.reshape %e : (tensor<4x16xf32>) -> tensor<64xf32>
+  return %y : tensor<64xf32>
+}
