@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Runtime/Collectives.h"
+#include "par/Runtime/Executor.h"
 #include "par/Runtime/Program.h"
 #include "par/Runtime/Rng.h"
 
@@ -563,9 +564,11 @@ TEST(ProgramErrors, BindingShapeMismatch) {
 }
 
 TEST(ProgramErrors, UnevenSplit) {
+  // 5 rows on 2 shards are padded to 3 per device, so a 2-row buffer is wrong.
   EXPECT_THAT(errorAfter([](json &d) { d["inputs"][0]["global_shape"] = {5, 8}; }),
               names("rank_classes[0].inputs[0]",
-                    "dimension 0 of size 5 does not split into 2 shards"));
+                    "bound to buffer 0 of 2x8 f32 but its per-device slice is "
+                    "3x8 f32"));
 }
 
 TEST(ProgramErrors, PartialInput) {
@@ -722,7 +725,28 @@ TEST(MeshHelpers, LocalSlice) {
     localSlice(p, {}, {}, rank, offsets, shape);
     EXPECT_TRUE(shape.empty());
     EXPECT_TRUE(offsets.empty());
+
+    // Uneven: 7 rows on tp=3 are pieces of 3 (3, 3, 1 real); 2 on 6 shards
+    // are pieces of 1, the last four all padding.
+    localSlice(p, {7, 4}, {{{"tp"}, {}}, {}}, rank, offsets, shape);
+    EXPECT_EQ(offsets, (Shape{tp * 3, 0})) << "rank " << rank;
+    EXPECT_EQ(shape, (Shape{tp == 2 ? 1 : 3, 4})) << "rank " << rank;
+    localSlice(p, {2}, {{{"dp", "tp"}}, {}}, rank, offsets, shape);
+    EXPECT_EQ(offsets, (Shape{dp * 3 + tp})) << "rank " << rank;
+    EXPECT_EQ(shape, (Shape{dp * 3 + tp < 2 ? 1 : 0})) << "rank " << rank;
   }
+  EXPECT_EQ(localBufferShape(p, {7, 4}, {{{"tp"}, {}}, {}}), (Shape{3, 4}));
+  EXPECT_EQ(localBufferShape(p, {2}, {{{"dp", "tp"}}, {}}), (Shape{1}));
+}
+
+TEST(MeshHelpers, ForEachInPaddedSlice) {
+  // The real 2x3 box of a 3x4 buffer: local indices skip the padding.
+  std::vector<std::pair<int64_t, int64_t>> seen;
+  forEachInSlice(Shape{5, 7}, Shape{3, 4}, Shape{2, 3}, Shape{3, 4},
+                 [&](int64_t l, int64_t g) { seen.push_back({l, g}); });
+  std::vector<std::pair<int64_t, int64_t>> expected = {
+      {0, 25}, {1, 26}, {2, 27}, {4, 32}, {5, 33}, {6, 34}};
+  EXPECT_EQ(seen, expected);
 }
 
 //===----------------------------------------------------------------------===//

@@ -78,6 +78,18 @@ Tensor Executor::output(size_t i) const {
   return buffer(id);
 }
 
+/// Copies between a row-major block of shape `box` and the same box at the
+/// start of a padded buffer of shape `buffer`, in the direction `toBuffer`.
+static void copyBox(const Shape &box, const Shape &buffer, size_t elementBytes,
+                    const char *from, char *to, bool toBuffer) {
+  Shape origin(box.size(), 0);
+  forEachInSlice(box, origin, box, buffer, [&](int64_t padded, int64_t dense) {
+    size_t src = size_t(toBuffer ? dense : padded) * elementBytes;
+    size_t dst = size_t(toBuffer ? padded : dense) * elementBytes;
+    std::memcpy(to + dst, from + src, elementBytes);
+  });
+}
+
 void Executor::initParams(uint64_t seed) {
   for (size_t i = 0; i < program_.inputs.size(); ++i) {
     const InputSpec &spec = program_.inputs[i];
@@ -88,7 +100,9 @@ void Executor::initParams(uint64_t seed) {
     localSlice(program_, spec.globalShape, spec.sharding, rank_, offsets, local);
     uint64_t stream = streamOf(spec.name);
     const InitSpec &init = spec.init;
-    forEachInSlice(spec.globalShape, offsets, local, [&](int64_t l, int64_t g) {
+    if (local != t.shape)
+      std::memset(t.data, 0, t.bytes()); // padding starts as zeros
+    forEachInSlice(spec.globalShape, offsets, local, t.shape, [&](int64_t l, int64_t g) {
       double value = 0;
       switch (init.kind) {
       case InitSpec::Normal:
@@ -114,9 +128,11 @@ void Executor::feedData(const DataSource &data, uint64_t seed, int64_t step) {
     Tensor t = input(i);
     Shape offsets, local;
     localSlice(program_, spec.globalShape, spec.sharding, rank_, offsets, local);
+    if (local != t.shape)
+      std::memset(t.data, 0, t.bytes()); // padding: token 0, value 0
     if (spec.data == DataKind::Random) {
       uint64_t stream = streamOf(spec.name) ^ uint64_t(step) * 0x9e3779b97f4a7c15ULL;
-      forEachInSlice(spec.globalShape, offsets, local, [&](int64_t l, int64_t g) {
+      forEachInSlice(spec.globalShape, offsets, local, t.shape, [&](int64_t l, int64_t g) {
         storeElement(t.dtype, t.data, l, randomNormal(seed, stream, uint64_t(g)));
       });
       continue;
@@ -126,7 +142,7 @@ void Executor::feedData(const DataSource &data, uint64_t seed, int64_t step) {
     int64_t rowLength = spec.globalShape.back();
     int64_t rows = numElements(spec.globalShape) / std::max<int64_t>(rowLength, 1);
     int64_t shift = spec.data == DataKind::Targets ? 1 : 0;
-    forEachInSlice(spec.globalShape, offsets, local, [&](int64_t l, int64_t g) {
+    forEachInSlice(spec.globalShape, offsets, local, t.shape, [&](int64_t l, int64_t g) {
       int64_t position = ((step - 1) * rows) * rowLength + g + shift;
       storeElement(t.dtype, t.data, l, double(data.token(seed, position, spec.vocab)));
     });
@@ -394,6 +410,7 @@ std::vector<double> Executor::gatherOutput(size_t i) {
     return {};
   std::vector<double> global(size_t(numElements(spec.globalShape)), 0.0);
   bool partial = !spec.sharding.partial.empty();
+  Shape buffer = localBufferShape(program_, spec.globalShape, spec.sharding);
   for (int64_t r = 0; r < program_.numRanks; ++r) {
     // One copy of each replica, every partial contribution.
     if (!firstReplica(program_, spec.sharding, r, /*partialIsUsed=*/true))
@@ -401,7 +418,7 @@ std::vector<double> Executor::gatherOutput(size_t i) {
     Shape offsets, shape;
     localSlice(program_, spec.globalShape, spec.sharding, r, offsets, shape);
     const std::string &data = all[size_t(r)];
-    forEachInSlice(spec.globalShape, offsets, shape, [&](int64_t l, int64_t g) {
+    forEachInSlice(spec.globalShape, offsets, shape, buffer, [&](int64_t l, int64_t g) {
       double value = loadElement(spec.dtype, data.data(), l);
       global[size_t(g)] = partial ? global[size_t(g)] + value : value;
     });
@@ -422,7 +439,19 @@ std::vector<ShardData> Executor::paramShards() const {
     shard.globalShape = spec.globalShape;
     localSlice(program_, spec.globalShape, spec.sharding, rank_, shard.slice.offsets,
                shard.slice.shape);
-    shard.data = input(i).data;
+    if (numElements(shard.slice.shape) == 0)
+      continue; // all padding
+    Tensor t = input(i);
+    shard.data = t.data;
+    if (shard.slice.shape != t.shape) {
+      // Only the real elements of a padded buffer are saved.
+      auto compact = std::make_shared<std::vector<char>>(
+          size_t(numElements(shard.slice.shape)) * dtypeBytes(t.dtype));
+      copyBox(shard.slice.shape, t.shape, dtypeBytes(t.dtype),
+              static_cast<const char *>(t.data), compact->data(), false);
+      shard.data = compact->data();
+      shard.storage = compact;
+    }
     shards.push_back(shard);
   }
   return shards;
@@ -442,6 +471,8 @@ std::map<std::string, TensorRecord> Executor::checkpointRecords(int64_t step) co
       ShardRecord shard;
       localSlice(program_, spec.globalShape, spec.sharding, r, shard.slice.offsets,
                  shard.slice.shape);
+      if (numElements(shard.slice.shape) == 0)
+        continue;
       shard.file = shardFileName(step, int(r));
       shard.key = shardKey(spec.name, shard.slice);
       record.shards.push_back(shard);
@@ -458,7 +489,18 @@ void Executor::loadParams(CheckpointReader &reader) {
     Slice slice;
     localSlice(program_, spec.globalShape, spec.sharding, rank_, slice.offsets,
                slice.shape);
-    reader.read(spec.name, spec.dtype, spec.globalShape, slice, input(i).data);
+    Tensor t = input(i);
+    if (slice.shape == t.shape) {
+      reader.read(spec.name, spec.dtype, spec.globalShape, slice, t.data);
+      continue;
+    }
+    std::memset(t.data, 0, t.bytes());
+    std::vector<char> compact(size_t(numElements(slice.shape)) *
+                              dtypeBytes(t.dtype));
+    if (!compact.empty())
+      reader.read(spec.name, spec.dtype, spec.globalShape, slice, compact.data());
+    copyBox(slice.shape, t.shape, dtypeBytes(t.dtype), compact.data(),
+            static_cast<char *>(t.data), true);
   }
 }
 

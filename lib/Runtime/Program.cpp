@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -119,6 +120,19 @@ public:
   double number(const json &v, const std::string &where) const {
     if (!v.is_number())
       fail(where, "must be a number");
+    return v.get<double>();
+  }
+  /// A constant's element: a number, or "inf", "-inf" or "nan".
+  double element(const json &v, const std::string &where) const {
+    if (v.is_string()) {
+      const std::string &text = v.get_ref<const std::string &>();
+      if (text == "inf" || text == "-inf")
+        return text[0] == '-' ? -HUGE_VAL : HUGE_VAL;
+      if (text == "nan")
+        return std::nan("");
+    }
+    if (!v.is_number())
+      fail(where, "must be a number, \"inf\", \"-inf\" or \"nan\"");
     return v.get<double>();
   }
   std::vector<int64_t> integers(const json &v, const std::string &where,
@@ -252,13 +266,13 @@ void readAttrs(const Reader &r, const json &a, const std::string &where,
     break;
   case OpCode::Constant:
     if (a.contains("splat")) {
-      attrs.values = {r.number(a["splat"], where + ".splat")};
+      attrs.values = {r.element(a["splat"], where + ".splat")};
     } else {
       const json &values = r.field(a, where, "values");
       if (!values.is_array())
         r.fail(where + ".values", "must be a list of numbers");
       for (const json &v : values)
-        attrs.values.push_back(r.number(v, where + ".values"));
+        attrs.values.push_back(r.element(v, where + ".values"));
     }
     break;
   case OpCode::Broadcast:
@@ -415,13 +429,24 @@ void localSlice(const Program &program, const Shape &globalShape,
                 const ShardingSpec &sharding, int64_t rank, Shape &offsets,
                 Shape &shape) {
   std::vector<int64_t> coords = meshCoords(program, rank);
+  Shape buffer = localBufferShape(program, globalShape, sharding);
   offsets.assign(globalShape.size(), 0);
   shape = globalShape;
   for (size_t d = 0; d < globalShape.size(); ++d) {
-    int64_t shards = groupSize(program, sharding.dims[d]);
-    shape[d] = globalShape[d] / shards;
-    offsets[d] = groupIndex(program, coords, sharding.dims[d]) * shape[d];
+    offsets[d] = groupIndex(program, coords, sharding.dims[d]) * buffer[d];
+    shape[d] = std::max<int64_t>(
+        0, std::min(buffer[d], globalShape[d] - offsets[d]));
   }
+}
+
+Shape localBufferShape(const Program &program, const Shape &globalShape,
+                       const ShardingSpec &sharding) {
+  Shape shape = globalShape;
+  for (size_t d = 0; d < globalShape.size(); ++d) {
+    int64_t shards = groupSize(program, sharding.dims[d]);
+    shape[d] = (globalShape[d] + shards - 1) / shards;
+  }
+  return shape;
 }
 
 Program parseProgram(const std::string &text, const std::string &path) {
@@ -646,15 +671,7 @@ Program parseProgram(const std::string &text, const std::string &path) {
                             const Shape &global, const ShardingSpec &sharding) {
       if (id < 0)
         return;
-      Shape local = global;
-      for (size_t d = 0; d < global.size(); ++d) {
-        int64_t shards = groupSize(p, sharding.dims[d]);
-        if (global[d] % shards)
-          r.fail(w, "dimension " + std::to_string(d) + " of size " +
-                        std::to_string(global[d]) + " does not split into " +
-                        std::to_string(shards) + " shards");
-        local[d] = global[d] / shards;
-      }
+      Shape local = localBufferShape(p, global, sharding);
       const Buffer &b = rc.buffers[id];
       if (b.dtype != dtype || b.shape != local)
         r.fail(w, "is bound to buffer " + std::to_string(id) + " of " +

@@ -19,6 +19,7 @@
 #include "par/Runtime/DType.h"
 
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -43,6 +44,8 @@ struct ShardData {
   Shape globalShape;
   Slice slice;
   const void *data = nullptr; // slice.shape elements, row-major
+  /// Owns `data` when the shard was copied out of a padded buffer.
+  std::shared_ptr<const std::vector<char>> storage;
 };
 
 /// Where a shard lives, as listed in index.json.

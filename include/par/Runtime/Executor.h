@@ -47,10 +47,12 @@ private:
 };
 
 /// Calls `fn(localIndex, globalIndex)` for every element of the box
-/// `offsets + [0, localShape)` of a row-major tensor of `globalShape`.
+/// `offsets + [0, localShape)` of a row-major tensor of `globalShape`; local
+/// indices are row-major in a buffer of `bufferShape` (the box, or larger
+/// when the buffer is padded).
 template <typename Fn>
 void forEachInSlice(const Shape &globalShape, const Shape &offsets,
-                    const Shape &localShape, Fn fn);
+                    const Shape &localShape, const Shape &bufferShape, Fn fn);
 
 class Executor {
 public:
@@ -106,16 +108,18 @@ private:
 
 template <typename Fn>
 void forEachInSlice(const Shape &globalShape, const Shape &offsets,
-                    const Shape &localShape, Fn fn) {
+                    const Shape &localShape, const Shape &bufferShape, Fn fn) {
   int64_t count = numElements(localShape);
   if (count == 0)
     return;
   size_t rank = globalShape.size();
   std::vector<int64_t> index(rank, 0);
-  for (int64_t local = 0; local < count; ++local) {
-    int64_t global = 0;
-    for (size_t d = 0; d < rank; ++d)
+  for (int64_t n = 0; n < count; ++n) {
+    int64_t global = 0, local = 0;
+    for (size_t d = 0; d < rank; ++d) {
       global = global * globalShape[d] + offsets[d] + index[d];
+      local = local * bufferShape[d] + index[d];
+    }
     fn(local, global);
     for (size_t d = rank; d-- > 0;) {
       if (++index[d] < localShape[d])

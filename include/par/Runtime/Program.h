@@ -162,8 +162,15 @@ int64_t groupIndex(const Program &program, const std::vector<int64_t> &coords,
                    const std::vector<std::string> &axes);
 int64_t groupSize(const Program &program, const std::vector<std::string> &axes);
 
-/// The slice of a global tensor `rank` holds under `sharding`: offsets and
-/// per-device shape per dimension.
+/// The shape of every device's buffer for a global tensor under `sharding`:
+/// a dim split n ways holds ceil(size / n) elements (an uneven split is
+/// padded at the end of each piece).
+Shape localBufferShape(const Program &program, const Shape &globalShape,
+                       const ShardingSpec &sharding);
+/// The slice of a global tensor `rank` holds under `sharding`: its offsets
+/// (piece index times the buffer extent) and the extent of real elements per
+/// dimension, which is less than the buffer's (down to 0) in the last pieces
+/// of an unevenly split dim.
 void localSlice(const Program &program, const Shape &globalShape,
                 const ShardingSpec &sharding, int64_t rank, Shape &offsets,
                 Shape &shape);

@@ -164,8 +164,11 @@ def ToLocalPass : Pass<"par-to-local", "::mlir::ModuleOp"> {
     never the logits; rope and causal attention with a split sequence get
     the shard's first position as `offset` (from `par.axis_index`); a sharded
     non-splat constant is sliced with all-slice. A dim that does not divide
-    into its shards is an error naming the tensor, dim and axis sizes
-    (uneven shards are not padded yet).
+    into its shards is padded to ceil(size / shards) per device: reductions,
+    contractions and losses over it first replace the padding with their
+    identity (a mask from `par.axis_index`), a local mean weighs
+    local / global elements, gathers cut the padding off and uneven splits
+    pad with zeros (docs/partitioning.md, "Uneven splits").
   }];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }

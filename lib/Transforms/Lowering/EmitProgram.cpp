@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 namespace mlir::par {
 #define GEN_PASS_DEF_EMITPROGRAMPASS
 #include "par/Transforms/Passes.h.inc"
@@ -263,9 +265,17 @@ int64_t Emitter::groupId(ArrayAttr axes) {
 
 static json constantJson(ElementsAttr value) {
   auto dense = dyn_cast<DenseElementsAttr>(value);
-  auto number = [](Attribute element) -> double {
-    if (auto f = dyn_cast<FloatAttr>(element))
-      return f.getValueAsDouble();
+  // JSON has no infinities or NaN: those are the strings "inf", "-inf" and
+  // "nan".
+  auto number = [](Attribute element) -> json {
+    if (auto f = dyn_cast<FloatAttr>(element)) {
+      double v = f.getValueAsDouble();
+      if (std::isnan(v))
+        return "nan";
+      if (std::isinf(v))
+        return v < 0 ? "-inf" : "inf";
+      return v;
+    }
     auto i = cast<IntegerAttr>(element);
     return i.getType().isInteger(1) ? double(i.getValue().getBoolValue())
                                     : double(i.getValue().getSExtValue());

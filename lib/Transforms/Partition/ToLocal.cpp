@@ -67,6 +67,18 @@ private:
   Value scaled(Location loc, Value value, double factor);
   Value shardStart(Location loc, MeshOp mesh, ArrayRef<int32_t> axes,
                    int64_t localSize, Type elementType);
+  /// The dims among `dims` that `info` splits unevenly (padded).
+  SmallVector<int64_t> paddedDims(const GlobalInfo &info,
+                                  ArrayRef<int64_t> dims);
+  Value maskPadding(Location loc, Value value, const GlobalInfo &info,
+                    ArrayRef<int64_t> dims, double identity);
+  FailureOr<Value> lowerPlanned(Operation *op, Value input,
+                                RankedTensorType type, MeshOp mesh,
+                                const ReshardLayout &source,
+                                const ReshardLayout &target,
+                                CollectiveKind kind);
+  LogicalResult localizeDot(DotOp op);
+  LogicalResult localizeReduce(ReduceOp op);
   LogicalResult localizeEmbedding(EmbeddingOp op);
   LogicalResult localizeCrossEntropy(CrossEntropyOp op);
   std::string describe(Value value);
@@ -86,6 +98,17 @@ std::string Localizer::describe(Value value) {
   AsmState state(func);
   value.printAsOperand(os, state);
   return text;
+}
+
+/// The ratio of the local to the global element count over `dims` (1/shards
+/// for even splits): a local mean times it is this device's share of the
+/// global mean.
+static double meanShare(RankedTensorType local, RankedTensorType global,
+                        ArrayRef<int64_t> dims) {
+  double share = 1;
+  for (int64_t d : dims)
+    share *= (double)local.getDimSize(d) / (double)global.getDimSize(d);
+  return share;
 }
 
 ReshardLayout Localizer::layoutOf(ShardingAttr sharding, int64_t rank) {
@@ -121,7 +144,7 @@ RankedTensorType Localizer::localType(RankedTensorType type,
                                       MeshOp mesh) {
   SmallVector<int64_t> shape(type.getShape());
   for (auto [d, axes] : llvm::enumerate(layout.dims))
-    shape[d] /= numShards(mesh, axes);
+    shape[d] = llvm::divideCeil(shape[d], numShards(mesh, axes));
   return RankedTensorType::get(shape, type.getElementType());
 }
 
@@ -133,8 +156,9 @@ RankedTensorType Localizer::localType(Value value) {
                    meshOf(info.sharding));
 }
 
-/// Records the global type and sharding of `value` and checks that every
-/// split dim divides evenly.
+/// Records the global type and sharding of `value`. A dim split unevenly
+/// is padded: each of its n shards holds ceil(size / n) elements, the last
+/// ones partly (or wholly) padding.
 LogicalResult Localizer::recordAndCheck(Value value, Operation *where,
                                         const Twine &what) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
@@ -145,26 +169,67 @@ LogicalResult Localizer::recordAndCheck(Value value, Operation *where,
   if (sharding && sharding.isFullyReplicated())
     sharding = nullptr;
   globals[value] = {type, sharding};
-  if (!sharding)
-    return success();
-  MeshOp mesh = meshOf(sharding);
-  if (!mesh)
+  if (sharding && !meshOf(sharding))
     return where->emitError() << what << " refers to unknown mesh "
                               << sharding.getMesh();
-  for (auto [d, dim] : llvm::enumerate(sharding.getDims())) {
-    int64_t shards = mesh.getNumShards(dim.getAxes());
-    if (type.getDimSize(d) % shards == 0)
-      continue;
-    InFlightDiagnostic diag = where->emitError();
-    diag << what << " " << describe(value) << " (" << type << "): dim " << d
-         << " of size " << type.getDimSize(d) << " does not divide into the "
-         << shards << " shards of axes";
-    for (StringAttr axis : dim.getAxes())
-      diag << " \"" << axis.getValue() << "\"=" << mesh.getAxisSize(axis);
-    return diag << "; uneven shards are not padded yet: choose axes whose "
-                   "sizes divide it or leave the dim unsplit";
-  }
   return success();
+}
+
+SmallVector<int64_t> Localizer::paddedDims(const GlobalInfo &info,
+                                           ArrayRef<int64_t> dims) {
+  SmallVector<int64_t> padded;
+  if (!info.sharding)
+    return padded;
+  MeshOp mesh = meshOf(info.sharding);
+  ReshardLayout layout = layoutOf(info.sharding, info.type.getRank());
+  for (int64_t d : dims)
+    if (info.type.getDimSize(d) % numShards(mesh, layout.dims[d]) != 0)
+      padded.push_back(d);
+  return padded;
+}
+
+/// `value` (the local piece of a tensor laid out as `info`) with the padding
+/// of its dims `dims` replaced by `identity`, so that a reduction over them
+/// sees only real elements. Padding elsewhere stays as it is.
+Value Localizer::maskPadding(Location loc, Value value, const GlobalInfo &info,
+                             ArrayRef<int64_t> dims, double identity) {
+  SmallVector<int64_t> padded = paddedDims(info, dims);
+  if (padded.empty())
+    return value;
+  MeshOp mesh = meshOf(info.sharding);
+  ReshardLayout layout = layoutOf(info.sharding, info.type.getRank());
+  auto type = cast<RankedTensorType>(value.getType());
+  auto i64 = builder.getIntegerType(64);
+  Value fill = constantLike(loc, type, identity);
+  for (int64_t d : padded) {
+    // Element j of this shard is global index start + j: real below size.
+    int64_t local = type.getDimSize(d);
+    auto indexType = RankedTensorType::get({local}, i64);
+    SmallVector<APInt> iota;
+    for (int64_t j = 0; j < local; ++j)
+      iota.push_back(APInt(64, j));
+    Value index = ConstantOp::create(builder, loc, indexType,
+                                     DenseElementsAttr::get(indexType, iota));
+    Value start = shardStart(loc, mesh, layout.dims[d], local, i64);
+    auto empty = builder.getDenseI64ArrayAttr({});
+    index = AddOp::create(builder, loc, indexType, index,
+                          BroadcastOp::create(builder, loc, indexType, start,
+                                              empty));
+    Value size = BroadcastOp::create(
+        builder, loc, indexType,
+        constantLike(loc, RankedTensorType::get({}, i64),
+                     (double)info.type.getDimSize(d)),
+        empty);
+    Value real = CompareOp::create(
+        builder, loc, getI1TensorLike(indexType),
+        CompareDirectionAttr::get(builder.getContext(), CompareDirection::lt),
+        index, size);
+    auto maskType = cast<RankedTensorType>(getI1TensorLike(type));
+    Value mask = BroadcastOp::create(builder, loc, maskType, real,
+                                     builder.getDenseI64ArrayAttr({d}));
+    value = SelectOp::create(builder, loc, type, mask, value, fill);
+  }
+  return value;
 }
 
 void Localizer::replaceValue(Value old, Value replacement,
@@ -204,6 +269,83 @@ FailureOr<Value> Localizer::lowerReshard(Operation *op, Value input,
     return input; // replicated to replicated
   ReshardLayout source = layoutOf(from.sharding, type.getRank());
   ReshardLayout target = layoutOf(to, type.getRank());
+  CollectiveKind kind = partialKind(input);
+  Location loc = op->getLoc();
+
+  // A padded dim keeps its layout only while its axes stay; one whose split
+  // changes is gathered whole, cut to its size, padded for the target split
+  // and split again.
+  SmallVector<int64_t> changing;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    int64_t size = type.getDimSize(d);
+    if (source.dims[d] != target.dims[d] &&
+        (size % numShards(mesh, source.dims[d]) ||
+         size % numShards(mesh, target.dims[d])))
+      changing.push_back(d);
+  }
+  if (changing.empty())
+    return lowerPlanned(op, input, type, mesh, source, target, kind);
+
+  if (llvm::any_of(changing, [&](int64_t d) {
+        return !source.dims[d].empty() && !target.dims[d].empty();
+      }))
+    op->emitRemark() << "reshard of " << type
+                     << " changes the split of an unevenly split dim; it is "
+                        "gathered whole and split again";
+  ReshardLayout whole = source;
+  for (int64_t d : changing)
+    whole.dims[d].clear();
+  FailureOr<Value> gathered =
+      lowerPlanned(op, input, type, mesh, source, whole, kind);
+  if (failed(gathered))
+    return failure();
+  Value value = *gathered;
+  auto local = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> starts(type.getRank(), 0), limits(local.getShape());
+  for (int64_t d : changing)
+    limits[d] = type.getDimSize(d);
+  if (ArrayRef<int64_t>(limits) != local.getShape())
+    value = SliceOp::create(
+        builder, loc, RankedTensorType::get(limits, type.getElementType()),
+        value, builder.getDenseI64ArrayAttr(starts),
+        builder.getDenseI64ArrayAttr(limits), DenseI64ArrayAttr());
+  for (int64_t d : changing) {
+    int64_t size = type.getDimSize(d);
+    int64_t padded =
+        llvm::alignTo(size, numShards(mesh, target.dims[d]));
+    if (padded == size)
+      continue;
+    auto current = cast<RankedTensorType>(value.getType());
+    SmallVector<int64_t> padShape(current.getShape()), grown(padShape);
+    padShape[d] = padded - size;
+    grown[d] = padded;
+    Value zeros = constantLike(
+        loc, RankedTensorType::get(padShape, type.getElementType()), 0.0);
+    value = ConcatOp::create(
+        builder, loc, RankedTensorType::get(grown, type.getElementType()),
+        ValueRange{value, zeros}, (uint64_t)d);
+  }
+  if (!whole.partial.empty())
+    kinds[value] = kind;
+  return lowerPlanned(op, value, type, mesh, whole, target, kind);
+}
+
+/// The collectives that move `input` from `source` to `target` on the
+/// tensor `type` whose padded dims keep their axes (each is planned at its
+/// padded size, a multiple of its shard counts).
+FailureOr<Value> Localizer::lowerPlanned(Operation *op, Value input,
+                                         RankedTensorType type, MeshOp mesh,
+                                         const ReshardLayout &source,
+                                         const ReshardLayout &target,
+                                         CollectiveKind kind) {
+  if (source == target)
+    return input;
+  SmallVector<int64_t> shape(type.getShape());
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    shape[d] = llvm::alignTo(shape[d],
+                             std::max(numShards(mesh, source.dims[d]),
+                                      numShards(mesh, target.dims[d])));
+  type = RankedTensorType::get(shape, type.getElementType());
   ReshardPlan plan;
   std::string error;
   if (!planReshard(mesh.getAxisSizes(), type.getShape(), source, target, plan,
@@ -214,7 +356,6 @@ FailureOr<Value> Localizer::lowerReshard(Operation *op, Value input,
     op->emitRemark() << "reshard of " << type << " gathers data and slices "
                      << "it again (" << plan.gatherThenSlice
                      << "); no cheaper collective sequence reaches the target";
-  CollectiveKind kind = partialKind(input);
   StringRef meshRef = mesh.getSymName();
   Location loc = op->getLoc();
   Value value = input;
@@ -258,7 +399,12 @@ Value Localizer::constantLike(Location loc, RankedTensorType type,
   Attribute element;
   if (auto floatType = dyn_cast<FloatType>(type.getElementType()))
     element = builder.getFloatAttr(floatType, value);
-  else
+  else if (std::isinf(value)) {
+    unsigned width = type.getElementType().getIntOrFloatBitWidth();
+    element = builder.getIntegerAttr(
+        type.getElementType(), value < 0 ? APInt::getSignedMinValue(width)
+                                         : APInt::getSignedMaxValue(width));
+  } else
     element = builder.getIntegerAttr(type.getElementType(), (int64_t)value);
   return ConstantOp::create(builder, loc, type,
                             DenseElementsAttr::get(type, element));
@@ -297,7 +443,8 @@ LogicalResult Localizer::localizeEmbedding(EmbeddingOp op) {
   auto idsType = cast<RankedTensorType>(op.getIds().getType());
   Location loc = op.getLoc();
   builder.setInsertionPoint(op);
-  int64_t rows = table.type.getDimSize(0) / numShards(mesh, layout.dims[0]);
+  int64_t rows =
+      llvm::divideCeil(table.type.getDimSize(0), numShards(mesh, layout.dims[0]));
   Value start =
       shardStart(loc, mesh, layout.dims[0], rows, idsType.getElementType());
   Value starts = BroadcastOp::create(builder, loc, idsType, start,
@@ -320,12 +467,23 @@ LogicalResult Localizer::localizeCrossEntropy(CrossEntropyOp op) {
   for (int64_t d = 0; d + 1 < rank; ++d)
     tokenAxes.append(layout.dims[d].begin(), layout.dims[d].end());
   ArrayRef<int32_t> vocabAxes = layout.dims[rank - 1];
+  SmallVector<int64_t> leading;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    leading.push_back(d);
+  // Padded token dims: the per-token losses of padding are masked out, so
+  // the loss is computed per token as with a split vocabulary.
+  bool paddedTokens = !paddedDims(logitsInfo, leading).empty();
+  double tokenShare =
+      meanShare(cast<RankedTensorType>(op.getLabels().getType()),
+                globals[op.getLabels()].type, leading);
   Location loc = op.getLoc();
   builder.setInsertionPointAfter(op);
   Value loss = op.getResult();
-  if (!vocabAxes.empty()) {
+  if (!vocabAxes.empty() || paddedTokens) {
     builder.setInsertionPoint(op);
-    Value logits = op.getLogits(), labels = op.getLabels();
+    Value logits = maskPadding(loc, op.getLogits(), logitsInfo, {rank - 1},
+                               -std::numeric_limits<double>::infinity());
+    Value labels = op.getLabels();
     auto logitsType = cast<RankedTensorType>(logits.getType());
     auto labelsType = cast<RankedTensorType>(labels.getType());
     Type f = logitsType.getElementType(), i = labelsType.getElementType();
@@ -333,14 +491,13 @@ LogicalResult Localizer::localizeCrossEntropy(CrossEntropyOp op) {
     int64_t vocab = logitsType.getDimSize(rank - 1);
     StringRef meshRef = mesh.getSymName();
     ArrayAttr axes = axisNames(mesh, vocabAxes);
-    SmallVector<int64_t> leading;
-    for (int64_t d = 0; d + 1 < rank; ++d)
-      leading.push_back(d);
     auto last = builder.getDenseI64ArrayAttr({rank - 1});
     auto reduceLast = [&](ReduceKind kind, Value input) -> Value {
       return ReduceOp::create(builder, loc, tokens, kind, input, last);
     };
     auto overVocab = [&](CollectiveKind kind, Value input) -> Value {
+      if (vocabAxes.empty())
+        return input;
       return AllReduceOp::create(builder, loc, tokens, kind, input, meshRef,
                                  axes);
     };
@@ -363,10 +520,12 @@ LogicalResult Localizer::localizeCrossEntropy(CrossEntropyOp op) {
       iota.push_back(APInt(i.getIntOrFloatBitWidth(), v));
     Value ids = ConstantOp::create(builder, loc, vocabIds,
                                    DenseElementsAttr::get(vocabIds, iota));
-    Value start = shardStart(loc, mesh, vocabAxes, vocab, i);
-    ids = AddOp::create(builder, loc, vocabIds, ids,
-                        BroadcastOp::create(builder, loc, vocabIds, start,
-                                            builder.getDenseI64ArrayAttr({})));
+    if (!vocabAxes.empty()) {
+      Value start = shardStart(loc, mesh, vocabAxes, vocab, i);
+      ids = AddOp::create(builder, loc, vocabIds, ids,
+                          BroadcastOp::create(builder, loc, vocabIds, start,
+                                              builder.getDenseI64ArrayAttr({})));
+    }
     auto idsType = RankedTensorType::get(logitsType.getShape(), i);
     Value columns = BroadcastOp::create(builder, loc, idsType, ids,
                                         builder.getDenseI64ArrayAttr({rank - 1}));
@@ -381,6 +540,15 @@ LogicalResult Localizer::localizeCrossEntropy(CrossEntropyOp op) {
     Value target =
         overVocab(CollectiveKind::sum, reduceLast(ReduceKind::sum, picked));
     Value perToken = SubOp::create(builder, loc, tokens, lse, target);
+    GlobalInfo tokenInfo{RankedTensorType::get(
+                             logitsInfo.type.getShape().drop_back(),
+                             logitsInfo.type.getElementType()),
+                         nullptr};
+    if (logitsInfo.sharding)
+      tokenInfo.sharding = ShardingAttr::get(
+          builder.getContext(), logitsInfo.sharding.getMesh(),
+          logitsInfo.sharding.getDims().drop_back(), {}, {});
+    perToken = maskPadding(loc, perToken, tokenInfo, leading, 0.0);
     loss = ReduceOp::create(builder, loc, op.getResult().getType(),
                             ReduceKind::mean, perToken,
                             builder.getDenseI64ArrayAttr(leading));
@@ -389,10 +557,55 @@ LogicalResult Localizer::localizeCrossEntropy(CrossEntropyOp op) {
     builder.setInsertionPointAfter(loss.getDefiningOp());
   }
   if (!tokenAxes.empty()) {
-    Value scaledLoss =
-        scaled(loc, loss, 1.0 / (double)numShards(mesh, tokenAxes));
+    Value scaledLoss = scaled(loc, loss, tokenShare);
     replaceValue(loss, scaledLoss, scaledLoss.getDefiningOp());
   }
+  return success();
+}
+
+/// Reductions over split dims: padding is masked with the reduction's
+/// identity; a mean becomes this device's share of the global mean.
+LogicalResult Localizer::localizeReduce(ReduceOp op) {
+  const GlobalInfo &in = globals[op.getInput()];
+  if (!in.sharding)
+    return success();
+  double identity = 0;
+  if (op.getKind() == ReduceKind::max)
+    identity = -std::numeric_limits<double>::infinity();
+  if (op.getKind() == ReduceKind::min)
+    identity = std::numeric_limits<double>::infinity();
+  Location loc = op.getLoc();
+  builder.setInsertionPoint(op);
+  op.getInputMutable().assign(
+      maskPadding(loc, op.getInput(), in, op.getDims(), identity));
+  if (op.getKind() != ReduceKind::mean)
+    return success();
+  ReshardLayout layout = layoutOf(in.sharding, in.type.getRank());
+  SmallVector<int64_t> split;
+  for (int64_t d : op.getDims())
+    if (!layout.dims[d].empty())
+      split.push_back(d);
+  if (split.empty())
+    return success();
+  builder.setInsertionPointAfter(op);
+  Value result = op.getResult();
+  Value part = scaled(
+      loc, result,
+      meanShare(cast<RankedTensorType>(op.getInput().getType()), in.type,
+                split));
+  replaceValue(result, part, part.getDefiningOp());
+  return success();
+}
+
+/// A contraction over a padded dim sees zeros there in both operands (the
+/// padding of one may hold anything, even infinities).
+LogicalResult Localizer::localizeDot(DotOp op) {
+  Location loc = op.getLoc();
+  builder.setInsertionPoint(op);
+  op.getLhsMutable().assign(maskPadding(loc, op.getLhs(), globals[op.getLhs()],
+                                        op.getLhsContract(), 0.0));
+  op.getRhsMutable().assign(maskPadding(loc, op.getRhs(), globals[op.getRhs()],
+                                        op.getRhsContract(), 0.0));
   return success();
 }
 
@@ -463,30 +676,26 @@ LogicalResult Localizer::localizeOp(Operation *op) {
   if (auto loss = dyn_cast<CrossEntropyOp>(op))
     return localizeCrossEntropy(loss);
 
-  if (auto reduce = dyn_cast<ReduceOp>(op)) {
-    // A mean over split dims: local means, each 1/shards of the total.
-    const GlobalInfo &in = globals[reduce.getInput()];
-    if (reduce.getKind() != ReduceKind::mean || !in.sharding)
-      return success();
-    ReshardLayout layout = layoutOf(in.sharding, in.type.getRank());
-    SmallVector<int32_t> axes;
-    for (int64_t d : reduce.getDims())
-      axes.append(layout.dims[d].begin(), layout.dims[d].end());
-    if (axes.empty())
-      return success();
-    builder.setInsertionPointAfter(op);
-    Value result = reduce.getResult();
-    Value part = scaled(loc, result,
-                        1.0 / (double)numShards(meshOf(in.sharding), axes));
-    replaceValue(result, part, part.getDefiningOp());
-    return success();
-  }
+  if (auto reduce = dyn_cast<ReduceOp>(op))
+    return localizeReduce(reduce);
+  if (auto dot = dyn_cast<DotOp>(op))
+    return localizeDot(dot);
 
   if (auto slice = dyn_cast<SliceOp>(op)) {
     // Split dims are whole (the rule keeps sliced dims unsplit).
     auto local = cast<RankedTensorType>(slice.getInput().getType());
     SmallVector<int64_t> limits(slice.getLimits());
     const GlobalInfo &in = globals[slice.getInput()];
+    auto resultType = cast<RankedTensorType>(slice.getResult().getType());
+    for (int64_t d = 0; d < local.getRank(); ++d)
+      if ((local.getDimSize(d) != in.type.getDimSize(d) ||
+           resultType.getDimSize(d) != globals[slice.getResult()].type.getDimSize(d)) &&
+          (slice.getStarts()[d] != 0 || limits[d] != in.type.getDimSize(d) ||
+           (slice.getStrides() && (*slice.getStrides())[d] != 1)))
+        return op->emitError()
+               << "dim " << d << " is sliced and split; slices keep the dims "
+               << "they cut whole (run --par-insert-reshards, or "
+                  "--par-partition, on the global program first)";
     for (int64_t d = 0; d < local.getRank(); ++d)
       if (local.getDimSize(d) != in.type.getDimSize(d))
         limits[d] = local.getDimSize(d);
@@ -505,7 +714,7 @@ LogicalResult Localizer::localizeOp(Operation *op) {
     MeshOp mesh = meshOf(in.sharding);
     builder.setInsertionPoint(op);
     int64_t positions =
-        in.type.getDimSize(1) / numShards(mesh, layout.dims[1]);
+        llvm::divideCeil(in.type.getDimSize(1), numShards(mesh, layout.dims[1]));
     offset.assign(shardStart(loc, mesh, layout.dims[1], positions,
                              builder.getIntegerType(64)));
   };

@@ -54,7 +54,9 @@ static bool sameLayout(const Node &node, ArrayRef<AxisList> dims,
 /// then runs with that factor whole, and the tensors that had it split are
 /// resharded (gathered) first; otherwise the local op would see a shard
 /// that is not a contiguous piece of the merged dim. Dropping a factor can
-/// leave a major factor partly split, so repeat until nothing changes.
+/// leave a major factor partly split, so repeat until nothing changes. An
+/// uneven split (padded by --par-to-local) is kept only in a dim made of
+/// that one factor.
 void Engine::keepRepresentable(const Edge &edge, EdgeEval &eval) const {
   bool changed = true;
   while (changed) {
@@ -65,15 +67,18 @@ void Engine::keepRepresentable(const Edge &edge, EdgeEval &eval) const {
         SmallVector<int32_t, 4> fromSlots;
         backProjectDim(dimFactors, edge.factors, eval.choices, eval.mesh, axes,
                        fromSlots, &dropped);
-        if (dropped.empty())
-          continue;
-        for (int64_t f : dimFactors)
-          if (llvm::any_of(eval.choices[f].axes, [&](uint8_t axis) {
+        for (int64_t f : dimFactors) {
+          AxisList &choice = eval.choices[f].axes;
+          // Padding (an uneven split) exists only for a dim of its own.
+          bool uneven = dimFactors.size() > 1 &&
+                        edge.factors[f].size % shardCount(eval.mesh, choice);
+          if (uneven || llvm::any_of(choice, [&](uint8_t axis) {
                 return llvm::is_contained(dropped, axis);
               })) {
-            eval.choices[f].axes.clear();
+            choice.clear();
             changed = true;
           }
+        }
       }
   }
 }
