@@ -11,12 +11,15 @@ A model lists its shardings in comments:
   // SHARDING: dp=2,tp=4 | %x=[{"dp"}, {}] %w1=[{}, {"tp"}]
 Each `%arg=SPEC` becomes `{par.sharding = #par.sharding<@mesh, SPEC>}` on
 that argument; the mesh comes from --mesh. `// STEPS: N` sets the steps run
-(default 2; outputs are compared after the last one).
+(default 2; outputs are compared after the last one). `// PASSES: ...` adds
+par-opt options applied before partitioning, to both the unsharded and the
+sharded programs (e.g. `--par-autodiff=optimizer=adamw` for training steps).
 """
 import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -112,13 +115,15 @@ def main():
             text = f.read()
         steps = re.search(r"//\s*STEPS:\s*(\d+)", text)
         steps = steps.group(1) if steps else "2"
+        passes = re.search(r"//\s*PASSES:\s*(.*)", text)
+        passes = shlex.split(passes.group(1)) if passes else []
         configs = parse_shardings(text)
         if len(configs) < 1:
             raise SystemExit(f"{model}: no // SHARDING: lines")
 
         base_prog = os.path.join(args.work, f"{name}.base.json")
         base_out = os.path.join(args.work, f"{name}.base.out.json")
-        if run([par_opt, model, f"--emit-program={base_prog}", "-o", os.devnull],
+        if run([par_opt, model, *passes, f"--emit-program={base_prog}", "-o", os.devnull],
                f"{name}: compile unsharded") is None:
             failures += 1
             continue
@@ -134,7 +139,7 @@ def main():
             out = os.path.join(args.work, f"{name}.{i}.out.json")
             with open(src, "w") as f:
                 f.write(annotate(text, assignments))
-            ok = run([par_opt, src, f"--mesh={mesh}", "--par-propagate", "--par-partition",
+            ok = run([par_opt, src, f"--mesh={mesh}", *passes, "--par-propagate", "--par-partition",
                       f"--emit-program={prog}", "-o", os.devnull],
                      f"{name}: compile for {mesh}") is not None
             ok = ok and run([par_run, prog, "--steps", steps, "--log-every", "0",

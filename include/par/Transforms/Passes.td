@@ -283,4 +283,41 @@ def EmitProgramPass : Pass<"par-emit-program", "::mlir::ModuleOp"> {
   ];
 }
 
+def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Turn a forward function returning a scalar loss into a training step";
+  let description = [{
+    Reverse-mode differentiation of every function whose first result is a
+    0-d floating-point loss: the gradient of the loss with respect to every
+    parameter argument (`par.role = "param"`, or floating-point arguments
+    without a role) is built from the forward values by each op's gradient
+    rule, in ops of the catalogue, so propagation and partitioning treat the
+    backward pass like the forward one. Then, with `optimizer=sgd` or
+    `optimizer=adamw`, each parameter gets its update op; optimizer states
+    (momentum, the two AdamW moments, a step counter) become new parameter
+    arguments initialized to zeros and replaced by the function's new
+    results (`par.updates`), as are the parameters. With `optimizer=none`
+    the function returns the loss and one gradient per parameter (named
+    `grad.NAME`). Other results of the forward function are dropped.
+    An op without a gradient rule is an error naming it.
+
+    ```sh
+    par-opt model.mlir --par-autodiff="optimizer=adamw lr=3e-4" --mesh=dp=2,tp=4 \
+        --par-propagate --par-partition --emit-program=train.parprog
+    ```
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "none (return gradients), sgd or adamw">,
+    Option<"lr", "lr", "double", /*default=*/"0.01", "Learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "SGD momentum">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "Decoupled weight decay">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
+    Option<"epsilon", "epsilon", "double", /*default=*/"1e-8", "AdamW epsilon">,
+  ];
+  let dependentDialects = ["::mlir::par::ParDialect"];
+}
+
 #endif // PAR_TRANSFORMS_PASSES_TD

@@ -1,0 +1,709 @@
+//===- Autodiff.cpp - --par-autodiff: training steps from forward losses --===//
+//
+// Reverse-mode differentiation on the global program. Each op's gradient
+// rule is written in ops of the catalogue, so the backward pass carries
+// sharding rules, propagates, partitions and runs like the forward pass.
+// The optimizer update follows, with its states as new parameters that the
+// step replaces (par.updates).
+//
+//===----------------------------------------------------------------------===//
+#include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <numeric>
+
+namespace mlir::par {
+#define GEN_PASS_DEF_AUTODIFFPASS
+#include "par/Transforms/Passes.h.inc"
+} // namespace mlir::par
+
+using namespace mlir;
+using namespace mlir::par;
+
+namespace {
+struct OptimizerConfig {
+  std::string kind; // none | sgd | adamw
+  double lr, momentum, weightDecay, beta1, beta2, epsilon;
+};
+
+class Differentiator {
+public:
+  Differentiator(func::FuncOp func, const OptimizerConfig &config)
+      : func(func), config(config), b(func.getContext()) {}
+  LogicalResult run();
+
+private:
+  using Rule = LogicalResult (Differentiator::*)(Operation *, Value);
+
+  static RankedTensorType typeOf(Value v) {
+    return cast<RankedTensorType>(v.getType());
+  }
+  static bool isFloat(Value v) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    return type && isa<FloatType>(type.getElementType());
+  }
+  Value splat(RankedTensorType type, double value);
+  Value splatLike(Value like, double value) { return splat(typeOf(like), value); }
+  Value add(Value x, Value y) { return AddOp::create(b, loc, typeOf(x), x, y); }
+  Value sub(Value x, Value y) { return SubOp::create(b, loc, typeOf(x), x, y); }
+  Value mul(Value x, Value y) { return MulOp::create(b, loc, typeOf(x), x, y); }
+  Value div(Value x, Value y) { return DivOp::create(b, loc, typeOf(x), x, y); }
+  Value neg(Value x) { return NegOp::create(b, loc, typeOf(x), x); }
+  Value scale(Value x, double factor) { return mul(x, splatLike(x, factor)); }
+  Value select(Value pred, Value onTrue, Value onFalse) {
+    return SelectOp::create(b, loc, typeOf(onTrue), pred, onTrue, onFalse);
+  }
+  Value compare(CompareDirection direction, Value x, Value y) {
+    return CompareOp::create(b, loc, getI1TensorLike(x.getType()),
+                             CompareDirectionAttr::get(b.getContext(), direction),
+                             x, y);
+  }
+  /// Broadcast of `x` to `type`, `x`'s dims going to `dims`.
+  Value broadcast(Value x, RankedTensorType type, ArrayRef<int64_t> dims) {
+    return BroadcastOp::create(b, loc, type, x, b.getDenseI64ArrayAttr(dims));
+  }
+  /// Sum of `x` over `dims` (dims dropped).
+  Value reduceSum(Value x, ArrayRef<int64_t> dims);
+  /// The dims of a rank-`rank` tensor not in `dims`, in order.
+  static SmallVector<int64_t> complement(int64_t rank, ArrayRef<int64_t> dims);
+  /// A float one-hot of integer `ids` over `classes` as a trailing dim.
+  Value oneHot(Value ids, int64_t classes, Type elementType);
+
+  void accumulate(Value value, Value grad);
+
+  LogicalResult elementwise(Operation *op, Value g);
+  LogicalResult backward(Operation *op, Value g);
+  LogicalResult dotRule(DotOp op, Value g);
+  LogicalResult layerNormRule(Operation *op, Value g);
+
+  func::FuncOp func;
+  const OptimizerConfig &config;
+  OpBuilder b;
+  Location loc = UnknownLoc::get(func.getContext());
+  DenseMap<Value, Value> adjoints;
+  /// Values that depend on a parameter: the only ones that need gradients.
+  DenseSet<Value> varied;
+};
+} // namespace
+
+Value Differentiator::splat(RankedTensorType type, double value) {
+  Attribute element;
+  if (auto floatType = dyn_cast<FloatType>(type.getElementType()))
+    element = b.getFloatAttr(floatType, value);
+  else
+    element = b.getIntegerAttr(type.getElementType(), (int64_t)value);
+  return ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, element));
+}
+
+SmallVector<int64_t> Differentiator::complement(int64_t rank,
+                                                ArrayRef<int64_t> dims) {
+  SmallVector<int64_t> rest;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!llvm::is_contained(dims, d))
+      rest.push_back(d);
+  return rest;
+}
+
+Value Differentiator::reduceSum(Value x, ArrayRef<int64_t> dims) {
+  if (dims.empty())
+    return x;
+  RankedTensorType type = typeOf(x);
+  SmallVector<int64_t> shape;
+  for (int64_t d : complement(type.getRank(), dims))
+    shape.push_back(type.getDimSize(d));
+  return ReduceOp::create(b, loc,
+                          RankedTensorType::get(shape, type.getElementType()),
+                          ReduceKind::sum, x, b.getDenseI64ArrayAttr(dims));
+}
+
+Value Differentiator::oneHot(Value ids, int64_t classes, Type elementType) {
+  RankedTensorType idsType = typeOf(ids);
+  Type intType = idsType.getElementType();
+  auto classType = RankedTensorType::get({classes}, intType);
+  SmallVector<APInt> iota;
+  for (int64_t c = 0; c < classes; ++c)
+    iota.push_back(APInt(intType.getIntOrFloatBitWidth(), c));
+  Value columns = ConstantOp::create(b, loc, classType,
+                                     DenseElementsAttr::get(classType, iota));
+  SmallVector<int64_t> shape(idsType.getShape());
+  shape.push_back(classes);
+  auto wide = RankedTensorType::get(shape, intType);
+  int64_t rank = idsType.getRank();
+  SmallVector<int64_t> leading(rank);
+  std::iota(leading.begin(), leading.end(), 0);
+  Value hit = compare(CompareDirection::eq, broadcast(columns, wide, {rank}),
+                      broadcast(ids, wide, leading));
+  auto out = RankedTensorType::get(shape, elementType);
+  return select(hit, splat(out, 1.0), splat(out, 0.0));
+}
+
+void Differentiator::accumulate(Value value, Value grad) {
+  if (!isFloat(value) || !varied.contains(value))
+    return;
+  if (grad.getType() != value.getType())
+    grad = ConvertOp::create(b, loc, value.getType(), grad);
+  Value &slot = adjoints[value];
+  slot = slot ? add(slot, grad) : grad;
+}
+
+/// Unary and binary element-wise ops: d/dx from the forward values.
+LogicalResult Differentiator::elementwise(Operation *op, Value g) {
+  Value y = op->getResult(0);
+  Value x = op->getOperand(0);
+  auto one = [&]() { return splatLike(x, 1.0); };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](AddOp o) {
+        accumulate(o.getLhs(), g);
+        accumulate(o.getRhs(), g);
+        return success();
+      })
+      .Case([&](SubOp o) {
+        accumulate(o.getLhs(), g);
+        accumulate(o.getRhs(), neg(g));
+        return success();
+      })
+      .Case([&](MulOp o) {
+        accumulate(o.getLhs(), mul(g, o.getRhs()));
+        accumulate(o.getRhs(), mul(g, o.getLhs()));
+        return success();
+      })
+      .Case([&](DivOp o) {
+        accumulate(o.getLhs(), div(g, o.getRhs()));
+        accumulate(o.getRhs(), neg(div(mul(g, y), o.getRhs())));
+        return success();
+      })
+      .Case([&](MaxOp o) {
+        Value lhsWins = compare(CompareDirection::ge, o.getLhs(), o.getRhs());
+        Value zero = splatLike(g, 0.0);
+        accumulate(o.getLhs(), select(lhsWins, g, zero));
+        accumulate(o.getRhs(), select(lhsWins, zero, g));
+        return success();
+      })
+      .Case([&](MinOp o) {
+        Value lhsWins = compare(CompareDirection::le, o.getLhs(), o.getRhs());
+        Value zero = splatLike(g, 0.0);
+        accumulate(o.getLhs(), select(lhsWins, g, zero));
+        accumulate(o.getRhs(), select(lhsWins, zero, g));
+        return success();
+      })
+      .Case([&](NegOp) {
+        accumulate(x, neg(g));
+        return success();
+      })
+      .Case([&](ExpOp) {
+        accumulate(x, mul(g, y));
+        return success();
+      })
+      .Case([&](LogOp) {
+        accumulate(x, div(g, x));
+        return success();
+      })
+      .Case([&](TanhOp) {
+        accumulate(x, mul(g, sub(one(), mul(y, y))));
+        return success();
+      })
+      .Case([&](SqrtOp) {
+        accumulate(x, div(scale(g, 0.5), y));
+        return success();
+      })
+      .Case([&](RsqrtOp) {
+        accumulate(x, mul(scale(g, -0.5), mul(y, mul(y, y))));
+        return success();
+      })
+      .Case([&](SigmoidOp) {
+        accumulate(x, mul(g, mul(y, sub(one(), y))));
+        return success();
+      })
+      .Case([&](ReluOp) {
+        Value positive = compare(CompareDirection::gt, x, splatLike(x, 0.0));
+        accumulate(x, select(positive, g, splatLike(g, 0.0)));
+        return success();
+      })
+      .Case([&](SiluOp) {
+        // silu = x s(x); d = s (1 + x (1 - s)).
+        Value s = SigmoidOp::create(b, loc, typeOf(x), x);
+        accumulate(x, mul(g, mul(s, add(one(), mul(x, sub(one(), s))))));
+        return success();
+      })
+      .Case([&](GeluOp) {
+        // gelu = x/2 (1 + tanh(u)), u = k (x + c x^3):
+        // d = (1 + t)/2 + x/2 (1 - t^2) k (1 + 3c x^2).
+        const double k = 0.7978845608028654, c = 0.044715;
+        Value x2 = mul(x, x);
+        Value u = scale(add(x, scale(mul(x2, x), c)), k);
+        Value t = TanhOp::create(b, loc, typeOf(x), u);
+        Value dt = scale(mul(sub(one(), mul(t, t)), add(one(), scale(x2, 3 * c))), k);
+        Value d = scale(add(add(one(), t), mul(x, dt)), 0.5);
+        accumulate(x, mul(g, d));
+        return success();
+      })
+      .Default([&](Operation *) { return failure(); });
+}
+
+/// Gradients of a general dot (result dims: batch, lhs free, rhs free) are
+/// dots of the result gradient with the other operand, transposed back to
+/// the operand's dim order.
+LogicalResult Differentiator::dotRule(DotOp op, Value g) {
+  Value lhs = op.getLhs(), rhs = op.getRhs();
+  RankedTensorType lt = typeOf(lhs), rt = typeOf(rhs);
+  ArrayRef<int64_t> lb = op.getLhsBatch() ? *op.getLhsBatch() : ArrayRef<int64_t>();
+  ArrayRef<int64_t> rb = op.getRhsBatch() ? *op.getRhsBatch() : ArrayRef<int64_t>();
+  ArrayRef<int64_t> lc = op.getLhsContract(), rc = op.getRhsContract();
+  SmallVector<int64_t> lb_lc(lb), rb_rc(rb);
+  lb_lc.append(lc.begin(), lc.end());
+  rb_rc.append(rc.begin(), rc.end());
+  SmallVector<int64_t> lf = complement(lt.getRank(), lb_lc);
+  SmallVector<int64_t> rf = complement(rt.getRank(), rb_rc);
+  int64_t nb = lb.size(), nl = lf.size(), nr = rf.size();
+  auto range = [](int64_t from, int64_t count) {
+    SmallVector<int64_t> r(count);
+    std::iota(r.begin(), r.end(), from);
+    return r;
+  };
+  SmallVector<int64_t> gBatch = range(0, nb), gLhsFree = range(nb, nl),
+                       gRhsFree = range(nb + nl, nr);
+  // Dot whose result dims map to `target`'s dims by `map`, then transposed.
+  auto emit = [&](Value x, Value y, ArrayRef<int64_t> xb, ArrayRef<int64_t> yb,
+                  ArrayRef<int64_t> xc, ArrayRef<int64_t> yc,
+                  ArrayRef<int64_t> map, Value target) {
+    RankedTensorType tt = typeOf(target);
+    SmallVector<int64_t> shape;
+    for (int64_t d : map)
+      shape.push_back(tt.getDimSize(d));
+    auto type = RankedTensorType::get(shape, typeOf(g).getElementType());
+    DenseI64ArrayAttr xbAttr, ybAttr;
+    if (!xb.empty()) {
+      xbAttr = b.getDenseI64ArrayAttr(xb);
+      ybAttr = b.getDenseI64ArrayAttr(yb);
+    }
+    Value r = DotOp::create(b, loc, type, x, y, xbAttr, ybAttr,
+                            b.getDenseI64ArrayAttr(xc),
+                            b.getDenseI64ArrayAttr(yc));
+    SmallVector<int64_t> perm(map.size());
+    for (auto [i, d] : llvm::enumerate(map))
+      perm[d] = i;
+    bool identity = llvm::equal(perm, range(0, perm.size()));
+    if (!identity)
+      r = TransposeOp::create(
+          b, loc, RankedTensorType::get(tt.getShape(), type.getElementType()), r,
+          b.getDenseI64ArrayAttr(perm));
+    accumulate(target, r);
+  };
+  if (varied.contains(lhs)) {
+    // d lhs = g . rhs over the rhs free dims: dims batch, lhs free, rhs
+    // contract (in rhs order, i.e. the matching lhs contract dims).
+    SmallVector<int64_t> map(lb);
+    map.append(lf);
+    SmallVector<int64_t> rcSorted(rc);
+    llvm::sort(rcSorted);
+    for (int64_t d : rcSorted)
+      map.push_back(lc[llvm::find(rc, d) - rc.begin()]);
+    emit(g, rhs, gBatch, rb, gRhsFree, rf, map, lhs);
+  }
+  if (varied.contains(rhs)) {
+    // d rhs = lhs . g over the lhs free dims: dims batch, lhs contract (in
+    // lhs order, i.e. the matching rhs contract dims), rhs free.
+    SmallVector<int64_t> map(rb);
+    SmallVector<int64_t> lcSorted(lc);
+    llvm::sort(lcSorted);
+    for (int64_t d : lcSorted)
+      map.push_back(rc[llvm::find(lc, d) - lc.begin()]);
+    map.append(rf);
+    emit(lhs, g, lb, gBatch, lf, gLhsFree, map, rhs);
+  }
+  return success();
+}
+
+/// layer_norm / rms_norm over the last dim, from recomputed statistics:
+/// with xhat = (x - mean) r (rms_norm: x r) and h = g gamma,
+/// dx = r (h - mean(h) - xhat mean(h xhat)) (rms_norm: no mean(h) term),
+/// dgamma = sum(g xhat), dbeta = sum(g) over the leading dims.
+LogicalResult Differentiator::layerNormRule(Operation *op, Value g) {
+  bool layer = isa<LayerNormOp>(op);
+  Value x = op->getOperand(0), gamma = op->getOperand(1);
+  double eps = layer ? cast<LayerNormOp>(op).getEpsilon().convertToDouble()
+                     : cast<RmsNormOp>(op).getEpsilon().convertToDouble();
+  RankedTensorType xt = typeOf(x);
+  int64_t last = xt.getRank() - 1, n = xt.getDimSize(last);
+  SmallVector<int64_t> leading = complement(xt.getRank(), {last});
+  auto rowType = RankedTensorType::get(xt.getShape().drop_back(),
+                                       xt.getElementType());
+  auto rowMean = [&](Value v) {
+    return broadcast(scale(reduceSum(v, {last}), 1.0 / n), xt, leading);
+  };
+  Value centered = layer ? sub(x, rowMean(x)) : x;
+  Value var = rowMean(mul(centered, centered));
+  Value r = RsqrtOp::create(b, loc, xt, add(var, splat(xt, eps)));
+  Value xhat = mul(centered, r);
+  Value h = mul(g, broadcast(gamma, xt, {last}));
+  Value inner = sub(h, mul(xhat, rowMean(mul(h, xhat))));
+  if (layer)
+    inner = sub(inner, rowMean(h));
+  accumulate(x, mul(r, inner));
+  accumulate(gamma, reduceSum(mul(g, xhat), leading));
+  if (layer)
+    accumulate(op->getOperand(2), reduceSum(g, leading));
+  (void)rowType;
+  return success();
+}
+
+LogicalResult Differentiator::backward(Operation *op, Value g) {
+  if (succeeded(elementwise(op, g)))
+    return success();
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](SelectOp o) {
+        Value zero = splatLike(g, 0.0);
+        accumulate(o.getOnTrue(), select(o.getPred(), g, zero));
+        accumulate(o.getOnFalse(), select(o.getPred(), zero, g));
+        return success();
+      })
+      .Case([&](ConvertOp o) {
+        accumulate(o.getInput(), g);
+        return success();
+      })
+      .Case([&](BroadcastOp o) {
+        // Sum over the new dims and the expanded size-1 dims.
+        RankedTensorType in = typeOf(o.getInput()), out = typeOf(g);
+        ArrayRef<int64_t> dims = o.getDims();
+        SmallVector<int64_t> summed = complement(out.getRank(), dims);
+        for (auto [i, d] : llvm::enumerate(dims))
+          if (in.getDimSize(i) != out.getDimSize(d))
+            summed.push_back(d);
+        llvm::sort(summed);
+        Value r = reduceSum(g, summed);
+        if (typeOf(r).getShape() != in.getShape())
+          r = ReshapeOp::create(
+              b, loc, RankedTensorType::get(in.getShape(), out.getElementType()),
+              r);
+        accumulate(o.getInput(), r);
+        return success();
+      })
+      .Case([&](ReduceOp o) {
+        RankedTensorType in = typeOf(o.getInput());
+        ArrayRef<int64_t> dims = o.getDims();
+        auto gradType = RankedTensorType::get(in.getShape(),
+                                              typeOf(g).getElementType());
+        SmallVector<int64_t> kept = complement(in.getRank(), dims);
+        Value spread = broadcast(g, gradType, kept);
+        switch (o.getKind()) {
+        case ReduceKind::sum:
+          accumulate(o.getInput(), spread);
+          break;
+        case ReduceKind::mean: {
+          int64_t count = 1;
+          for (int64_t d : dims)
+            count *= in.getDimSize(d);
+          accumulate(o.getInput(), scale(spread, 1.0 / count));
+          break;
+        }
+        case ReduceKind::max:
+        case ReduceKind::min: {
+          // The elements equal to the extreme share the gradient equally.
+          Value extreme = broadcast(o.getResult(), in, kept);
+          Value hit = compare(CompareDirection::eq, o.getInput(), extreme);
+          Value ones = select(hit, splatLike(spread, 1.0), splatLike(spread, 0.0));
+          Value count = broadcast(reduceSum(ones, dims), gradType, kept);
+          accumulate(o.getInput(), div(mul(ones, spread), count));
+          break;
+        }
+        }
+        return success();
+      })
+      .Case([&](TransposeOp o) {
+        ArrayRef<int64_t> perm = o.getPerm();
+        SmallVector<int64_t> inverse(perm.size());
+        for (auto [i, p] : llvm::enumerate(perm))
+          inverse[p] = i;
+        accumulate(o.getInput(),
+                   TransposeOp::create(
+                       b, loc,
+                       RankedTensorType::get(typeOf(o.getInput()).getShape(),
+                                             typeOf(g).getElementType()),
+                       g, b.getDenseI64ArrayAttr(inverse)));
+        return success();
+      })
+      .Case([&](ReshapeOp o) {
+        accumulate(o.getInput(),
+                   ReshapeOp::create(b, loc, o.getInput().getType(), g));
+        return success();
+      })
+      .Case([&](DotOp o) { return dotRule(o, g); })
+      .Case([&](SoftmaxOp o) {
+        // dx = y (g - sum(g y)) over the softmax dim.
+        Value y = o.getResult();
+        int64_t dim = o.getDim();
+        RankedTensorType t = typeOf(y);
+        Value dotted =
+            broadcast(reduceSum(mul(g, y), {dim}), t, complement(t.getRank(), {dim}));
+        accumulate(o.getInput(), mul(y, sub(g, dotted)));
+        return success();
+      })
+      .Case([&](CrossEntropyOp o) {
+        // d logits = (softmax(logits) - onehot(labels)) g / tokens.
+        Value logits = o.getLogits();
+        RankedTensorType t = typeOf(logits);
+        int64_t last = t.getRank() - 1, tokens = 1;
+        for (int64_t d = 0; d < last; ++d)
+          tokens *= t.getDimSize(d);
+        Value p = SoftmaxOp::create(b, loc, t, logits, (uint64_t)last);
+        Value hot = oneHot(o.getLabels(), t.getDimSize(last), t.getElementType());
+        Value perToken = broadcast(scale(g, 1.0 / tokens), t, {});
+        accumulate(logits, mul(sub(p, hot), perToken));
+        return success();
+      })
+      .Case([&](EmbeddingOp o) {
+        // d table[v] = sum of g over the tokens whose id is v: a dot of the
+        // one-hot ids with g over the token dims.
+        RankedTensorType table = typeOf(o.getTable());
+        Value hot = oneHot(o.getIds(), table.getDimSize(0), table.getElementType());
+        int64_t rank = typeOf(o.getIds()).getRank();
+        SmallVector<int64_t> tokens(rank);
+        std::iota(tokens.begin(), tokens.end(), 0);
+        Value d = DotOp::create(b, loc, table, hot, g, DenseI64ArrayAttr(),
+                                DenseI64ArrayAttr(),
+                                b.getDenseI64ArrayAttr(tokens),
+                                b.getDenseI64ArrayAttr(tokens));
+        accumulate(o.getTable(), d);
+        return success();
+      })
+      .Case([&](SliceOp o) {
+        if (o.getStrides() &&
+            llvm::any_of(*o.getStrides(), [](int64_t s) { return s != 1; }))
+          return failure();
+        // Pad the gradient back with zeros around the slice, dim by dim.
+        RankedTensorType in = typeOf(o.getInput());
+        Value r = g;
+        for (int64_t d = 0; d < in.getRank(); ++d) {
+          int64_t before = o.getStarts()[d];
+          int64_t after = in.getDimSize(d) - o.getLimits()[d];
+          SmallVector<Value> pieces;
+          auto zeros = [&](int64_t size) {
+            SmallVector<int64_t> shape(typeOf(r).getShape());
+            shape[d] = size;
+            return splat(RankedTensorType::get(shape, typeOf(r).getElementType()),
+                         0.0);
+          };
+          if (before == 0 && after == 0)
+            continue;
+          if (before)
+            pieces.push_back(zeros(before));
+          pieces.push_back(r);
+          if (after)
+            pieces.push_back(zeros(after));
+          SmallVector<int64_t> shape(typeOf(r).getShape());
+          shape[d] = in.getDimSize(d);
+          r = ConcatOp::create(
+              b, loc, RankedTensorType::get(shape, typeOf(r).getElementType()),
+              pieces, (uint64_t)d);
+        }
+        accumulate(o.getInput(), r);
+        return success();
+      })
+      .Case([&](ConcatOp o) {
+        int64_t dim = o.getDim(), start = 0;
+        RankedTensorType gt = typeOf(g);
+        for (Value input : o.getInputs()) {
+          RankedTensorType it = typeOf(input);
+          SmallVector<int64_t> starts(gt.getRank(), 0), limits(gt.getShape());
+          starts[dim] = start;
+          limits[dim] = start + it.getDimSize(dim);
+          start = limits[dim];
+          accumulate(input,
+                     SliceOp::create(
+                         b, loc,
+                         RankedTensorType::get(it.getShape(), gt.getElementType()),
+                         g, b.getDenseI64ArrayAttr(starts),
+                         b.getDenseI64ArrayAttr(limits), DenseI64ArrayAttr()));
+        }
+        return success();
+      })
+      .Case<LayerNormOp, RmsNormOp>(
+          [&](Operation *norm) { return layerNormRule(norm, g); })
+      .Case([&](ShardingConstraintOp o) {
+        // The gradient keeps the value's layout.
+        accumulate(o.getInput(), ShardingConstraintOp::create(
+                                     b, loc, g.getType(), g, o.getSharding()));
+        return success();
+      })
+      .Default([&](Operation *) { return failure(); });
+}
+
+LogicalResult Differentiator::run() {
+  Block &body = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  if (func.getNumResults() == 0 || !isFloat(ret.getOperand(0)) ||
+      typeOf(ret.getOperand(0)).getRank() != 0)
+    return func.emitError()
+           << "--par-autodiff needs a first result that is a 0-d "
+              "floating-point loss, @"
+           << func.getSymName() << " returns " << func.getResultTypes();
+  Value loss = ret.getOperand(0);
+
+  // Parameters: par.role = "param", or floating-point without a role.
+  SmallVector<unsigned> params;
+  for (BlockArgument arg : body.getArguments()) {
+    auto role = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                  ParDialect::kRoleAttrName);
+    if (role ? role.getValue() == "param" : isFloat(arg)) {
+      params.push_back(arg.getArgNumber());
+      varied.insert(arg);
+    }
+  }
+  for (Operation &op : body.without_terminator())
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return varied.contains(v); }))
+      varied.insert(op.result_begin(), op.result_end());
+
+  b.setInsertionPoint(ret);
+  loc = ret.getLoc();
+  adjoints[loss] = splatLike(loss, 1.0);
+
+  // Reverse sweep: an op whose results have gradients passes them on.
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops)) {
+    if (op->getNumResults() == 0)
+      continue;
+    Value g = adjoints.lookup(op->getResult(0));
+    if (!g)
+      continue;
+    if (op->getNumResults() != 1)
+      return op->emitError() << "--par-autodiff: no gradient rule for '"
+                             << op->getName() << "'";
+    loc = op->getLoc();
+    b.setInsertionPoint(ret);
+    if (failed(backward(op, g)))
+      return op->emitError()
+             << "--par-autodiff: no gradient rule for '" << op->getName()
+             << "'" << (isa<SliceOp>(op) ? " with strides" : "")
+             << "; the loss depends on it through a parameter";
+  }
+
+  MLIRContext *ctx = func.getContext();
+  auto nameOf = [&](unsigned i) -> std::string {
+    if (auto name = func.getArgAttrOfType<StringAttr>(i, ParDialect::kNameAttrName))
+      return name.str();
+    return "arg" + std::to_string(i);
+  };
+  loc = ret.getLoc();
+  b.setInsertionPoint(ret);
+  SmallVector<Value> grads;
+  for (unsigned i : params) {
+    Value arg = body.getArgument(i);
+    Value g = adjoints.lookup(arg);
+    grads.push_back(g ? g : splatLike(arg, 0.0));
+  }
+
+  SmallVector<Value> results{loss};
+  SmallVector<NamedAttrList> resultAttrs(1);
+  resultAttrs[0].set(ParDialect::kNameAttrName, StringAttr::get(ctx, "loss"));
+  auto addState = [&](Type type, const std::string &name) -> BlockArgument {
+    unsigned index = func.getNumArguments();
+    NamedAttrList attrs;
+    attrs.set(ParDialect::kNameAttrName, StringAttr::get(ctx, name));
+    attrs.set(ParDialect::kRoleAttrName, StringAttr::get(ctx, "param"));
+    attrs.set(ParDialect::kInitAttrName, StringAttr::get(ctx, "zeros"));
+    if (failed(func.insertArgument(index, type, attrs.getDictionary(ctx), loc)))
+      return BlockArgument();
+    return body.getArgument(index);
+  };
+  auto update = [&](Value value, unsigned argIndex) {
+    results.push_back(value);
+    NamedAttrList attrs;
+    attrs.set(ParDialect::kUpdatesAttrName,
+              IntegerAttr::get(IntegerType::get(ctx, 64), argIndex));
+    resultAttrs.push_back(attrs);
+  };
+
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  if (config.kind == "none") {
+    for (auto [k, i] : llvm::enumerate(params)) {
+      results.push_back(grads[k]);
+      NamedAttrList attrs;
+      attrs.set(ParDialect::kNameAttrName,
+                StringAttr::get(ctx, "grad." + nameOf(i)));
+      resultAttrs.push_back(attrs);
+    }
+  } else if (config.kind == "sgd") {
+    Value lr = splat(scalar, config.lr);
+    for (auto [k, i] : llvm::enumerate(params)) {
+      Value param = body.getArgument(i);
+      BlockArgument buf = addState(param.getType(), nameOf(i) + ".momentum");
+      auto sgd = SgdOp::create(b, loc, param.getType(), param.getType(), param,
+                               grads[k], buf, lr,
+                               b.getF32FloatAttr(config.momentum),
+                               b.getF32FloatAttr(config.weightDecay),
+                               /*nesterov=*/UnitAttr());
+      update(sgd.getNewParam(), i);
+      if (config.momentum != 0)
+        update(sgd.getNewMomentum(), buf.getArgNumber());
+    }
+  } else {
+    Value lr = splat(scalar, config.lr);
+    BlockArgument step = addState(scalar, "adamw.step");
+    Value t = add(step, splat(scalar, 1.0));
+    for (auto [k, i] : llvm::enumerate(params)) {
+      Value param = body.getArgument(i);
+      BlockArgument m = addState(param.getType(), nameOf(i) + ".m");
+      BlockArgument v = addState(param.getType(), nameOf(i) + ".v");
+      auto adam = AdamWOp::create(
+          b, loc, param.getType(), param.getType(), param.getType(), param,
+          grads[k], m, v, lr, t, b.getF32FloatAttr(config.beta1),
+          b.getF32FloatAttr(config.beta2), b.getF32FloatAttr(config.epsilon),
+          b.getF32FloatAttr(config.weightDecay));
+      update(adam.getNewParam(), i);
+      update(adam.getNewM(), m.getArgNumber());
+      update(adam.getNewV(), v.getArgNumber());
+    }
+    update(t, step.getArgNumber());
+  }
+
+  // The step's results replace the forward function's; what neither the
+  // loss nor the gradients need (the other forward results, gradients of
+  // values the parameters do not reach) is removed.
+  auto newRet = func::ReturnOp::create(b, ret.getLoc(), results);
+  ret.erase();
+  SmallVector<Operation *> all;
+  for (Operation &op : body.without_terminator())
+    all.push_back(&op);
+  for (Operation *op : llvm::reverse(all))
+    if (isOpTriviallyDead(op))
+      op->erase();
+  SmallVector<DictionaryAttr> attrs;
+  for (NamedAttrList &list : resultAttrs)
+    attrs.push_back(list.getDictionary(ctx));
+  func.setType(FunctionType::get(ctx, body.getArgumentTypes(),
+                                 newRet.getOperandTypes()));
+  func.setAllResultAttrs(attrs);
+  return success();
+}
+
+namespace {
+struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
+  using AutodiffPassBase::AutodiffPassBase;
+
+  void runOnOperation() override {
+    if (optimizer != "none" && optimizer != "sgd" && optimizer != "adamw") {
+      getOperation().emitError()
+          << "--par-autodiff optimizer must be none, sgd or adamw, got '"
+          << optimizer << "'";
+      return signalPassFailure();
+    }
+    OptimizerConfig config{optimizer, lr,    momentum, weightDecay,
+                           beta1,     beta2, epsilon};
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isDeclaration())
+        continue;
+      if (failed(Differentiator(func, config).run()))
+        return signalPassFailure();
+    }
+  }
+};
+} // namespace
