@@ -85,3 +85,43 @@ def par_opt(mlir: str, args: Sequence[str] = (), *, source_name: str = "<python>
         stderr = proc.stderr.replace("<stdin>", source_name)
         raise ParError("par-opt", proc.returncode, stderr, parse_diagnostics(stderr))
     return proc.stdout
+
+
+# par-run reports failures as one line, e.g.
+#   par-run: error: rank 0, step 1, instruction 7 (cross_entropy at model.py:12:8): ...
+_RUN_ERROR = re.compile(r"^par-run: error: (?P<msg>.*)$")
+_RUN_LOC = re.compile(r"\((?:[\w ]+?) at (?P<file>[^():]+):(?P<line>\d+):(?P<col>\d+)\)")
+
+
+def parse_run_errors(text: str) -> List[Diagnostic]:
+    """Extracts par-run's `par-run: error:` lines, located at the MLIR
+    location they quote when there is one."""
+    found = []
+    for line in text.splitlines():
+        match = _RUN_ERROR.match(line.strip())
+        if not match:
+            continue
+        message = match["msg"]
+        loc = _RUN_LOC.search(message)
+        if loc:
+            found.append(Diagnostic(loc["file"], int(loc["line"]), int(loc["col"]), "error",
+                                    message))
+        else:
+            found.append(Diagnostic("<par-run>", 0, 0, "error", message))
+    return found
+
+
+def par_run(program: str, args: Sequence[str] = (), *,
+            timeout: Optional[float] = 600) -> str:
+    """Runs par-run on a program file; returns its standard output.
+
+    Raises ParError carrying the runtime's error lines (with the MLIR
+    location of the failing instruction) on failure.
+    """
+    tool = find_tool("par-run")
+    proc = subprocess.run([tool, str(program), *args], capture_output=True, text=True,
+                          timeout=timeout)
+    if proc.returncode != 0:
+        stderr = proc.stderr + ("\n" + proc.stdout if proc.stdout else "")
+        raise ParError("par-run", proc.returncode, stderr, parse_run_errors(stderr))
+    return proc.stdout

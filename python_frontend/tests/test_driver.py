@@ -8,6 +8,8 @@ import par
 ROOT = Path(__file__).resolve().parents[2]
 MLP = (ROOT / "examples" / "megatron-mlp" / "mlp.mlir").read_text()
 
+pytestmark = pytest.mark.usefixtures("need_par_opt")
+
 
 def test_round_trip_keeps_shardings():
     out = par.par_opt(MLP)

@@ -1,0 +1,305 @@
+"""Compiling a graph with par-opt and running it with par-run.
+
+    exe = par.compile(graph, mesh=Mesh({"dp": 2, "tp": 2}))
+    print(exe.plan_summary())
+    result = exe.run(steps=2)
+    result.loss, result.outputs["loss"]
+
+Compiler and runtime failures raise `ParError` with the located messages;
+locations are the Python lines that built the failing op.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from . import reference
+from .driver import Diagnostic, ParError, par_opt, par_run
+from .graph import Graph
+from .sharding import Mesh, ShardingSpec, SpecLike, spec_from_program
+
+MeshLike = Union[Mesh, Mapping[str, int], str, None]
+
+_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                "collective_permute", "all_slice")
+_STEP_LINE = re.compile(
+    r"^step (?P<step>\d+)(?:\s+loss (?P<loss>\S+))?(?:\s+(?P<tps>\S+) tokens/s)?"
+    r"\s+(?P<ms>\S+) ms\s+peak (?P<peak>.+?) \(plan (?P<plan>.+?)\)\s*$")
+
+
+def as_mesh(mesh: MeshLike) -> Optional[Mesh]:
+    if mesh is None or isinstance(mesh, Mesh):
+        return mesh
+    if isinstance(mesh, str):
+        return Mesh.parse(mesh)
+    return Mesh(mesh)
+
+
+@dataclasses.dataclass
+class StepLog:
+    """One `step N ...` line of par-run."""
+    step: int
+    loss: Optional[float]
+    tokens_per_s: Optional[float]
+    ms: float
+    peak: str
+    plan: str
+
+
+@dataclasses.dataclass
+class RunResult:
+    steps: List[StepLog]
+    outputs: Dict[str, np.ndarray]       # global values after the last step
+    memory: Dict[str, Any]               # {"planned": bytes, "measured": [per rank]}
+    stdout: str
+    command: List[str]
+
+    @property
+    def losses(self) -> List[Optional[float]]:
+        return [s.loss for s in self.steps]
+
+    @property
+    def loss(self) -> Optional[float]:
+        """The last step's loss: the `loss` output when dumped (full
+        precision), else the logged one."""
+        if "loss" in self.outputs:
+            return float(self.outputs["loss"])
+        logged = [s.loss for s in self.steps if s.loss is not None]
+        return logged[-1] if logged else None
+
+
+def parse_steps(stdout: str) -> List[StepLog]:
+    steps = []
+    for line in stdout.splitlines():
+        m = _STEP_LINE.match(line.strip())
+        if m:
+            steps.append(StepLog(int(m["step"]), float(m["loss"]) if m["loss"] else None,
+                                 float(m["tps"]) if m["tps"] else None, float(m["ms"]),
+                                 m["peak"], m["plan"]))
+    return steps
+
+
+def _human(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1 << 20:
+        return f"{n / 1024:.1f} KiB"
+    if n < 1 << 30:
+        return f"{n / (1 << 20):.1f} MiB"
+    return f"{n / (1 << 30):.2f} GiB"
+
+
+def _shape_text(shape) -> str:
+    return "x".join(str(d) for d in shape) or "scalar"
+
+
+class Executable:
+    """A compiled program: the MLIR it came from, the program par-run runs,
+    and how to run it."""
+
+    def __init__(self, graph: Graph, mesh: Optional[Mesh], mlir: str, source: Path,
+                 program_path: Path, workdir: Path, comm_report: str):
+        self.graph = graph
+        self.mesh = mesh
+        self.mlir = mlir
+        self.source = source
+        self.program_path = program_path
+        self.workdir = workdir
+        self.comm_report = comm_report
+        with open(program_path) as f:
+            self.program: Dict[str, Any] = json.load(f)
+
+    @property
+    def num_ranks(self) -> int:
+        return int(self.program["num_ranks"])
+
+    @property
+    def instructions(self) -> List[Dict[str, Any]]:
+        return self.program["rank_classes"][0]["instructions"]
+
+    @property
+    def collectives(self) -> List[Dict[str, Any]]:
+        return [i for i in self.instructions if i["op"] in _COLLECTIVES]
+
+    def input_sharding(self, name: str) -> ShardingSpec:
+        """The sharding the compiler chose for an input (after propagation)."""
+        for inp in self.program["inputs"]:
+            if inp["name"] == name:
+                return spec_from_program(inp["sharding"])
+        raise KeyError(name)
+
+    def program_mesh(self) -> Mesh:
+        axes = [(a["name"], a["size"]) for a in self.program["mesh"]["axes"]]
+        return Mesh(axes, self.program["mesh"].get("name") or "mesh")
+
+    def plan_summary(self) -> str:
+        """Mesh, per-rank memory, every input/output with its global and
+        per-device shape, and the collectives each rank runs."""
+        p = self.program
+        rc = p["rank_classes"][0]
+        mesh = self.program_mesh()
+        lines = [f"program @{p['function']}: {p['num_ranks']} rank(s), mesh {mesh.describe()}",
+                 f"  {len(rc['instructions'])} instructions, {len(self.collectives)} collectives, "
+                 f"arena {_human(rc['arena_bytes'])} per rank "
+                 f"(peak live {_human(rc['peak_live_bytes'])})"]
+        rows = []
+        for kind, items in (("in", p["inputs"]), ("out", p["outputs"])):
+            for item in items:
+                spec = spec_from_program(item["sharding"])
+                local = spec.local_shape(item["global_shape"], mesh)
+                role = item.get("role", "output") if kind == "in" else "output"
+                if kind == "in" and role == "data":
+                    role = item.get("data", "data")
+                rows.append((item["name"], role, f"{_shape_text(item['global_shape'])} {item['dtype']}",
+                             spec.body(), _shape_text(local)))
+        widths = [max(len(r[i]) for r in rows + [("name", "role", "global", "sharding", "local")])
+                  for i in range(5)]
+        header = ("name", "role", "global", "sharding", "local")
+        lines.append("  " + "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+        for r in rows:
+            lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        if self.collectives:
+            lines.append("  collectives per step:")
+            for inst in self.collectives:
+                attrs = inst.get("attrs", {})
+                axes = p["groups"][attrs["group"]] if "group" in attrs else []
+                kind = f" {attrs['kind']}" if "kind" in attrs else ""
+                lines.append(f"    {inst['op']}{kind} over [{', '.join(axes)}]  at {inst.get('loc', '?')}")
+        return "\n".join(lines)
+
+    def run(self, np: Optional[int] = None, steps: int = 1, data: Optional[str] = None,
+            seed: int = 0, *, log_every: int = 1, timeout: Optional[float] = None,
+            dump_outputs: bool = True, extra_args: Sequence[str] = (),
+            process_timeout: Optional[float] = 600) -> RunResult:
+        """Runs the program with par-run on `np` ranks (default: the mesh's
+        device count); returns the per-step logs and the global value of
+        every output after the last step."""
+        args = ["-np", str(np if np is not None else self.num_ranks), "--steps", str(steps),
+                "--seed", str(seed), "--log-every", str(log_every)]
+        if data is not None:
+            args += ["--data", str(data)]
+        if timeout is not None:
+            args += ["--timeout", str(timeout)]
+        dump = self.workdir / f"{self.graph.name}.outputs.json"
+        if dump_outputs:
+            if dump.exists():
+                dump.unlink()
+            args += ["--dump-outputs", str(dump)]
+        args += list(extra_args)
+        stdout = par_run(str(self.program_path), args, timeout=process_timeout)
+        outputs: Dict[str, np.ndarray] = {}
+        memory: Dict[str, Any] = {}
+        if dump_outputs:
+            with open(dump) as f:
+                doc = json.load(f)
+            memory = doc.get("memory", {})
+            for name, out in doc["outputs"].items():
+                values = _np.asarray(out["values"], dtype=_np.float64).reshape(out["shape"])
+                outputs[name] = values
+        return RunResult(parse_steps(stdout), outputs, memory, stdout,
+                         ["par-run", str(self.program_path)] + args)
+
+    def reference(self, steps: int = 1, seed: int = 0, data: Optional[str] = None
+                  ) -> Dict[str, np.ndarray]:
+        """The numpy reference of what run() computes."""
+        return reference.run(self.graph, steps=steps, seed=seed, data=data)
+
+    def check(self, steps: int = 1, seed: int = 0, data: Optional[str] = None,
+              result: Optional[RunResult] = None) -> Dict[str, float]:
+        """Relative error (max|run - reference| / max|reference|) of every
+        output of a par-run run (`result`, or a fresh one) against the numpy
+        reference of the same steps, seed and data."""
+        if result is None:
+            result = self.run(steps=steps, seed=seed, data=data, log_every=0)
+        want = self.reference(steps=steps, seed=seed, data=data)
+        return {name: max_relative_error(result.outputs[name], value)
+                for name, value in want.items()}
+
+    def __repr__(self) -> str:
+        return (f"Executable(@{self.graph.name}, {self.num_ranks} rank(s), "
+                f"program={str(self.program_path)!r})")
+
+
+_np = np
+
+
+def _argument_notes(err: ParError, graph: Graph) -> None:
+    """Errors par-opt reports on the function about `argument #N` get a
+    note at the Python line that declared that input."""
+    notes = []
+    for d in err.diagnostics:
+        if d.severity != "error":
+            continue
+        for match in re.finditer(r"argument #(\d+)", d.message):
+            index = int(match.group(1))
+            if index < len(graph.inputs):
+                inp = graph.inputs[index]
+                notes.append(Diagnostic(inp.loc.file, inp.loc.line, inp.loc.column, "note",
+                                        f"argument #{index} is input {inp.name!r}, declared here"))
+    err.diagnostics.extend(notes)
+
+
+def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
+            shardings: Optional[Mapping[str, SpecLike]] = None,
+            workdir: Union[str, os.PathLike, None] = None,
+            partition: Optional[bool] = None,
+            extra_args: Sequence[str] = (), timeout: Optional[float] = 300) -> Executable:
+    """Writes the graph's MLIR, runs par-opt (--par-propagate --par-partition
+    --emit-program on a mesh of more than one device; the unsharded program
+    otherwise) and returns an Executable.
+
+    `graph_or_model`: a Graph, or an object with `to_graph()`.
+    `mesh`: a Mesh, {"dp": 2, ...} or "dp=2,tp=2" (default: the graph's).
+    `shardings`: input-name patterns -> shardings, overriding the graph's.
+    """
+    graph = graph_or_model
+    if not isinstance(graph, Graph):
+        if hasattr(graph_or_model, "to_graph"):
+            graph = graph_or_model.to_graph()
+        else:
+            raise TypeError(f"compile: expected a Graph or a model with to_graph(), got "
+                            f"{type(graph_or_model).__name__}")
+    mesh = as_mesh(mesh) or graph.mesh
+    mlir = graph.to_mlir(mesh=mesh, shardings=shardings)
+    work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"par-{graph.name}-"))
+    work.mkdir(parents=True, exist_ok=True)
+    source = work / f"{graph.name}.mlir"
+    source.write_text(mlir)
+    program = work / f"{graph.name}.parprog"
+    if partition is None:
+        # The one-device program path takes no sharding ops: a graph with
+        # constraints is partitioned even for one device.
+        live = graph._live_ops()
+        constrained = any(op.kind == "sharding_constraint" and id(op) in live for op in graph.ops)
+        partition = (mesh is not None and mesh.size > 1) or constrained
+    args = []
+    if partition:
+        args += ["--par-propagate", "--par-partition", "--par-comm-report"]
+    args += [f"--emit-program={program}", "-o", os.devnull, *extra_args]
+    try:
+        report = par_opt(mlir, args, source_name=str(source), timeout=timeout)
+    except ParError as err:
+        _argument_notes(err, graph)
+        raise
+    return Executable(graph, mesh, mlir, source, program, work, report)
+
+
+def max_relative_error(got: np.ndarray, want: np.ndarray) -> float:
+    """max|got - want| / max|want| (as test/Integration/equivalence.py)."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if got.shape != want.shape:
+        return math.inf
+    scale = max(float(np.max(np.abs(want))) if want.size else 0.0, 1e-30)
+    return float(np.max(np.abs(got - want))) / scale if want.size else 0.0
+
+
+__all__ = ["compile", "Executable", "RunResult", "StepLog", "parse_steps", "as_mesh",
+           "max_relative_error"]
