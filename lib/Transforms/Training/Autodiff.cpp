@@ -16,6 +16,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
 #include <numeric>
 
 namespace mlir::par {
@@ -81,6 +82,16 @@ private:
   LogicalResult backward(Operation *op, Value g);
   LogicalResult dotRule(DotOp op, Value g);
   LogicalResult layerNormRule(Operation *op, Value g);
+  LogicalResult attentionRule(AttentionOp op, Value g);
+  LogicalResult ropeRule(RopeOp op, Value g);
+  Value dot(Value x, Value y, ArrayRef<int64_t> xb, ArrayRef<int64_t> yb,
+            ArrayRef<int64_t> xc, ArrayRef<int64_t> yc,
+            ArrayRef<int64_t> shape);
+  Value transpose(Value x, ArrayRef<int64_t> perm);
+  Value reshape(Value x, ArrayRef<int64_t> shape) {
+    return ReshapeOp::create(
+        b, loc, RankedTensorType::get(shape, typeOf(x).getElementType()), x);
+  }
 
   func::FuncOp func;
   const OptimizerConfig &config;
@@ -353,6 +364,110 @@ LogicalResult Differentiator::layerNormRule(Operation *op, Value g) {
   return success();
 }
 
+Value Differentiator::dot(Value x, Value y, ArrayRef<int64_t> xb,
+                          ArrayRef<int64_t> yb, ArrayRef<int64_t> xc,
+                          ArrayRef<int64_t> yc, ArrayRef<int64_t> shape) {
+  DenseI64ArrayAttr xbAttr, ybAttr;
+  if (!xb.empty()) {
+    xbAttr = b.getDenseI64ArrayAttr(xb);
+    ybAttr = b.getDenseI64ArrayAttr(yb);
+  }
+  return DotOp::create(b, loc,
+                       RankedTensorType::get(shape, typeOf(x).getElementType()),
+                       x, y, xbAttr, ybAttr, b.getDenseI64ArrayAttr(xc),
+                       b.getDenseI64ArrayAttr(yc));
+}
+
+Value Differentiator::transpose(Value x, ArrayRef<int64_t> perm) {
+  RankedTensorType t = typeOf(x);
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(t.getDimSize(p));
+  return TransposeOp::create(b, loc,
+                             RankedTensorType::get(shape, t.getElementType()),
+                             x, b.getDenseI64ArrayAttr(perm));
+}
+
+/// Attention, recomputed in catalogue ops with the query heads split as
+/// [kv head, group member] (q5: [B, S, Hkv, G, D]):
+/// scores [B, Hkv, S, G, T] = scale q5 . k, P = softmax over T (masked
+/// keys after the query position when causal), then
+/// dV = P^T dO, dP = dO v^T, dS = scale P (dP - sum(dP P)),
+/// dQ = dS k, dK = dS^T q.
+LogicalResult Differentiator::attentionRule(AttentionOp op, Value g) {
+  if (op.getOffset())
+    return op.emitError() << "--par-autodiff runs on global programs; this "
+                             "attention already has a per-device offset";
+  Value q = op.getQ(), k = op.getK(), v = op.getV();
+  RankedTensorType qt = typeOf(q), kt = typeOf(k);
+  int64_t B = qt.getDimSize(0), S = qt.getDimSize(1), H = qt.getDimSize(2),
+          D = qt.getDimSize(3), T = kt.getDimSize(1), Hkv = kt.getDimSize(2);
+  int64_t G = H / Hkv;
+  double scaleValue = op.getScale() ? op.getScale()->convertToDouble()
+                                    : 1.0 / std::sqrt(double(D));
+  Type f = qt.getElementType();
+  Value q5 = reshape(q, {B, S, Hkv, G, D});
+  Value dO5 = reshape(g, {B, S, Hkv, G, D});
+  SmallVector<int64_t> scoreShape{B, Hkv, S, G, T};
+  auto scoreType = RankedTensorType::get(scoreShape, f);
+  Value scores = scale(dot(q5, k, {0, 2}, {0, 2}, {4}, {3}, scoreShape),
+                       scaleValue);
+  Value mask;
+  if (op.getCausal()) {
+    auto maskType = RankedTensorType::get({S, T}, b.getI1Type());
+    SmallVector<bool> visible;
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t t = 0; t < T; ++t)
+        visible.push_back(t <= s + op.getPositionOffset());
+    Value table = ConstantOp::create(b, loc, maskType,
+                                     DenseElementsAttr::get(maskType, visible));
+    mask = broadcast(table, cast<RankedTensorType>(getI1TensorLike(scoreType)),
+                     {2, 4});
+    double lowest = APFloat::getLargest(cast<FloatType>(f).getFloatSemantics(),
+                                        /*Negative=*/true)
+                        .convertToDouble();
+    scores = select(mask, scores, splat(scoreType, lowest));
+  }
+  Value p = SoftmaxOp::create(b, loc, scoreType, scores, (uint64_t)4);
+  if (mask)
+    p = select(mask, p, splat(scoreType, 0.0));
+  if (varied.contains(v))
+    accumulate(v, transpose(dot(p, dO5, {0, 1}, {0, 2}, {2, 3}, {1, 3},
+                                {B, Hkv, T, D}),
+                            {0, 2, 1, 3}));
+  Value dp = dot(dO5, v, {0, 2}, {0, 2}, {4}, {3}, scoreShape);
+  Value rowDot = broadcast(reduceSum(mul(dp, p), {4}), scoreType, {0, 1, 2, 3});
+  Value ds = scale(mul(p, sub(dp, rowDot)), scaleValue);
+  if (varied.contains(q))
+    accumulate(q, reshape(transpose(dot(ds, k, {0, 1}, {0, 2}, {4}, {1},
+                                        {B, Hkv, S, G, D}),
+                                    {0, 2, 1, 3, 4}),
+                          {B, S, H, D}));
+  if (varied.contains(k))
+    accumulate(k, transpose(dot(ds, q5, {0, 1}, {0, 2}, {2, 3}, {1, 3},
+                                {B, Hkv, T, D}),
+                            {0, 2, 1, 3}));
+  return success();
+}
+
+/// Rope is a rotation by the position's angle; its transpose rotates back:
+/// R(-a) = J R(a) J with J negating the second half of the head dim.
+LogicalResult Differentiator::ropeRule(RopeOp op, Value g) {
+  RankedTensorType t = typeOf(g);
+  int64_t d = t.getDimSize(3);
+  auto signType = RankedTensorType::get({d}, t.getElementType());
+  SmallVector<Attribute> signs;
+  for (int64_t i = 0; i < d; ++i)
+    signs.push_back(b.getFloatAttr(t.getElementType(), i < d / 2 ? 1.0 : -1.0));
+  Value sign = broadcast(
+      ConstantOp::create(b, loc, signType, DenseElementsAttr::get(signType, signs)),
+      t, {3});
+  Value rotated = RopeOp::create(b, loc, t, mul(g, sign), op.getOffset(),
+                                 op.getThetaAttr(), op.getPositionOffsetAttr());
+  accumulate(op.getInput(), mul(rotated, sign));
+  return success();
+}
+
 LogicalResult Differentiator::backward(Operation *op, Value g) {
   if (succeeded(elementwise(op, g)))
     return success();
@@ -523,6 +638,8 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
         }
         return success();
       })
+      .Case([&](AttentionOp o) { return attentionRule(o, g); })
+      .Case([&](RopeOp o) { return ropeRule(o, g); })
       .Case<LayerNormOp, RmsNormOp>(
           [&](Operation *norm) { return layerNormRule(norm, g); })
       .Case([&](ShardingConstraintOp o) {
