@@ -306,6 +306,13 @@ int runRank(const Options &o, int rank, int size) {
   }
 
   int64_t loss = lossOutput(program);
+  // Other 0-d outputs named "log.X" (learning rate, gradient norm, loss
+  // scale, skipped steps) are shown as "X value" after the loss.
+  std::vector<size_t> logged;
+  for (size_t i = 0; i < program.outputs.size(); ++i)
+    if (program.outputs[i].name.rfind("log.", 0) == 0 &&
+        program.outputs[i].globalShape.empty())
+      logged.push_back(i);
   int64_t tokens = tokensPerStep(program);
   int64_t peak = 0;
   double totalSeconds = 0;
@@ -329,12 +336,21 @@ int runRank(const Options &o, int rank, int size) {
     std::vector<double> value;
     if (loss >= 0)
       value = exec.gatherOutput(size_t(loss));
+    std::vector<std::vector<double>> extras;
+    for (size_t i : logged)
+      extras.push_back(exec.gatherOutput(i));
     if (rank != 0)
       continue;
     std::string line = "step " + std::to_string(step);
     char buf[128];
     if (!value.empty()) {
       std::snprintf(buf, sizeof buf, "  loss %.6f", value[0]);
+      line += buf;
+    }
+    for (size_t k = 0; k < logged.size(); ++k) {
+      std::snprintf(buf, sizeof buf, "  %s %.4g",
+                    program.outputs[logged[k]].name.substr(4).c_str(),
+                    extras[k].empty() ? 0.0 : extras[k][0]);
       line += buf;
     }
     if (tokens) {

@@ -300,6 +300,17 @@ def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
     `grad.NAME`). Other results of the forward function are dropped.
     An op without a gradient rule is an error naming it.
 
+    `clip=C` scales every gradient by min(1, C / norm) where norm is the
+    global L2 norm over all gradients; the squared sums of sharded
+    gradients are all-reduced by the partitioner like any partial sum, so
+    clipping gives the same answer under every sharding. The learning rate
+    warms up linearly over `warmup` steps (lr t / warmup at step t) and
+    then, with `decay-steps=N`, follows a cosine from lr at the end of the
+    warm-up to `min-lr-ratio` lr at step N, constant after; the schedule is
+    a table in the program indexed by the step counter (a state named
+    `step`). The step's learning rate and the norm before clipping are
+    results named `log.lr` and `log.grad_norm`, which par-run prints.
+
     ```sh
     par-opt model.mlir --par-autodiff="optimizer=adamw lr=3e-4" --mesh=dp=2,tp=4 \
         --par-propagate --par-partition --emit-program=train.parprog
@@ -316,6 +327,14 @@ def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
     Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
     Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
     Option<"epsilon", "epsilon", "double", /*default=*/"1e-8", "AdamW epsilon">,
+    Option<"clip", "clip", "double", /*default=*/"0.0",
+           "Clip the global gradient norm to this value (0: no clipping)">,
+    Option<"warmup", "warmup", "int64_t", /*default=*/"0",
+           "Linear learning-rate warm-up over this many steps">,
+    Option<"decaySteps", "decay-steps", "int64_t", /*default=*/"0",
+           "Cosine decay of the learning rate until this step (0: none)">,
+    Option<"minLrRatio", "min-lr-ratio", "double", /*default=*/"0.1",
+           "Learning rate at the end of the decay, relative to lr">,
   ];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }

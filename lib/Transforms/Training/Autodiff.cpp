@@ -31,7 +31,23 @@ namespace {
 struct OptimizerConfig {
   std::string kind; // none | sgd | adamw
   double lr, momentum, weightDecay, beta1, beta2, epsilon;
+  double clip;
+  int64_t warmup, decaySteps;
+  double minLrRatio;
 };
+
+/// The learning rate at step t (1-based): linear warm-up, then a cosine to
+/// minLrRatio lr at decaySteps, constant after.
+static double scheduledLr(const OptimizerConfig &c, int64_t t) {
+  if (c.warmup > 0 && t <= c.warmup)
+    return c.lr * double(t) / double(c.warmup);
+  if (c.decaySteps <= c.warmup)
+    return c.lr;
+  double progress = std::min(1.0, double(t - c.warmup) /
+                                      double(c.decaySteps - c.warmup));
+  return c.lr * (c.minLrRatio +
+                 (1 - c.minLrRatio) * 0.5 * (1 + std::cos(M_PI * progress)));
+}
 
 class Differentiator {
 public:
@@ -740,34 +756,89 @@ LogicalResult Differentiator::run() {
   };
 
   auto scalar = RankedTensorType::get({}, b.getF32Type());
+  auto logResult = [&](Value value, StringRef name) {
+    results.push_back(value);
+    NamedAttrList attrs;
+    attrs.set(ParDialect::kNameAttrName, StringAttr::get(ctx, name));
+    resultAttrs.push_back(attrs);
+  };
+
+  // Global gradient-norm clipping: the squared sums of every gradient add
+  // up to one norm (all-reduced across shards by the partitioner).
+  if (config.clip > 0 && !grads.empty()) {
+    Value squares;
+    for (Value g : grads) {
+      Value g32 = typeOf(g).getElementType().isF32()
+                      ? g
+                      : ConvertOp::create(b, loc,
+                                          RankedTensorType::get(
+                                              typeOf(g).getShape(),
+                                              b.getF32Type()),
+                                          g)
+                            .getResult();
+      SmallVector<int64_t> all(typeOf(g).getRank());
+      std::iota(all.begin(), all.end(), 0);
+      Value sum = reduceSum(mul(g32, g32), all);
+      squares = squares ? add(squares, sum) : sum;
+    }
+    Value norm = SqrtOp::create(b, loc, scalar, squares);
+    Value factor = MinOp::create(
+        b, loc, scalar, splat(scalar, 1.0),
+        div(splat(scalar, config.clip), add(norm, splat(scalar, 1e-6))));
+    for (Value &g : grads) {
+      Value f = factor;
+      if (!typeOf(g).getElementType().isF32())
+        f = ConvertOp::create(
+            b, loc, RankedTensorType::get({}, typeOf(g).getElementType()), f);
+      g = mul(g, broadcast(f, typeOf(g), {}));
+    }
+    logResult(norm, "log.grad_norm");
+  }
+
   if (config.kind == "none") {
-    for (auto [k, i] : llvm::enumerate(params)) {
-      results.push_back(grads[k]);
-      NamedAttrList attrs;
-      attrs.set(ParDialect::kNameAttrName,
-                StringAttr::get(ctx, "grad." + nameOf(i)));
-      resultAttrs.push_back(attrs);
-    }
-  } else if (config.kind == "sgd") {
-    Value lr = splat(scalar, config.lr);
-    for (auto [k, i] : llvm::enumerate(params)) {
-      Value param = body.getArgument(i);
-      BlockArgument buf = addState(param.getType(), nameOf(i) + ".momentum");
-      auto sgd = SgdOp::create(b, loc, param.getType(), param.getType(), param,
-                               grads[k], buf, lr,
-                               b.getF32FloatAttr(config.momentum),
-                               b.getF32FloatAttr(config.weightDecay),
-                               /*nesterov=*/UnitAttr());
-      update(sgd.getNewParam(), i);
-      if (config.momentum != 0)
-        update(sgd.getNewMomentum(), buf.getArgNumber());
-    }
+    for (auto [k, i] : llvm::enumerate(params))
+      logResult(grads[k], "grad." + nameOf(i));
   } else {
-    Value lr = splat(scalar, config.lr);
-    BlockArgument step = addState(scalar, "adamw.step");
+    // The step counter t (1-based after the increment) drives the
+    // learning-rate schedule and AdamW's bias correction.
+    BlockArgument step = addState(scalar, "step");
     Value t = add(step, splat(scalar, 1.0));
+    Value lr;
+    if (config.warmup == 0 && config.decaySteps == 0) {
+      lr = splat(scalar, config.lr);
+    } else {
+      // The schedule as a table [steps + 1, 1] looked up at min(t, steps).
+      int64_t last = std::max(config.warmup, config.decaySteps) + 1;
+      auto tableType = RankedTensorType::get({last + 1, 1}, b.getF32Type());
+      SmallVector<float> rates;
+      for (int64_t i = 0; i <= last; ++i)
+        rates.push_back(float(scheduledLr(config, std::max<int64_t>(i, 1))));
+      Value table = ConstantOp::create(
+          b, loc, tableType,
+          DenseElementsAttr::get(tableType, ArrayRef<float>(rates)));
+      auto i32 = RankedTensorType::get({}, b.getI32Type());
+      Value index = MinOp::create(b, loc, i32,
+                                  ConvertOp::create(b, loc, i32, t),
+                                  splat(i32, double(last)));
+      Value ids = reshape(index, {1});
+      Value row = EmbeddingOp::create(
+          b, loc, RankedTensorType::get({1, 1}, b.getF32Type()), table, ids);
+      lr = reshape(row, {});
+    }
     for (auto [k, i] : llvm::enumerate(params)) {
       Value param = body.getArgument(i);
+      if (config.kind == "sgd") {
+        BlockArgument buf = addState(param.getType(), nameOf(i) + ".momentum");
+        auto sgd = SgdOp::create(b, loc, param.getType(), param.getType(),
+                                 param, grads[k], buf, lr,
+                                 b.getF32FloatAttr(config.momentum),
+                                 b.getF32FloatAttr(config.weightDecay),
+                                 /*nesterov=*/UnitAttr());
+        update(sgd.getNewParam(), i);
+        if (config.momentum != 0)
+          update(sgd.getNewMomentum(), buf.getArgNumber());
+        continue;
+      }
       BlockArgument m = addState(param.getType(), nameOf(i) + ".m");
       BlockArgument v = addState(param.getType(), nameOf(i) + ".v");
       auto adam = AdamWOp::create(
@@ -780,6 +851,7 @@ LogicalResult Differentiator::run() {
       update(adam.getNewV(), v.getArgNumber());
     }
     update(t, step.getArgNumber());
+    logResult(lr, "log.lr");
   }
 
   // The step's results replace the forward function's; what neither the
@@ -813,8 +885,15 @@ struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
           << optimizer << "'";
       return signalPassFailure();
     }
-    OptimizerConfig config{optimizer, lr,    momentum, weightDecay,
-                           beta1,     beta2, epsilon};
+    if (clip < 0 || warmup < 0 || decaySteps < 0 || lr <= 0) {
+      getOperation().emitError()
+          << "--par-autodiff needs lr > 0 and non-negative clip, warmup and "
+             "decay-steps";
+      return signalPassFailure();
+    }
+    OptimizerConfig config{optimizer, lr,      momentum,   weightDecay,
+                           beta1,     beta2,   epsilon,    clip,
+                           warmup,    decaySteps, minLrRatio};
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isDeclaration())
         continue;
