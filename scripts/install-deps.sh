@@ -42,6 +42,21 @@ else
   echo "install-deps: numpy and pytest present"
 fi
 
+# The Python frontend, editable (`import par` anywhere). Scripts in examples/
+# fall back to the checkout when this is not possible (no pip, or a system
+# Python that refuses packages), so a failure here is only reported.
+if ! python3 -c "import par, sys; sys.exit(0 if 'python_frontend' in par.__file__ else 1)" 2>/dev/null; then
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  if python3 -m pip install --quiet --no-deps --no-build-isolation -e "$root/python_frontend" 2>/dev/null ||
+     python3 -m pip install --quiet --no-deps -e "$root/python_frontend" 2>/dev/null; then
+    echo "install-deps: installed the par Python frontend (editable)"
+  else
+    echo "install-deps: note: pip could not install python_frontend; scripts use the checkout"
+  fi
+else
+  echo "install-deps: par Python frontend present"
+fi
+
 for tool in /usr/lib/llvm-22/bin/lit /usr/lib/llvm-22/bin/FileCheck /usr/lib/llvm-22/bin/mlir-tblgen; do
   if [ ! -x "$tool" ]; then
     echo "install-deps: error: $tool is missing after installation" >&2

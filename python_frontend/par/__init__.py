@@ -18,7 +18,8 @@ model families, `par.reference` the numpy executor.
 """
 from . import graph as ops
 from . import models, nn, reference
-from .compile import Executable, RunResult, StepLog, compile, max_relative_error
+from .compile import (SGD, AdamW, Executable, Optimizer, RunResult, StepLog, compile,
+                      max_relative_error)
 from .driver import Diagnostic, ParError, find_tool, par_opt, par_run
 from .graph import (DTYPES, Graph, Input, Location, Op, Output, Tensor, add, attention, broadcast,
                     compare, concat, constant, convert, cross_entropy, div, dot, embedding, exp,
@@ -43,7 +44,8 @@ __all__ = [
     "Mesh", "P", "PartitionSpec", "Placement", "Shard", "Replicate", "Partial", "ShardingSpec",
     "constraint", "to_spec",
     # compile / run
-    "compile", "Executable", "RunResult", "StepLog", "max_relative_error",
+    "compile", "Executable", "RunResult", "StepLog", "max_relative_error", "Optimizer",
+    "AdamW", "SGD",
     # the rest
     "visualize_sharding", "show_sharding", "nn", "models", "reference",
 ]

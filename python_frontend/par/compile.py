@@ -31,8 +31,44 @@ MeshLike = Union[Mesh, Mapping[str, int], str, None]
 _COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
                 "collective_permute", "all_slice")
 _STEP_LINE = re.compile(
-    r"^step (?P<step>\d+)(?:\s+loss (?P<loss>\S+))?(?:\s+(?P<tps>\S+) tokens/s)?"
+    r"^step (?P<step>\d+)(?P<rest>.*?)"
     r"\s+(?P<ms>\S+) ms\s+peak (?P<peak>.+?) \(plan (?P<plan>.+?)\)\s*$")
+_PAIR = re.compile(r"(?P<name>[A-Za-z_.]+) (?P<value>\S+)|(?P<tps>\S+) tokens/s")
+
+
+@dataclasses.dataclass
+class Optimizer:
+    """A training step for `compile(..., optimizer=...)`: par-opt's
+    --par-autodiff turns the graph's loss into gradients and this update.
+    `clip`: global gradient-norm clipping (0: off); the learning rate warms
+    up over `warmup` steps, then follows a cosine to `min_lr_ratio * lr` at
+    `decay_steps` (0: constant)."""
+    kind: str = "adamw"
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    momentum: float = 0.0
+    beta1: float = 0.9
+    beta2: float = 0.999
+    eps: float = 1e-8
+    clip: float = 0.0
+    warmup: int = 0
+    decay_steps: int = 0
+    min_lr_ratio: float = 0.1
+
+    def pass_option(self) -> str:
+        return (f"--par-autodiff=optimizer={self.kind} lr={self.lr!r} "
+                f"weight-decay={self.weight_decay!r} momentum={self.momentum!r} "
+                f"beta1={self.beta1!r} beta2={self.beta2!r} epsilon={self.eps!r} "
+                f"clip={self.clip!r} warmup={self.warmup} decay-steps={self.decay_steps} "
+                f"min-lr-ratio={self.min_lr_ratio!r}")
+
+
+def AdamW(lr: float = 1e-3, **kw) -> Optimizer:
+    return Optimizer("adamw", lr, **kw)
+
+
+def SGD(lr: float = 1e-2, **kw) -> Optimizer:
+    return Optimizer("sgd", lr, **kw)
 
 
 def as_mesh(mesh: MeshLike) -> Optional[Mesh]:
@@ -45,13 +81,15 @@ def as_mesh(mesh: MeshLike) -> Optional[Mesh]:
 
 @dataclasses.dataclass
 class StepLog:
-    """One `step N ...` line of par-run."""
+    """One `step N ...` line of par-run; `extras` holds the other logged
+    values (`lr`, `grad_norm`, ...)."""
     step: int
     loss: Optional[float]
     tokens_per_s: Optional[float]
     ms: float
     peak: str
     plan: str
+    extras: Dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -80,10 +118,18 @@ def parse_steps(stdout: str) -> List[StepLog]:
     steps = []
     for line in stdout.splitlines():
         m = _STEP_LINE.match(line.strip())
-        if m:
-            steps.append(StepLog(int(m["step"]), float(m["loss"]) if m["loss"] else None,
-                                 float(m["tps"]) if m["tps"] else None, float(m["ms"]),
-                                 m["peak"], m["plan"]))
+        if not m:
+            continue
+        values: Dict[str, float] = {}
+        tps = None
+        for pair in _PAIR.finditer(m["rest"]):
+            if pair["tps"]:
+                tps = float(pair["tps"])
+            else:
+                values[pair["name"]] = float(pair["value"])
+        loss = values.pop("loss", None)
+        steps.append(StepLog(int(m["step"]), loss, tps, float(m["ms"]), m["peak"],
+                             m["plan"], values))
     return steps
 
 
@@ -106,8 +152,10 @@ class Executable:
     and how to run it."""
 
     def __init__(self, graph: Graph, mesh: Optional[Mesh], mlir: str, source: Path,
-                 program_path: Path, workdir: Path, comm_report: str):
+                 program_path: Path, workdir: Path, comm_report: str,
+                 optimizer: Optional["Optimizer"] = None):
         self.graph = graph
+        self.optimizer = optimizer
         self.mesh = mesh
         self.mlir = mlir
         self.source = source
@@ -217,6 +265,10 @@ class Executable:
         """Relative error (max|run - reference| / max|reference|) of every
         output of a par-run run (`result`, or a fresh one) against the numpy
         reference of the same steps, seed and data."""
+        if self.optimizer is not None:
+            raise ValueError("check: the numpy reference runs forward graphs; this "
+                             "program is a training step (compare it with a run on "
+                             "one rank instead)")
         if result is None:
             result = self.run(steps=steps, seed=seed, data=data, log_every=0)
         want = self.reference(steps=steps, seed=seed, data=data)
@@ -251,6 +303,7 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
             shardings: Optional[Mapping[str, SpecLike]] = None,
             workdir: Union[str, os.PathLike, None] = None,
             partition: Optional[bool] = None,
+            optimizer: Optional[Optimizer] = None,
             extra_args: Sequence[str] = (), timeout: Optional[float] = 300) -> Executable:
     """Writes the graph's MLIR, runs par-opt (--par-propagate --par-partition
     --emit-program on a mesh of more than one device; the unsharded program
@@ -259,6 +312,9 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
     `graph_or_model`: a Graph, or an object with `to_graph()`.
     `mesh`: a Mesh, {"dp": 2, ...} or "dp=2,tp=2" (default: the graph's).
     `shardings`: input-name patterns -> shardings, overriding the graph's.
+    `optimizer`: compile a training step (par.AdamW(...), par.SGD(...)):
+    gradients of the loss and the update, optimizer states as new
+    parameters; run() then trains.
     """
     graph = graph_or_model
     if not isinstance(graph, Graph):
@@ -280,7 +336,7 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
         live = graph._live_ops()
         constrained = any(op.kind == "sharding_constraint" and id(op) in live for op in graph.ops)
         partition = (mesh is not None and mesh.size > 1) or constrained
-    args = []
+    args = [optimizer.pass_option()] if optimizer is not None else []
     if partition:
         args += ["--par-propagate", "--par-partition", "--par-comm-report"]
     args += [f"--emit-program={program}", "-o", os.devnull, *extra_args]
@@ -289,7 +345,7 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
     except ParError as err:
         _argument_notes(err, graph)
         raise
-    return Executable(graph, mesh, mlir, source, program, work, report)
+    return Executable(graph, mesh, mlir, source, program, work, report, optimizer)
 
 
 def max_relative_error(got: np.ndarray, want: np.ndarray) -> float:
@@ -302,4 +358,4 @@ def max_relative_error(got: np.ndarray, want: np.ndarray) -> float:
 
 
 __all__ = ["compile", "Executable", "RunResult", "StepLog", "parse_steps", "as_mesh",
-           "max_relative_error"]
+           "max_relative_error", "Optimizer", "AdamW", "SGD"]
