@@ -47,8 +47,11 @@ fi
 # Python that refuses packages), so a failure here is only reported.
 if ! python3 -c "import par, sys; sys.exit(0 if 'python_frontend' in par.__file__ else 1)" 2>/dev/null; then
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-  if python3 -m pip install --quiet --no-deps --no-build-isolation -e "$root/python_frontend" 2>/dev/null ||
-     python3 -m pip install --quiet --no-deps -e "$root/python_frontend" 2>/dev/null; then
+  # compat mode: a path entry (not an import hook), so a checkout's own
+  # tests and scripts, which put their python_frontend first, import it.
+  compat=(--quiet --no-deps --config-settings editable_mode=compat -e "$root/python_frontend")
+  if python3 -m pip install "${compat[@]}" 2>/dev/null ||
+     python3 -m pip install --no-build-isolation "${compat[@]}" 2>/dev/null; then
     echo "install-deps: installed the par Python frontend (editable)"
   else
     echo "install-deps: note: pip could not install python_frontend; scripts use the checkout"

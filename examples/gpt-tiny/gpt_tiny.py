@@ -12,11 +12,9 @@ Run from the repository root:
 import sys
 from pathlib import Path
 
-try:
-    import par
-except ImportError:  # not installed: use the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python_frontend"))
-    import par
+# The frontend of this checkout, even when another one is installed.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python_frontend"))
+import par  # noqa: E402
 from par import Mesh, models
 from par.cli import example_main
 

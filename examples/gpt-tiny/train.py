@@ -19,11 +19,9 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-try:
-    import par
-except ImportError:  # not installed: use the checkout
-    sys.path.insert(0, str(ROOT / "python_frontend"))
-    import par
+# The frontend of this checkout, even when another one is installed.
+sys.path.insert(0, str(ROOT / "python_frontend"))
+import par  # noqa: E402
 from par import P, models
 
 

@@ -42,7 +42,9 @@ class Optimizer:
     --par-autodiff turns the graph's loss into gradients and this update.
     `clip`: global gradient-norm clipping (0: off); the learning rate warms
     up over `warmup` steps, then follows a cosine to `min_lr_ratio * lr` at
-    `decay_steps` (0: constant)."""
+    `decay_steps` (0: constant). `precision="bf16"` or `"fp16"` computes
+    in low precision with fp32 master weights (fp16 with dynamic loss
+    scaling)."""
     kind: str = "adamw"
     lr: float = 1e-3
     weight_decay: float = 0.0
@@ -54,13 +56,17 @@ class Optimizer:
     warmup: int = 0
     decay_steps: int = 0
     min_lr_ratio: float = 0.1
+    precision: str = "fp32"        # fp32, bf16 or fp16 (fp32 master weights)
+    loss_scale: float = 65536.0    # fp16: initial dynamic loss scale
+    scale_window: int = 1000       # fp16: clean steps before the scale doubles
 
     def pass_option(self) -> str:
         return (f"--par-autodiff=optimizer={self.kind} lr={self.lr!r} "
                 f"weight-decay={self.weight_decay!r} momentum={self.momentum!r} "
                 f"beta1={self.beta1!r} beta2={self.beta2!r} epsilon={self.eps!r} "
                 f"clip={self.clip!r} warmup={self.warmup} decay-steps={self.decay_steps} "
-                f"min-lr-ratio={self.min_lr_ratio!r}")
+                f"min-lr-ratio={self.min_lr_ratio!r} precision={self.precision} "
+                f"loss-scale={self.loss_scale!r} scale-window={self.scale_window}")
 
 
 def AdamW(lr: float = 1e-3, **kw) -> Optimizer:

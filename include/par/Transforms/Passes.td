@@ -311,6 +311,17 @@ def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
     `step`). The step's learning rate and the norm before clipping are
     results named `log.lr` and `log.grad_norm`, which par-run prints.
 
+    `precision=bf16` or `fp16`: the parameters stay fp32 master weights (as
+    do the optimizer states); each step converts them once to the low
+    precision, and the forward and backward passes compute in it (the
+    kernels accumulate in fp32); gradients are low precision and the update
+    applies them to the masters. fp16 adds dynamic loss scaling: the loss
+    is scaled by a state `loss_scale` before differentiation and the
+    gradients unscaled; a step whose gradients hold an infinity or NaN
+    changes no parameter or state and halves the scale, and after
+    `scale-window` clean steps in a row the scale doubles. `log.loss_scale`
+    and `log.skipped` (steps skipped so far) are printed by par-run.
+
     ```sh
     par-opt model.mlir --par-autodiff="optimizer=adamw lr=3e-4" --mesh=dp=2,tp=4 \
         --par-propagate --par-partition --emit-program=train.parprog
@@ -335,6 +346,13 @@ def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
            "Cosine decay of the learning rate until this step (0: none)">,
     Option<"minLrRatio", "min-lr-ratio", "double", /*default=*/"0.1",
            "Learning rate at the end of the decay, relative to lr">,
+    Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
+           "fp32, or bf16/fp16: low-precision compute with fp32 master "
+           "weights and optimizer states">,
+    Option<"lossScale", "loss-scale", "double", /*default=*/"65536",
+           "fp16: initial dynamic loss scale">,
+    Option<"scaleWindow", "scale-window", "int64_t", /*default=*/"1000",
+           "fp16: clean steps before the loss scale doubles">,
   ];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }

@@ -34,6 +34,9 @@ struct OptimizerConfig {
   double clip;
   int64_t warmup, decaySteps;
   double minLrRatio;
+  std::string precision; // fp32 | bf16 | fp16
+  double lossScale;
+  int64_t scaleWindow;
 };
 
 /// The learning rate at step t (1-based): linear warm-up, then a cosine to
@@ -116,6 +119,14 @@ private:
   DenseMap<Value, Value> adjoints;
   /// Values that depend on a parameter: the only ones that need gradients.
   DenseSet<Value> varied;
+  /// Mixed precision: the low-precision copy of each fp32 argument.
+  DenseMap<Value, Value> lowCopies;
+  DenseSet<Operation *> copyOps;
+
+  /// Mixed precision: computes the forward pass in `low`: every fp32
+  /// argument is converted once at the top, every fp32 value becomes `low`,
+  /// and the loss is converted back. Returns the fp32 loss.
+  Value lowerPrecision(FloatType low, Value loss);
 };
 } // namespace
 
@@ -667,6 +678,53 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
       .Default([&](Operation *) { return failure(); });
 }
 
+Value Differentiator::lowerPrecision(FloatType low, Value loss) {
+  Block &body = func.getBody().front();
+  auto lowType = [&](Type type) -> Type {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.getElementType().isF32())
+      return type;
+    return RankedTensorType::get(tensor.getShape(), low);
+  };
+  b.setInsertionPointToStart(&body);
+  for (BlockArgument arg : body.getArguments()) {
+    Type type = lowType(arg.getType());
+    if (type == arg.getType())
+      continue;
+    auto copy = ConvertOp::create(b, arg.getLoc(), type, arg);
+    arg.replaceAllUsesExcept(copy.getResult(), copy);
+    lowCopies[arg] = copy.getResult();
+    copyOps.insert(copy);
+  }
+  const llvm::fltSemantics &semantics = low.getFloatSemantics();
+  for (Operation &op : body.without_terminator()) {
+    if (copyOps.contains(&op))
+      continue;
+    for (OpResult result : op.getResults())
+      result.setType(lowType(result.getType()));
+    auto constant = dyn_cast<ConstantOp>(op);
+    if (!constant)
+      continue;
+    auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+    if (!dense || !dense.getElementType().isF32())
+      continue;
+    constant.setValueAttr(dense.mapValues(low, [&](const APFloat &value) {
+      APFloat converted = value;
+      bool lost;
+      converted.convert(semantics, APFloat::rmNearestTiesToEven, &lost);
+      return converted.bitcastToAPInt();
+    }));
+  }
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  b.setInsertionPoint(ret);
+  Value loss32 = loss;
+  if (typeOf(loss).getElementType() == low)
+    loss32 = ConvertOp::create(b, ret.getLoc(),
+                               RankedTensorType::get({}, b.getF32Type()), loss);
+  ret.setOperand(0, loss32);
+  return loss32;
+}
+
 LogicalResult Differentiator::run() {
   Block &body = func.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -677,6 +735,13 @@ LogicalResult Differentiator::run() {
               "floating-point loss, @"
            << func.getSymName() << " returns " << func.getResultTypes();
   Value loss = ret.getOperand(0);
+  FloatType low;
+  if (config.precision == "bf16")
+    low = b.getBF16Type();
+  else if (config.precision == "fp16")
+    low = b.getF16Type();
+  if (low)
+    loss = lowerPrecision(low, loss);
 
   // Parameters: par.role = "param", or floating-point without a role.
   SmallVector<unsigned> params;
@@ -693,9 +758,24 @@ LogicalResult Differentiator::run() {
                      [&](Value v) { return varied.contains(v); }))
       varied.insert(op.result_begin(), op.result_end());
 
+  MLIRContext *ctx = func.getContext();
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
   b.setInsertionPoint(ret);
   loc = ret.getLoc();
-  adjoints[loss] = splatLike(loss, 1.0);
+  // fp16: the loss is scaled by the state `loss_scale` (the gradient seed).
+  BlockArgument lossScale;
+  if (config.precision == "fp16") {
+    unsigned index = func.getNumArguments();
+    NamedAttrList attrs;
+    attrs.set(ParDialect::kNameAttrName, StringAttr::get(ctx, "loss_scale"));
+    attrs.set(ParDialect::kRoleAttrName, StringAttr::get(ctx, "param"));
+    attrs.set(ParDialect::kInitAttrName,
+              StringAttr::get(ctx, "constant(" + std::to_string(config.lossScale) + ")"));
+    if (failed(func.insertArgument(index, scalar, attrs.getDictionary(ctx), loc)))
+      return failure();
+    lossScale = body.getArgument(index);
+  }
+  adjoints[loss] = lossScale ? Value(lossScale) : splatLike(loss, 1.0);
 
   // Reverse sweep: an op whose results have gradients passes them on.
   SmallVector<Operation *> ops;
@@ -705,8 +785,8 @@ LogicalResult Differentiator::run() {
     if (op->getNumResults() == 0)
       continue;
     Value g = adjoints.lookup(op->getResult(0));
-    if (!g)
-      continue;
+    if (!g || copyOps.contains(op))
+      continue; // the gradient of a master weight is its copy's
     if (op->getNumResults() != 1)
       return op->emitError() << "--par-autodiff: no gradient rule for '"
                              << op->getName() << "'";
@@ -719,7 +799,6 @@ LogicalResult Differentiator::run() {
              << "; the loss depends on it through a parameter";
   }
 
-  MLIRContext *ctx = func.getContext();
   auto nameOf = [&](unsigned i) -> std::string {
     if (auto name = func.getArgAttrOfType<StringAttr>(i, ParDialect::kNameAttrName))
       return name.str();
@@ -729,9 +808,11 @@ LogicalResult Differentiator::run() {
   b.setInsertionPoint(ret);
   SmallVector<Value> grads;
   for (unsigned i : params) {
+    // With mixed precision, the low-precision gradient of the copy.
     Value arg = body.getArgument(i);
-    Value g = adjoints.lookup(arg);
-    grads.push_back(g ? g : splatLike(arg, 0.0));
+    Value of = lowCopies.lookup(arg) ? lowCopies.lookup(arg) : arg;
+    Value g = adjoints.lookup(of);
+    grads.push_back(g ? g : splatLike(of, 0.0));
   }
 
   SmallVector<Value> results{loss};
@@ -747,7 +828,14 @@ LogicalResult Differentiator::run() {
       return BlockArgument();
     return body.getArgument(index);
   };
+  // fp16: a step whose gradients are not all finite changes nothing.
+  Value skip;
   auto update = [&](Value value, unsigned argIndex) {
+    if (skip) {
+      auto type = typeOf(value);
+      value = select(broadcast(skip, cast<RankedTensorType>(getI1TensorLike(type)), {}),
+                     body.getArgument(argIndex), value);
+    }
     results.push_back(value);
     NamedAttrList attrs;
     attrs.set(ParDialect::kUpdatesAttrName,
@@ -755,13 +843,30 @@ LogicalResult Differentiator::run() {
     resultAttrs.push_back(attrs);
   };
 
-  auto scalar = RankedTensorType::get({}, b.getF32Type());
   auto logResult = [&](Value value, StringRef name) {
     results.push_back(value);
     NamedAttrList attrs;
     attrs.set(ParDialect::kNameAttrName, StringAttr::get(ctx, name));
     resultAttrs.push_back(attrs);
   };
+
+  if (lossScale) {
+    // Unscale in fp32; a non-finite gradient element makes the sum of
+    // g * 0 a NaN, the only value not equal to itself.
+    Value inverse = div(splat(scalar, 1.0), lossScale);
+    Value poison;
+    for (Value &g : grads) {
+      auto type32 = RankedTensorType::get(typeOf(g).getShape(), b.getF32Type());
+      Value g32 = ConvertOp::create(b, loc, type32, g);
+      g = mul(g32, broadcast(inverse, type32, {}));
+      SmallVector<int64_t> all(type32.getRank());
+      std::iota(all.begin(), all.end(), 0);
+      Value sum = reduceSum(mul(g, splat(type32, 0.0)), all);
+      poison = poison ? add(poison, sum) : sum;
+    }
+    if (poison)
+      skip = compare(CompareDirection::ne, poison, poison);
+  }
 
   // Global gradient-norm clipping: the squared sums of every gradient add
   // up to one norm (all-reduced across shards by the partitioner).
@@ -854,6 +959,30 @@ LogicalResult Differentiator::run() {
     logResult(lr, "log.lr");
   }
 
+  if (lossScale) {
+    // Halve the scale after a skipped step; double it after scale-window
+    // clean steps in a row.
+    BlockArgument clean = addState(scalar, "loss_scale.clean_steps");
+    BlockArgument skipped = addState(scalar, "loss_scale.skipped");
+    Value zero = splat(scalar, 0.0), one = splat(scalar, 1.0);
+    if (!skip)
+      skip = compare(CompareDirection::ne, zero, zero);
+    Value cleanNext = add(clean, one);
+    Value grow = compare(CompareDirection::ge, cleanNext,
+                         splat(scalar, double(config.scaleWindow)));
+    Value newScale = select(skip, scale(lossScale, 0.5),
+                            select(grow, scale(lossScale, 2.0), lossScale));
+    Value newClean = select(skip, zero, select(grow, zero, cleanNext));
+    Value newSkipped = add(skipped, select(skip, one, zero));
+    skip = Value(); // the scale states always update
+    update(newScale, lossScale.getArgNumber());
+    update(newClean, clean.getArgNumber());
+    update(newSkipped, skipped.getArgNumber());
+    // The scale this step used (a copy: the state itself is replaced).
+    logResult(scale(lossScale, 1.0), "log.loss_scale");
+    logResult(newSkipped, "log.skipped");
+  }
+
   // The step's results replace the forward function's; what neither the
   // loss nor the gradients need (the other forward results, gradients of
   // values the parameters do not reach) is removed.
@@ -891,9 +1020,21 @@ struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
              "decay-steps";
       return signalPassFailure();
     }
-    OptimizerConfig config{optimizer, lr,      momentum,   weightDecay,
-                           beta1,     beta2,   epsilon,    clip,
-                           warmup,    decaySteps, minLrRatio};
+    if (precision != "fp32" && precision != "bf16" && precision != "fp16") {
+      getOperation().emitError()
+          << "--par-autodiff precision must be fp32, bf16 or fp16, got '"
+          << precision << "'";
+      return signalPassFailure();
+    }
+    if (lossScale <= 0 || scaleWindow <= 0) {
+      getOperation().emitError()
+          << "--par-autodiff needs loss-scale > 0 and scale-window > 0";
+      return signalPassFailure();
+    }
+    OptimizerConfig config{optimizer,  lr,        momentum,   weightDecay,
+                           beta1,      beta2,     epsilon,    clip,
+                           warmup,     decaySteps, minLrRatio, precision,
+                           lossScale,  scaleWindow};
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isDeclaration())
         continue;
