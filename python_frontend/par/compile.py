@@ -44,7 +44,8 @@ class Optimizer:
     up over `warmup` steps, then follows a cosine to `min_lr_ratio * lr` at
     `decay_steps` (0: constant). `precision="bf16"` or `"fp16"` computes
     in low precision with fp32 master weights (fp16 with dynamic loss
-    scaling)."""
+    scaling). `zero=1|2|3` splits the optimizer states, gradients and
+    parameters over `data_axis` (ZeRO)."""
     kind: str = "adamw"
     lr: float = 1e-3
     weight_decay: float = 0.0
@@ -59,6 +60,8 @@ class Optimizer:
     precision: str = "fp32"        # fp32, bf16 or fp16 (fp32 master weights)
     loss_scale: float = 65536.0    # fp16: initial dynamic loss scale
     scale_window: int = 1000       # fp16: clean steps before the scale doubles
+    zero: int = 0                  # ZeRO stage 0-3 over data_axis
+    data_axis: str = "dp"
 
     def pass_option(self) -> str:
         return (f"--par-autodiff=optimizer={self.kind} lr={self.lr!r} "
@@ -66,7 +69,8 @@ class Optimizer:
                 f"beta1={self.beta1!r} beta2={self.beta2!r} epsilon={self.eps!r} "
                 f"clip={self.clip!r} warmup={self.warmup} decay-steps={self.decay_steps} "
                 f"min-lr-ratio={self.min_lr_ratio!r} precision={self.precision} "
-                f"loss-scale={self.loss_scale!r} scale-window={self.scale_window}")
+                f"loss-scale={self.loss_scale!r} scale-window={self.scale_window} "
+                f"zero={self.zero} data-axis={self.data_axis}")
 
 
 def AdamW(lr: float = 1e-3, **kw) -> Optimizer:

@@ -322,6 +322,9 @@ def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
     `scale-window` clean steps in a row the scale doubles. `log.loss_scale`
     and `log.skipped` (steps skipped so far) are printed by par-run.
 
+    `zero=1|2|3` marks the step for ZeRO over `data-axis` (par.zero,
+    par.data_axis); --par-partition applies it after propagation (--par-zero).
+
     ```sh
     par-opt model.mlir --par-autodiff="optimizer=adamw lr=3e-4" --mesh=dp=2,tp=4 \
         --par-propagate --par-partition --emit-program=train.parprog
@@ -353,7 +356,30 @@ def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
            "fp16: initial dynamic loss scale">,
     Option<"scaleWindow", "scale-window", "int64_t", /*default=*/"1000",
            "fp16: clean steps before the loss scale doubles">,
+    Option<"zero", "zero", "int64_t", /*default=*/"0",
+           "ZeRO stage 0-3 over the data axis, applied by --par-partition">,
+    Option<"dataAxis", "data-axis", "std::string", /*default=*/"\"dp\"",
+           "The data-parallel mesh axis ZeRO splits over">,
   ];
+  let dependentDialects = ["::mlir::par::ParDialect"];
+}
+
+def ZeroPass : Pass<"par-zero", "::mlir::ModuleOp"> {
+  let summary = "ZeRO stages 1-3 as shardings of a propagated training step";
+  let description = [{
+    For a function marked by `--par-autodiff=zero=N` (the first step of
+    --par-partition runs this pass), after --par-propagate: the master
+    weights and optimizer states get their propagated layout plus the data
+    axis on one more dim (the first that divides evenly); each gradient is
+    constrained to that layout, so the partitioner reduce-scatters it (after
+    the backward pass for stage 1, as soon as it is produced for stages 2
+    and 3); the working copy of the parameters is all-gathered once at the
+    top of the step (stages 1, 2) or just before each use, forward and
+    backward (stage 3). Collectives from constraints marked `par.late` are
+    issued by --par-schedule just before their first use. Per step each
+    rank sends 2 parameter counts of elements (stages 1, 2: reduce-scatter
+    and all-gather) or 3 (stage 3: two all-gathers and a reduce-scatter).
+  }];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }
 

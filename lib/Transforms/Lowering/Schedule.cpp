@@ -75,6 +75,23 @@ static void scheduleBlock(Block &block) {
       if (!--pending[user])
         ready.push(user);
   }
+
+  // Ops marked par.late (ZeRO's gathers of parameters before each use, its
+  // stage-1 gradient reduce-scatters) move down to just before their first
+  // user, last first, so a chain of them moves together.
+  SmallVector<Operation *> lateOps;
+  for (Operation &op : block.without_terminator())
+    if (op.hasAttr(ParDialect::kLateAttrName) && isMemoryEffectFree(&op))
+      lateOps.push_back(&op);
+  for (Operation *op : llvm::reverse(lateOps)) {
+    Operation *first = nullptr;
+    for (Operation *user : op->getUsers())
+      if (user->getBlock() == &block &&
+          (!first || user->isBeforeInBlock(first)))
+        first = user;
+    if (first && op->getNextNode() != first)
+      op->moveBefore(first);
+  }
 }
 
 namespace {

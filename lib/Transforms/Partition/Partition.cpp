@@ -15,6 +15,7 @@ namespace {
 struct PartitionPass : public par::impl::PartitionPassBase<PartitionPass> {
   void runOnOperation() override {
     OpPassManager pipeline(ModuleOp::getOperationName());
+    pipeline.addPass(createZeroPass());
     pipeline.addPass(createInsertReshardsPass());
     pipeline.addPass(createSinkPartialsPass());
     pipeline.addPass(createToLocalPass());

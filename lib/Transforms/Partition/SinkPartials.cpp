@@ -92,7 +92,15 @@ ReshardOp resolvingReshard(Value value) {
 ReshardOp sinkOnce(ReshardOp reshard, llvm::SetVector<Operation *> &worklist) {
   OpOperand &use = *reshard->use_begin();
   Operation *user = use.getOwner();
-  if (user->getNumResults() != 1 || isa<ReshardOp>(user))
+  // Resolving then resharding again is one reshard from the partial value
+  // (an all-reduce then a slice is a reduce-scatter).
+  if (auto next = dyn_cast<ReshardOp>(user)) {
+    next.getInputMutable().assign(reshard.getInput());
+    worklist.remove(reshard);
+    reshard.erase();
+    return nullptr;
+  }
+  if (user->getNumResults() != 1)
     return nullptr;
   Linearity linearity = linearityOf(user, use.getOperandNumber());
   if (linearity == Linearity::None)

@@ -632,9 +632,16 @@ LogicalResult Localizer::localizeOp(Operation *op) {
     Value input = op->getOperand(0);
     auto target = cast<ShardingAttr>(op->getAttr("sharding"));
     builder.setInsertionPoint(op);
+    Operation *before = op->getPrevNode();
     FailureOr<Value> moved = lowerReshard(op, input, globals[input], target);
     if (failed(moved))
       return failure();
+    // A late reshard's ops are all issued just before their first use.
+    if (Attribute hint = op->getAttr(ParDialect::kLateAttrName))
+      for (Operation *made = before ? before->getNextNode()
+                                    : &op->getBlock()->front();
+           made && made != op; made = made->getNextNode())
+        made->setAttr(ParDialect::kLateAttrName, hint);
     replaceValue(op->getResult(0), *moved, nullptr);
     op->erase();
     return success();

@@ -133,6 +133,9 @@ int64_t Engine::insertReshards() {
       auto reshard =
           ReshardOp::create(builder, constraint.getLoc(), constraint.getInput(),
                             constraint.getSharding());
+      // Scheduling hints (par.late) stay with the data movement.
+      if (constraint->hasAttr(ParDialect::kLateAttrName))
+        reshard->setAttr(ParDialect::kLateAttrName, constraint->getAttr(ParDialect::kLateAttrName));
       constraint.replaceAllUsesWith(reshard.getResult());
       constraint.erase();
       ++inserted;

@@ -37,6 +37,8 @@ struct OptimizerConfig {
   std::string precision; // fp32 | bf16 | fp16
   double lossScale;
   int64_t scaleWindow;
+  int64_t zero;
+  std::string dataAxis;
 };
 
 /// The learning rate at step t (1-based): linear warm-up, then a cosine to
@@ -333,27 +335,45 @@ LogicalResult Differentiator::dotRule(DotOp op, Value g) {
           b.getDenseI64ArrayAttr(perm));
     accumulate(target, r);
   };
+  auto isIdentity = [&](ArrayRef<int64_t> map) {
+    return llvm::equal(map, range(0, map.size()));
+  };
+  // The contract dims of one operand in the other operand's dim order.
+  auto matching = [](ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
+    SmallVector<int64_t> sorted(from), out;
+    llvm::sort(sorted);
+    for (int64_t d : sorted)
+      out.push_back(to[llvm::find(from, d) - from.begin()]);
+    return out;
+  };
+  // Each gradient is a dot of g with the other operand in one of two
+  // orders; the one whose result already has the operand's dim order needs
+  // no transpose (a transpose would also resolve partial sums early).
   if (varied.contains(lhs)) {
-    // d lhs = g . rhs over the rhs free dims: dims batch, lhs free, rhs
-    // contract (in rhs order, i.e. the matching lhs contract dims).
-    SmallVector<int64_t> map(lb);
-    map.append(lf);
-    SmallVector<int64_t> rcSorted(rc);
-    llvm::sort(rcSorted);
-    for (int64_t d : rcSorted)
-      map.push_back(lc[llvm::find(rc, d) - rc.begin()]);
-    emit(g, rhs, gBatch, rb, gRhsFree, rf, map, lhs);
+    // g . rhs: batch, lhs free, rhs contract; rhs . g: batch, rhs
+    // contract, lhs free.
+    SmallVector<int64_t> first(lb), second(lb);
+    first.append(lf);
+    first.append(matching(rc, lc));
+    second.append(matching(rc, lc));
+    second.append(lf);
+    if (!isIdentity(first) && isIdentity(second))
+      emit(rhs, g, rb, gBatch, rf, gRhsFree, second, lhs);
+    else
+      emit(g, rhs, gBatch, rb, gRhsFree, rf, first, lhs);
   }
   if (varied.contains(rhs)) {
-    // d rhs = lhs . g over the lhs free dims: dims batch, lhs contract (in
-    // lhs order, i.e. the matching rhs contract dims), rhs free.
-    SmallVector<int64_t> map(rb);
-    SmallVector<int64_t> lcSorted(lc);
-    llvm::sort(lcSorted);
-    for (int64_t d : lcSorted)
-      map.push_back(rc[llvm::find(lc, d) - lc.begin()]);
-    map.append(rf);
-    emit(lhs, g, lb, gBatch, lf, gLhsFree, map, rhs);
+    // lhs . g: batch, lhs contract, rhs free; g . lhs: batch, rhs free,
+    // lhs contract.
+    SmallVector<int64_t> first(rb), second(rb);
+    first.append(matching(lc, rc));
+    first.append(rf);
+    second.append(rf);
+    second.append(matching(lc, rc));
+    if (!isIdentity(first) && isIdentity(second))
+      emit(g, lhs, gBatch, lb, gLhsFree, lf, second, rhs);
+    else
+      emit(lhs, g, lb, gBatch, lf, gLhsFree, first, rhs);
   }
   return success();
 }
@@ -983,6 +1003,11 @@ LogicalResult Differentiator::run() {
     logResult(newSkipped, "log.skipped");
   }
 
+  if (config.zero > 0) {
+    func->setAttr(ParDialect::kZeroAttrName, b.getI64IntegerAttr(config.zero));
+    func->setAttr(ParDialect::kDataAxisAttrName, b.getStringAttr(config.dataAxis));
+  }
+
   // The step's results replace the forward function's; what neither the
   // loss nor the gradients need (the other forward results, gradients of
   // values the parameters do not reach) is removed.
@@ -1026,6 +1051,17 @@ struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
           << precision << "'";
       return signalPassFailure();
     }
+    if (zero < 0 || zero > 3) {
+      getOperation().emitError()
+          << "--par-autodiff zero must be 0, 1, 2 or 3, got " << int64_t(zero);
+      return signalPassFailure();
+    }
+    if (zero > 0 && optimizer == "none") {
+      getOperation().emitError()
+          << "--par-autodiff zero=" << int64_t(zero)
+          << " needs an optimizer (sgd or adamw)";
+      return signalPassFailure();
+    }
     if (lossScale <= 0 || scaleWindow <= 0) {
       getOperation().emitError()
           << "--par-autodiff needs loss-scale > 0 and scale-window > 0";
@@ -1034,7 +1070,7 @@ struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
     OptimizerConfig config{optimizer,  lr,        momentum,   weightDecay,
                            beta1,      beta2,     epsilon,    clip,
                            warmup,     decaySteps, minLrRatio, precision,
-                           lossScale,  scaleWindow};
+                           lossScale,  scaleWindow, zero,       dataAxis};
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isDeclaration())
         continue;

@@ -166,6 +166,27 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                              << "' is a unit attribute of functions";
     return success();
   }
+  // ZeRO: the stage and data axis of a training step (--par-autodiff), and
+  // the scheduling hint of the data movement it adds.
+  if (attr.getName() == kZeroAttrName) {
+    auto stage = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !stage || stage.getInt() < 0 ||
+        stage.getInt() > 3)
+      return op->emitError() << "'" << kZeroAttrName
+                             << "' is a ZeRO stage 0-3 on a function";
+    return success();
+  }
+  if (attr.getName() == kDataAxisAttrName) {
+    if (!isa<FunctionOpInterface>(op) || !isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << kDataAxisAttrName
+                             << "' is a mesh axis name on a function";
+    return success();
+  }
+  if (attr.getName() == kLateAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << kLateAttrName << "' is a unit attribute";
+    return success();
+  }
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute '" << attr.getName().getValue()
                            << "' on an operation";

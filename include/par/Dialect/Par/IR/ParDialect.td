@@ -39,6 +39,9 @@ def Par_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kShardingAttrName = "par.sharding";
     /// Unit attribute on a function the partitioner made local: its types
     /// are per-device.
+    static constexpr ::llvm::StringLiteral kZeroAttrName = "par.zero";
+    static constexpr ::llvm::StringLiteral kDataAxisAttrName = "par.data_axis";
+    static constexpr ::llvm::StringLiteral kLateAttrName = "par.late";
     static constexpr ::llvm::StringLiteral kPartitionedAttrName =
         "par.partitioned";
     /// On the arguments and results of a partitioned function: the global

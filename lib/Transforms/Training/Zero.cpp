@@ -1,0 +1,222 @@
+//===- Zero.cpp - --par-zero: ZeRO stages as shardings --------------------===//
+//
+// ZeRO over the data-parallel axis, written as shardings of a propagated
+// training step (a function --par-autodiff marked with par.zero):
+//   stage 1: the master weights and optimizer states are split over the
+//     data axis on one more dim (Z, the parameter's layout plus the axis);
+//     each gradient is reduce-scattered into Z after the whole backward
+//     pass (its full-size buffer lives until then); the working copy of the
+//     parameters is all-gathered once, at the top of the step;
+//   stage 2: as stage 1, but each gradient is reduce-scattered as soon as it
+//     is produced, so its full-size buffer dies right away;
+//   stage 3: as stage 2, and the working copy is gathered just before each
+//     use, forward and backward, and dies after it.
+// The collectives come from the partitioner like any other reshard; "late"
+// constraints (par.late) make --par-schedule issue their collectives just
+// before their first use instead of as early as possible.
+//
+//===----------------------------------------------------------------------===//
+#include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::par {
+#define GEN_PASS_DEF_ZEROPASS
+#include "par/Transforms/Passes.h.inc"
+} // namespace mlir::par
+
+using namespace mlir;
+using namespace mlir::par;
+
+/// `layout` with `axis` appended (minor) to the first dim whose per-device
+/// size it divides, else to the first dim of size > 1 (padded).
+static ShardingAttr withAxis(ShardingAttr layout, RankedTensorType type,
+                             MeshOp mesh, StringAttr axis) {
+  MLIRContext *ctx = layout.getContext();
+  SmallVector<DimShardingAttr> dims(layout.getDims());
+  int64_t n = mesh.getAxisSize(axis.getValue());
+  int64_t chosen = -1;
+  for (int pass = 0; pass < 2 && chosen < 0; ++pass)
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      int64_t local = type.getDimSize(d) / mesh.getNumShards(dims[d].getAxes());
+      if (local > 1 && (pass == 1 || local % n == 0)) {
+        chosen = d;
+        break;
+      }
+    }
+  if (chosen < 0)
+    return layout; // nothing to split (a scalar or all-ones shape)
+  SmallVector<StringAttr> axes(dims[chosen].getAxes());
+  axes.push_back(axis);
+  dims[chosen] = DimShardingAttr::get(ctx, axes, /*isClosed=*/true, std::nullopt);
+  SmallVector<StringAttr> replicated;
+  for (StringAttr r : layout.getReplicatedAxes())
+    if (r != axis)
+      replicated.push_back(r);
+  return ShardingAttr::get(ctx, layout.getMesh(), dims, replicated,
+                           layout.getPartialAxes());
+}
+
+static bool usesAxis(ShardingAttr layout, StringAttr axis) {
+  for (DimShardingAttr dim : layout.getDims())
+    if (llvm::is_contained(dim.getAxes(), axis))
+      return true;
+  return false;
+}
+
+static LogicalResult applyZero(func::FuncOp func) {
+  auto stageAttr = func->getAttrOfType<IntegerAttr>(ParDialect::kZeroAttrName);
+  if (!stageAttr || stageAttr.getInt() == 0)
+    return success();
+  int64_t stage = stageAttr.getInt();
+  auto axisName = func->getAttrOfType<StringAttr>(ParDialect::kDataAxisAttrName);
+  MLIRContext *ctx = func.getContext();
+  OpBuilder b(ctx);
+  Block &body = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+
+  // Which results replace which arguments.
+  DenseMap<unsigned, unsigned> resultOf;
+  for (unsigned r = 0; r < func.getNumResults(); ++r)
+    if (auto updates = func.getResultAttrOfType<IntegerAttr>(
+            r, ParDialect::kUpdatesAttrName))
+      resultOf[updates.getInt()] = r;
+
+  auto late = [&](Operation *op) { op->setAttr(ParDialect::kLateAttrName, UnitAttr::get(ctx)); };
+  auto constrain = [&](Value value, ShardingAttr layout, Operation *before,
+                       bool isLate) -> Value {
+    b.setInsertionPoint(before);
+    auto c = ShardingConstraintOp::create(b, before->getLoc(), value.getType(),
+                                          value, layout);
+    setValueSharding(c.getResult(), layout);
+    if (isLate)
+      late(c);
+    return c.getResult();
+  };
+  // An argument now laid out as `layout`: the value that replaces it (the
+  // update op's result, possibly behind an fp16 skip select) and the
+  // function result take the same layout.
+  auto relayoutArgument = [&](BlockArgument arg, ShardingAttr layout) {
+    setValueSharding(arg, layout);
+    auto it = resultOf.find(arg.getArgNumber());
+    if (it == resultOf.end())
+      return;
+    func.setResultAttr(it->second, ParDialect::kShardingAttrName, layout);
+    Value returned = ret.getOperand(it->second);
+    if (auto select = returned.getDefiningOp<SelectOp>()) {
+      setValueSharding(select.getResult(), layout);
+      if (auto mask = select.getPred().getDefiningOp<BroadcastOp>())
+        setValueSharding(mask.getResult(), layout);
+    }
+  };
+
+  // The op that computes the loss ends the forward pass (--par-autodiff
+  // appends the backward pass after it).
+  Operation *lossOp = ret.getOperand(0).getDefiningOp();
+
+  SmallVector<Operation *> updates;
+  func.walk([&](Operation *op) {
+    if (isa<AdamWOp, SgdOp>(op))
+      updates.push_back(op);
+  });
+  for (Operation *update : updates) {
+    auto param = dyn_cast<BlockArgument>(update->getOperand(0));
+    if (!param)
+      continue;
+    auto type = cast<RankedTensorType>(param.getType());
+    ShardingAttr layout = getValueSharding(param);
+    if (!layout)
+      continue; // not propagated: nothing to build on
+    MeshOp mesh = lookupMesh(func, layout.getMesh());
+    if (!mesh || mesh.getAxisIndex(axisName.getValue()) < 0)
+      return func.emitError()
+             << "ZeRO stage " << stage << " needs the data axis \""
+             << axisName.getValue() << "\" in mesh " << layout.getMesh()
+             << " (set data-axis= of --par-autodiff to an axis of the mesh)";
+    if (mesh.getAxisSize(axisName.getValue()) == 1 || usesAxis(layout, axisName))
+      continue;
+    ShardingAttr split = withAxis(layout, type, mesh, axisName);
+    if (split == layout)
+      continue;
+
+    // Master weight and states: split.
+    relayoutArgument(param, split);
+    for (Value operand : update->getOperands().drop_front(2))
+      if (auto state = dyn_cast<BlockArgument>(operand))
+        if (state.getType() == param.getType())
+          relayoutArgument(state, split);
+    for (Value result : update->getResults())
+      setValueSharding(result, split);
+
+    // The gradient: reduce-scattered into the split layout, after the
+    // backward pass (stage 1) or as soon as it exists (stages 2, 3).
+    Value grad = update->getOperand(1);
+    ShardingAttr whole = ShardingAttr::get(ctx, split.getMesh(), split.getDims(),
+                                           {}, {});
+    update->setOperand(1, constrain(grad, whole, update, /*isLate=*/stage == 1));
+
+    // The working copy (the low-precision convert of the master, or the
+    // master itself): gathered once at the top (stages 1, 2) or before each
+    // use (stage 3).
+    Value working = param;
+    for (Operation *user : param.getUsers())
+      if (auto convert = dyn_cast<ConvertOp>(user))
+        if (convert->getBlock() == &body &&
+            convert->isBeforeInBlock(update)) {
+          working = convert.getResult();
+          setValueSharding(working, whole);
+          break;
+        }
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : working.getUses())
+      if (use.getOwner() != update && use.getOwner() != ret &&
+          !isa<SelectOp>(use.getOwner()))
+        uses.push_back(&use);
+    if (uses.empty())
+      continue;
+    if (stage == 3) {
+      // One gather for the forward uses and one for the backward uses,
+      // each issued just before its first use and dead after its last.
+      SmallVector<OpOperand *> phases[2];
+      for (OpOperand *use : uses)
+        phases[lossOp && lossOp->isBeforeInBlock(use->getOwner()) ? 1 : 0]
+            .push_back(use);
+      for (auto &phase : phases) {
+        if (phase.empty())
+          continue;
+        Operation *first = phase.front()->getOwner();
+        for (OpOperand *use : phase)
+          if (use->getOwner()->isBeforeInBlock(first))
+            first = use->getOwner();
+        Value gathered = constrain(working, layout, first, /*isLate=*/true);
+        for (OpOperand *use : phase)
+          use->set(gathered);
+      }
+      continue;
+    }
+    // Stages 1 and 2: one gathered copy for the whole step, so no op is
+    // partitioned around the split master instead.
+    Operation *first = uses.front()->getOwner();
+    for (OpOperand *use : uses)
+      if (use->getOwner()->isBeforeInBlock(first))
+        first = use->getOwner();
+    Value gathered = constrain(working, layout, first, /*isLate=*/false);
+    for (OpOperand *use : uses)
+      use->set(gathered);
+  }
+  return success();
+}
+
+namespace {
+struct ZeroPass : public par::impl::ZeroPassBase<ZeroPass> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (!func.isDeclaration() &&
+          !func->hasAttr(ParDialect::kPartitionedAttrName) &&
+          failed(applyZero(func)))
+        return signalPassFailure();
+  }
+};
+} // namespace
