@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Transforms/Constants.h"
 #include "par/Transforms/InputRoles.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReshardPlan.h"
@@ -205,11 +206,7 @@ Value Localizer::maskPadding(Location loc, Value value, const GlobalInfo &info,
     // Element j of this shard is global index start + j: real below size.
     int64_t local = type.getDimSize(d);
     auto indexType = RankedTensorType::get({local}, i64);
-    SmallVector<APInt> iota;
-    for (int64_t j = 0; j < local; ++j)
-      iota.push_back(APInt(64, j));
-    Value index = ConstantOp::create(builder, loc, indexType,
-                                     DenseElementsAttr::get(indexType, iota));
+    Value index = iotaConstant(builder, loc, local, i64);
     Value start = shardStart(loc, mesh, layout.dims[d], local, i64);
     auto empty = builder.getDenseI64ArrayAttr({});
     index = AddOp::create(builder, loc, indexType, index,
@@ -396,18 +393,7 @@ FailureOr<Value> Localizer::lowerPlanned(Operation *op, Value input,
 
 Value Localizer::constantLike(Location loc, RankedTensorType type,
                               double value) {
-  Attribute element;
-  if (auto floatType = dyn_cast<FloatType>(type.getElementType()))
-    element = builder.getFloatAttr(floatType, value);
-  else if (std::isinf(value)) {
-    unsigned width = type.getElementType().getIntOrFloatBitWidth();
-    element = builder.getIntegerAttr(
-        type.getElementType(), value < 0 ? APInt::getSignedMinValue(width)
-                                         : APInt::getSignedMaxValue(width));
-  } else
-    element = builder.getIntegerAttr(type.getElementType(), (int64_t)value);
-  return ConstantOp::create(builder, loc, type,
-                            DenseElementsAttr::get(type, element));
+  return splatConstant(builder, loc, type, value);
 }
 
 /// `value * factor` (a splat constant of its type).
@@ -515,11 +501,7 @@ LogicalResult Localizer::localizeCrossEntropy(CrossEntropyOp op) {
                               LogOp::create(builder, loc, tokens, sum), max);
     // Target logit: this shard's column (label - start) where it owns it.
     auto vocabIds = RankedTensorType::get({vocab}, i);
-    SmallVector<APInt> iota;
-    for (int64_t v = 0; v < vocab; ++v)
-      iota.push_back(APInt(i.getIntOrFloatBitWidth(), v));
-    Value ids = ConstantOp::create(builder, loc, vocabIds,
-                                   DenseElementsAttr::get(vocabIds, iota));
+    Value ids = iotaConstant(builder, loc, vocab, i);
     if (!vocabAxes.empty()) {
       Value start = shardStart(loc, mesh, vocabAxes, vocab, i);
       ids = AddOp::create(builder, loc, vocabIds, ids,

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Transforms/Constants.h"
 #include "par/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -70,7 +71,9 @@ private:
     auto type = dyn_cast<RankedTensorType>(v.getType());
     return type && isa<FloatType>(type.getElementType());
   }
-  Value splat(RankedTensorType type, double value);
+  Value splat(RankedTensorType type, double value) {
+    return splatConstant(b, loc, type, value);
+  }
   Value splatLike(Value like, double value) { return splat(typeOf(like), value); }
   Value add(Value x, Value y) { return AddOp::create(b, loc, typeOf(x), x, y); }
   Value sub(Value x, Value y) { return SubOp::create(b, loc, typeOf(x), x, y); }
@@ -92,6 +95,19 @@ private:
   }
   /// Sum of `x` over `dims` (dims dropped).
   Value reduceSum(Value x, ArrayRef<int64_t> dims);
+  /// Sum of every element of `x` (a 0-d tensor).
+  Value sumAll(Value x) {
+    SmallVector<int64_t> all(typeOf(x).getRank());
+    std::iota(all.begin(), all.end(), 0);
+    return reduceSum(x, all);
+  }
+  /// `x` with element type `element` (itself when it has it already).
+  Value convertTo(Value x, Type element) {
+    if (typeOf(x).getElementType() == element)
+      return x;
+    return ConvertOp::create(
+        b, loc, RankedTensorType::get(typeOf(x).getShape(), element), x);
+  }
   /// The dims of a rank-`rank` tensor not in `dims`, in order.
   static SmallVector<int64_t> complement(int64_t rank, ArrayRef<int64_t> dims);
   /// A float one-hot of integer `ids` over `classes` as a trailing dim.
@@ -132,14 +148,6 @@ private:
 };
 } // namespace
 
-Value Differentiator::splat(RankedTensorType type, double value) {
-  Attribute element;
-  if (auto floatType = dyn_cast<FloatType>(type.getElementType()))
-    element = b.getFloatAttr(floatType, value);
-  else
-    element = b.getIntegerAttr(type.getElementType(), (int64_t)value);
-  return ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, element));
-}
 
 SmallVector<int64_t> Differentiator::complement(int64_t rank,
                                                 ArrayRef<int64_t> dims) {
@@ -165,12 +173,7 @@ Value Differentiator::reduceSum(Value x, ArrayRef<int64_t> dims) {
 Value Differentiator::oneHot(Value ids, int64_t classes, Type elementType) {
   RankedTensorType idsType = typeOf(ids);
   Type intType = idsType.getElementType();
-  auto classType = RankedTensorType::get({classes}, intType);
-  SmallVector<APInt> iota;
-  for (int64_t c = 0; c < classes; ++c)
-    iota.push_back(APInt(intType.getIntOrFloatBitWidth(), c));
-  Value columns = ConstantOp::create(b, loc, classType,
-                                     DenseElementsAttr::get(classType, iota));
+  Value columns = iotaConstant(b, loc, classes, intType);
   SmallVector<int64_t> shape(idsType.getShape());
   shape.push_back(classes);
   auto wide = RankedTensorType::get(shape, intType);
@@ -316,23 +319,12 @@ LogicalResult Differentiator::dotRule(DotOp op, Value g) {
     SmallVector<int64_t> shape;
     for (int64_t d : map)
       shape.push_back(tt.getDimSize(d));
-    auto type = RankedTensorType::get(shape, typeOf(g).getElementType());
-    DenseI64ArrayAttr xbAttr, ybAttr;
-    if (!xb.empty()) {
-      xbAttr = b.getDenseI64ArrayAttr(xb);
-      ybAttr = b.getDenseI64ArrayAttr(yb);
-    }
-    Value r = DotOp::create(b, loc, type, x, y, xbAttr, ybAttr,
-                            b.getDenseI64ArrayAttr(xc),
-                            b.getDenseI64ArrayAttr(yc));
+    Value r = dot(x, y, xb, yb, xc, yc, shape);
     SmallVector<int64_t> perm(map.size());
     for (auto [i, d] : llvm::enumerate(map))
       perm[d] = i;
-    bool identity = llvm::equal(perm, range(0, perm.size()));
-    if (!identity)
-      r = TransposeOp::create(
-          b, loc, RankedTensorType::get(tt.getShape(), type.getElementType()), r,
-          b.getDenseI64ArrayAttr(perm));
+    if (!llvm::equal(perm, range(0, perm.size())))
+      r = transpose(r, perm);
     accumulate(target, r);
   };
   auto isIdentity = [&](ArrayRef<int64_t> map) {
@@ -390,8 +382,6 @@ LogicalResult Differentiator::layerNormRule(Operation *op, Value g) {
   RankedTensorType xt = typeOf(x);
   int64_t last = xt.getRank() - 1, n = xt.getDimSize(last);
   SmallVector<int64_t> leading = complement(xt.getRank(), {last});
-  auto rowType = RankedTensorType::get(xt.getShape().drop_back(),
-                                       xt.getElementType());
   auto rowMean = [&](Value v) {
     return broadcast(scale(reduceSum(v, {last}), 1.0 / n), xt, leading);
   };
@@ -407,7 +397,6 @@ LogicalResult Differentiator::layerNormRule(Operation *op, Value g) {
   accumulate(gamma, reduceSum(mul(g, xhat), leading));
   if (layer)
     accumulate(op->getOperand(2), reduceSum(g, leading));
-  (void)rowType;
   return success();
 }
 
@@ -876,12 +865,9 @@ LogicalResult Differentiator::run() {
     Value inverse = div(splat(scalar, 1.0), lossScale);
     Value poison;
     for (Value &g : grads) {
-      auto type32 = RankedTensorType::get(typeOf(g).getShape(), b.getF32Type());
-      Value g32 = ConvertOp::create(b, loc, type32, g);
-      g = mul(g32, broadcast(inverse, type32, {}));
-      SmallVector<int64_t> all(type32.getRank());
-      std::iota(all.begin(), all.end(), 0);
-      Value sum = reduceSum(mul(g, splat(type32, 0.0)), all);
+      Value g32 = convertTo(g, b.getF32Type());
+      g = mul(g32, broadcast(inverse, typeOf(g32), {}));
+      Value sum = sumAll(mul(g, splatLike(g, 0.0)));
       poison = poison ? add(poison, sum) : sum;
     }
     if (poison)
@@ -893,30 +879,17 @@ LogicalResult Differentiator::run() {
   if (config.clip > 0 && !grads.empty()) {
     Value squares;
     for (Value g : grads) {
-      Value g32 = typeOf(g).getElementType().isF32()
-                      ? g
-                      : ConvertOp::create(b, loc,
-                                          RankedTensorType::get(
-                                              typeOf(g).getShape(),
-                                              b.getF32Type()),
-                                          g)
-                            .getResult();
-      SmallVector<int64_t> all(typeOf(g).getRank());
-      std::iota(all.begin(), all.end(), 0);
-      Value sum = reduceSum(mul(g32, g32), all);
+      Value g32 = convertTo(g, b.getF32Type());
+      Value sum = sumAll(mul(g32, g32));
       squares = squares ? add(squares, sum) : sum;
     }
     Value norm = SqrtOp::create(b, loc, scalar, squares);
     Value factor = MinOp::create(
         b, loc, scalar, splat(scalar, 1.0),
         div(splat(scalar, config.clip), add(norm, splat(scalar, 1e-6))));
-    for (Value &g : grads) {
-      Value f = factor;
-      if (!typeOf(g).getElementType().isF32())
-        f = ConvertOp::create(
-            b, loc, RankedTensorType::get({}, typeOf(g).getElementType()), f);
-      g = mul(g, broadcast(f, typeOf(g), {}));
-    }
+    for (Value &g : grads)
+      g = mul(g, broadcast(convertTo(factor, typeOf(g).getElementType()),
+                           typeOf(g), {}));
     logResult(norm, "log.grad_norm");
   }
 
