@@ -380,6 +380,19 @@ TEST(ProgramParse, AttributeDefaults) {
   EXPECT_EQ(a.values, (std::vector<double>{1.5}));
   a = decodeOne("constant", 0, 1, {{"values", {1, 2, 3, 4}}}).attrs;
   EXPECT_EQ(a.values, (std::vector<double>{1, 2, 3, 4}));
+  // JSON has no infinities or NaN: they are strings.
+  a = decodeOne("constant", 0, 1, {{"splat", "-inf"}}).attrs;
+  EXPECT_TRUE(std::isinf(a.values.at(0)) && a.values[0] < 0);
+  a = decodeOne("constant", 0, 1, {{"values", {"inf", "nan", 0, 1}}}).attrs;
+  EXPECT_TRUE(std::isinf(a.values.at(0)) && a.values[0] > 0);
+  EXPECT_TRUE(std::isnan(a.values.at(1)));
+  try {
+    decodeOne("constant", 0, 1, {{"splat", "infinity"}});
+    ADD_FAILURE() << "a non-number constant was accepted";
+  } catch (const std::exception &e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr(
+                              "attrs.splat: must be a number, \"inf\", \"-inf\" or \"nan\""));
+  }
 
   a = decodeOne("compare", 2, 1, {{"direction", "le"}}).attrs;
   EXPECT_EQ(a.kind, "le");

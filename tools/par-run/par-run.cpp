@@ -48,7 +48,10 @@ options:
   --data=synthetic|FILE
                       data for token inputs: synthetic tokens, or the bytes
                       of any text file (default synthetic)
-  --log-every N       print a step line every N steps (default 1; 0: none)
+  --log-every N       print a step line every N steps (default 1; 0: none):
+                      loss, each 0-d output named log.X (lr, grad_norm,
+                      loss_scale, skipped), tokens/s, time, measured and
+                      planned memory
   --save DIR          write a sharded checkpoint of the parameters to DIR
                       after the last step
   --load DIR          start from the checkpoint in DIR (any mesh or

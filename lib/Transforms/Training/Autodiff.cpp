@@ -504,6 +504,14 @@ LogicalResult Differentiator::ropeRule(RopeOp op, Value g) {
   return success();
 }
 
+/// The error for an op the loss depends on that has no gradient rule.
+static LogicalResult noRule(Operation *op, StringRef detail) {
+  return op->emitError() << "--par-autodiff: no gradient rule for '"
+                         << op->getName() << "'" << detail
+                         << "; the loss depends on it through a parameter";
+}
+
+/// Applies `op`'s gradient rule; an op without one is an error (emitted).
 LogicalResult Differentiator::backward(Operation *op, Value g) {
   if (succeeded(elementwise(op, g)))
     return success();
@@ -626,7 +634,7 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
       .Case([&](SliceOp o) {
         if (o.getStrides() &&
             llvm::any_of(*o.getStrides(), [](int64_t s) { return s != 1; }))
-          return failure();
+          return noRule(o, " with strides");
         // Pad the gradient back with zeros around the slice, dim by dim.
         RankedTensorType in = typeOf(o.getInput());
         Value r = g;
@@ -684,7 +692,7 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
                                      b, loc, g.getType(), g, o.getSharding()));
         return success();
       })
-      .Default([&](Operation *) { return failure(); });
+      .Default([&](Operation *other) { return noRule(other, ""); });
 }
 
 Value Differentiator::lowerPrecision(FloatType low, Value loss) {
@@ -802,10 +810,7 @@ LogicalResult Differentiator::run() {
     loc = op->getLoc();
     b.setInsertionPoint(ret);
     if (failed(backward(op, g)))
-      return op->emitError()
-             << "--par-autodiff: no gradient rule for '" << op->getName()
-             << "'" << (isa<SliceOp>(op) ? " with strides" : "")
-             << "; the loss depends on it through a parameter";
+      return failure(); // backward() said why
   }
 
   auto nameOf = [&](unsigned i) -> std::string {

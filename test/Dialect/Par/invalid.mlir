@@ -964,3 +964,26 @@ func.func @updates_out_of_range(%x: tensor<4xf32>) -> (tensor<4xf32> {par.update
 func.func @role_on_result(%x: tensor<4xf32>) -> (tensor<4xf32> {par.role = "param"}) {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// Training-step marks: par.zero is a ZeRO stage 0-3 on a function.
+// expected-error @below {{'par.zero' is a ZeRO stage 0-3 on a function}}
+func.func @zero_stage() attributes {par.zero = 5 : i64} {
+  return
+}
+
+// -----
+
+// expected-error @below {{'par.data_axis' is a mesh axis name on a function}}
+func.func @data_axis() attributes {par.data_axis = 2 : i64} {
+  return
+}
+
+// -----
+
+func.func @late(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{'par.late' is a unit attribute}}
+  %y = par.exp %x {par.late = 1 : i64} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}

@@ -23,3 +23,12 @@ func.func @optimizer_inside(%w: tensor<4xf32>, %g: tensor<4xf32> {par.role = "da
   %l = par.reduce sum %p dims [0] : (tensor<4xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+func.func @attention_with_offset(%q: tensor<1x4x2x8xf32>, %o: tensor<i64> {par.role = "data"}) -> tensor<f32> {
+  // expected-error @+1 {{--par-autodiff runs on global programs; this attention already has a per-device offset}}
+  %a = par.attention %q, %q, %q causal offset(%o) : tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>
+  %l = par.reduce sum %a dims [0, 1, 2, 3] : (tensor<1x4x2x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
