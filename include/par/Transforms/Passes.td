@@ -186,7 +186,9 @@ def SinkPartialsPass : Pass<"par-sink-partials", "::mlir::ModuleOp"> {
     divisor when the result is no larger than the partial input. Repeated to
     a fixed point, so a partial value travels as far as the linear ops go,
     and a consumer that wants the result sharded over the partial axes gets
-    a reduce-scatter instead of an all-reduce. Max/min partials never move.
+    a reduce-scatter instead of an all-reduce. A resolving reshard whose
+    user is another reshard folds into it (an all-reduce then a slice is a
+    reduce-scatter). Max/min partials never move.
   }];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }
@@ -194,7 +196,8 @@ def SinkPartialsPass : Pass<"par-sink-partials", "::mlir::ModuleOp"> {
 def PartitionPass : Pass<"par-partition", "::mlir::ModuleOp"> {
   let summary = "Turn a sharded global program into one per-device program";
   let description = [{
-    The partitioning pipeline (run after `--par-propagate`):
+    The partitioning pipeline (run after `--par-propagate`): `--par-zero`
+    (only for training steps marked with a ZeRO stage),
     `--par-insert-reshards`, `--par-sink-partials`, `--par-to-local`. See
     docs/partitioning.md.
 
