@@ -385,6 +385,19 @@ bool isCollective(OpCode op) {
          op == OpCode::CollectivePermute;
 }
 
+bool writesInPlace(OpCode op) {
+  switch (op) {
+  case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div:
+  case OpCode::Max: case OpCode::Min: case OpCode::Neg: case OpCode::Exp:
+  case OpCode::Log: case OpCode::Tanh: case OpCode::Sqrt: case OpCode::Rsqrt:
+  case OpCode::Gelu: case OpCode::Silu: case OpCode::Relu: case OpCode::Sigmoid:
+  case OpCode::Select: case OpCode::AdamW: case OpCode::Sgd:
+    return true;
+  default:
+    return false;
+  }
+}
+
 int64_t Program::axisIndex(const std::string &axis) const {
   for (size_t i = 0; i < mesh.size(); ++i)
     if (mesh[i].name == axis)
@@ -631,6 +644,8 @@ Program parseProgram(const std::string &text, const std::string &path) {
         r.fail(bw + ".live", "must be [first, last] instruction indices");
       buf.firstUse = live[0];
       buf.lastUse = live[1];
+      if (buffers[b].contains("reuses"))
+        buf.reuses = r.integer(buffers[b], bw, "reuses", 0);
       int64_t elements = 1;
       for (int64_t d : buf.shape) {
         if (d > 0 && elements > (int64_t(1) << 40) / d)
@@ -749,6 +764,40 @@ Program parseProgram(const std::string &text, const std::string &path) {
                  "buffer is written by instruction " + std::to_string(i) +
                      " outside its live range");
     }
+    // A buffer that takes over another's memory starts where that one ends:
+    // at the instruction that reads it last, only if that instruction works
+    // element by element (it reads each element before writing it).
+    for (size_t b = 0; b < rc.buffers.size(); ++b) {
+      const Buffer &buf = rc.buffers[b];
+      if (buf.reuses < 0)
+        continue;
+      std::string bw = at(cw + ".buffers", b) + ".reuses";
+      if (buf.reuses >= int64_t(rc.buffers.size()) || buf.reuses == int64_t(b))
+        r.fail(bw, "must be the id of another buffer");
+      const Buffer &old = rc.buffers[buf.reuses];
+      if (old.reuses >= 0)
+        r.fail(bw, "buffer " + std::to_string(buf.reuses) +
+                       " itself reuses another buffer");
+      if (old.offset != buf.offset || old.bytes != buf.bytes)
+        r.fail(bw, "buffer " + std::to_string(buf.reuses) +
+                       " has another offset or size");
+      if (old.lastUse > buf.firstUse)
+        r.fail(bw, "buffer " + std::to_string(buf.reuses) +
+                       " is still live after instruction " +
+                       std::to_string(buf.firstUse));
+      if (old.lastUse == buf.firstUse && buf.firstUse < n) {
+        const Instruction &writer = rc.instructions[buf.firstUse];
+        bool reads = std::find(writer.operands.begin(), writer.operands.end(),
+                               buf.reuses) != writer.operands.end();
+        if (reads && !writesInPlace(writer.op))
+          r.fail(bw, std::string("instruction ") + std::to_string(buf.firstUse) +
+                         " (" + opName(writer.op) +
+                         ") cannot write over its own operand");
+      }
+    }
+    auto sameMemory = [&](size_t x, size_t y) {
+      return rc.buffers[x].reuses == int64_t(y) || rc.buffers[y].reuses == int64_t(x);
+    };
     std::vector<size_t> order(rc.buffers.size());
     for (size_t b = 0; b < order.size(); ++b)
       order[b] = b;
@@ -763,7 +812,8 @@ Program parseProgram(const std::string &text, const std::string &path) {
         const Buffer &b = rc.buffers[order[y]];
         if (b.offset >= a.offset + a.bytes)
           break;
-        if (a.bytes && b.bytes && a.firstUse <= b.lastUse && b.firstUse <= a.lastUse)
+        if (a.bytes && b.bytes && a.firstUse <= b.lastUse && b.firstUse <= a.lastUse &&
+            !sameMemory(order[x], order[y]))
           r.fail(at(cw + ".buffers", order[y]),
                  "overlaps buffer " + std::to_string(order[x]) +
                      " in the arena while both are live");

@@ -49,6 +49,16 @@ def mutants(doc, text):
     yield edit("buffer-misaligned", lambda d: rc(d)["buffers"][0].update(offset=3))
     yield edit("buffer-overlap", lambda d: [b.update(offset=0) for b in rc(d)["buffers"]])
     yield edit("buffer-live-reversed", lambda d: rc(d)["buffers"][0].update(live=[5, 1]))
+    # A parameter updated in place: its successor takes over its memory.
+    reused = [i for i, b in enumerate(doc["rank_classes"][0]["buffers"]) if "reuses" in b]
+    if reused:
+        j = reused[0]
+        yield edit("reuses-self", lambda d: rc(d)["buffers"][j].update(reuses=j))
+        yield edit("reuses-range", lambda d: rc(d)["buffers"][j].update(reuses=10**6))
+        yield edit("reuses-negative", lambda d: rc(d)["buffers"][j].update(reuses=-2))
+        yield edit("reuses-other-offset", lambda d: rc(d)["buffers"][j].update(offset=rc(d)["buffers"][j]["offset"] + 64))
+        yield edit("reuses-still-live", lambda d: rc(d)["buffers"][rc(d)["buffers"][j]["reuses"]].update(live=[0, rc(d)["buffers"][j]["live"][1]]))
+        yield edit("reuses-not-in-place", lambda d: rc(d)["instructions"][rc(d)["buffers"][j]["live"][0]].update(op="dot"))
     yield edit("binding-count", lambda d: rc(d)["inputs"].pop())
     yield edit("binding-out-of-range", lambda d: rc(d)["inputs"].__setitem__(0, 10**6))
     yield edit("unknown-op", lambda d: rc(d)["instructions"][0].update(op="conv2d"))

@@ -78,6 +78,9 @@ struct Buffer {
   int64_t bytes = 0;
   int64_t firstUse = 0; // instruction indices, inclusive
   int64_t lastUse = 0;
+  /// The buffer whose memory this one takes over (same offset and size)
+  /// when it is first written: a parameter updated in place. -1: none.
+  int64_t reuses = -1;
 };
 
 enum class OpCode {
@@ -97,6 +100,9 @@ enum class OpCode {
 /// Program-file name of an op ("add", "all_reduce", ...).
 const char *opName(OpCode op);
 bool isCollective(OpCode op);
+/// Whether the CPU kernel of `op` may write its result over an operand: it
+/// reads each element before writing the same element.
+bool writesInPlace(OpCode op);
 
 /// Decoded attributes; which ones an op uses is listed in
 /// docs/program-format.md. Absent attributes keep these defaults.

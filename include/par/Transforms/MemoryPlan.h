@@ -23,6 +23,12 @@ struct PlannedBuffer {
   /// 0; values read after the step (returned values, parameters that persist
   /// to the next step) until `numInstructions`.
   int64_t first = 0, last = 0;
+  /// A result that replaces a parameter argument (`par.updates`) takes the
+  /// argument's memory when the op defining it is the argument's last
+  /// reader and works element by element (or the argument is dead before
+  /// it): the buffer id of that argument, else -1. The two share `offset`;
+  /// the argument then lives only until that op.
+  int reuses = -1;
 };
 
 struct MemoryPlan {
@@ -38,8 +44,15 @@ struct MemoryPlan {
 };
 
 /// Plans `func`. `persistent[i]` keeps argument i live for the whole step
-/// (parameters); others die after their last use. Fails (with an error at
-/// the value) on a non-tensor or dynamically shaped value.
+/// (parameters) unless a result that replaces it reuses its memory; others
+/// die after their last use. Fails (with an error at the value) on a
+/// non-tensor or dynamically shaped value.
+/// Whether `op` may write a result over one of its operands: each element
+/// of every result depends only on the same element of the operands and
+/// the kernel reads it before writing (element-wise math, select, the
+/// optimizer updates), and the result has the operand's size.
+bool canWriteInPlace(Operation *op);
+
 FailureOr<MemoryPlan> planMemory(func::FuncOp func, ArrayRef<bool> persistent,
                                  int64_t alignment);
 

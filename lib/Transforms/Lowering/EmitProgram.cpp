@@ -455,12 +455,15 @@ FailureOr<json> Emitter::run() {
       name = doc["inputs"][arg.getArgNumber()]["name"];
     else
       name = buffer.value.getDefiningOp()->getName().stripDialect().str();
-    buffers.push_back({{"name", name},
-                       {"dtype", dtypeOf(type)},
-                       {"shape", type.getShape()},
-                       {"bytes", buffer.bytes},
-                       {"offset", buffer.offset},
-                       {"live", {buffer.first, buffer.last}}});
+    json entry = {{"name", name},
+                  {"dtype", dtypeOf(type)},
+                  {"shape", type.getShape()},
+                  {"bytes", buffer.bytes},
+                  {"offset", buffer.offset},
+                  {"live", {buffer.first, buffer.last}}};
+    if (buffer.reuses >= 0)
+      entry["reuses"] = buffer.reuses;
+    buffers.push_back(std::move(entry));
   }
   json inputBuffers = json::array(), outputBuffers = json::array();
   for (BlockArgument arg : func.getArguments())

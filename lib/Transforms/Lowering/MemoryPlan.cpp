@@ -2,6 +2,7 @@
 
 #include "par/Transforms/MemoryPlan.h"
 
+#include "par/Dialect/Par/IR/ParDialect.h"
 #include "par/Transforms/InputRoles.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReportFormat.h"
@@ -21,6 +22,12 @@ using namespace mlir::par;
 
 static int64_t alignUp(int64_t value, int64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
+}
+
+bool mlir::par::canWriteInPlace(Operation *op) {
+  if (isa<AdamWOp, SgdOp>(op))
+    return true;
+  return op->hasTrait<OpTrait::Elementwise>() && !isa<ConvertOp, CompareOp>(op);
 }
 
 FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
@@ -47,13 +54,12 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
     plan.buffers.push_back(buffer);
     return success();
   };
-  for (BlockArgument arg : body.getArguments()) {
+  for (BlockArgument arg : body.getArguments())
     if (failed(addBuffer(arg, 0)))
       return failure();
-    if (arg.getArgNumber() < persistent.size() && persistent[arg.getArgNumber()])
-      plan.buffers.back().last = end;
-  }
+  DenseMap<Operation *, int64_t> indexOf;
   for (auto [index, op] : llvm::enumerate(plan.instructions)) {
+    indexOf[op] = int64_t(index);
     for (Value operand : op->getOperands()) {
       auto it = plan.bufferOf.find(operand);
       if (it != plan.bufferOf.end())
@@ -64,14 +70,53 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
       if (failed(addBuffer(result, int64_t(index))))
         return failure();
   }
-  for (Value returned : body.getTerminator()->getOperands())
+  Operation *terminator = body.getTerminator();
+  for (Value returned : terminator->getOperands())
     plan.buffers[plan.bufferOf.lookup(returned)].last = end;
+
+  // A parameter stays in place from step to step, so it lives to the end,
+  // unless the result that replaces it can take over its memory: then the
+  // argument dies at its last reader and the result lives on in its place.
+  SmallVector<bool> claimed(body.getNumArguments(), false);
+  for (auto [index, returned] : llvm::enumerate(terminator->getOperands())) {
+    auto target = func.getResultAttrOfType<IntegerAttr>(
+        index, ParDialect::kUpdatesAttrName);
+    Operation *def = returned.getDefiningOp();
+    if (!target || !def || target.getInt() < 0 ||
+        target.getInt() >= int64_t(body.getNumArguments()))
+      continue;
+    unsigned argNumber = unsigned(target.getInt());
+    PlannedBuffer &arg = plan.buffers[plan.bufferOf.lookup(
+        body.getArgument(argNumber))];
+    PlannedBuffer &result = plan.buffers[plan.bufferOf.lookup(returned)];
+    int64_t at = indexOf.lookup(def);
+    bool readThere = llvm::is_contained(def->getOperands(), arg.value);
+    if (claimed[argNumber] || result.reuses >= 0 || arg.bytes != result.bytes ||
+        arg.last > at || (arg.last == at && readThere && !canWriteInPlace(def)))
+      continue;
+    claimed[argNumber] = true;
+    result.reuses = int(plan.bufferOf.lookup(arg.value));
+  }
+  for (BlockArgument arg : body.getArguments())
+    if (arg.getArgNumber() < persistent.size() &&
+        persistent[arg.getArgNumber()] && !claimed[arg.getArgNumber()])
+      plan.buffers[plan.bufferOf.lookup(arg)].last = end;
+
+  // An argument and the result that reuses it are placed as one block
+  // over both live ranges.
+  SmallVector<int64_t> until;
+  for (const PlannedBuffer &buffer : plan.buffers)
+    until.push_back(buffer.last);
+  for (const PlannedBuffer &buffer : plan.buffers)
+    if (buffer.reuses >= 0)
+      until[buffer.reuses] = buffer.last;
 
   // Greedy by size: the largest buffers claim the lowest offsets, each later
   // one takes the lowest aligned gap that no overlapping-in-time buffer uses.
   SmallVector<unsigned> order;
   for (unsigned i = 0; i < plan.buffers.size(); ++i)
-    order.push_back(i);
+    if (plan.buffers[i].reuses < 0)
+      order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
     return plan.buffers[a].bytes > plan.buffers[b].bytes;
   });
@@ -81,7 +126,7 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
     SmallVector<std::pair<int64_t, int64_t>> taken;
     for (unsigned other : placed) {
       const PlannedBuffer &o = plan.buffers[other];
-      if (o.bytes && o.first <= buffer.last && buffer.first <= o.last)
+      if (o.bytes && o.first <= until[id] && buffer.first <= until[other])
         taken.push_back({o.offset, o.offset + o.bytes});
     }
     llvm::sort(taken);
@@ -95,13 +140,19 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
     plan.arenaBytes = std::max(plan.arenaBytes, buffer.offset + buffer.bytes);
     placed.push_back(id);
   }
+  for (PlannedBuffer &buffer : plan.buffers)
+    if (buffer.reuses >= 0)
+      buffer.offset = plan.buffers[buffer.reuses].offset;
   plan.arenaBytes = alignUp(plan.arenaBytes, alignment);
 
-  // One sweep over the instructions: bytes that start and stop living there.
+  // One sweep over the instructions: bytes that start and stop living there
+  // (a reused block counted once).
   SmallVector<int64_t> delta(end + 2, 0);
-  for (const PlannedBuffer &buffer : plan.buffers) {
+  for (auto [id, buffer] : llvm::enumerate(plan.buffers)) {
+    if (buffer.reuses >= 0)
+      continue;
     delta[buffer.first] += alignUp(buffer.bytes, alignment);
-    delta[buffer.last + 1] -= alignUp(buffer.bytes, alignment);
+    delta[until[id] + 1] -= alignUp(buffer.bytes, alignment);
   }
   int64_t live = 0;
   for (int64_t i = 0; i <= end; ++i) {
@@ -143,9 +194,12 @@ struct MemoryPlanPass
         llvm::raw_string_ostream(type) << buffer.value.getType();
         std::string live = std::to_string(buffer.first) + ".." +
                            std::to_string(buffer.last);
-        os << llvm::format("  %-4u %-28s %12lld %12lld %11s\n", unsigned(id),
+        os << llvm::format("  %-4u %-28s %12lld %12lld %11s", unsigned(id),
                            type.c_str(), (long long)buffer.bytes,
                            (long long)buffer.offset, live.c_str());
+        if (buffer.reuses >= 0)
+          os << "  in place of " << buffer.reuses;
+        os << "\n";
       }
       os << "  arena: " << plan->arenaBytes << " bytes ("
          << humanBytes(plan->arenaBytes) << "), peak live "
