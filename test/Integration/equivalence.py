@@ -11,7 +11,8 @@ A model lists its shardings in comments:
   // SHARDING: dp=2,tp=4 | %x=[{"dp"}, {}] %w1=[{}, {"tp"}]
 Each `%arg=SPEC` becomes `{par.sharding = #par.sharding<@mesh, SPEC>}` on
 that argument; the mesh comes from --mesh. `// STEPS: N` sets the steps run
-(default 2; outputs are compared after the last one). `// PASSES: ...` adds
+(default 2; outputs are compared after the last one, the logged loss of a
+training step after every one). `// PASSES: ...` adds
 par-opt options applied before partitioning, to both the unsharded and the
 sharded programs (e.g. `--par-autodiff=optimizer=adamw` for training steps).
 """
@@ -32,6 +33,21 @@ def run(cmd, what):
         sys.stderr.write(f"FAILED: {what}\n$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}\n")
         return None
     return proc.stdout
+
+
+def losses_of(log):
+    """The loss par-run logs after each step: {step: loss}."""
+    return {int(m.group(1)): float(m.group(2))
+            for m in re.finditer(r"^step (\d+)\s+loss (\S+)", log, re.M)}
+
+
+def compare_losses(base, result):
+    """Largest relative difference of the per-step losses (inf if the steps
+    logged differ)."""
+    if base.keys() != result.keys():
+        return float("inf")
+    return max((abs(result[k] - base[k]) / max(abs(base[k]), 1e-30) for k in base),
+               default=0.0)
 
 
 def annotate(text, assignments):
@@ -127,11 +143,13 @@ def main():
                f"{name}: compile unsharded") is None:
             failures += 1
             continue
-        if run([par_run, base_prog, "--steps", steps, "--log-every", "0",
-                "--dump-outputs", base_out], f"{name}: run unsharded") is None:
+        base_log = run([par_run, base_prog, "--steps", steps, "--log-every", "1",
+                        "--dump-outputs", base_out], f"{name}: run unsharded")
+        if base_log is None:
             failures += 1
             continue
         base = outputs_of(base_out)
+        base_losses = losses_of(base_log)
 
         for i, (mesh, assignments) in enumerate(configs):
             src = os.path.join(args.work, f"{name}.{i}.mlir")
@@ -142,9 +160,9 @@ def main():
             ok = run([par_opt, src, f"--mesh={mesh}", *passes, "--par-propagate", "--par-partition",
                       f"--emit-program={prog}", "-o", os.devnull],
                      f"{name}: compile for {mesh}") is not None
-            ok = ok and run([par_run, prog, "--steps", steps, "--log-every", "0",
-                             "--dump-outputs", out], f"{name}: run on {mesh}") is not None
-            if not ok:
+            log = ok and run([par_run, prog, "--steps", steps, "--log-every", "1",
+                              "--dump-outputs", out], f"{name}: run on {mesh}")
+            if not ok or log is None:
                 failures += 1
                 continue
             with open(prog) as f:
@@ -154,7 +172,7 @@ def main():
                 if inst["op"] in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
                                   "collective_permute"))
             result = outputs_of(out)
-            err = compare(base, result)
+            err = max(compare(base, result), compare_losses(base_losses, losses_of(log)))
             memory = result["memory"]
             peak_ok = all(m == memory["planned"] for m in memory["measured"])
             passed = err < args.tolerance and peak_ok

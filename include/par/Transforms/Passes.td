@@ -373,10 +373,14 @@ def ZeroPass : Pass<"par-zero", "::mlir::ModuleOp"> {
     For a function marked by `--par-autodiff=zero=N` (the first step of
     --par-partition runs this pass), after --par-propagate: the master
     weights and optimizer states get their propagated layout plus the data
-    axis on one more dim (the first that divides evenly); each gradient is
-    constrained to that layout, so the partitioner reduce-scatters it (after
-    the backward pass for stage 1, as soon as it is produced for stages 2
-    and 3); the working copy of the parameters is all-gathered once at the
+    axis on one more dim (the first that divides evenly); each gradient, as
+    the backward pass produces it, is constrained to that layout, so the
+    partitioner reduce-scatters it (after the backward pass for stage 1, as
+    soon as it is produced for stages 2 and 3) and what the step does to it
+    before the update (fp16 unscaling, clipping and its norm, the
+    conversion to fp32) is propagated again from the shards: it runs on
+    the shard, the norm's partial sums are all-reduced as scalars; the
+    working copy of the parameters is all-gathered once at the
     top of the step (stages 1, 2) or just before each use, forward and
     backward (stage 3). Collectives from constraints marked `par.late` are
     issued by --par-schedule just before their first use. Per step each

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/ParOps.h"
 #include "par/Transforms/Passes.h"
+#include "par/Transforms/Propagation.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -66,7 +67,34 @@ static bool usesAxis(ShardingAttr layout, StringAttr axis) {
   return false;
 }
 
-static LogicalResult applyZero(func::FuncOp func) {
+/// The gradient as the backward pass produced it, behind what the step
+/// does to it before the update: conversions to the masters' precision and
+/// products with a broadcast scalar (loss unscaling, clipping).
+static Value rawGradient(Value grad) {
+  while (Operation *def = grad.getDefiningOp()) {
+    if (auto convert = dyn_cast<ConvertOp>(def)) {
+      grad = convert.getInput();
+      continue;
+    }
+    auto mul = dyn_cast<MulOp>(def);
+    if (!mul)
+      break;
+    auto isScalarBroadcast = [](Value v) {
+      auto broadcast = v.getDefiningOp<BroadcastOp>();
+      return broadcast &&
+             cast<RankedTensorType>(broadcast.getInput().getType()).getRank() == 0;
+    };
+    if (isScalarBroadcast(mul.getRhs()))
+      grad = mul.getLhs();
+    else if (isScalarBroadcast(mul.getLhs()))
+      grad = mul.getRhs();
+    else
+      break;
+  }
+  return grad;
+}
+
+static LogicalResult applyZero(func::FuncOp func, bool &changed) {
   auto stageAttr = func->getAttrOfType<IntegerAttr>(ParDialect::kZeroAttrName);
   if (!stageAttr || stageAttr.getInt() == 0)
     return success();
@@ -98,6 +126,7 @@ static LogicalResult applyZero(func::FuncOp func) {
   // An argument now laid out as `layout`: the value that replaces it (the
   // update op's result, possibly behind an fp16 skip select) and the
   // function result take the same layout.
+  DenseSet<Value> pinned; // values given a layout here
   auto relayoutArgument = [&](BlockArgument arg, ShardingAttr layout) {
     setValueSharding(arg, layout);
     auto it = resultOf.find(arg.getArgNumber());
@@ -107,8 +136,11 @@ static LogicalResult applyZero(func::FuncOp func) {
     Value returned = ret.getOperand(it->second);
     if (auto select = returned.getDefiningOp<SelectOp>()) {
       setValueSharding(select.getResult(), layout);
-      if (auto mask = select.getPred().getDefiningOp<BroadcastOp>())
+      pinned.insert(select.getResult());
+      if (auto mask = select.getPred().getDefiningOp<BroadcastOp>()) {
         setValueSharding(mask.getResult(), layout);
+        pinned.insert(mask.getResult());
+      }
     }
   };
 
@@ -116,6 +148,7 @@ static LogicalResult applyZero(func::FuncOp func) {
   // appends the backward pass after it).
   Operation *lossOp = ret.getOperand(0).getDefiningOp();
 
+  SmallVector<Value> scatteredGrads;
   SmallVector<Operation *> updates;
   func.walk([&](Operation *op) {
     if (isa<AdamWOp, SgdOp>(op))
@@ -150,12 +183,20 @@ static LogicalResult applyZero(func::FuncOp func) {
     for (Value result : update->getResults())
       setValueSharding(result, split);
 
-    // The gradient: reduce-scattered into the split layout, after the
-    // backward pass (stage 1) or as soon as it exists (stages 2, 3).
-    Value grad = update->getOperand(1);
+    // The gradient, as the backward pass produces it: reduce-scattered
+    // into the split layout after the backward pass (stage 1) or as soon as
+    // it exists (stages 2, 3). What the step does to it before the update
+    // (unscaling, clipping, the norm, the conversion to fp32) then works on
+    // the shard.
+    Value grad = rawGradient(update->getOperand(1));
     ShardingAttr whole = ShardingAttr::get(ctx, split.getMesh(), split.getDims(),
                                            {}, {});
-    update->setOperand(1, constrain(grad, whole, update, /*isLate=*/stage == 1));
+    Operation *producer = grad.getDefiningOp();
+    Value scattered = constrain(grad, whole,
+                                producer ? producer->getNextNode() : &body.front(),
+                                /*isLate=*/stage == 1);
+    grad.replaceAllUsesExcept(scattered, scattered.getDefiningOp());
+    scatteredGrads.push_back(scattered);
 
     // The working copy (the low-precision convert of the master, or the
     // master itself): gathered once at the top (stages 1, 2) or before each
@@ -206,17 +247,51 @@ static LogicalResult applyZero(func::FuncOp func) {
     for (OpOperand *use : uses)
       use->set(gathered);
   }
+
+  // Everything computed from the split gradients before the updates loses
+  // its layout, so that propagation, run again, lays it out from the shards
+  // (split element-wise work, partial sums for the norm) instead of
+  // gathering the gradients back.
+  SmallVector<Value> work(scatteredGrads.begin(), scatteredGrads.end());
+  DenseSet<Operation *> seen;
+  while (!work.empty()) {
+    Value value = work.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      if (isa<AdamWOp, SgdOp, func::ReturnOp, ShardingConstraintOp>(user) ||
+          user->getNumResults() != 1 || !seen.insert(user).second)
+        continue;
+      if (!pinned.contains(user->getResult(0)))
+        user->removeAttr(ParDialect::kShardingAttrName);
+      work.push_back(user->getResult(0));
+      // Scalars broadcast or constants splat for this op alone follow it.
+      for (Value operand : user->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (def && operand.hasOneUse() && !pinned.contains(operand) &&
+            (isa<ConstantOp>(def) ||
+             (isa<BroadcastOp>(def) &&
+              cast<RankedTensorType>(def->getOperand(0).getType()).getRank() == 0)))
+          def->removeAttr(ParDialect::kShardingAttrName);
+      }
+    }
+  }
+  changed = !scatteredGrads.empty();
   return success();
 }
 
 namespace {
 struct ZeroPass : public par::impl::ZeroPassBase<ZeroPass> {
   void runOnOperation() override {
-    for (auto func : getOperation().getOps<func::FuncOp>())
+    bool changed = false;
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      bool changedHere = false;
       if (!func.isDeclaration() &&
           !func->hasAttr(ParDialect::kPartitionedAttrName) &&
-          failed(applyZero(func)))
+          failed(applyZero(func, changedHere)))
         return signalPassFailure();
+      changed |= changedHere;
+    }
+    if (changed)
+      propagateShardings(getOperation(), /*explain=*/nullptr);
   }
 };
 } // namespace

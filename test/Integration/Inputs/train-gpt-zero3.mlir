@@ -1,11 +1,12 @@
 // ZeRO stage 3 training steps (AdamW) of a small GPT-style model:
 // embedding, layer_norm, attention written out with batched dots, a GELU
-// MLP, a tied LM head and cross-entropy. Five steps on 1 rank against data,
+// MLP, a tied LM head and cross-entropy. Ten steps on 1 rank against data,
 // tensor and both kinds of parallelism: the losses and every parameter and
 // optimizer state after the last step must match.
 // PASSES: --par-autodiff="optimizer=adamw lr=0.01 weight-decay=0.01 zero=3"
-// STEPS: 5
+// STEPS: 10
 // SHARDING: dp=2 | %ids=[{"dp"}, {}] %labels=[{"dp"}, {}]
+// SHARDING: dp=4 | %ids=[{"dp"}, {}] %labels=[{"dp"}, {}]
 // SHARDING: dp=2,tp=2 | %ids=[{"dp"}, {}] %labels=[{"dp"}, {}] %wq=[{}, {"tp"}, {}] %wk=[{}, {"tp"}, {}] %wv=[{}, {"tp"}, {}] %wo=[{"tp"}, {}, {}] %w1=[{}, {"tp"}] %w2=[{"tp"}, {}]
 // SHARDING: dp=2,tp=4 | %ids=[{"dp"}, {}] %labels=[{"dp"}, {}] %wte=[{"tp"}, {}] %w1=[{}, {"tp"}] %w2=[{"tp"}, {}]
 func.func @train_gpt(%ids: tensor<4x8xi32>, %labels: tensor<4x8xi32>,
