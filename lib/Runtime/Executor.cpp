@@ -162,6 +162,7 @@ std::string Executor::where(size_t index) const {
 void Executor::runStep(int64_t step) {
   step_ = step;
   comm_.context.step = step;
+  traffic_ = Traffic{};
   for (size_t i = 0; i < class_->instructions.size(); ++i) {
     const Instruction &inst = class_->instructions[i];
     double start = tracer_ ? tracer_->now() : 0;
@@ -183,6 +184,34 @@ void Executor::runStep(int64_t step) {
     Tensor from = output(i), to = input(size_t(target));
     std::memmove(to.data, from.data, from.bytes());
   }
+}
+
+void Executor::countTraffic(const Instruction &inst, const Tensor &in,
+                            const Tensor &out) {
+  const Tensor &larger = in.bytes() >= out.bytes() ? in : out;
+  double n = double(comm_.memberCount(inst.attrs.group));
+  double moved = 1, share = (n - 1) / n;
+  switch (inst.op) {
+  case OpCode::AllReduce:
+    moved = 2;
+    share = 2 * (n - 1) / n;
+    break;
+  case OpCode::CollectivePermute: {
+    moved = share = 0;
+    for (const auto &[from, to] : inst.attrs.pairs)
+      if (from != to)
+        moved = share = 1;
+    break;
+  }
+  case OpCode::AllSlice:
+    moved = share = 0;
+    break;
+  default:
+    break;
+  }
+  traffic_.collectives += 1;
+  traffic_.movedElements += int64_t(moved) * larger.size();
+  traffic_.sentBytes += int64_t(share * double(larger.bytes()) + 0.5);
 }
 
 static BinaryKind binaryKind(OpCode op) {
@@ -237,6 +266,8 @@ void Executor::execute(const Instruction &inst, size_t index) {
   const Attrs &a = inst.attrs;
   Tensor &result = out[0];
 
+  if (isCollective(inst.op) || inst.op == OpCode::AllSlice)
+    countTraffic(inst, in[0], result);
   if (isCollective(inst.op)) {
     std::string axes;
     for (const std::string &axis : program_.groups[size_t(a.group)])

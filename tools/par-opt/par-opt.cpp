@@ -1,8 +1,9 @@
 //===- par-opt.cpp - the par compiler driver --------------------------------===//
 //
 // mlir-opt with the par dialect and passes, plus --mesh=SPEC to create or
-// override the module's mesh before any other pass runs, and
-// --emit-program=FILE to write the runtime program after all other passes.
+// override the module's mesh before any other pass runs,
+// --emit-program=FILE to write the runtime program after all other passes,
+// and --report to print memory by category and traffic after them.
 //
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/MeshSpec.h"
@@ -40,6 +41,16 @@ static llvm::cl::opt<std::string> emitProgramOption(
                    "(--par-emit-program); see docs/program-format.md"),
     llvm::cl::value_desc("file"), llvm::cl::init(""),
     llvm::cl::cat(parCategory));
+
+static llvm::cl::opt<bool> reportOption(
+    "report",
+    llvm::cl::desc("After all other passes, order the ops (--par-schedule) "
+                   "and print per-device memory by category (parameters, "
+                   "gradients, optimizer states, activations, temporaries) "
+                   "against the planned peak, and communication per step by "
+                   "collective and mesh axes, to standard error "
+                   "(--par-report)"),
+    llvm::cl::init(false), llvm::cl::cat(parCategory));
 
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
@@ -89,16 +100,26 @@ int main(int argc, char **argv) {
     });
   }
 
-  if (emitProgramOption.getNumOccurrences()) {
+  if (emitProgramOption.getNumOccurrences() || reportOption) {
     MlirOptMainConfig base = config;
-    std::string file = emitProgramOption;
-    config.setPassPipelineSetupFn([base, file](PassManager &pm) {
+    std::optional<std::string> file;
+    if (emitProgramOption.getNumOccurrences())
+      file = emitProgramOption;
+    bool report = reportOption;
+    config.setPassPipelineSetupFn([base, file, report](PassManager &pm) {
       if (failed(base.setupPassPipeline(pm)))
         return failure();
       pm.addPass(par::createSchedulePass());
-      par::EmitProgramPassOptions options;
-      options.file = file;
-      pm.addPass(par::createEmitProgramPass(options));
+      if (file) {
+        par::EmitProgramPassOptions options;
+        options.file = *file;
+        pm.addPass(par::createEmitProgramPass(options));
+      }
+      if (report) {
+        par::ReportPassOptions options;
+        options.toStderr = true;
+        pm.addPass(par::createReportPass(options));
+      }
       return success();
     });
   }

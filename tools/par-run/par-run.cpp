@@ -61,7 +61,8 @@ options:
   --timeout SECONDS   a collective that does not finish within SECONDS stops
                       the job with a report (default 300; 0: wait forever)
   --dump-outputs FILE write the global value of every output after the last
-                      step as JSON
+                      step as JSON, with the planned and measured memory of
+                      every rank and rank 0's traffic in that step
   --help              show this text
   --version           show the program format version this par-run reads
 
@@ -404,9 +405,14 @@ int runRank(const Options &o, int rank, int size) {
       for (const std::string &p : peaks)
         measured.push_back(std::stoll(p));
       std::ofstream out(o.dumpOutputs);
+      const Executor::Traffic &traffic = exec.lastStepTraffic();
       out << nlohmann::json{{"step", last},
                             {"outputs", outputs},
-                            {"memory", {{"planned", rc.arenaBytes}, {"measured", measured}}}}
+                            {"memory", {{"planned", rc.arenaBytes}, {"measured", measured}}},
+                            {"communication",
+                             {{"collectives", traffic.collectives},
+                              {"moved_elements", traffic.movedElements},
+                              {"sent_bytes", traffic.sentBytes}}}}
                  .dump()
           << "\n";
       if (!out.flush())
@@ -425,6 +431,12 @@ int runRank(const Options &o, int rank, int size) {
     std::printf("par-run: %lld step(s) in %.3f s; measured peak %s of %s planned per rank\n",
                 (long long)o.steps, totalSeconds, human(peak).c_str(),
                 human(rc.arenaBytes).c_str());
+    const Executor::Traffic &traffic = exec.lastStepTraffic();
+    if (traffic.collectives)
+      std::printf("par-run: rank 0 per step: %lld collective(s), %lld elements moved, "
+                  "%s sent\n",
+                  (long long)traffic.collectives, (long long)traffic.movedElements,
+                  human(traffic.sentBytes).c_str());
   }
   comm->barrier();
   return 0;

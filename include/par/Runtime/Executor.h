@@ -92,8 +92,20 @@ public:
   /// slice (partial sums added). Empty on other ranks. Collective.
   std::vector<double> gatherOutput(size_t i);
 
+  /// What this rank's collectives moved in the last step: their number,
+  /// the elements moved (an all-reduce counts as a reduce-scatter plus an
+  /// all-gather, twice its buffer; an all-slice nothing) and the bytes a
+  /// ring algorithm sends ((n-1)/n of the larger buffer, twice that for an
+  /// all-reduce, a moving permute all of it): the compiler's --report
+  /// figures, counted from the buffers actually exchanged.
+  struct Traffic {
+    int64_t collectives = 0, movedElements = 0, sentBytes = 0;
+  };
+  const Traffic &lastStepTraffic() const { return traffic_; }
+
 private:
   void execute(const Instruction &inst, size_t index);
+  void countTraffic(const Instruction &inst, const Tensor &in, const Tensor &out);
   std::string where(size_t index) const;
 
   const Program &program_;
@@ -104,6 +116,7 @@ private:
   char *arena_ = nullptr;
   int64_t allocated_ = 0;
   int64_t step_ = 0;
+  Traffic traffic_;
 };
 
 template <typename Fn>

@@ -25,6 +25,12 @@ void inferInputRoles(func::FuncOp func);
 /// floating-point arguments. Parameters persist from step to step.
 bool isParameter(func::FuncOp func, unsigned index);
 
+/// The gradient operand of an optimizer update as the backward pass (or a
+/// collective after it) produced it: `grad` behind conversions to the
+/// masters' precision and products with a broadcast scalar (fp16 loss
+/// unscaling, clipping), which --par-autodiff puts between the two.
+Value gradientBeforeScaling(Value grad);
+
 } // namespace mlir::par
 
 #endif // PAR_TRANSFORMS_INPUTROLES_H

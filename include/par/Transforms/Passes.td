@@ -259,6 +259,40 @@ def MemoryPlanPass : Pass<"par-memory-plan", "::mlir::ModuleOp"> {
   ];
 }
 
+def ReportPass : Pass<"par-report", "::mlir::ModuleOp"> {
+  let summary = "Print per-device memory by category and communication per step";
+  let description = [{
+    For each function, on the memory plan --par-emit-program writes (run
+    --par-schedule first, as --emit-program does), every buffer of a device
+    is counted in one category: parameters, gradients, optimizer states,
+    activations, data or temporaries. Per category: its buffers, their
+    bytes, the most of them live at once, and what is live at the planned
+    peak; with the alignment padding and fragmentation these add up to the
+    arena par-run allocates. Then the model states (parameters + gradients
+    + optimizer states) per parameter, and the collectives of one call by
+    kind and mesh axes: count, elements, elements moved (an all-reduce
+    counts twice: reduce-scatter plus all-gather) and bytes sent.
+
+    In a training step (--par-autodiff) the optimizer states are the update
+    ops' states, the step counter and loss scale, and the fp32 masters when
+    the step computes with a low-precision copy; the parameters are the copy
+    the step computes with (gathered once per step under ZeRO 1-2, the
+    local shard under ZeRO 3); the gradients are the buffers the updates
+    read before unscaling and clipping (full-size when ZeRO 1 defers the
+    reduce-scatter to the update); activations are forward values the
+    backward pass reads. See docs/training.md.
+
+    `par-opt --report` schedules and prints this to standard error after
+    all other passes.
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "Byte alignment of every buffer in the arena">,
+    Option<"toStderr", "to-stderr", "bool", /*default=*/"false",
+           "Print to standard error instead of standard output">,
+  ];
+}
+
 def EmitProgramPass : Pass<"par-emit-program", "::mlir::ModuleOp"> {
   let summary = "Write the runtime program (versioned JSON) that par-run executes";
   let description = [{

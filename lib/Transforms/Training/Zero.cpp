@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Transforms/InputRoles.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/Propagation.h"
 
@@ -65,33 +66,6 @@ static bool usesAxis(ShardingAttr layout, StringAttr axis) {
     if (llvm::is_contained(dim.getAxes(), axis))
       return true;
   return false;
-}
-
-/// The gradient as the backward pass produced it, behind what the step
-/// does to it before the update: conversions to the masters' precision and
-/// products with a broadcast scalar (loss unscaling, clipping).
-static Value rawGradient(Value grad) {
-  while (Operation *def = grad.getDefiningOp()) {
-    if (auto convert = dyn_cast<ConvertOp>(def)) {
-      grad = convert.getInput();
-      continue;
-    }
-    auto mul = dyn_cast<MulOp>(def);
-    if (!mul)
-      break;
-    auto isScalarBroadcast = [](Value v) {
-      auto broadcast = v.getDefiningOp<BroadcastOp>();
-      return broadcast &&
-             cast<RankedTensorType>(broadcast.getInput().getType()).getRank() == 0;
-    };
-    if (isScalarBroadcast(mul.getRhs()))
-      grad = mul.getLhs();
-    else if (isScalarBroadcast(mul.getLhs()))
-      grad = mul.getRhs();
-    else
-      break;
-  }
-  return grad;
 }
 
 static LogicalResult applyZero(func::FuncOp func, bool &changed) {
@@ -188,7 +162,7 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
     // it exists (stages 2, 3). What the step does to it before the update
     // (unscaling, clipping, the norm, the conversion to fp32) then works on
     // the shard.
-    Value grad = rawGradient(update->getOperand(1));
+    Value grad = gradientBeforeScaling(update->getOperand(1));
     ShardingAttr whole = ShardingAttr::get(ctx, split.getMesh(), split.getDims(),
                                            {}, {});
     Operation *producer = grad.getDefiningOp();

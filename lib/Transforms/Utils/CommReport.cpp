@@ -32,59 +32,18 @@ struct Totals {
   int64_t count = 0, elements = 0, bytes = 0, sent = 0;
 };
 
-std::string axesText(ArrayAttr axes) {
-  std::string text = "[";
-  llvm::raw_string_ostream os(text);
-  llvm::interleave(axes.getAsValueRange<StringAttr>(), os, ",");
-  os << "]";
-  return text;
-}
-
 /// The row of a collective op, or nothing for other ops.
 std::optional<Row> rowOf(Operation *op) {
-  Row row;
-  Value buffer; // the larger of operand and result
-  auto fill = [&](auto collective, Value larger, StringRef name) {
-    row.name = name.str();
-    row.axes = axesText(collective.getAxes());
-    row.group = collective.getGroupSize();
-    buffer = larger;
-  };
-  // Sent bytes per rank, as a fraction of the buffer.
-  double n = 1, share = 0;
-  if (auto c = dyn_cast<AllReduceOp>(op)) {
-    fill(c, c.getInput(),
-         ("all_reduce " + stringifyCollectiveKind(c.getKind())).str());
-    n = row.group;
-    share = 2 * (n - 1) / n;
-  } else if (auto c = dyn_cast<AllGatherOp>(op)) {
-    fill(c, c.getResult(), "all_gather");
-    n = row.group;
-    share = (n - 1) / n;
-  } else if (auto c = dyn_cast<ReduceScatterOp>(op)) {
-    fill(c, c.getInput(),
-         ("reduce_scatter " + stringifyCollectiveKind(c.getKind())).str());
-    n = row.group;
-    share = (n - 1) / n;
-  } else if (auto c = dyn_cast<AllToAllOp>(op)) {
-    fill(c, c.getInput(), "all_to_all");
-    n = row.group;
-    share = (n - 1) / n;
-  } else if (auto c = dyn_cast<CollectivePermuteOp>(op)) {
-    fill(c, c.getInput(), "collective_permute");
-    ArrayRef<int64_t> pairs = c.getPairs();
-    for (size_t i = 0; i + 1 < pairs.size(); i += 2)
-      if (pairs[i] != pairs[i + 1])
-        share = 1;
-  } else if (auto c = dyn_cast<AllSliceOp>(op)) {
-    fill(c, c.getInput(), "all_slice");
-  } else {
+  std::optional<CollectiveCost> cost = collectiveCost(op);
+  if (!cost)
     return std::nullopt;
-  }
-  auto type = cast<RankedTensorType>(buffer.getType());
-  row.elements = type.getNumElements();
-  row.bytes = bytesOf(type.getShape(), type.getElementType());
-  row.sent = (int64_t)(share * row.bytes + 0.5);
+  Row row;
+  row.name = cost->name;
+  row.axes = cost->axes;
+  row.group = cost->group;
+  row.elements = cost->elements;
+  row.bytes = cost->bytes;
+  row.sent = cost->sent;
   std::string loc;
   llvm::raw_string_ostream os(loc);
   if (auto fileLoc = dyn_cast<FileLineColLoc>(op->getLoc()))

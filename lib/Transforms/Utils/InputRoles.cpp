@@ -58,3 +58,28 @@ bool mlir::par::isParameter(func::FuncOp func, unsigned index) {
     return role.getValue() == "param";
   return isa<FloatType>(getElementTypeOrSelf(func.getArgumentTypes()[index]));
 }
+
+Value mlir::par::gradientBeforeScaling(Value grad) {
+  while (Operation *def = grad.getDefiningOp()) {
+    if (auto convert = dyn_cast<ConvertOp>(def)) {
+      grad = convert.getInput();
+      continue;
+    }
+    auto mul = dyn_cast<MulOp>(def);
+    if (!mul)
+      break;
+    auto isScalarBroadcast = [](Value v) {
+      auto broadcast = v.getDefiningOp<BroadcastOp>();
+      return broadcast &&
+             cast<RankedTensorType>(broadcast.getInput().getType()).getRank() == 0;
+    };
+    if (isScalarBroadcast(mul.getRhs()))
+      grad = mul.getLhs();
+    else if (isScalarBroadcast(mul.getLhs()))
+      grad = mul.getRhs();
+    else
+      break;
+  }
+  return grad;
+}
+

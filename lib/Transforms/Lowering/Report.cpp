@@ -1,0 +1,346 @@
+//===- Report.cpp - --par-report: memory by category and traffic ----------===//
+//
+// For each function, from the same memory plan --par-emit-program writes:
+// every buffer of a rank falls in one category (parameters, gradients,
+// optimizer states, activations, data, temporaries); the report gives each
+// category's bytes, the most of it live at once and its share of the
+// planned peak, then the collectives of one step grouped by kind and mesh
+// axes. The numbers are those par-run allocates and sends.
+//
+// A training step built by --par-autodiff (and --par-zero) is read from its
+// update ops: the first operand of `par.adamw` / `par.sgd` is the master
+// weight, the other tensor operands its optimizer states. The parameter a
+// rank computes with is the master, or its low-precision convert, or (ZeRO
+// stages 1, 2) the copy gathered once over the data axis; the gradient is
+// the one the update reads, before unscaling, clipping and conversion, and
+// after its data-parallel reduction unless that reduction is deferred to
+// the update (`par.late`, ZeRO stage 1: the full gradient is held). Values
+// of the forward pass (what the loss depends on) that the backward pass
+// reads are activations; everything else is temporary.
+//
+//===----------------------------------------------------------------------===//
+#include "par/Transforms/InputRoles.h"
+#include "par/Transforms/MemoryPlan.h"
+#include "par/Transforms/Passes.h"
+#include "par/Transforms/ReportFormat.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <array>
+#include <map>
+
+namespace mlir::par {
+#define GEN_PASS_DEF_REPORTPASS
+#include "par/Transforms/Passes.h.inc"
+} // namespace mlir::par
+
+using namespace mlir;
+using namespace mlir::par;
+
+namespace {
+enum Category { Parameters, Gradients, States, Activations, Data, Temporaries };
+constexpr unsigned kNumCategories = 6;
+const char *const kCategoryNames[kNumCategories] = {
+    "parameters", "gradients", "optimizer states",
+    "activations", "data", "temporaries"};
+
+struct Classified {
+  SmallVector<Category> of; // per buffer
+  int64_t parameterCount = 0; // global elements of the parameters
+  /// Bytes of optimizer states that belong to no parameter (step counter,
+  /// loss scale and its counters).
+  int64_t counterBytes = 0;
+};
+
+int64_t globalElements(func::FuncOp func, BlockArgument arg) {
+  if (auto global = func.getArgAttrOfType<TypeAttr>(
+          arg.getArgNumber(), ParDialect::kGlobalTypeAttrName))
+    return cast<RankedTensorType>(global.getValue()).getNumElements();
+  return cast<RankedTensorType>(arg.getType()).getNumElements();
+}
+
+/// The copy of master `param` the step computes with: its convert to the
+/// compute precision if any, gathered over `dataAxis` once per step if so.
+Value workingCopy(BlockArgument param, StringRef dataAxis) {
+  Value copy = param;
+  for (Operation *user : param.getUsers())
+    if (auto convert = dyn_cast<ConvertOp>(user)) {
+      copy = convert.getResult();
+      break;
+    }
+  if (dataAxis.empty())
+    return copy;
+  for (Operation *user : copy.getUsers())
+    if (auto gather = dyn_cast<AllGatherOp>(user))
+      if (!gather->hasAttr(ParDialect::kLateAttrName) &&
+          llvm::is_contained(gather.getAxes().getAsValueRange<StringAttr>(),
+                             dataAxis))
+        return gather.getResult();
+  return copy;
+}
+
+/// The gradient buffer the update of `update` holds (see the file comment).
+Value heldGradient(Operation *update) {
+  Value grad = gradientBeforeScaling(update->getOperand(1));
+  Operation *def = grad.getDefiningOp();
+  if (def && isa<AllReduceOp, ReduceScatterOp>(def) &&
+      def->hasAttr(ParDialect::kLateAttrName))
+    return def->getOperand(0);
+  return grad;
+}
+
+Classified classify(func::FuncOp func, const MemoryPlan &plan) {
+  Classified result;
+  result.of.assign(plan.buffers.size(), Temporaries);
+  Block &body = func.getBody().front();
+  auto set = [&](Value value, Category category) {
+    auto it = plan.bufferOf.find(value);
+    if (it != plan.bufferOf.end())
+      result.of[it->second] = category;
+  };
+  StringRef dataAxis;
+  if (auto stage = func->getAttrOfType<IntegerAttr>(ParDialect::kZeroAttrName))
+    if (stage.getInt() > 0)
+      if (auto axis = func->getAttrOfType<StringAttr>(ParDialect::kDataAxisAttrName))
+        dataAxis = axis.getValue();
+
+  for (BlockArgument arg : body.getArguments())
+    set(arg, isParameter(func, arg.getArgNumber()) ? Parameters : Data);
+
+  // Optimizer states: the update ops' state operands, and whatever else a
+  // step replaces that is not a parameter (step counter, loss scale).
+  SmallVector<Operation *> updates;
+  for (Operation &op : body)
+    if (isa<AdamWOp, SgdOp>(op))
+      updates.push_back(&op);
+  DenseSet<Value> masters;
+  for (Operation *update : updates) {
+    if (auto param = dyn_cast<BlockArgument>(update->getOperand(0)))
+      masters.insert(param);
+    for (Value operand : update->getOperands().drop_front(2))
+      if (auto arg = dyn_cast<BlockArgument>(operand))
+        if (arg.getType() == update->getOperand(0).getType())
+          set(arg, States);
+  }
+  for (unsigned r = 0; r < func.getNumResults(); ++r)
+    if (auto target = func.getResultAttrOfType<IntegerAttr>(
+            r, ParDialect::kUpdatesAttrName))
+      if (target.getInt() >= 0 && target.getInt() < body.getNumArguments()) {
+        BlockArgument arg = body.getArgument(target.getInt());
+        unsigned id = plan.bufferOf.lookup(arg);
+        if (!masters.contains(arg) && result.of[id] != States) {
+          set(arg, States);
+          result.counterBytes += plan.buffers[id].bytes;
+        }
+      }
+
+  // Parameters: each master, or the copy the step computes with (then the
+  // master counts as an optimizer state, as mixed-precision training
+  // counts fp32 master weights).
+  for (BlockArgument arg : body.getArguments()) {
+    if (!masters.contains(arg)) {
+      if (isParameter(func, arg.getArgNumber()) &&
+          result.of[plan.bufferOf.lookup(arg)] == Parameters)
+        result.parameterCount += globalElements(func, arg);
+      continue;
+    }
+    result.parameterCount += globalElements(func, arg);
+    Value copy = workingCopy(arg, dataAxis);
+    if (copy != arg) {
+      set(arg, States);
+      set(copy, Parameters);
+    }
+  }
+  for (Operation *update : updates)
+    set(heldGradient(update), Gradients);
+
+  // Activations: values the loss depends on that later ops read too.
+  if (!updates.empty() && func.getNumResults() > 0) {
+    llvm::SetVector<Operation *> forward;
+    SmallVector<Value> work{body.getTerminator()->getOperand(0)};
+    while (!work.empty()) {
+      Operation *def = work.pop_back_val().getDefiningOp();
+      if (!def || !forward.insert(def))
+        continue;
+      for (Value operand : def->getOperands())
+        work.push_back(operand);
+    }
+    for (Operation *op : forward)
+      for (Value value : op->getResults()) {
+        auto it = plan.bufferOf.find(value);
+        if (it == plan.bufferOf.end() || result.of[it->second] != Temporaries)
+          continue;
+        if (llvm::any_of(value.getUsers(), [&](Operation *user) {
+              return !forward.contains(user) && !isa<func::ReturnOp>(user);
+            }))
+          result.of[it->second] = Activations;
+      }
+  }
+  // A buffer written over another holds the same thing.
+  for (auto [id, buffer] : llvm::enumerate(plan.buffers))
+    if (buffer.reuses >= 0)
+      result.of[id] = result.of[buffer.reuses];
+  return result;
+}
+
+struct MemoryRow {
+  int64_t buffers = 0, bytes = 0, mostLive = 0, atPeak = 0;
+};
+
+struct CommRow {
+  int64_t count = 0, elements = 0, volume = 0, bytes = 0, sent = 0;
+};
+
+void reportFunction(func::FuncOp func, const MemoryPlan &plan,
+                    llvm::raw_ostream &os) {
+  Classified classes = classify(func, plan);
+  int64_t end = int64_t(plan.instructions.size());
+  int64_t align = plan.alignment;
+  auto aligned = [&](int64_t bytes) { return (bytes + align - 1) / align * align; };
+
+  // Live ranges with a reused buffer folded into the one it reuses.
+  SmallVector<int64_t> until;
+  for (const PlannedBuffer &buffer : plan.buffers)
+    until.push_back(buffer.last);
+  for (const PlannedBuffer &buffer : plan.buffers)
+    if (buffer.reuses >= 0)
+      until[buffer.reuses] = std::max(until[buffer.reuses], buffer.last);
+
+  // Bytes live per instruction, per category (raw) and in all (aligned).
+  std::vector<std::array<int64_t, kNumCategories>> live(
+      end + 2, std::array<int64_t, kNumCategories>{});
+  SmallVector<int64_t> total(end + 2, 0);
+  MemoryRow rows[kNumCategories];
+  for (auto [id, buffer] : llvm::enumerate(plan.buffers)) {
+    if (buffer.reuses >= 0)
+      continue;
+    Category category = classes.of[id];
+    rows[category].buffers += 1;
+    rows[category].bytes += buffer.bytes;
+    live[buffer.first][category] += buffer.bytes;
+    live[until[id] + 1][category] -= buffer.bytes;
+    total[buffer.first] += aligned(buffer.bytes);
+    total[until[id] + 1] -= aligned(buffer.bytes);
+  }
+  std::array<int64_t, kNumCategories> now{};
+  int64_t nowTotal = 0, peak = -1, peakAt = 0;
+  std::array<int64_t, kNumCategories> atPeak{};
+  for (int64_t i = 0; i <= end; ++i) {
+    nowTotal += total[i];
+    for (unsigned c = 0; c < kNumCategories; ++c) {
+      now[c] += live[i][c];
+      rows[c].mostLive = std::max(rows[c].mostLive, now[c]);
+    }
+    if (nowTotal > peak) {
+      peak = nowTotal;
+      peakAt = i;
+      atPeak = now;
+    }
+  }
+
+  os << "== report of @" << func.getSymName() << " (per device, one call) ==\n";
+  if (auto stage = func->getAttrOfType<IntegerAttr>(ParDialect::kZeroAttrName)) {
+    os << "ZeRO stage " << stage.getInt();
+    if (auto axis = func->getAttrOfType<StringAttr>(ParDialect::kDataAxisAttrName))
+      os << " over " << axis.getValue();
+    os << "; ";
+  }
+  os << "parameters: " << classes.parameterCount << " elements (global), "
+     << plan.instructions.size() << " instructions\n";
+  os << "memory:\n";
+  os << llvm::format("  %-22s %8s %14s %14s %14s\n", "category", "buffers",
+                     "bytes", "most live", "at peak");
+  int64_t sumAtPeak = 0;
+  for (unsigned c = 0; c < kNumCategories; ++c) {
+    os << llvm::format("  %-22s %8lld %14lld %14lld %14lld\n", kCategoryNames[c],
+                       (long long)rows[c].buffers, (long long)rows[c].bytes,
+                       (long long)rows[c].mostLive, (long long)atPeak[c]);
+    sumAtPeak += atPeak[c];
+  }
+  os << llvm::format("  %-22s %8s %14s %14s %14lld\n", "alignment padding", "",
+                     "", "", (long long)(peak - sumAtPeak));
+  os << llvm::format("  %-22s %8s %14s %14s %14lld\n", "fragmentation", "", "",
+                     "", (long long)(plan.arenaBytes - peak));
+  os << "  planned peak: " << plan.arenaBytes << " bytes ("
+     << humanBytes(plan.arenaBytes)
+     << ") per device, the arena par-run allocates; most live at instruction "
+     << peakAt << "\n";
+  int64_t modelStates =
+      rows[Parameters].bytes + rows[Gradients].bytes + rows[States].bytes;
+  os << "  model states (parameters + gradients + optimizer states): "
+     << modelStates << " bytes";
+  if (classes.parameterCount > 0) {
+    int64_t perParameter = modelStates - classes.counterBytes;
+    os << llvm::format(" = %.4f x %lld parameters",
+                       double(perParameter) / double(classes.parameterCount),
+                       (long long)classes.parameterCount);
+    if (classes.counterBytes)
+      os << " + " << classes.counterBytes
+         << " bytes of counters (step, loss scale)";
+  }
+  os << "\n";
+
+  os << "communication per call:\n";
+  if (!func->hasAttr(ParDialect::kPartitionedAttrName)) {
+    os << "  not partitioned (run --par-partition first)\n";
+    return;
+  }
+  std::map<std::pair<std::string, std::string>, CommRow> byKind;
+  CommRow sum;
+  for (Operation *op : plan.instructions)
+    if (std::optional<CollectiveCost> cost = collectiveCost(op))
+      for (CommRow *row : {&byKind[{cost->name, cost->axes}], &sum}) {
+        row->count += 1;
+        row->elements += cost->elements;
+        row->volume += cost->volume;
+        row->bytes += cost->bytes;
+        row->sent += cost->sent;
+      }
+  if (byKind.empty()) {
+    os << "  no collectives\n";
+    return;
+  }
+  os << llvm::format("  %-22s %-10s %6s %14s %14s %14s\n", "collective", "axes",
+                     "count", "elements", "moved", "sent bytes");
+  for (auto &[key, row] : byKind)
+    os << llvm::format("  %-22s %-10s %6lld %14lld %14lld %14lld\n",
+                       key.first.c_str(), key.second.c_str(),
+                       (long long)row.count, (long long)row.elements,
+                       (long long)row.volume, (long long)row.sent);
+  os << llvm::format("  %-22s %-10s %6lld %14lld %14lld %14lld\n", "total", "",
+                     (long long)sum.count, (long long)sum.elements,
+                     (long long)sum.volume, (long long)sum.sent);
+  os << "  (moved: elements per device, an all-reduce counted as a "
+        "reduce-scatter plus an all-gather; sent: bytes per device with ring "
+        "algorithms)\n";
+}
+
+struct ReportPass : public par::impl::ReportPassBase<ReportPass> {
+  using ReportPassBase::ReportPassBase;
+
+  void runOnOperation() override {
+    if (alignment <= 0 || (alignment & (alignment - 1))) {
+      getOperation().emitError()
+          << "--par-report alignment must be a power of two, got "
+          << int64_t(alignment);
+      return signalPassFailure();
+    }
+    llvm::raw_ostream &os = toStderr ? llvm::errs() : llvm::outs();
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isDeclaration())
+        continue;
+      SmallVector<bool> persistent;
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        persistent.push_back(isParameter(func, i));
+      FailureOr<MemoryPlan> plan = planMemory(func, persistent, alignment);
+      if (failed(plan))
+        return signalPassFailure();
+      reportFunction(func, *plan, os);
+    }
+    os.flush();
+  }
+};
+} // namespace
