@@ -209,6 +209,8 @@ void Executor::countTraffic(const Instruction &inst, const Tensor &in,
   default:
     break;
   }
+  if (n == 1 && inst.op != OpCode::CollectivePermute)
+    moved = share = 0; // a group of one device moves nothing
   traffic_.collectives += 1;
   traffic_.movedElements += int64_t(moved) * larger.size();
   traffic_.sentBytes += int64_t(share * double(larger.bytes()) + 0.5);

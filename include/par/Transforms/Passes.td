@@ -407,7 +407,9 @@ def ZeroPass : Pass<"par-zero", "::mlir::ModuleOp"> {
     For a function marked by `--par-autodiff=zero=N` (the first step of
     --par-partition runs this pass), after --par-propagate: the master
     weights and optimizer states get their propagated layout plus the data
-    axis on one more dim (the first that divides evenly); each gradient, as
+    axis on one more dim (the first that divides evenly, else the first at
+    least as large as the axis, padded; a tensor smaller than the axis in
+    every dim stays replicated); each gradient, as
     the backward pass produces it, is constrained to that layout, so the
     partitioner reduce-scatters it (after the backward pass for stage 1, as
     soon as it is produced for stages 2 and 3) and what the step does to it

@@ -28,7 +28,8 @@ struct CollectiveCost {
   int64_t elements = 0, bytes = 0;
   /// Elements moved, counted as ZeRO does: an all-reduce is a
   /// reduce-scatter plus an all-gather (2x its buffer), a gather, scatter,
-  /// all-to-all or permute moves its buffer once, an all-slice nothing.
+  /// all-to-all or permute moves its buffer once, an all-slice (or any
+  /// collective over a group of one device) nothing.
   int64_t volume = 0;
   /// Bytes a rank sends with the bandwidth-optimal ring algorithms: an
   /// all-reduce 2(n-1)/n of its buffer, a gather, scatter or all-to-all

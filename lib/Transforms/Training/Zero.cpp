@@ -33,7 +33,9 @@ using namespace mlir;
 using namespace mlir::par;
 
 /// `layout` with `axis` appended (minor) to the first dim whose per-device
-/// size it divides, else to the first dim of size > 1 (padded).
+/// size it divides, else to the first dim with at least as many elements
+/// per device as the axis has devices (padded). A tensor with no such dim
+/// (smaller than the axis in every dim) stays as it is.
 static ShardingAttr withAxis(ShardingAttr layout, RankedTensorType type,
                              MeshOp mesh, StringAttr axis) {
   MLIRContext *ctx = layout.getContext();
@@ -43,13 +45,13 @@ static ShardingAttr withAxis(ShardingAttr layout, RankedTensorType type,
   for (int pass = 0; pass < 2 && chosen < 0; ++pass)
     for (int64_t d = 0; d < type.getRank(); ++d) {
       int64_t local = type.getDimSize(d) / mesh.getNumShards(dims[d].getAxes());
-      if (local > 1 && (pass == 1 || local % n == 0)) {
+      if (local > 1 && local >= n && (pass == 1 || local % n == 0)) {
         chosen = d;
         break;
       }
     }
   if (chosen < 0)
-    return layout; // nothing to split (a scalar or all-ones shape)
+    return layout; // nothing to split (a scalar, or smaller than the axis)
   SmallVector<StringAttr> axes(dims[chosen].getAxes());
   axes.push_back(axis);
   dims[chosen] = DimShardingAttr::get(ctx, axes, /*isClosed=*/true, std::nullopt);

@@ -86,6 +86,8 @@ std::optional<CollectiveCost> mlir::par::collectiveCost(Operation *op) {
   } else {
     return std::nullopt;
   }
+  if (cost.group == 1 && !isa<CollectivePermuteOp>(op))
+    moved = share = 0; // a group of one device moves nothing
   auto type = cast<RankedTensorType>(buffer.getType());
   cost.elements = type.getNumElements();
   cost.bytes = bytesOf(type.getShape(), type.getElementType());
