@@ -35,6 +35,18 @@ def run(cmd, what):
     return proc.stdout
 
 
+def model_files(paths):
+    """The .mlir files named, those of named directories in sorted order."""
+    models = []
+    for path in paths:
+        if os.path.isdir(path):
+            models += sorted(os.path.join(path, f) for f in os.listdir(path)
+                             if f.endswith(".mlir"))
+        else:
+            models.append(path)
+    return models
+
+
 def losses_of(log):
     """The loss par-run logs after each step: {step: loss}."""
     return {int(m.group(1)): float(m.group(2))
@@ -114,13 +126,7 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     par_opt = os.path.join(args.bin, "par-opt") if args.bin else shutil.which("par-opt")
     par_run = os.path.join(args.bin, "par-run") if args.bin else shutil.which("par-run")
-    models = []
-    for path in args.models:
-        if os.path.isdir(path):
-            models += sorted(os.path.join(path, f) for f in os.listdir(path)
-                             if f.endswith(".mlir"))
-        else:
-            models.append(path)
+    models = model_files(args.models)
 
     failures = 0
     print(f"{'model':<22} {'mesh':<16} {'ranks':>5} {'collectives':>11} "

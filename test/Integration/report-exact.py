@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from equivalence import annotate, parse_shardings  # noqa: E402
+from equivalence import annotate, model_files, parse_shardings  # noqa: E402
 
 
 def report_numbers(text):
@@ -39,13 +39,7 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     tool = lambda name: os.path.join(args.bin, name) if args.bin else shutil.which(name)
-    models = []
-    for path in args.models:
-        if os.path.isdir(path):
-            models += sorted(os.path.join(path, f) for f in os.listdir(path)
-                             if f.endswith(".mlir"))
-        else:
-            models.append(path)
+    models = model_files(args.models)
     failures = 0
     print(f"{'model':<22} {'mesh':<12} {'planned':>9} {'measured':>9} "
           f"{'collectives':>11} {'moved':>9} {'sent':>9}  result")

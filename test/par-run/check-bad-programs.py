@@ -58,7 +58,12 @@ def mutants(doc, text):
         yield edit("reuses-negative", lambda d: rc(d)["buffers"][j].update(reuses=-2))
         yield edit("reuses-other-offset", lambda d: rc(d)["buffers"][j].update(offset=rc(d)["buffers"][j]["offset"] + 64))
         yield edit("reuses-still-live", lambda d: rc(d)["buffers"][rc(d)["buffers"][j]["reuses"]].update(live=[0, rc(d)["buffers"][j]["live"][1]]))
-        yield edit("reuses-not-in-place", lambda d: rc(d)["instructions"][rc(d)["buffers"][j]["live"][0]].update(op="dot"))
+        # The writer becomes a concat (same operands, one result): it cannot
+        # write over the parameter it reads.
+        def not_in_place(d):
+            inst = rc(d)["instructions"][rc(d)["buffers"][j]["live"][0]]
+            inst.update(op="concat", attrs={"dim": 0}, results=inst["results"][:1])
+        yield edit("reuses-not-in-place", not_in_place)
     yield edit("binding-count", lambda d: rc(d)["inputs"].pop())
     yield edit("binding-out-of-range", lambda d: rc(d)["inputs"].__setitem__(0, 10**6))
     yield edit("unknown-op", lambda d: rc(d)["instructions"][0].update(op="conv2d"))

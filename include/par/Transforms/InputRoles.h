@@ -31,6 +31,10 @@ bool isParameter(func::FuncOp func, unsigned index);
 /// unscaling, clipping), which --par-autodiff puts between the two.
 Value gradientBeforeScaling(Value grad);
 
+/// Whether `value` is a 0-d tensor broadcast to a shape (a factor the step
+/// multiplies a gradient by).
+bool isScalarBroadcast(Value value);
+
 } // namespace mlir::par
 
 #endif // PAR_TRANSFORMS_INPUTROLES_H

@@ -29,6 +29,9 @@ struct PlannedBuffer {
   /// it): the buffer id of that argument, else -1. The two share `offset`;
   /// the argument then lives only until that op.
   int reuses = -1;
+  /// The last instruction the buffer's memory is taken: `last`, or for an
+  /// argument whose memory a result reuses, that result's `last`.
+  int64_t until = 0;
 };
 
 struct MemoryPlan {
@@ -55,6 +58,15 @@ bool canWriteInPlace(Operation *op);
 
 FailureOr<MemoryPlan> planMemory(func::FuncOp func, ArrayRef<bool> persistent,
                                  int64_t alignment);
+
+/// Plans `func` with its parameters (isParameter) persistent, as par-run
+/// runs it.
+FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment);
+
+/// Fails with an error at `anchor` naming `--<pass>` unless `alignment` is a
+/// positive power of two.
+LogicalResult checkAlignment(Operation *anchor, StringRef pass,
+                             int64_t alignment);
 
 } // namespace mlir::par
 

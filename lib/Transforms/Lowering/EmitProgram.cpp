@@ -535,11 +535,8 @@ struct EmitProgramPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (alignment <= 0 || (alignment & (alignment - 1))) {
-      module.emitError() << "--par-emit-program alignment must be a power of "
-                            "two, got " << int64_t(alignment);
+    if (failed(checkAlignment(module, "par-emit-program", alignment)))
       return signalPassFailure();
-    }
     SmallVector<func::FuncOp> candidates;
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isDeclaration() &&

@@ -104,12 +104,11 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
 
   // An argument and the result that reuses it are placed as one block
   // over both live ranges.
-  SmallVector<int64_t> until;
-  for (const PlannedBuffer &buffer : plan.buffers)
-    until.push_back(buffer.last);
+  for (PlannedBuffer &buffer : plan.buffers)
+    buffer.until = buffer.last;
   for (const PlannedBuffer &buffer : plan.buffers)
     if (buffer.reuses >= 0)
-      until[buffer.reuses] = buffer.last;
+      plan.buffers[buffer.reuses].until = buffer.last;
 
   // Greedy by size: the largest buffers claim the lowest offsets, each later
   // one takes the lowest aligned gap that no overlapping-in-time buffer uses.
@@ -126,7 +125,7 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
     SmallVector<std::pair<int64_t, int64_t>> taken;
     for (unsigned other : placed) {
       const PlannedBuffer &o = plan.buffers[other];
-      if (o.bytes && o.first <= until[id] && buffer.first <= until[other])
+      if (o.bytes && o.first <= buffer.until && buffer.first <= o.until)
         taken.push_back({o.offset, o.offset + o.bytes});
     }
     llvm::sort(taken);
@@ -148,11 +147,11 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
   // One sweep over the instructions: bytes that start and stop living there
   // (a reused block counted once).
   SmallVector<int64_t> delta(end + 2, 0);
-  for (auto [id, buffer] : llvm::enumerate(plan.buffers)) {
+  for (const PlannedBuffer &buffer : plan.buffers) {
     if (buffer.reuses >= 0)
       continue;
     delta[buffer.first] += alignUp(buffer.bytes, alignment);
-    delta[until[id] + 1] -= alignUp(buffer.bytes, alignment);
+    delta[buffer.until + 1] -= alignUp(buffer.bytes, alignment);
   }
   int64_t live = 0;
   for (int64_t i = 0; i <= end; ++i) {
@@ -162,26 +161,36 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
   return plan;
 }
 
+FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
+                                            int64_t alignment) {
+  SmallVector<bool> persistent;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    persistent.push_back(isParameter(func, i));
+  return planMemory(func, persistent, alignment);
+}
+
+LogicalResult mlir::par::checkAlignment(Operation *anchor, StringRef pass,
+                                        int64_t alignment) {
+  if (alignment > 0 && !(alignment & (alignment - 1)))
+    return success();
+  return anchor->emitError() << "--" << pass
+                             << " alignment must be a power of two, got "
+                             << alignment;
+}
+
 namespace {
 struct MemoryPlanPass
     : public par::impl::MemoryPlanPassBase<MemoryPlanPass> {
   using MemoryPlanPassBase::MemoryPlanPassBase;
 
   void runOnOperation() override {
-    if (alignment <= 0 || (alignment & (alignment - 1))) {
-      getOperation().emitError()
-          << "--par-memory-plan alignment must be a power of two, got "
-          << int64_t(alignment);
+    if (failed(checkAlignment(getOperation(), "par-memory-plan", alignment)))
       return signalPassFailure();
-    }
     llvm::raw_ostream &os = llvm::outs();
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isDeclaration())
         continue;
-      SmallVector<bool> persistent;
-      for (unsigned i = 0; i < func.getNumArguments(); ++i)
-        persistent.push_back(isParameter(func, i));
-      FailureOr<MemoryPlan> plan = planMemory(func, persistent, alignment);
+      FailureOr<MemoryPlan> plan = planMemory(func, alignment);
       if (failed(plan))
         return signalPassFailure();
       os << "memory plan of @" << func.getSymName() << ": "

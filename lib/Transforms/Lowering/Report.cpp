@@ -201,14 +201,6 @@ void reportFunction(func::FuncOp func, const MemoryPlan &plan,
   int64_t align = plan.alignment;
   auto aligned = [&](int64_t bytes) { return (bytes + align - 1) / align * align; };
 
-  // Live ranges with a reused buffer folded into the one it reuses.
-  SmallVector<int64_t> until;
-  for (const PlannedBuffer &buffer : plan.buffers)
-    until.push_back(buffer.last);
-  for (const PlannedBuffer &buffer : plan.buffers)
-    if (buffer.reuses >= 0)
-      until[buffer.reuses] = std::max(until[buffer.reuses], buffer.last);
-
   // Bytes live per instruction, per category (raw) and in all (aligned).
   std::vector<std::array<int64_t, kNumCategories>> live(
       end + 2, std::array<int64_t, kNumCategories>{});
@@ -221,9 +213,9 @@ void reportFunction(func::FuncOp func, const MemoryPlan &plan,
     rows[category].buffers += 1;
     rows[category].bytes += buffer.bytes;
     live[buffer.first][category] += buffer.bytes;
-    live[until[id] + 1][category] -= buffer.bytes;
+    live[buffer.until + 1][category] -= buffer.bytes;
     total[buffer.first] += aligned(buffer.bytes);
-    total[until[id] + 1] -= aligned(buffer.bytes);
+    total[buffer.until + 1] -= aligned(buffer.bytes);
   }
   std::array<int64_t, kNumCategories> now{};
   int64_t nowTotal = 0, peak = -1, peakAt = 0;
@@ -322,20 +314,13 @@ struct ReportPass : public par::impl::ReportPassBase<ReportPass> {
   using ReportPassBase::ReportPassBase;
 
   void runOnOperation() override {
-    if (alignment <= 0 || (alignment & (alignment - 1))) {
-      getOperation().emitError()
-          << "--par-report alignment must be a power of two, got "
-          << int64_t(alignment);
+    if (failed(checkAlignment(getOperation(), "par-report", alignment)))
       return signalPassFailure();
-    }
     llvm::raw_ostream &os = toStderr ? llvm::errs() : llvm::outs();
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isDeclaration())
         continue;
-      SmallVector<bool> persistent;
-      for (unsigned i = 0; i < func.getNumArguments(); ++i)
-        persistent.push_back(isParameter(func, i));
-      FailureOr<MemoryPlan> plan = planMemory(func, persistent, alignment);
+      FailureOr<MemoryPlan> plan = planMemory(func, alignment);
       if (failed(plan))
         return signalPassFailure();
       reportFunction(func, *plan, os);

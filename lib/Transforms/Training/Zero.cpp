@@ -243,9 +243,7 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
       for (Value operand : user->getOperands()) {
         Operation *def = operand.getDefiningOp();
         if (def && operand.hasOneUse() && !pinned.contains(operand) &&
-            (isa<ConstantOp>(def) ||
-             (isa<BroadcastOp>(def) &&
-              cast<RankedTensorType>(def->getOperand(0).getType()).getRank() == 0)))
+            (isa<ConstantOp>(def) || isScalarBroadcast(operand)))
           def->removeAttr(ParDialect::kShardingAttrName);
       }
     }

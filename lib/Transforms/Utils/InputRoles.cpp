@@ -59,6 +59,12 @@ bool mlir::par::isParameter(func::FuncOp func, unsigned index) {
   return isa<FloatType>(getElementTypeOrSelf(func.getArgumentTypes()[index]));
 }
 
+bool mlir::par::isScalarBroadcast(Value value) {
+  auto broadcast = value.getDefiningOp<BroadcastOp>();
+  return broadcast &&
+         cast<RankedTensorType>(broadcast.getInput().getType()).getRank() == 0;
+}
+
 Value mlir::par::gradientBeforeScaling(Value grad) {
   while (Operation *def = grad.getDefiningOp()) {
     if (auto convert = dyn_cast<ConvertOp>(def)) {
@@ -68,11 +74,6 @@ Value mlir::par::gradientBeforeScaling(Value grad) {
     auto mul = dyn_cast<MulOp>(def);
     if (!mul)
       break;
-    auto isScalarBroadcast = [](Value v) {
-      auto broadcast = v.getDefiningOp<BroadcastOp>();
-      return broadcast &&
-             cast<RankedTensorType>(broadcast.getInput().getType()).getRank() == 0;
-    };
     if (isScalarBroadcast(mul.getRhs()))
       grad = mul.getLhs();
     else if (isScalarBroadcast(mul.getLhs()))
