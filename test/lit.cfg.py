@@ -16,6 +16,7 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%par_src_root", config.par_src_root))
 config.substitutions.append(("%python", config.python_executable or "python3"))
 config.substitutions.append(("%par_bin", config.par_tools_dir))
+config.substitutions.append(("%llvm_tools_dir", config.llvm_tools_dir))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()

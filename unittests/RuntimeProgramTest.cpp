@@ -281,13 +281,13 @@ TEST(ProgramParse, DecodesInstructionsAndAttrs) {
   EXPECT_EQ(is[1].loc, "");
 
   EXPECT_EQ(is[2].op, OpCode::Mul); // no "attrs" key at all
-  EXPECT_EQ(is[2].attrs.kind, "");
+  EXPECT_EQ(is[2].attrs.reduceKind, ReduceKind::Sum);
 
   EXPECT_EQ(is[3].op, OpCode::LayerNorm);
   EXPECT_DOUBLE_EQ(is[3].attrs.epsilon, 0.001);
 
   EXPECT_EQ(is[4].op, OpCode::AllReduce);
-  EXPECT_EQ(is[4].attrs.kind, "sum");
+  EXPECT_EQ(is[4].attrs.collectiveKind, ReduceOp::Sum);
   EXPECT_EQ(is[4].attrs.group, 0);
   EXPECT_TRUE(isCollective(is[4].op));
 
@@ -296,7 +296,7 @@ TEST(ProgramParse, DecodesInstructionsAndAttrs) {
             (std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 0}}));
 
   EXPECT_EQ(is[6].op, OpCode::Reduce);
-  EXPECT_EQ(is[6].attrs.kind, "mean");
+  EXPECT_EQ(is[6].attrs.reduceKind, ReduceKind::Mean);
   EXPECT_EQ(is[6].attrs.dims, (std::vector<int64_t>{0, 1}));
 
   EXPECT_EQ(is[7].op, OpCode::Sgd);
@@ -335,17 +335,20 @@ Instruction decodeOne(const std::string &op, int operands, int results,
   return p.rankClasses[0].instructions.at(0);
 }
 
+// Defaults are the ODS ones, which are f32 attributes: the value an op holds.
+static double f32(double value) { return double(float(value)); }
+
 TEST(ProgramParse, AttributeDefaults) {
   Attrs a = decodeOne("layer_norm", 3, 1, json::object()).attrs;
-  EXPECT_DOUBLE_EQ(a.epsilon, 1e-5);
+  EXPECT_DOUBLE_EQ(a.epsilon, f32(1e-5));
   a = decodeOne("rms_norm", 2, 1, json::object()).attrs;
-  EXPECT_DOUBLE_EQ(a.epsilon, 1e-6);
+  EXPECT_DOUBLE_EQ(a.epsilon, f32(1e-6));
 
   a = decodeOne("adamw", 6, 3, json::object()).attrs;
-  EXPECT_DOUBLE_EQ(a.beta1, 0.9);
-  EXPECT_DOUBLE_EQ(a.beta2, 0.999);
-  EXPECT_DOUBLE_EQ(a.epsilon, 1e-8);
-  EXPECT_DOUBLE_EQ(a.weightDecay, 0.01);
+  EXPECT_DOUBLE_EQ(a.beta1, f32(0.9));
+  EXPECT_DOUBLE_EQ(a.beta2, f32(0.999));
+  EXPECT_DOUBLE_EQ(a.epsilon, f32(1e-8));
+  EXPECT_DOUBLE_EQ(a.weightDecay, f32(0.01));
   a = decodeOne("adamw", 6, 3, {{"beta1", 0.8}, {"weight_decay", 0}}).attrs;
   EXPECT_DOUBLE_EQ(a.beta1, 0.8);
   EXPECT_DOUBLE_EQ(a.weightDecay, 0.0);
@@ -357,18 +360,18 @@ TEST(ProgramParse, AttributeDefaults) {
 
   a = decodeOne("attention", 3, 1, json::object()).attrs;
   EXPECT_FALSE(a.causal);
-  EXPECT_FALSE(a.hasScale);
+  EXPECT_FALSE(a.scale.has_value());
   EXPECT_EQ(a.positionOffset, 0);
   a = decodeOne("attention", 4, 1,
                 {{"causal", true}, {"scale", 0.125}, {"position_offset", 5}})
           .attrs;
   EXPECT_TRUE(a.causal);
-  EXPECT_TRUE(a.hasScale);
-  EXPECT_DOUBLE_EQ(a.scale, 0.125);
+  ASSERT_TRUE(a.scale.has_value());
+  EXPECT_DOUBLE_EQ(*a.scale, 0.125);
   EXPECT_EQ(a.positionOffset, 5);
 
   a = decodeOne("rope", 1, 1, json::object()).attrs;
-  EXPECT_DOUBLE_EQ(a.theta, 10000.0);
+  EXPECT_DOUBLE_EQ(a.theta, 10000.0); // exact in f32
   EXPECT_EQ(a.positionOffset, 0);
 
   a = decodeOne("slice", 1, 1, {{"starts", {0}}, {"limits", {2}}}).attrs;
@@ -377,15 +380,15 @@ TEST(ProgramParse, AttributeDefaults) {
   EXPECT_TRUE(a.strides.empty());
 
   a = decodeOne("constant", 0, 1, {{"splat", 1.5}}).attrs;
-  EXPECT_EQ(a.values, (std::vector<double>{1.5}));
+  EXPECT_EQ(a.value, (std::vector<double>{1.5}));
   a = decodeOne("constant", 0, 1, {{"values", {1, 2, 3, 4}}}).attrs;
-  EXPECT_EQ(a.values, (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_EQ(a.value, (std::vector<double>{1, 2, 3, 4}));
   // JSON has no infinities or NaN: they are strings.
   a = decodeOne("constant", 0, 1, {{"splat", "-inf"}}).attrs;
-  EXPECT_TRUE(std::isinf(a.values.at(0)) && a.values[0] < 0);
+  EXPECT_TRUE(std::isinf(a.value.at(0)) && a.value[0] < 0);
   a = decodeOne("constant", 0, 1, {{"values", {"inf", "nan", 0, 1}}}).attrs;
-  EXPECT_TRUE(std::isinf(a.values.at(0)) && a.values[0] > 0);
-  EXPECT_TRUE(std::isnan(a.values.at(1)));
+  EXPECT_TRUE(std::isinf(a.value.at(0)) && a.value[0] > 0);
+  EXPECT_TRUE(std::isnan(a.value.at(1)));
   try {
     decodeOne("constant", 0, 1, {{"splat", "infinity"}});
     ADD_FAILURE() << "a non-number constant was accepted";
@@ -395,7 +398,7 @@ TEST(ProgramParse, AttributeDefaults) {
   }
 
   a = decodeOne("compare", 2, 1, {{"direction", "le"}}).attrs;
-  EXPECT_EQ(a.kind, "le");
+  EXPECT_EQ(a.compareDirection, CompareKind::Le);
 
   a = decodeOne("all_to_all", 1, 1,
                 {{"group", 0}, {"split_dim", 1}, {"concat_dim", 0}})
@@ -406,7 +409,7 @@ TEST(ProgramParse, AttributeDefaults) {
 
   a = decodeOne("reduce_scatter", 1, 1, {{"group", 0}, {"kind", "max"}, {"dim", 1}})
           .attrs;
-  EXPECT_EQ(a.kind, "max");
+  EXPECT_EQ(a.collectiveKind, ReduceOp::Max);
   EXPECT_EQ(a.dim, 1);
 
   EXPECT_EQ(decodeOne("concat", 3, 1, {{"dim", 0}}).operands.size(), 3u);

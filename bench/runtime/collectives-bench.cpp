@@ -128,7 +128,7 @@ public:
     std::function<void()> par, mpi;
     switch (kind) {
     case Kind::AllReduce:
-      par = [&] { comm_.allReduce(0, "sum", input, out); };
+      par = [&] { comm_.allReduce(0, ReduceOp::Sum, input, out); };
       mpi = [&] {
         checkMpi(MPI_Allreduce(in.data(), mpiOut.data(), int(count), MPI_FLOAT,
                                MPI_SUM, MPI_COMM_WORLD),
@@ -144,7 +144,7 @@ public:
       };
       break;
     case Kind::ReduceScatter:
-      par = [&] { comm_.reduceScatter(0, "sum", 0, input, out); };
+      par = [&] { comm_.reduceScatter(0, ReduceOp::Sum, 0, input, out); };
       mpi = [&] {
         checkMpi(MPI_Reduce_scatter_block(in.data(), mpiOut.data(), int(piece),
                                           MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),

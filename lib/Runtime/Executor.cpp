@@ -43,8 +43,15 @@ std::string DataSource::describe() const {
 }
 
 Executor::Executor(const Program &program, Collectives &comm, Tracer *tracer)
-    : program_(program), comm_(comm), tracer_(tracer), rank_(comm.worldRank()),
-      class_(&program.classOf(comm.worldRank())) {
+    : program_(program), comm_(comm), kernels_(cpuKernels()), tracer_(tracer),
+      rank_(comm.worldRank()), class_(&program.classOf(comm.worldRank())) {
+  for (size_t i = 0; i < class_->instructions.size(); ++i) {
+    const Instruction &inst = class_->instructions[i];
+    if (!catalogue::spec(inst.op).usesGroup && !kernels_.lookup(inst.op))
+      throw RunError(program.path + ": instruction " + std::to_string(i) + " (" +
+                     opName(inst.op) + (inst.loc.empty() ? "" : " at " + inst.loc) +
+                     "): the " + kernels_.backend + " backend has no kernel for it");
+  }
   allocated_ = class_->arenaBytes + kGuardBytes;
   size_t alignment = size_t(std::max<int64_t>(program.alignment, 64));
   size_t rounded = (size_t(allocated_) + alignment - 1) / alignment * alignment;
@@ -216,48 +223,6 @@ void Executor::countTraffic(const Instruction &inst, const Tensor &in,
   traffic_.sentBytes += int64_t(share * double(larger.bytes()) + 0.5);
 }
 
-static BinaryKind binaryKind(OpCode op) {
-  switch (op) {
-  case OpCode::Sub: return BinaryKind::Sub;
-  case OpCode::Mul: return BinaryKind::Mul;
-  case OpCode::Div: return BinaryKind::Div;
-  case OpCode::Max: return BinaryKind::Max;
-  case OpCode::Min: return BinaryKind::Min;
-  default: return BinaryKind::Add;
-  }
-}
-
-static UnaryKind unaryKind(OpCode op) {
-  switch (op) {
-  case OpCode::Exp: return UnaryKind::Exp;
-  case OpCode::Log: return UnaryKind::Log;
-  case OpCode::Tanh: return UnaryKind::Tanh;
-  case OpCode::Sqrt: return UnaryKind::Sqrt;
-  case OpCode::Rsqrt: return UnaryKind::Rsqrt;
-  case OpCode::Gelu: return UnaryKind::Gelu;
-  case OpCode::Silu: return UnaryKind::Silu;
-  case OpCode::Relu: return UnaryKind::Relu;
-  case OpCode::Sigmoid: return UnaryKind::Sigmoid;
-  default: return UnaryKind::Neg;
-  }
-}
-
-static CompareKind compareKind(const std::string &direction) {
-  if (direction == "ne") return CompareKind::Ne;
-  if (direction == "lt") return CompareKind::Lt;
-  if (direction == "le") return CompareKind::Le;
-  if (direction == "gt") return CompareKind::Gt;
-  if (direction == "ge") return CompareKind::Ge;
-  return CompareKind::Eq;
-}
-
-static ReduceKind reduceKind(const std::string &kind) {
-  if (kind == "max") return ReduceKind::Max;
-  if (kind == "min") return ReduceKind::Min;
-  if (kind == "mean") return ReduceKind::Mean;
-  return ReduceKind::Sum;
-}
-
 void Executor::execute(const Instruction &inst, size_t index) {
   std::vector<Tensor> in;
   for (int64_t id : inst.operands)
@@ -265,12 +230,21 @@ void Executor::execute(const Instruction &inst, size_t index) {
   std::vector<Tensor> out;
   for (int64_t id : inst.results)
     out.push_back(buffer(id));
-  const Attrs &a = inst.attrs;
-  Tensor &result = out[0];
+  const OpSpec &spec = catalogue::spec(inst.op);
+  if (!spec.usesGroup) {
+    kernels_.lookup(inst.op)(inst.attrs, in, out);
+    return;
+  }
+  runGroupOp(inst, index, in[0], out[0]);
+}
 
-  if (isCollective(inst.op) || inst.op == OpCode::AllSlice)
-    countTraffic(inst, in[0], result);
-  if (isCollective(inst.op)) {
+void Executor::runGroupOp(const Instruction &inst, size_t index, const Tensor &input,
+                          Tensor &result) {
+  const Attrs &a = inst.attrs;
+  const OpSpec &spec = catalogue::spec(inst.op);
+  if (spec.collective)
+    countTraffic(inst, input, result);
+  if (spec.communicates) {
     std::string axes;
     for (const std::string &axis : program_.groups[size_t(a.group)])
       axes += (axes.empty() ? "" : ", ") + axis;
@@ -279,123 +253,26 @@ void Executor::execute(const Instruction &inst, size_t index) {
                                     "] (instruction " + std::to_string(index) +
                                     (inst.loc.empty() ? "" : " at " + inst.loc) + ")"};
   }
-
   switch (inst.op) {
-  case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div:
-  case OpCode::Max: case OpCode::Min:
-    binary(binaryKind(inst.op), in[0], in[1], result);
-    return;
-  case OpCode::Neg: case OpCode::Exp: case OpCode::Log: case OpCode::Tanh:
-  case OpCode::Sqrt: case OpCode::Rsqrt: case OpCode::Gelu: case OpCode::Silu:
-  case OpCode::Relu: case OpCode::Sigmoid:
-    unary(unaryKind(inst.op), in[0], result);
-    return;
-  case OpCode::Compare:
-    compare(compareKind(a.kind), in[0], in[1], result);
-    return;
-  case OpCode::Select:
-    select(in[0], in[1], in[2], result);
-    return;
-  case OpCode::Convert:
-    convert(in[0], result);
-    return;
-  case OpCode::Constant:
-    if (a.values.size() == 1) {
-      fill(result, a.values[0]);
-    } else {
-      if (int64_t(a.values.size()) != result.size())
-        throw KernelError("constant: " + std::to_string(a.values.size()) +
-                          " values for a tensor of " +
-                          std::to_string(result.size()) + " elements");
-      for (size_t i = 0; i < a.values.size(); ++i)
-        storeElement(result.dtype, result.data, int64_t(i), a.values[i]);
-    }
-    return;
-  case OpCode::Broadcast:
-    broadcast(in[0], a.dims, result);
-    return;
-  case OpCode::Reduce:
-    reduce(reduceKind(a.kind), in[0], a.dims, result);
-    return;
-  case OpCode::Transpose:
-    transpose(in[0], a.perm, result);
-    return;
-  case OpCode::Reshape:
-    reshape(in[0], result);
-    return;
-  case OpCode::Slice: {
-    std::vector<int64_t> strides = a.strides;
-    if (strides.empty())
-      strides.assign(a.starts.size(), 1);
-    slice(in[0], a.starts, strides, result);
-    return;
-  }
-  case OpCode::Concat:
-    concat(in, a.dim, result);
-    return;
-  case OpCode::Dot:
-    dot(in[0], in[1], a.lhsBatch, a.rhsBatch, a.lhsContract, a.rhsContract, result);
-    return;
-  case OpCode::Softmax:
-    softmax(in[0], a.dim, result);
-    return;
-  case OpCode::LayerNorm:
-    layerNorm(in[0], in[1], in[2], float(a.epsilon), result);
-    return;
-  case OpCode::RmsNorm:
-    rmsNorm(in[0], in[1], float(a.epsilon), result);
-    return;
-  case OpCode::Attention: {
-    int64_t offset = a.positionOffset;
-    if (in.size() > 3)
-      offset += int64_t(scalarValue(in[3]));
-    if (in[0].shape.size() != 4)
-      throw KernelError("attention: q must be [batch, seq, heads, head_dim]");
-    float scale = a.hasScale ? float(a.scale)
-                             : float(1.0 / std::sqrt(double(in[0].shape[3])));
-    attention(in[0], in[1], in[2], a.causal, scale, offset, result);
-    return;
-  }
-  case OpCode::Embedding:
-    embedding(in[0], in[1], result);
-    return;
-  case OpCode::CrossEntropy:
-    crossEntropy(in[0], in[1], result);
-    return;
-  case OpCode::Rope: {
-    int64_t offset = a.positionOffset;
-    if (in.size() > 1)
-      offset += int64_t(scalarValue(in[1]));
-    rope(in[0], float(a.theta), offset, result);
-    return;
-  }
-  case OpCode::AdamW:
-    adamw(in[0], in[1], in[2], in[3], in[4], in[5], float(a.beta1), float(a.beta2),
-          float(a.epsilon), float(a.weightDecay), out[0], out[1], out[2]);
-    return;
-  case OpCode::Sgd:
-    sgd(in[0], in[1], in[2], in[3], float(a.momentum), float(a.weightDecay),
-        a.nesterov, out[0], out[1]);
-    return;
   case OpCode::AllReduce:
-    comm_.allReduce(a.group, a.kind, in[0], result);
+    comm_.allReduce(a.group, a.collectiveKind, input, result);
     return;
   case OpCode::AllGather:
-    comm_.allGather(a.group, a.dim, in[0], result);
+    comm_.allGather(a.group, a.dim, input, result);
     return;
   case OpCode::ReduceScatter:
-    comm_.reduceScatter(a.group, a.kind, a.dim, in[0], result);
+    comm_.reduceScatter(a.group, a.collectiveKind, a.dim, input, result);
     return;
   case OpCode::AllToAll:
-    comm_.allToAll(a.group, a.splitDim, a.concatDim, in[0], result);
+    comm_.allToAll(a.group, a.splitDim, a.concatDim, input, result);
     return;
   case OpCode::CollectivePermute:
-    comm_.permute(a.group, a.pairs, in[0], result);
+    comm_.permute(a.group, a.pairs, input, result);
     return;
   case OpCode::AllSlice: {
     int64_t n = comm_.memberCount(a.group);
-    std::vector<char> pieces(in[0].bytes());
-    splitPieces(in[0], a.dim, n, pieces.data());
+    std::vector<char> pieces(input.bytes());
+    splitPieces(input, a.dim, n, pieces.data());
     std::memcpy(result.data, pieces.data() + comm_.memberIndex(a.group) * result.bytes(),
                 result.bytes());
     return;
@@ -403,6 +280,9 @@ void Executor::execute(const Instruction &inst, size_t index) {
   case OpCode::AxisIndex:
     storeElement(result.dtype, result.data, 0, double(comm_.memberIndex(a.group)));
     return;
+  default:
+    throw RunError(std::string(opName(inst.op)) +
+                   ": no runtime support for this group operation");
   }
 }
 

@@ -16,66 +16,6 @@ using json = nlohmann::json;
 
 namespace {
 
-struct OpInfo {
-  OpCode op;
-  const char *name;
-  int minOperands, maxOperands, results;
-};
-
-// Operand and result counts per op; -1 operands: any number >= min.
-constexpr OpInfo kOps[] = {
-    {OpCode::Add, "add", 2, 2, 1},
-    {OpCode::Sub, "sub", 2, 2, 1},
-    {OpCode::Mul, "mul", 2, 2, 1},
-    {OpCode::Div, "div", 2, 2, 1},
-    {OpCode::Max, "max", 2, 2, 1},
-    {OpCode::Min, "min", 2, 2, 1},
-    {OpCode::Neg, "neg", 1, 1, 1},
-    {OpCode::Exp, "exp", 1, 1, 1},
-    {OpCode::Log, "log", 1, 1, 1},
-    {OpCode::Tanh, "tanh", 1, 1, 1},
-    {OpCode::Sqrt, "sqrt", 1, 1, 1},
-    {OpCode::Rsqrt, "rsqrt", 1, 1, 1},
-    {OpCode::Gelu, "gelu", 1, 1, 1},
-    {OpCode::Silu, "silu", 1, 1, 1},
-    {OpCode::Relu, "relu", 1, 1, 1},
-    {OpCode::Sigmoid, "sigmoid", 1, 1, 1},
-    {OpCode::Compare, "compare", 2, 2, 1},
-    {OpCode::Select, "select", 3, 3, 1},
-    {OpCode::Convert, "convert", 1, 1, 1},
-    {OpCode::Constant, "constant", 0, 0, 1},
-    {OpCode::Broadcast, "broadcast", 1, 1, 1},
-    {OpCode::Reduce, "reduce", 1, 1, 1},
-    {OpCode::Transpose, "transpose", 1, 1, 1},
-    {OpCode::Reshape, "reshape", 1, 1, 1},
-    {OpCode::Slice, "slice", 1, 1, 1},
-    {OpCode::Concat, "concat", 1, -1, 1},
-    {OpCode::Dot, "dot", 2, 2, 1},
-    {OpCode::Softmax, "softmax", 1, 1, 1},
-    {OpCode::LayerNorm, "layer_norm", 3, 3, 1},
-    {OpCode::RmsNorm, "rms_norm", 2, 2, 1},
-    {OpCode::Attention, "attention", 3, 4, 1},
-    {OpCode::Embedding, "embedding", 2, 2, 1},
-    {OpCode::CrossEntropy, "cross_entropy", 2, 2, 1},
-    {OpCode::Rope, "rope", 1, 2, 1},
-    {OpCode::AdamW, "adamw", 6, 6, 3},
-    {OpCode::Sgd, "sgd", 4, 4, 2},
-    {OpCode::AllReduce, "all_reduce", 1, 1, 1},
-    {OpCode::AllGather, "all_gather", 1, 1, 1},
-    {OpCode::ReduceScatter, "reduce_scatter", 1, 1, 1},
-    {OpCode::AllToAll, "all_to_all", 1, 1, 1},
-    {OpCode::AllSlice, "all_slice", 1, 1, 1},
-    {OpCode::CollectivePermute, "collective_permute", 1, 1, 1},
-    {OpCode::AxisIndex, "axis_index", 0, 0, 1},
-};
-
-const OpInfo &infoOf(OpCode op) {
-  for (const OpInfo &info : kOps)
-    if (info.op == op)
-      return info;
-  return kOps[0];
-}
-
 /// Walks the JSON document keeping the path of the current field, so every
 /// error names it.
 class Reader {
@@ -208,195 +148,116 @@ Shape readShape(const Reader &r, const json &object, const std::string &where,
   return r.integers(r.field(object, where, key), Reader::join(where, key), 0);
 }
 
-void readAttrs(const Reader &r, const json &a, const std::string &where,
-               Instruction &inst, const Program &program) {
-  Attrs &attrs = inst.attrs;
-  auto ints = [&](const char *key, std::vector<int64_t> &out, bool required) {
-    if (!a.contains(key)) {
-      if (required)
-        r.fail(where, std::string("missing attribute '") + key + "'");
+/// Reads one instruction's attributes as the op catalogue describes them
+/// (catalogue::decodeAttrs calls one method per attribute): fills defaults,
+/// rejects missing required attributes and malformed values by field.
+class AttrDecoder {
+public:
+  AttrDecoder(const Reader &r, const json &a, const std::string &where,
+              const Program &program)
+      : r(r), a(a), where(where), program(program) {
+    if (!a.is_object())
+      r.fail(where, "must be an object");
+  }
+
+  void integer(const catalogue::AttrSpec &s, int64_t &out) {
+    if (present(s))
+      out = r.integer(a, where, s.key);
+    else if (s.hasDefault)
+      out = int64_t(s.defaultValue);
+  }
+  void integers(const catalogue::AttrSpec &s, std::vector<int64_t> &out) {
+    if (present(s))
+      out = r.integers(a[s.key], key(s));
+  }
+  void number(const catalogue::AttrSpec &s, double &out) {
+    if (present(s))
+      out = r.number(a[s.key], key(s));
+    else if (s.hasDefault)
+      out = s.defaultValue;
+  }
+  void optionalNumber(const catalogue::AttrSpec &s, std::optional<double> &out) {
+    if (present(s))
+      out = r.number(a[s.key], key(s));
+  }
+  void boolean(const catalogue::AttrSpec &s, bool &out) {
+    if (!present(s)) {
+      out = s.hasDefault && s.defaultValue != 0;
       return;
     }
-    out = r.integers(a[key], where + "." + key);
-  };
-  auto integer = [&](const char *key, int64_t &out, bool required) {
-    if (!a.contains(key)) {
-      if (required)
-        r.fail(where, std::string("missing attribute '") + key + "'");
-      return;
-    }
-    out = r.integer(a, where, key);
-  };
-  auto number = [&](const char *key, double &out) {
-    if (a.contains(key))
-      out = r.number(a[key], where + "." + key);
-  };
-  auto boolean = [&](const char *key, bool &out) {
-    if (!a.contains(key))
-      return;
-    if (!a[key].is_boolean())
-      r.fail(where + "." + key, "must be true or false");
-    out = a[key].get<bool>();
-  };
-  auto kind = [&](std::initializer_list<const char *> allowed) {
-    attrs.kind = r.string(a, where, "kind");
-    for (const char *k : allowed)
-      if (attrs.kind == k)
-        return;
+    if (!a[s.key].is_boolean())
+      r.fail(key(s), "must be true or false");
+    out = a[s.key].get<bool>();
+  }
+  template <typename Enum>
+  void enumeration(const catalogue::AttrSpec &s, Enum &out) {
+    std::string text = r.string(a, where, s.key);
     std::string list;
-    for (const char *k : allowed)
-      list += std::string(list.empty() ? "" : ", ") + k;
-    r.fail(where + ".kind", "'" + attrs.kind + "' is not one of " + list);
-  };
-  auto group = [&]() {
-    integer("group", attrs.group, true);
-    if (attrs.group < 0 || attrs.group >= int64_t(program.groups.size()))
-      r.fail(where + ".group", "group " + std::to_string(attrs.group) +
-                                   " is not in the program's " +
-                                   std::to_string(program.groups.size()) + " groups");
-  };
-  if (!a.is_object())
-    r.fail(where, "must be an object");
-  switch (inst.op) {
-  case OpCode::Compare:
-    attrs.kind = r.string(a, where, "direction");
-    if (attrs.kind != "eq" && attrs.kind != "ne" && attrs.kind != "lt" &&
-        attrs.kind != "le" && attrs.kind != "gt" && attrs.kind != "ge")
-      r.fail(where + ".direction", "'" + attrs.kind + "' is not a comparison");
-    break;
-  case OpCode::Constant:
-    if (a.contains("splat")) {
-      attrs.values = {r.element(a["splat"], where + ".splat")};
-    } else {
-      const json &values = r.field(a, where, "values");
-      if (!values.is_array())
-        r.fail(where + ".values", "must be a list of numbers");
-      for (const json &v : values)
-        attrs.values.push_back(r.element(v, where + ".values"));
+    for (int i = 0; i < s.numCases; ++i) {
+      if (text == s.cases[i]) {
+        out = Enum(i);
+        return;
+      }
+      list += std::string(list.empty() ? "" : ", ") + s.cases[i];
     }
-    break;
-  case OpCode::Broadcast:
-    ints("dims", attrs.dims, true);
-    break;
-  case OpCode::Reduce:
-    kind({"sum", "max", "min", "mean"});
-    ints("dims", attrs.dims, true);
-    break;
-  case OpCode::Transpose:
-    ints("perm", attrs.perm, true);
-    break;
-  case OpCode::Slice:
-    ints("starts", attrs.starts, true);
-    ints("limits", attrs.limits, true);
-    ints("strides", attrs.strides, false);
-    break;
-  case OpCode::Concat:
-  case OpCode::Softmax:
-    integer("dim", attrs.dim, true);
-    break;
-  case OpCode::Dot:
-    ints("lhs_batch", attrs.lhsBatch, false);
-    ints("rhs_batch", attrs.rhsBatch, false);
-    ints("lhs_contract", attrs.lhsContract, true);
-    ints("rhs_contract", attrs.rhsContract, true);
-    break;
-  case OpCode::LayerNorm:
-  case OpCode::RmsNorm:
-    attrs.epsilon = inst.op == OpCode::LayerNorm ? 1e-5 : 1e-6;
-    number("epsilon", attrs.epsilon);
-    break;
-  case OpCode::Attention:
-    boolean("causal", attrs.causal);
-    if (a.contains("scale")) {
-      attrs.hasScale = true;
-      number("scale", attrs.scale);
-    }
-    integer("position_offset", attrs.positionOffset, false);
-    break;
-  case OpCode::Rope:
-    number("theta", attrs.theta);
-    integer("position_offset", attrs.positionOffset, false);
-    break;
-  case OpCode::AdamW:
-    attrs.epsilon = 1e-8;
-    attrs.weightDecay = 0.01;
-    number("beta1", attrs.beta1);
-    number("beta2", attrs.beta2);
-    number("epsilon", attrs.epsilon);
-    number("weight_decay", attrs.weightDecay);
-    break;
-  case OpCode::Sgd:
-    number("momentum", attrs.momentum);
-    number("weight_decay", attrs.weightDecay);
-    boolean("nesterov", attrs.nesterov);
-    break;
-  case OpCode::AllReduce:
-    kind({"sum", "max", "min"});
-    group();
-    break;
-  case OpCode::ReduceScatter:
-    kind({"sum", "max", "min"});
-    group();
-    integer("dim", attrs.dim, true);
-    break;
-  case OpCode::AllGather:
-  case OpCode::AllSlice:
-    group();
-    integer("dim", attrs.dim, true);
-    break;
-  case OpCode::AllToAll:
-    group();
-    integer("split_dim", attrs.splitDim, true);
-    integer("concat_dim", attrs.concatDim, true);
-    break;
-  case OpCode::CollectivePermute: {
-    group();
-    const json &pairs = r.field(a, where, "pairs");
-    int64_t size = groupSize(program, program.groups[attrs.group]);
+    r.fail(key(s), "'" + text + "' is not one of " + list);
+  }
+  void group(const catalogue::AttrSpec &s, int64_t &out) {
+    out = r.integer(a, where, s.key);
+    if (out < 0 || out >= int64_t(program.groups.size()))
+      r.fail(key(s), "group " + std::to_string(out) + " is not in the program's " +
+                         std::to_string(program.groups.size()) + " groups");
+    groupSize_ = groupSize(program, program.groups[size_t(out)]);
+  }
+  /// [source, target] members of the group decoded before (ODS order puts
+  /// the axes first).
+  void pairs(const catalogue::AttrSpec &s,
+             std::vector<std::pair<int64_t, int64_t>> &out) {
+    const json &pairs = r.field(a, where, s.key);
     std::set<int64_t> sources, targets;
     if (!pairs.is_array())
-      r.fail(where + ".pairs", "must be a list of [source, target] pairs");
+      r.fail(key(s), "must be a list of [source, target] pairs");
     for (size_t i = 0; i < pairs.size(); ++i) {
-      std::vector<int64_t> pair = r.integers(pairs[i], at(where + ".pairs", i), 0);
-      if (pair.size() != 2 || pair[0] >= size || pair[1] >= size)
-        r.fail(at(where + ".pairs", i), "must be [source, target] with both below the group size " +
-                                            std::to_string(size));
+      std::vector<int64_t> pair = r.integers(pairs[i], at(key(s), i), 0);
+      if (pair.size() != 2 || pair[0] >= groupSize_ || pair[1] >= groupSize_)
+        r.fail(at(key(s), i), "must be [source, target] with both below the group size " +
+                                  std::to_string(groupSize_));
       if (!sources.insert(pair[0]).second || !targets.insert(pair[1]).second)
-        r.fail(at(where + ".pairs", i), "a group member is a source or a target twice");
-      attrs.pairs.emplace_back(pair[0], pair[1]);
+        r.fail(at(key(s), i), "a group member is a source or a target twice");
+      out.emplace_back(pair[0], pair[1]);
     }
-    break;
   }
-  case OpCode::AxisIndex:
-    group();
-    break;
-  default:
-    break;
+  /// A constant's elements: "splat" (one value) or "values" (all of them).
+  void elements(const catalogue::AttrSpec &, std::vector<double> &out) {
+    if (a.contains("splat")) {
+      out = {r.element(a["splat"], where + ".splat")};
+      return;
+    }
+    const json &values = r.field(a, where, "values");
+    if (!values.is_array())
+      r.fail(where + ".values", "must be a list of numbers");
+    for (const json &v : values)
+      out.push_back(r.element(v, where + ".values"));
   }
-}
 
-} // namespace
-
-const char *opName(OpCode op) { return infoOf(op).name; }
-
-bool isCollective(OpCode op) {
-  return op == OpCode::AllReduce || op == OpCode::AllGather ||
-         op == OpCode::ReduceScatter || op == OpCode::AllToAll ||
-         op == OpCode::CollectivePermute;
-}
-
-bool writesInPlace(OpCode op) {
-  switch (op) {
-  case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div:
-  case OpCode::Max: case OpCode::Min: case OpCode::Neg: case OpCode::Exp:
-  case OpCode::Log: case OpCode::Tanh: case OpCode::Sqrt: case OpCode::Rsqrt:
-  case OpCode::Gelu: case OpCode::Silu: case OpCode::Relu: case OpCode::Sigmoid:
-  case OpCode::Select: case OpCode::AdamW: case OpCode::Sgd:
-    return true;
-  default:
+private:
+  bool present(const catalogue::AttrSpec &s) const {
+    if (a.contains(s.key))
+      return true;
+    if (s.required())
+      r.fail(where, std::string("missing attribute '") + s.key + "'");
     return false;
   }
-}
+  std::string key(const catalogue::AttrSpec &s) const { return where + "." + s.key; }
+
+  const Reader &r;
+  const json &a;
+  std::string where;
+  const Program &program;
+  int64_t groupSize_ = 1;
+};
+
+} // namespace
 
 int64_t Program::axisIndex(const std::string &axis) const {
   for (size_t i = 0; i < mesh.size(); ++i)
@@ -709,13 +570,10 @@ Program parseProgram(const std::string &text, const std::string &path) {
       const json &ij = insts[i];
       Instruction inst;
       std::string op = r.string(ij, iw, "op");
-      const OpInfo *info = nullptr;
-      for (const OpInfo &candidate : kOps)
-        if (op == candidate.name)
-          info = &candidate;
+      const OpSpec *info = catalogue::findOp(op.c_str());
       if (!info)
         r.fail(iw + ".op", "unknown op '" + op + "'");
-      inst.op = info->op;
+      inst.op = info->code;
       if (ij.contains("loc"))
         inst.loc = r.string(ij, iw, "loc");
       iw += " (" + op + (inst.loc.empty() ? "" : " at " + inst.loc) + ")";
@@ -726,9 +584,9 @@ Program parseProgram(const std::string &text, const std::string &path) {
       int count = int(operands.size());
       if (count < info->minOperands || (info->maxOperands >= 0 && count > info->maxOperands))
         r.fail(iw + ".operands", "has " + std::to_string(count) + " operands");
-      if (int(results.size()) != info->results)
+      if (int(results.size()) != info->numResults)
         r.fail(iw + ".results", "has " + std::to_string(results.size()) +
-                                    " results, expected " + std::to_string(info->results));
+                                    " results, expected " + std::to_string(info->numResults));
       for (size_t k = 0; k < operands.size(); ++k) {
         int64_t id = bufferId(operands[k], at(iw + ".operands", k));
         if (id < 0)
@@ -741,8 +599,9 @@ Program parseProgram(const std::string &text, const std::string &path) {
           r.fail(at(iw + ".results", k), "must be a buffer id");
         inst.results.push_back(id);
       }
-      readAttrs(r, ij.contains("attrs") ? ij["attrs"] : json::object(), iw + ".attrs",
-                inst, p);
+      const json &attrs = ij.contains("attrs") ? ij["attrs"] : json::object();
+      AttrDecoder decoder(r, attrs, iw + ".attrs", p);
+      catalogue::decodeAttrs(inst.op, decoder, inst.attrs);
       rc.instructions.push_back(std::move(inst));
     }
 

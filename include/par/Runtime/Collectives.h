@@ -33,6 +33,10 @@ struct CommContext {
   std::string what; // "all_reduce over [tp] at model.mlir:9:8"
 };
 
+/// How reducing collectives combine the ranks' values (par.all_reduce's
+/// kind, from the catalogue).
+using ReduceOp = catalogue::CollectiveKind;
+
 class Collectives {
 public:
   virtual ~Collectives() = default;
@@ -43,12 +47,11 @@ public:
   virtual int64_t memberIndex(int64_t group) const = 0;
   virtual int64_t memberCount(int64_t group) const = 0;
 
-  /// kind: "sum", "max" or "min".
-  virtual void allReduce(int64_t group, const std::string &kind,
-                         const Tensor &input, Tensor &out) = 0;
+  virtual void allReduce(int64_t group, ReduceOp kind, const Tensor &input,
+                         Tensor &out) = 0;
   virtual void allGather(int64_t group, int64_t dim, const Tensor &input,
                          Tensor &out) = 0;
-  virtual void reduceScatter(int64_t group, const std::string &kind, int64_t dim,
+  virtual void reduceScatter(int64_t group, ReduceOp kind, int64_t dim,
                              const Tensor &input, Tensor &out) = 0;
   virtual void allToAll(int64_t group, int64_t splitDim, int64_t concatDim,
                         const Tensor &input, Tensor &out) = 0;

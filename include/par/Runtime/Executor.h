@@ -13,6 +13,7 @@
 
 #include "par/Runtime/Checkpoint.h"
 #include "par/Runtime/Collectives.h"
+#include "par/Runtime/KernelTable.h"
 #include "par/Runtime/Kernels.h"
 #include "par/Runtime/Program.h"
 #include "par/Runtime/Trace.h"
@@ -105,11 +106,15 @@ public:
 
 private:
   void execute(const Instruction &inst, size_t index);
+  /// Ops that read a communicator group: collectives and axis_index.
+  void runGroupOp(const Instruction &inst, size_t index, const Tensor &input,
+                  Tensor &result);
   void countTraffic(const Instruction &inst, const Tensor &in, const Tensor &out);
   std::string where(size_t index) const;
 
   const Program &program_;
   Collectives &comm_;
+  const KernelTable &kernels_;
   Tracer *tracer_;
   int64_t rank_;
   const RankClass *class_;

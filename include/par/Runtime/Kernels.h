@@ -13,6 +13,7 @@
 #ifndef PAR_RUNTIME_KERNELS_H
 #define PAR_RUNTIME_KERNELS_H
 
+#include "par/Catalogue/OpCatalogue.h"
 #include "par/Runtime/DType.h"
 
 #include <stdexcept>
@@ -38,8 +39,9 @@ public:
 
 enum class BinaryKind { Add, Sub, Mul, Div, Max, Min };
 enum class UnaryKind { Neg, Exp, Log, Tanh, Sqrt, Rsqrt, Gelu, Silu, Relu, Sigmoid };
-enum class CompareKind { Eq, Ne, Lt, Le, Gt, Ge };
-enum class ReduceKind { Sum, Max, Min, Mean };
+// The attribute enums of the catalogue (ParAttrs.td), as programs carry them.
+using CompareKind = catalogue::CompareDirection;
+using ReduceKind = catalogue::ReduceKind;
 
 // Elementwise. Binary/unary ops accept float and integer types (int division
 // truncates; exp/log/... on integers is a KernelError); all operands share

@@ -11,6 +11,7 @@
 #ifndef PAR_RUNTIME_PROGRAM_H
 #define PAR_RUNTIME_PROGRAM_H
 
+#include "par/Catalogue/OpCatalogue.h"
 #include "par/Runtime/DType.h"
 
 #include <cstdint>
@@ -83,41 +84,18 @@ struct Buffer {
   int64_t reuses = -1;
 };
 
-enum class OpCode {
-  // elementwise
-  Add, Sub, Mul, Div, Max, Min, Neg, Exp, Log, Tanh, Sqrt, Rsqrt, Gelu, Silu,
-  Relu, Sigmoid, Compare, Select, Convert, Constant,
-  // structural and contraction
-  Broadcast, Reduce, Transpose, Reshape, Slice, Concat, Dot,
-  // neural network and training
-  Softmax, LayerNorm, RmsNorm, Attention, Embedding, CrossEntropy, Rope,
-  AdamW, Sgd,
-  // communication
-  AllReduce, AllGather, ReduceScatter, AllToAll, AllSlice, CollectivePermute,
-  AxisIndex,
-};
+// The op catalogue (opcodes, attribute schema, traits) is generated from the
+// dialect's ODS definitions: see include/par/Catalogue/OpCatalogue.h.
+using catalogue::Attrs;
+using catalogue::OpCode;
+using catalogue::OpSpec;
+using catalogue::opName;
 
-/// Program-file name of an op ("add", "all_reduce", ...).
-const char *opName(OpCode op);
-bool isCollective(OpCode op);
-/// Whether the CPU kernel of `op` may write its result over an operand: it
-/// reads each element before writing the same element.
-bool writesInPlace(OpCode op);
-
-/// Decoded attributes; which ones an op uses is listed in
-/// docs/program-format.md. Absent attributes keep these defaults.
-struct Attrs {
-  std::vector<int64_t> dims, perm, starts, limits, strides;
-  std::vector<int64_t> lhsBatch, rhsBatch, lhsContract, rhsContract;
-  std::vector<std::pair<int64_t, int64_t>> pairs;
-  std::vector<double> values; // constant (one value: splat)
-  std::string kind;           // reduce / collective kind, compare direction
-  int64_t dim = 0, splitDim = 0, concatDim = 0, group = -1;
-  int64_t positionOffset = 0;
-  bool causal = false, nesterov = false, hasScale = false;
-  double scale = 0, epsilon = 0, theta = 10000, beta1 = 0.9, beta2 = 0.999,
-         weightDecay = 0, momentum = 0;
-};
+/// Whether `op` exchanges data between the devices of a group.
+inline bool isCollective(OpCode op) { return catalogue::spec(op).communicates; }
+/// Whether the kernels of `op` may write a result over an operand: they read
+/// each element before writing the same element.
+inline bool writesInPlace(OpCode op) { return catalogue::spec(op).inPlace; }
 
 struct Instruction {
   OpCode op = OpCode::Add;

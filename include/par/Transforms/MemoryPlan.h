@@ -50,10 +50,11 @@ struct MemoryPlan {
 /// (parameters) unless a result that replaces it reuses its memory; others
 /// die after their last use. Fails (with an error at the value) on a
 /// non-tensor or dynamically shaped value.
-/// Whether `op` may write a result over one of its operands: each element
-/// of every result depends only on the same element of the operands and
-/// the kernel reads it before writing (element-wise math, select, the
-/// optimizer updates), and the result has the operand's size.
+/// Whether `op` may write a result over one of its operands: it carries the
+/// Par_InPlace trait (each element of every result depends only on the same
+/// element of the operands and kernels read it before writing: element-wise
+/// math, select, the optimizer updates). par-run's loader reads the same
+/// trait from the generated catalogue.
 bool canWriteInPlace(Operation *op);
 
 FailureOr<MemoryPlan> planMemory(func::FuncOp func, ArrayRef<bool> persistent,

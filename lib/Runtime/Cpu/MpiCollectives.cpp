@@ -106,7 +106,7 @@ public:
   int64_t memberIndex(int64_t group) const override { return indices_.at(group); }
   int64_t memberCount(int64_t group) const override { return sizes_.at(group); }
 
-  void allReduce(int64_t group, const std::string &kind, const Tensor &input,
+  void allReduce(int64_t group, ReduceOp kind, const Tensor &input,
                  Tensor &out) override {
     Reduction r(input, kind, *this);
     MPI_Request request;
@@ -130,7 +130,7 @@ public:
     joinPieces(pieces.data(), n, dim, out);
   }
 
-  void reduceScatter(int64_t group, const std::string &kind, int64_t dim,
+  void reduceScatter(int64_t group, ReduceOp kind, int64_t dim,
                      const Tensor &input, Tensor &out) override {
     int64_t n = sizes_[group];
     std::vector<char> pieces(input.bytes());
@@ -228,9 +228,11 @@ public:
 private:
   /// Reduction operands in a type MPI can reduce: bf16/f16 go through f32.
   struct Reduction {
-    Reduction(const Tensor &input, const std::string &kind, MpiCollectives &self)
+    Reduction(const Tensor &input, ReduceOp kind, MpiCollectives &self)
         : input(input) {
-      op = kind == "max" ? MPI_MAX : kind == "min" ? MPI_MIN : MPI_SUM;
+      op = kind == ReduceOp::Max   ? MPI_MAX
+           : kind == ReduceOp::Min ? MPI_MIN
+                                   : MPI_SUM;
       switch (input.dtype) {
       case DType::F64: type = MPI_DOUBLE; break;
       case DType::I64: type = MPI_INT64_T; break;

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "par/Catalogue/OpCatalogue.h"
 #include "par/Transforms/InputRoles.h"
 #include "par/Transforms/MemoryPlan.h"
 #include "par/Transforms/Passes.h"
@@ -27,6 +28,7 @@ namespace mlir::par {
 using namespace mlir;
 using namespace mlir::par;
 using json = nlohmann::json;
+namespace catalogue = ::par::catalogue;
 
 /// The format version; the runtime's kProgramVersion must match.
 static constexpr int64_t kProgramVersion = 1;
@@ -90,6 +92,7 @@ private:
   LogicalResult describeInputs(json &doc, SmallVectorImpl<bool> &persistent);
   LogicalResult describeOutputs(json &doc);
   FailureOr<json> instruction(Operation *op);
+  json attribute(Operation *op, const catalogue::AttrSpec &spec);
   int64_t groupId(ArrayRef<StringAttr> axes);
   int64_t groupId(ArrayAttr axes);
 
@@ -111,14 +114,15 @@ LogicalResult Emitter::checkOps() {
       return op.emitError() << "'" << op.getName()
                             << "' cannot be emitted: run --par-partition first "
                                "(the runtime executes per-device programs)";
-    if (isa<SendOp, RecvOp>(op))
-      return op.emitError() << "'" << op.getName()
-                            << "' is not supported by the program emitter yet";
     if (!isa_and_nonnull<ParDialect>(op.getDialect()))
       return op.emitError() << "'" << op.getName()
                             << "' is not a par op: the runtime cannot run it";
-    if (!partitioned && (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-                                 AllSliceOp, CollectivePermuteOp, AxisIndexOp>(op)))
+    std::string name = op.getName().stripDialect().str();
+    const catalogue::OpSpec *spec = catalogue::findOp(name.c_str());
+    if (!spec)
+      return op.emitError() << "'" << op.getName()
+                            << "' is not supported by the program emitter yet";
+    if (!partitioned && spec->usesGroup)
       return op.emitError() << "'" << op.getName()
                             << "' in a function that is not partitioned: "
                                "collectives need --par-partition's per-device "
@@ -288,98 +292,70 @@ static json constantJson(ElementsAttr value) {
   return {{"values", values}};
 }
 
+/// One attribute as the program file spells it (docs/program-format.md):
+/// the catalogue, generated from ODS, gives each attribute's kind and
+/// default, so no op is named here.
+json Emitter::attribute(Operation *op, const catalogue::AttrSpec &spec) {
+  using catalogue::AttrKind;
+  if (spec.kind == AttrKind::Group)
+    return groupId(op->getAttrOfType<ArrayAttr>(spec.ods));
+  Attribute attr = op->getAttr(spec.ods);
+  if (!attr) {
+    if (spec.kind == AttrKind::Bool)
+      return spec.hasDefault && spec.defaultValue != 0;
+    if (spec.kind == AttrKind::Int)
+      return int64_t(spec.defaultValue);
+    return spec.defaultValue;
+  }
+  switch (spec.kind) {
+  case AttrKind::Int:
+    return cast<IntegerAttr>(attr).getInt();
+  case AttrKind::Ints:
+    return cast<DenseI64ArrayAttr>(attr).asArrayRef();
+  case AttrKind::Float:
+    return cast<FloatAttr>(attr).getValueAsDouble();
+  case AttrKind::Bool:
+    return isa<UnitAttr>(attr) || cast<BoolAttr>(attr).getValue();
+  case AttrKind::Enum:
+    return spec.cases[cast<IntegerAttr>(attr).getInt()];
+  case AttrKind::Pairs: {
+    json pairs = json::array();
+    ArrayRef<int64_t> flat = cast<DenseI64ArrayAttr>(attr).asArrayRef();
+    for (size_t i = 0; i + 1 < flat.size(); i += 2)
+      pairs.push_back({flat[i], flat[i + 1]});
+    return pairs;
+  }
+  case AttrKind::Group:
+  case AttrKind::Elements:
+    break;
+  }
+  return json();
+}
+
 FailureOr<json> Emitter::instruction(Operation *op) {
+  std::string name = op->getName().stripDialect().str();
+  const catalogue::OpSpec *spec = catalogue::findOp(name.c_str());
+  if (!spec)
+    return op->emitError() << "'" << op->getName()
+                           << "' is not in the runtime's op catalogue";
   json attrs = json::object();
-  auto collective = [&](auto c) { attrs["group"] = groupId(c.getAxes()); };
-  llvm::TypeSwitch<Operation *, void>(op)
-      .Case([&](CompareOp o) {
-        attrs["direction"] = stringifyCompareDirection(o.getDirection()).str();
-      })
-      .Case([&](ConstantOp o) { attrs = constantJson(o.getValue()); })
-      .Case([&](BroadcastOp o) { attrs["dims"] = o.getDims(); })
-      .Case([&](ReduceOp o) {
-        attrs["kind"] = stringifyReduceKind(o.getKind()).str();
-        attrs["dims"] = o.getDims();
-      })
-      .Case([&](TransposeOp o) { attrs["perm"] = o.getPerm(); })
-      .Case([&](SliceOp o) {
-        attrs["starts"] = o.getStarts();
-        attrs["limits"] = o.getLimits();
-        attrs["strides"] = o.getStridesOrOnes();
-      })
-      .Case([&](ConcatOp o) { attrs["dim"] = int64_t(o.getDim()); })
-      .Case([&](DotOp o) {
-        attrs["lhs_batch"] = o.getLhsBatchDims();
-        attrs["rhs_batch"] = o.getRhsBatchDims();
-        attrs["lhs_contract"] = o.getLhsContract();
-        attrs["rhs_contract"] = o.getRhsContract();
-      })
-      .Case([&](SoftmaxOp o) { attrs["dim"] = int64_t(o.getDim()); })
-      .Case([&](LayerNormOp o) {
-        attrs["epsilon"] = o.getEpsilon().convertToDouble();
-      })
-      .Case([&](RmsNormOp o) {
-        attrs["epsilon"] = o.getEpsilon().convertToDouble();
-      })
-      .Case([&](AttentionOp o) {
-        attrs["causal"] = o.getCausal();
-        if (auto scale = o.getScale())
-          attrs["scale"] = scale->convertToDouble();
-        attrs["position_offset"] = int64_t(o.getPositionOffset());
-      })
-      .Case([&](RopeOp o) {
-        attrs["theta"] = o.getTheta().convertToDouble();
-        attrs["position_offset"] = int64_t(o.getPositionOffset());
-      })
-      .Case([&](AdamWOp o) {
-        attrs["beta1"] = o.getBeta1().convertToDouble();
-        attrs["beta2"] = o.getBeta2().convertToDouble();
-        attrs["epsilon"] = o.getEpsilon().convertToDouble();
-        attrs["weight_decay"] = o.getWeightDecay().convertToDouble();
-      })
-      .Case([&](SgdOp o) {
-        attrs["momentum"] = o.getMomentum().convertToDouble();
-        attrs["weight_decay"] = o.getWeightDecay().convertToDouble();
-        attrs["nesterov"] = o.getNesterov();
-      })
-      .Case([&](AllReduceOp o) {
-        attrs["kind"] = stringifyCollectiveKind(o.getKind()).str();
-        collective(o);
-      })
-      .Case([&](ReduceScatterOp o) {
-        attrs["kind"] = stringifyCollectiveKind(o.getKind()).str();
-        attrs["dim"] = int64_t(o.getDim());
-        collective(o);
-      })
-      .Case([&](AllGatherOp o) {
-        attrs["dim"] = int64_t(o.getDim());
-        collective(o);
-      })
-      .Case([&](AllSliceOp o) {
-        attrs["dim"] = int64_t(o.getDim());
-        collective(o);
-      })
-      .Case([&](AllToAllOp o) {
-        attrs["split_dim"] = int64_t(o.getSplitDim());
-        attrs["concat_dim"] = int64_t(o.getConcatDim());
-        collective(o);
-      })
-      .Case([&](CollectivePermuteOp o) {
-        json pairs = json::array();
-        ArrayRef<int64_t> flat = o.getPairs();
-        for (size_t i = 0; i + 1 < flat.size(); i += 2)
-          pairs.push_back({flat[i], flat[i + 1]});
-        attrs["pairs"] = pairs;
-        collective(o);
-      })
-      .Case([&](AxisIndexOp o) { collective(o); });
+  for (const catalogue::AttrSpec &attr : ArrayRef(spec->attrs, spec->numAttrs)) {
+    if (attr.kind == catalogue::AttrKind::Elements) {
+      attrs.update(constantJson(op->getAttrOfType<ElementsAttr>(attr.ods)));
+      continue;
+    }
+    // Absent optional attributes stay absent; defaults are written out.
+    if (attr.optional && !op->getAttr(attr.ods))
+      continue;
+    attrs[attr.key] = attribute(op, attr);
+  }
 
   json operands = json::array(), results = json::array();
   for (Value operand : op->getOperands())
     operands.push_back(plan.bufferOf.lookup(operand));
   for (Value result : op->getResults())
     results.push_back(plan.bufferOf.lookup(result));
-  json inst = {{"op", op->getName().stripDialect().str()},
+  json inst = {{"op", name},
                {"operands", operands},
                {"results", results},
                {"attrs", attrs}};
@@ -530,7 +506,7 @@ static void writeJson(llvm::raw_ostream &os, const json &value, int indent,
 
 namespace {
 struct EmitProgramPass
-    : public par::impl::EmitProgramPassBase<EmitProgramPass> {
+    : public mlir::par::impl::EmitProgramPassBase<EmitProgramPass> {
   using EmitProgramPassBase::EmitProgramPassBase;
 
   void runOnOperation() override {

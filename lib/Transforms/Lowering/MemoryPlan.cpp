@@ -25,9 +25,7 @@ static int64_t alignUp(int64_t value, int64_t alignment) {
 }
 
 bool mlir::par::canWriteInPlace(Operation *op) {
-  if (isa<AdamWOp, SgdOp>(op))
-    return true;
-  return op->hasTrait<OpTrait::Elementwise>() && !isa<ConvertOp, CompareOp>(op);
+  return op->hasTrait<par::OpTrait::InPlace>();
 }
 
 FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,

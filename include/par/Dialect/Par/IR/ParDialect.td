@@ -69,7 +69,11 @@ def Par_Dialect : Dialect {
 }
 
 class Par_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Par_Dialect, mnemonic, traits>;
+    : Op<Par_Dialect, mnemonic, traits> {
+  // The runtime catalogue (scripts/gen-catalogue.py) lists every op whose
+  // `inProgram` is set: program files may hold it as an instruction.
+  bit inProgram = 1;
+}
 
 class Par_Attr<string name, string attrMnemonic, list<Trait> traits = []>
     : AttrDef<Par_Dialect, name, traits> {

@@ -19,4 +19,13 @@ def Par_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
   ];
 }
 
+// An op whose kernels may write a result over an operand of the same size:
+// each element is read before the same element is written (element-by-element
+// ops, optimizer updates). The memory planner lets such a result take over a
+// dead operand's buffer; par-run's loader checks the same trait through the
+// generated catalogue.
+def Par_InPlace : NativeOpTrait<"InPlace"> {
+  let cppNamespace = "::mlir::par::OpTrait";
+}
+
 #endif // PAR_INTERFACES_TD

@@ -11,6 +11,13 @@
 namespace mlir::par {
 /// `tensor<...xi1>` of the shape of `type`.
 Type getI1TensorLike(Type type);
+
+namespace OpTrait {
+/// Par_InPlace (ParInterfaces.td): the op's kernels may write a result over
+/// a same-sized operand, reading each element before writing it.
+template <typename ConcreteType>
+class InPlace : public ::mlir::OpTrait::TraitBase<ConcreteType, InPlace> {};
+} // namespace OpTrait
 } // namespace mlir::par
 
 #define GET_OP_CLASSES

@@ -27,6 +27,10 @@ def Par_ScalarNum : TypeConstraint<
     "0-d tensor of float or integer", "::mlir::TensorType">;
 
 def Par_AxisList : TypedArrayAttrBase<StrAttr, "list of mesh axis names">;
+// Flat (source, target) group-index pairs; programs write them as pairs.
+def Par_PairList : DenseArrayAttrBase<"DenseI64ArrayAttr", "int64_t", "i64"> {
+  let summary = "flat list of (source, target) pairs";
+}
 def Par_Index : Type<
     And<[StaticShapeTensorOf<[I64]>.predicate,
          CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getRank() == 0">]>,
@@ -45,6 +49,7 @@ class Par_ComputeOp<string mnemonic, list<Trait> traits = []>
 //===----------------------------------------------------------------------===//
 
 def Par_MeshOp : Par_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let inProgram = 0;
   let summary = "A logical device mesh with named axes";
   let description = [{
     Declares a mesh of devices laid out row-major over named axes, last axis
@@ -89,7 +94,7 @@ class Par_ElementwiseOp<string mnemonic, list<Trait> traits = []>
 }
 
 class Par_BinaryOp<string mnemonic, string math, Type type = Par_NumTensor>
-    : Par_ElementwiseOp<mnemonic, [SameOperandsAndResultType]> {
+    : Par_ElementwiseOp<mnemonic, [SameOperandsAndResultType, Par_InPlace]> {
   let summary = "elementwise " # math;
   let description = "Elementwise `" # math # "` of two tensors of one type."
     # "\n\n```mlir\n%z = par." # mnemonic
@@ -108,7 +113,7 @@ def Par_MaxOp : Par_BinaryOp<"max", "max(lhs, rhs)">;
 def Par_MinOp : Par_BinaryOp<"min", "min(lhs, rhs)">;
 
 class Par_UnaryOp<string mnemonic, string math, Type type = Par_FloatTensor>
-    : Par_ElementwiseOp<mnemonic, [SameOperandsAndResultType]> {
+    : Par_ElementwiseOp<mnemonic, [SameOperandsAndResultType, Par_InPlace]> {
   let summary = "elementwise " # math;
   let description = "Elementwise `" # math # "`."
     # "\n\n```mlir\n%y = par." # mnemonic
@@ -148,7 +153,7 @@ def Par_CompareOp : Par_ElementwiseOp<"compare", [SameTypeOperands,
   let assemblyFormat = "$direction `,` $lhs `,` $rhs attr-dict `:` type($lhs)";
 }
 
-def Par_SelectOp : Par_ElementwiseOp<"select", [
+def Par_SelectOp : Par_ElementwiseOp<"select", [Par_InPlace,
     AllTypesMatch<["on_true", "on_false", "result"]>,
     AllShapesMatch<["pred", "result"]>]> {
   let summary = "elementwise choice: pred ? on_true : on_false";
@@ -576,7 +581,7 @@ def Par_RopeOp : Par_ComputeOp<"rope", [AllTypesMatch<["input", "result"]>]> {
 // Training
 //===----------------------------------------------------------------------===//
 
-def Par_AdamWOp : Par_ComputeOp<"adamw", [
+def Par_AdamWOp : Par_ComputeOp<"adamw", [Par_InPlace,
     AllTypesMatch<["param", "m", "v", "new_param", "new_m", "new_v"]>,
     AllShapesMatch<["param", "grad"]>]> {
   let summary = "one AdamW update of a parameter and its moments";
@@ -606,7 +611,7 @@ def Par_AdamWOp : Par_ComputeOp<"adamw", [
   }];
 }
 
-def Par_SgdOp : Par_ComputeOp<"sgd", [
+def Par_SgdOp : Par_ComputeOp<"sgd", [Par_InPlace,
     AllTypesMatch<["param", "momentum_buf", "new_param", "new_momentum"]>,
     AllShapesMatch<["param", "grad"]>]> {
   let summary = "one SGD-with-momentum update";
@@ -639,6 +644,8 @@ def Par_SgdOp : Par_ComputeOp<"sgd", [
 
 class Par_ShardingOp<string mnemonic, list<Trait> traits = []>
     : Par_Op<mnemonic, !listconcat(traits, [SameOperandsAndResultType])> {
+  // Resolved by --par-partition: programs never hold them.
+  let inProgram = 0;
   let arguments = (ins Par_AnyTensor:$input, Par_ShardingAttr:$sharding);
   let results = (outs Par_AnyTensor:$result);
   let assemblyFormat = "$input $sharding attr-dict `:` type($result)";
@@ -678,6 +685,8 @@ def Par_ReshardOp : Par_ShardingOp<"reshard", [Pure]> {
 
 class Par_CollectiveOp<string mnemonic, list<Trait> traits = []>
     : Par_Op<mnemonic, traits> {
+  // Whether devices exchange data (all_slice only cuts its own piece).
+  bit communicates = 1;
   let extraClassDeclaration = [{
     /// Number of devices in each communicator group: product of the sizes of
     /// `axes` in the mesh, or -1 when the mesh is unknown.
@@ -769,6 +778,7 @@ def Par_AllToAllOp : Par_CollectiveOp<"all_to_all", [Pure,
 
 def Par_AllSliceOp : Par_CollectiveOp<"all_slice", [Pure,
     SameOperandsAndResultElementType]> {
+  let communicates = 0;
   let summary = "keep this device's slice of a replicated value (no traffic)";
   let description = [{
     The result dimension `dim` is the operand's divided by the group size;
@@ -800,7 +810,7 @@ def Par_CollectivePermuteOp : Par_CollectiveOp<"collective_permute", [Pure,
     ```
   }];
   let arguments = (ins Par_AnyTensor:$input, FlatSymbolRefAttr:$mesh,
-                       Par_AxisList:$axes, DenseI64ArrayAttr:$pairs);
+                       Par_AxisList:$axes, Par_PairList:$pairs);
   let results = (outs Par_AnyTensor:$result);
   let assemblyFormat = [{
     $input `over` $mesh $axes `pairs` custom<PermutePairs>($pairs) attr-dict
@@ -826,6 +836,7 @@ def Par_AxisIndexOp : Par_Op<"axis_index", [Pure]> {
 }
 
 def Par_SendOp : Par_Op<"send", [MemoryEffects<[MemWrite]>]> {
+  let inProgram = 0; // pipelines are not emitted yet
   let summary = "send a value to another stage along one mesh axis";
   let description = [{
     Sends to the device whose coordinate on `axis` is `to`, all other
@@ -845,6 +856,7 @@ def Par_SendOp : Par_Op<"send", [MemoryEffects<[MemWrite]>]> {
 }
 
 def Par_RecvOp : Par_Op<"recv", [MemoryEffects<[MemRead]>]> {
+  let inProgram = 0; // pipelines are not emitted yet
   let summary = "receive a value from another stage along one mesh axis";
   let description = [{
     ```mlir

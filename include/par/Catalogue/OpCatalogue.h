@@ -1,0 +1,413 @@
+//===- OpCatalogue.h - generated from ParOps.td: do not edit --*- C++ -*-===//
+//
+// The runtime-facing op catalogue, written by scripts/gen-catalogue.py from
+// the ODS op definitions (every build regenerates it; the test suite fails
+// when this committed copy is stale). Plain C++: par-run includes it without
+// MLIR, and the program emitter writes attributes from the same schema.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_CATALOGUE_OPCATALOGUE_H
+#define PAR_CATALOGUE_OPCATALOGUE_H
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace par::catalogue {
+
+/// One opcode per op that programs may hold, in ParOps.td order.
+enum class OpCode : int {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Max,
+  Min,
+  Neg,
+  Exp,
+  Log,
+  Tanh,
+  Sqrt,
+  Rsqrt,
+  Gelu,
+  Silu,
+  Relu,
+  Sigmoid,
+  Compare,
+  Select,
+  Convert,
+  Constant,
+  Broadcast,
+  Reduce,
+  Transpose,
+  Reshape,
+  Slice,
+  Concat,
+  Dot,
+  Softmax,
+  LayerNorm,
+  RmsNorm,
+  Attention,
+  Embedding,
+  CrossEntropy,
+  Rope,
+  Adamw,
+  Sgd,
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  AllSlice,
+  CollectivePermute,
+  AxisIndex,
+};
+inline constexpr int kNumOps = 43;
+
+enum class CollectiveKind : int {
+  Sum = 0,
+  Max = 1,
+  Min = 2,
+};
+inline constexpr const char *kCollectiveKindCases[] = {"sum", "max", "min"};
+
+enum class CompareDirection : int {
+  Eq = 0,
+  Ne = 1,
+  Lt = 2,
+  Le = 3,
+  Gt = 4,
+  Ge = 5,
+};
+inline constexpr const char *kCompareDirectionCases[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+
+enum class ReduceKind : int {
+  Sum = 0,
+  Max = 1,
+  Min = 2,
+  Mean = 3,
+};
+inline constexpr const char *kReduceKindCases[] = {"sum", "max", "min", "mean"};
+
+/// How an attribute is written in a program file (docs/program-format.md).
+enum class AttrKind : int {
+  Int,      // integer
+  Ints,     // list of integers
+  Float,    // number
+  Bool,     // true or false
+  Enum,     // one of the spellings in `cases`
+  Group,    // index into the program's communicator groups
+  Pairs,    // list of [source, target] group members
+  Elements, // "splat": number, or "values": list of numbers
+};
+
+struct AttrSpec {
+  const char *key; // program-file key
+  const char *ods; // the ODS attribute it is written from
+  AttrKind kind;
+  bool optional;   // may be absent, no default
+  bool hasDefault; // absent means `defaultValue` (Int/Float/Bool)
+  double defaultValue;
+  const char *const *cases; // Enum: spellings by value
+  int numCases;
+  bool required() const { return !optional && !hasDefault; }
+};
+
+struct OpSpec {
+  OpCode code;
+  const char *name; // program-file and MLIR mnemonic
+  int minOperands;
+  int maxOperands; // -1: variadic
+  int numResults;
+  bool inPlace;      // may write a result over a same-sized operand
+  bool collective;   // runs over a communicator group
+  bool communicates; // exchanges data between devices
+  bool usesGroup;    // reads its communicator group (collectives, axis_index)
+  const AttrSpec *attrs;
+  int numAttrs;
+};
+
+inline constexpr AttrSpec kCompareAttrs[] = {
+    {"direction", "direction", AttrKind::Enum, false, false, 0.0, kCompareDirectionCases, 6},
+};
+inline constexpr AttrSpec kConstantAttrs[] = {
+    {"value", "value", AttrKind::Elements, false, false, 0.0, nullptr, 0},
+};
+inline constexpr AttrSpec kBroadcastAttrs[] = {
+    {"dims", "dims", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+};
+inline constexpr AttrSpec kReduceAttrs[] = {
+    {"kind", "kind", AttrKind::Enum, false, false, 0.0, kReduceKindCases, 4},
+    {"dims", "dims", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+};
+inline constexpr AttrSpec kTransposeAttrs[] = {
+    {"perm", "perm", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+};
+inline constexpr AttrSpec kSliceAttrs[] = {
+    {"starts", "starts", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+    {"limits", "limits", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+    {"strides", "strides", AttrKind::Ints, true, false, 0.0, nullptr, 0},
+};
+inline constexpr AttrSpec kConcatAttrs[] = {
+    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+};
+inline constexpr AttrSpec kDotAttrs[] = {
+    {"lhs_batch", "lhs_batch", AttrKind::Ints, true, false, 0.0, nullptr, 0},
+    {"rhs_batch", "rhs_batch", AttrKind::Ints, true, false, 0.0, nullptr, 0},
+    {"lhs_contract", "lhs_contract", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+    {"rhs_contract", "rhs_contract", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+};
+inline constexpr AttrSpec kSoftmaxAttrs[] = {
+    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+};
+inline constexpr AttrSpec kLayerNormAttrs[] = {
+    {"epsilon", "epsilon", AttrKind::Float, false, true, 9.999999747378752e-06, nullptr, 0},
+};
+inline constexpr AttrSpec kRmsNormAttrs[] = {
+    {"epsilon", "epsilon", AttrKind::Float, false, true, 9.999999974752427e-07, nullptr, 0},
+};
+inline constexpr AttrSpec kAttentionAttrs[] = {
+    {"causal", "causal", AttrKind::Bool, false, true, 0.0, nullptr, 0},
+    {"scale", "scale", AttrKind::Float, true, false, 0.0, nullptr, 0},
+    {"position_offset", "position_offset", AttrKind::Int, false, true, 0.0, nullptr, 0},
+};
+inline constexpr AttrSpec kRopeAttrs[] = {
+    {"theta", "theta", AttrKind::Float, false, true, 10000.0, nullptr, 0},
+    {"position_offset", "position_offset", AttrKind::Int, false, true, 0.0, nullptr, 0},
+};
+inline constexpr AttrSpec kAdamwAttrs[] = {
+    {"beta1", "beta1", AttrKind::Float, false, true, 0.8999999761581421, nullptr, 0},
+    {"beta2", "beta2", AttrKind::Float, false, true, 0.9990000128746033, nullptr, 0},
+    {"epsilon", "epsilon", AttrKind::Float, false, true, 9.99999993922529e-09, nullptr, 0},
+    {"weight_decay", "weight_decay", AttrKind::Float, false, true, 0.009999999776482582, nullptr, 0},
+};
+inline constexpr AttrSpec kSgdAttrs[] = {
+    {"momentum", "momentum", AttrKind::Float, false, true, 0.0, nullptr, 0},
+    {"weight_decay", "weight_decay", AttrKind::Float, false, true, 0.0, nullptr, 0},
+    {"nesterov", "nesterov", AttrKind::Bool, false, true, 0.0, nullptr, 0},
+};
+inline constexpr AttrSpec kAllReduceAttrs[] = {
+    {"kind", "kind", AttrKind::Enum, false, false, 0.0, kCollectiveKindCases, 3},
+    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0},
+};
+inline constexpr AttrSpec kAllGatherAttrs[] = {
+    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0},
+    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+};
+inline constexpr AttrSpec kReduceScatterAttrs[] = {
+    {"kind", "kind", AttrKind::Enum, false, false, 0.0, kCollectiveKindCases, 3},
+    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0},
+    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+};
+inline constexpr AttrSpec kAllToAllAttrs[] = {
+    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0},
+    {"split_dim", "split_dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+    {"concat_dim", "concat_dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+};
+inline constexpr AttrSpec kAllSliceAttrs[] = {
+    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0},
+    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+};
+inline constexpr AttrSpec kCollectivePermuteAttrs[] = {
+    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0},
+    {"pairs", "pairs", AttrKind::Pairs, false, false, 0.0, nullptr, 0},
+};
+inline constexpr AttrSpec kAxisIndexAttrs[] = {
+    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0},
+};
+
+inline constexpr OpSpec kOps[kNumOps] = {
+    {OpCode::Add, "add", 2, 2, 1, true, false, false, false, nullptr, 0},
+    {OpCode::Sub, "sub", 2, 2, 1, true, false, false, false, nullptr, 0},
+    {OpCode::Mul, "mul", 2, 2, 1, true, false, false, false, nullptr, 0},
+    {OpCode::Div, "div", 2, 2, 1, true, false, false, false, nullptr, 0},
+    {OpCode::Max, "max", 2, 2, 1, true, false, false, false, nullptr, 0},
+    {OpCode::Min, "min", 2, 2, 1, true, false, false, false, nullptr, 0},
+    {OpCode::Neg, "neg", 1, 1, 1, true, false, false, false, nullptr, 0},
+    {OpCode::Exp, "exp", 1, 1, 1, true, false, false, false, nullptr, 0},
+    {OpCode::Log, "log", 1, 1, 1, true, false, false, false, nullptr, 0},
+    {OpCode::Tanh, "tanh", 1, 1, 1, true, false, false, false, nullptr, 0},
+    {OpCode::Sqrt, "sqrt", 1, 1, 1, true, false, false, false, nullptr, 0},
+    {OpCode::Rsqrt, "rsqrt", 1, 1, 1, true, false, false, false, nullptr, 0},
+    {OpCode::Gelu, "gelu", 1, 1, 1, true, false, false, false, nullptr, 0},
+    {OpCode::Silu, "silu", 1, 1, 1, true, false, false, false, nullptr, 0},
+    {OpCode::Relu, "relu", 1, 1, 1, true, false, false, false, nullptr, 0},
+    {OpCode::Sigmoid, "sigmoid", 1, 1, 1, true, false, false, false, nullptr, 0},
+    {OpCode::Compare, "compare", 2, 2, 1, false, false, false, false, kCompareAttrs, 1},
+    {OpCode::Select, "select", 3, 3, 1, true, false, false, false, nullptr, 0},
+    {OpCode::Convert, "convert", 1, 1, 1, false, false, false, false, nullptr, 0},
+    {OpCode::Constant, "constant", 0, 0, 1, false, false, false, false, kConstantAttrs, 1},
+    {OpCode::Broadcast, "broadcast", 1, 1, 1, false, false, false, false, kBroadcastAttrs, 1},
+    {OpCode::Reduce, "reduce", 1, 1, 1, false, false, false, false, kReduceAttrs, 2},
+    {OpCode::Transpose, "transpose", 1, 1, 1, false, false, false, false, kTransposeAttrs, 1},
+    {OpCode::Reshape, "reshape", 1, 1, 1, false, false, false, false, nullptr, 0},
+    {OpCode::Slice, "slice", 1, 1, 1, false, false, false, false, kSliceAttrs, 3},
+    {OpCode::Concat, "concat", 1, -1, 1, false, false, false, false, kConcatAttrs, 1},
+    {OpCode::Dot, "dot", 2, 2, 1, false, false, false, false, kDotAttrs, 4},
+    {OpCode::Softmax, "softmax", 1, 1, 1, false, false, false, false, kSoftmaxAttrs, 1},
+    {OpCode::LayerNorm, "layer_norm", 3, 3, 1, false, false, false, false, kLayerNormAttrs, 1},
+    {OpCode::RmsNorm, "rms_norm", 2, 2, 1, false, false, false, false, kRmsNormAttrs, 1},
+    {OpCode::Attention, "attention", 3, 4, 1, false, false, false, false, kAttentionAttrs, 3},
+    {OpCode::Embedding, "embedding", 2, 2, 1, false, false, false, false, nullptr, 0},
+    {OpCode::CrossEntropy, "cross_entropy", 2, 2, 1, false, false, false, false, nullptr, 0},
+    {OpCode::Rope, "rope", 1, 2, 1, false, false, false, false, kRopeAttrs, 2},
+    {OpCode::Adamw, "adamw", 6, 6, 3, true, false, false, false, kAdamwAttrs, 4},
+    {OpCode::Sgd, "sgd", 4, 4, 2, true, false, false, false, kSgdAttrs, 3},
+    {OpCode::AllReduce, "all_reduce", 1, 1, 1, false, true, true, true, kAllReduceAttrs, 2},
+    {OpCode::AllGather, "all_gather", 1, 1, 1, false, true, true, true, kAllGatherAttrs, 2},
+    {OpCode::ReduceScatter, "reduce_scatter", 1, 1, 1, false, true, true, true, kReduceScatterAttrs, 3},
+    {OpCode::AllToAll, "all_to_all", 1, 1, 1, false, true, true, true, kAllToAllAttrs, 3},
+    {OpCode::AllSlice, "all_slice", 1, 1, 1, false, true, false, true, kAllSliceAttrs, 2},
+    {OpCode::CollectivePermute, "collective_permute", 1, 1, 1, false, true, true, true, kCollectivePermuteAttrs, 2},
+    {OpCode::AxisIndex, "axis_index", 0, 0, 1, false, false, false, true, kAxisIndexAttrs, 1},
+};
+
+inline const OpSpec &spec(OpCode op) { return kOps[int(op)]; }
+inline const char *opName(OpCode op) { return spec(op).name; }
+/// The op named `name`, or nullptr.
+inline const OpSpec *findOp(const char *name) {
+  for (const OpSpec &op : kOps)
+    if (std::strcmp(op.name, name) == 0)
+      return &op;
+  return nullptr;
+}
+
+/// Every op's attributes, decoded once when a program is loaded; an op
+/// uses the fields its AttrSpecs name (absent ones keep their defaults).
+struct Attrs {
+  double beta1 = 0;
+  double beta2 = 0;
+  bool causal = false;
+  CollectiveKind collectiveKind = CollectiveKind::Sum;
+  CompareDirection compareDirection = CompareDirection::Eq;
+  int64_t concatDim = 0;
+  int64_t dim = 0;
+  std::vector<int64_t> dims;
+  double epsilon = 0;
+  int64_t group = -1;
+  std::vector<int64_t> lhsBatch;
+  std::vector<int64_t> lhsContract;
+  std::vector<int64_t> limits;
+  double momentum = 0;
+  bool nesterov = false;
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  std::vector<int64_t> perm;
+  int64_t positionOffset = 0;
+  ReduceKind reduceKind = ReduceKind::Sum;
+  std::vector<int64_t> rhsBatch;
+  std::vector<int64_t> rhsContract;
+  std::optional<double> scale;
+  int64_t splitDim = 0;
+  std::vector<int64_t> starts;
+  std::vector<int64_t> strides;
+  double theta = 0;
+  std::vector<double> value;
+  double weightDecay = 0;
+};
+
+/// Decodes the attributes of `op` into `a` through `d`, which reads one
+/// attribute of each kind: d.integer, d.integers, d.number, d.optionalNumber,
+/// d.boolean, d.enumeration, d.group, d.pairs, d.elements (each given the
+/// AttrSpec and the field; a reader fills defaults and rejects what is
+/// missing or malformed).
+template <typename Decoder>
+void decodeAttrs(OpCode op, Decoder &d, Attrs &a) {
+  switch (op) {
+  case OpCode::Compare:
+    d.enumeration(kCompareAttrs[0], a.compareDirection);
+    return;
+  case OpCode::Constant:
+    d.elements(kConstantAttrs[0], a.value);
+    return;
+  case OpCode::Broadcast:
+    d.integers(kBroadcastAttrs[0], a.dims);
+    return;
+  case OpCode::Reduce:
+    d.enumeration(kReduceAttrs[0], a.reduceKind);
+    d.integers(kReduceAttrs[1], a.dims);
+    return;
+  case OpCode::Transpose:
+    d.integers(kTransposeAttrs[0], a.perm);
+    return;
+  case OpCode::Slice:
+    d.integers(kSliceAttrs[0], a.starts);
+    d.integers(kSliceAttrs[1], a.limits);
+    d.integers(kSliceAttrs[2], a.strides);
+    return;
+  case OpCode::Concat:
+    d.integer(kConcatAttrs[0], a.dim);
+    return;
+  case OpCode::Dot:
+    d.integers(kDotAttrs[0], a.lhsBatch);
+    d.integers(kDotAttrs[1], a.rhsBatch);
+    d.integers(kDotAttrs[2], a.lhsContract);
+    d.integers(kDotAttrs[3], a.rhsContract);
+    return;
+  case OpCode::Softmax:
+    d.integer(kSoftmaxAttrs[0], a.dim);
+    return;
+  case OpCode::LayerNorm:
+    d.number(kLayerNormAttrs[0], a.epsilon);
+    return;
+  case OpCode::RmsNorm:
+    d.number(kRmsNormAttrs[0], a.epsilon);
+    return;
+  case OpCode::Attention:
+    d.boolean(kAttentionAttrs[0], a.causal);
+    d.optionalNumber(kAttentionAttrs[1], a.scale);
+    d.integer(kAttentionAttrs[2], a.positionOffset);
+    return;
+  case OpCode::Rope:
+    d.number(kRopeAttrs[0], a.theta);
+    d.integer(kRopeAttrs[1], a.positionOffset);
+    return;
+  case OpCode::Adamw:
+    d.number(kAdamwAttrs[0], a.beta1);
+    d.number(kAdamwAttrs[1], a.beta2);
+    d.number(kAdamwAttrs[2], a.epsilon);
+    d.number(kAdamwAttrs[3], a.weightDecay);
+    return;
+  case OpCode::Sgd:
+    d.number(kSgdAttrs[0], a.momentum);
+    d.number(kSgdAttrs[1], a.weightDecay);
+    d.boolean(kSgdAttrs[2], a.nesterov);
+    return;
+  case OpCode::AllReduce:
+    d.enumeration(kAllReduceAttrs[0], a.collectiveKind);
+    d.group(kAllReduceAttrs[1], a.group);
+    return;
+  case OpCode::AllGather:
+    d.group(kAllGatherAttrs[0], a.group);
+    d.integer(kAllGatherAttrs[1], a.dim);
+    return;
+  case OpCode::ReduceScatter:
+    d.enumeration(kReduceScatterAttrs[0], a.collectiveKind);
+    d.group(kReduceScatterAttrs[1], a.group);
+    d.integer(kReduceScatterAttrs[2], a.dim);
+    return;
+  case OpCode::AllToAll:
+    d.group(kAllToAllAttrs[0], a.group);
+    d.integer(kAllToAllAttrs[1], a.splitDim);
+    d.integer(kAllToAllAttrs[2], a.concatDim);
+    return;
+  case OpCode::AllSlice:
+    d.group(kAllSliceAttrs[0], a.group);
+    d.integer(kAllSliceAttrs[1], a.dim);
+    return;
+  case OpCode::CollectivePermute:
+    d.group(kCollectivePermuteAttrs[0], a.group);
+    d.pairs(kCollectivePermuteAttrs[1], a.pairs);
+    return;
+  case OpCode::AxisIndex:
+    d.group(kAxisIndexAttrs[0], a.group);
+    return;
+  default:
+    return;
+  }
+}
+
+} // namespace par::catalogue
+
+#endif // PAR_CATALOGUE_OPCATALOGUE_H

@@ -1,0 +1,38 @@
+//===- KernelTable.h - A backend's kernels, indexed by opcode ---*- C++ -*-===//
+//
+// Each backend fills one table with a kernel for every compute op of the
+// catalogue it supports; the executor dispatches through the table and
+// runs the ops that read a communicator group (collectives, axis_index)
+// through Collectives. Adding an op means adding its kernel here, in the
+// backend's table file, and nowhere in the executor.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_RUNTIME_KERNELTABLE_H
+#define PAR_RUNTIME_KERNELTABLE_H
+
+#include "par/Catalogue/OpCatalogue.h"
+#include "par/Runtime/Kernels.h"
+
+#include <array>
+#include <vector>
+
+namespace par::rt {
+
+/// Runs one instruction: operands `in`, preallocated results `out`.
+using Kernel = void (*)(const catalogue::Attrs &attrs, const std::vector<Tensor> &in,
+                        std::vector<Tensor> &out);
+
+struct KernelTable {
+  const char *backend = "";
+  std::array<Kernel, catalogue::kNumOps> kernels{};
+
+  Kernel lookup(catalogue::OpCode op) const { return kernels[size_t(op)]; }
+};
+
+/// The CPU backend: OpenBLAS GEMMs and par's kernels (Cpu/KernelTable.cpp).
+const KernelTable &cpuKernels();
+
+} // namespace par::rt
+
+#endif // PAR_RUNTIME_KERNELTABLE_H

@@ -1,0 +1,150 @@
+//===- KernelTable.cpp - The CPU backend's kernel for each op -------------===//
+
+#include "par/Runtime/KernelTable.h"
+
+#include <cmath>
+#include <string>
+
+namespace par::rt {
+
+using catalogue::Attrs;
+using catalogue::OpCode;
+
+namespace {
+
+using Tensors = std::vector<Tensor>;
+
+template <BinaryKind kind>
+void binaryKernel(const Attrs &, const Tensors &in, Tensors &out) {
+  binary(kind, in[0], in[1], out[0]);
+}
+
+template <UnaryKind kind>
+void unaryKernel(const Attrs &, const Tensors &in, Tensors &out) {
+  unary(kind, in[0], out[0]);
+}
+
+void constantKernel(const Attrs &a, const Tensors &, Tensors &out) {
+  Tensor &result = out[0];
+  if (a.value.size() == 1) {
+    fill(result, a.value[0]);
+    return;
+  }
+  if (int64_t(a.value.size()) != result.size())
+    throw KernelError("constant: " + std::to_string(a.value.size()) +
+                      " values for a tensor of " + std::to_string(result.size()) +
+                      " elements");
+  for (size_t i = 0; i < a.value.size(); ++i)
+    storeElement(result.dtype, result.data, int64_t(i), a.value[i]);
+}
+
+void sliceKernel(const Attrs &a, const Tensors &in, Tensors &out) {
+  std::vector<int64_t> strides = a.strides;
+  if (strides.empty())
+    strides.assign(a.starts.size(), 1);
+  slice(in[0], a.starts, strides, out[0]);
+}
+
+void attentionKernel(const Attrs &a, const Tensors &in, Tensors &out) {
+  int64_t offset = a.positionOffset;
+  if (in.size() > 3)
+    offset += int64_t(scalarValue(in[3]));
+  if (in[0].shape.size() != 4)
+    throw KernelError("attention: q must be [batch, seq, heads, head_dim]");
+  float scale = a.scale ? float(*a.scale)
+                        : float(1.0 / std::sqrt(double(in[0].shape[3])));
+  attention(in[0], in[1], in[2], a.causal, scale, offset, out[0]);
+}
+
+void ropeKernel(const Attrs &a, const Tensors &in, Tensors &out) {
+  int64_t offset = a.positionOffset;
+  if (in.size() > 1)
+    offset += int64_t(scalarValue(in[1]));
+  rope(in[0], float(a.theta), offset, out[0]);
+}
+
+KernelTable build() {
+  KernelTable t;
+  t.backend = "cpu";
+  auto set = [&](OpCode op, Kernel kernel) { t.kernels[size_t(op)] = kernel; };
+  set(OpCode::Add, binaryKernel<BinaryKind::Add>);
+  set(OpCode::Sub, binaryKernel<BinaryKind::Sub>);
+  set(OpCode::Mul, binaryKernel<BinaryKind::Mul>);
+  set(OpCode::Div, binaryKernel<BinaryKind::Div>);
+  set(OpCode::Max, binaryKernel<BinaryKind::Max>);
+  set(OpCode::Min, binaryKernel<BinaryKind::Min>);
+  set(OpCode::Neg, unaryKernel<UnaryKind::Neg>);
+  set(OpCode::Exp, unaryKernel<UnaryKind::Exp>);
+  set(OpCode::Log, unaryKernel<UnaryKind::Log>);
+  set(OpCode::Tanh, unaryKernel<UnaryKind::Tanh>);
+  set(OpCode::Sqrt, unaryKernel<UnaryKind::Sqrt>);
+  set(OpCode::Rsqrt, unaryKernel<UnaryKind::Rsqrt>);
+  set(OpCode::Gelu, unaryKernel<UnaryKind::Gelu>);
+  set(OpCode::Silu, unaryKernel<UnaryKind::Silu>);
+  set(OpCode::Relu, unaryKernel<UnaryKind::Relu>);
+  set(OpCode::Sigmoid, unaryKernel<UnaryKind::Sigmoid>);
+  set(OpCode::Compare, [](const Attrs &a, const Tensors &in, Tensors &out) {
+    compare(a.compareDirection, in[0], in[1], out[0]);
+  });
+  set(OpCode::Select, [](const Attrs &, const Tensors &in, Tensors &out) {
+    select(in[0], in[1], in[2], out[0]);
+  });
+  set(OpCode::Convert, [](const Attrs &, const Tensors &in, Tensors &out) {
+    convert(in[0], out[0]);
+  });
+  set(OpCode::Constant, constantKernel);
+  set(OpCode::Broadcast, [](const Attrs &a, const Tensors &in, Tensors &out) {
+    broadcast(in[0], a.dims, out[0]);
+  });
+  set(OpCode::Reduce, [](const Attrs &a, const Tensors &in, Tensors &out) {
+    reduce(a.reduceKind, in[0], a.dims, out[0]);
+  });
+  set(OpCode::Transpose, [](const Attrs &a, const Tensors &in, Tensors &out) {
+    transpose(in[0], a.perm, out[0]);
+  });
+  set(OpCode::Reshape, [](const Attrs &, const Tensors &in, Tensors &out) {
+    reshape(in[0], out[0]);
+  });
+  set(OpCode::Slice, sliceKernel);
+  set(OpCode::Concat, [](const Attrs &a, const Tensors &in, Tensors &out) {
+    concat(in, a.dim, out[0]);
+  });
+  set(OpCode::Dot, [](const Attrs &a, const Tensors &in, Tensors &out) {
+    dot(in[0], in[1], a.lhsBatch, a.rhsBatch, a.lhsContract, a.rhsContract, out[0]);
+  });
+  set(OpCode::Softmax, [](const Attrs &a, const Tensors &in, Tensors &out) {
+    softmax(in[0], a.dim, out[0]);
+  });
+  set(OpCode::LayerNorm, [](const Attrs &a, const Tensors &in, Tensors &out) {
+    layerNorm(in[0], in[1], in[2], float(a.epsilon), out[0]);
+  });
+  set(OpCode::RmsNorm, [](const Attrs &a, const Tensors &in, Tensors &out) {
+    rmsNorm(in[0], in[1], float(a.epsilon), out[0]);
+  });
+  set(OpCode::Attention, attentionKernel);
+  set(OpCode::Embedding, [](const Attrs &, const Tensors &in, Tensors &out) {
+    embedding(in[0], in[1], out[0]);
+  });
+  set(OpCode::CrossEntropy, [](const Attrs &, const Tensors &in, Tensors &out) {
+    crossEntropy(in[0], in[1], out[0]);
+  });
+  set(OpCode::Rope, ropeKernel);
+  set(OpCode::Adamw, [](const Attrs &a, const Tensors &in, Tensors &out) {
+    adamw(in[0], in[1], in[2], in[3], in[4], in[5], float(a.beta1), float(a.beta2),
+          float(a.epsilon), float(a.weightDecay), out[0], out[1], out[2]);
+  });
+  set(OpCode::Sgd, [](const Attrs &a, const Tensors &in, Tensors &out) {
+    sgd(in[0], in[1], in[2], in[3], float(a.momentum), float(a.weightDecay),
+        a.nesterov, out[0], out[1]);
+  });
+  return t;
+}
+
+} // namespace
+
+const KernelTable &cpuKernels() {
+  static const KernelTable table = build();
+  return table;
+}
+
+} // namespace par::rt
