@@ -101,6 +101,10 @@ def attr_kind(records, def_name, op, name):
         raise CatalogueError(
             f"par.{op}: attribute '{name}' of type {def_name} has no runtime "
             "encoding; teach scripts/gen-catalogue.py its kind")
+    mlir_type = {"I64Attr": "i64", "F32Attr": "f32", "F64Attr": "f64",
+                 "UnitAttr": "unit", "BoolAttr": "i1"}.get(def_name)
+    if kind == "enum":
+        mlir_type = "i32"
     if default is not None:
         if kind == "bool":
             default = {"true": 1.0, "false": 0.0}.get(default.strip(), None)
@@ -109,7 +113,7 @@ def attr_kind(records, def_name, op, name):
             if def_name == "F32Attr":  # the value an op holds: f32-rounded
                 default = struct.unpack("f", struct.pack("f", default))[0]
     return {"key": key, "ods": name, "kind": kind, "optional": optional,
-            "default": default, "enum": enum}
+            "default": default, "enum": enum, "type": mlir_type}
 
 
 def collect(records):
@@ -376,6 +380,7 @@ def emit_schema(ops, enums):
             "results": op["results"],
             "attrs": [{"name": a["ods"], "key": a["key"], "kind": a["kind"],
                        "optional": a["optional"], "default": a["default"],
+                       **({"type": a["type"]} if a["type"] else {}),
                        **({"enum": a["enum"]["name"]} if a["enum"] else {})}
                       for a in op["attrs"]],
             "in_place": op["in_place"],

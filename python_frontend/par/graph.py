@@ -19,6 +19,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import fnmatch
+import json
 import math
 import os
 import re
@@ -28,6 +29,19 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .sharding import Mesh, ShardingSpec, SpecLike, to_spec
+
+# The op catalogue generated from ParOps.td (scripts/gen-catalogue.py):
+# operands, results, attribute kinds and defaults of every runtime op.
+with open(os.path.join(os.path.dirname(__file__), "op_catalogue.json")) as _f:
+    CATALOGUE = json.load(_f)
+
+
+def _default(op: str, attr: str):
+    """The ODS default of an attribute (the value the op holds)."""
+    for spec in CATALOGUE["ops"][op]["attrs"]:
+        if spec["name"] == attr:
+            return spec["default"]
+    raise KeyError(f"par.{op} has no attribute '{attr}'")
 
 # This module defines slice/max/min ops; the Python builtins stay reachable.
 _py_slice = builtins.slice
@@ -646,10 +660,6 @@ def _escape(text: str) -> str:
 # Printing ops
 # ----------------------------------------------------------------------------
 
-def _i64_list(values: Sequence[int]) -> str:
-    return "[" + ", ".join(str(int(v)) for v in values) + "]"
-
-
 def format_float(value: float, dtype: str = "f32") -> str:
     """An MLIR float literal (always with a '.', hex for inf/nan)."""
     value = float(value)
@@ -676,13 +686,6 @@ def _f32_attr(value: float) -> str:
     return f"{format_float(float(str(np.float32(value))))} : f32"
 
 
-def _attr_dict(pairs: Sequence[Tuple[str, Optional[str]]]) -> str:
-    present = [(k, v) for k, v in pairs if v is not None]
-    if not present:
-        return ""
-    return " {" + ", ".join(k if v == "" else f"{k} = {v}" for k, v in present) + "}"
-
-
 def _dense(value: np.ndarray, dtype: str) -> str:
     def element(v):
         if dtype == "i1":
@@ -705,101 +708,62 @@ def _dense(value: np.ndarray, dtype: str) -> str:
     return f"dense<{nested(value)}>"
 
 
+def _attr_text(spec: dict, value: Any, result: "Tensor") -> str:
+    """One attribute in MLIR syntax, as the catalogue types it."""
+    kind, mlir_type = spec["kind"], spec.get("type")
+    if kind == "ints":
+        return "array<i64" + (": " + ", ".join(str(int(v)) for v in value) if len(value) else "") + ">"
+    if kind == "int":
+        return f"{int(value)} : {mlir_type}"
+    if kind == "float":
+        if mlir_type == "f32":
+            return _f32_attr(value)
+        return f"{format_float(value, mlir_type)} : {mlir_type}"
+    if kind == "bool":
+        return "unit" if mlir_type == "unit" else ("true" if value else "false")
+    if kind == "enum":
+        return f"{CATALOGUE['enums'][spec['enum']].index(value)} : {mlir_type}"
+    if kind == "elements":
+        return f"{_dense(value, result.dtype)} : {result.type}"
+    raise AssertionError(f"the frontend does not build '{kind}' attributes")
+
+
+def _is_default(spec: dict, value: Any) -> bool:
+    default = spec["default"]
+    if value is None or (spec["optional"] and spec["kind"] == "ints" and not len(value)):
+        return True
+    if default is None or spec["kind"] not in ("int", "float", "bool"):
+        return False
+    if spec.get("type") == "f32":  # the value the op holds
+        return bool(np.float32(value) == np.float32(default))
+    return float(value) == default
+
+
 def _format_op(op: Op, mesh_name: str) -> str:
-    a = op.attrs
+    """An op in MLIR's generic form, from the op catalogue generated from
+    ParOps.td: no op's syntax or defaults are restated here."""
     res = ", ".join("%" + r.ssa for r in op.results)
-    ops = [("%" + t.ssa) for t in op.operands]
-    out = op.results[0]
-    k = op.kind
-    fn_type = f"({', '.join(t.type for t in op.operands)}) -> {out.type}"
-    if k in _BINARY:
-        return f"{res} = par.{k} {ops[0]}, {ops[1]} : {out.type}"
-    if k in _UNARY:
-        return f"{res} = par.{k} {ops[0]} : {out.type}"
-    if k == "compare":
-        return f"{res} = par.compare {a['direction']}, {ops[0]}, {ops[1]} : {op.operands[0].type}"
-    if k == "select":
-        return f"{res} = par.select {ops[0]}, {ops[1]}, {ops[2]} : {op.operands[0].type}, {out.type}"
-    if k == "convert":
-        return f"{res} = par.convert {ops[0]} : {op.operands[0].type} to {out.type}"
-    if k == "constant":
-        return f"{res} = par.constant {_dense(a['value'], out.dtype)} : {out.type}"
-    if k == "broadcast":
-        return f"{res} = par.broadcast {ops[0]} dims {_i64_list(a['dims'])} : {fn_type}"
-    if k == "reduce":
-        return f"{res} = par.reduce {a['kind']} {ops[0]} dims {_i64_list(a['dims'])} : {fn_type}"
-    if k == "transpose":
-        return f"{res} = par.transpose {ops[0]} perm {_i64_list(a['perm'])} : {fn_type}"
-    if k == "reshape":
-        return f"{res} = par.reshape {ops[0]} : {fn_type}"
-    if k == "slice":
-        strides = ""
-        if any(s != 1 for s in a["strides"]):
-            strides = f" strides {_i64_list(a['strides'])}"
-        return (f"{res} = par.slice {ops[0]} starts {_i64_list(a['starts'])} limits "
-                f"{_i64_list(a['limits'])}{strides} : {fn_type}")
-    if k == "concat":
-        return f"{res} = par.concat {', '.join(ops)} dim {a['dim']} : {fn_type}"
-    if k == "dot":
-        batch = ""
-        if a["lhs_batch"]:
-            batch = f" batch {_i64_list(a['lhs_batch'])} x {_i64_list(a['rhs_batch'])}"
-        return (f"{res} = par.dot {ops[0]}, {ops[1]}{batch} contract "
-                f"{_i64_list(a['lhs_contract'])} x {_i64_list(a['rhs_contract'])} : {fn_type}")
-    if k == "softmax":
-        return f"{res} = par.softmax {ops[0]} dim {a['dim']} : {out.type}"
-    if k == "layer_norm":
-        eps = None if a["epsilon"] == _LN_EPS else _f32_attr(a["epsilon"])
-        return (f"{res} = par.layer_norm {ops[0]}, {ops[1]}, {ops[2]}"
-                f"{_attr_dict([('epsilon', eps)])} : {out.type}, {op.operands[1].type}")
-    if k == "rms_norm":
-        eps = None if a["epsilon"] == _RMS_EPS else _f32_attr(a["epsilon"])
-        return (f"{res} = par.rms_norm {ops[0]}, {ops[1]}{_attr_dict([('epsilon', eps)])}"
-                f" : {out.type}, {op.operands[1].type}")
-    if k == "attention":
-        attrs = _attr_dict([
-            ("scale", None if a["scale"] is None else _f32_attr(a["scale"])),
-            ("position_offset", str(a["position_offset"]) if a["position_offset"] else None)])
-        causal = " causal" if a["causal"] else ""
-        return (f"{res} = par.attention {ops[0]}, {ops[1]}, {ops[2]}{causal}{attrs} : "
-                f"{op.operands[0].type}, {op.operands[1].type}")
-    if k == "embedding":
-        return f"{res} = par.embedding {ops[0]}, {ops[1]} : {fn_type}"
-    if k == "cross_entropy":
-        return f"{res} = par.cross_entropy {ops[0]}, {ops[1]} : {fn_type}"
-    if k == "rope":
-        attrs = _attr_dict([
-            ("theta", None if a["theta"] == 10000.0 else _f32_attr(a["theta"])),
-            ("position_offset", str(a["position_offset"]) if a["position_offset"] else None)])
-        return f"{res} = par.rope {ops[0]}{attrs} : {out.type}"
-    if k == "adamw":
-        attrs = _attr_dict([(n, None if a[n] == d else _f32_attr(a[n]))
-                            for n, d in (("beta1", 0.9), ("beta2", 0.999),
-                                         ("epsilon", 1e-8), ("weight_decay", 0.01))])
-        p, g, _, _, lr, step = op.operands
-        return (f"{res} = par.adamw {', '.join(ops)}{attrs} : {p.type}, {g.type}, "
-                f"{lr.type}, {step.type}")
-    if k == "sgd":
-        attrs = _attr_dict([
-            ("momentum", None if a["momentum"] == 0.0 else _f32_attr(a["momentum"])),
-            ("weight_decay", None if a["weight_decay"] == 0.0 else _f32_attr(a["weight_decay"])),
-            ("nesterov", "" if a["nesterov"] else None)])
-        p, g, _, lr = op.operands
-        return f"{res} = par.sgd {', '.join(ops)}{attrs} : {p.type}, {g.type}, {lr.type}"
-    if k == "sharding_constraint":
-        return (f"{res} = par.sharding_constraint {ops[0]} <@{mesh_name}, "
-                f"{a['sharding'].body()}> : {out.type}")
-    raise AssertionError(f"no printer for {k}")
+    ops = ", ".join("%" + t.ssa for t in op.operands)
+    if op.kind == "sharding_constraint":  # structural: not a runtime op
+        return (f"{res} = par.sharding_constraint {ops} <@{mesh_name}, "
+                f"{op.attrs['sharding'].body()}> : {op.results[0].type}")
+    schema = CATALOGUE["ops"][op.kind]
+    props = [f"{spec['name']} = {_attr_text(spec, op.attrs[spec['name']], op.results[0])}"
+             if spec.get("type") != "unit" else spec["name"]
+             for spec in schema["attrs"]
+             if not _is_default(spec, op.attrs.get(spec["name"]))]
+    props_text = f" <{{{', '.join(props)}}}>" if props else ""
+    results = ", ".join(r.type for r in op.results)
+    if len(op.results) > 1:
+        results = f"({results})"
+    operand_types = ", ".join(t.type for t in op.operands)
+    return f'{res} = "par.{op.kind}"({ops}){props_text} : ({operand_types}) -> {results}'
 
 
 # ----------------------------------------------------------------------------
 # Checks
 # ----------------------------------------------------------------------------
 
-_LN_EPS = 1e-5
-_RMS_EPS = 1e-6
-_BINARY = ("add", "sub", "mul", "div", "max", "min")
-_UNARY = ("neg", "exp", "log", "tanh", "sqrt", "rsqrt", "gelu", "silu", "relu", "sigmoid")
 
 
 def _fail(op: str, message: str):
@@ -1266,7 +1230,8 @@ def _check_norm(op: str, x: Tensor, scales: Sequence[Tuple[str, Tensor]]) -> Non
             _fail(op, f"{what} element type {s.dtype} differs from the operand's {x.type}")
 
 
-def layer_norm(x, gamma, beta, epsilon: float = _LN_EPS, *, name=None) -> Tensor:
+def layer_norm(x, gamma, beta, epsilon: float = _default("layer_norm", "epsilon"), *,
+               name=None) -> Tensor:
     """(x - mean) / sqrt(var + epsilon) * gamma + beta over the last dim."""
     x = _check_tensor("layer_norm", "operand", x)
     _check_norm("layer_norm", x, [("gamma", gamma), ("beta", beta)])
@@ -1274,7 +1239,8 @@ def layer_norm(x, gamma, beta, epsilon: float = _LN_EPS, *, name=None) -> Tensor
                            {"epsilon": float(epsilon)}, name).result
 
 
-def rms_norm(x, gamma, epsilon: float = _RMS_EPS, *, name=None) -> Tensor:
+def rms_norm(x, gamma, epsilon: float = _default("rms_norm", "epsilon"), *,
+             name=None) -> Tensor:
     """x / sqrt(mean(x^2) + epsilon) * gamma over the last dim."""
     x = _check_tensor("rms_norm", "operand", x)
     _check_norm("rms_norm", x, [("gamma", gamma)])
@@ -1360,7 +1326,8 @@ def cross_entropy(logits, labels, *, name=None) -> Tensor:
                          name).result
 
 
-def rope(x, theta: float = 10000.0, position_offset: int = 0, *, name=None) -> Tensor:
+def rope(x, theta: float = _default("rope", "theta"), position_offset: int = 0, *,
+         name=None) -> Tensor:
     """Rotary embedding on [batch, seq, heads, head_dim]: position p rotates
     the pair (x[i], x[i + D/2]) by p * theta^(-2i/D)."""
     x = _check_tensor("rope", "operand", x)
@@ -1388,8 +1355,10 @@ def _check_scalar(op: str, what: str, t: Tensor, allowed) -> None:
         _fail(op, f"{what} must be a 0-d tensor of {'/'.join(allowed)}, got {t.type}")
 
 
-def adamw(param, grad, m, v, lr, step, *, beta1: float = 0.9, beta2: float = 0.999,
-          epsilon: float = 1e-8, weight_decay: float = 0.01, name=None):
+def adamw(param, grad, m, v, lr, step, *, beta1: float = _default("adamw", "beta1"),
+          beta2: float = _default("adamw", "beta2"),
+          epsilon: float = _default("adamw", "epsilon"),
+          weight_decay: float = _default("adamw", "weight_decay"), name=None):
     """One AdamW update; returns (new_param, new_m, new_v)."""
     for what, t in (("param", param), ("grad", grad), ("m", m), ("v", v)):
         _check_tensor("adamw", what, t)
