@@ -1442,6 +1442,98 @@ TEST(EmbeddingKernel, RejectsMismatches) {
                                 {"embedding:", "bf16"}));
 }
 
+/// Naive scatter-add: walks every operand element and sums the update
+/// elements that select it.
+static std::vector<double> naiveScatterAdd(const Buffer &operand, const Buffer &indices,
+                                           const Buffer &updates,
+                                           const std::vector<int64_t> &dims) {
+  const Shape &shape = operand.shape;
+  const int64_t rank = int64_t(shape.size()), k = int64_t(dims.size());
+  const int64_t entries = indices.size() / k;
+  std::vector<int64_t> rest;
+  for (int64_t d = 0; d < rank; ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end())
+      rest.push_back(d);
+  std::vector<double> want(operand.size());
+  std::vector<int64_t> pos(rank);
+  for (int64_t i = 0; i < operand.size(); ++i) {
+    for (int64_t d = rank - 1, r = i; d >= 0; --d) {
+      pos[d] = r % shape[d];
+      r /= shape[d];
+    }
+    double sum = operand.get(i);
+    for (int64_t e = 0; e < entries; ++e) {
+      bool hit = true;
+      for (int64_t j = 0; j < k; ++j)
+        hit = hit && int64_t(indices.get(e * k + j)) == pos[dims[j]];
+      if (!hit)
+        continue;
+      int64_t u = 0;
+      for (int64_t d : rest)
+        u = u * shape[d] + pos[d];
+      sum += updates.get(e * (updates.size() / entries) + u);
+    }
+    want[i] = sum;
+  }
+  return want;
+}
+
+TEST(ScatterAddKernel, AddsSelectedSlicesAndIgnoresOutOfRange) {
+  std::mt19937 rng(31);
+  struct Case {
+    Shape operand, entries;
+    std::vector<int64_t> dims;
+  };
+  for (const Case &c : {Case{{11, 5}, {3, 4}, {0}}, Case{{4, 3, 5}, {7}, {0, 2}},
+                        Case{{3, 4, 2}, {5}, {1}}, Case{{6}, {9}, {0}},
+                        Case{{3, 2}, {}, {0, 1}}})
+    for (DType dtype : {DType::F32, DType::BF16, DType::F64, DType::I32})
+      for (DType idType : {DType::I32, DType::I64}) {
+        SCOPED_TRACE(describe(dtype, c.operand) + " entries " +
+                     describe(idType, c.entries));
+        Shape indexShape = c.entries, updateShape = c.entries;
+        indexShape.push_back(int64_t(c.dims.size()));
+        for (int64_t d = 0; d < int64_t(c.operand.size()); ++d)
+          if (std::find(c.dims.begin(), c.dims.end(), d) == c.dims.end())
+            updateShape.push_back(c.operand[d]);
+        bool isInt = dtype == DType::I32;
+        Buffer operand = isInt ? randomInts(dtype, c.operand, rng, -9, 9)
+                               : randomFloats(dtype, c.operand, rng);
+        Buffer updates = isInt ? randomInts(dtype, updateShape, rng, -9, 9)
+                               : randomFloats(dtype, updateShape, rng);
+        // Few distinct coordinates, some outside: duplicates and misses.
+        Buffer indices = randomInts(idType, indexShape, rng, -1, 4);
+        Buffer out = garbage(dtype, c.operand);
+        Tensor to = operand.tensor(), ti = indices.tensor(), tu = updates.tensor(),
+               tr = out.tensor();
+        scatterAdd(to, ti, tu, c.dims, tr);
+        // f32 accumulation, one rounding into bf16.
+        double rtol = dtype == DType::BF16 ? 1e-2 : dtype == DType::F32 ? 1e-6 : 0;
+        EXPECT_TRUE(near(out, naiveScatterAdd(operand, indices, updates, c.dims), rtol,
+                         isInt ? 0.0 : 1.0));
+      }
+}
+
+TEST(ScatterAddKernel, RejectsMismatches) {
+  Buffer operand(DType::F32, {8, 4}), floatIds(DType::F32, {3, 1}),
+      ids(DType::I32, {3, 1}), twoCoords(DType::I32, {3, 2}),
+      updates(DType::F32, {3, 4}), wrongUpdates(DType::F32, {3, 5}),
+      bf16Updates(DType::BF16, {3, 4}), out(DType::F32, {8, 4});
+  Tensor to = operand.tensor(), tf = floatIds.tensor(), ti = ids.tensor(),
+         t2 = twoCoords.tensor(), tu = updates.tensor(), tw = wrongUpdates.tensor(),
+         tb = bf16Updates.tensor(), tr = out.tensor();
+  EXPECT_TRUE(throwsKernelError([&] { scatterAdd(to, tf, tu, {0}, tr); },
+                                {"scatter_add:", "indices", "f32"}));
+  EXPECT_TRUE(throwsKernelError([&] { scatterAdd(to, t2, tu, {0}, tr); },
+                                {"scatter_add:", "must be [entries..., 1]"}));
+  EXPECT_TRUE(throwsKernelError([&] { scatterAdd(to, ti, tw, {0}, tr); },
+                                {"scatter_add:", "updates", "3x4"}));
+  EXPECT_TRUE(throwsKernelError([&] { scatterAdd(to, ti, tb, {0}, tr); },
+                                {"scatter_add:", "bf16"}));
+  EXPECT_TRUE(throwsKernelError([&] { scatterAdd(to, ti, tu, {2}, tr); },
+                                {"scatter_add:"}));
+}
+
 TEST(CrossEntropyKernel, MeanOfLogSumExpMinusLabelLogit) {
   std::mt19937 rng(23);
   for (DType dtype : kFloatTypes)

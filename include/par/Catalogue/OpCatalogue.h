@@ -52,6 +52,7 @@ enum class OpCode : int {
   RmsNorm,
   Attention,
   Embedding,
+  ScatterAdd,
   CrossEntropy,
   Rope,
   Adamw,
@@ -64,7 +65,7 @@ enum class OpCode : int {
   CollectivePermute,
   AxisIndex,
 };
-inline constexpr int kNumOps = 43;
+inline constexpr int kNumOps = 44;
 
 enum class CollectiveKind : int {
   Sum = 0,
@@ -173,6 +174,9 @@ inline constexpr AttrSpec kAttentionAttrs[] = {
     {"scale", "scale", AttrKind::Float, true, false, 0.0, nullptr, 0},
     {"position_offset", "position_offset", AttrKind::Int, false, true, 0.0, nullptr, 0},
 };
+inline constexpr AttrSpec kScatterAddAttrs[] = {
+    {"dims", "dims", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+};
 inline constexpr AttrSpec kRopeAttrs[] = {
     {"theta", "theta", AttrKind::Float, false, true, 10000.0, nullptr, 0},
     {"position_offset", "position_offset", AttrKind::Int, false, true, 0.0, nullptr, 0},
@@ -251,6 +255,7 @@ inline constexpr OpSpec kOps[kNumOps] = {
     {OpCode::RmsNorm, "rms_norm", 2, 2, 1, false, false, false, false, kRmsNormAttrs, 1},
     {OpCode::Attention, "attention", 3, 4, 1, false, false, false, false, kAttentionAttrs, 3},
     {OpCode::Embedding, "embedding", 2, 2, 1, false, false, false, false, nullptr, 0},
+    {OpCode::ScatterAdd, "scatter_add", 3, 3, 1, false, false, false, false, kScatterAddAttrs, 1},
     {OpCode::CrossEntropy, "cross_entropy", 2, 2, 1, false, false, false, false, nullptr, 0},
     {OpCode::Rope, "rope", 1, 2, 1, false, false, false, false, kRopeAttrs, 2},
     {OpCode::Adamw, "adamw", 6, 6, 3, true, false, false, false, kAdamwAttrs, 4},
@@ -358,6 +363,9 @@ void decodeAttrs(OpCode op, Decoder &d, Attrs &a) {
     d.boolean(kAttentionAttrs[0], a.causal);
     d.optionalNumber(kAttentionAttrs[1], a.scale);
     d.integer(kAttentionAttrs[2], a.positionOffset);
+    return;
+  case OpCode::ScatterAdd:
+    d.integers(kScatterAddAttrs[0], a.dims);
     return;
   case OpCode::Rope:
     d.number(kRopeAttrs[0], a.theta);

@@ -92,6 +92,12 @@ void attention(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
                float scale, int64_t positionOffset, Tensor &out);
 /// out[i..., :] = table[ids[i...], :]; ids outside [0, V) give zeros.
 void embedding(const Tensor &table, const Tensor &ids, Tensor &out);
+/// out = operand, then for each entry e of indices [N..., k] whose k
+/// coordinates (along the operand dims `dims`) are in range, the slice of
+/// updates [N..., rest] at e is added into the operand slice they select;
+/// duplicates add. Numeric types; accumulation in f32 (f64, integers exact).
+void scatterAdd(const Tensor &operand, const Tensor &indices, const Tensor &updates,
+                const std::vector<int64_t> &dims, Tensor &out);
 /// Mean over tokens of logsumexp(logits[t, :]) - logits[t, labels[t]];
 /// out is 0-d. Labels outside [0, V) are a KernelError.
 void crossEntropy(const Tensor &logits, const Tensor &labels, Tensor &out);

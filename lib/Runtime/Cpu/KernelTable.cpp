@@ -125,6 +125,9 @@ KernelTable build() {
   set(OpCode::Embedding, [](const Attrs &, const Tensors &in, Tensors &out) {
     embedding(in[0], in[1], out[0]);
   });
+  set(OpCode::ScatterAdd, [](const Attrs &a, const Tensors &in, Tensors &out) {
+    scatterAdd(in[0], in[1], in[2], a.dims, out[0]);
+  });
   set(OpCode::CrossEntropy, [](const Attrs &, const Tensors &in, Tensors &out) {
     crossEntropy(in[0], in[1], out[0]);
   });

@@ -1300,6 +1300,77 @@ void attention(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
   });
 }
 
+void scatterAdd(const Tensor &operand, const Tensor &indices, const Tensor &updates,
+                const std::vector<int64_t> &dims, Tensor &out) {
+  const std::string op = "scatter_add";
+  checkTensor(op, "operand", operand);
+  checkTensor(op, "indices", indices);
+  checkTensor(op, "updates", updates);
+  checkTensor(op, "out", out);
+  checkIndices(op, "indices", indices);
+  checkSameDType(op, "operand", operand, "out", out);
+  checkSameDType(op, "operand", operand, "updates", updates);
+  if (operand.shape != out.shape)
+    fail(op, "out " + typeStr(out) + " must have the operand's shape " +
+                 typeStr(operand));
+  std::vector<bool> indexed = checkDimList(op, "dims", dims, operand.shape.size());
+  if (dims.empty() || indices.shape.empty() ||
+      indices.shape.back() != int64_t(dims.size()))
+    fail(op, "indices " + typeStr(indices) + " must be [entries..., " +
+                 std::to_string(dims.size()) + "]");
+  // Row-major strides of the operand; an entry's slice walks its other dims.
+  const int64_t rank = int64_t(operand.shape.size());
+  std::vector<int64_t> stride(rank, 1);
+  for (int64_t d = rank - 1; d > 0; --d)
+    stride[d - 1] = stride[d] * operand.shape[d];
+  std::vector<int64_t> sliceDims;
+  Shape expected(indices.shape.begin(), indices.shape.end() - 1);
+  for (int64_t d = 0; d < rank; ++d)
+    if (!indexed[d]) {
+      sliceDims.push_back(d);
+      expected.push_back(operand.shape[d]);
+    }
+  if (updates.shape != expected)
+    fail(op, "updates " + typeStr(updates) + " must be " + shapeDesc(expected));
+  const int64_t k = int64_t(dims.size());
+  const int64_t entries = indices.size() / k;
+  const int64_t sliceSize = entries ? updates.size() / entries : 0;
+  Input<int64_t> index(indices);
+  withNumericCompute(op, operand, [&](auto tag) {
+    using T = decltype(tag);
+    Input<T> base(operand), add(updates);
+    Output<T> result(out);
+    std::copy(base.data(), base.data() + operand.size(), result.data());
+    std::vector<int64_t> pos(sliceDims.size());
+    for (int64_t e = 0; e < entries; ++e) {
+      int64_t start = 0;
+      bool inside = true;
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t c = index[e * k + j];
+        inside = inside && c >= 0 && c < operand.shape[dims[j]];
+        start += c * stride[dims[j]];
+      }
+      if (!inside)
+        continue;
+      // Walk the slice row-major over the non-indexed dims.
+      std::fill(pos.begin(), pos.end(), 0);
+      int64_t offset = start;
+      for (int64_t i = 0; i < sliceSize; ++i) {
+        result[offset] = wrapAdd(result[offset], add[e * sliceSize + i]);
+        for (int64_t j = int64_t(pos.size()) - 1; j >= 0; --j) {
+          int64_t d = sliceDims[j];
+          offset += stride[d];
+          if (++pos[j] < operand.shape[d])
+            break;
+          offset -= pos[j] * stride[d];
+          pos[j] = 0;
+        }
+      }
+    }
+    result.commit();
+  });
+}
+
 void embedding(const Tensor &table, const Tensor &ids, Tensor &out) {
   const std::string op = "embedding";
   checkTensor(op, "table", table);

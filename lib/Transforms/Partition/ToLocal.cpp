@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 
 namespace mlir::par {
 #define GEN_PASS_DEF_TOLOCALPASS
@@ -82,6 +83,7 @@ private:
   LogicalResult localizeReduce(ReduceOp op);
   LogicalResult localizeEmbedding(EmbeddingOp op);
   LogicalResult localizeCrossEntropy(CrossEntropyOp op);
+  LogicalResult localizeScatterAdd(ScatterAddOp op);
   std::string describe(Value value);
 
   func::FuncOp func;
@@ -92,6 +94,16 @@ private:
   DenseMap<Value, CollectiveKind> kinds;
 };
 } // namespace
+
+/// Whether every element of a splat constant is zero.
+static bool isZeroSplat(DenseElementsAttr value) {
+  Attribute element = value.getSplatValue<Attribute>();
+  if (auto f = dyn_cast<FloatAttr>(element))
+    return f.getValue().isZero();
+  if (auto i = dyn_cast<IntegerAttr>(element))
+    return i.getValue().isZero();
+  return false;
+}
 
 std::string Localizer::describe(Value value) {
   std::string text;
@@ -440,6 +452,81 @@ LogicalResult Localizer::localizeEmbedding(EmbeddingOp op) {
   return success();
 }
 
+/// A shard of rows adds the updates that land in it: indices shift by the
+/// shard's first row along each split indexed dim (the rest fall outside and
+/// add nothing). Split index entries make each shard add its own updates, a
+/// partial sum, so the operand joins on the first member of their axes only;
+/// padded entries add zeros.
+LogicalResult Localizer::localizeScatterAdd(ScatterAddOp op) {
+  Location loc = op.getLoc();
+  builder.setInsertionPoint(op);
+  const GlobalInfo &operand = globals[op.getOperand()];
+  const GlobalInfo &updates = globals[op.getUpdates()];
+  int64_t entries = op.getNumEntryDims();
+  auto entryDims = llvm::to_vector(llvm::seq<int64_t>(0, entries));
+  op.getUpdatesMutable().assign(
+      maskPadding(loc, op.getUpdates(), updates, entryDims, 0.0));
+
+  if (operand.sharding) {
+    MeshOp mesh = meshOf(operand.sharding);
+    ReshardLayout layout = layoutOf(operand.sharding, operand.type.getRank());
+    auto indexType = cast<RankedTensorType>(op.getIndices().getType());
+    Type element = indexType.getElementType();
+    auto single = RankedTensorType::get({1}, element);
+    SmallVector<Value> starts;
+    bool shifted = llvm::any_of(op.getDims(),
+                                [&](int64_t d) { return !layout.dims[d].empty(); });
+    for (int64_t d : shifted ? op.getDims() : ArrayRef<int64_t>()) {
+      if (layout.dims[d].empty()) {
+        starts.push_back(constantLike(loc, single, 0.0));
+        continue;
+      }
+      int64_t rows = llvm::divideCeil(operand.type.getDimSize(d),
+                                      numShards(mesh, layout.dims[d]));
+      Value start = shardStart(loc, mesh, layout.dims[d], rows, element);
+      starts.push_back(ReshapeOp::create(builder, loc, single, start));
+    }
+    if (shifted) {
+      Value offsets = starts.front();
+      if (starts.size() > 1)
+        offsets = ConcatOp::create(
+            builder, loc,
+            RankedTensorType::get({(int64_t)starts.size()}, element), starts, 0);
+      Value spread = BroadcastOp::create(
+          builder, loc, indexType, offsets,
+          builder.getDenseI64ArrayAttr({indexType.getRank() - 1}));
+      op.getIndicesMutable().assign(
+          SubOp::create(builder, loc, indexType, op.getIndices(), spread));
+    }
+  }
+
+  if (!updates.sharding)
+    return success();
+  ReshardLayout layout = layoutOf(updates.sharding, updates.type.getRank());
+  SmallVector<int32_t> axes;
+  for (int64_t d = 0; d < entries; ++d)
+    axes.append(layout.dims[d].begin(), layout.dims[d].end());
+  DenseElementsAttr value;
+  if (axes.empty() || (matchPattern(op.getOperand(), m_Constant(&value)) &&
+                       value.isSplat() && isZeroSplat(value)))
+    return success();
+  MeshOp mesh = meshOf(updates.sharding);
+  auto type = cast<RankedTensorType>(op.getOperand().getType());
+  auto i64 = RankedTensorType::get({}, builder.getIntegerType(64));
+  Value index = AxisIndexOp::create(
+      builder, loc, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
+      axisNames(mesh, axes));
+  Value first = CompareOp::create(
+      builder, loc, getI1TensorLike(i64),
+      CompareDirectionAttr::get(builder.getContext(), CompareDirection::eq), index,
+      constantLike(loc, i64, 0.0));
+  Value mask = BroadcastOp::create(builder, loc, getI1TensorLike(type), first,
+                                   builder.getDenseI64ArrayAttr({}));
+  op.getOperandMutable().assign(SelectOp::create(
+      builder, loc, type, mask, op.getOperand(), constantLike(loc, type, 0.0)));
+  return success();
+}
+
 /// Cross-entropy with the vocabulary split never gathers logits: the max and
 /// the sum of exponentials are all-reduced over the vocabulary axes, and the
 /// target logit is a masked local lookup all-reduced the same way. Split
@@ -664,6 +751,8 @@ LogicalResult Localizer::localizeOp(Operation *op) {
     return localizeEmbedding(embedding);
   if (auto loss = dyn_cast<CrossEntropyOp>(op))
     return localizeCrossEntropy(loss);
+  if (auto scatter = dyn_cast<ScatterAddOp>(op))
+    return localizeScatterAdd(scatter);
 
   if (auto reduce = dyn_cast<ReduceOp>(op))
     return localizeReduce(reduce);

@@ -121,6 +121,7 @@ private:
   LogicalResult layerNormRule(Operation *op, Value g);
   LogicalResult attentionRule(AttentionOp op, Value g);
   LogicalResult ropeRule(RopeOp op, Value g);
+  LogicalResult scatterAddRule(ScatterAddOp op, Value g);
   Value dot(Value x, Value y, ArrayRef<int64_t> xb, ArrayRef<int64_t> yb,
             ArrayRef<int64_t> xc, ArrayRef<int64_t> yc,
             ArrayRef<int64_t> shape);
@@ -400,6 +401,69 @@ LogicalResult Differentiator::layerNormRule(Operation *op, Value g) {
   return success();
 }
 
+/// d operand = g; d updates = the slices of g the indices select: g with
+/// the indexed dims flattened into rows, looked up (par.embedding) at each
+/// entry's row-major row, -1 (zeros) for coordinates outside the operand.
+LogicalResult Differentiator::scatterAddRule(ScatterAddOp op, Value g) {
+  accumulate(op.getOperand(), g);
+  Value updates = op.getUpdates();
+  if (!isFloat(updates) || !varied.contains(updates))
+    return success();
+  RankedTensorType t = typeOf(g);
+  ArrayRef<int64_t> dims = op.getDims();
+  SmallVector<int64_t> rest = op.getSliceDims();
+  SmallVector<int64_t> perm(dims);
+  perm.append(rest);
+  int64_t rows = 1, width = 1;
+  for (int64_t d : dims)
+    rows *= t.getDimSize(d);
+  for (int64_t d : rest)
+    width *= t.getDimSize(d);
+  Value table = g;
+  if (!llvm::equal(perm, llvm::seq<int64_t>(0, t.getRank())))
+    table = transpose(g, perm);
+  table = reshape(table, {rows, width});
+
+  Value indices = op.getIndices();
+  RankedTensorType indexType = typeOf(indices);
+  int64_t last = indexType.getRank() - 1;
+  SmallVector<int64_t> entries(indexType.getShape().drop_back());
+  auto entryType = RankedTensorType::get(entries, indexType.getElementType());
+  Value row;
+  SmallVector<Value> coordinates;
+  for (auto [j, d] : llvm::enumerate(dims)) {
+    SmallVector<int64_t> starts(indexType.getRank(), 0);
+    SmallVector<int64_t> limits(indexType.getShape());
+    starts[last] = j;
+    limits[last] = j + 1;
+    SmallVector<int64_t> one(entries);
+    one.push_back(1);
+    Value c = SliceOp::create(
+        b, loc, RankedTensorType::get(one, indexType.getElementType()), indices,
+        b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(limits),
+        DenseI64ArrayAttr());
+    c = reshape(c, entries);
+    coordinates.push_back(c);
+    row = row ? add(mul(row, splat(entryType, (double)t.getDimSize(d))), c) : c;
+  }
+  if (dims.size() > 1) {
+    Value none = splat(entryType, -1.0);
+    for (auto [j, d] : llvm::enumerate(dims)) {
+      Value c = coordinates[j];
+      row = select(compare(CompareDirection::lt, c, splat(entryType, 0.0)), none, row);
+      row = select(compare(CompareDirection::ge, c,
+                           splat(entryType, (double)t.getDimSize(d))),
+                   none, row);
+    }
+  }
+  SmallVector<int64_t> picked(entries);
+  picked.push_back(width);
+  Value slices = EmbeddingOp::create(
+      b, loc, RankedTensorType::get(picked, t.getElementType()), table, row);
+  accumulate(updates, reshape(slices, typeOf(updates).getShape()));
+  return success();
+}
+
 Value Differentiator::dot(Value x, Value y, ArrayRef<int64_t> xb,
                           ArrayRef<int64_t> yb, ArrayRef<int64_t> xc,
                           ArrayRef<int64_t> yc, ArrayRef<int64_t> shape) {
@@ -617,20 +681,18 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
         return success();
       })
       .Case([&](EmbeddingOp o) {
-        // d table[v] = sum of g over the tokens whose id is v: a dot of the
-        // one-hot ids with g over the token dims.
+        // d table[v] += g over the tokens whose id is v: g scattered into
+        // the table's rows at the ids.
         RankedTensorType table = typeOf(o.getTable());
-        Value hot = oneHot(o.getIds(), table.getDimSize(0), table.getElementType());
-        int64_t rank = typeOf(o.getIds()).getRank();
-        SmallVector<int64_t> tokens(rank);
-        std::iota(tokens.begin(), tokens.end(), 0);
-        Value d = DotOp::create(b, loc, table, hot, g, DenseI64ArrayAttr(),
-                                DenseI64ArrayAttr(),
-                                b.getDenseI64ArrayAttr(tokens),
-                                b.getDenseI64ArrayAttr(tokens));
+        SmallVector<int64_t> at(typeOf(o.getIds()).getShape());
+        at.push_back(1);
+        Value d = ScatterAddOp::create(b, loc, table, splat(table, 0.0),
+                                       reshape(o.getIds(), at), g,
+                                       b.getDenseI64ArrayAttr({0}));
         accumulate(o.getTable(), d);
         return success();
       })
+      .Case([&](ScatterAddOp o) { return scatterAddRule(o, g); })
       .Case([&](SliceOp o) {
         if (o.getStrides() &&
             llvm::any_of(*o.getStrides(), [](int64_t s) { return s != 1; }))

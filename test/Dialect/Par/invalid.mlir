@@ -987,3 +987,39 @@ func.func @late(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = par.exp %x {par.late = 1 : i64} : tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// scatter_add: indexed dims are increasing dims of the operand.
+func.func @scatter_dims(%t: tensor<8x4xf32>, %i: tensor<3x2xi32>, %u: tensor<3xf32>) -> tensor<8x4xf32> {
+  // expected-error @below {{'par.scatter_add' op dims [1, 0] must be increasing dimensions of the 2-d operand}}
+  %0 = par.scatter_add %t[%i], %u dims [1, 0] : (tensor<8x4xf32>, tensor<3x2xi32>, tensor<3xf32>) -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+// scatter_add: the indices' last dim holds one coordinate per indexed dim.
+func.func @scatter_indices(%t: tensor<8x4xf32>, %i: tensor<3x2xi32>, %u: tensor<3x4xf32>) -> tensor<8x4xf32> {
+  // expected-error @below {{'par.scatter_add' op indices 'tensor<3x2xi32>' must be [entries..., 1]: one coordinate per indexed dimension in the last dimension}}
+  %0 = par.scatter_add %t[%i], %u dims [0] : (tensor<8x4xf32>, tensor<3x2xi32>, tensor<3x4xf32>) -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+// scatter_add: updates are the entries' shape, then the non-indexed dims.
+func.func @scatter_updates(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>, %u: tensor<3x8xf32>) -> tensor<8x4xf32> {
+  // expected-error @below {{'par.scatter_add' op updates 'tensor<3x8xf32>' must be [3x4]: the index entries' shape, then the operand's non-indexed dimensions}}
+  %0 = par.scatter_add %t[%i], %u dims [0] : (tensor<8x4xf32>, tensor<3x1xi32>, tensor<3x8xf32>) -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+// scatter_add: updates have the operand's element type.
+func.func @scatter_type(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>, %u: tensor<3x4xbf16>) -> tensor<8x4xf32> {
+  // expected-error @below {{'par.scatter_add' op updates 'tensor<3x4xbf16>' must have the operand's element type 'f32'}}
+  %0 = par.scatter_add %t[%i], %u dims [0] : (tensor<8x4xf32>, tensor<3x1xi32>, tensor<3x4xbf16>) -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}

@@ -225,3 +225,14 @@ func.func @collectives(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
 func.func @dim_sharding_attr() attributes {dims = [#par.dim_sharding<{"dp", ?}p2>, #par.dim_sharding<{}>, #par.dim_sharding<{?}>]} {
   return
 }
+
+// scatter_add: one or several indexed dims, integer or float elements.
+// CHECK-LABEL: func @scatter_add
+func.func @scatter_add(%t: tensor<256x64xf32>, %ids: tensor<2x16x1xi32>, %g: tensor<2x16x64xf32>,
+                       %c: tensor<4x3x5xi64>, %at: tensor<7x2xi64>, %u: tensor<7x3xi64>) -> tensor<256x64xf32> {
+  // CHECK: par.scatter_add %{{.*}}[%{{.*}}], %{{.*}} dims [0] : (tensor<256x64xf32>, tensor<2x16x1xi32>, tensor<2x16x64xf32>) -> tensor<256x64xf32>
+  %0 = par.scatter_add %t[%ids], %g dims [0] : (tensor<256x64xf32>, tensor<2x16x1xi32>, tensor<2x16x64xf32>) -> tensor<256x64xf32>
+  // CHECK: par.scatter_add %{{.*}}[%{{.*}}], %{{.*}} dims [0, 2] : (tensor<4x3x5xi64>, tensor<7x2xi64>, tensor<7x3xi64>) -> tensor<4x3x5xi64>
+  %1 = par.scatter_add %c[%at], %u dims [0, 2] : (tensor<4x3x5xi64>, tensor<7x2xi64>, tensor<7x3xi64>) -> tensor<4x3x5xi64>
+  return %0 : tensor<256x64xf32>
+}

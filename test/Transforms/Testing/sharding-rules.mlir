@@ -164,6 +164,14 @@ func.func @embedding(%table: tensor<256x64xf32>, %ids: tensor<2x16xi32>) {
   return
 }
 
+// scatter_add: index entries reduce by sum, the coordinates need
+// replication, indexed and slice dims pass through.
+func.func @scatter_add(%t: tensor<8x4x6xf32>, %i: tensor<2x3x2xi32>, %u: tensor<2x3x4xf32>) {
+  // expected-remark @below {{sharding rule: ([l, n, m], [i, j, k], [i, j, n]) -> ([l, n, m]) {i=2 reduction(sum), j=3 reduction(sum), k=2 need-replication, l=8, m=6, n=4}}}
+  %0 = par.scatter_add %t[%i], %u dims [0, 2] : (tensor<8x4x6xf32>, tensor<2x3x2xi32>, tensor<2x3x4xf32>) -> tensor<8x4x6xf32>
+  return
+}
+
 // cross_entropy: tokens reduce by sum, the vocabulary internally.
 func.func @cross_entropy(%logits: tensor<2x16x256xf32>, %labels: tensor<2x16xi32>) {
   // expected-remark @below {{sharding rule: ([i, j, k], [i, j]) -> ([]) {i=2 reduction(sum), j=16 reduction(sum), k=256 reduction(internal)}}}

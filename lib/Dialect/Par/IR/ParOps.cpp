@@ -503,6 +503,49 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+SmallVector<int64_t> ScatterAddOp::getSliceDims() {
+  auto operand = cast<RankedTensorType>(getOperand().getType());
+  SmallVector<int64_t> dims;
+  for (int64_t d = 0; d < operand.getRank(); ++d)
+    if (!llvm::is_contained(getDims(), d))
+      dims.push_back(d);
+  return dims;
+}
+
+LogicalResult ScatterAddOp::verify() {
+  auto operand = cast<RankedTensorType>(getOperand().getType());
+  auto indices = cast<RankedTensorType>(getIndices().getType());
+  auto updates = cast<RankedTensorType>(getUpdates().getType());
+  ArrayRef<int64_t> dims = getDims();
+  if (dims.empty())
+    return emitOpError() << "needs at least one indexed dimension";
+  for (auto [i, d] : llvm::enumerate(dims))
+    if (d < 0 || d >= operand.getRank() || (i > 0 && d <= dims[i - 1]))
+      return emitOpError() << "dims [" << dims
+                           << "] must be increasing dimensions of the "
+                           << operand.getRank() << "-d operand";
+  if (indices.getRank() < 1 ||
+      indices.getDimSize(indices.getRank() - 1) != (int64_t)dims.size())
+    return emitOpError() << "indices " << indices << " must be [entries..., "
+                         << dims.size() << "]: one coordinate per indexed "
+                            "dimension in the last dimension";
+  if (updates.getElementType() != operand.getElementType())
+    return emitOpError() << "updates " << updates
+                         << " must have the operand's element type "
+                         << operand.getElementType();
+  SmallVector<int64_t> expected(indices.getShape().drop_back());
+  for (int64_t d : getSliceDims())
+    expected.push_back(operand.getDimSize(d));
+  if (updates.getShape() != ArrayRef<int64_t>(expected)) {
+    InFlightDiagnostic diag = emitOpError() << "updates " << updates
+                                            << " must be [";
+    llvm::interleave(expected, diag, "x");
+    return diag << "]: the index entries' shape, then the operand's "
+                   "non-indexed dimensions";
+  }
+  return success();
+}
+
 LogicalResult CrossEntropyOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {

@@ -278,6 +278,25 @@ ShardingRule EmbeddingOp::getShardingRule() {
   return rule;
 }
 
+ShardingRule ScatterAddOp::getShardingRule() {
+  ShardingRule rule(getOperation());
+  ArrayRef<int64_t> operand = shapeOf(getOperand()), indices = shapeOf(getIndices());
+  int64_t entries = getNumEntryDims();
+  // Index entries: each shard adds its own, so the result is a partial sum.
+  for (int64_t d = 0; d < entries; ++d)
+    rule.addSharedFactor(indices[d], {{1, d}, {2, d}}, {}, FactorKind::Reduction,
+                         FactorCombiner::Sum);
+  if (indices.back() > 1)
+    rule.addSharedFactor(indices.back(), {{1, entries}}, {},
+                         FactorKind::NeedReplication);
+  // Indexed dims: a shard of rows takes the updates that land in it.
+  for (int64_t d : getDims())
+    rule.addSharedFactor(operand[d], {{0, d}}, {{0, d}});
+  for (auto [i, d] : llvm::enumerate(getSliceDims()))
+    rule.addSharedFactor(operand[d], {{0, d}, {2, entries + (int64_t)i}}, {{0, d}});
+  return rule;
+}
+
 ShardingRule CrossEntropyOp::getShardingRule() {
   ShardingRule rule(getOperation());
   ArrayRef<int64_t> logits = shapeOf(getLogits());

@@ -524,6 +524,50 @@ def Par_EmbeddingOp : Par_ComputeOp<"embedding", []> {
   let hasVerifier = 1;
 }
 
+def Par_ScatterAddOp : Par_ComputeOp<"scatter_add", [
+    AllTypesMatch<["operand", "result"]>]> {
+  let summary = "add slices of updates into an operand at integer indices";
+  let description = [{
+    `dims` lists the operand dimensions that are indexed (k of them, in
+    increasing order). `indices` is `[N..., k]`: each of its N... entries
+    holds k coordinates and selects the slice of the operand along `dims`
+    at those coordinates. `updates` is `[N..., rest]`, where `rest` are the
+    operand's other dimensions in order; each entry's slice is added into the
+    selected operand slice. Indices that select the same slice add up;
+    coordinates outside the operand select nothing.
+
+    ```mlir
+    // The gradient of an embedding table: d table[ids[b, s], :] += g[b, s, :].
+    %d = par.scatter_add %zeros[%ids], %g dims [0]
+        : (tensor<256x64xf32>, tensor<8x16x1xi32>, tensor<8x16x64xf32>) -> tensor<256x64xf32>
+    ```
+    Sharding rule `([V, h], [b, s, k], [b, s, h]) -> ([V, h])`: `h` (every
+    non-indexed dim) passes through; the indexed dims pass through between
+    the operand and the result (each shard adds the updates that land in its
+    rows); the index entries `b, s` are reduction factors (each shard adds
+    its own updates, the result is a partial sum; the operand joins on one
+    member of those axes only); `k` needs replication.
+  }];
+  let arguments = (ins Par_NumTensor:$operand, Par_IntTensor:$indices,
+                       Par_NumTensor:$updates, DenseI64ArrayAttr:$dims);
+  let results = (outs Par_NumTensor:$result);
+  let assemblyFormat = [{
+    $operand `[` $indices `]` `,` $updates `dims` $dims attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// The operand dimensions that are not indexed, in order: the trailing
+    /// dimensions of `updates`.
+    ::llvm::SmallVector<int64_t> getSliceDims();
+    /// The number of index entries' dimensions (`N...`).
+    int64_t getNumEntryDims() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getIndices().getType())
+                 .getRank() - 1;
+    }
+  }];
+  let hasVerifier = 1;
+}
+
 def Par_CrossEntropyOp : Par_ComputeOp<"cross_entropy", []> {
   let summary = "softmax cross-entropy, mean over tokens";
   let description = [{
