@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/ParOps.h"
-#include "par/Transforms/Constants.h"
+#include "par/Dialect/Par/IR/ParConstants.h"
 #include "par/Transforms/InputRoles.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReshardPlan.h"
@@ -18,7 +18,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/Matchers.h"
 
 namespace mlir::par {
 #define GEN_PASS_DEF_TOLOCALPASS
@@ -35,11 +34,32 @@ struct GlobalInfo {
   ShardingAttr sharding; // null: replicated
 };
 
-class Localizer {
+class Localizer : public LocalFormContext {
 public:
   explicit Localizer(func::FuncOp func)
-      : func(func), builder(func.getContext()) {}
+      : LocalFormContext(ownBuilder), func(func), ownBuilder(func.getContext()) {}
   LogicalResult run();
+
+  // LocalFormContext: what the ops' local forms ask.
+  RankedTensorType globalType(Value value) override { return globals[value].type; }
+  MeshOp meshOf(Value value) override { return meshOf(globals[value].sharding); }
+  SmallVector<int32_t> splitAxes(Value value, int64_t dim) override {
+    const GlobalInfo &info = globals[value];
+    return llvm::to_vector(layoutOf(info.sharding, info.type.getRank()).dims[dim]);
+  }
+  int64_t numShards(MeshOp mesh, ArrayRef<int32_t> axes) override;
+  ArrayAttr axisNames(MeshOp mesh, ArrayRef<int32_t> axes) override;
+  SmallVector<int64_t> paddedDims(Value value, ArrayRef<int64_t> dims) override {
+    return paddedDims(globals[value], dims);
+  }
+  Value maskPadding(Location loc, Value local, Value like, ArrayRef<int64_t> dims,
+                    double identity) override {
+    return maskPadding(loc, local, globals[like], dims, identity);
+  }
+  Value shardStart(Location loc, MeshOp mesh, ArrayRef<int32_t> axes,
+                   int64_t localSize, Type elementType) override;
+  void replaceValue(Value old, Value replacement, Operation *except) override;
+  void recordLike(Value value, Value like, int64_t dropTrailing) override;
 
 private:
   LogicalResult recordAndCheck(Value value, Operation *where,
@@ -51,13 +71,8 @@ private:
   MeshOp meshOf(ShardingAttr sharding) {
     return sharding ? lookupMesh(func, sharding.getMesh()) : MeshOp();
   }
-  ArrayAttr axisNames(MeshOp mesh, ArrayRef<int32_t> axes);
-  int64_t numShards(MeshOp mesh, ArrayRef<int32_t> axes);
   /// The collective that combines the partial sums `value` holds.
   CollectiveKind partialKind(Value value);
-  /// Makes `replacement` stand for `old` (a value the local form computes
-  /// differently) in every use but `except`, with the same global info.
-  void replaceValue(Value old, Value replacement, Operation *except);
 
   /// Moves `input` (laid out as `from`) to `to` with collectives created at
   /// the builder's insertion point; `op` is where diagnostics go.
@@ -66,9 +81,6 @@ private:
   LogicalResult localizeOp(Operation *op);
   void setLocalResultTypes(Operation *op);
   Value constantLike(Location loc, RankedTensorType type, double value);
-  Value scaled(Location loc, Value value, double factor);
-  Value shardStart(Location loc, MeshOp mesh, ArrayRef<int32_t> axes,
-                   int64_t localSize, Type elementType);
   /// The dims among `dims` that `info` splits unevenly (padded).
   SmallVector<int64_t> paddedDims(const GlobalInfo &info,
                                   ArrayRef<int64_t> dims);
@@ -79,15 +91,10 @@ private:
                                 const ReshardLayout &source,
                                 const ReshardLayout &target,
                                 CollectiveKind kind);
-  LogicalResult localizeDot(DotOp op);
-  LogicalResult localizeReduce(ReduceOp op);
-  LogicalResult localizeEmbedding(EmbeddingOp op);
-  LogicalResult localizeCrossEntropy(CrossEntropyOp op);
-  LogicalResult localizeScatterAdd(ScatterAddOp op);
   std::string describe(Value value);
 
   func::FuncOp func;
-  OpBuilder builder;
+  OpBuilder ownBuilder;
   DenseMap<Value, GlobalInfo> globals;
   /// Combiners of partial values made by collectives (which keep the
   /// combiner of the value they came from).
@@ -95,33 +102,12 @@ private:
 };
 } // namespace
 
-/// Whether every element of a splat constant is zero.
-static bool isZeroSplat(DenseElementsAttr value) {
-  Attribute element = value.getSplatValue<Attribute>();
-  if (auto f = dyn_cast<FloatAttr>(element))
-    return f.getValue().isZero();
-  if (auto i = dyn_cast<IntegerAttr>(element))
-    return i.getValue().isZero();
-  return false;
-}
-
 std::string Localizer::describe(Value value) {
   std::string text;
   llvm::raw_string_ostream os(text);
   AsmState state(func);
   value.printAsOperand(os, state);
   return text;
-}
-
-/// The ratio of the local to the global element count over `dims` (1/shards
-/// for even splits): a local mean times it is this device's share of the
-/// global mean.
-static double meanShare(RankedTensorType local, RankedTensorType global,
-                        ArrayRef<int64_t> dims) {
-  double share = 1;
-  for (int64_t d : dims)
-    share *= (double)local.getDimSize(d) / (double)global.getDimSize(d);
-  return share;
 }
 
 ReshardLayout Localizer::layoutOf(ShardingAttr sharding, int64_t rank) {
@@ -247,6 +233,18 @@ void Localizer::replaceValue(Value old, Value replacement,
   globals[replacement] = globals[old];
   if (kinds.count(old))
     kinds[replacement] = kinds[old];
+}
+
+void Localizer::recordLike(Value value, Value like, int64_t dropTrailing) {
+  const GlobalInfo &from = globals[like];
+  GlobalInfo info{RankedTensorType::get(from.type.getShape().drop_back(dropTrailing),
+                                        from.type.getElementType()),
+                  nullptr};
+  if (from.sharding)
+    info.sharding = ShardingAttr::get(builder.getContext(), from.sharding.getMesh(),
+                                      from.sharding.getDims().drop_back(dropTrailing),
+                                      {}, {});
+  globals[value] = info;
 }
 
 CollectiveKind Localizer::partialKind(Value value) {
@@ -408,13 +406,6 @@ Value Localizer::constantLike(Location loc, RankedTensorType type,
   return splatConstant(builder, loc, type, value);
 }
 
-/// `value * factor` (a splat constant of its type).
-Value Localizer::scaled(Location loc, Value value, double factor) {
-  auto type = cast<RankedTensorType>(value.getType());
-  Value scale = constantLike(loc, type, factor);
-  return MulOp::create(builder, loc, type, value, scale);
-}
-
 /// First global index of this device's piece of a dim split over `axes`
 /// into pieces of `localSize`, as a 0-d tensor of `elementType`.
 Value Localizer::shardStart(Location loc, MeshOp mesh, ArrayRef<int32_t> axes,
@@ -429,255 +420,6 @@ Value Localizer::shardStart(Location loc, MeshOp mesh, ArrayRef<int32_t> axes,
                        constantLike(loc, scalar, (double)localSize));
 }
 
-/// Vocabulary-parallel lookup: each shard looks up `ids - start`; ids of
-/// other shards fall outside its rows and give zeros, so the sum over the
-/// vocabulary axes (the partial result) is the global lookup.
-LogicalResult Localizer::localizeEmbedding(EmbeddingOp op) {
-  const GlobalInfo &table = globals[op.getTable()];
-  ReshardLayout layout = layoutOf(table.sharding, 2);
-  if (layout.dims[0].empty())
-    return success();
-  MeshOp mesh = meshOf(table.sharding);
-  auto idsType = cast<RankedTensorType>(op.getIds().getType());
-  Location loc = op.getLoc();
-  builder.setInsertionPoint(op);
-  int64_t rows =
-      llvm::divideCeil(table.type.getDimSize(0), numShards(mesh, layout.dims[0]));
-  Value start =
-      shardStart(loc, mesh, layout.dims[0], rows, idsType.getElementType());
-  Value starts = BroadcastOp::create(builder, loc, idsType, start,
-                                     builder.getDenseI64ArrayAttr({}));
-  op.getIdsMutable().assign(
-      SubOp::create(builder, loc, idsType, op.getIds(), starts));
-  return success();
-}
-
-/// A shard of rows adds the updates that land in it: indices shift by the
-/// shard's first row along each split indexed dim (the rest fall outside and
-/// add nothing). Split index entries make each shard add its own updates, a
-/// partial sum, so the operand joins on the first member of their axes only;
-/// padded entries add zeros.
-LogicalResult Localizer::localizeScatterAdd(ScatterAddOp op) {
-  Location loc = op.getLoc();
-  builder.setInsertionPoint(op);
-  const GlobalInfo &operand = globals[op.getOperand()];
-  const GlobalInfo &updates = globals[op.getUpdates()];
-  int64_t entries = op.getNumEntryDims();
-  auto entryDims = llvm::to_vector(llvm::seq<int64_t>(0, entries));
-  op.getUpdatesMutable().assign(
-      maskPadding(loc, op.getUpdates(), updates, entryDims, 0.0));
-
-  if (operand.sharding) {
-    MeshOp mesh = meshOf(operand.sharding);
-    ReshardLayout layout = layoutOf(operand.sharding, operand.type.getRank());
-    auto indexType = cast<RankedTensorType>(op.getIndices().getType());
-    Type element = indexType.getElementType();
-    auto single = RankedTensorType::get({1}, element);
-    SmallVector<Value> starts;
-    bool shifted = llvm::any_of(op.getDims(),
-                                [&](int64_t d) { return !layout.dims[d].empty(); });
-    for (int64_t d : shifted ? op.getDims() : ArrayRef<int64_t>()) {
-      if (layout.dims[d].empty()) {
-        starts.push_back(constantLike(loc, single, 0.0));
-        continue;
-      }
-      int64_t rows = llvm::divideCeil(operand.type.getDimSize(d),
-                                      numShards(mesh, layout.dims[d]));
-      Value start = shardStart(loc, mesh, layout.dims[d], rows, element);
-      starts.push_back(ReshapeOp::create(builder, loc, single, start));
-    }
-    if (shifted) {
-      Value offsets = starts.front();
-      if (starts.size() > 1)
-        offsets = ConcatOp::create(
-            builder, loc,
-            RankedTensorType::get({(int64_t)starts.size()}, element), starts, 0);
-      Value spread = BroadcastOp::create(
-          builder, loc, indexType, offsets,
-          builder.getDenseI64ArrayAttr({indexType.getRank() - 1}));
-      op.getIndicesMutable().assign(
-          SubOp::create(builder, loc, indexType, op.getIndices(), spread));
-    }
-  }
-
-  if (!updates.sharding)
-    return success();
-  ReshardLayout layout = layoutOf(updates.sharding, updates.type.getRank());
-  SmallVector<int32_t> axes;
-  for (int64_t d = 0; d < entries; ++d)
-    axes.append(layout.dims[d].begin(), layout.dims[d].end());
-  DenseElementsAttr value;
-  if (axes.empty() || (matchPattern(op.getOperand(), m_Constant(&value)) &&
-                       value.isSplat() && isZeroSplat(value)))
-    return success();
-  MeshOp mesh = meshOf(updates.sharding);
-  auto type = cast<RankedTensorType>(op.getOperand().getType());
-  auto i64 = RankedTensorType::get({}, builder.getIntegerType(64));
-  Value index = AxisIndexOp::create(
-      builder, loc, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
-      axisNames(mesh, axes));
-  Value first = CompareOp::create(
-      builder, loc, getI1TensorLike(i64),
-      CompareDirectionAttr::get(builder.getContext(), CompareDirection::eq), index,
-      constantLike(loc, i64, 0.0));
-  Value mask = BroadcastOp::create(builder, loc, getI1TensorLike(type), first,
-                                   builder.getDenseI64ArrayAttr({}));
-  op.getOperandMutable().assign(SelectOp::create(
-      builder, loc, type, mask, op.getOperand(), constantLike(loc, type, 0.0)));
-  return success();
-}
-
-/// Cross-entropy with the vocabulary split never gathers logits: the max and
-/// the sum of exponentials are all-reduced over the vocabulary axes, and the
-/// target logit is a masked local lookup all-reduced the same way. Split
-/// token dims make the local mean a partial sum, scaled by 1/token shards.
-LogicalResult Localizer::localizeCrossEntropy(CrossEntropyOp op) {
-  const GlobalInfo &logitsInfo = globals[op.getLogits()];
-  int64_t rank = logitsInfo.type.getRank();
-  ReshardLayout layout = layoutOf(logitsInfo.sharding, rank);
-  MeshOp mesh = meshOf(logitsInfo.sharding);
-  SmallVector<int32_t> tokenAxes;
-  for (int64_t d = 0; d + 1 < rank; ++d)
-    tokenAxes.append(layout.dims[d].begin(), layout.dims[d].end());
-  ArrayRef<int32_t> vocabAxes = layout.dims[rank - 1];
-  SmallVector<int64_t> leading;
-  for (int64_t d = 0; d + 1 < rank; ++d)
-    leading.push_back(d);
-  // Padded token dims: the per-token losses of padding are masked out, so
-  // the loss is computed per token as with a split vocabulary.
-  bool paddedTokens = !paddedDims(logitsInfo, leading).empty();
-  double tokenShare =
-      meanShare(cast<RankedTensorType>(op.getLabels().getType()),
-                globals[op.getLabels()].type, leading);
-  Location loc = op.getLoc();
-  builder.setInsertionPointAfter(op);
-  Value loss = op.getResult();
-  if (!vocabAxes.empty() || paddedTokens) {
-    builder.setInsertionPoint(op);
-    Value logits = maskPadding(loc, op.getLogits(), logitsInfo, {rank - 1},
-                               -std::numeric_limits<double>::infinity());
-    Value labels = op.getLabels();
-    auto logitsType = cast<RankedTensorType>(logits.getType());
-    auto labelsType = cast<RankedTensorType>(labels.getType());
-    Type f = logitsType.getElementType(), i = labelsType.getElementType();
-    auto tokens = RankedTensorType::get(labelsType.getShape(), f);
-    int64_t vocab = logitsType.getDimSize(rank - 1);
-    StringRef meshRef = mesh.getSymName();
-    ArrayAttr axes = axisNames(mesh, vocabAxes);
-    auto last = builder.getDenseI64ArrayAttr({rank - 1});
-    auto reduceLast = [&](ReduceKind kind, Value input) -> Value {
-      return ReduceOp::create(builder, loc, tokens, kind, input, last);
-    };
-    auto overVocab = [&](CollectiveKind kind, Value input) -> Value {
-      if (vocabAxes.empty())
-        return input;
-      return AllReduceOp::create(builder, loc, tokens, kind, input, meshRef,
-                                 axes);
-    };
-    auto spread = [&](Value input) -> Value {
-      return BroadcastOp::create(builder, loc, logitsType, input,
-                                 builder.getDenseI64ArrayAttr(leading));
-    };
-    // logsumexp = log(sum exp(x - max)) + max, both over all shards.
-    Value max = overVocab(CollectiveKind::max,
-                          reduceLast(ReduceKind::max, logits));
-    Value shifted = SubOp::create(builder, loc, logitsType, logits, spread(max));
-    Value exps = ExpOp::create(builder, loc, logitsType, shifted);
-    Value sum = overVocab(CollectiveKind::sum, reduceLast(ReduceKind::sum, exps));
-    Value lse = AddOp::create(builder, loc, tokens,
-                              LogOp::create(builder, loc, tokens, sum), max);
-    // Target logit: this shard's column (label - start) where it owns it.
-    auto vocabIds = RankedTensorType::get({vocab}, i);
-    Value ids = iotaConstant(builder, loc, vocab, i);
-    if (!vocabAxes.empty()) {
-      Value start = shardStart(loc, mesh, vocabAxes, vocab, i);
-      ids = AddOp::create(builder, loc, vocabIds, ids,
-                          BroadcastOp::create(builder, loc, vocabIds, start,
-                                              builder.getDenseI64ArrayAttr({})));
-    }
-    auto idsType = RankedTensorType::get(logitsType.getShape(), i);
-    Value columns = BroadcastOp::create(builder, loc, idsType, ids,
-                                        builder.getDenseI64ArrayAttr({rank - 1}));
-    Value targets = BroadcastOp::create(builder, loc, idsType, labels,
-                                        builder.getDenseI64ArrayAttr(leading));
-    Value mask = CompareOp::create(
-        builder, loc, getI1TensorLike(idsType),
-        CompareDirectionAttr::get(builder.getContext(), CompareDirection::eq),
-        columns, targets);
-    Value picked = SelectOp::create(builder, loc, logitsType, mask, logits,
-                                    constantLike(loc, logitsType, 0.0));
-    Value target =
-        overVocab(CollectiveKind::sum, reduceLast(ReduceKind::sum, picked));
-    Value perToken = SubOp::create(builder, loc, tokens, lse, target);
-    GlobalInfo tokenInfo{RankedTensorType::get(
-                             logitsInfo.type.getShape().drop_back(),
-                             logitsInfo.type.getElementType()),
-                         nullptr};
-    if (logitsInfo.sharding)
-      tokenInfo.sharding = ShardingAttr::get(
-          builder.getContext(), logitsInfo.sharding.getMesh(),
-          logitsInfo.sharding.getDims().drop_back(), {}, {});
-    perToken = maskPadding(loc, perToken, tokenInfo, leading, 0.0);
-    loss = ReduceOp::create(builder, loc, op.getResult().getType(),
-                            ReduceKind::mean, perToken,
-                            builder.getDenseI64ArrayAttr(leading));
-    replaceValue(op.getResult(), loss, nullptr);
-    op.erase();
-    builder.setInsertionPointAfter(loss.getDefiningOp());
-  }
-  if (!tokenAxes.empty()) {
-    Value scaledLoss = scaled(loc, loss, tokenShare);
-    replaceValue(loss, scaledLoss, scaledLoss.getDefiningOp());
-  }
-  return success();
-}
-
-/// Reductions over split dims: padding is masked with the reduction's
-/// identity; a mean becomes this device's share of the global mean.
-LogicalResult Localizer::localizeReduce(ReduceOp op) {
-  const GlobalInfo &in = globals[op.getInput()];
-  if (!in.sharding)
-    return success();
-  double identity = 0;
-  if (op.getKind() == ReduceKind::max)
-    identity = -std::numeric_limits<double>::infinity();
-  if (op.getKind() == ReduceKind::min)
-    identity = std::numeric_limits<double>::infinity();
-  Location loc = op.getLoc();
-  builder.setInsertionPoint(op);
-  op.getInputMutable().assign(
-      maskPadding(loc, op.getInput(), in, op.getDims(), identity));
-  if (op.getKind() != ReduceKind::mean)
-    return success();
-  ReshardLayout layout = layoutOf(in.sharding, in.type.getRank());
-  SmallVector<int64_t> split;
-  for (int64_t d : op.getDims())
-    if (!layout.dims[d].empty())
-      split.push_back(d);
-  if (split.empty())
-    return success();
-  builder.setInsertionPointAfter(op);
-  Value result = op.getResult();
-  Value part = scaled(
-      loc, result,
-      meanShare(cast<RankedTensorType>(op.getInput().getType()), in.type,
-                split));
-  replaceValue(result, part, part.getDefiningOp());
-  return success();
-}
-
-/// A contraction over a padded dim sees zeros there in both operands (the
-/// padding of one may hold anything, even infinities).
-LogicalResult Localizer::localizeDot(DotOp op) {
-  Location loc = op.getLoc();
-  builder.setInsertionPoint(op);
-  op.getLhsMutable().assign(maskPadding(loc, op.getLhs(), globals[op.getLhs()],
-                                        op.getLhsContract(), 0.0));
-  op.getRhsMutable().assign(maskPadding(loc, op.getRhs(), globals[op.getRhs()],
-                                        op.getRhsContract(), 0.0));
-  return success();
-}
-
 void Localizer::setLocalResultTypes(Operation *op) {
   for (Value result : op->getResults())
     if (globals.count(result))
@@ -685,7 +427,6 @@ void Localizer::setLocalResultTypes(Operation *op) {
 }
 
 LogicalResult Localizer::localizeOp(Operation *op) {
-  Location loc = op->getLoc();
   if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, AllSliceOp,
           CollectivePermuteOp, AxisIndexOp, SendOp, RecvOp>(op))
     return op->emitError() << "'" << op->getName()
@@ -746,61 +487,9 @@ LogicalResult Localizer::localizeOp(Operation *op) {
   }
 
   setLocalResultTypes(op);
-
-  if (auto embedding = dyn_cast<EmbeddingOp>(op))
-    return localizeEmbedding(embedding);
-  if (auto loss = dyn_cast<CrossEntropyOp>(op))
-    return localizeCrossEntropy(loss);
-  if (auto scatter = dyn_cast<ScatterAddOp>(op))
-    return localizeScatterAdd(scatter);
-
-  if (auto reduce = dyn_cast<ReduceOp>(op))
-    return localizeReduce(reduce);
-  if (auto dot = dyn_cast<DotOp>(op))
-    return localizeDot(dot);
-
-  if (auto slice = dyn_cast<SliceOp>(op)) {
-    // Split dims are whole (the rule keeps sliced dims unsplit).
-    auto local = cast<RankedTensorType>(slice.getInput().getType());
-    SmallVector<int64_t> limits(slice.getLimits());
-    const GlobalInfo &in = globals[slice.getInput()];
-    auto resultType = cast<RankedTensorType>(slice.getResult().getType());
-    for (int64_t d = 0; d < local.getRank(); ++d)
-      if ((local.getDimSize(d) != in.type.getDimSize(d) ||
-           resultType.getDimSize(d) != globals[slice.getResult()].type.getDimSize(d)) &&
-          (slice.getStarts()[d] != 0 || limits[d] != in.type.getDimSize(d) ||
-           (slice.getStrides() && (*slice.getStrides())[d] != 1)))
-        return op->emitError()
-               << "dim " << d << " is sliced and split; slices keep the dims "
-               << "they cut whole (run --par-insert-reshards, or "
-                  "--par-partition, on the global program first)";
-    for (int64_t d = 0; d < local.getRank(); ++d)
-      if (local.getDimSize(d) != in.type.getDimSize(d))
-        limits[d] = local.getDimSize(d);
-    slice.setLimits(limits);
-    return success();
-  }
-
-  // Positions of a split sequence start at this device's first position.
-  auto setOffset = [&](Value input, MutableOperandRange offset) {
-    const GlobalInfo &in = globals[input];
-    if (!in.sharding)
-      return;
-    ReshardLayout layout = layoutOf(in.sharding, 4);
-    if (layout.dims[1].empty())
-      return;
-    MeshOp mesh = meshOf(in.sharding);
-    builder.setInsertionPoint(op);
-    int64_t positions =
-        llvm::divideCeil(in.type.getDimSize(1), numShards(mesh, layout.dims[1]));
-    offset.assign(shardStart(loc, mesh, layout.dims[1], positions,
-                             builder.getIntegerType(64)));
-  };
-  if (auto rope = dyn_cast<RopeOp>(op))
-    setOffset(rope.getInput(), rope.getOffsetMutable());
-  if (auto attention = dyn_cast<AttentionOp>(op))
-    if (attention.getCausal())
-      setOffset(attention.getQ(), attention.getOffsetMutable());
+  // Ops whose per-device form differs build it themselves (ParLocalForms.cpp).
+  if (auto form = dyn_cast<LocalFormOpInterface>(op))
+    return form.localize(*this);
   return success();
 }
 

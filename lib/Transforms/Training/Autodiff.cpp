@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/ParOps.h"
-#include "par/Transforms/Constants.h"
+#include "par/Dialect/Par/IR/ParConstants.h"
 #include "par/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

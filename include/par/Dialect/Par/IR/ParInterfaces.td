@@ -19,6 +19,24 @@ def Par_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
   ];
 }
 
+def Par_LocalFormOpInterface : OpInterface<"LocalFormOpInterface"> {
+  let cppNamespace = "::mlir::par";
+  let description = [{
+    Implemented by ops whose per-device form is more than the same op on
+    per-device types (--par-to-local sets those first): ids shifted to a
+    shard's rows, padding masked with a reduction's identity, a mean scaled
+    to this device's share, collectives inside a vocabulary-parallel loss.
+    The context (LocalForm.h) knows every value's global type and sharding.
+  }];
+  let methods = [
+    InterfaceMethod<
+      "Rewrites the op into its per-device form; its results already have "
+      "their per-device types.",
+      "::mlir::LogicalResult", "localize",
+      (ins "::mlir::par::LocalFormContext &":$context)>,
+  ];
+}
+
 // An op whose kernels may write a result over an operand of the same size:
 // each element is read before the same element is written (element-by-element
 // ops, optimizer updates). The memory planner lets such a result take over a

@@ -226,7 +226,7 @@ def Par_BroadcastOp : Par_ComputeOp<"broadcast", [SameOperandsAndResultElementTy
   let hasVerifier = 1;
 }
 
-def Par_ReduceOp : Par_ComputeOp<"reduce", []> {
+def Par_ReduceOp : Par_ComputeOp<"reduce", [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
   let summary = "reduce (sum, max, min or mean) over dimensions";
   let description = [{
     Removes the listed dimensions by reducing over them.
@@ -299,7 +299,7 @@ def Par_ReshapeOp : Par_ComputeOp<"reshape", [SameOperandsAndResultElementType]>
   let hasVerifier = 1;
 }
 
-def Par_SliceOp : Par_ComputeOp<"slice", []> {
+def Par_SliceOp : Par_ComputeOp<"slice", [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
   let summary = "static strided slice";
   let description = [{
     Takes elements `starts[d], starts[d] + strides[d], ...` below
@@ -363,7 +363,7 @@ def Par_ConcatOp : Par_ComputeOp<"concat", []> {
 // Contraction
 //===----------------------------------------------------------------------===//
 
-def Par_DotOp : Par_ComputeOp<"dot", []> {
+def Par_DotOp : Par_ComputeOp<"dot", [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
   let summary = "general contraction with batch and contracting dims";
   let description = [{
     Result dimensions are the batch dimensions (in `batch` order), then the
@@ -467,7 +467,7 @@ def Par_RmsNormOp : Par_ComputeOp<"rms_norm", [
   let hasVerifier = 1;
 }
 
-def Par_AttentionOp : Par_ComputeOp<"attention", [
+def Par_AttentionOp : Par_ComputeOp<"attention", [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>,
     AllTypesMatch<["q", "result"]>, AllTypesMatch<["k", "v"]>]> {
   let summary = "scaled dot-product attention with grouped KV heads";
   let description = [{
@@ -499,7 +499,7 @@ def Par_AttentionOp : Par_ComputeOp<"attention", [
   let hasVerifier = 1;
 }
 
-def Par_EmbeddingOp : Par_ComputeOp<"embedding", []> {
+def Par_EmbeddingOp : Par_ComputeOp<"embedding", [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
   let summary = "row lookup in an embedding table";
   let description = [{
     `result[i..., :] = table[ids[i...], :]`; ids outside `[0, V)` give zeros.
@@ -524,7 +524,7 @@ def Par_EmbeddingOp : Par_ComputeOp<"embedding", []> {
   let hasVerifier = 1;
 }
 
-def Par_ScatterAddOp : Par_ComputeOp<"scatter_add", [
+def Par_ScatterAddOp : Par_ComputeOp<"scatter_add", [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>,
     AllTypesMatch<["operand", "result"]>]> {
   let summary = "add slices of updates into an operand at integer indices";
   let description = [{
@@ -568,7 +568,7 @@ def Par_ScatterAddOp : Par_ComputeOp<"scatter_add", [
   let hasVerifier = 1;
 }
 
-def Par_CrossEntropyOp : Par_ComputeOp<"cross_entropy", []> {
+def Par_CrossEntropyOp : Par_ComputeOp<"cross_entropy", [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
   let summary = "softmax cross-entropy, mean over tokens";
   let description = [{
     `mean over tokens of (logsumexp(logits[t, :]) - logits[t, labels[t]])`;
@@ -597,7 +597,7 @@ def Par_CrossEntropyOp : Par_ComputeOp<"cross_entropy", []> {
   let hasVerifier = 1;
 }
 
-def Par_RopeOp : Par_ComputeOp<"rope", [AllTypesMatch<["input", "result"]>]> {
+def Par_RopeOp : Par_ComputeOp<"rope", [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>, AllTypesMatch<["input", "result"]>]> {
   let summary = "rotary position embedding";
   let description = [{
     Layout `[batch, seq, heads, head_dim]`, `head_dim` even. Position `p`

@@ -1,5 +1,5 @@
-//===- Constants.cpp - Building par.constant values -----------------------===//
-#include "par/Transforms/Constants.h"
+//===- ParConstants.cpp - Building par.constant values --------------------===//
+#include "par/Dialect/Par/IR/ParConstants.h"
 
 #include "par/Dialect/Par/IR/ParOps.h"
 

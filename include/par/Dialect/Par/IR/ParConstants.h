@@ -1,12 +1,12 @@
-//===- Constants.h - Building par.constant values ---------------*- C++ -*-===//
+//===- ParConstants.h - Building par.constant values ------------*- C++ -*-===//
 //
 // The constants that local op forms (masks, shard offsets) and gradient
 // rules build: splats of one value and index ramps.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PAR_TRANSFORMS_CONSTANTS_H
-#define PAR_TRANSFORMS_CONSTANTS_H
+#ifndef PAR_DIALECT_PAR_IR_PARCONSTANTS_H
+#define PAR_DIALECT_PAR_IR_PARCONSTANTS_H
 
 #include "mlir/IR/Builders.h"
 
@@ -23,4 +23,4 @@ Value iotaConstant(OpBuilder &builder, Location loc, int64_t size,
 
 } // namespace mlir::par
 
-#endif // PAR_TRANSFORMS_CONSTANTS_H
+#endif // PAR_DIALECT_PAR_IR_PARCONSTANTS_H

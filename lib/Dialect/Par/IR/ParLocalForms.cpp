@@ -1,0 +1,331 @@
+//===- ParLocalForms.cpp - per-device forms of the ops that need one ------===//
+//
+// LocalFormOpInterface for every op whose per-device form is more than the
+// op on per-device types. --par-to-local sets the result types, positions
+// nothing, and calls `localize`; each op builds what it needs through the
+// LocalFormContext (global types and shardings, shard offsets, padding
+// masks).
+//
+//===----------------------------------------------------------------------===//
+#include "par/Dialect/Par/IR/ParConstants.h"
+#include "par/Dialect/Par/IR/ParOps.h"
+
+#include "mlir/IR/Matchers.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::par;
+
+LocalFormContext::~LocalFormContext() = default;
+
+/// The ratio of the local to the global element count over `dims` (1/shards
+/// for even splits): a local mean times it is this device's share of the
+/// global mean.
+static double meanShare(RankedTensorType local, RankedTensorType global,
+                        ArrayRef<int64_t> dims) {
+  double share = 1;
+  for (int64_t d : dims)
+    share *= (double)local.getDimSize(d) / (double)global.getDimSize(d);
+  return share;
+}
+
+/// `value * factor` (a splat constant of its type).
+static Value scaled(OpBuilder &b, Location loc, Value value, double factor) {
+  auto type = cast<RankedTensorType>(value.getType());
+  return MulOp::create(b, loc, type, value, splatConstant(b, loc, type, factor));
+}
+
+/// All axes splitting the dims `dims` of `value`, in dim order.
+static SmallVector<int32_t> axesOver(LocalFormContext &ctx, Value value,
+                                     ArrayRef<int64_t> dims) {
+  SmallVector<int32_t> axes;
+  for (int64_t d : dims)
+    axes.append(ctx.splitAxes(value, d));
+  return axes;
+}
+
+/// Whether every element of a splat constant is zero.
+static bool isZeroSplat(Value value) {
+  DenseElementsAttr attr;
+  if (!matchPattern(value, m_Constant(&attr)) || !attr.isSplat())
+    return false;
+  Attribute element = attr.getSplatValue<Attribute>();
+  if (auto f = dyn_cast<FloatAttr>(element))
+    return f.getValue().isZero();
+  if (auto i = dyn_cast<IntegerAttr>(element))
+    return i.getValue().isZero();
+  return false;
+}
+
+/// Reductions over split dims: padding is masked with the reduction's
+/// identity; a mean becomes this device's share of the global mean.
+LogicalResult ReduceOp::localize(LocalFormContext &ctx) {
+  if (!ctx.meshOf(getInput()))
+    return success();
+  double identity = 0;
+  if (getKind() == ReduceKind::max)
+    identity = -std::numeric_limits<double>::infinity();
+  if (getKind() == ReduceKind::min)
+    identity = std::numeric_limits<double>::infinity();
+  OpBuilder &b = ctx.builder;
+  Location loc = getLoc();
+  b.setInsertionPoint(*this);
+  Value input = getInput();
+  getInputMutable().assign(ctx.maskPadding(loc, input, input, getDims(), identity));
+  if (getKind() != ReduceKind::mean)
+    return success();
+  SmallVector<int64_t> split;
+  for (int64_t d : getDims())
+    if (!ctx.splitAxes(input, d).empty())
+      split.push_back(d);
+  if (split.empty())
+    return success();
+  b.setInsertionPointAfter(*this);
+  Value result = getResult();
+  Value part = scaled(b, loc, result,
+                      meanShare(cast<RankedTensorType>(input.getType()),
+                                ctx.globalType(input), split));
+  ctx.replaceValue(result, part, part.getDefiningOp());
+  return success();
+}
+
+/// Split dims are whole (the rule keeps sliced dims unsplit): the local slice
+/// takes the local extent of every split dim.
+LogicalResult SliceOp::localize(LocalFormContext &ctx) {
+  auto local = cast<RankedTensorType>(getInput().getType());
+  RankedTensorType global = ctx.globalType(getInput());
+  auto resultType = cast<RankedTensorType>(getResult().getType());
+  RankedTensorType globalResult = ctx.globalType(getResult());
+  SmallVector<int64_t> limits(getLimits());
+  for (int64_t d = 0; d < local.getRank(); ++d)
+    if ((local.getDimSize(d) != global.getDimSize(d) ||
+         resultType.getDimSize(d) != globalResult.getDimSize(d)) &&
+        (getStarts()[d] != 0 || limits[d] != global.getDimSize(d) ||
+         (getStrides() && (*getStrides())[d] != 1)))
+      return emitError() << "dim " << d << " is sliced and split; slices keep the dims "
+                         << "they cut whole (run --par-insert-reshards, or "
+                            "--par-partition, on the global program first)";
+  for (int64_t d = 0; d < local.getRank(); ++d)
+    if (local.getDimSize(d) != global.getDimSize(d))
+      limits[d] = local.getDimSize(d);
+  setLimits(limits);
+  return success();
+}
+
+/// A contraction over a padded dim sees zeros there in both operands (the
+/// padding of one may hold anything, even infinities).
+LogicalResult DotOp::localize(LocalFormContext &ctx) {
+  Location loc = getLoc();
+  ctx.builder.setInsertionPoint(*this);
+  getLhsMutable().assign(
+      ctx.maskPadding(loc, getLhs(), getLhs(), getLhsContract(), 0.0));
+  getRhsMutable().assign(
+      ctx.maskPadding(loc, getRhs(), getRhs(), getRhsContract(), 0.0));
+  return success();
+}
+
+/// Positions of a split sequence (dim 1 of [batch, seq, heads, head_dim])
+/// start at this device's first position.
+static void shiftPositions(LocalFormContext &ctx, Operation *op, Value input,
+                              MutableOperandRange offset) {
+  MeshOp mesh = ctx.meshOf(input);
+  if (!mesh)
+    return;
+  SmallVector<int32_t> axes = ctx.splitAxes(input, 1);
+  if (axes.empty())
+    return;
+  ctx.builder.setInsertionPoint(op);
+  int64_t positions = llvm::divideCeil(ctx.globalType(input).getDimSize(1),
+                                       ctx.numShards(mesh, axes));
+  offset.assign(ctx.shardStart(op->getLoc(), mesh, axes, positions,
+                               ctx.builder.getIntegerType(64)));
+}
+
+LogicalResult RopeOp::localize(LocalFormContext &ctx) {
+  ::shiftPositions(ctx, *this, getInput(), getOffsetMutable());
+  return success();
+}
+
+LogicalResult AttentionOp::localize(LocalFormContext &ctx) {
+  if (getCausal())
+    ::shiftPositions(ctx, *this, getQ(), getOffsetMutable());
+  return success();
+}
+
+/// Vocabulary-parallel lookup: each shard looks up `ids - start`; ids of
+/// other shards fall outside its rows and give zeros, so the sum over the
+/// vocabulary axes (the partial result) is the global lookup.
+LogicalResult EmbeddingOp::localize(LocalFormContext &ctx) {
+  SmallVector<int32_t> axes = ctx.splitAxes(getTable(), 0);
+  if (axes.empty())
+    return success();
+  MeshOp mesh = ctx.meshOf(getTable());
+  OpBuilder &b = ctx.builder;
+  auto idsType = cast<RankedTensorType>(getIds().getType());
+  Location loc = getLoc();
+  b.setInsertionPoint(*this);
+  int64_t rows = llvm::divideCeil(ctx.globalType(getTable()).getDimSize(0),
+                                  ctx.numShards(mesh, axes));
+  Value start = ctx.shardStart(loc, mesh, axes, rows, idsType.getElementType());
+  Value starts =
+      BroadcastOp::create(b, loc, idsType, start, b.getDenseI64ArrayAttr({}));
+  getIdsMutable().assign(SubOp::create(b, loc, idsType, getIds(), starts));
+  return success();
+}
+
+/// A shard of rows adds the updates that land in it: indices shift by the
+/// shard's first row along each split indexed dim (the rest fall outside and
+/// add nothing). Split index entries make each shard add its own updates, a
+/// partial sum, so the operand joins on the first member of their axes only;
+/// padded entries add zeros.
+LogicalResult ScatterAddOp::localize(LocalFormContext &ctx) {
+  OpBuilder &b = ctx.builder;
+  Location loc = getLoc();
+  b.setInsertionPoint(*this);
+  int64_t entries = getNumEntryDims();
+  auto entryDims = llvm::to_vector(llvm::seq<int64_t>(0, entries));
+  Value updates = getUpdates();
+  getUpdatesMutable().assign(ctx.maskPadding(loc, updates, updates, entryDims, 0.0));
+
+  Value operand = getOperand();
+  if (MeshOp mesh = ctx.meshOf(operand)) {
+    auto indexType = cast<RankedTensorType>(getIndices().getType());
+    Type element = indexType.getElementType();
+    auto single = RankedTensorType::get({1}, element);
+    bool shifted = llvm::any_of(
+        getDims(), [&](int64_t d) { return !ctx.splitAxes(operand, d).empty(); });
+    SmallVector<Value> starts;
+    for (int64_t d : shifted ? getDims() : ArrayRef<int64_t>()) {
+      SmallVector<int32_t> axes = ctx.splitAxes(operand, d);
+      if (axes.empty()) {
+        starts.push_back(splatConstant(b, loc, single, 0.0));
+        continue;
+      }
+      int64_t rows = llvm::divideCeil(ctx.globalType(operand).getDimSize(d),
+                                      ctx.numShards(mesh, axes));
+      Value start = ctx.shardStart(loc, mesh, axes, rows, element);
+      starts.push_back(ReshapeOp::create(b, loc, single, start));
+    }
+    if (shifted) {
+      Value offsets = starts.front();
+      if (starts.size() > 1)
+        offsets = ConcatOp::create(
+            b, loc, RankedTensorType::get({(int64_t)starts.size()}, element),
+            starts, 0);
+      Value spread = BroadcastOp::create(
+          b, loc, indexType, offsets,
+          b.getDenseI64ArrayAttr({indexType.getRank() - 1}));
+      getIndicesMutable().assign(
+          SubOp::create(b, loc, indexType, getIndices(), spread));
+    }
+  }
+
+  SmallVector<int32_t> axes = axesOver(ctx, updates, entryDims);
+  if (axes.empty() || isZeroSplat(operand))
+    return success();
+  MeshOp mesh = ctx.meshOf(updates);
+  auto type = cast<RankedTensorType>(operand.getType());
+  auto i64 = RankedTensorType::get({}, b.getIntegerType(64));
+  Value index = AxisIndexOp::create(b, loc, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
+                                    ctx.axisNames(mesh, axes));
+  Value first = CompareOp::create(
+      b, loc, getI1TensorLike(i64),
+      CompareDirectionAttr::get(b.getContext(), CompareDirection::eq), index,
+      splatConstant(b, loc, i64, 0.0));
+  Value mask = BroadcastOp::create(b, loc, getI1TensorLike(type), first,
+                                   b.getDenseI64ArrayAttr({}));
+  getOperandMutable().assign(SelectOp::create(b, loc, type, mask, operand,
+                                              splatConstant(b, loc, type, 0.0)));
+  return success();
+}
+
+/// Cross-entropy with the vocabulary split never gathers logits: the max and
+/// the sum of exponentials are all-reduced over the vocabulary axes, and the
+/// target logit is a masked local lookup all-reduced the same way. Split
+/// token dims make the local mean a partial sum, scaled by 1/token shards.
+LogicalResult CrossEntropyOp::localize(LocalFormContext &ctx) {
+  Value logitsIn = getLogits();
+  RankedTensorType logitsGlobal = ctx.globalType(logitsIn);
+  int64_t rank = logitsGlobal.getRank();
+  MeshOp mesh = ctx.meshOf(logitsIn);
+  auto leading = llvm::to_vector(llvm::seq<int64_t>(0, rank - 1));
+  SmallVector<int32_t> tokenAxes =
+      mesh ? axesOver(ctx, logitsIn, leading) : SmallVector<int32_t>();
+  SmallVector<int32_t> vocabAxes =
+      mesh ? ctx.splitAxes(logitsIn, rank - 1) : SmallVector<int32_t>();
+  // Padded token dims: the per-token losses of padding are masked out, so
+  // the loss is computed per token as with a split vocabulary.
+  bool paddedTokens = !ctx.paddedDims(logitsIn, leading).empty();
+  double tokenShare = meanShare(cast<RankedTensorType>(getLabels().getType()),
+                                ctx.globalType(getLabels()), leading);
+  OpBuilder &b = ctx.builder;
+  Location loc = getLoc();
+  b.setInsertionPointAfter(*this);
+  Value loss = getResult();
+  if (!vocabAxes.empty() || paddedTokens) {
+    b.setInsertionPoint(*this);
+    Value logits = ctx.maskPadding(loc, logitsIn, logitsIn, {rank - 1},
+                                   -std::numeric_limits<double>::infinity());
+    Value labels = getLabels();
+    auto logitsType = cast<RankedTensorType>(logits.getType());
+    auto labelsType = cast<RankedTensorType>(labels.getType());
+    Type f = logitsType.getElementType(), i = labelsType.getElementType();
+    auto tokens = RankedTensorType::get(labelsType.getShape(), f);
+    int64_t vocab = logitsType.getDimSize(rank - 1);
+    auto last = b.getDenseI64ArrayAttr({rank - 1});
+    auto reduceLast = [&](ReduceKind kind, Value input) -> Value {
+      return ReduceOp::create(b, loc, tokens, kind, input, last);
+    };
+    auto overVocab = [&](CollectiveKind kind, Value input) -> Value {
+      if (vocabAxes.empty())
+        return input;
+      return AllReduceOp::create(b, loc, tokens, kind, input, mesh.getSymName(),
+                                 ctx.axisNames(mesh, vocabAxes));
+    };
+    auto spread = [&](Value input) -> Value {
+      return BroadcastOp::create(b, loc, logitsType, input,
+                                 b.getDenseI64ArrayAttr(leading));
+    };
+    // logsumexp = log(sum exp(x - max)) + max, both over all shards.
+    Value max = overVocab(CollectiveKind::max, reduceLast(ReduceKind::max, logits));
+    Value shifted = SubOp::create(b, loc, logitsType, logits, spread(max));
+    Value exps = ExpOp::create(b, loc, logitsType, shifted);
+    Value sum = overVocab(CollectiveKind::sum, reduceLast(ReduceKind::sum, exps));
+    Value lse = AddOp::create(b, loc, tokens, LogOp::create(b, loc, tokens, sum), max);
+    // Target logit: this shard's column (label - start) where it owns it.
+    auto vocabIds = RankedTensorType::get({vocab}, i);
+    Value ids = iotaConstant(b, loc, vocab, i);
+    if (!vocabAxes.empty()) {
+      Value start = ctx.shardStart(loc, mesh, vocabAxes, vocab, i);
+      ids = AddOp::create(b, loc, vocabIds, ids,
+                          BroadcastOp::create(b, loc, vocabIds, start,
+                                              b.getDenseI64ArrayAttr({})));
+    }
+    auto idsType = RankedTensorType::get(logitsType.getShape(), i);
+    Value columns =
+        BroadcastOp::create(b, loc, idsType, ids, b.getDenseI64ArrayAttr({rank - 1}));
+    Value targets =
+        BroadcastOp::create(b, loc, idsType, labels, b.getDenseI64ArrayAttr(leading));
+    Value mask = CompareOp::create(
+        b, loc, getI1TensorLike(idsType),
+        CompareDirectionAttr::get(b.getContext(), CompareDirection::eq), columns,
+        targets);
+    Value picked = SelectOp::create(b, loc, logitsType, mask, logits,
+                                    splatConstant(b, loc, logitsType, 0.0));
+    Value target = overVocab(CollectiveKind::sum, reduceLast(ReduceKind::sum, picked));
+    Value perToken = SubOp::create(b, loc, tokens, lse, target);
+    ctx.recordLike(perToken, logitsIn, 1);
+    perToken = ctx.maskPadding(loc, perToken, perToken, leading, 0.0);
+    loss = ReduceOp::create(b, loc, getResult().getType(), ReduceKind::mean,
+                            perToken, b.getDenseI64ArrayAttr(leading));
+    ctx.replaceValue(getResult(), loss, nullptr);
+    (*this)->erase();
+    b.setInsertionPointAfter(loss.getDefiningOp());
+  }
+  if (!tokenAxes.empty()) {
+    Value scaledLoss = scaled(b, loc, loss, tokenShare);
+    ctx.replaceValue(loss, scaledLoss, scaledLoss.getDefiningOp());
+  }
+  return success();
+}
