@@ -283,14 +283,16 @@ void reportFunction(func::FuncOp func, const MemoryPlan &plan,
   std::map<std::pair<std::string, std::string>, CommRow> byKind;
   CommRow sum;
   for (Operation *op : plan.instructions)
-    if (std::optional<CollectiveCost> cost = collectiveCost(op))
-      for (CommRow *row : {&byKind[{cost->name, cost->axes}], &sum}) {
+    if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
+      CollectiveCost cost = collective.getCost();
+      for (CommRow *row : {&byKind[{cost.name, cost.axes}], &sum}) {
         row->count += 1;
-        row->elements += cost->elements;
-        row->volume += cost->volume;
-        row->bytes += cost->bytes;
-        row->sent += cost->sent;
+        row->elements += cost.elements;
+        row->volume += cost.volume;
+        row->bytes += cost.bytes;
+        row->sent += cost.sent;
       }
+    }
   if (byKind.empty()) {
     os << "  no collectives\n";
     return;

@@ -15,9 +15,9 @@ namespace mlir::par {
 using namespace mlir;
 using namespace mlir::par;
 
+/// Collectives that exchange data (an all_slice only cuts its own piece).
 static bool isCollective(Operation *op) {
-  return isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-             CollectivePermuteOp>(op);
+  return isa<CollectiveOpInterface>(op) && !isa<AllSliceOp>(op);
 }
 
 /// List-schedules `block` in place: ready collectives first, otherwise the

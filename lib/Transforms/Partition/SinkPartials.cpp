@@ -25,35 +25,9 @@ using namespace mlir;
 using namespace mlir::par;
 
 namespace {
-/// How an op is linear in its operands: `Each` ops are linear in one operand
-/// when the others are fixed (sum_i(x_i) * y = sum_i(x_i * y)); `All` ops are
-/// linear in all operands together (sum_i a_i + sum_i b_i = sum_i(a_i + b_i)).
-enum class Linearity { None, Each, All };
-
 Linearity linearityOf(Operation *op, unsigned operand) {
-  if (isa<AddOp, SubOp>(op))
-    return Linearity::All;
-  if (isa<NegOp, TransposeOp, ReshapeOp, SliceOp, DotOp>(op))
-    return Linearity::Each;
-  if (auto reduce = dyn_cast<ReduceOp>(op))
-    return reduce.getKind() == ReduceKind::sum ||
-                   reduce.getKind() == ReduceKind::mean
-               ? Linearity::Each
-               : Linearity::None;
-  if (auto convert = dyn_cast<ConvertOp>(op)) {
-    // Partial sums rounded to a narrower float before they are added lose
-    // precision (bf16 all-reduces): only conversions that keep every bit
-    // carry partials.
-    auto from = dyn_cast<FloatType>(getElementTypeOrSelf(convert.getInput()));
-    auto to = dyn_cast<FloatType>(getElementTypeOrSelf(convert.getResult()));
-    return from && to && to.getWidth() >= from.getWidth() &&
-                   to.getFPMantissaWidth() >= from.getFPMantissaWidth()
-               ? Linearity::Each
-               : Linearity::None;
-  }
-  if (isa<MulOp>(op) || (isa<DivOp>(op) && operand == 0))
-    return Linearity::Each;
-  return Linearity::None;
+  auto linear = dyn_cast<LinearOpInterface>(op);
+  return linear ? linear.getLinearity(operand) : Linearity::None;
 }
 
 int64_t bytesOfValue(Value value) {

@@ -427,8 +427,7 @@ void Localizer::setLocalResultTypes(Operation *op) {
 }
 
 LogicalResult Localizer::localizeOp(Operation *op) {
-  if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, AllSliceOp,
-          CollectivePermuteOp, AxisIndexOp, SendOp, RecvOp>(op))
+  if (isa<CollectiveOpInterface, AxisIndexOp, SendOp, RecvOp>(op))
     return op->emitError() << "'" << op->getName()
                            << "' is a per-device op; the function is "
                               "already local (run partitioning on the "

@@ -34,9 +34,10 @@ struct Totals {
 
 /// The row of a collective op, or nothing for other ops.
 std::optional<Row> rowOf(Operation *op) {
-  std::optional<CollectiveCost> cost = collectiveCost(op);
-  if (!cost)
+  auto collective = dyn_cast<CollectiveOpInterface>(op);
+  if (!collective)
     return std::nullopt;
+  std::optional<CollectiveCost> cost = collective.getCost();
   Row row;
   row.name = cost->name;
   row.axes = cost->axes;

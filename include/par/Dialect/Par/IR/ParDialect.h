@@ -8,6 +8,7 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpDefinition.h"
+#include "par/Dialect/Par/IR/Cost.h"
 #include "par/Dialect/Par/IR/LocalForm.h"
 #include "par/Dialect/Par/IR/ShardingRule.h"
 

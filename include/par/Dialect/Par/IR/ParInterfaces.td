@@ -37,6 +37,52 @@ def Par_LocalFormOpInterface : OpInterface<"LocalFormOpInterface"> {
   ];
 }
 
+def Par_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
+  let cppNamespace = "::mlir::par";
+  let description = [{
+    Ops that run over communicator groups of mesh axes (the devices that
+    differ only in `axes`). Each states its traffic: the buffer that is
+    moved and how many times (elements moved, counted as ZeRO does) and
+    what share of it a rank sends with the bandwidth-optimal ring
+    algorithms. `getCost` (Cost.h) turns that into the one collective cost
+    that --par-comm-report, --report and the planners read.
+  }];
+  let methods = [
+    InterfaceMethod<"The mesh the groups are taken from.",
+      "::mlir::FlatSymbolRefAttr", "getMeshAttr">,
+    InterfaceMethod<"The mesh axes that form each group.",
+      "::mlir::ArrayAttr", "getAxes">,
+    InterfaceMethod<"Devices per group (-1 when the mesh is unknown).",
+      "int64_t", "getGroupSize">,
+    InterfaceMethod<[{
+      The traffic of one call on one rank of a group of `groupSize`: the
+      name shown in reports, the buffer whose size it scales, the elements
+      moved and the share of the buffer's bytes sent, both as multiples of
+      the buffer.
+    }], "::mlir::par::CollectiveTraffic", "getTraffic", (ins "int64_t":$groupSize)>,
+  ];
+  let extraClassDeclaration = [{
+    /// This op's cost per rank and call (Cost.h); a group of one device
+    /// moves nothing.
+    ::mlir::par::CollectiveCost getCost();
+  }];
+}
+
+def Par_LinearOpInterface : OpInterface<"LinearOpInterface"> {
+  let cppNamespace = "::mlir::par";
+  let description = [{
+    Ops through which partial sums travel: f(sum_i x_i) = sum_i f(x_i).
+    --par-sink-partials resolves a partial sum after such an op instead of
+    before it. Most are linear in each operand with the others fixed (the
+    default); a sum is linear in all operands together.
+  }];
+  let methods = [
+    InterfaceMethod<"How the op is linear in operand `operand`.",
+      "::mlir::par::Linearity", "getLinearity", (ins "unsigned":$operand), "",
+      "return ::mlir::par::Linearity::Each;">,
+  ];
+}
+
 // An op whose kernels may write a result over an operand of the same size:
 // each element is read before the same element is written (element-by-element
 // ops, optimizer updates). The memory planner lets such a result take over a

@@ -93,8 +93,10 @@ class Par_ElementwiseOp<string mnemonic, list<Trait> traits = []>
   }];
 }
 
-class Par_BinaryOp<string mnemonic, string math, Type type = Par_NumTensor>
-    : Par_ElementwiseOp<mnemonic, [SameOperandsAndResultType, Par_InPlace]> {
+class Par_BinaryOp<string mnemonic, string math, Type type = Par_NumTensor,
+                   list<Trait> traits = []>
+    : Par_ElementwiseOp<mnemonic, !listconcat(traits,
+          [SameOperandsAndResultType, Par_InPlace])> {
   let summary = "elementwise " # math;
   let description = "Elementwise `" # math # "` of two tensors of one type."
     # "\n\n```mlir\n%z = par." # mnemonic
@@ -105,15 +107,21 @@ class Par_BinaryOp<string mnemonic, string math, Type type = Par_NumTensor>
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
-def Par_AddOp : Par_BinaryOp<"add", "lhs + rhs">;
-def Par_SubOp : Par_BinaryOp<"sub", "lhs - rhs">;
-def Par_MulOp : Par_BinaryOp<"mul", "lhs * rhs">;
-def Par_DivOp : Par_BinaryOp<"div", "lhs / rhs">;
+def Par_AddOp : Par_BinaryOp<"add", "lhs + rhs", Par_NumTensor,
+    [DeclareOpInterfaceMethods<Par_LinearOpInterface, ["getLinearity"]>]>;
+def Par_SubOp : Par_BinaryOp<"sub", "lhs - rhs", Par_NumTensor,
+    [DeclareOpInterfaceMethods<Par_LinearOpInterface, ["getLinearity"]>]>;
+def Par_MulOp : Par_BinaryOp<"mul", "lhs * rhs", Par_NumTensor,
+    [Par_LinearOpInterface]>;
+def Par_DivOp : Par_BinaryOp<"div", "lhs / rhs", Par_NumTensor,
+    [DeclareOpInterfaceMethods<Par_LinearOpInterface, ["getLinearity"]>]>;
 def Par_MaxOp : Par_BinaryOp<"max", "max(lhs, rhs)">;
 def Par_MinOp : Par_BinaryOp<"min", "min(lhs, rhs)">;
 
-class Par_UnaryOp<string mnemonic, string math, Type type = Par_FloatTensor>
-    : Par_ElementwiseOp<mnemonic, [SameOperandsAndResultType, Par_InPlace]> {
+class Par_UnaryOp<string mnemonic, string math, Type type = Par_FloatTensor,
+                  list<Trait> traits = []>
+    : Par_ElementwiseOp<mnemonic, !listconcat(traits,
+          [SameOperandsAndResultType, Par_InPlace])> {
   let summary = "elementwise " # math;
   let description = "Elementwise `" # math # "`."
     # "\n\n```mlir\n%y = par." # mnemonic
@@ -124,7 +132,7 @@ class Par_UnaryOp<string mnemonic, string math, Type type = Par_FloatTensor>
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def Par_NegOp : Par_UnaryOp<"neg", "-x", Par_NumTensor>;
+def Par_NegOp : Par_UnaryOp<"neg", "-x", Par_NumTensor, [Par_LinearOpInterface]>;
 def Par_ExpOp : Par_UnaryOp<"exp", "exp(x)">;
 def Par_LogOp : Par_UnaryOp<"log", "log(x)">;
 def Par_TanhOp : Par_UnaryOp<"tanh", "tanh(x)">;
@@ -171,7 +179,8 @@ def Par_SelectOp : Par_ElementwiseOp<"select", [Par_InPlace,
 }
 
 def Par_ConvertOp : Par_ElementwiseOp<"convert", [
-    AllShapesMatch<["input", "result"]>]> {
+    AllShapesMatch<["input", "result"]>,
+    DeclareOpInterfaceMethods<Par_LinearOpInterface, ["getLinearity"]>]> {
   let summary = "elementwise element-type conversion";
   let description = [{
     Converts each element to the result's element type (round to nearest
@@ -226,7 +235,9 @@ def Par_BroadcastOp : Par_ComputeOp<"broadcast", [SameOperandsAndResultElementTy
   let hasVerifier = 1;
 }
 
-def Par_ReduceOp : Par_ComputeOp<"reduce", [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
+def Par_ReduceOp : Par_ComputeOp<"reduce", [
+    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>,
+    DeclareOpInterfaceMethods<Par_LinearOpInterface, ["getLinearity"]>]> {
   let summary = "reduce (sum, max, min or mean) over dimensions";
   let description = [{
     Removes the listed dimensions by reducing over them.
@@ -254,7 +265,7 @@ def Par_ReduceOp : Par_ComputeOp<"reduce", [DeclareOpInterfaceMethods<Par_LocalF
   let hasVerifier = 1;
 }
 
-def Par_TransposeOp : Par_ComputeOp<"transpose", []> {
+def Par_TransposeOp : Par_ComputeOp<"transpose", [Par_LinearOpInterface]> {
   let summary = "permute dimensions";
   let description = [{
     Result dimension `i` is operand dimension `perm[i]`.
@@ -280,7 +291,8 @@ def Par_TransposeOp : Par_ComputeOp<"transpose", []> {
   let hasVerifier = 1;
 }
 
-def Par_ReshapeOp : Par_ComputeOp<"reshape", [SameOperandsAndResultElementType]> {
+def Par_ReshapeOp : Par_ComputeOp<"reshape", [SameOperandsAndResultElementType,
+    Par_LinearOpInterface]> {
   let summary = "reshape to a shape with the same element count";
   let description = [{
     Row-major reshape.
@@ -299,7 +311,8 @@ def Par_ReshapeOp : Par_ComputeOp<"reshape", [SameOperandsAndResultElementType]>
   let hasVerifier = 1;
 }
 
-def Par_SliceOp : Par_ComputeOp<"slice", [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
+def Par_SliceOp : Par_ComputeOp<"slice", [
+    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>, Par_LinearOpInterface]> {
   let summary = "static strided slice";
   let description = [{
     Takes elements `starts[d], starts[d] + strides[d], ...` below
@@ -363,7 +376,8 @@ def Par_ConcatOp : Par_ComputeOp<"concat", []> {
 // Contraction
 //===----------------------------------------------------------------------===//
 
-def Par_DotOp : Par_ComputeOp<"dot", [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
+def Par_DotOp : Par_ComputeOp<"dot", [
+    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>, Par_LinearOpInterface]> {
   let summary = "general contraction with batch and contracting dims";
   let description = [{
     Result dimensions are the batch dimensions (in `batch` order), then the
@@ -728,13 +742,15 @@ def Par_ReshardOp : Par_ShardingOp<"reshard", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 class Par_CollectiveOp<string mnemonic, list<Trait> traits = []>
-    : Par_Op<mnemonic, traits> {
+    : Par_Op<mnemonic, !listconcat(traits, [Par_CollectiveOpInterface])> {
   // Whether devices exchange data (all_slice only cuts its own piece).
   bit communicates = 1;
   let extraClassDeclaration = [{
     /// Number of devices in each communicator group: product of the sizes of
     /// `axes` in the mesh, or -1 when the mesh is unknown.
     int64_t getGroupSize();
+    /// CollectiveOpInterface: the traffic of one call (ParCosts.cpp).
+    ::mlir::par::CollectiveTraffic getTraffic(int64_t groupSize);
   }];
   let hasVerifier = 1;
 }

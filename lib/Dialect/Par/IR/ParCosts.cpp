@@ -1,0 +1,115 @@
+//===- ParCosts.cpp - what ops cost and how partial sums travel ----------===//
+//
+// The traffic each collective states (CollectiveOpInterface) and the one
+// cost computed from it; how each linear op carries partial sums
+// (LinearOpInterface).
+//
+//===----------------------------------------------------------------------===//
+#include "par/Dialect/Par/IR/ParOps.h"
+
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::par;
+
+int64_t mlir::par::elementBytes(Type type) {
+  unsigned bits = type.getIntOrFloatBitWidth();
+  return (bits + 7) / 8;
+}
+
+int64_t mlir::par::bytesOf(llvm::ArrayRef<int64_t> shape, Type elementType) {
+  int64_t count = 1;
+  for (int64_t size : shape)
+    count *= size;
+  return count * elementBytes(elementType);
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+CollectiveCost CollectiveOpInterface::getCost() {
+  CollectiveCost cost;
+  llvm::raw_string_ostream axes(cost.axes);
+  axes << "[";
+  llvm::interleave(getAxes().getAsValueRange<StringAttr>(), axes, ",");
+  axes << "]";
+  cost.group = getGroupSize();
+  CollectiveTraffic traffic = getTraffic(cost.group);
+  cost.name = traffic.name;
+  double moved = traffic.moved, share = traffic.share;
+  if (cost.group == 1 && !isa<CollectivePermuteOp>(getOperation()))
+    moved = share = 0; // a group of one device moves nothing
+  auto type = cast<RankedTensorType>(traffic.buffer.getType());
+  cost.elements = type.getNumElements();
+  cost.bytes = bytesOf(type.getShape(), type.getElementType());
+  cost.volume = int64_t(moved) * cost.elements;
+  cost.sent = (int64_t)(share * cost.bytes + 0.5);
+  return cost;
+}
+
+/// A ring moves (n-1)/n of the buffer through each rank.
+static double ringShare(int64_t n) { return n > 0 ? double(n - 1) / n : 0; }
+
+CollectiveTraffic AllReduceOp::getTraffic(int64_t n) {
+  // A reduce-scatter plus an all-gather.
+  return {("all_reduce " + stringifyCollectiveKind(getKind())).str(), getInput(),
+          2, 2 * ringShare(n)};
+}
+
+CollectiveTraffic AllGatherOp::getTraffic(int64_t n) {
+  return {"all_gather", getResult(), 1, ringShare(n)};
+}
+
+CollectiveTraffic ReduceScatterOp::getTraffic(int64_t n) {
+  return {("reduce_scatter " + stringifyCollectiveKind(getKind())).str(),
+          getInput(), 1, ringShare(n)};
+}
+
+CollectiveTraffic AllToAllOp::getTraffic(int64_t n) {
+  return {"all_to_all", getInput(), 1, ringShare(n)};
+}
+
+CollectiveTraffic CollectivePermuteOp::getTraffic(int64_t) {
+  // Moves its buffer once when some member sends to another.
+  ArrayRef<int64_t> pairs = getPairs();
+  double moved = 0;
+  for (size_t i = 0; i + 1 < pairs.size(); i += 2)
+    if (pairs[i] != pairs[i + 1])
+      moved = 1;
+  return {"collective_permute", getInput(), moved, moved};
+}
+
+CollectiveTraffic AllSliceOp::getTraffic(int64_t) {
+  return {"all_slice", getInput(), 0, 0}; // each device cuts its own piece
+}
+
+//===----------------------------------------------------------------------===//
+// Linear ops
+//===----------------------------------------------------------------------===//
+
+Linearity AddOp::getLinearity(unsigned) { return Linearity::All; }
+Linearity SubOp::getLinearity(unsigned) { return Linearity::All; }
+
+Linearity DivOp::getLinearity(unsigned operand) {
+  return operand == 0 ? Linearity::Each : Linearity::None;
+}
+
+Linearity ReduceOp::getLinearity(unsigned) {
+  return getKind() == ReduceKind::sum || getKind() == ReduceKind::mean
+             ? Linearity::Each
+             : Linearity::None;
+}
+
+Linearity ConvertOp::getLinearity(unsigned) {
+  // Partial sums rounded to a narrower float before they are added lose
+  // precision (bf16 all-reduces): only conversions that keep every bit
+  // carry partials.
+  auto from = dyn_cast<FloatType>(getElementTypeOrSelf(getInput()));
+  auto to = dyn_cast<FloatType>(getElementTypeOrSelf(getResult()));
+  return from && to && to.getWidth() >= from.getWidth() &&
+                 to.getFPMantissaWidth() >= from.getFPMantissaWidth()
+             ? Linearity::Each
+             : Linearity::None;
+}
