@@ -109,8 +109,7 @@ def main() -> int:
         print(f"\n== training: {args.steps} steps of {args.batch}x{args.seq} tokens from "
               f"{Path(args.data).name}, {exe.num_ranks} ranks ==")
         result = exe.run(steps=args.steps, data=args.data, log_every=every)
-        for line in result.stdout.splitlines():
-            print(line)
+        print(result.text)
         losses = [s.loss for s in result.steps if s.loss is not None]
         if not args.no_check:
             print("\n== the same training step on one rank ==")

@@ -45,9 +45,8 @@ def example_main(build: Callable[[Mesh], Graph], default_mesh: Mesh, description
         for d in err.diagnostics:
             print(f"  {d}", file=sys.stderr)
         return 1
-    for line in result.stdout.splitlines():
-        if line.startswith("step "):
-            print(line)
+    for step in result.steps:
+        print(step.text())
     print("== numpy reference ==")
     want = exe.reference(steps=args.steps, seed=args.seed, data=args.data)
     errors = {name: max_relative_error(result.outputs[name], value)

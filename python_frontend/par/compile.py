@@ -91,8 +91,9 @@ def as_mesh(mesh: MeshLike) -> Optional[Mesh]:
 
 @dataclasses.dataclass
 class StepLog:
-    """One `step N ...` line of par-run; `extras` holds the other logged
-    values (`lr`, `grad_norm`, ...)."""
+    """One logged step of par-run; `extras` holds the other logged values
+    (`lr`, `grad_norm`, ...). From `par-run --json` (what Executable.run
+    reads) numbers are at full precision and the byte counts are exact."""
     step: int
     loss: Optional[float]
     tokens_per_s: Optional[float]
@@ -100,6 +101,20 @@ class StepLog:
     peak: str
     plan: str
     extras: Dict[str, float] = dataclasses.field(default_factory=dict)
+    peak_bytes: Optional[int] = None
+    planned_bytes: Optional[int] = None
+
+    def text(self) -> str:
+        """The step as par-run's text log shows it."""
+        parts = [f"step {self.step}"]
+        if self.loss is not None:
+            parts.append(f"loss {self.loss:.7g}")
+        parts += [f"{name} {value:.4g}" for name, value in self.extras.items()]
+        if self.tokens_per_s is not None:
+            parts.append(f"{self.tokens_per_s:.0f} tokens/s")
+        parts.append(f"{self.ms:.2f} ms")
+        parts.append(f"peak {self.peak} (plan {self.plan})")
+        return "  ".join(parts)
 
 
 @dataclasses.dataclass
@@ -107,8 +122,36 @@ class RunResult:
     steps: List[StepLog]
     outputs: Dict[str, np.ndarray]       # global values after the last step
     memory: Dict[str, Any]               # {"planned": bytes, "measured": [per rank]}
-    stdout: str
+    stdout: str                          # par-run's JSON log, one event a line
     command: List[str]
+
+    @property
+    def events(self) -> List[Dict[str, Any]]:
+        """Every JSON event par-run logged (start, step, save, end)."""
+        return [_json_event(line) for line in self.stdout.splitlines()
+                if line.startswith("{")]
+
+    @property
+    def text(self) -> str:
+        """The run's log as par-run prints it without --json."""
+        lines = []
+        for event in self.events:
+            kind = event.get("event")
+            if kind == "start":
+                lines.append(f"par-run: {event['function']} on {event['ranks']} rank(s) "
+                             f"(mesh {event['mesh']}), {event['backend']} backend, "
+                             f"{event['instructions']} instructions, arena "
+                             f"{_human(event['arena_bytes'])} per rank")
+                lines.append(f"par-run: data: {event['data']}, seed {event['seed']}")
+            elif kind == "step":
+                lines.append(_step_of(event).text())
+            elif kind == "save":
+                lines.append(f"par-run: saved step {event['step']} to {event['dir']}")
+            elif kind == "end" and event["steps"] > 0:
+                lines.append(f"par-run: {event['steps']} step(s) in {event['seconds']:.3f} s; "
+                             f"measured peak {_human(event['peak_bytes'])} of "
+                             f"{_human(event['planned_bytes'])} planned per rank")
+        return "\n".join(lines)
 
     @property
     def losses(self) -> List[Optional[float]]:
@@ -124,9 +167,33 @@ class RunResult:
         return logged[-1] if logged else None
 
 
+def _number(value: Any) -> Optional[float]:
+    """A number of the JSON log: non-finite ones are "nan", "inf", "-inf"."""
+    return None if value is None else float(value)
+
+
+def _json_event(line: str) -> Dict[str, Any]:
+    return json.loads(line)
+
+
+def _step_of(event: Dict[str, Any]) -> StepLog:
+    return StepLog(int(event["step"]), _number(event.get("loss")),
+                   _number(event.get("tokens_per_s")), float(event["seconds"]) * 1e3,
+                   _human(event["peak_bytes"]), _human(event["planned_bytes"]),
+                   {name: float(value) for name, value in event.get("log", {}).items()},
+                   int(event["peak_bytes"]), int(event["planned_bytes"]))
+
+
 def parse_steps(stdout: str) -> List[StepLog]:
+    """The logged steps of a par-run run: its JSON lines (--json) or its
+    text step lines."""
     steps = []
     for line in stdout.splitlines():
+        if line.startswith("{"):
+            event = _json_event(line)
+            if event.get("event") == "step":
+                steps.append(_step_of(event))
+            continue
         m = _STEP_LINE.match(line.strip())
         if not m:
             continue
@@ -241,7 +308,7 @@ class Executable:
         device count); returns the per-step logs and the global value of
         every output after the last step."""
         args = ["-np", str(np if np is not None else self.num_ranks), "--steps", str(steps),
-                "--seed", str(seed), "--log-every", str(log_every)]
+                "--seed", str(seed), "--log-every", str(log_every), "--json"]
         if data is not None:
             args += ["--data", str(data)]
         if timeout is not None:
@@ -274,16 +341,39 @@ class Executable:
               result: Optional[RunResult] = None) -> Dict[str, float]:
         """Relative error (max|run - reference| / max|reference|) of every
         output of a par-run run (`result`, or a fresh one) against the numpy
-        reference of the same steps, seed and data."""
+        reference of the same steps, seed and data. A training step has no
+        numpy reference: it is compared with the same step compiled for one
+        rank (every output, and `losses`: the largest relative difference of
+        the losses logged at each step)."""
         if self.optimizer is not None:
-            raise ValueError("check: the numpy reference runs forward graphs; this "
-                             "program is a training step (compare it with a run on "
-                             "one rank instead)")
+            return self._check_against_one_rank(steps, seed, data, result)
         if result is None:
             result = self.run(steps=steps, seed=seed, data=data, log_every=0)
         want = self.reference(steps=steps, seed=seed, data=data)
         return {name: max_relative_error(result.outputs[name], value)
                 for name, value in want.items()}
+
+    def _check_against_one_rank(self, steps: int, seed: int, data: Optional[str],
+                                result: Optional[RunResult]) -> Dict[str, float]:
+        if result is None:
+            result = self.run(steps=steps, seed=seed, data=data, log_every=1)
+        mesh = self.mesh or self.graph.mesh
+        # The same axes, each of size 1: the shardings still verify.
+        single_mesh = Mesh([(axis, 1) for axis in mesh.axis_names], name=mesh.name) \
+            if mesh is not None else None
+        single = compile(self.graph, single_mesh, optimizer=self.optimizer,
+                         workdir=self.workdir / "one-rank")
+        want = single.run(steps=steps, seed=seed, data=data, log_every=1)
+        # Outputs that replace a parameter or state are named after it.
+        label = {o["name"]: o.get("updates", o["name"]) for o in self.program["outputs"]}
+        errors = {label.get(name, name): max_relative_error(result.outputs[name], value)
+                  for name, value in want.outputs.items()}
+        logged = {s.step: s.loss for s in result.steps if s.loss is not None}
+        pairs = [(logged[s.step], s.loss) for s in want.steps
+                 if s.loss is not None and s.step in logged]
+        if pairs:
+            errors["losses"] = max(abs(a - b) / max(abs(b), 1e-30) for a, b in pairs)
+        return errors
 
     def __repr__(self) -> str:
         return (f"Executable(@{self.graph.name}, {self.num_ranks} rank(s), "

@@ -63,6 +63,11 @@ options:
   --dump-outputs FILE write the global value of every output after the last
                       step as JSON, with the planned and measured memory of
                       every rank and rank 0's traffic in that step
+  --json              print rank 0's log as JSON lines instead of text: one
+                      object per line with "event" start, step, save or end;
+                      numbers at full precision, non-finite ones as "nan",
+                      "inf", "-inf" (step: loss, log, tokens_per_s,
+                      seconds, peak_bytes, planned_bytes)
   --help              show this text
   --version           show the program format version this par-run reads
 
@@ -81,7 +86,24 @@ struct Options {
   int64_t logEvery = 1;
   std::string save, load, trace, dumpOutputs;
   double timeout = 300;
+  bool json = false;
 };
+
+/// A number for the JSON log: full precision, non-finite values spelled as
+/// programs spell them.
+nlohmann::json jsonNumber(double value) {
+  if (std::isnan(value))
+    return "nan";
+  if (std::isinf(value))
+    return value < 0 ? "-inf" : "inf";
+  return value;
+}
+
+/// One line of the JSON log (rank 0 only).
+void emitJson(const nlohmann::json &event) {
+  std::printf("%s\n", event.dump().c_str());
+  std::fflush(stdout);
+}
 
 [[noreturn]] void usageError(const std::string &message) {
   std::cerr << "par-run: error: " << message << "\n"
@@ -133,6 +155,12 @@ Options parseOptions(int argc, char **argv, std::vector<std::string> &rest) {
     }
     size_t before = rest.size();
     rest.push_back(arg);
+    if (flag == "--json") {
+      if (hasValue)
+        usageError("--json takes no value");
+      o.json = true;
+      continue;
+    }
     if (flag == "--backend") o.backend = next();
     else if (flag == "--steps") o.steps = parseInt(flag, next(), 0);
     else if (flag == "--seed") o.seed = uint64_t(parseInt(flag, next(), 0));
@@ -297,7 +325,13 @@ int runRank(const Options &o, int rank, int size) {
   } else {
     exec.initParams(o.seed);
   }
-  if (rank == 0) {
+  if (rank == 0 && o.json) {
+    emitJson({{"event", "start"}, {"function", program.function}, {"ranks", size},
+              {"mesh", meshText(program)}, {"backend", o.backend},
+              {"instructions", rc.instructions.size()}, {"arena_bytes", rc.arenaBytes},
+              {"data", data.describe()}, {"seed", o.seed},
+              {"first_step", first}});
+  } else if (rank == 0) {
     std::printf("par-run: %s on %d rank(s) (mesh %s), %s backend, %zu instructions, "
                 "arena %s per rank\n",
                 program.function.c_str(), size, meshText(program).c_str(),
@@ -345,10 +379,29 @@ int runRank(const Options &o, int rank, int size) {
       extras.push_back(exec.gatherOutput(i));
     if (rank != 0)
       continue;
+    if (o.json) {
+      nlohmann::json event = {{"event", "step"},
+                              {"step", step},
+                              {"seconds", seconds},
+                              {"peak_bytes", peak},
+                              {"planned_bytes", rc.arenaBytes}};
+      if (!value.empty())
+        event["loss"] = jsonNumber(value[0]);
+      nlohmann::json logs = nlohmann::json::object();
+      for (size_t k = 0; k < logged.size(); ++k)
+        logs[program.outputs[logged[k]].name.substr(4)] =
+            jsonNumber(extras[k].empty() ? 0.0 : extras[k][0]);
+      event["log"] = logs;
+      if (tokens)
+        event["tokens_per_s"] = double(tokens) / seconds;
+      emitJson(event);
+      continue;
+    }
     std::string line = "step " + std::to_string(step);
     char buf[128];
     if (!value.empty()) {
-      std::snprintf(buf, sizeof buf, "  loss %.6f", value[0]);
+      // Significant digits: a loss of 2.6e-5 keeps its precision.
+      std::snprintf(buf, sizeof buf, "  loss %.7g", value[0]);
       line += buf;
     }
     for (size_t k = 0; k < logged.size(); ++k) {
@@ -386,7 +439,9 @@ int runRank(const Options &o, int rank, int size) {
       pruneOldSteps(o.save, step);
     }
     comm->barrier();
-    if (rank == 0)
+    if (rank == 0 && o.json)
+      emitJson({{"event", "save"}, {"step", step}, {"dir", o.save}});
+    else if (rank == 0)
       std::printf("par-run: saved step %lld to %s\n", (long long)step, o.save.c_str());
   }
 
@@ -424,10 +479,22 @@ int runRank(const Options &o, int rank, int size) {
     std::vector<std::string> all = comm->gatherToRoot(tracer->serialize());
     if (rank == 0) {
       Tracer::write(o.trace, all);
-      std::printf("par-run: trace of %d rank(s) written to %s\n", size, o.trace.c_str());
+      if (!o.json)
+        std::printf("par-run: trace of %d rank(s) written to %s\n", size,
+                    o.trace.c_str());
     }
   }
-  if (rank == 0 && o.steps > 0) {
+  if (rank == 0 && o.json) {
+    const Executor::Traffic &traffic = exec.lastStepTraffic();
+    emitJson({{"event", "end"},
+              {"steps", o.steps},
+              {"seconds", totalSeconds},
+              {"peak_bytes", peak},
+              {"planned_bytes", rc.arenaBytes},
+              {"collectives", traffic.collectives},
+              {"moved_elements", traffic.movedElements},
+              {"sent_bytes", traffic.sentBytes}});
+  } else if (rank == 0 && o.steps > 0) {
     std::printf("par-run: %lld step(s) in %.3f s; measured peak %s of %s planned per rank\n",
                 (long long)o.steps, totalSeconds, human(peak).c_str(),
                 human(rc.arenaBytes).c_str());
