@@ -17,6 +17,7 @@ config.substitutions.append(("%par_src_root", config.par_src_root))
 config.substitutions.append(("%python", config.python_executable or "python3"))
 config.substitutions.append(("%par_bin", config.par_tools_dir))
 config.substitutions.append(("%llvm_tools_dir", config.llvm_tools_dir))
+config.substitutions.append(("%par_obj_root", config.par_obj_root))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
