@@ -139,11 +139,13 @@ def collect(records):
             if attr["enum"]:
                 enums[attr["enum"]["name"]] = attr["enum"]["cases"]
             attrs.append(attr)
-        results = []
+        results, optional_results = [], 0
         for res, res_name in rec["results"]["args"]:
-            if "Variadic" in records[res["def"]]["!superclasses"]:
+            supers = records[res["def"]]["!superclasses"]
+            if "Variadic" in supers:
                 raise CatalogueError(f"par.{mnemonic}: variadic results have "
                                      "no program encoding")
+            optional_results += "Optional" in supers
             results.append(res_name)
         traits = {t["def"] for t in rec["traits"]}
         collective = "Par_CollectiveOp" in rec["!superclasses"]
@@ -157,6 +159,11 @@ def collect(records):
             "max_operands": -1 if any(o["variadic"] for o in operands)
             else len(operands),
             "results": results,
+            "min_results": len(results) - optional_results,
+            # An optional result computed from an optional operand (sgd's
+            # momentum): present exactly when the operand is.
+            "paired_optionals": optional_results > 0 and optional_results ==
+            sum(o["optional"] for o in operands),
             "attrs": attrs,
             "in_place": "Par_InPlace" in traits,
             "collective": collective,
@@ -282,7 +289,9 @@ def emit_header(ops, enums):
     w.append("  const char *name; // program-file and MLIR mnemonic")
     w.append("  int minOperands;")
     w.append("  int maxOperands; // -1: variadic")
-    w.append("  int numResults;")
+    w.append("  int minResults;")
+    w.append("  int maxResults; // more than minResults: optional results")
+    w.append("  bool pairedOptionals; // optional results present iff optional operands are")
     w.append("  bool inPlace;      // may write a result over a same-sized operand")
     w.append("  bool collective;   // runs over a communicator group")
     w.append("  bool communicates; // exchanges data between devices")
@@ -311,7 +320,8 @@ def emit_header(ops, enums):
     for op in ops:
         attrs = f"k{op['cpp']}Attrs" if op["attrs"] else "nullptr"
         w.append(f"    {{OpCode::{op['cpp']}, \"{op['name']}\", {op['min_operands']}, "
-                 f"{op['max_operands']}, {len(op['results'])}, "
+                 f"{op['max_operands']}, {op['min_results']}, {len(op['results'])}, "
+                 f"{str(op['paired_optionals']).lower()}, "
                  f"{str(op['in_place']).lower()}, {str(op['collective']).lower()}, "
                  f"{str(op['communicates']).lower()}, {str(op['group']).lower()}, "
                  f"{attrs}, {len(op['attrs'])}}},")
@@ -378,6 +388,7 @@ def emit_schema(ops, enums):
             "operands": [{"name": o["name"], "variadic": o["variadic"],
                           "optional": o["optional"]} for o in op["operands"]],
             "results": op["results"],
+            "min_results": op["min_results"],
             "attrs": [{"name": a["ods"], "key": a["key"], "kind": a["kind"],
                        "optional": a["optional"], "default": a["default"],
                        **({"type": a["type"]} if a["type"] else {}),

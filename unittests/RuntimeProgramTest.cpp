@@ -502,9 +502,16 @@ TEST(ProgramErrors, OperandAndResultCounts) {
               names("rank_classes[0].instructions[0] (dot at toy.mlir:3:10).operands",
                     "has 3 operands"));
   EXPECT_THAT(
-      errorAfter([](json &d) { cls(d)["instructions"][7]["results"] = {9}; }),
+      errorAfter([](json &d) { cls(d)["instructions"][7]["results"] = {9, 9, 9}; }),
       names("rank_classes[0].instructions[7] (sgd).results",
-            "has 1 results, expected 2"));
+            "has 3 results, expected 1 to 2"));
+  // sgd's momentum buffer and new momentum come together (plain SGD has
+  // neither).
+  EXPECT_THAT(
+      errorAfter([](json &d) { cls(d)["instructions"][7]["results"] = {9}; }),
+      names("rank_classes[0].instructions[7] (sgd)",
+            "has 4 operands and 1 results: its optional operand and optional "
+            "result go together"));
 }
 
 TEST(ProgramErrors, BufferIdOutOfRange) {

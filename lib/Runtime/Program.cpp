@@ -584,9 +584,20 @@ Program parseProgram(const std::string &text, const std::string &path) {
       int count = int(operands.size());
       if (count < info->minOperands || (info->maxOperands >= 0 && count > info->maxOperands))
         r.fail(iw + ".operands", "has " + std::to_string(count) + " operands");
-      if (int(results.size()) != info->numResults)
-        r.fail(iw + ".results", "has " + std::to_string(results.size()) +
-                                    " results, expected " + std::to_string(info->numResults));
+      int numResults = int(results.size());
+      if (numResults < info->minResults || numResults > info->maxResults)
+        r.fail(iw + ".results",
+               "has " + std::to_string(results.size()) + " results, expected " +
+                   std::to_string(info->minResults) +
+                   (info->maxResults > info->minResults
+                        ? " to " + std::to_string(info->maxResults)
+                        : std::string()));
+      if (info->pairedOptionals &&
+          (count == info->maxOperands) != (numResults == info->maxResults))
+        r.fail(iw, "has " + std::to_string(count) + " operands and " +
+                       std::to_string(numResults) +
+                       " results: its optional operand and optional result go "
+                       "together");
       for (size_t k = 0; k < operands.size(); ++k) {
         int64_t id = bufferId(operands[k], at(iw + ".operands", k));
         if (id < 0)

@@ -110,6 +110,9 @@ void adamw(const Tensor &param, const Tensor &grad, const Tensor &m, const Tenso
            const Tensor &lr, const Tensor &step, float beta1, float beta2,
            float epsilon, float weightDecay, Tensor &newParam, Tensor &newM,
            Tensor &newV);
+/// Plain SGD (no momentum, no state): newParam = param - lr (grad + wd param).
+void sgd(const Tensor &param, const Tensor &grad, const Tensor &lr, float weightDecay,
+         Tensor &newParam);
 void sgd(const Tensor &param, const Tensor &grad, const Tensor &momentumBuf,
          const Tensor &lr, float momentum, float weightDecay, bool nesterov,
          Tensor &newParam, Tensor &newMomentum);

@@ -137,6 +137,12 @@ KernelTable build() {
           float(a.epsilon), float(a.weightDecay), out[0], out[1], out[2]);
   });
   set(OpCode::Sgd, [](const Attrs &a, const Tensors &in, Tensors &out) {
+    if (in.size() == 3 && out.size() == 1)
+      return sgd(in[0], in[1], in[2], float(a.weightDecay), out[0]);
+    if (in.size() != 4 || out.size() != 2)
+      throw KernelError("sgd: a momentum buffer operand goes with a new momentum "
+                        "result (" + std::to_string(in.size()) + " operands, " +
+                        std::to_string(out.size()) + " results)");
     sgd(in[0], in[1], in[2], in[3], float(a.momentum), float(a.weightDecay),
         a.nesterov, out[0], out[1]);
   });

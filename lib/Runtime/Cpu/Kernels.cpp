@@ -1551,6 +1551,32 @@ void sgd(const Tensor &param, const Tensor &grad, const Tensor &momentumBuf,
   });
 }
 
+void sgd(const Tensor &param, const Tensor &grad, const Tensor &lr, float weightDecay,
+         Tensor &newParam) {
+  const std::string op = "sgd";
+  checkTensor(op, "param", param);
+  checkTensor(op, "grad", grad);
+  checkTensor(op, "lr", lr);
+  checkTensor(op, "new_param", newParam);
+  checkFloat(op, "param", param);
+  checkFloat(op, "grad", grad);
+  checkSameShape(op, "grad", grad, "param", param);
+  checkSameType(op, "new_param", newParam, "param", param);
+  checkScalarOperand(op, "lr", lr, /*floatOnly=*/true);
+  const double rate = scalarValue(lr);
+  withFloatCompute(param.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    Input<T> p(param), g(grad);
+    Output<T> p1(newParam);
+    const T wd = weightDecay, lrT = T(rate);
+    for (int64_t i = 0, n = param.size(); i < n; ++i) {
+      const T pi = p[i];
+      p1[i] = pi - lrT * (g[i] + wd * pi);
+    }
+    p1.commit();
+  });
+}
+
 double scalarValue(const Tensor &t) {
   const std::string op = "scalar_value";
   checkTensor(op, "operand", t);

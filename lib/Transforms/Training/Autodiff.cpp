@@ -993,14 +993,17 @@ LogicalResult Differentiator::run() {
     for (auto [k, i] : llvm::enumerate(params)) {
       Value param = body.getArgument(i);
       if (config.kind == "sgd") {
-        BlockArgument buf = addState(param.getType(), nameOf(i) + ".momentum");
-        auto sgd = SgdOp::create(b, loc, param.getType(), param.getType(),
-                                 param, grads[k], buf, lr,
-                                 b.getF32FloatAttr(config.momentum),
+        // Plain SGD (momentum 0) keeps no momentum buffer.
+        BlockArgument buf;
+        if (config.momentum != 0)
+          buf = addState(param.getType(), nameOf(i) + ".momentum");
+        auto sgd = SgdOp::create(b, loc, param.getType(),
+                                 buf ? param.getType() : Type(), param, grads[k],
+                                 buf, lr, b.getF32FloatAttr(config.momentum),
                                  b.getF32FloatAttr(config.weightDecay),
                                  /*nesterov=*/UnitAttr());
         update(sgd.getNewParam(), i);
-        if (config.momentum != 0)
+        if (buf)
           update(sgd.getNewMomentum(), buf.getArgNumber());
         continue;
       }

@@ -1023,3 +1023,21 @@ func.func @scatter_type(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>, %u: tensor<3x4
   %0 = par.scatter_add %t[%i], %u dims [0] : (tensor<8x4xf32>, tensor<3x1xi32>, tensor<3x4xbf16>) -> tensor<8x4xf32>
   return %0 : tensor<8x4xf32>
 }
+
+// -----
+
+// sgd: a momentum needs a momentum buffer.
+func.func @sgd_momentum(%p: tensor<8xf32>, %lr: tensor<f32>) -> tensor<8xf32> {
+  // expected-error @below {{'par.sgd' op momentum 5.000000e-01 needs a momentum buffer operand}}
+  %0 = par.sgd %p, %p, %lr {momentum = 0.5 : f32} : tensor<8xf32>, tensor<8xf32>, tensor<f32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// sgd: param, grad, [momentum buffer,] lr.
+func.func @sgd_operands(%p: tensor<8xf32>, %lr: tensor<f32>) -> tensor<8xf32> {
+  // expected-error @below {{'par.sgd' takes param, grad, [momentum buffer,] lr: got 2 operands}}
+  %0 = par.sgd %p, %lr : tensor<8xf32>, tensor<8xf32>, tensor<f32>
+  return %0 : tensor<8xf32>
+}

@@ -182,6 +182,9 @@ func.func @optimizers(%p: tensor<16x64xf32>, %g: tensor<16x64xbf16>, %m: tensor<
   %p2, %m2, %v2 = par.adamw %p1, %g, %m1, %v1, %lr, %t {beta1 = 0.8 : f32, weight_decay = 0.0 : f32} : tensor<16x64xf32>, tensor<16x64xbf16>, tensor<f32>, tensor<i32>
   // CHECK: par.sgd %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {momentum = 0.899999976 : f32, nesterov} : tensor<16x64xf32>, tensor<16x64xf32>, tensor<f32>
   %p3, %b3 = par.sgd %p2, %m2, %v2, %lr {momentum = 0.9 : f32, nesterov} : tensor<16x64xf32>, tensor<16x64xf32>, tensor<f32>
+  // Plain SGD: no momentum buffer, one result.
+  // CHECK: par.sgd %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}} {weight_decay = 0.00999999977 : f32} : tensor<16x64xf32>, tensor<16x64xf32>, tensor<f32>
+  %p4 = par.sgd %p3, %b3, %lr {weight_decay = 0.01 : f32} : tensor<16x64xf32>, tensor<16x64xf32>, tensor<f32>
   return %p3 : tensor<16x64xf32>
 }
 

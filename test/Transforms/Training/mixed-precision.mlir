@@ -22,6 +22,7 @@
 // the step keep every parameter and state and halve the scale; the scale
 // doubles after scale-window clean steps.
 // FP16-LABEL: func.func @mlp(
+// FP16-NOT: momentum
 // FP16-SAME: %arg2: tensor<f32> {par.init = "constant(1024.000000)", par.name = "loss_scale", par.role = "param"}
 // FP16-SAME: {par.init = "zeros", par.name = "loss_scale.clean_steps", par.role = "param"}
 // FP16-SAME: {par.init = "zeros", par.name = "loss_scale.skipped", par.role = "param"}
@@ -33,7 +34,8 @@
 // FP16-NEXT: %[[Z:.*]] = par.mul %{{.*}}, %[[ZERO]] : tensor<8x4xf32>
 // FP16-NEXT: %[[POISON:.*]] = par.reduce sum %[[Z]] dims [0, 1]
 // FP16-NEXT: %[[SKIP:.*]] = par.compare ne, %[[POISON]], %[[POISON]] : tensor<f32>
-// FP16: %[[NEW:.*]], %{{.*}} = par.sgd %arg1,
+// Plain SGD (momentum 0): no momentum buffer, one result.
+// FP16: %[[NEW:.*]] = par.sgd %arg1, %{{[^,]*}}, %{{[^,]*}} : tensor<8x4xf32>, tensor<8x4xf32>, tensor<f32>
 // FP16-NEXT: %[[SKIPB:.*]] = par.broadcast %[[SKIP]] dims [] : (tensor<i1>) -> tensor<8x4xi1>
 // FP16-NEXT: par.select %[[SKIPB]], %arg1, %[[NEW]] : tensor<8x4xi1>, tensor<8x4xf32>
 // FP16: par.constant dense<3.000000e+00> : tensor<f32>

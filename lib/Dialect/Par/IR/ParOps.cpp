@@ -564,6 +564,65 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// SgdOp: `%p, %g, %b, %lr` with a momentum buffer, `%p, %g, %lr` without.
+//===----------------------------------------------------------------------===//
+
+ParseResult SgdOp::parse(OpAsmParser &parser, OperationState &result) {
+  SmallVector<OpAsmParser::UnresolvedOperand> operands;
+  Type paramType, gradType, lrType;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseOperandList(operands) ||
+      parser.parseOptionalAttrDict(result.attributes) || parser.parseColon() ||
+      parser.parseType(paramType) || parser.parseComma() ||
+      parser.parseType(gradType) || parser.parseComma() || parser.parseType(lrType))
+    return failure();
+  if (operands.size() != 3 && operands.size() != 4)
+    return parser.emitError(loc) << "'par.sgd' takes param, grad, [momentum "
+                                    "buffer,] lr: got "
+                                 << operands.size() << " operands";
+  bool momentum = operands.size() == 4;
+  SmallVector<Type> types{paramType, gradType};
+  if (momentum)
+    types.push_back(paramType);
+  types.push_back(lrType);
+  if (parser.resolveOperands(operands, types, loc, result.operands))
+    return failure();
+  result.addTypes(paramType);
+  if (momentum)
+    result.addTypes(paramType);
+  return success();
+}
+
+void SgdOp::print(OpAsmPrinter &printer) {
+  printer << " ";
+  printer.printOperands(getOperands());
+  SmallVector<StringRef> defaults;
+  if (getMomentum().isZero())
+    defaults.push_back(getMomentumAttrName());
+  if (getWeightDecay().isZero())
+    defaults.push_back(getWeightDecayAttrName());
+  printer.printOptionalAttrDict((*this)->getAttrs(), defaults);
+  printer << " : " << getParam().getType() << ", " << getGrad().getType() << ", "
+          << getLr().getType();
+}
+
+LogicalResult SgdOp::verify() {
+  Value buffer = getMomentumBuf(), next = getNewMomentum();
+  if (bool(buffer) != bool(next))
+    return emitOpError() << "has a momentum buffer operand but no new momentum "
+                            "result, or the other way round";
+  if (buffer && (buffer.getType() != getParam().getType() ||
+                 next.getType() != getParam().getType()))
+    return emitOpError() << "momentum buffer " << buffer.getType()
+                         << " and its new value must have the parameter's type "
+                         << getParam().getType();
+  if (!buffer && getMomentum().convertToDouble() != 0)
+    return emitOpError() << "momentum " << getMomentum().convertToDouble()
+                         << " needs a momentum buffer operand";
+  return success();
+}
+
 LogicalResult RopeOp::verify() {
   RankedTensorType in = tensorOf(getInput());
   if (in.getRank() != 4)

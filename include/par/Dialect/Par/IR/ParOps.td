@@ -670,30 +670,30 @@ def Par_AdamWOp : Par_ComputeOp<"adamw", [Par_InPlace,
 }
 
 def Par_SgdOp : Par_ComputeOp<"sgd", [Par_InPlace,
-    AllTypesMatch<["param", "momentum_buf", "new_param", "new_momentum"]>,
-    AllShapesMatch<["param", "grad"]>]> {
-  let summary = "one SGD-with-momentum update";
+    AllTypesMatch<["param", "new_param"]>, AllShapesMatch<["param", "grad"]>]> {
+  let summary = "one SGD update, with or without momentum";
   let description = [{
     `b' = momentum b + (g + wd p)`, `p' = p - lr b'` (with `nesterov`:
-    `p' = p - lr (g + wd p + momentum b')`).
+    `p' = p - lr (g + wd p + momentum b')`). Without a momentum buffer (and
+    its result), `p' = p - lr (g + wd p)`: plain SGD keeps no state.
 
     ```mlir
     %p1, %b1 = par.sgd %p, %g, %b, %lr {momentum = 0.9 : f32}
         : tensor<16x64xf32>, tensor<16x64xf32>, tensor<f32>
+    %p2 = par.sgd %p, %g, %lr : tensor<16x64xf32>, tensor<16x64xf32>, tensor<f32>
     ```
     Sharding rule: elementwise over parameter, gradient and momentum.
   }];
   let arguments = (ins Par_FloatTensor:$param, Par_FloatTensor:$grad,
-                       Par_FloatTensor:$momentum_buf, Par_ScalarFloat:$lr,
+                       Optional<Par_FloatTensor>:$momentum_buf,
+                       Par_ScalarFloat:$lr,
                        DefaultValuedAttr<F32Attr, "0.0">:$momentum,
                        DefaultValuedAttr<F32Attr, "0.0">:$weight_decay,
                        UnitAttr:$nesterov);
   let results = (outs Par_FloatTensor:$new_param,
-                      Par_FloatTensor:$new_momentum);
-  let assemblyFormat = [{
-    $param `,` $grad `,` $momentum_buf `,` $lr attr-dict
-    `:` type($param) `,` type($grad) `,` type($lr)
-  }];
+                      Optional<Par_FloatTensor>:$new_momentum);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
