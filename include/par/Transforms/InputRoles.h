@@ -25,12 +25,6 @@ void inferInputRoles(func::FuncOp func);
 /// floating-point arguments. Parameters persist from step to step.
 bool isParameter(func::FuncOp func, unsigned index);
 
-/// The gradient operand of an optimizer update as the backward pass (or a
-/// collective after it) produced it: `grad` behind conversions to the
-/// masters' precision and products with a broadcast scalar (fp16 loss
-/// unscaling, clipping), which --par-autodiff puts between the two.
-Value gradientBeforeScaling(Value grad);
-
 /// Whether `value` is a 0-d tensor broadcast to a shape (a factor the step
 /// multiplies a gradient by).
 bool isScalarBroadcast(Value value);

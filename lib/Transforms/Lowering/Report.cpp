@@ -8,24 +8,25 @@
 // axes. The numbers are those par-run allocates and sends.
 //
 // A training step built by --par-autodiff (and --par-zero) is read from its
-// update ops: the first operand of `par.adamw` / `par.sgd` is the master
-// weight, the other tensor operands its optimizer states. The parameter a
-// rank computes with is the master, or its low-precision convert, or (ZeRO
-// stages 1, 2) the copy gathered once over the data axis; the gradient is
-// the one the update reads, before unscaling, clipping and conversion, and
-// after its data-parallel reduction unless that reduction is deferred to
-// the update (`par.late`, ZeRO stage 1: the full gradient is held). Values
-// of the forward pass (what the loss depends on) that the backward pass
-// reads are activations; everything else is temporary.
+// marks (TrainingStep.h) and its optimizer updates (OptimizerUpdateOpInterface:
+// master weight and states). The parameter a rank computes with is the
+// master, or the working copy marked par.copy_of (the low-precision
+// convert, or ZeRO stage 1 and 2's copy gathered once per step); the
+// gradient held is the one the update reads, followed back through the
+// optimizer phase's conversion, unscaling and clipping (ops marked
+// par.gradient_of) to the backward pass's result after its data-parallel
+// reduction, unless that reduction is deferred to the update (`par.late`,
+// ZeRO stage 1: the full gradient is held). Results of forward-phase ops
+// that later phases read are activations; everything else is temporary.
 //
 //===----------------------------------------------------------------------===//
+#include "par/Dialect/Par/IR/TrainingStep.h"
 #include "par/Transforms/InputRoles.h"
 #include "par/Transforms/MemoryPlan.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReportFormat.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -62,31 +63,38 @@ int64_t globalElements(func::FuncOp func, BlockArgument arg) {
   return cast<RankedTensorType>(arg.getType()).getNumElements();
 }
 
-/// The copy of master `param` the step computes with: its convert to the
-/// compute precision if any, gathered over `dataAxis` once per step if so.
-Value workingCopy(BlockArgument param, StringRef dataAxis) {
+/// The copy of master `param` the step computes with all step long: the
+/// last one marked par.copy_of it (a later copy is made from an earlier
+/// one), the master itself if none.
+Value workingCopy(BlockArgument param) {
   Value copy = param;
-  for (Operation *user : param.getUsers())
-    if (auto convert = dyn_cast<ConvertOp>(user)) {
-      copy = convert.getResult();
-      break;
-    }
-  if (dataAxis.empty())
-    return copy;
-  for (Operation *user : copy.getUsers())
-    if (auto gather = dyn_cast<AllGatherOp>(user))
-      if (!gather->hasAttr(ParDialect::kLateAttrName) &&
-          llvm::is_contained(gather.getAxes().getAsValueRange<StringAttr>(),
-                             dataAxis))
-        return gather.getResult();
+  for (Operation &op : *param.getOwner())
+    if (getCopyOf(&op) == int64_t(param.getArgNumber()) &&
+        !op.hasAttr(ParDialect::kLateAttrName))
+      copy = op.getResult(0);
   return copy;
 }
 
-/// The gradient buffer the update of `update` holds (see the file comment).
-Value heldGradient(Operation *update) {
-  Value grad = gradientBeforeScaling(update->getOperand(1));
+/// The gradient buffer that `update` holds (see the file comment).
+Value heldGradient(OptimizerUpdateOpInterface update) {
+  int64_t param = -1;
+  if (auto arg = dyn_cast<BlockArgument>(update.getParam()))
+    param = arg.getArgNumber();
+  Value grad = update.getGrad();
+  // Back through the optimizer phase's work on this parameter's gradient.
+  while (Operation *def = grad.getDefiningOp()) {
+    if (!inPhase(def, Phase::optimizer) || isa<CollectiveOpInterface>(def) ||
+        !isGradientOf(def, param))
+      break;
+    auto from = llvm::find_if(def->getOperands(), [&](Value operand) {
+      return isGradientOf(operand.getDefiningOp(), param);
+    });
+    if (from == def->getOperands().end())
+      break;
+    grad = *from;
+  }
   Operation *def = grad.getDefiningOp();
-  if (def && isa<AllReduceOp, ReduceScatterOp>(def) &&
+  if (def && isa<CollectiveOpInterface>(def) && def->getNumOperands() == 1 &&
       def->hasAttr(ParDialect::kLateAttrName))
     return def->getOperand(0);
   return grad;
@@ -101,29 +109,22 @@ Classified classify(func::FuncOp func, const MemoryPlan &plan) {
     if (it != plan.bufferOf.end())
       result.of[it->second] = category;
   };
-  StringRef dataAxis;
-  if (auto stage = func->getAttrOfType<IntegerAttr>(ParDialect::kZeroAttrName))
-    if (stage.getInt() > 0)
-      if (auto axis = func->getAttrOfType<StringAttr>(ParDialect::kDataAxisAttrName))
-        dataAxis = axis.getValue();
-
   for (BlockArgument arg : body.getArguments())
     set(arg, isParameter(func, arg.getArgNumber()) ? Parameters : Data);
 
   // Optimizer states: the update ops' state operands, and whatever else a
   // step replaces that is not a parameter (step counter, loss scale).
-  SmallVector<Operation *> updates;
+  SmallVector<OptimizerUpdateOpInterface> updates;
   for (Operation &op : body)
-    if (isa<AdamWOp, SgdOp>(op))
-      updates.push_back(&op);
+    if (auto update = dyn_cast<OptimizerUpdateOpInterface>(op))
+      updates.push_back(update);
   DenseSet<Value> masters;
-  for (Operation *update : updates) {
-    if (auto param = dyn_cast<BlockArgument>(update->getOperand(0)))
+  for (OptimizerUpdateOpInterface update : updates) {
+    if (auto param = dyn_cast<BlockArgument>(update.getParam()))
       masters.insert(param);
-    for (Value operand : update->getOperands().drop_front(2))
-      if (auto arg = dyn_cast<BlockArgument>(operand))
-        if (arg.getType() == update->getOperand(0).getType())
-          set(arg, States);
+    for (Value state : update.getStates())
+      if (auto arg = dyn_cast<BlockArgument>(state))
+        set(arg, States);
   }
   for (unsigned r = 0; r < func.getNumResults(); ++r)
     if (auto target = func.getResultAttrOfType<IntegerAttr>(
@@ -148,36 +149,29 @@ Classified classify(func::FuncOp func, const MemoryPlan &plan) {
       continue;
     }
     result.parameterCount += globalElements(func, arg);
-    Value copy = workingCopy(arg, dataAxis);
+    Value copy = workingCopy(arg);
     if (copy != arg) {
       set(arg, States);
       set(copy, Parameters);
     }
   }
-  for (Operation *update : updates)
+  for (OptimizerUpdateOpInterface update : updates)
     set(heldGradient(update), Gradients);
 
-  // Activations: values the loss depends on that later ops read too.
-  if (!updates.empty() && func.getNumResults() > 0) {
-    llvm::SetVector<Operation *> forward;
-    SmallVector<Value> work{body.getTerminator()->getOperand(0)};
-    while (!work.empty()) {
-      Operation *def = work.pop_back_val().getDefiningOp();
-      if (!def || !forward.insert(def))
+  // Activations: results of the forward pass that later phases read.
+  for (Operation &op : body) {
+    if (!inPhase(&op, Phase::forward))
+      continue;
+    for (Value value : op.getResults()) {
+      auto it = plan.bufferOf.find(value);
+      if (it == plan.bufferOf.end() || result.of[it->second] != Temporaries)
         continue;
-      for (Value operand : def->getOperands())
-        work.push_back(operand);
+      if (llvm::any_of(value.getUsers(), [&](Operation *user) {
+            std::optional<Phase> phase = getPhase(user);
+            return phase && *phase != Phase::forward;
+          }))
+        result.of[it->second] = Activations;
     }
-    for (Operation *op : forward)
-      for (Value value : op->getResults()) {
-        auto it = plan.bufferOf.find(value);
-        if (it == plan.bufferOf.end() || result.of[it->second] != Temporaries)
-          continue;
-        if (llvm::any_of(value.getUsers(), [&](Operation *user) {
-              return !forward.contains(user) && !isa<func::ReturnOp>(user);
-            }))
-          result.of[it->second] = Activations;
-      }
   }
   // A buffer written over another holds the same thing.
   for (auto [id, buffer] : llvm::enumerate(plan.buffers))

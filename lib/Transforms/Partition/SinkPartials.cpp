@@ -8,6 +8,7 @@
 // consumer turn the all-reduce into a reduce-scatter.
 //
 //===----------------------------------------------------------------------===//
+#include "par/Dialect/Par/IR/TrainingStep.h"
 #include "par/Dialect/Par/IR/ParOps.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReportFormat.h"
@@ -157,6 +158,8 @@ struct SinkPartialsPass
         if (ReshardOp next = sinkOnce(reshard, worklist))
           worklist.insert(next);
       }
+      if (!func.isDeclaration())
+        assignReshardPhases(func.getBody().front());
     }
   }
 };

@@ -9,6 +9,7 @@
 // already consumes the layouts it computes with.
 //
 //===----------------------------------------------------------------------===//
+#include "par/Dialect/Par/IR/TrainingStep.h"
 #include "par/Dialect/Par/IR/ParOps.h"
 #include "par/Dialect/Par/IR/ParConstants.h"
 #include "par/Transforms/InputRoles.h"
@@ -79,6 +80,7 @@ private:
   FailureOr<Value> lowerReshard(Operation *op, Value input,
                                 const GlobalInfo &from, ShardingAttr to);
   LogicalResult localizeOp(Operation *op);
+  LogicalResult localizeOpHere(Operation *op);
   void setLocalResultTypes(Operation *op);
   Value constantLike(Location loc, RankedTensorType type, double value);
   /// The dims among `dims` that `info` splits unevenly (padded).
@@ -230,6 +232,8 @@ Value Localizer::maskPadding(Location loc, Value value, const GlobalInfo &info,
 void Localizer::replaceValue(Value old, Value replacement,
                              Operation *except) {
   old.replaceAllUsesExcept(replacement, except);
+  // The op that makes the replacement is what the replaced value was.
+  carryMarks(old.getDefiningOp(), replacement);
   globals[replacement] = globals[old];
   if (kinds.count(old))
     kinds[replacement] = kinds[old];
@@ -427,6 +431,17 @@ void Localizer::setLocalResultTypes(Operation *op) {
 }
 
 LogicalResult Localizer::localizeOp(Operation *op) {
+  // The ops made in place of `op`, before or after it, take its phase.
+  Block *block = op->getBlock();
+  Operation *prev = op->getPrevNode(), *next = op->getNextNode();
+  std::optional<Phase> phase = getPhase(op);
+  LogicalResult result = localizeOpHere(op);
+  stampPhase(phase, prev ? std::next(prev->getIterator()) : block->begin(),
+             next ? next->getIterator() : block->end());
+  return result;
+}
+
+LogicalResult Localizer::localizeOpHere(Operation *op) {
   if (isa<CollectiveOpInterface, AxisIndexOp, SendOp, RecvOp>(op))
     return op->emitError() << "'" << op->getName()
                            << "' is a per-device op; the function is "
@@ -445,6 +460,11 @@ LogicalResult Localizer::localizeOp(Operation *op) {
     FailureOr<Value> moved = lowerReshard(op, input, globals[input], target);
     if (failed(moved))
       return failure();
+    // The gradient in another layout is still the gradient.
+    if (Operation *from = input.getDefiningOp();
+        from && moved->getDefiningOp() && *moved != input)
+      for (int64_t param : getGradientOf(from))
+        addGradientOf(moved->getDefiningOp(), param);
     // A late reshard's ops are all issued just before their first use.
     if (Attribute hint = op->getAttr(ParDialect::kLateAttrName))
       for (Operation *made = before ? before->getNextNode()

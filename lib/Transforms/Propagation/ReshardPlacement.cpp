@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "PropagationEngine.h"
 
+#include "par/Dialect/Par/IR/TrainingStep.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
@@ -133,9 +135,11 @@ int64_t Engine::insertReshards() {
       auto reshard =
           ReshardOp::create(builder, constraint.getLoc(), constraint.getInput(),
                             constraint.getSharding());
-      // Scheduling hints (par.late) stay with the data movement.
+      // Scheduling hints (par.late) and the step's marks stay with the data
+      // movement.
       if (constraint->hasAttr(ParDialect::kLateAttrName))
         reshard->setAttr(ParDialect::kLateAttrName, constraint->getAttr(ParDialect::kLateAttrName));
+      carryMarks(constraint, reshard.getResult());
       constraint.replaceAllUsesWith(reshard.getResult());
       constraint.erase();
       ++inserted;
@@ -200,5 +204,10 @@ int64_t Engine::insertReshards() {
 int64_t mlir::par::insertReshards(ModuleOp module) {
   Engine engine(module);
   engine.build();
-  return engine.insertReshards();
+  int64_t inserted = engine.insertReshards();
+  // In a training step, each reshard joins the phase of its first reader.
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isDeclaration())
+      assignReshardPhases(func.getBody().front());
+  return inserted;
 }

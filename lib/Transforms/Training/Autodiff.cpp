@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Dialect/Par/IR/TrainingStep.h"
 #include "par/Dialect/Par/IR/ParConstants.h"
 #include "par/Transforms/Passes.h"
 
@@ -58,7 +59,9 @@ static double scheduledLr(const OptimizerConfig &c, int64_t t) {
 class Differentiator {
 public:
   Differentiator(func::FuncOp func, const OptimizerConfig &config)
-      : func(func), config(config), b(func.getContext()) {}
+      : func(func), config(config), b(func.getContext()) {
+    b.setListener(&stamper);
+  }
   LogicalResult run();
 
 private:
@@ -134,6 +137,8 @@ private:
   func::FuncOp func;
   const OptimizerConfig &config;
   OpBuilder b;
+  /// Marks every op the builder makes with the phase being built.
+  PhaseStamper stamper;
   Location loc = UnknownLoc::get(func.getContext());
   DenseMap<Value, Value> adjoints;
   /// Values that depend on a parameter: the only ones that need gradients.
@@ -771,6 +776,7 @@ Value Differentiator::lowerPrecision(FloatType low, Value loss) {
     if (type == arg.getType())
       continue;
     auto copy = ConvertOp::create(b, arg.getLoc(), type, arg);
+    setCopyOf(copy, arg.getArgNumber());
     arg.replaceAllUsesExcept(copy.getResult(), copy);
     lowCopies[arg] = copy.getResult();
     copyOps.insert(copy);
@@ -814,6 +820,10 @@ LogicalResult Differentiator::run() {
               "floating-point loss, @"
            << func.getSymName() << " returns " << func.getResultTypes();
   Value loss = ret.getOperand(0);
+  // The forward pass: the function's ops and what mixed precision adds.
+  stamper.phase = Phase::forward;
+  for (Operation &op : body.without_terminator())
+    setPhase(&op, Phase::forward);
   FloatType low;
   if (config.precision == "bf16")
     low = b.getBF16Type();
@@ -854,6 +864,7 @@ LogicalResult Differentiator::run() {
       return failure();
     lossScale = body.getArgument(index);
   }
+  stamper.phase = Phase::backward;
   adjoints[loss] = lossScale ? Value(lossScale) : splatLike(loss, 1.0);
 
   // Reverse sweep: an op whose results have gradients passes them on.
@@ -890,6 +901,15 @@ LogicalResult Differentiator::run() {
     Value g = adjoints.lookup(of);
     grads.push_back(g ? g : splatLike(of, 0.0));
   }
+  // Each gradient, and each conversion, unscaling and clipping of it below,
+  // says whose gradient it is.
+  auto markGradients = [&] {
+    for (auto [k, i] : llvm::enumerate(params))
+      if (Operation *def = grads[k].getDefiningOp())
+        addGradientOf(def, i);
+  };
+  markGradients();
+  stamper.phase = Phase::optimizer;
 
   SmallVector<Value> results{loss};
   SmallVector<NamedAttrList> resultAttrs(1);
@@ -933,12 +953,17 @@ LogicalResult Differentiator::run() {
     Value poison;
     for (Value &g : grads) {
       Value g32 = convertTo(g, b.getF32Type());
+      if (g32 != g)
+        if (Operation *def = g32.getDefiningOp())
+          for (int64_t param : getGradientOf(g.getDefiningOp()))
+            addGradientOf(def, param);
       g = mul(g32, broadcast(inverse, typeOf(g32), {}));
       Value sum = sumAll(mul(g, splatLike(g, 0.0)));
       poison = poison ? add(poison, sum) : sum;
     }
     if (poison)
       skip = compare(CompareDirection::ne, poison, poison);
+    markGradients();
   }
 
   // Global gradient-norm clipping: the squared sums of every gradient add
@@ -957,6 +982,7 @@ LogicalResult Differentiator::run() {
     for (Value &g : grads)
       g = mul(g, broadcast(convertTo(factor, typeOf(g).getElementType()),
                            typeOf(g), {}));
+    markGradients();
     logResult(norm, "log.grad_norm");
   }
 
@@ -1054,6 +1080,7 @@ LogicalResult Differentiator::run() {
   // The step's results replace the forward function's; what neither the
   // loss nor the gradients need (the other forward results, gradients of
   // values the parameters do not reach) is removed.
+  stamper.phase.reset(); // the terminator belongs to no phase
   auto newRet = func::ReturnOp::create(b, ret.getLoc(), results);
   ret.erase();
   SmallVector<Operation *> all;

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Dialect/Par/IR/TrainingStep.h"
 #include "par/Transforms/InputRoles.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/Propagation.h"
@@ -89,12 +90,14 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
       resultOf[updates.getInt()] = r;
 
   auto late = [&](Operation *op) { op->setAttr(ParDialect::kLateAttrName, UnitAttr::get(ctx)); };
+  // A constraint (data movement) of the step's `phase`.
   auto constrain = [&](Value value, ShardingAttr layout, Operation *before,
-                       bool isLate) -> Value {
+                       bool isLate, Phase phase) -> Value {
     b.setInsertionPoint(before);
     auto c = ShardingConstraintOp::create(b, before->getLoc(), value.getType(),
                                           value, layout);
     setValueSharding(c.getResult(), layout);
+    setPhase(c, phase);
     if (isLate)
       late(c);
     return c.getResult();
@@ -120,18 +123,23 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
     }
   };
 
-  // The op that computes the loss ends the forward pass (--par-autodiff
-  // appends the backward pass after it).
-  Operation *lossOp = ret.getOperand(0).getDefiningOp();
+  // What --par-autodiff marked: each parameter's gradient as the backward
+  // pass produces it, and the copy of each master the step computes with.
+  DenseMap<int64_t, Value> gradientOf, copyOf;
+  SmallVector<OptimizerUpdateOpInterface> updates;
+  for (Operation &op : body) {
+    if (inPhase(&op, Phase::backward))
+      for (int64_t param : getGradientOf(&op))
+        gradientOf[param] = op.getResult(0);
+    if (std::optional<int64_t> master = getCopyOf(&op))
+      copyOf[*master] = op.getResult(0);
+    if (auto update = dyn_cast<OptimizerUpdateOpInterface>(op))
+      updates.push_back(update);
+  }
 
   SmallVector<Value> scatteredGrads;
-  SmallVector<Operation *> updates;
-  func.walk([&](Operation *op) {
-    if (isa<AdamWOp, SgdOp>(op))
-      updates.push_back(op);
-  });
-  for (Operation *update : updates) {
-    auto param = dyn_cast<BlockArgument>(update->getOperand(0));
+  for (OptimizerUpdateOpInterface update : updates) {
+    auto param = dyn_cast<BlockArgument>(update.getParam());
     if (!param)
       continue;
     auto type = cast<RankedTensorType>(param.getType());
@@ -152,10 +160,9 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
 
     // Master weight and states: split.
     relayoutArgument(param, split);
-    for (Value operand : update->getOperands().drop_front(2))
+    for (Value operand : update.getStates())
       if (auto state = dyn_cast<BlockArgument>(operand))
-        if (state.getType() == param.getType())
-          relayoutArgument(state, split);
+        relayoutArgument(state, split);
     for (Value result : update->getResults())
       setValueSharding(result, split);
 
@@ -163,14 +170,20 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
     // into the split layout after the backward pass (stage 1) or as soon as
     // it exists (stages 2, 3). What the step does to it before the update
     // (unscaling, clipping, the norm, the conversion to fp32) then works on
-    // the shard.
-    Value grad = gradientBeforeScaling(update->getOperand(1));
+    // the shard. Stage 1's reduction is deferred to the optimizer phase.
+    Value grad = gradientOf.lookup(param.getArgNumber());
+    if (!grad)
+      return update->emitError()
+             << "ZeRO stage " << stage << ": no op is marked as the gradient "
+             << "of argument #" << param.getArgNumber()
+             << " (par.gradient_of; run --par-autodiff to build the step)";
     ShardingAttr whole = ShardingAttr::get(ctx, split.getMesh(), split.getDims(),
                                            {}, {});
     Operation *producer = grad.getDefiningOp();
-    Value scattered = constrain(grad, whole,
-                                producer ? producer->getNextNode() : &body.front(),
-                                /*isLate=*/stage == 1);
+    Value scattered = constrain(
+        grad, whole, producer->getNextNode(), /*isLate=*/stage == 1,
+        stage == 1 ? Phase::optimizer : Phase::backward);
+    carryMarks(producer, scattered);
     grad.replaceAllUsesExcept(scattered, scattered.getDefiningOp());
     scatteredGrads.push_back(scattered);
 
@@ -178,37 +191,35 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
     // master itself): gathered once at the top (stages 1, 2) or before each
     // use (stage 3).
     Value working = param;
-    for (Operation *user : param.getUsers())
-      if (auto convert = dyn_cast<ConvertOp>(user))
-        if (convert->getBlock() == &body &&
-            convert->isBeforeInBlock(update)) {
-          working = convert.getResult();
-          setValueSharding(working, whole);
-          break;
-        }
+    if (Value copy = copyOf.lookup(param.getArgNumber())) {
+      working = copy;
+      setValueSharding(working, whole);
+    }
+    // Its uses in the forward and backward passes (not the update's).
     SmallVector<OpOperand *> uses;
     for (OpOperand &use : working.getUses())
-      if (use.getOwner() != update && use.getOwner() != ret &&
-          !isa<SelectOp>(use.getOwner()))
+      if (inPhase(use.getOwner(), Phase::forward) ||
+          inPhase(use.getOwner(), Phase::backward))
         uses.push_back(&use);
     if (uses.empty())
       continue;
     if (stage == 3) {
       // One gather for the forward uses and one for the backward uses,
       // each issued just before its first use and dead after its last.
-      SmallVector<OpOperand *> phases[2];
-      for (OpOperand *use : uses)
-        phases[lossOp && lossOp->isBeforeInBlock(use->getOwner()) ? 1 : 0]
-            .push_back(use);
-      for (auto &phase : phases) {
-        if (phase.empty())
+      for (Phase phase : {Phase::forward, Phase::backward}) {
+        SmallVector<OpOperand *> inPhaseUses;
+        for (OpOperand *use : uses)
+          if (inPhase(use->getOwner(), phase))
+            inPhaseUses.push_back(use);
+        if (inPhaseUses.empty())
           continue;
-        Operation *first = phase.front()->getOwner();
-        for (OpOperand *use : phase)
+        Operation *first = inPhaseUses.front()->getOwner();
+        for (OpOperand *use : inPhaseUses)
           if (use->getOwner()->isBeforeInBlock(first))
             first = use->getOwner();
-        Value gathered = constrain(working, layout, first, /*isLate=*/true);
-        for (OpOperand *use : phase)
+        Value gathered =
+            constrain(working, layout, first, /*isLate=*/true, phase);
+        for (OpOperand *use : inPhaseUses)
           use->set(gathered);
       }
       continue;
@@ -219,7 +230,10 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
     for (OpOperand *use : uses)
       if (use->getOwner()->isBeforeInBlock(first))
         first = use->getOwner();
-    Value gathered = constrain(working, layout, first, /*isLate=*/false);
+    Value gathered =
+        constrain(working, layout, first, /*isLate=*/false, Phase::forward);
+    // The gathered copy is the working copy now.
+    setCopyOf(gathered.getDefiningOp(), param.getArgNumber());
     for (OpOperand *use : uses)
       use->set(gathered);
   }
@@ -233,7 +247,8 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
   while (!work.empty()) {
     Value value = work.pop_back_val();
     for (Operation *user : value.getUsers()) {
-      if (isa<AdamWOp, SgdOp, func::ReturnOp, ShardingConstraintOp>(user) ||
+      if (isa<OptimizerUpdateOpInterface, func::ReturnOp, ShardingConstraintOp>(
+              user) ||
           user->getNumResults() != 1 || !seen.insert(user).second)
         continue;
       if (!pinned.contains(user->getResult(0)))

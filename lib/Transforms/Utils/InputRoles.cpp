@@ -64,23 +64,3 @@ bool mlir::par::isScalarBroadcast(Value value) {
   return broadcast &&
          cast<RankedTensorType>(broadcast.getInput().getType()).getRank() == 0;
 }
-
-Value mlir::par::gradientBeforeScaling(Value grad) {
-  while (Operation *def = grad.getDefiningOp()) {
-    if (auto convert = dyn_cast<ConvertOp>(def)) {
-      grad = convert.getInput();
-      continue;
-    }
-    auto mul = dyn_cast<MulOp>(def);
-    if (!mul)
-      break;
-    if (isScalarBroadcast(mul.getRhs()))
-      grad = mul.getLhs();
-    else if (isScalarBroadcast(mul.getLhs()))
-      grad = mul.getRhs();
-    else
-      break;
-  }
-  return grad;
-}
-

@@ -1041,3 +1041,28 @@ func.func @sgd_operands(%p: tensor<8xf32>, %lr: tensor<f32>) -> tensor<8xf32> {
   %0 = par.sgd %p, %lr : tensor<8xf32>, tensor<8xf32>, tensor<f32>
   return %0 : tensor<8xf32>
 }
+
+// -----
+
+// The training step's marks are typed.
+func.func @phase_type(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'par.phase' must be #par.phase<forward|backward|optimizer>, got "backward"}}
+  %0 = par.neg %a {par.phase = "backward"} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @gradient_of_arg(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'par.gradient_of' names argument 3, which the function does not have}}
+  %0 = par.neg %a {par.gradient_of = array<i64: 3>} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @copy_of_type(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'par.copy_of' must be an argument number, got array<i64: 0>}}
+  %0 = par.neg %a {par.copy_of = array<i64: 0>} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}

@@ -239,3 +239,13 @@ func.func @scatter_add(%t: tensor<256x64xf32>, %ids: tensor<2x16x1xi32>, %g: ten
   %1 = par.scatter_add %c[%at], %u dims [0, 2] : (tensor<4x3x5xi64>, tensor<7x2xi64>, tensor<7x3xi64>) -> tensor<4x3x5xi64>
   return %0 : tensor<256x64xf32>
 }
+
+// The marks of a training step round-trip.
+// CHECK-LABEL: func.func @step_marks
+// CHECK: par.neg %{{.*}} {par.copy_of = 0 : i64, par.phase = #par.phase<forward>}
+// CHECK: par.neg %{{.*}} {par.gradient_of = array<i64: 0>, par.phase = #par.phase<backward>}
+func.func @step_marks(%a: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = par.neg %a {par.phase = #par.phase<forward>, par.copy_of = 0} : tensor<8xf32>
+  %1 = par.neg %0 {par.phase = #par.phase<backward>, par.gradient_of = array<i64: 0>} : tensor<8xf32>
+  return %1 : tensor<8xf32>
+}

@@ -6,11 +6,12 @@
 // argument gets no gradient.
 // GRAD-LABEL: func.func @linear(
 // GRAD-SAME: -> (tensor<f32> {par.name = "loss"}, tensor<8x4xf32> {par.name = "grad.w"})
-// GRAD: %[[Y:.*]] = par.dot %arg0, %arg1 contract [1] x [0]
-// GRAD: %[[L:.*]] = par.reduce sum %[[Y]] dims [0, 1]
-// GRAD: %[[ONE:.*]] = par.constant dense<1.000000e+00> : tensor<f32>
-// GRAD: %[[DY:.*]] = par.broadcast %[[ONE]] dims [] : (tensor<f32>) -> tensor<2x4xf32>
-// GRAD: %[[DW:.*]] = par.dot %arg0, %[[DY]] contract [0] x [0] : (tensor<2x8xf32>, tensor<2x4xf32>) -> tensor<8x4xf32>
+// Autodiff marks each op with its phase and the gradient with its parameter.
+// GRAD: %[[Y:.*]] = par.dot %arg0, %arg1 contract [1] x [0] {par.phase = #par.phase<forward>}
+// GRAD: %[[L:.*]] = par.reduce sum %[[Y]] dims [0, 1] {par.phase = #par.phase<forward>}
+// GRAD: %[[ONE:.*]] = par.constant {par.phase = #par.phase<backward>} dense<1.000000e+00> : tensor<f32>
+// GRAD: %[[DY:.*]] = par.broadcast %[[ONE]] dims [] {par.phase = #par.phase<backward>} : (tensor<f32>) -> tensor<2x4xf32>
+// GRAD: %[[DW:.*]] = par.dot %arg0, %[[DY]] contract [0] x [0] {par.gradient_of = array<i64: 1>, par.phase = #par.phase<backward>} : (tensor<2x8xf32>, tensor<2x4xf32>) -> tensor<8x4xf32>
 // GRAD-NOT: par.dot
 // GRAD: return %[[L]], %[[DW]]
 
@@ -22,22 +23,23 @@
 // ADAMW-SAME: %arg3: tensor<8x4xf32> {par.init = "zeros", par.name = "w.m", par.role = "param"}
 // ADAMW-SAME: %arg4: tensor<8x4xf32> {par.init = "zeros", par.name = "w.v", par.role = "param"}
 // ADAMW-SAME: -> (tensor<f32> {par.name = "loss"}, tensor<8x4xf32> {par.updates = 1 : i64}, tensor<8x4xf32> {par.updates = 3 : i64}, tensor<8x4xf32> {par.updates = 4 : i64}, tensor<f32> {par.updates = 2 : i64}, tensor<f32> {par.name = "log.lr"})
-// ADAMW: %[[T:.*]] = par.add %arg2, %{{.*}} : tensor<f32>
-// ADAMW: par.adamw %arg1, %{{.*}}, %arg3, %arg4, %{{.*}}, %[[T]] {weight_decay = 1.000000e-01 : f32}
+// ADAMW: %[[T:.*]] = par.add %arg2, %{{.*}} {par.phase = #par.phase<optimizer>} : tensor<f32>
+// ADAMW: par.adamw %arg1, %{{.*}}, %arg3, %arg4, %{{.*}}, %[[T]] {par.phase = #par.phase<optimizer>, weight_decay = 1.000000e-01 : f32}
 
 // SGD with clipping and a scheduled learning rate: the squared gradient
 // sums make one norm, the factor min(1, clip / (norm + 1e-6)) scales every
 // gradient, and the rate is looked up in a table by the step counter.
 // SGD-LABEL: func.func @linear(
-// SGD: %[[SQ:.*]] = par.reduce sum %{{.*}} dims [0, 1] : (tensor<8x4xf32>) -> tensor<f32>
-// SGD-NEXT: %[[N:.*]] = par.sqrt %[[SQ]] : tensor<f32>
-// SGD: %[[F:.*]] = par.min %{{.*}}, %{{.*}} : tensor<f32>
+// SGD: %[[SQ:.*]] = par.reduce sum %{{.*}} dims [0, 1] {par.phase = #par.phase<optimizer>} : (tensor<8x4xf32>) -> tensor<f32>
+// SGD-NEXT: %[[N:.*]] = par.sqrt %[[SQ]] {par.phase = #par.phase<optimizer>} : tensor<f32>
+// SGD: %[[F:.*]] = par.min %{{.*}}, %{{.*}} {{.*}}: tensor<f32>
 // SGD: %[[FB:.*]] = par.broadcast %[[F]] dims []
-// SGD-NEXT: %[[G:.*]] = par.mul %{{.*}}, %[[FB]] : tensor<8x4xf32>
-// SGD: %[[TABLE:.*]] = par.constant dense<{{\[\[}}5.000000e-02], [5.000000e-02], [1.000000e-01], [5.500000e-02], [0.00999999977], [0.00999999977]]> : tensor<6x1xf32>
-// SGD: %[[ROW:.*]] = par.embedding %[[TABLE]], %{{.*}} : (tensor<6x1xf32>, tensor<1xi32>) -> tensor<1x1xf32>
-// SGD-NEXT: %[[LR:.*]] = par.reshape %[[ROW]] : (tensor<1x1xf32>) -> tensor<f32>
-// SGD-NEXT: par.sgd %arg1, %[[G]], %arg3, %[[LR]] {momentum = 0.899999976 : f32}
+// The clipped gradient is still the gradient of w.
+// SGD-NEXT: %[[G:.*]] = par.mul %{{.*}}, %[[FB]] {par.gradient_of = array<i64: 1>, par.phase = #par.phase<optimizer>} : tensor<8x4xf32>
+// SGD: %[[TABLE:.*]] = par.constant {{.*}}dense<{{\[\[}}5.000000e-02], [5.000000e-02], [1.000000e-01], [5.500000e-02], [0.00999999977], [0.00999999977]]> : tensor<6x1xf32>
+// SGD: %[[ROW:.*]] = par.embedding %[[TABLE]], %{{.*}} {{.*}}: (tensor<6x1xf32>, tensor<1xi32>) -> tensor<1x1xf32>
+// SGD-NEXT: %[[LR:.*]] = par.reshape %[[ROW]] {{.*}}: (tensor<1x1xf32>) -> tensor<f32>
+// SGD-NEXT: par.sgd %arg1, %[[G]], %arg3, %[[LR]] {momentum = 0.899999976 : f32, par.phase = #par.phase<optimizer>}
 // SGD: return %{{.*}}, %[[N]], %{{.*}} : tensor<f32>, tensor<f32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<f32>, tensor<f32>
 func.func @linear(%x: tensor<2x8xf32> {par.role = "data"}, %w: tensor<8x4xf32> {par.name = "w"}) -> tensor<f32> {
   %y = par.dot %x, %w contract [1] x [0] : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>

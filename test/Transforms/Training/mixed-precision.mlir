@@ -7,14 +7,15 @@
 // BF16-LABEL: func.func @mlp(
 // BF16-SAME: %arg1: tensor<8x4xf32> {par.name = "w"}
 // BF16-SAME: %arg3: tensor<8x4xf32> {par.init = "zeros", par.name = "w.m", par.role = "param"}
-// BF16: %[[X:.*]] = par.convert %arg0 : tensor<2x8xf32> to tensor<2x8xbf16>
-// BF16-NEXT: %[[W:.*]] = par.convert %arg1 : tensor<8x4xf32> to tensor<8x4xbf16>
-// BF16-NEXT: %[[Y:.*]] = par.dot %[[X]], %[[W]] contract [1] x [0] : (tensor<2x8xbf16>, tensor<8x4xbf16>) -> tensor<2x4xbf16>
-// BF16-NEXT: %[[T:.*]] = par.tanh %[[Y]] : tensor<2x4xbf16>
-// BF16: %[[L:.*]] = par.reduce mean %{{.*}} dims [0, 1] : (tensor<2x4xbf16>) -> tensor<bf16>
-// BF16-NEXT: %[[L32:.*]] = par.convert %[[L]] : tensor<bf16> to tensor<f32>
-// BF16: %[[G:.*]] = par.dot %[[X]], %{{.*}} contract [0] x [0] : (tensor<2x8xbf16>, tensor<2x4xbf16>) -> tensor<8x4xbf16>
-// BF16: par.adamw %arg1, %[[G]], %arg3, %arg4, %{{.*}}, %{{.*}} : tensor<8x4xf32>, tensor<8x4xbf16>, tensor<f32>, tensor<f32>
+// The low-precision copies of the arguments are marked as such:
+// BF16: %[[X:.*]] = par.convert %arg0 {par.copy_of = 0 : i64, par.phase = #par.phase<forward>} : tensor<2x8xf32> to tensor<2x8xbf16>
+// BF16-NEXT: %[[W:.*]] = par.convert %arg1 {par.copy_of = 1 : i64, par.phase = #par.phase<forward>} : tensor<8x4xf32> to tensor<8x4xbf16>
+// BF16-NEXT: %[[Y:.*]] = par.dot %[[X]], %[[W]] contract [1] x [0] {{.*}}: (tensor<2x8xbf16>, tensor<8x4xbf16>) -> tensor<2x4xbf16>
+// BF16-NEXT: %[[T:.*]] = par.tanh %[[Y]] {{.*}}: tensor<2x4xbf16>
+// BF16: %[[L:.*]] = par.reduce mean %{{.*}} dims [0, 1] {{.*}}: (tensor<2x4xbf16>) -> tensor<bf16>
+// BF16-NEXT: %[[L32:.*]] = par.convert %[[L]] {{.*}}: tensor<bf16> to tensor<f32>
+// BF16: %[[G:.*]] = par.dot %[[X]], %{{.*}} contract [0] x [0] {{.*}}: (tensor<2x8xbf16>, tensor<2x4xbf16>) -> tensor<8x4xbf16>
+// BF16: par.adamw %arg1, %[[G]], %arg3, %arg4, %{{.*}}, %{{.*}} {{.*}}: tensor<8x4xf32>, tensor<8x4xbf16>, tensor<f32>, tensor<f32>
 // BF16: return %[[L32]],
 
 // fp16: the gradient seed is the loss scale (a state initialized to
@@ -27,18 +28,18 @@
 // FP16-SAME: {par.init = "zeros", par.name = "loss_scale.clean_steps", par.role = "param"}
 // FP16-SAME: {par.init = "zeros", par.name = "loss_scale.skipped", par.role = "param"}
 // FP16-SAME: tensor<f32> {par.name = "log.loss_scale"}, tensor<f32> {par.name = "log.skipped"})
-// FP16: %[[SEED:.*]] = par.convert %arg2 : tensor<f32> to tensor<f16>
-// FP16: %[[INV:.*]] = par.div %{{.*}}, %arg2 : tensor<f32>
-// FP16: %[[G32:.*]] = par.convert %{{.*}} : tensor<8x4xf16> to tensor<8x4xf32>
-// FP16: %[[ZERO:.*]] = par.constant dense<0.000000e+00> : tensor<8x4xf32>
-// FP16-NEXT: %[[Z:.*]] = par.mul %{{.*}}, %[[ZERO]] : tensor<8x4xf32>
+// FP16: %[[SEED:.*]] = par.convert %arg2 {{.*}}: tensor<f32> to tensor<f16>
+// FP16: %[[INV:.*]] = par.div %{{.*}}, %arg2 {{.*}}: tensor<f32>
+// FP16: %[[G32:.*]] = par.convert %{{.*}} {par.gradient_of = array<i64: 1>, par.phase = #par.phase<optimizer>} : tensor<8x4xf16> to tensor<8x4xf32>
+// FP16: %[[ZERO:.*]] = par.constant {{.*}}dense<0.000000e+00> {{.*}}: tensor<8x4xf32>
+// FP16-NEXT: %[[Z:.*]] = par.mul %{{.*}}, %[[ZERO]] {{.*}}: tensor<8x4xf32>
 // FP16-NEXT: %[[POISON:.*]] = par.reduce sum %[[Z]] dims [0, 1]
-// FP16-NEXT: %[[SKIP:.*]] = par.compare ne, %[[POISON]], %[[POISON]] : tensor<f32>
+// FP16-NEXT: %[[SKIP:.*]] = par.compare ne, %[[POISON]], %[[POISON]] {{.*}}: tensor<f32>
 // Plain SGD (momentum 0): no momentum buffer, one result.
-// FP16: %[[NEW:.*]] = par.sgd %arg1, %{{[^,]*}}, %{{[^,]*}} : tensor<8x4xf32>, tensor<8x4xf32>, tensor<f32>
-// FP16-NEXT: %[[SKIPB:.*]] = par.broadcast %[[SKIP]] dims [] : (tensor<i1>) -> tensor<8x4xi1>
-// FP16-NEXT: par.select %[[SKIPB]], %arg1, %[[NEW]] : tensor<8x4xi1>, tensor<8x4xf32>
-// FP16: par.constant dense<3.000000e+00> : tensor<f32>
+// FP16: %[[NEW:.*]] = par.sgd %arg1, %{{[^,]*}}, %{{[^,]*}} {{.*}}: tensor<8x4xf32>, tensor<8x4xf32>, tensor<f32>
+// FP16-NEXT: %[[SKIPB:.*]] = par.broadcast %[[SKIP]] dims [] {{.*}}: (tensor<i1>) -> tensor<8x4xi1>
+// FP16-NEXT: par.select %[[SKIPB]], %arg1, %[[NEW]] {{.*}}: tensor<8x4xi1>, tensor<8x4xf32>
+// FP16: par.constant {{.*}}dense<3.000000e+00> : tensor<f32>
 func.func @mlp(%x: tensor<2x8xf32> {par.role = "data"}, %w: tensor<8x4xf32> {par.name = "w"}) -> tensor<f32> {
   %y = par.dot %x, %w contract [1] x [0] : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
   %t = par.tanh %y : tensor<2x4xf32>

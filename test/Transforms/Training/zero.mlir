@@ -28,27 +28,29 @@
 // Z1-SAME: %arg5: tensor<4x32xf32> {par.global_sharding = #par.sharding<@mesh, [{"dp"}, {}]>, par.global_type = tensor<16x32xf32>, par.init = "zeros", par.name = "w1.v", par.role = "param"}
 // The working copies are gathered at the top, the gradients reduce-scattered
 // after the whole backward pass (stage 1: the full gradients live until then)
-// Z1: par.all_gather %arg1 over @mesh ["dp"] dim 0 : (tensor<4x32xf32>) -> tensor<16x32xf32>
-// Z1: %[[DW2:.*]] = par.dot %{{.*}}, %{{.*}} contract [0] x [0] : (tensor<2x32xf32>, tensor<2x16xf32>) -> tensor<32x16xf32>
-// Z1: %[[DW1:.*]] = par.dot %arg0, %{{.*}} contract [0] x [0] : (tensor<2x16xf32>, tensor<2x32xf32>) -> tensor<16x32xf32>
-// Z1: par.reduce_scatter sum %[[DW1]] over @mesh ["dp"] dim 0 {par.late}
+// (the gathered copy is the working copy, par.copy_of)
+// Z1: par.all_gather %arg1 over @mesh ["dp"] dim 0 {par.copy_of = 1 : i64, par.phase = #par.phase<forward>} : (tensor<4x32xf32>) -> tensor<16x32xf32>
+// Z1: %[[DW2:.*]] = par.dot %{{.*}}, %{{.*}} contract [0] x [0] {par.gradient_of = array<i64: 2>, par.phase = #par.phase<backward>} : (tensor<2x32xf32>, tensor<2x16xf32>) -> tensor<32x16xf32>
+// Z1: %[[DW1:.*]] = par.dot %arg0, %{{.*}} contract [0] x [0] {par.gradient_of = array<i64: 1>, par.phase = #par.phase<backward>} : (tensor<2x16xf32>, tensor<2x32xf32>) -> tensor<16x32xf32>
+// (stage 1 defers the reduction to the optimizer phase)
+// Z1: par.reduce_scatter sum %[[DW1]] over @mesh ["dp"] dim 0 {par.gradient_of = array<i64: 1>, par.late, par.phase = #par.phase<optimizer>}
 // Z1: par.adamw %arg1,
-// Z1-NEXT: par.reduce_scatter sum %[[DW2]] over @mesh ["dp"] dim 0 {par.late}
+// Z1-NEXT: par.reduce_scatter sum %[[DW2]] over @mesh ["dp"] dim 0 {par.gradient_of = array<i64: 2>, par.late, par.phase = #par.phase<optimizer>}
 // Z1-NEXT: par.adamw %arg2,
 //
 // or as soon as they are produced (stage 2: each full gradient dies there).
-// Z2: %[[DW2:.*]] = par.dot %{{.*}}, %{{.*}} contract [0] x [0] : (tensor<2x32xf32>, tensor<2x16xf32>) -> tensor<32x16xf32>
-// Z2-NEXT: par.reduce_scatter sum %[[DW2]] over @mesh ["dp"] dim 0 :
+// Z2: %[[DW2:.*]] = par.dot %{{.*}}, %{{.*}} contract [0] x [0] {par.gradient_of = array<i64: 2>, par.phase = #par.phase<backward>} : (tensor<2x32xf32>, tensor<2x16xf32>) -> tensor<32x16xf32>
+// Z2-NEXT: par.reduce_scatter sum %[[DW2]] over @mesh ["dp"] dim 0 {par.gradient_of = array<i64: 2>, par.phase = #par.phase<backward>} :
 //
 // Stage 3: the masters are gathered just before each use, forward and
 // backward; w1 is not read by the backward pass (the data needs no
 // gradient), so 2.5 x 1024 elements move instead of the 3 x 1024 bound.
 // COMM3: total: 6 collective(s), 2561 elements, 10.0 KiB buffers, 7.5 KiB sent per rank
-// Z3: %[[G1:.*]] = par.all_gather %arg1 over @mesh ["dp"] dim 0 {par.late}
+// Z3: %[[G1:.*]] = par.all_gather %arg1 over @mesh ["dp"] dim 0 {par.late, par.phase = #par.phase<forward>}
 // Z3-NEXT: par.dot %arg0, %[[G1]] contract [1] x [0]
-// Z3: %[[G2:.*]] = par.all_gather %arg2 over @mesh ["dp"] dim 0 {par.late}
+// Z3: %[[G2:.*]] = par.all_gather %arg2 over @mesh ["dp"] dim 0 {par.late, par.phase = #par.phase<forward>}
 // Z3-NEXT: par.dot %{{.*}}, %[[G2]] contract [1] x [0]
-// Z3: %[[G2B:.*]] = par.all_gather %arg2 over @mesh ["dp"] dim 0 {par.late}
+// Z3: %[[G2B:.*]] = par.all_gather %arg2 over @mesh ["dp"] dim 0 {par.late, par.phase = #par.phase<backward>}
 // Z3-NEXT: par.dot %{{.*}}, %[[G2B]] contract [1] x [1]
 //
 // NOAXIS: error: ZeRO stage 2 needs the data axis "fsdp" in mesh @mesh (set data-axis= of --par-autodiff to an axis of the mesh)

@@ -187,6 +187,43 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << kLateAttrName << "' is a unit attribute";
     return success();
   }
+  // The training step's marks (TrainingStep.h).
+  if (attr.getName() == kPhaseAttrName) {
+    if (!isa<PhaseAttr>(attr.getValue()))
+      return op->emitError() << "'" << kPhaseAttrName
+                             << "' must be #par.phase<forward|backward|"
+                                "optimizer>, got "
+                             << attr.getValue();
+    return success();
+  }
+  if (attr.getName() == kGradientOfAttrName ||
+      attr.getName() == kCopyOfAttrName) {
+    SmallVector<int64_t> params;
+    if (auto list = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+        list && attr.getName() == kGradientOfAttrName)
+      params.assign(list.asArrayRef().begin(), list.asArrayRef().end());
+    else if (auto index = dyn_cast<IntegerAttr>(attr.getValue());
+             index && attr.getName() == kCopyOfAttrName)
+      params.push_back(index.getInt());
+    else
+      return op->emitError()
+             << "'" << attr.getName().getValue() << "' must be "
+             << (attr.getName() == kGradientOfAttrName
+                     ? "an array<i64: ...> of argument numbers"
+                     : "an argument number")
+             << ", got " << attr.getValue();
+    auto function = op->getParentOfType<FunctionOpInterface>();
+    if (op->getNumResults() == 0)
+      return op->emitError() << "'" << attr.getName().getValue()
+                             << "' marks a result, but the op has none";
+    for (int64_t param : params)
+      if (!function || param < 0 ||
+          param >= int64_t(function.getNumArguments()))
+        return op->emitError() << "'" << attr.getName().getValue()
+                               << "' names argument " << param
+                               << ", which the function does not have";
+    return success();
+  }
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute '" << attr.getName().getValue()
                            << "' on an operation";

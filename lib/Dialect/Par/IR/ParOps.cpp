@@ -607,6 +607,20 @@ void SgdOp::print(OpAsmPrinter &printer) {
           << getLr().getType();
 }
 
+SmallVector<Value> AdamWOp::getStates() { return {getM(), getV()}; }
+SmallVector<Value> AdamWOp::getNewStates() { return {getNewM(), getNewV()}; }
+
+SmallVector<Value> SgdOp::getStates() {
+  if (Value buf = getMomentumBuf())
+    return {buf};
+  return {};
+}
+SmallVector<Value> SgdOp::getNewStates() {
+  if (Value buf = getNewMomentum())
+    return {buf};
+  return {};
+}
+
 LogicalResult SgdOp::verify() {
   Value buffer = getMomentumBuf(), next = getNewMomentum();
   if (bool(buffer) != bool(next))

@@ -30,6 +30,27 @@ def Par_CompareDirection : I32EnumAttr<"CompareDirection",
   let cppNamespace = "::mlir::par";
 }
 
+def Par_Phase : I32EnumAttr<"Phase",
+    "the part of a training step an op belongs to", [
+    I32EnumAttrCase<"forward", 0>, I32EnumAttrCase<"backward", 1>,
+    I32EnumAttrCase<"optimizer", 2>]> {
+  let cppNamespace = "::mlir::par";
+  let genSpecializedAttr = 0;
+}
+
+def Par_PhaseAttr : EnumAttr<Par_Dialect, Par_Phase, "phase"> {
+  let summary = "Phase of an op in a training step (`par.phase`)";
+  let description = [{
+    `#par.phase<forward>`, `#par.phase<backward>` or `#par.phase<optimizer>`:
+    set by --par-autodiff on every op of the step it builds and kept by the
+    passes after it (ops made in place of an op take its phase; a reshard
+    takes the earliest phase of the ops that read it). ZeRO, --report and
+    the memory plan ask an op's phase instead of guessing it from the IR's
+    order.
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
 //===----------------------------------------------------------------------===//
 // Sharding attributes
 //===----------------------------------------------------------------------===//

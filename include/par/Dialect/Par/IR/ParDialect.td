@@ -42,6 +42,13 @@ def Par_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kZeroAttrName = "par.zero";
     static constexpr ::llvm::StringLiteral kDataAxisAttrName = "par.data_axis";
     static constexpr ::llvm::StringLiteral kLateAttrName = "par.late";
+    /// The training step's marks on ops (TrainingStep.h): the phase, the
+    /// parameters (argument numbers) whose gradient an op's result is, and
+    /// the master weight whose working copy it is.
+    static constexpr ::llvm::StringLiteral kPhaseAttrName = "par.phase";
+    static constexpr ::llvm::StringLiteral kGradientOfAttrName =
+        "par.gradient_of";
+    static constexpr ::llvm::StringLiteral kCopyOfAttrName = "par.copy_of";
     static constexpr ::llvm::StringLiteral kPartitionedAttrName =
         "par.partitioned";
     /// On the arguments and results of a partitioned function: the global

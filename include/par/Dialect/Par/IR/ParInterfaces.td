@@ -83,6 +83,26 @@ def Par_LinearOpInterface : OpInterface<"LinearOpInterface"> {
   ];
 }
 
+def Par_OptimizerUpdateOpInterface : OpInterface<"OptimizerUpdateOpInterface"> {
+  let cppNamespace = "::mlir::par";
+  let description = [{
+    One optimizer update of a parameter: the master weight, the gradient it
+    applies, the optimizer states it keeps (each the master's type, each
+    replaced by a result) and the updated master. ZeRO splits the master and
+    the states, --report counts them, and the gradient is where the
+    backward pass's result is consumed.
+  }];
+  let methods = [
+    InterfaceMethod<"The master weight updated.", "::mlir::Value", "getParam">,
+    InterfaceMethod<"The gradient the update applies.", "::mlir::Value", "getGrad">,
+    InterfaceMethod<"The optimizer states read (moments, momentum buffer).",
+      "::llvm::SmallVector<::mlir::Value>", "getStates">,
+    InterfaceMethod<"The updated master weight.", "::mlir::Value", "getNewParam">,
+    InterfaceMethod<"The updated states, in the order of getStates.",
+      "::llvm::SmallVector<::mlir::Value>", "getNewStates">,
+  ];
+}
+
 // An op whose kernels may write a result over an operand of the same size:
 // each element is read before the same element is written (element-by-element
 // ops, optimizer updates). The memory planner lets such a result take over a

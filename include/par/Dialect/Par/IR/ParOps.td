@@ -640,6 +640,8 @@ def Par_RopeOp : Par_ComputeOp<"rope", [DeclareOpInterfaceMethods<Par_LocalFormO
 //===----------------------------------------------------------------------===//
 
 def Par_AdamWOp : Par_ComputeOp<"adamw", [Par_InPlace,
+    DeclareOpInterfaceMethods<Par_OptimizerUpdateOpInterface,
+                              ["getStates", "getNewStates"]>,
     AllTypesMatch<["param", "m", "v", "new_param", "new_m", "new_v"]>,
     AllShapesMatch<["param", "grad"]>]> {
   let summary = "one AdamW update of a parameter and its moments";
@@ -670,6 +672,8 @@ def Par_AdamWOp : Par_ComputeOp<"adamw", [Par_InPlace,
 }
 
 def Par_SgdOp : Par_ComputeOp<"sgd", [Par_InPlace,
+    DeclareOpInterfaceMethods<Par_OptimizerUpdateOpInterface,
+                              ["getStates", "getNewStates"]>,
     AllTypesMatch<["param", "new_param"]>, AllShapesMatch<["param", "grad"]>]> {
   let summary = "one SGD update, with or without momentum";
   let description = [{

@@ -1,0 +1,75 @@
+//===- TrainingStep.h - The marks of an explicit training step --*- C++ -*-===//
+//
+// --par-autodiff marks what it builds, so that the passes after it ask the
+// IR what a value is instead of guessing from the order of ops:
+//   par.phase        (#par.phase<forward|backward|optimizer>) on every op;
+//   par.gradient_of  (array<i64: N, ...>) on an op whose result is the
+//                    gradient of the parameters at argument N, ... (the
+//                    backward pass's result, and each fp32 conversion,
+//                    unscaling and clipping of it in the optimizer phase);
+//   par.copy_of      (N : i64) on an op whose result is the copy of master
+//                    weight N that the step computes with (the
+//                    low-precision convert; ZeRO's gathered copy).
+// The passes after autodiff keep the marks: an op made in place of another
+// takes its phase, the op that produces a replacement value takes the
+// marks of the value it replaces, and a reshard takes the earliest phase of
+// the ops that read it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_DIALECT_PAR_IR_TRAININGSTEP_H
+#define PAR_DIALECT_PAR_IR_TRAININGSTEP_H
+
+#include "par/Dialect/Par/IR/ParDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Operation.h"
+
+#include <optional>
+
+namespace mlir::par {
+
+/// The phase of `op` in a training step, if it was marked.
+std::optional<Phase> getPhase(Operation *op);
+void setPhase(Operation *op, Phase phase);
+/// Whether `op` is marked with `phase`.
+inline bool inPhase(Operation *op, Phase phase) {
+  return op && getPhase(op) == phase;
+}
+
+/// The parameters (argument numbers) whose gradient `op`'s result is.
+SmallVector<int64_t> getGradientOf(Operation *op);
+bool isGradientOf(Operation *op, int64_t param);
+void addGradientOf(Operation *op, int64_t param);
+
+/// The master weight (argument number) whose working copy `op`'s result is.
+std::optional<int64_t> getCopyOf(Operation *op);
+void setCopyOf(Operation *op, int64_t master);
+
+/// `to` (a replacement of `from`'s result) carries `from`'s value marks
+/// (gradient_of, copy_of), and its defining op `from`'s phase if it has
+/// none. Nothing when `to` is a block argument or an operand of `from`
+/// (a move that changed nothing).
+void carryMarks(Operation *from, Value to);
+
+/// Every op in [begin, end) without a phase takes `phase` (the ops a pass
+/// made in place of an op of that phase); nothing when it is unset.
+void stampPhase(std::optional<Phase> phase, Block::iterator begin,
+                Block::iterator end);
+
+/// Each `par.reshard` in `block` without a phase takes the earliest phase
+/// of the ops that read it (through other reshards), else its input's.
+/// Nothing when no op in the block has a phase (not a training step).
+void assignReshardPhases(Block &block);
+
+/// A builder listener that marks every op it sees created with a phase
+/// (while one is set).
+struct PhaseStamper : public OpBuilder::Listener {
+  std::optional<Phase> phase;
+  void notifyOperationInserted(Operation *op,
+                               OpBuilder::InsertPoint previous) override;
+};
+
+} // namespace mlir::par
+
+#endif // PAR_DIALECT_PAR_IR_TRAININGSTEP_H

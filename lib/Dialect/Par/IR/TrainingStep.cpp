@@ -1,0 +1,100 @@
+//===- TrainingStep.cpp - The marks of an explicit training step ----------===//
+
+#include "par/Dialect/Par/IR/TrainingStep.h"
+
+#include "par/Dialect/Par/IR/ParOps.h"
+
+using namespace mlir;
+using namespace mlir::par;
+
+std::optional<Phase> mlir::par::getPhase(Operation *op) {
+  if (auto attr = op->getAttrOfType<PhaseAttr>(ParDialect::kPhaseAttrName))
+    return attr.getValue();
+  return std::nullopt;
+}
+
+void mlir::par::setPhase(Operation *op, Phase phase) {
+  op->setAttr(ParDialect::kPhaseAttrName,
+              PhaseAttr::get(op->getContext(), phase));
+}
+
+SmallVector<int64_t> mlir::par::getGradientOf(Operation *op) {
+  if (auto attr =
+          op->getAttrOfType<DenseI64ArrayAttr>(ParDialect::kGradientOfAttrName))
+    return SmallVector<int64_t>(attr.asArrayRef());
+  return {};
+}
+
+bool mlir::par::isGradientOf(Operation *op, int64_t param) {
+  return op && llvm::is_contained(getGradientOf(op), param);
+}
+
+void mlir::par::addGradientOf(Operation *op, int64_t param) {
+  SmallVector<int64_t> params = getGradientOf(op);
+  if (llvm::is_contained(params, param))
+    return;
+  params.push_back(param);
+  llvm::sort(params);
+  op->setAttr(ParDialect::kGradientOfAttrName,
+              DenseI64ArrayAttr::get(op->getContext(), params));
+}
+
+std::optional<int64_t> mlir::par::getCopyOf(Operation *op) {
+  if (auto attr = op->getAttrOfType<IntegerAttr>(ParDialect::kCopyOfAttrName))
+    return attr.getInt();
+  return std::nullopt;
+}
+
+void mlir::par::setCopyOf(Operation *op, int64_t master) {
+  op->setAttr(ParDialect::kCopyOfAttrName,
+              IntegerAttr::get(IntegerType::get(op->getContext(), 64), master));
+}
+
+void mlir::par::carryMarks(Operation *from, Value to) {
+  Operation *def = to.getDefiningOp();
+  if (!from || !def || def == from || llvm::is_contained(from->getOperands(), to))
+    return;
+  for (int64_t param : getGradientOf(from))
+    addGradientOf(def, param);
+  if (std::optional<int64_t> master = getCopyOf(from))
+    setCopyOf(def, *master);
+  if (std::optional<Phase> phase = getPhase(from))
+    if (!getPhase(def))
+      setPhase(def, *phase);
+}
+
+void mlir::par::stampPhase(std::optional<Phase> phase, Block::iterator begin,
+                           Block::iterator end) {
+  if (!phase)
+    return;
+  for (Operation &op : llvm::make_range(begin, end))
+    if (!getPhase(&op))
+      setPhase(&op, *phase);
+}
+
+void mlir::par::assignReshardPhases(Block &block) {
+  if (llvm::none_of(block, [](Operation &op) { return getPhase(&op); }))
+    return;
+  // Readers come after their reshards: visit from the end, so a reshard
+  // read by another reshard sees the reader's phase.
+  for (Operation &op : llvm::reverse(block)) {
+    if (!isa<ReshardOp>(op) || getPhase(&op))
+      continue;
+    std::optional<Phase> earliest;
+    for (Operation *user : op.getUsers())
+      if (std::optional<Phase> phase = getPhase(user))
+        if (!earliest || *phase < *earliest)
+          earliest = phase;
+    if (!earliest)
+      if (Operation *def = op.getOperand(0).getDefiningOp())
+        earliest = getPhase(def);
+    if (earliest)
+      setPhase(&op, *earliest);
+  }
+}
+
+void PhaseStamper::notifyOperationInserted(Operation *op,
+                                           OpBuilder::InsertPoint) {
+  if (phase && !getPhase(op))
+    setPhase(op, *phase);
+}
