@@ -20,7 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "par/Runtime/MpiCollectives.h"
+#include "par/Runtime/Comm/MpiCollectives.h"
 #include "par/Runtime/Program.h"
 
 #include <mpi.h>

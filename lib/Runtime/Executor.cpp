@@ -42,8 +42,10 @@ std::string DataSource::describe() const {
                        : path_ + " (" + std::to_string(text_.size()) + " bytes)";
 }
 
-Executor::Executor(const Program &program, Collectives &comm, Tracer *tracer)
-    : program_(program), comm_(comm), kernels_(cpuKernels()), tracer_(tracer),
+Executor::Executor(const Program &program, Device &device, Collectives &comm,
+                   Tracer *tracer)
+    : program_(program), device_(device), comm_(comm),
+      kernels_(device.kernels()), tracer_(tracer),
       rank_(comm.worldRank()), class_(&program.classOf(comm.worldRank())) {
   for (size_t i = 0; i < class_->instructions.size(); ++i) {
     const Instruction &inst = class_->instructions[i];
@@ -54,15 +56,26 @@ Executor::Executor(const Program &program, Collectives &comm, Tracer *tracer)
   }
   allocated_ = class_->arenaBytes + kGuardBytes;
   size_t alignment = size_t(std::max<int64_t>(program.alignment, 64));
-  size_t rounded = (size_t(allocated_) + alignment - 1) / alignment * alignment;
-  arena_ = static_cast<char *>(std::aligned_alloc(alignment, rounded));
-  if (!arena_)
+  try {
+    arena_ = static_cast<char *>(device_.allocate(size_t(allocated_), alignment));
+  } catch (const DeviceError &e) {
     throw RunError("rank " + std::to_string(rank_) + ": cannot allocate the " +
-                   std::to_string(class_->arenaBytes) + "-byte arena");
-  std::memset(arena_, kCanary, size_t(allocated_));
+                   std::to_string(class_->arenaBytes) + "-byte arena: " + e.what());
+  }
+  device_.fill(arena_, kCanary, size_t(allocated_));
 }
 
-Executor::~Executor() { std::free(arena_); }
+Executor::~Executor() { device_.release(arena_); }
+
+void Executor::copyIn(const Tensor &t, const std::vector<char> &host) {
+  device_.copyIn(t.data, host.data(), t.bytes());
+}
+
+std::vector<char> Executor::copyOut(const Tensor &t) const {
+  std::vector<char> host(t.bytes());
+  device_.copyOut(host.data(), t.data, t.bytes());
+  return host;
+}
 
 Tensor Executor::buffer(int64_t id) const {
   const Buffer &b = class_->buffers[size_t(id)];
@@ -107,8 +120,7 @@ void Executor::initParams(uint64_t seed) {
     localSlice(program_, spec.globalShape, spec.sharding, rank_, offsets, local);
     uint64_t stream = streamOf(spec.name);
     const InitSpec &init = spec.init;
-    if (local != t.shape)
-      std::memset(t.data, 0, t.bytes()); // padding starts as zeros
+    std::vector<char> host(t.bytes(), 0); // padding starts as zeros
     forEachInSlice(spec.globalShape, offsets, local, t.shape, [&](int64_t l, int64_t g) {
       double value = 0;
       switch (init.kind) {
@@ -122,8 +134,9 @@ void Executor::initParams(uint64_t seed) {
       case InitSpec::Ones: value = 1; break;
       case InitSpec::Constant: value = init.a; break;
       }
-      storeElement(t.dtype, t.data, l, value);
+      storeElement(t.dtype, host.data(), l, value);
     });
+    copyIn(t, host);
   }
 }
 
@@ -135,13 +148,13 @@ void Executor::feedData(const DataSource &data, uint64_t seed, int64_t step) {
     Tensor t = input(i);
     Shape offsets, local;
     localSlice(program_, spec.globalShape, spec.sharding, rank_, offsets, local);
-    if (local != t.shape)
-      std::memset(t.data, 0, t.bytes()); // padding: token 0, value 0
+    std::vector<char> host(t.bytes(), 0); // padding: token 0, value 0
     if (spec.data == DataKind::Random) {
       uint64_t stream = streamOf(spec.name) ^ uint64_t(step) * 0x9e3779b97f4a7c15ULL;
       forEachInSlice(spec.globalShape, offsets, local, t.shape, [&](int64_t l, int64_t g) {
-        storeElement(t.dtype, t.data, l, randomNormal(seed, stream, uint64_t(g)));
+        storeElement(t.dtype, host.data(), l, randomNormal(seed, stream, uint64_t(g)));
       });
+      copyIn(t, host);
       continue;
     }
     // Row r of step s reads the window that starts at ((s-1) * rows + r) * S;
@@ -151,8 +164,10 @@ void Executor::feedData(const DataSource &data, uint64_t seed, int64_t step) {
     int64_t shift = spec.data == DataKind::Targets ? 1 : 0;
     forEachInSlice(spec.globalShape, offsets, local, t.shape, [&](int64_t l, int64_t g) {
       int64_t position = ((step - 1) * rows) * rowLength + g + shift;
-      storeElement(t.dtype, t.data, l, double(data.token(seed, position, spec.vocab)));
+      storeElement(t.dtype, host.data(), l,
+                   double(data.token(seed, position, spec.vocab)));
     });
+    copyIn(t, host);
   }
 }
 
@@ -189,8 +204,9 @@ void Executor::runStep(int64_t step) {
     if (target < 0 || class_->outputBuffers[i] < 0)
       continue;
     Tensor from = output(i), to = input(size_t(target));
-    std::memmove(to.data, from.data, from.bytes());
+    device_.copy(to.data, from.data, from.bytes());
   }
+  device_.synchronize();
 }
 
 void Executor::countTraffic(const Instruction &inst, const Tensor &in,
@@ -232,7 +248,7 @@ void Executor::execute(const Instruction &inst, size_t index) {
     out.push_back(buffer(id));
   const OpSpec &spec = catalogue::spec(inst.op);
   if (!spec.usesGroup) {
-    kernels_.lookup(inst.op)(inst.attrs, in, out);
+    device_.launch(inst.op, inst.attrs, in, out);
     return;
   }
   runGroupOp(inst, index, in[0], out[0]);
@@ -271,15 +287,21 @@ void Executor::runGroupOp(const Instruction &inst, size_t index, const Tensor &i
     return;
   case OpCode::AllSlice: {
     int64_t n = comm_.memberCount(a.group);
+    std::vector<char> whole = copyOut(input);
     std::vector<char> pieces(input.bytes());
-    splitPieces(input, a.dim, n, pieces.data());
-    std::memcpy(result.data, pieces.data() + comm_.memberIndex(a.group) * result.bytes(),
-                result.bytes());
+    splitPieces(Tensor{input.dtype, input.shape, whole.data()}, a.dim, n,
+                pieces.data());
+    device_.copyIn(result.data,
+                   pieces.data() + comm_.memberIndex(a.group) * result.bytes(),
+                   result.bytes());
     return;
   }
-  case OpCode::AxisIndex:
-    storeElement(result.dtype, result.data, 0, double(comm_.memberIndex(a.group)));
+  case OpCode::AxisIndex: {
+    std::vector<char> host(result.bytes());
+    storeElement(result.dtype, host.data(), 0, double(comm_.memberIndex(a.group)));
+    copyIn(result, host);
     return;
+  }
   default:
     throw RunError(std::string(opName(inst.op)) +
                    ": no runtime support for this group operation");
@@ -287,8 +309,10 @@ void Executor::runGroupOp(const Instruction &inst, size_t index, const Tensor &i
 }
 
 int64_t Executor::measuredPeak() const {
+  std::vector<char> arena(static_cast<size_t>(allocated_));
+  device_.copyOut(arena.data(), arena_, arena.size());
   int64_t last = allocated_;
-  while (last > 0 && static_cast<unsigned char>(arena_[last - 1]) == kCanary)
+  while (last > 0 && static_cast<unsigned char>(arena[size_t(last - 1)]) == kCanary)
     --last;
   int64_t alignment = program_.alignment;
   return (last + alignment - 1) / alignment * alignment;
@@ -316,8 +340,8 @@ static bool firstReplica(const Program &program, const ShardingSpec &sharding,
 
 std::vector<double> Executor::gatherOutput(size_t i) {
   const OutputSpec &spec = program_.outputs[i];
-  Tensor local = output(i);
-  std::string bytes(static_cast<const char *>(local.data), local.bytes());
+  std::vector<char> local = copyOut(output(i));
+  std::string bytes(local.begin(), local.end());
   std::vector<std::string> all = comm_.gatherToRoot(bytes);
   if (all.empty())
     return {};
@@ -355,13 +379,15 @@ std::vector<ShardData> Executor::paramShards() const {
     if (numElements(shard.slice.shape) == 0)
       continue; // all padding
     Tensor t = input(i);
-    shard.data = t.data;
+    auto host = std::make_shared<std::vector<char>>(copyOut(t));
+    shard.data = host->data();
+    shard.storage = host;
     if (shard.slice.shape != t.shape) {
       // Only the real elements of a padded buffer are saved.
       auto compact = std::make_shared<std::vector<char>>(
           size_t(numElements(shard.slice.shape)) * dtypeBytes(t.dtype));
-      copyBox(shard.slice.shape, t.shape, dtypeBytes(t.dtype),
-              static_cast<const char *>(t.data), compact->data(), false);
+      copyBox(shard.slice.shape, t.shape, dtypeBytes(t.dtype), host->data(),
+              compact->data(), false);
       shard.data = compact->data();
       shard.storage = compact;
     }
@@ -403,17 +429,19 @@ void Executor::loadParams(CheckpointReader &reader) {
     localSlice(program_, spec.globalShape, spec.sharding, rank_, slice.offsets,
                slice.shape);
     Tensor t = input(i);
+    std::vector<char> host(t.bytes(), 0);
     if (slice.shape == t.shape) {
-      reader.read(spec.name, spec.dtype, spec.globalShape, slice, t.data);
+      reader.read(spec.name, spec.dtype, spec.globalShape, slice, host.data());
+      copyIn(t, host);
       continue;
     }
-    std::memset(t.data, 0, t.bytes());
     std::vector<char> compact(size_t(numElements(slice.shape)) *
                               dtypeBytes(t.dtype));
     if (!compact.empty())
       reader.read(spec.name, spec.dtype, spec.globalShape, slice, compact.data());
-    copyBox(slice.shape, t.shape, dtypeBytes(t.dtype), compact.data(),
-            static_cast<char *>(t.data), true);
+    copyBox(slice.shape, t.shape, dtypeBytes(t.dtype), compact.data(), host.data(),
+            true);
+    copyIn(t, host);
   }
 }
 

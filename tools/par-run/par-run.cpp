@@ -11,7 +11,7 @@
 
 #include "par/Runtime/Checkpoint.h"
 #include "par/Runtime/Executor.h"
-#include "par/Runtime/MpiCollectives.h"
+#include "par/Runtime/Comm/MpiCollectives.h"
 #include "par/Runtime/Program.h"
 #include "par/Runtime/Trace.h"
 
@@ -314,7 +314,8 @@ int runRank(const Options &o, int rank, int size) {
   if (!o.trace.empty())
     tracer = std::make_unique<Tracer>(rank);
   DataSource data = o.data == "synthetic" ? DataSource() : DataSource(o.data);
-  Executor exec(program, *comm, tracer.get());
+  std::unique_ptr<Device> device = createDevice(o.backend);
+  Executor exec(program, *device, *comm, tracer.get());
   const RankClass &rc = exec.rankClass();
 
   int64_t first = 1;
@@ -514,9 +515,12 @@ int runRank(const Options &o, int rank, int size) {
 int main(int argc, char **argv) {
   std::vector<std::string> rest;
   Options o = parseOptions(argc, argv, rest);
-  if (o.backend == "cuda") {
-    std::cerr << "par-run: error: --backend=cuda: this par-run has no CUDA backend "
-                 "(it runs on CPUs with --backend=cpu)\n";
+  // The device seam: a backend that is not built in is an error up front.
+  try {
+    createDevice(o.backend);
+  } catch (const DeviceError &e) {
+    std::cerr << "par-run: error: --backend=" << o.backend << ": " << e.what()
+              << "\n";
     return 1;
   }
 

@@ -10,7 +10,8 @@
 #ifndef PAR_RUNTIME_COLLECTIVES_H
 #define PAR_RUNTIME_COLLECTIVES_H
 
-#include "par/Runtime/Kernels.h"
+#include "par/Catalogue/OpCatalogue.h"
+#include "par/Runtime/Tensor.h"
 
 #include <stdexcept>
 #include <string>

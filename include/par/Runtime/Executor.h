@@ -1,10 +1,12 @@
 //===- Executor.h - Runs one rank's instruction stream ----------*- C++ -*-===//
 //
-// Owns the rank's arena (exactly the planned size, plus a guard region),
-// fills inputs (shard-invariant parameter initialization, per-step data),
-// runs the instructions through the CPU kernels and the collectives, and
-// applies the outputs that update parameters. Errors carry the rank, step,
-// instruction and its source location.
+// Holds the rank's arena (exactly the planned size, plus a guard region) in
+// a device's memory, fills inputs (shard-invariant parameter
+// initialization, per-step data) by copying them in, issues the
+// instructions through the device's kernel table and the collectives, and
+// applies the outputs that update parameters. It touches device memory only
+// through the Device (Device.h), so each backend runs the same executor.
+// Errors carry the rank, step, instruction and its source location.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,8 +15,7 @@
 
 #include "par/Runtime/Checkpoint.h"
 #include "par/Runtime/Collectives.h"
-#include "par/Runtime/KernelTable.h"
-#include "par/Runtime/Kernels.h"
+#include "par/Runtime/Device.h"
 #include "par/Runtime/Program.h"
 #include "par/Runtime/Trace.h"
 
@@ -57,14 +58,16 @@ void forEachInSlice(const Shape &globalShape, const Shape &offsets,
 
 class Executor {
 public:
-  Executor(const Program &program, Collectives &comm, Tracer *tracer);
+  Executor(const Program &program, Device &device, Collectives &comm,
+           Tracer *tracer);
   ~Executor();
 
   const Program &program() const { return program_; }
   const RankClass &rankClass() const { return *class_; }
   int64_t rank() const { return rank_; }
 
-  /// The per-device tensor of buffer `id` in the arena.
+  Device &device() const { return device_; }
+  /// The per-device tensor of buffer `id` in the arena (device memory).
   Tensor buffer(int64_t id) const;
   /// The tensor bound to input / output `i`; throws when this rank has none.
   Tensor input(size_t i) const;
@@ -112,7 +115,12 @@ private:
   void countTraffic(const Instruction &inst, const Tensor &in, const Tensor &out);
   std::string where(size_t index) const;
 
+  /// Copies `host` (the bytes of `t`) into `t`'s device memory.
+  void copyIn(const Tensor &t, const std::vector<char> &host);
+  std::vector<char> copyOut(const Tensor &t) const;
+
   const Program &program_;
+  Device &device_;
   Collectives &comm_;
   const KernelTable &kernels_;
   Tracer *tracer_;

@@ -1,6 +1,6 @@
 //===- KernelTable.h - A backend's kernels, indexed by opcode ---*- C++ -*-===//
 //
-// Each backend fills one table with a kernel for every compute op of the
+// Each backend (a Device, Device.h) fills one table with a kernel for every compute op of the
 // catalogue it supports; the executor dispatches through the table and
 // runs the ops that read a communicator group (collectives, axis_index)
 // through Collectives. Adding an op means adding its kernel here, in the
@@ -19,9 +19,10 @@
 
 namespace par::rt {
 
-/// Runs one instruction: operands `in`, preallocated results `out`.
-using Kernel = void (*)(const catalogue::Attrs &attrs, const std::vector<Tensor> &in,
-                        std::vector<Tensor> &out);
+/// Issues one instruction on `stream`: operands `in`, preallocated results
+/// `out`, all in the backend's memory.
+using Kernel = void (*)(Stream stream, const catalogue::Attrs &attrs,
+                        const std::vector<Tensor> &in, std::vector<Tensor> &out);
 
 struct KernelTable {
   const char *backend = "";

@@ -14,28 +14,13 @@
 #define PAR_RUNTIME_KERNELS_H
 
 #include "par/Catalogue/OpCatalogue.h"
-#include "par/Runtime/DType.h"
+#include "par/Runtime/Tensor.h"
 
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace par::rt {
-
-/// A dense row-major tensor the kernel does not own.
-struct Tensor {
-  DType dtype = DType::F32;
-  Shape shape;
-  void *data = nullptr;
-
-  int64_t size() const { return numElements(shape); }
-  size_t bytes() const { return size() * dtypeBytes(dtype); }
-};
-
-class KernelError : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
 
 enum class BinaryKind { Add, Sub, Mul, Div, Max, Min };
 enum class UnaryKind { Neg, Exp, Log, Tanh, Sqrt, Rsqrt, Gelu, Silu, Relu, Sigmoid };

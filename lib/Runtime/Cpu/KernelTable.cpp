@@ -15,16 +15,16 @@ namespace {
 using Tensors = std::vector<Tensor>;
 
 template <BinaryKind kind>
-void binaryKernel(const Attrs &, const Tensors &in, Tensors &out) {
+void binaryKernel(Stream, const Attrs &, const Tensors &in, Tensors &out) {
   binary(kind, in[0], in[1], out[0]);
 }
 
 template <UnaryKind kind>
-void unaryKernel(const Attrs &, const Tensors &in, Tensors &out) {
+void unaryKernel(Stream, const Attrs &, const Tensors &in, Tensors &out) {
   unary(kind, in[0], out[0]);
 }
 
-void constantKernel(const Attrs &a, const Tensors &, Tensors &out) {
+void constantKernel(Stream, const Attrs &a, const Tensors &, Tensors &out) {
   Tensor &result = out[0];
   if (a.value.size() == 1) {
     fill(result, a.value[0]);
@@ -38,14 +38,14 @@ void constantKernel(const Attrs &a, const Tensors &, Tensors &out) {
     storeElement(result.dtype, result.data, int64_t(i), a.value[i]);
 }
 
-void sliceKernel(const Attrs &a, const Tensors &in, Tensors &out) {
+void sliceKernel(Stream, const Attrs &a, const Tensors &in, Tensors &out) {
   std::vector<int64_t> strides = a.strides;
   if (strides.empty())
     strides.assign(a.starts.size(), 1);
   slice(in[0], a.starts, strides, out[0]);
 }
 
-void attentionKernel(const Attrs &a, const Tensors &in, Tensors &out) {
+void attentionKernel(Stream, const Attrs &a, const Tensors &in, Tensors &out) {
   int64_t offset = a.positionOffset;
   if (in.size() > 3)
     offset += int64_t(scalarValue(in[3]));
@@ -56,7 +56,7 @@ void attentionKernel(const Attrs &a, const Tensors &in, Tensors &out) {
   attention(in[0], in[1], in[2], a.causal, scale, offset, out[0]);
 }
 
-void ropeKernel(const Attrs &a, const Tensors &in, Tensors &out) {
+void ropeKernel(Stream, const Attrs &a, const Tensors &in, Tensors &out) {
   int64_t offset = a.positionOffset;
   if (in.size() > 1)
     offset += int64_t(scalarValue(in[1]));
@@ -83,60 +83,60 @@ KernelTable build() {
   set(OpCode::Silu, unaryKernel<UnaryKind::Silu>);
   set(OpCode::Relu, unaryKernel<UnaryKind::Relu>);
   set(OpCode::Sigmoid, unaryKernel<UnaryKind::Sigmoid>);
-  set(OpCode::Compare, [](const Attrs &a, const Tensors &in, Tensors &out) {
+  set(OpCode::Compare, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
     compare(a.compareDirection, in[0], in[1], out[0]);
   });
-  set(OpCode::Select, [](const Attrs &, const Tensors &in, Tensors &out) {
+  set(OpCode::Select, [](Stream, const Attrs &, const Tensors &in, Tensors &out) {
     select(in[0], in[1], in[2], out[0]);
   });
-  set(OpCode::Convert, [](const Attrs &, const Tensors &in, Tensors &out) {
+  set(OpCode::Convert, [](Stream, const Attrs &, const Tensors &in, Tensors &out) {
     convert(in[0], out[0]);
   });
   set(OpCode::Constant, constantKernel);
-  set(OpCode::Broadcast, [](const Attrs &a, const Tensors &in, Tensors &out) {
+  set(OpCode::Broadcast, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
     broadcast(in[0], a.dims, out[0]);
   });
-  set(OpCode::Reduce, [](const Attrs &a, const Tensors &in, Tensors &out) {
+  set(OpCode::Reduce, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
     reduce(a.reduceKind, in[0], a.dims, out[0]);
   });
-  set(OpCode::Transpose, [](const Attrs &a, const Tensors &in, Tensors &out) {
+  set(OpCode::Transpose, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
     transpose(in[0], a.perm, out[0]);
   });
-  set(OpCode::Reshape, [](const Attrs &, const Tensors &in, Tensors &out) {
+  set(OpCode::Reshape, [](Stream, const Attrs &, const Tensors &in, Tensors &out) {
     reshape(in[0], out[0]);
   });
   set(OpCode::Slice, sliceKernel);
-  set(OpCode::Concat, [](const Attrs &a, const Tensors &in, Tensors &out) {
+  set(OpCode::Concat, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
     concat(in, a.dim, out[0]);
   });
-  set(OpCode::Dot, [](const Attrs &a, const Tensors &in, Tensors &out) {
+  set(OpCode::Dot, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
     dot(in[0], in[1], a.lhsBatch, a.rhsBatch, a.lhsContract, a.rhsContract, out[0]);
   });
-  set(OpCode::Softmax, [](const Attrs &a, const Tensors &in, Tensors &out) {
+  set(OpCode::Softmax, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
     softmax(in[0], a.dim, out[0]);
   });
-  set(OpCode::LayerNorm, [](const Attrs &a, const Tensors &in, Tensors &out) {
+  set(OpCode::LayerNorm, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
     layerNorm(in[0], in[1], in[2], float(a.epsilon), out[0]);
   });
-  set(OpCode::RmsNorm, [](const Attrs &a, const Tensors &in, Tensors &out) {
+  set(OpCode::RmsNorm, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
     rmsNorm(in[0], in[1], float(a.epsilon), out[0]);
   });
   set(OpCode::Attention, attentionKernel);
-  set(OpCode::Embedding, [](const Attrs &, const Tensors &in, Tensors &out) {
+  set(OpCode::Embedding, [](Stream, const Attrs &, const Tensors &in, Tensors &out) {
     embedding(in[0], in[1], out[0]);
   });
-  set(OpCode::ScatterAdd, [](const Attrs &a, const Tensors &in, Tensors &out) {
+  set(OpCode::ScatterAdd, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
     scatterAdd(in[0], in[1], in[2], a.dims, out[0]);
   });
-  set(OpCode::CrossEntropy, [](const Attrs &, const Tensors &in, Tensors &out) {
+  set(OpCode::CrossEntropy, [](Stream, const Attrs &, const Tensors &in, Tensors &out) {
     crossEntropy(in[0], in[1], out[0]);
   });
   set(OpCode::Rope, ropeKernel);
-  set(OpCode::Adamw, [](const Attrs &a, const Tensors &in, Tensors &out) {
+  set(OpCode::Adamw, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
     adamw(in[0], in[1], in[2], in[3], in[4], in[5], float(a.beta1), float(a.beta2),
           float(a.epsilon), float(a.weightDecay), out[0], out[1], out[2]);
   });
-  set(OpCode::Sgd, [](const Attrs &a, const Tensors &in, Tensors &out) {
+  set(OpCode::Sgd, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
     if (in.size() == 3 && out.size() == 1)
       return sgd(in[0], in[1], in[2], float(a.weightDecay), out[0]);
     if (in.size() != 4 || out.size() != 2)

@@ -1,6 +1,6 @@
 //===- MpiCollectives.cpp - Collectives over MPI --------------------------===//
 
-#include "par/Runtime/MpiCollectives.h"
+#include "par/Runtime/Comm/MpiCollectives.h"
 
 #include <mpi.h>
 

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PAR_RUNTIME_MPICOLLECTIVES_H
-#define PAR_RUNTIME_MPICOLLECTIVES_H
+#ifndef PAR_RUNTIME_COMM_MPICOLLECTIVES_H
+#define PAR_RUNTIME_COMM_MPICOLLECTIVES_H
 
 #include "par/Runtime/Collectives.h"
 #include "par/Runtime/Program.h"
@@ -30,4 +30,4 @@ std::unique_ptr<Collectives> createMpiCollectives(const Program &program,
 
 } // namespace par::rt
 
-#endif // PAR_RUNTIME_MPICOLLECTIVES_H
+#endif // PAR_RUNTIME_COMM_MPICOLLECTIVES_H

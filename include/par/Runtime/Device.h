@@ -1,0 +1,78 @@
+//===- Device.h - The backend seam of the runtime ---------------*- C++ -*-===//
+//
+// Everything the executor does to memory goes through a Device: it
+// allocates the rank's arena, copies inputs in and results out, moves
+// bytes within the arena, and issues kernels (its KernelTable) and
+// collectives on streams ordered by events. The CPU backend
+// (Cpu/CpuDevice.cpp) runs everything when called on host memory; a GPU
+// backend implements the same calls with device memory and streams, so the
+// executor, the program format and the tests do not change.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_RUNTIME_DEVICE_H
+#define PAR_RUNTIME_DEVICE_H
+
+#include "par/Runtime/KernelTable.h"
+#include "par/Runtime/Tensor.h"
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace par::rt {
+
+/// A device that cannot do what was asked (allocation, copy, a backend
+/// that is not built in).
+class DeviceError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+class Device {
+public:
+  virtual ~Device() = default;
+
+  /// The backend's name ("cpu") and the memory its tensors live in.
+  virtual const char *backend() const = 0;
+  virtual MemorySpace memorySpace() const = 0;
+  /// A kernel for each compute op the backend runs.
+  virtual const KernelTable &kernels() const = 0;
+
+  /// `bytes` of device memory aligned to `alignment`; throws DeviceError.
+  virtual void *allocate(size_t bytes, size_t alignment) = 0;
+  virtual void release(void *memory) = 0;
+  /// Sets `bytes` bytes at `dst` to `byte`.
+  virtual void fill(void *dst, unsigned char byte, size_t bytes) = 0;
+  /// Host to device, device to host, and within the device (the ranges may
+  /// overlap). Each is ordered after the work issued before it.
+  virtual void copyIn(void *dst, const void *host, size_t bytes) = 0;
+  virtual void copyOut(void *host, const void *src, size_t bytes) = 0;
+  virtual void copy(void *dst, const void *src, size_t bytes) = 0;
+
+  /// The stream kernels are issued on, and the one collectives are issued
+  /// on; an event recorded on one orders work on the other.
+  virtual Stream computeStream() = 0;
+  virtual Stream commStream() = 0;
+  virtual Event record(Stream stream) = 0;
+  virtual void wait(Stream stream, Event event) = 0;
+  /// Returns when all issued work is done.
+  virtual void synchronize() = 0;
+
+  /// Issues one kernel of the table on the compute stream.
+  void launch(catalogue::OpCode op, const catalogue::Attrs &attrs,
+              const std::vector<Tensor> &in, std::vector<Tensor> &out) {
+    kernels().lookup(op)(computeStream(), attrs, in, out);
+  }
+};
+
+/// The backends this runtime was built with ("cpu", ...).
+std::vector<std::string> availableBackends();
+/// The device of `backend` for this rank; throws DeviceError naming the
+/// built-in backends when `backend` is not one of them.
+std::unique_ptr<Device> createDevice(const std::string &backend);
+
+} // namespace par::rt
+
+#endif // PAR_RUNTIME_DEVICE_H

@@ -1,0 +1,64 @@
+//===- CpuDevice.cpp - The CPU backend behind the device seam -------------===//
+//
+// Host memory, the CPU kernel table, and no streams: every kernel, copy and
+// collective has finished when its call returns, so events are trivially
+// reached.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Runtime/Device.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace par::rt {
+
+namespace {
+class CpuDevice final : public Device {
+public:
+  const char *backend() const override { return "cpu"; }
+  MemorySpace memorySpace() const override { return MemorySpace::Host; }
+  const KernelTable &kernels() const override { return cpuKernels(); }
+
+  void *allocate(size_t bytes, size_t alignment) override {
+    size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+    void *memory = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
+    if (!memory)
+      throw DeviceError("cpu: cannot allocate " + std::to_string(bytes) +
+                        " bytes of host memory");
+    return memory;
+  }
+  void release(void *memory) override { std::free(memory); }
+  void fill(void *dst, unsigned char byte, size_t bytes) override {
+    std::memset(dst, byte, bytes);
+  }
+  void copyIn(void *dst, const void *host, size_t bytes) override {
+    std::memmove(dst, host, bytes);
+  }
+  void copyOut(void *host, const void *src, size_t bytes) override {
+    std::memmove(host, src, bytes);
+  }
+  void copy(void *dst, const void *src, size_t bytes) override {
+    std::memmove(dst, src, bytes);
+  }
+  Stream computeStream() override { return nullptr; }
+  Stream commStream() override { return nullptr; }
+  Event record(Stream) override { return nullptr; }
+  void wait(Stream, Event) override {}
+  void synchronize() override {}
+};
+} // namespace
+
+std::vector<std::string> availableBackends() { return {"cpu"}; }
+
+std::unique_ptr<Device> createDevice(const std::string &backend) {
+  if (backend == "cpu")
+    return std::make_unique<CpuDevice>();
+  std::string list;
+  for (const std::string &name : availableBackends())
+    list += (list.empty() ? "" : ", ") + name;
+  throw DeviceError("backend '" + backend + "' is not built into this runtime (built: " +
+                    list + ")");
+}
+
+} // namespace par::rt
