@@ -1,0 +1,418 @@
+//===- RuntimeConformanceTest.cpp - Every backend runs every op alike -----===//
+//
+// The conformance suite of the runtime's backend seam (Device.h): for every
+// backend built in and every compute op of the generated catalogue, one
+// case per element type runs through the backend's device (inputs copied
+// in, the kernel launched from its table, results copied out) and must
+//   - give the CPU backend's results (within the element type's precision;
+//     the CPU kernels themselves are checked against naive references in
+//     RuntimeKernelsTest), or be rejected with a KernelError exactly where
+//     the CPU backend rejects it;
+//   - write every element of its results (they start as NaN bytes);
+//   - give the same bytes when run again.
+// An op of the catalogue without a case here, or a backend without a kernel
+// for an op, fails the suite: a new op or a new backend cannot skip it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Runtime/Device.h"
+#include "par/Runtime/Kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <random>
+
+using namespace par::rt;
+using par::catalogue::Attrs;
+using par::catalogue::OpCode;
+
+namespace {
+
+/// A host tensor that owns its bytes.
+struct HostTensor {
+  DType dtype = DType::F32;
+  Shape shape;
+  std::vector<char> bytes;
+
+  HostTensor() = default;
+  HostTensor(DType dtype, Shape shape, unsigned char fill = 0)
+      : dtype(dtype), shape(std::move(shape)),
+        bytes(size_t(numElements(this->shape)) * dtypeBytes(dtype), char(fill)) {}
+  int64_t size() const { return numElements(shape); }
+  double get(int64_t i) const { return loadElement(dtype, bytes.data(), i); }
+  void set(int64_t i, double v) { storeElement(dtype, bytes.data(), i, v); }
+};
+
+/// One launch of an op: attributes, operands and the results' types.
+struct Case {
+  Attrs attrs;
+  std::vector<HostTensor> in;
+  std::vector<std::pair<DType, Shape>> out;
+};
+
+/// Builds an op's case for element type `t` from a seeded generator.
+using CaseBuilder = std::function<Case(DType t, std::mt19937 &rng)>;
+
+HostTensor values(DType t, Shape shape, std::mt19937 &rng, double lo, double hi) {
+  HostTensor h(t, std::move(shape));
+  std::uniform_real_distribution<double> real(lo, hi);
+  std::uniform_int_distribution<int64_t> whole{int64_t(lo), int64_t(hi)};
+  for (int64_t i = 0; i < h.size(); ++i)
+    h.set(i, isFloat(t) ? real(rng) : double(whole(rng)));
+  return h;
+}
+HostTensor ints(DType t, Shape shape, std::mt19937 &rng, int64_t lo, int64_t hi) {
+  HostTensor h(t, std::move(shape));
+  std::uniform_int_distribution<int64_t> whole(lo, hi);
+  for (int64_t i = 0; i < h.size(); ++i)
+    h.set(i, double(whole(rng)));
+  return h;
+}
+HostTensor scalar(DType t, double v) {
+  HostTensor h(t, {});
+  h.set(0, v);
+  return h;
+}
+
+Case elementwise(DType t, std::mt19937 &rng, int operands, double lo, double hi) {
+  Case c;
+  for (int i = 0; i < operands; ++i)
+    c.in.push_back(values(t, {3, 5}, rng, lo, hi));
+  c.out = {{t, {3, 5}}};
+  return c;
+}
+
+/// A case for every compute op of the catalogue.
+std::map<OpCode, CaseBuilder> cases() {
+  std::map<OpCode, CaseBuilder> m;
+  for (OpCode op : {OpCode::Add, OpCode::Sub, OpCode::Mul, OpCode::Max, OpCode::Min})
+    m[op] = [](DType t, std::mt19937 &rng) { return elementwise(t, rng, 2, -4, 4); };
+  m[OpCode::Div] = [](DType t, std::mt19937 &rng) {
+    Case c = elementwise(t, rng, 1, -4, 4);
+    c.in.push_back(values(t, {3, 5}, rng, 1, 3)); // no division by zero
+    return c;
+  };
+  for (OpCode op : {OpCode::Neg, OpCode::Exp, OpCode::Tanh, OpCode::Gelu,
+                    OpCode::Silu, OpCode::Relu, OpCode::Sigmoid})
+    m[op] = [](DType t, std::mt19937 &rng) { return elementwise(t, rng, 1, -3, 3); };
+  for (OpCode op : {OpCode::Log, OpCode::Sqrt, OpCode::Rsqrt})
+    m[op] = [](DType t, std::mt19937 &rng) { return elementwise(t, rng, 1, 1, 4); };
+  m[OpCode::Compare] = [](DType t, std::mt19937 &rng) {
+    Case c = elementwise(t, rng, 2, -2, 2);
+    c.attrs.compareDirection = par::catalogue::CompareDirection::Le;
+    c.out = {{DType::I1, {3, 5}}};
+    return c;
+  };
+  m[OpCode::Select] = [](DType t, std::mt19937 &rng) {
+    Case c;
+    c.in = {ints(DType::I1, {3, 5}, rng, 0, 1), values(t, {3, 5}, rng, -2, 2),
+            values(t, {3, 5}, rng, -2, 2)};
+    c.out = {{t, {3, 5}}};
+    return c;
+  };
+  m[OpCode::Convert] = [](DType t, std::mt19937 &rng) {
+    Case c;
+    c.in = {values(t, {4, 3}, rng, -8, 8)};
+    c.out = {{t == DType::F32 ? DType::BF16 : DType::F32, {4, 3}}};
+    return c;
+  };
+  m[OpCode::Constant] = [](DType t, std::mt19937 &) {
+    Case c;
+    c.attrs.value = {1, -2, 3, 0, 5, 6};
+    c.out = {{t, {2, 3}}};
+    return c;
+  };
+  m[OpCode::Broadcast] = [](DType t, std::mt19937 &rng) {
+    Case c;
+    c.in = {values(t, {3}, rng, -2, 2)};
+    c.attrs.dims = {1};
+    c.out = {{t, {4, 3}}};
+    return c;
+  };
+  m[OpCode::Reduce] = [](DType t, std::mt19937 &rng) {
+    Case c;
+    c.in = {values(t, {3, 4, 2}, rng, -2, 2)};
+    c.attrs.reduceKind = par::catalogue::ReduceKind::Sum;
+    c.attrs.dims = {0, 2};
+    c.out = {{t, {4}}};
+    return c;
+  };
+  m[OpCode::Transpose] = [](DType t, std::mt19937 &rng) {
+    Case c;
+    c.in = {values(t, {2, 3, 4}, rng, -2, 2)};
+    c.attrs.perm = {2, 0, 1};
+    c.out = {{t, {4, 2, 3}}};
+    return c;
+  };
+  m[OpCode::Reshape] = [](DType t, std::mt19937 &rng) {
+    Case c;
+    c.in = {values(t, {3, 4}, rng, -2, 2)};
+    c.out = {{t, {2, 6}}};
+    return c;
+  };
+  m[OpCode::Slice] = [](DType t, std::mt19937 &rng) {
+    Case c;
+    c.in = {values(t, {3, 5}, rng, -2, 2)};
+    c.attrs.starts = {1, 0};
+    c.attrs.limits = {3, 5};
+    c.attrs.strides = {1, 2};
+    c.out = {{t, {2, 3}}};
+    return c;
+  };
+  m[OpCode::Concat] = [](DType t, std::mt19937 &rng) {
+    Case c;
+    c.in = {values(t, {2, 3}, rng, -2, 2), values(t, {1, 3}, rng, -2, 2)};
+    c.attrs.dim = 0;
+    c.out = {{t, {3, 3}}};
+    return c;
+  };
+  m[OpCode::Dot] = [](DType t, std::mt19937 &rng) {
+    Case c;
+    c.in = {values(t, {2, 3, 4}, rng, -1, 1), values(t, {2, 4, 5}, rng, -1, 1)};
+    c.attrs.lhsBatch = {0};
+    c.attrs.rhsBatch = {0};
+    c.attrs.lhsContract = {2};
+    c.attrs.rhsContract = {1};
+    c.out = {{t, {2, 3, 5}}};
+    return c;
+  };
+  m[OpCode::Softmax] = [](DType t, std::mt19937 &rng) {
+    Case c;
+    c.in = {values(t, {3, 6}, rng, -4, 4)};
+    c.attrs.dim = 1;
+    c.out = {{t, {3, 6}}};
+    return c;
+  };
+  m[OpCode::LayerNorm] = [](DType t, std::mt19937 &rng) {
+    Case c;
+    c.in = {values(t, {3, 8}, rng, -2, 2), values(t, {8}, rng, 0.5, 1.5),
+            values(t, {8}, rng, -1, 1)};
+    c.attrs.epsilon = 1e-5;
+    c.out = {{t, {3, 8}}};
+    return c;
+  };
+  m[OpCode::RmsNorm] = [](DType t, std::mt19937 &rng) {
+    Case c;
+    c.in = {values(t, {3, 8}, rng, -2, 2), values(t, {8}, rng, 0.5, 1.5)};
+    c.attrs.epsilon = 1e-6;
+    c.out = {{t, {3, 8}}};
+    return c;
+  };
+  m[OpCode::Attention] = [](DType t, std::mt19937 &rng) {
+    Case c; // 4 query heads on 2 KV heads, causal
+    c.in = {values(t, {2, 3, 4, 4}, rng, -1, 1), values(t, {2, 3, 2, 4}, rng, -1, 1),
+            values(t, {2, 3, 2, 4}, rng, -1, 1)};
+    c.attrs.causal = true;
+    c.out = {{t, {2, 3, 4, 4}}};
+    return c;
+  };
+  m[OpCode::Embedding] = [](DType t, std::mt19937 &rng) {
+    Case c;
+    c.in = {values(t, {6, 4}, rng, -2, 2), ints(DType::I32, {2, 3}, rng, 0, 5)};
+    c.out = {{t, {2, 3, 4}}};
+    return c;
+  };
+  m[OpCode::ScatterAdd] = [](DType t, std::mt19937 &rng) {
+    Case c; // duplicate rows add
+    c.in = {values(t, {5, 3}, rng, -2, 2), ints(DType::I32, {4, 1}, rng, 0, 4),
+            values(t, {4, 3}, rng, -2, 2)};
+    c.attrs.dims = {0};
+    c.out = {{t, {5, 3}}};
+    return c;
+  };
+  m[OpCode::CrossEntropy] = [](DType t, std::mt19937 &rng) {
+    Case c;
+    c.in = {values(t, {4, 7}, rng, -3, 3), ints(DType::I32, {4}, rng, 0, 6)};
+    c.out = {{DType::F32, {}}};
+    return c;
+  };
+  m[OpCode::Rope] = [](DType t, std::mt19937 &rng) {
+    Case c;
+    c.in = {values(t, {2, 3, 2, 4}, rng, -1, 1)};
+    c.attrs.theta = 10000;
+    c.attrs.positionOffset = 2;
+    c.out = {{t, {2, 3, 2, 4}}};
+    return c;
+  };
+  m[OpCode::Adamw] = [](DType t, std::mt19937 &rng) {
+    Case c; // fp32 master and moments, the gradient in `t`
+    c.in = {values(DType::F32, {3, 4}, rng, -1, 1), values(t, {3, 4}, rng, -1, 1),
+            values(DType::F32, {3, 4}, rng, -0.1, 0.1),
+            values(DType::F32, {3, 4}, rng, 0, 0.1), scalar(DType::F32, 0.01),
+            scalar(DType::I32, 3)};
+    c.attrs.beta1 = 0.9;
+    c.attrs.beta2 = 0.999;
+    c.attrs.epsilon = 1e-8;
+    c.attrs.weightDecay = 0.01;
+    c.out = {{DType::F32, {3, 4}}, {DType::F32, {3, 4}}, {DType::F32, {3, 4}}};
+    return c;
+  };
+  m[OpCode::Sgd] = [](DType t, std::mt19937 &rng) {
+    Case c; // with a momentum buffer (the plain form is its own test)
+    c.in = {values(t, {3, 4}, rng, -1, 1), values(t, {3, 4}, rng, -1, 1),
+            values(t, {3, 4}, rng, -0.1, 0.1), scalar(DType::F32, 0.1)};
+    c.attrs.momentum = 0.9;
+    c.attrs.weightDecay = 0.01;
+    c.attrs.nesterov = true;
+    c.out = {{t, {3, 4}}, {t, {3, 4}}};
+    return c;
+  };
+  return m;
+}
+
+/// What a backend made of a case: results, or the KernelError it raised.
+struct Outcome {
+  std::vector<HostTensor> results;
+  std::optional<std::string> error;
+};
+
+/// Runs `c` through `device`: operands copied into device memory, the
+/// kernel launched, results (first filled with 0xff bytes) copied out.
+Outcome runCase(Device &device, OpCode op, const Case &c) {
+  std::vector<void *> memory;
+  auto onDevice = [&](const HostTensor &h) {
+    void *data = device.allocate(std::max<size_t>(h.bytes.size(), 1), 64);
+    memory.push_back(data);
+    device.copyIn(data, h.bytes.data(), h.bytes.size());
+    return Tensor{h.dtype, h.shape, data};
+  };
+  std::vector<Tensor> in, out;
+  for (const HostTensor &h : c.in)
+    in.push_back(onDevice(h));
+  for (const auto &[dtype, shape] : c.out)
+    out.push_back(onDevice(HostTensor(dtype, shape, 0xff)));
+  Outcome outcome;
+  try {
+    device.launch(op, c.attrs, in, out);
+    device.synchronize();
+    for (const Tensor &t : out) {
+      HostTensor h(t.dtype, t.shape);
+      device.copyOut(h.bytes.data(), t.data, h.bytes.size());
+      outcome.results.push_back(std::move(h));
+    }
+  } catch (const KernelError &e) {
+    outcome.error = e.what();
+  }
+  for (void *data : memory)
+    device.release(data);
+  return outcome;
+}
+
+double tolerance(DType t) {
+  switch (t) {
+  case DType::BF16: return 2e-2;
+  case DType::F16: return 4e-3;
+  case DType::F32: return 1e-5;
+  case DType::F64: return 1e-12;
+  default: return 0; // integers and masks are exact
+  }
+}
+
+const DType kTypes[] = {DType::F32, DType::F64, DType::BF16, DType::F16,
+                        DType::I32, DType::I64};
+
+class Conformance : public ::testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override {
+    device = createDevice(GetParam());
+    reference = createDevice("cpu");
+  }
+  std::unique_ptr<Device> device, reference;
+};
+
+TEST_P(Conformance, EveryComputeOpHasACaseAndAKernel) {
+  std::map<OpCode, CaseBuilder> all = cases();
+  for (int i = 0; i < par::catalogue::kNumOps; ++i) {
+    const par::catalogue::OpSpec &spec = par::catalogue::kOps[i];
+    if (spec.usesGroup)
+      continue; // collectives and axis_index run through Collectives
+    EXPECT_TRUE(all.count(spec.code)) << spec.name << " has no conformance case";
+    EXPECT_NE(device->kernels().lookup(spec.code), nullptr)
+        << "the " << GetParam() << " backend has no kernel for " << spec.name;
+  }
+}
+
+TEST_P(Conformance, EveryOpEveryTypeMatchesTheCpuBackend) {
+  for (const auto &[op, build] : cases()) {
+    const char *name = par::catalogue::spec(op).name;
+    int accepted = 0;
+    for (DType t : kTypes) {
+      std::mt19937 rng(1234 + int(op) * 17 + int(t));
+      Case c = build(t, rng);
+      SCOPED_TRACE(std::string(name) + " with " + dtypeName(t) + " on " + GetParam());
+      Outcome want = runCase(*reference, op, c);
+      Outcome got = runCase(*device, op, c);
+      ASSERT_EQ(got.error.has_value(), want.error.has_value())
+          << (got.error ? *got.error : want.error ? *want.error : "");
+      if (got.error)
+        continue; // both reject this type
+      ++accepted;
+      Outcome again = runCase(*device, op, c);
+      for (size_t r = 0; r < got.results.size(); ++r) {
+        const HostTensor &g = got.results[r], &w = want.results[r];
+        EXPECT_EQ(g.bytes, again.results[r].bytes) << "result " << r << " not deterministic";
+        double tol = tolerance(g.dtype);
+        for (int64_t i = 0; i < g.size(); ++i) {
+          double gv = g.get(i), wv = w.get(i);
+          if (isFloat(g.dtype))
+            ASSERT_TRUE(std::isfinite(gv)) << "result " << r << " element " << i
+                                           << " not written (or not finite)";
+          ASSERT_LE(std::abs(gv - wv), tol * std::max(1.0, std::abs(wv)))
+              << "result " << r << " element " << i << ": " << gv << " vs " << wv;
+        }
+      }
+    }
+    EXPECT_GE(accepted, 1) << name << " accepts no element type";
+  }
+}
+
+TEST_P(Conformance, PlainSgdAndRuntimeOperandsMatch) {
+  std::mt19937 rng(7);
+  // SGD without a momentum buffer: param, grad, lr -> param.
+  Case sgd;
+  sgd.in = {values(DType::F32, {5}, rng, -1, 1), values(DType::F32, {5}, rng, -1, 1),
+            scalar(DType::F32, 0.5)};
+  sgd.attrs.weightDecay = 0.1;
+  sgd.out = {{DType::F32, {5}}};
+  // Attention and rope at a runtime position (the last operand).
+  Case attention;
+  attention.in = {values(DType::F32, {1, 2, 2, 4}, rng, -1, 1),
+                  values(DType::F32, {1, 5, 2, 4}, rng, -1, 1),
+                  values(DType::F32, {1, 5, 2, 4}, rng, -1, 1), scalar(DType::I64, 3)};
+  attention.attrs.causal = true;
+  attention.out = {{DType::F32, {1, 2, 2, 4}}};
+  Case rope;
+  rope.in = {values(DType::F32, {1, 2, 1, 4}, rng, -1, 1), scalar(DType::I64, 5)};
+  rope.attrs.theta = 10000;
+  rope.out = {{DType::F32, {1, 2, 1, 4}}};
+  for (auto &[op, c] : std::vector<std::pair<OpCode, Case>>{
+           {OpCode::Sgd, sgd}, {OpCode::Attention, attention}, {OpCode::Rope, rope}}) {
+    SCOPED_TRACE(par::catalogue::spec(op).name);
+    Outcome want = runCase(*reference, op, c), got = runCase(*device, op, c);
+    ASSERT_FALSE(want.error.has_value()) << *want.error;
+    ASSERT_FALSE(got.error.has_value()) << *got.error;
+    for (int64_t i = 0; i < got.results[0].size(); ++i)
+      EXPECT_NEAR(got.results[0].get(i), want.results[0].get(i), 1e-5);
+  }
+}
+
+TEST(ConformanceBackends, UnknownBackendIsAClearError) {
+  try {
+    createDevice("tpu");
+    FAIL() << "no error";
+  } catch (const DeviceError &e) {
+    EXPECT_NE(std::string(e.what()).find("backend 'tpu' is not built into this runtime"),
+              std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("cpu"), std::string::npos);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Conformance,
+                         ::testing::ValuesIn(availableBackends()),
+                         [](const auto &info) { return info.param; });
+
+} // namespace
