@@ -168,6 +168,8 @@ def collect(records):
             "in_place": "Par_InPlace" in traits,
             "collective": collective,
             "communicates": collective and bool(rec.get("communicates", 0)),
+            "traffic_moved": int(rec.get("trafficMoved", 0)) if collective else 0,
+            "ring_traffic": collective and bool(rec.get("ringTraffic", 0)),
             "group": any(a["kind"] == "group" for a in attrs),
             "summary": rec.get("summary") or "",
         })
@@ -296,6 +298,8 @@ def emit_header(ops, enums):
     w.append("  bool collective;   // runs over a communicator group")
     w.append("  bool communicates; // exchanges data between devices")
     w.append("  bool usesGroup;    // reads its communicator group (collectives, axis_index)")
+    w.append("  int trafficMoved;  // collectives: elements moved per call, in buffers")
+    w.append("  bool ringTraffic;  // collectives: a rank sends (n-1)/n of what is moved")
     w.append("  const AttrSpec *attrs;")
     w.append("  int numAttrs;")
     w.append("};")
@@ -324,11 +328,28 @@ def emit_header(ops, enums):
                  f"{str(op['paired_optionals']).lower()}, "
                  f"{str(op['in_place']).lower()}, {str(op['collective']).lower()}, "
                  f"{str(op['communicates']).lower()}, {str(op['group']).lower()}, "
+                 f"{op['traffic_moved']}, {str(op['ring_traffic']).lower()}, "
                  f"{attrs}, {len(op['attrs'])}}},")
     w.append("};")
     w.append("")
     w.append("inline const OpSpec &spec(OpCode op) { return kOps[int(op)]; }")
     w.append("inline const char *opName(OpCode op) { return spec(op).name; }")
+    w.append("/// The traffic of one call of collective `op` on one rank of a group of")
+    w.append("/// `n`, in multiples of its larger buffer: elements moved (an all-reduce")
+    w.append("/// twice its buffer, as ZeRO counts) and bytes sent by ring algorithms.")
+    w.append("/// `moves` is false when the call's attributes move nothing (a permute")
+    w.append("/// whose pairs all stay); a ring over one device moves nothing. The one")
+    w.append("/// formula of the compiler's cost model and par-run's counters.")
+    w.append("struct Traffic {")
+    w.append("  double moved = 0, share = 0;")
+    w.append("};")
+    w.append("inline Traffic collectiveTraffic(const OpSpec &op, int64_t n, bool moves = true) {")
+    w.append("  if (!op.collective || !moves || (op.ringTraffic && n <= 1))")
+    w.append("    return {};")
+    w.append("  double moved = op.trafficMoved;")
+    w.append("  return {moved, op.ringTraffic ? moved * double(n - 1) / double(n) : moved};")
+    w.append("}")
+    w.append("")
     w.append("/// The op named `name`, or nullptr.")
     w.append("inline const OpSpec *findOp(const char *name) {")
     w.append("  for (const OpSpec &op : kOps)")

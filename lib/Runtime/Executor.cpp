@@ -2,6 +2,7 @@
 
 #include "par/Runtime/Executor.h"
 
+#include "par/Runtime/Comm/GroupOps.h"
 #include "par/Runtime/Rng.h"
 
 #include <algorithm>
@@ -49,10 +50,14 @@ Executor::Executor(const Program &program, Device &device, Collectives &comm,
       rank_(comm.worldRank()), class_(&program.classOf(comm.worldRank())) {
   for (size_t i = 0; i < class_->instructions.size(); ++i) {
     const Instruction &inst = class_->instructions[i];
-    if (!catalogue::spec(inst.op).usesGroup && !kernels_.lookup(inst.op))
+    bool group = catalogue::spec(inst.op).usesGroup;
+    if (group ? !groupOps().lookup(inst.op) : !kernels_.lookup(inst.op))
       throw RunError(program.path + ": instruction " + std::to_string(i) + " (" +
                      opName(inst.op) + (inst.loc.empty() ? "" : " at " + inst.loc) +
-                     "): the " + kernels_.backend + " backend has no kernel for it");
+                     "): " +
+                     (group ? std::string("this runtime cannot run it over a group")
+                            : "the " + std::string(kernels_.backend) +
+                                  " backend has no kernel for it"));
   }
   allocated_ = class_->arenaBytes + kGuardBytes;
   size_t alignment = size_t(std::max<int64_t>(program.alignment, 64));
@@ -212,31 +217,15 @@ void Executor::runStep(int64_t step) {
 void Executor::countTraffic(const Instruction &inst, const Tensor &in,
                             const Tensor &out) {
   const Tensor &larger = in.bytes() >= out.bytes() ? in : out;
-  double n = double(comm_.memberCount(inst.attrs.group));
-  double moved = 1, share = (n - 1) / n;
-  switch (inst.op) {
-  case OpCode::AllReduce:
-    moved = 2;
-    share = 2 * (n - 1) / n;
-    break;
-  case OpCode::CollectivePermute: {
-    moved = share = 0;
-    for (const auto &[from, to] : inst.attrs.pairs)
-      if (from != to)
-        moved = share = 1;
-    break;
-  }
-  case OpCode::AllSlice:
-    moved = share = 0;
-    break;
-  default:
-    break;
-  }
-  if (n == 1 && inst.op != OpCode::CollectivePermute)
-    moved = share = 0; // a group of one device moves nothing
+  int64_t n = comm_.memberCount(inst.attrs.group);
+  // A permute whose members all keep their value moves nothing.
+  bool moves = inst.attrs.pairs.empty();
+  for (const auto &[from, to] : inst.attrs.pairs)
+    moves |= from != to;
+  catalogue::Traffic t = catalogue::collectiveTraffic(catalogue::spec(inst.op), n, moves);
   traffic_.collectives += 1;
-  traffic_.movedElements += int64_t(moved) * larger.size();
-  traffic_.sentBytes += int64_t(share * double(larger.bytes()) + 0.5);
+  traffic_.movedElements += int64_t(t.moved) * larger.size();
+  traffic_.sentBytes += int64_t(t.share * double(larger.bytes()) + 0.5);
 }
 
 void Executor::execute(const Instruction &inst, size_t index) {
@@ -251,7 +240,7 @@ void Executor::execute(const Instruction &inst, size_t index) {
     device_.launch(inst.op, inst.attrs, in, out);
     return;
   }
-  runGroupOp(inst, index, in[0], out[0]);
+  runGroupOp(inst, index, in.empty() ? Tensor{} : in[0], out[0]); // axis_index reads none
 }
 
 void Executor::runGroupOp(const Instruction &inst, size_t index, const Tensor &input,
@@ -269,43 +258,7 @@ void Executor::runGroupOp(const Instruction &inst, size_t index, const Tensor &i
                                     "] (instruction " + std::to_string(index) +
                                     (inst.loc.empty() ? "" : " at " + inst.loc) + ")"};
   }
-  switch (inst.op) {
-  case OpCode::AllReduce:
-    comm_.allReduce(a.group, a.collectiveKind, input, result);
-    return;
-  case OpCode::AllGather:
-    comm_.allGather(a.group, a.dim, input, result);
-    return;
-  case OpCode::ReduceScatter:
-    comm_.reduceScatter(a.group, a.collectiveKind, a.dim, input, result);
-    return;
-  case OpCode::AllToAll:
-    comm_.allToAll(a.group, a.splitDim, a.concatDim, input, result);
-    return;
-  case OpCode::CollectivePermute:
-    comm_.permute(a.group, a.pairs, input, result);
-    return;
-  case OpCode::AllSlice: {
-    int64_t n = comm_.memberCount(a.group);
-    std::vector<char> whole = copyOut(input);
-    std::vector<char> pieces(input.bytes());
-    splitPieces(Tensor{input.dtype, input.shape, whole.data()}, a.dim, n,
-                pieces.data());
-    device_.copyIn(result.data,
-                   pieces.data() + comm_.memberIndex(a.group) * result.bytes(),
-                   result.bytes());
-    return;
-  }
-  case OpCode::AxisIndex: {
-    std::vector<char> host(result.bytes());
-    storeElement(result.dtype, host.data(), 0, double(comm_.memberIndex(a.group)));
-    copyIn(result, host);
-    return;
-  }
-  default:
-    throw RunError(std::string(opName(inst.op)) +
-                   ": no runtime support for this group operation");
-  }
+  groupOps().lookup(inst.op)(comm_, device_, a, input, result);
 }
 
 int64_t Executor::measuredPeak() const {

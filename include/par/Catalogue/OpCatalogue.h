@@ -128,6 +128,8 @@ struct OpSpec {
   bool collective;   // runs over a communicator group
   bool communicates; // exchanges data between devices
   bool usesGroup;    // reads its communicator group (collectives, axis_index)
+  int trafficMoved;  // collectives: elements moved per call, in buffers
+  bool ringTraffic;  // collectives: a rank sends (n-1)/n of what is moved
   const AttrSpec *attrs;
   int numAttrs;
 };
@@ -225,54 +227,70 @@ inline constexpr AttrSpec kAxisIndexAttrs[] = {
 };
 
 inline constexpr OpSpec kOps[kNumOps] = {
-    {OpCode::Add, "add", 2, 2, 1, 1, false, true, false, false, false, nullptr, 0},
-    {OpCode::Sub, "sub", 2, 2, 1, 1, false, true, false, false, false, nullptr, 0},
-    {OpCode::Mul, "mul", 2, 2, 1, 1, false, true, false, false, false, nullptr, 0},
-    {OpCode::Div, "div", 2, 2, 1, 1, false, true, false, false, false, nullptr, 0},
-    {OpCode::Max, "max", 2, 2, 1, 1, false, true, false, false, false, nullptr, 0},
-    {OpCode::Min, "min", 2, 2, 1, 1, false, true, false, false, false, nullptr, 0},
-    {OpCode::Neg, "neg", 1, 1, 1, 1, false, true, false, false, false, nullptr, 0},
-    {OpCode::Exp, "exp", 1, 1, 1, 1, false, true, false, false, false, nullptr, 0},
-    {OpCode::Log, "log", 1, 1, 1, 1, false, true, false, false, false, nullptr, 0},
-    {OpCode::Tanh, "tanh", 1, 1, 1, 1, false, true, false, false, false, nullptr, 0},
-    {OpCode::Sqrt, "sqrt", 1, 1, 1, 1, false, true, false, false, false, nullptr, 0},
-    {OpCode::Rsqrt, "rsqrt", 1, 1, 1, 1, false, true, false, false, false, nullptr, 0},
-    {OpCode::Gelu, "gelu", 1, 1, 1, 1, false, true, false, false, false, nullptr, 0},
-    {OpCode::Silu, "silu", 1, 1, 1, 1, false, true, false, false, false, nullptr, 0},
-    {OpCode::Relu, "relu", 1, 1, 1, 1, false, true, false, false, false, nullptr, 0},
-    {OpCode::Sigmoid, "sigmoid", 1, 1, 1, 1, false, true, false, false, false, nullptr, 0},
-    {OpCode::Compare, "compare", 2, 2, 1, 1, false, false, false, false, false, kCompareAttrs, 1},
-    {OpCode::Select, "select", 3, 3, 1, 1, false, true, false, false, false, nullptr, 0},
-    {OpCode::Convert, "convert", 1, 1, 1, 1, false, false, false, false, false, nullptr, 0},
-    {OpCode::Constant, "constant", 0, 0, 1, 1, false, false, false, false, false, kConstantAttrs, 1},
-    {OpCode::Broadcast, "broadcast", 1, 1, 1, 1, false, false, false, false, false, kBroadcastAttrs, 1},
-    {OpCode::Reduce, "reduce", 1, 1, 1, 1, false, false, false, false, false, kReduceAttrs, 2},
-    {OpCode::Transpose, "transpose", 1, 1, 1, 1, false, false, false, false, false, kTransposeAttrs, 1},
-    {OpCode::Reshape, "reshape", 1, 1, 1, 1, false, false, false, false, false, nullptr, 0},
-    {OpCode::Slice, "slice", 1, 1, 1, 1, false, false, false, false, false, kSliceAttrs, 3},
-    {OpCode::Concat, "concat", 1, -1, 1, 1, false, false, false, false, false, kConcatAttrs, 1},
-    {OpCode::Dot, "dot", 2, 2, 1, 1, false, false, false, false, false, kDotAttrs, 4},
-    {OpCode::Softmax, "softmax", 1, 1, 1, 1, false, false, false, false, false, kSoftmaxAttrs, 1},
-    {OpCode::LayerNorm, "layer_norm", 3, 3, 1, 1, false, false, false, false, false, kLayerNormAttrs, 1},
-    {OpCode::RmsNorm, "rms_norm", 2, 2, 1, 1, false, false, false, false, false, kRmsNormAttrs, 1},
-    {OpCode::Attention, "attention", 3, 4, 1, 1, false, false, false, false, false, kAttentionAttrs, 3},
-    {OpCode::Embedding, "embedding", 2, 2, 1, 1, false, false, false, false, false, nullptr, 0},
-    {OpCode::ScatterAdd, "scatter_add", 3, 3, 1, 1, false, false, false, false, false, kScatterAddAttrs, 1},
-    {OpCode::CrossEntropy, "cross_entropy", 2, 2, 1, 1, false, false, false, false, false, nullptr, 0},
-    {OpCode::Rope, "rope", 1, 2, 1, 1, false, false, false, false, false, kRopeAttrs, 2},
-    {OpCode::Adamw, "adamw", 6, 6, 3, 3, false, true, false, false, false, kAdamwAttrs, 4},
-    {OpCode::Sgd, "sgd", 3, 4, 1, 2, true, true, false, false, false, kSgdAttrs, 3},
-    {OpCode::AllReduce, "all_reduce", 1, 1, 1, 1, false, false, true, true, true, kAllReduceAttrs, 2},
-    {OpCode::AllGather, "all_gather", 1, 1, 1, 1, false, false, true, true, true, kAllGatherAttrs, 2},
-    {OpCode::ReduceScatter, "reduce_scatter", 1, 1, 1, 1, false, false, true, true, true, kReduceScatterAttrs, 3},
-    {OpCode::AllToAll, "all_to_all", 1, 1, 1, 1, false, false, true, true, true, kAllToAllAttrs, 3},
-    {OpCode::AllSlice, "all_slice", 1, 1, 1, 1, false, false, true, false, true, kAllSliceAttrs, 2},
-    {OpCode::CollectivePermute, "collective_permute", 1, 1, 1, 1, false, false, true, true, true, kCollectivePermuteAttrs, 2},
-    {OpCode::AxisIndex, "axis_index", 0, 0, 1, 1, false, false, false, false, true, kAxisIndexAttrs, 1},
+    {OpCode::Add, "add", 2, 2, 1, 1, false, true, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Sub, "sub", 2, 2, 1, 1, false, true, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Mul, "mul", 2, 2, 1, 1, false, true, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Div, "div", 2, 2, 1, 1, false, true, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Max, "max", 2, 2, 1, 1, false, true, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Min, "min", 2, 2, 1, 1, false, true, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Neg, "neg", 1, 1, 1, 1, false, true, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Exp, "exp", 1, 1, 1, 1, false, true, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Log, "log", 1, 1, 1, 1, false, true, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Tanh, "tanh", 1, 1, 1, 1, false, true, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Sqrt, "sqrt", 1, 1, 1, 1, false, true, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Rsqrt, "rsqrt", 1, 1, 1, 1, false, true, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Gelu, "gelu", 1, 1, 1, 1, false, true, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Silu, "silu", 1, 1, 1, 1, false, true, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Relu, "relu", 1, 1, 1, 1, false, true, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Sigmoid, "sigmoid", 1, 1, 1, 1, false, true, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Compare, "compare", 2, 2, 1, 1, false, false, false, false, false, 0, false, kCompareAttrs, 1},
+    {OpCode::Select, "select", 3, 3, 1, 1, false, true, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Convert, "convert", 1, 1, 1, 1, false, false, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Constant, "constant", 0, 0, 1, 1, false, false, false, false, false, 0, false, kConstantAttrs, 1},
+    {OpCode::Broadcast, "broadcast", 1, 1, 1, 1, false, false, false, false, false, 0, false, kBroadcastAttrs, 1},
+    {OpCode::Reduce, "reduce", 1, 1, 1, 1, false, false, false, false, false, 0, false, kReduceAttrs, 2},
+    {OpCode::Transpose, "transpose", 1, 1, 1, 1, false, false, false, false, false, 0, false, kTransposeAttrs, 1},
+    {OpCode::Reshape, "reshape", 1, 1, 1, 1, false, false, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Slice, "slice", 1, 1, 1, 1, false, false, false, false, false, 0, false, kSliceAttrs, 3},
+    {OpCode::Concat, "concat", 1, -1, 1, 1, false, false, false, false, false, 0, false, kConcatAttrs, 1},
+    {OpCode::Dot, "dot", 2, 2, 1, 1, false, false, false, false, false, 0, false, kDotAttrs, 4},
+    {OpCode::Softmax, "softmax", 1, 1, 1, 1, false, false, false, false, false, 0, false, kSoftmaxAttrs, 1},
+    {OpCode::LayerNorm, "layer_norm", 3, 3, 1, 1, false, false, false, false, false, 0, false, kLayerNormAttrs, 1},
+    {OpCode::RmsNorm, "rms_norm", 2, 2, 1, 1, false, false, false, false, false, 0, false, kRmsNormAttrs, 1},
+    {OpCode::Attention, "attention", 3, 4, 1, 1, false, false, false, false, false, 0, false, kAttentionAttrs, 3},
+    {OpCode::Embedding, "embedding", 2, 2, 1, 1, false, false, false, false, false, 0, false, nullptr, 0},
+    {OpCode::ScatterAdd, "scatter_add", 3, 3, 1, 1, false, false, false, false, false, 0, false, kScatterAddAttrs, 1},
+    {OpCode::CrossEntropy, "cross_entropy", 2, 2, 1, 1, false, false, false, false, false, 0, false, nullptr, 0},
+    {OpCode::Rope, "rope", 1, 2, 1, 1, false, false, false, false, false, 0, false, kRopeAttrs, 2},
+    {OpCode::Adamw, "adamw", 6, 6, 3, 3, false, true, false, false, false, 0, false, kAdamwAttrs, 4},
+    {OpCode::Sgd, "sgd", 3, 4, 1, 2, true, true, false, false, false, 0, false, kSgdAttrs, 3},
+    {OpCode::AllReduce, "all_reduce", 1, 1, 1, 1, false, false, true, true, true, 2, true, kAllReduceAttrs, 2},
+    {OpCode::AllGather, "all_gather", 1, 1, 1, 1, false, false, true, true, true, 1, true, kAllGatherAttrs, 2},
+    {OpCode::ReduceScatter, "reduce_scatter", 1, 1, 1, 1, false, false, true, true, true, 1, true, kReduceScatterAttrs, 3},
+    {OpCode::AllToAll, "all_to_all", 1, 1, 1, 1, false, false, true, true, true, 1, true, kAllToAllAttrs, 3},
+    {OpCode::AllSlice, "all_slice", 1, 1, 1, 1, false, false, true, false, true, 0, true, kAllSliceAttrs, 2},
+    {OpCode::CollectivePermute, "collective_permute", 1, 1, 1, 1, false, false, true, true, true, 1, false, kCollectivePermuteAttrs, 2},
+    {OpCode::AxisIndex, "axis_index", 0, 0, 1, 1, false, false, false, false, true, 0, false, kAxisIndexAttrs, 1},
 };
 
 inline const OpSpec &spec(OpCode op) { return kOps[int(op)]; }
 inline const char *opName(OpCode op) { return spec(op).name; }
+/// The traffic of one call of collective `op` on one rank of a group of
+/// `n`, in multiples of its larger buffer: elements moved (an all-reduce
+/// twice its buffer, as ZeRO counts) and bytes sent by ring algorithms.
+/// `moves` is false when the call's attributes move nothing (a permute
+/// whose pairs all stay); a ring over one device moves nothing. The one
+/// formula of the compiler's cost model and par-run's counters.
+struct Traffic {
+  double moved = 0, share = 0;
+};
+inline Traffic collectiveTraffic(const OpSpec &op, int64_t n, bool moves = true) {
+  if (!op.collective || !moves || (op.ringTraffic && n <= 1))
+    return {};
+  double moved = op.trafficMoved;
+  return {moved, op.ringTraffic ? moved * double(n - 1) / double(n) : moved};
+}
+
 /// The op named `name`, or nullptr.
 inline const OpSpec *findOp(const char *name) {
   for (const OpSpec &op : kOps)

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Catalogue/OpCatalogue.h"
 
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/Support/raw_ostream.h"
@@ -38,51 +39,48 @@ CollectiveCost CollectiveOpInterface::getCost() {
   cost.group = getGroupSize();
   CollectiveTraffic traffic = getTraffic(cost.group);
   cost.name = traffic.name;
-  double moved = traffic.moved, share = traffic.share;
-  if (cost.group == 1 && !isa<CollectivePermuteOp>(getOperation()))
-    moved = share = 0; // a group of one device moves nothing
+  const ::par::catalogue::OpSpec *spec = ::par::catalogue::findOp(
+      getOperation()->getName().stripDialect().str().c_str());
+  assert(spec && "a collective missing from the generated catalogue");
+  ::par::catalogue::Traffic share =
+      ::par::catalogue::collectiveTraffic(*spec, cost.group, traffic.moves);
+  double moved = share.moved;
   auto type = cast<RankedTensorType>(traffic.buffer.getType());
   cost.elements = type.getNumElements();
   cost.bytes = bytesOf(type.getShape(), type.getElementType());
   cost.volume = int64_t(moved) * cost.elements;
-  cost.sent = (int64_t)(share * cost.bytes + 0.5);
+  cost.sent = (int64_t)(share.share * cost.bytes + 0.5);
   return cost;
 }
 
-/// A ring moves (n-1)/n of the buffer through each rank.
-static double ringShare(int64_t n) { return n > 0 ? double(n - 1) / n : 0; }
-
-CollectiveTraffic AllReduceOp::getTraffic(int64_t n) {
-  // A reduce-scatter plus an all-gather.
-  return {("all_reduce " + stringifyCollectiveKind(getKind())).str(), getInput(),
-          2, 2 * ringShare(n)};
+CollectiveTraffic AllReduceOp::getTraffic(int64_t) {
+  return {("all_reduce " + stringifyCollectiveKind(getKind())).str(), getInput()};
 }
 
-CollectiveTraffic AllGatherOp::getTraffic(int64_t n) {
-  return {"all_gather", getResult(), 1, ringShare(n)};
+CollectiveTraffic AllGatherOp::getTraffic(int64_t) {
+  return {"all_gather", getResult()};
 }
 
-CollectiveTraffic ReduceScatterOp::getTraffic(int64_t n) {
+CollectiveTraffic ReduceScatterOp::getTraffic(int64_t) {
   return {("reduce_scatter " + stringifyCollectiveKind(getKind())).str(),
-          getInput(), 1, ringShare(n)};
+          getInput()};
 }
 
-CollectiveTraffic AllToAllOp::getTraffic(int64_t n) {
-  return {"all_to_all", getInput(), 1, ringShare(n)};
+CollectiveTraffic AllToAllOp::getTraffic(int64_t) {
+  return {"all_to_all", getInput()};
 }
 
 CollectiveTraffic CollectivePermuteOp::getTraffic(int64_t) {
-  // Moves its buffer once when some member sends to another.
+  // Moves its buffer when some member sends to another.
   ArrayRef<int64_t> pairs = getPairs();
-  double moved = 0;
+  bool moves = false;
   for (size_t i = 0; i + 1 < pairs.size(); i += 2)
-    if (pairs[i] != pairs[i + 1])
-      moved = 1;
-  return {"collective_permute", getInput(), moved, moved};
+    moves |= pairs[i] != pairs[i + 1];
+  return {"collective_permute", getInput(), moves};
 }
 
 CollectiveTraffic AllSliceOp::getTraffic(int64_t) {
-  return {"all_slice", getInput(), 0, 0}; // each device cuts its own piece
+  return {"all_slice", getInput()};
 }
 
 //===----------------------------------------------------------------------===//

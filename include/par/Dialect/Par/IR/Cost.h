@@ -23,12 +23,13 @@ int64_t elementBytes(Type type);
 /// Bytes of a dense tensor of `shape` and `elementType`.
 int64_t bytesOf(llvm::ArrayRef<int64_t> shape, Type elementType);
 
-/// What a collective states about its traffic (CollectiveOpInterface).
+/// What a collective states about its traffic (CollectiveOpInterface); how
+/// much of the buffer it moves and sends is the catalogue's
+/// collectiveTraffic, from the op's ODS (trafficMoved, ringTraffic).
 struct CollectiveTraffic {
-  std::string name; // "all_reduce sum", "all_gather", ...
-  Value buffer;     // the larger of the operand and the result
-  double moved = 0; // elements moved, in buffers
-  double share = 0; // bytes a rank sends, in buffers
+  std::string name;  // "all_reduce sum", "all_gather", ...
+  Value buffer;      // the larger of the operand and the result
+  bool moves = true; // false when the attributes move nothing
 };
 
 /// What one rank moves for one collective op.

@@ -749,6 +749,13 @@ class Par_CollectiveOp<string mnemonic, list<Trait> traits = []>
     : Par_Op<mnemonic, !listconcat(traits, [Par_CollectiveOpInterface])> {
   // Whether devices exchange data (all_slice only cuts its own piece).
   bit communicates = 1;
+  // The traffic of one call in multiples of its larger buffer, the one
+  // formula of the compiler's cost model and par-run's counters (through the
+  // catalogue's collectiveTraffic): elements moved, counted as ZeRO does,
+  // and whether a rank sends (n-1)/n of that (ring algorithms over a group
+  // of n) or all of it.
+  int trafficMoved = 1;
+  bit ringTraffic = 1;
   let extraClassDeclaration = [{
     /// Number of devices in each communicator group: product of the sizes of
     /// `axes` in the mesh, or -1 when the mesh is unknown.
@@ -761,6 +768,7 @@ class Par_CollectiveOp<string mnemonic, list<Trait> traits = []>
 
 def Par_AllReduceOp : Par_CollectiveOp<"all_reduce", [Pure,
     SameOperandsAndResultType]> {
+  let trafficMoved = 2; // a reduce-scatter plus an all-gather
   let summary = "reduce over the devices of each group; everyone gets the result";
   let description = [{
     Groups are the devices that differ only in `axes`.
@@ -843,6 +851,7 @@ def Par_AllToAllOp : Par_CollectiveOp<"all_to_all", [Pure,
 def Par_AllSliceOp : Par_CollectiveOp<"all_slice", [Pure,
     SameOperandsAndResultElementType]> {
   let communicates = 0;
+  let trafficMoved = 0; // each device cuts its own piece
   let summary = "keep this device's slice of a replicated value (no traffic)";
   let description = [{
     The result dimension `dim` is the operand's divided by the group size;
@@ -863,6 +872,7 @@ def Par_AllSliceOp : Par_CollectiveOp<"all_slice", [Pure,
 
 def Par_CollectivePermuteOp : Par_CollectiveOp<"collective_permute", [Pure,
     SameOperandsAndResultType]> {
+  let ringTraffic = 0; // each moving member sends its whole buffer
   let summary = "send each device's value to another member of its group";
   let description = [{
     `pairs` lists `source -> target` group indices (row-major over `axes`);

@@ -1,0 +1,36 @@
+//===- GroupOps.h - How each op that reads a group runs ---------*- C++ -*-===//
+//
+// The ops whose result depends on the communicator group (the collectives
+// and axis_index) run through Collectives and the Device rather than a
+// backend's kernel table: this table, indexed by opcode like the kernel
+// tables, says how. Adding a collective adds its entry here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_RUNTIME_COMM_GROUPOPS_H
+#define PAR_RUNTIME_COMM_GROUPOPS_H
+
+#include "par/Catalogue/OpCatalogue.h"
+#include "par/Runtime/Collectives.h"
+#include "par/Runtime/Device.h"
+
+#include <array>
+
+namespace par::rt {
+
+/// Runs one group op: `input` (unused by axis_index) into `result`.
+using GroupKernel = void (*)(Collectives &comm, Device &device,
+                             const catalogue::Attrs &attrs, const Tensor &input,
+                             Tensor &result);
+
+struct GroupOpTable {
+  std::array<GroupKernel, catalogue::kNumOps> kernels{};
+  GroupKernel lookup(catalogue::OpCode op) const { return kernels[size_t(op)]; }
+};
+
+/// The entry of every op of the catalogue that reads its group.
+const GroupOpTable &groupOps();
+
+} // namespace par::rt
+
+#endif // PAR_RUNTIME_COMM_GROUPOPS_H

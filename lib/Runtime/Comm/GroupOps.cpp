@@ -1,0 +1,70 @@
+//===- GroupOps.cpp - How each op that reads a group runs -----------------===//
+
+#include "par/Runtime/Comm/GroupOps.h"
+
+#include <vector>
+
+namespace par::rt {
+
+using catalogue::Attrs;
+using catalogue::OpCode;
+
+namespace {
+
+/// Host bytes of a device tensor.
+std::vector<char> toHost(Device &device, const Tensor &t) {
+  std::vector<char> host(t.bytes());
+  device.copyOut(host.data(), t.data, t.bytes());
+  return host;
+}
+
+GroupOpTable build() {
+  GroupOpTable t;
+  auto set = [&](OpCode op, GroupKernel kernel) { t.kernels[size_t(op)] = kernel; };
+  set(OpCode::AllReduce, [](Collectives &comm, Device &, const Attrs &a,
+                            const Tensor &in, Tensor &out) {
+    comm.allReduce(a.group, a.collectiveKind, in, out);
+  });
+  set(OpCode::AllGather, [](Collectives &comm, Device &, const Attrs &a,
+                            const Tensor &in, Tensor &out) {
+    comm.allGather(a.group, a.dim, in, out);
+  });
+  set(OpCode::ReduceScatter, [](Collectives &comm, Device &, const Attrs &a,
+                                const Tensor &in, Tensor &out) {
+    comm.reduceScatter(a.group, a.collectiveKind, a.dim, in, out);
+  });
+  set(OpCode::AllToAll, [](Collectives &comm, Device &, const Attrs &a,
+                           const Tensor &in, Tensor &out) {
+    comm.allToAll(a.group, a.splitDim, a.concatDim, in, out);
+  });
+  set(OpCode::CollectivePermute, [](Collectives &comm, Device &, const Attrs &a,
+                                    const Tensor &in, Tensor &out) {
+    comm.permute(a.group, a.pairs, in, out);
+  });
+  // Each device keeps its own piece: no communication.
+  set(OpCode::AllSlice, [](Collectives &comm, Device &device, const Attrs &a,
+                           const Tensor &in, Tensor &out) {
+    std::vector<char> whole = toHost(device, in);
+    std::vector<char> pieces(in.bytes());
+    splitPieces(Tensor{in.dtype, in.shape, whole.data()}, a.dim,
+                comm.memberCount(a.group), pieces.data());
+    device.copyIn(out.data, pieces.data() + comm.memberIndex(a.group) * out.bytes(),
+                  out.bytes());
+  });
+  set(OpCode::AxisIndex, [](Collectives &comm, Device &device, const Attrs &a,
+                            const Tensor &, Tensor &out) {
+    std::vector<char> host(out.bytes());
+    storeElement(out.dtype, host.data(), 0, double(comm.memberIndex(a.group)));
+    device.copyIn(out.data, host.data(), out.bytes());
+  });
+  return t;
+}
+
+} // namespace
+
+const GroupOpTable &groupOps() {
+  static const GroupOpTable table = build();
+  return table;
+}
+
+} // namespace par::rt
