@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Catalogue/OpCatalogue.h"
-#include "par/Transforms/InputRoles.h"
+#include "par/Transforms/StepArguments.h"
 #include "par/Transforms/MemoryPlan.h"
 #include "par/Transforms/Passes.h"
 

@@ -3,7 +3,7 @@
 #include "par/Transforms/MemoryPlan.h"
 
 #include "par/Dialect/Par/IR/ParDialect.h"
-#include "par/Transforms/InputRoles.h"
+#include "par/Transforms/StepArguments.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReportFormat.h"
 

@@ -21,7 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/TrainingStep.h"
-#include "par/Transforms/InputRoles.h"
+#include "par/Transforms/StepArguments.h"
 #include "par/Transforms/MemoryPlan.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReportFormat.h"

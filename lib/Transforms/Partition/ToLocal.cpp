@@ -12,7 +12,7 @@
 #include "par/Dialect/Par/IR/TrainingStep.h"
 #include "par/Dialect/Par/IR/ParOps.h"
 #include "par/Dialect/Par/IR/ParConstants.h"
-#include "par/Transforms/InputRoles.h"
+#include "par/Transforms/StepArguments.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReshardPlan.h"
 

@@ -18,7 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/ParOps.h"
 #include "par/Dialect/Par/IR/TrainingStep.h"
-#include "par/Transforms/InputRoles.h"
+#include "par/Transforms/StepArguments.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/Propagation.h"
 
@@ -102,25 +102,15 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
       late(c);
     return c.getResult();
   };
-  // An argument now laid out as `layout`: the value that replaces it (the
-  // update op's result, possibly behind an fp16 skip select) and the
-  // function result take the same layout.
-  DenseSet<Value> pinned; // values given a layout here
+  // An argument now laid out as `layout`: the function result that
+  // replaces it takes the same layout (propagation lays out what computes
+  // it).
   auto relayoutArgument = [&](BlockArgument arg, ShardingAttr layout) {
     setValueSharding(arg, layout);
     auto it = resultOf.find(arg.getArgNumber());
     if (it == resultOf.end())
       return;
     func.setResultAttr(it->second, ParDialect::kShardingAttrName, layout);
-    Value returned = ret.getOperand(it->second);
-    if (auto select = returned.getDefiningOp<SelectOp>()) {
-      setValueSharding(select.getResult(), layout);
-      pinned.insert(select.getResult());
-      if (auto mask = select.getPred().getDefiningOp<BroadcastOp>()) {
-        setValueSharding(mask.getResult(), layout);
-        pinned.insert(mask.getResult());
-      }
-    }
   };
 
   // What --par-autodiff marked: each parameter's gradient as the backward
@@ -251,13 +241,12 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
               user) ||
           user->getNumResults() != 1 || !seen.insert(user).second)
         continue;
-      if (!pinned.contains(user->getResult(0)))
-        user->removeAttr(ParDialect::kShardingAttrName);
+      user->removeAttr(ParDialect::kShardingAttrName);
       work.push_back(user->getResult(0));
       // Scalars broadcast or constants splat for this op alone follow it.
       for (Value operand : user->getOperands()) {
         Operation *def = operand.getDefiningOp();
-        if (def && operand.hasOneUse() && !pinned.contains(operand) &&
+        if (def && operand.hasOneUse() &&
             (isa<ConstantOp>(def) || isScalarBroadcast(operand)))
           def->removeAttr(ParDialect::kShardingAttrName);
       }

@@ -889,3 +889,17 @@ static ParseResult parsePermutePairs(OpAsmParser &parser,
 
 #define GET_OP_CLASSES
 #include "par/Dialect/Par/IR/ParOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Data operands
+//===----------------------------------------------------------------------===//
+
+std::optional<DataOperand> EmbeddingOp::getDataOperand() {
+  return DataOperand{1, "tokens", getTable().getType().getDimSize(0)};
+}
+
+std::optional<DataOperand> CrossEntropyOp::getDataOperand() {
+  auto logits = getLogits().getType();
+  return DataOperand{1, "targets", logits.getDimSize(logits.getRank() - 1)};
+}
+

@@ -12,6 +12,17 @@
 #include "par/Dialect/Par/IR/LocalForm.h"
 #include "par/Dialect/Par/IR/ShardingRule.h"
 
+namespace mlir::par {
+/// An operand that holds integer data the runtime feeds
+/// (DataOperandOpInterface): token ids or next-token targets over a
+/// vocabulary.
+struct DataOperand {
+  unsigned operand;
+  llvm::StringRef kind; // "tokens" or "targets"
+  int64_t vocab;
+};
+} // namespace mlir::par
+
 #include "par/Dialect/Par/IR/ParDialect.h.inc"
 #include "par/Dialect/Par/IR/ParEnums.h.inc"
 

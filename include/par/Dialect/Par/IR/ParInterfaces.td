@@ -103,6 +103,23 @@ def Par_OptimizerUpdateOpInterface : OpInterface<"OptimizerUpdateOpInterface"> {
   ];
 }
 
+def Par_DataOperandOpInterface : OpInterface<"DataOperandOpInterface"> {
+  let cppNamespace = "::mlir::par";
+  let description = [{
+    Ops that read integer data the runtime must feed: the token ids of an
+    embedding, the next-token targets of a loss. The runtime's data feed
+    for a function argument follows from the op that reads it (see
+    StepArguments.h), unless the argument says `par.data` itself.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+      The operand that holds token data, its kind ("tokens" or "targets")
+      and the vocabulary it ranges over; none when the op reads no such
+      data.
+    }], "std::optional<::mlir::par::DataOperand>", "getDataOperand">,
+  ];
+}
+
 // An op whose kernels may write a result over an operand of the same size:
 // each element is read before the same element is written (element-by-element
 // ops, optimizer updates). The memory planner lets such a result take over a

@@ -513,7 +513,9 @@ def Par_AttentionOp : Par_ComputeOp<"attention", [DeclareOpInterfaceMethods<Par_
   let hasVerifier = 1;
 }
 
-def Par_EmbeddingOp : Par_ComputeOp<"embedding", [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
+def Par_EmbeddingOp : Par_ComputeOp<"embedding", [
+    DeclareOpInterfaceMethods<Par_DataOperandOpInterface>,
+    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
   let summary = "row lookup in an embedding table";
   let description = [{
     `result[i..., :] = table[ids[i...], :]`; ids outside `[0, V)` give zeros.
@@ -582,7 +584,9 @@ def Par_ScatterAddOp : Par_ComputeOp<"scatter_add", [DeclareOpInterfaceMethods<P
   let hasVerifier = 1;
 }
 
-def Par_CrossEntropyOp : Par_ComputeOp<"cross_entropy", [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
+def Par_CrossEntropyOp : Par_ComputeOp<"cross_entropy", [
+    DeclareOpInterfaceMethods<Par_DataOperandOpInterface>,
+    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
   let summary = "softmax cross-entropy, mean over tokens";
   let description = [{
     `mean over tokens of (logsumexp(logits[t, :]) - logits[t, labels[t]])`;

@@ -1,4 +1,4 @@
-//===- InputRoles.h - What feeds each function argument ---------*- C++ -*-===//
+//===- StepArguments.h - What feeds each argument of a step -----*- C++ -*-===//
 //
 // The runtime needs to know, for every argument, whether it is a parameter
 // (initialized once, updated, checkpointed) or data (new every step), and
@@ -8,17 +8,18 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PAR_TRANSFORMS_INPUTROLES_H
-#define PAR_TRANSFORMS_INPUTROLES_H
+#ifndef PAR_TRANSFORMS_STEPARGUMENTS_H
+#define PAR_TRANSFORMS_STEPARGUMENTS_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace mlir::par {
 
-/// Sets `par.data` and `par.vocab` on integer arguments that lack them:
-/// ids read by `par.embedding` are "tokens" over the table's rows, labels of
-/// `par.cross_entropy` are "targets" over the logits' last dimension. Must
-/// run on the global program (before --par-to-local changes the types).
+/// Sets `par.data` and `par.vocab` on integer arguments that lack them,
+/// from what the ops that read them say (DataOperandOpInterface: the ids
+/// of an embedding are "tokens" over its table's rows, the labels of a
+/// cross_entropy "targets" over the logits' last dimension; tokens win).
+/// Must run on the global program (before --par-to-local changes types).
 void inferInputRoles(func::FuncOp func);
 
 /// Whether argument `index` is a parameter: its `par.role`, else true for
@@ -31,4 +32,4 @@ bool isScalarBroadcast(Value value);
 
 } // namespace mlir::par
 
-#endif // PAR_TRANSFORMS_INPUTROLES_H
+#endif // PAR_TRANSFORMS_STEPARGUMENTS_H

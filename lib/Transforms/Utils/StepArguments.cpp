@@ -1,6 +1,6 @@
-//===- InputRoles.cpp - What feeds each function argument -----------------===//
+//===- StepArguments.cpp - What feeds each function argument -----------------===//
 
-#include "par/Transforms/InputRoles.h"
+#include "par/Transforms/StepArguments.h"
 
 #include "par/Dialect/Par/IR/ParOps.h"
 
@@ -29,20 +29,18 @@ void mlir::par::inferInputRoles(func::FuncOp func) {
       }
     auto readsArg = [&](Value v) { return llvm::is_contained(reads, v); };
     for (Operation *user : users) {
-      if (auto embedding = dyn_cast<EmbeddingOp>(user)) {
-        if (readsArg(embedding.getIds())) {
-          kind = "tokens";
-          vocab = embedding.getTable().getType().getDimSize(0);
-          break;
-        }
+      auto reads = dyn_cast<DataOperandOpInterface>(user);
+      if (!reads)
+        continue;
+      std::optional<DataOperand> data = reads.getDataOperand();
+      if (!data || !readsArg(user->getOperand(data->operand)))
+        continue;
+      if (kind.empty() || data->kind == "tokens") {
+        kind = data->kind;
+        vocab = data->vocab;
       }
-      if (auto loss = dyn_cast<CrossEntropyOp>(user)) {
-        if (readsArg(loss.getLabels()) && kind.empty()) {
-          kind = "targets";
-          auto logits = loss.getLogits().getType();
-          vocab = logits.getDimSize(logits.getRank() - 1);
-        }
-      }
+      if (kind == "tokens")
+        break;
     }
     if (kind.empty())
       continue;
