@@ -17,7 +17,8 @@ using namespace mlir::par;
 
 /// Collectives that exchange data (an all_slice only cuts its own piece).
 static bool isCollective(Operation *op) {
-  return isa<CollectiveOpInterface>(op) && !isa<AllSliceOp>(op);
+  auto collective = dyn_cast<CollectiveOpInterface>(op);
+  return collective && collective.communicates();
 }
 
 /// List-schedules `block` in place: ready collectives first, otherwise the

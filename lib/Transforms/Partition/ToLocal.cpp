@@ -60,6 +60,11 @@ public:
   Value shardStart(Location loc, MeshOp mesh, ArrayRef<int32_t> axes,
                    int64_t localSize, Type elementType) override;
   void replaceValue(Value old, Value replacement, Operation *except) override;
+  bool isPartial(Value value) override {
+    ShardingAttr sharding = globals[value].sharding;
+    return sharding && !sharding.getPartialAxes().empty();
+  }
+  LogicalResult readLocalPiece(Operation *op, Value whole) override;
   void recordLike(Value value, Value like, int64_t dropTrailing) override;
 
 private:
@@ -237,6 +242,23 @@ void Localizer::replaceValue(Value old, Value replacement,
   globals[replacement] = globals[old];
   if (kinds.count(old))
     kinds[replacement] = kinds[old];
+}
+
+LogicalResult Localizer::readLocalPiece(Operation *op, Value whole) {
+  const GlobalInfo info = globals[whole];
+  whole.setType(info.type);
+  SmallVector<OpOperand *> uses;
+  for (OpOperand &use : whole.getUses())
+    uses.push_back(&use);
+  builder.setInsertionPointAfter(op);
+  FailureOr<Value> piece =
+      lowerReshard(op, whole, {info.type, nullptr}, info.sharding);
+  if (failed(piece))
+    return failure();
+  for (OpOperand *use : uses)
+    use->set(*piece);
+  globals[*piece] = info;
+  return success();
 }
 
 void Localizer::recordLike(Value value, Value like, int64_t dropTrailing) {
@@ -473,35 +495,6 @@ LogicalResult Localizer::localizeOpHere(Operation *op) {
         made->setAttr(ParDialect::kLateAttrName, hint);
     replaceValue(op->getResult(0), *moved, nullptr);
     op->erase();
-    return success();
-  }
-
-  if (auto constant = dyn_cast<ConstantOp>(op)) {
-    Value result = constant.getResult();
-    const GlobalInfo info = globals[result];
-    if (!info.sharding)
-      return success();
-    if (!info.sharding.getPartialAxes().empty())
-      return op->emitError() << "a constant cannot be partial";
-    auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
-    op->removeAttr(ParDialect::kShardingAttrName);
-    if (dense && dense.isSplat()) {
-      result.setType(localType(result));
-      constant.setValueAttr(dense.resizeSplat(localType(result)));
-      return success();
-    }
-    // Keep the whole constant; each device slices its piece.
-    SmallVector<OpOperand *> uses;
-    for (OpOperand &use : result.getUses())
-      uses.push_back(&use);
-    builder.setInsertionPointAfter(op);
-    FailureOr<Value> piece =
-        lowerReshard(op, result, {info.type, nullptr}, info.sharding);
-    if (failed(piece))
-      return failure();
-    for (OpOperand *use : uses)
-      use->set(*piece);
-    globals[*piece] = info;
     return success();
   }
 

@@ -247,7 +247,7 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
       for (Value operand : user->getOperands()) {
         Operation *def = operand.getDefiningOp();
         if (def && operand.hasOneUse() &&
-            (isa<ConstantOp>(def) || isScalarBroadcast(operand)))
+            (def->hasTrait<::mlir::OpTrait::ConstantLike>() || isScalarBroadcast(operand)))
           def->removeAttr(ParDialect::kShardingAttrName);
       }
     }

@@ -30,6 +30,18 @@ int64_t mlir::par::bytesOf(llvm::ArrayRef<int64_t> shape, Type elementType) {
 // Collectives
 //===----------------------------------------------------------------------===//
 
+/// The catalogue's entry of a collective (generated from the same ODS).
+static const ::par::catalogue::OpSpec &catalogueSpec(Operation *op) {
+  const ::par::catalogue::OpSpec *spec =
+      ::par::catalogue::findOp(op->getName().stripDialect().str().c_str());
+  assert(spec && "a collective missing from the generated catalogue");
+  return *spec;
+}
+
+bool CollectiveOpInterface::communicates() {
+  return catalogueSpec(getOperation()).communicates;
+}
+
 CollectiveCost CollectiveOpInterface::getCost() {
   CollectiveCost cost;
   llvm::raw_string_ostream axes(cost.axes);
@@ -39,11 +51,8 @@ CollectiveCost CollectiveOpInterface::getCost() {
   cost.group = getGroupSize();
   CollectiveTraffic traffic = getTraffic(cost.group);
   cost.name = traffic.name;
-  const ::par::catalogue::OpSpec *spec = ::par::catalogue::findOp(
-      getOperation()->getName().stripDialect().str().c_str());
-  assert(spec && "a collective missing from the generated catalogue");
-  ::par::catalogue::Traffic share =
-      ::par::catalogue::collectiveTraffic(*spec, cost.group, traffic.moves);
+  ::par::catalogue::Traffic share = ::par::catalogue::collectiveTraffic(
+      catalogueSpec(getOperation()), cost.group, traffic.moves);
   double moved = share.moved;
   auto type = cast<RankedTensorType>(traffic.buffer.getType());
   cost.elements = type.getNumElements();

@@ -329,3 +329,24 @@ LogicalResult CrossEntropyOp::localize(LocalFormContext &ctx) {
   }
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// constant: a splat shrinks to the local type; any other constant stays
+// whole and each device reads its piece.
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConstantOp::localize(LocalFormContext &context) {
+  Value result = getResult();
+  if (!context.meshOf(result) && !context.isPartial(result))
+    return success(); // replicated: the same everywhere
+  if (context.isPartial(result))
+    return emitError() << "a constant cannot be partial";
+  auto local = cast<RankedTensorType>(result.getType());
+  auto dense = dyn_cast<DenseElementsAttr>(getValue());
+  if (dense && dense.isSplat()) {
+    setValueAttr(dense.resizeSplat(local));
+    return success();
+  }
+  return context.readLocalPiece(*this, result);
+}
+

@@ -51,6 +51,11 @@ public:
   /// Makes `replacement` stand for `old` (a value the local form computes
   /// differently) in every use but `except`, with the same global layout.
   virtual void replaceValue(Value old, Value replacement, Operation *except) = 0;
+  /// Whether `value` is a partial sum over some mesh axes.
+  virtual bool isPartial(Value value) = 0;
+  /// Keeps `whole` (a result of `op`, given back its global type) and makes
+  /// every use read this device's piece of it instead, cut after `op`.
+  virtual LogicalResult readLocalPiece(Operation *op, Value whole) = 0;
   /// Records that `value`, made by the local form, has `like`'s global type
   /// with its last `dropTrailing` dims removed and their sharding dropped.
   virtual void recordLike(Value value, Value like, int64_t dropTrailing) = 0;

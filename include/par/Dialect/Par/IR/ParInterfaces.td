@@ -65,6 +65,9 @@ def Par_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
     /// This op's cost per rank and call (Cost.h); a group of one device
     /// moves nothing.
     ::mlir::par::CollectiveCost getCost();
+    /// Whether devices exchange data (the ODS `communicates` bit, through
+    /// the catalogue: an all_slice only cuts its own piece).
+    bool communicates();
   }];
 }
 

@@ -196,7 +196,7 @@ def Par_ConvertOp : Par_ElementwiseOp<"convert", [
 }
 
 def Par_ConstantOp : Par_ComputeOp<"constant", [ConstantLike,
-    InferTypeOpAdaptor]> {
+    InferTypeOpAdaptor, DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
   let summary = "a tensor constant";
   let description = [{
     ```mlir
