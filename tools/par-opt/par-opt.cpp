@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   registry.insert<par::ParDialect, func::FuncDialect>();
   func::registerInlinerExtension(registry);
-  par::registerParPasses();
+  par::registerParPassesAndPipelines();
   registerCanonicalizerPass();
   registerCSEPass();
   registerInlinerPass();

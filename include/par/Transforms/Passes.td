@@ -193,21 +193,6 @@ def SinkPartialsPass : Pass<"par-sink-partials", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::par::ParDialect"];
 }
 
-def PartitionPass : Pass<"par-partition", "::mlir::ModuleOp"> {
-  let summary = "Turn a sharded global program into one per-device program";
-  let description = [{
-    The partitioning pipeline (run after `--par-propagate`): `--par-zero`
-    (only for training steps marked with a ZeRO stage),
-    `--par-insert-reshards`, `--par-sink-partials`, `--par-to-local`. See
-    docs/partitioning.md.
-
-    ```sh
-    par-opt model.mlir --par-propagate --par-partition --par-comm-report
-    ```
-  }];
-  let dependentDialects = ["::mlir::par::ParDialect"];
-}
-
 def CommReportPass : Pass<"par-comm-report", "::mlir::ModuleOp"> {
   let summary = "Print every collective of the partitioned program";
   let description = [{

@@ -1,26 +1,34 @@
 //===- Partition.cpp - --par-partition: the partitioning pipeline ---------===//
+//
+// A registered pass pipeline (run after --par-propagate): the ZeRO phase of
+// a training step marked with a stage, the reshards the layouts imply,
+// partial sums resolved as late as linearity allows, and the per-device
+// program. See docs/partitioning.md.
+//
+//===----------------------------------------------------------------------===//
 #include "par/Transforms/Passes.h"
 
-#include "mlir/Pass/PassManager.h"
-
-namespace mlir::par {
-#define GEN_PASS_DEF_PARTITIONPASS
-#include "par/Transforms/Passes.h.inc"
-} // namespace mlir::par
+#include "mlir/Pass/PassRegistry.h"
 
 using namespace mlir;
 using namespace mlir::par;
 
-namespace {
-struct PartitionPass : public par::impl::PartitionPassBase<PartitionPass> {
-  void runOnOperation() override {
-    OpPassManager pipeline(ModuleOp::getOperationName());
-    pipeline.addPass(createZeroPass());
-    pipeline.addPass(createInsertReshardsPass());
-    pipeline.addPass(createSinkPartialsPass());
-    pipeline.addPass(createToLocalPass());
-    if (failed(runPipeline(pipeline, getOperation())))
-      signalPassFailure();
-  }
-};
-} // namespace
+void mlir::par::buildPartitionPipeline(OpPassManager &pm,
+                                       const PartitionPipelineOptions &options) {
+  if (options.zero)
+    pm.addPass(createZeroPass());
+  pm.addPass(createInsertReshardsPass());
+  if (options.sinkPartials)
+    pm.addPass(createSinkPartialsPass());
+  pm.addPass(createToLocalPass());
+}
+
+void mlir::par::registerParPassesAndPipelines() {
+  registerParPasses();
+  PassPipelineRegistration<PartitionPipelineOptions>(
+      "par-partition",
+      "Turn a sharded global program into one per-device program: "
+      "[--par-zero,] --par-insert-reshards, [--par-sink-partials,] "
+      "--par-to-local",
+      buildPartitionPipeline);
+}
