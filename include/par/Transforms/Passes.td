@@ -138,6 +138,9 @@ def InsertReshardsPass : Pass<"par-insert-reshards", "::mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["::mlir::par::ParDialect"];
+  let statistics = [
+    Statistic<"numReshards", "reshards-inserted", "Reshards inserted">
+  ];
 }
 
 def ToLocalPass : Pass<"par-to-local", "::mlir::ModuleOp"> {
@@ -171,6 +174,10 @@ def ToLocalPass : Pass<"par-to-local", "::mlir::ModuleOp"> {
     pad with zeros (docs/partitioning.md, "Uneven splits").
   }];
   let dependentDialects = ["::mlir::par::ParDialect"];
+  let statistics = [
+    Statistic<"numCollectives", "collectives", "Collectives in the per-device program">,
+    Statistic<"numBytesSent", "bytes-sent", "Bytes one rank sends per step through them">
+  ];
 }
 
 def SinkPartialsPass : Pass<"par-sink-partials", "::mlir::ModuleOp"> {
@@ -191,6 +198,9 @@ def SinkPartialsPass : Pass<"par-sink-partials", "::mlir::ModuleOp"> {
     reduce-scatter). Max/min partials never move.
   }];
   let dependentDialects = ["::mlir::par::ParDialect"];
+  let statistics = [
+    Statistic<"numSunk", "partials-sunk", "Partial-sum reshards moved past a linear op">
+  ];
 }
 
 def CommReportPass : Pass<"par-comm-report", "::mlir::ModuleOp"> {

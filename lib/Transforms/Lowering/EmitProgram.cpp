@@ -20,6 +20,8 @@
 
 #include <cmath>
 
+#define DEBUG_TYPE "par-emit-program"
+
 namespace mlir::par {
 #define GEN_PASS_DEF_EMITPROGRAMPASS
 #include "par/Transforms/Passes.h.inc"

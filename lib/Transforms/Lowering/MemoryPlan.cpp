@@ -12,6 +12,8 @@
 
 #include <algorithm>
 
+#define DEBUG_TYPE "par-memory-plan"
+
 namespace mlir::par {
 #define GEN_PASS_DEF_MEMORYPLANPASS
 #include "par/Transforms/Passes.h.inc"

@@ -33,6 +33,8 @@
 #include <array>
 #include <map>
 
+#define DEBUG_TYPE "par-report"
+
 namespace mlir::par {
 #define GEN_PASS_DEF_REPORTPASS
 #include "par/Transforms/Passes.h.inc"

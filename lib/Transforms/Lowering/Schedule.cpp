@@ -7,6 +7,8 @@
 
 #include <queue>
 
+#define DEBUG_TYPE "par-schedule"
+
 namespace mlir::par {
 #define GEN_PASS_DEF_SCHEDULEPASS
 #include "par/Transforms/Passes.h.inc"

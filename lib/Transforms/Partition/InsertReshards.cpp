@@ -2,6 +2,8 @@
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/Propagation.h"
 
+#define DEBUG_TYPE "par-insert-reshards"
+
 namespace mlir::par {
 #define GEN_PASS_DEF_INSERTRESHARDSPASS
 #include "par/Transforms/Passes.h.inc"
@@ -13,6 +15,6 @@ using namespace mlir::par;
 namespace {
 struct InsertReshardsPass
     : public par::impl::InsertReshardsPassBase<InsertReshardsPass> {
-  void runOnOperation() override { insertReshards(getOperation()); }
+  void runOnOperation() override { numReshards += insertReshards(getOperation()); }
 };
 } // namespace

@@ -17,6 +17,10 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SetVector.h"
 
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "par-sink-partials"
+
 namespace mlir::par {
 #define GEN_PASS_DEF_SINKPARTIALSPASS
 #include "par/Transforms/Passes.h.inc"
@@ -155,8 +159,12 @@ struct SinkPartialsPass
         auto reshard = cast<ReshardOp>(worklist.pop_back_val());
         if (!resolvingReshard(reshard.getResult()))
           continue;
-        if (ReshardOp next = sinkOnce(reshard, worklist))
+        if (ReshardOp next = sinkOnce(reshard, worklist)) {
+          ++numSunk;
+          LLVM_DEBUG(llvm::dbgs() << "sunk a partial sum past "
+                                  << *next.getInput().getDefiningOp() << "\n");
           worklist.insert(next);
+        }
       }
       if (!func.isDeclaration())
         assignReshardPhases(func.getBody().front());

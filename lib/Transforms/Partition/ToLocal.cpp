@@ -20,6 +20,10 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Builders.h"
 
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "par-to-local"
+
 namespace mlir::par {
 #define GEN_PASS_DEF_TOLOCALPASS
 #include "par/Transforms/Passes.h.inc"
@@ -500,8 +504,10 @@ LogicalResult Localizer::localizeOpHere(Operation *op) {
 
   setLocalResultTypes(op);
   // Ops whose per-device form differs build it themselves (ParLocalForms.cpp).
-  if (auto form = dyn_cast<LocalFormOpInterface>(op))
+  if (auto form = dyn_cast<LocalFormOpInterface>(op)) {
+    LLVM_DEBUG(llvm::dbgs() << "local form of " << *op << "\n");
     return form.localize(*this);
+  }
   return success();
 }
 
@@ -590,6 +596,10 @@ struct ToLocalPass : public par::impl::ToLocalPassBase<ToLocalPass> {
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (failed(Localizer(func).run()))
         return signalPassFailure();
+    getOperation().walk([&](CollectiveOpInterface collective) {
+      ++numCollectives;
+      numBytesSent += collective.getCost().sent;
+    });
   }
 };
 } // namespace

@@ -2,6 +2,8 @@
 #include "PropagationEngine.h"
 #include "par/Transforms/Passes.h"
 
+#define DEBUG_TYPE "par-explain-sharding"
+
 namespace mlir::par {
 #define GEN_PASS_DEF_EXPLAINSHARDINGPASS
 #include "par/Transforms/Passes.h.inc"

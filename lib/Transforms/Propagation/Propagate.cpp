@@ -2,6 +2,8 @@
 #include "PropagationEngine.h"
 #include "par/Transforms/Passes.h"
 
+#define DEBUG_TYPE "par-propagate"
+
 namespace mlir::par {
 #define GEN_PASS_DEF_PROPAGATEPASS
 #include "par/Transforms/Passes.h.inc"

@@ -1,6 +1,8 @@
 //===- TestShardingRules.cpp - report every op's sharding rule --------------===//
 #include "par/Transforms/Passes.h"
 
+#define DEBUG_TYPE "par-test-sharding-rules"
+
 namespace mlir::par {
 #define GEN_PASS_DEF_TESTSHARDINGRULESPASS
 #include "par/Transforms/Passes.h.inc"

@@ -18,6 +18,8 @@
 #include <cmath>
 #include <numeric>
 
+#define DEBUG_TYPE "par-autodiff"
+
 namespace mlir::par {
 #define GEN_PASS_DEF_AUTODIFFPASS
 #include "par/Transforms/Passes.h.inc"

@@ -25,6 +25,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#define DEBUG_TYPE "par-zero"
+
 namespace mlir::par {
 #define GEN_PASS_DEF_ZEROPASS
 #include "par/Transforms/Passes.h.inc"

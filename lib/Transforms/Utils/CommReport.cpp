@@ -14,6 +14,8 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/Format.h"
 
+#define DEBUG_TYPE "par-comm-report"
+
 namespace mlir::par {
 #define GEN_PASS_DEF_COMMREPORTPASS
 #include "par/Transforms/Passes.h.inc"

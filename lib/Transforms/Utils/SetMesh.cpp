@@ -4,6 +4,8 @@
 
 #include "mlir/IR/Verifier.h"
 
+#define DEBUG_TYPE "par-set-mesh"
+
 namespace mlir::par {
 #define GEN_PASS_DEF_SETMESHPASS
 #include "par/Transforms/Passes.h.inc"

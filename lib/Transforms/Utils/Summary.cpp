@@ -6,6 +6,8 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/Format.h"
 
+#define DEBUG_TYPE "par-summary"
+
 namespace mlir::par {
 #define GEN_PASS_DEF_SUMMARYPASS
 #include "par/Transforms/Passes.h.inc"
