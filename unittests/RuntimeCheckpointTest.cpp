@@ -22,12 +22,11 @@ namespace {
 
 // Checks that `message` contains `part`, printing the whole message if not.
 #define EXPECT_HAS(message, part)                                              \
-  EXPECT_NE(std::string(message).find(part), std::string::npos)               \
+  EXPECT_NE(std::string(message).find(part), std::string::npos)                \
       << "message: " << (message)
 
 /// The message of the CheckpointError `fn` throws (a failure if none).
-template <typename Fn>
-std::string errorOf(Fn &&fn) {
+template <typename Fn> std::string errorOf(Fn &&fn) {
   try {
     fn();
   } catch (const CheckpointError &e) {
@@ -144,8 +143,9 @@ class CheckpointTest : public ::testing::Test {
 protected:
   void SetUp() override {
     const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
-    root_ = fs::temp_directory_path() /
-            ("par-ckpt-test-" + std::to_string(::getpid()) + "-" + info->name());
+    root_ =
+        fs::temp_directory_path() /
+        ("par-ckpt-test-" + std::to_string(::getpid()) + "-" + info->name());
     fs::remove_all(root_);
     fs::create_directories(root_);
     dir = root_.string();
@@ -286,7 +286,8 @@ TEST_F(CheckpointTest, DTypesKeepTheirBits) {
   std::vector<uint8_t> i1;
   for (int k = 0; k < 16; ++k) {
     bf16.push_back(floatToBf16(float(k) * -0.375f + 1.0f / 3.0f));
-    i64.push_back((int64_t(1) << 60) + k * 1000003 - (k % 2 ? int64_t(1) << 62 : 0));
+    i64.push_back((int64_t(1) << 60) + k * 1000003 -
+                  (k % 2 ? int64_t(1) << 62 : 0));
     f64.push_back(1.0 / (k + 1));
     i1.push_back(uint8_t(k % 3 == 0));
   }
@@ -419,7 +420,8 @@ TEST_F(CheckpointTest, FailedWriteThrowsAndLeavesNoTempFile) {
   std::string message = errorOf([&] { writeShardFile(dir, 4, 0, shards); });
   EXPECT_HAS(message, blocked.string());
   for (const auto &entry : fs::directory_iterator(blocked.parent_path()))
-    EXPECT_EQ(entry.path().filename().string(), "rank-0.safetensors") << entry.path();
+    EXPECT_EQ(entry.path().filename().string(), "rank-0.safetensors")
+        << entry.path();
 
   // A file where a directory should go.
   writeText(root_ / "step-5", "not a directory");
@@ -429,9 +431,8 @@ TEST_F(CheckpointTest, FailedWriteThrowsAndLeavesNoTempFile) {
   // The same for the index: the old one stays as it was.
   std::map<std::string, TensorRecord> records;
   fs::create_directories(root_ / "other" / "index.json" / "child");
-  message = errorOf([&] {
-    writeIndex((root_ / "other").string(), 9, records, {});
-  });
+  message =
+      errorOf([&] { writeIndex((root_ / "other").string(), 9, records, {}); });
   EXPECT_HAS(message, (root_ / "other" / "index.json").string());
   EXPECT_EQ(readText(root_ / "index.json"), before);
 }
@@ -439,9 +440,9 @@ TEST_F(CheckpointTest, FailedWriteThrowsAndLeavesNoTempFile) {
 TEST_F(CheckpointTest, WriterRejectsBadShards) {
   std::vector<float> values = grid(8, 6);
   std::string message = errorOf([&] {
-    writeShardFile(dir, 1, 0,
-                   {ShardData{"w", DType::F32, kW, {{6, 0}, {4, 6}},
-                              values.data()}});
+    writeShardFile(
+        dir, 1, 0,
+        {ShardData{"w", DType::F32, kW, {{6, 0}, {4, 6}}, values.data()}});
   });
   EXPECT_HAS(message, "[6:10, 0:6] of w is outside the global shape 8x6");
   message = errorOf([&] {
@@ -452,8 +453,8 @@ TEST_F(CheckpointTest, WriterRejectsBadShards) {
   EXPECT_FALSE(fs::exists(root_ / shardFileName(1, 0)));
 
   std::map<std::string, TensorRecord> records;
-  records["w"] = TensorRecord{DType::F32, kW, {ShardRecord{"/etc/passwd", "k",
-                                                           {{0, 0}, kW}}}};
+  records["w"] = TensorRecord{
+      DType::F32, kW, {ShardRecord{"/etc/passwd", "k", {{0, 0}, kW}}}};
   message = errorOf([&] { writeIndex(dir, 1, records, {}); });
   EXPECT_HAS(message, "tensors.w.shards[0].file");
   EXPECT_FALSE(fs::exists(root_ / "index.json"));
@@ -528,7 +529,9 @@ TEST_F(CheckpointTest, MissingOrMistypedFields) {
     std::string expected;
   };
   std::vector<Case> cases = {
-      {[](json &j) { j["tensors"]["w"]["global_shape"] = {8, -6}; },
+      {[](json &j) {
+         j["tensors"]["w"]["global_shape"] = {8, -6};
+       },
        "index.json: tensors.w.global_shape must be a list of non-negative "
        "integers"},
       {[](json &j) { j["tensors"]["w"]["global_shape"] = "8x6"; },
@@ -537,12 +540,16 @@ TEST_F(CheckpointTest, MissingOrMistypedFields) {
          j["tensors"]["w"]["global_shape"] = {uint64_t(1) << 63, 6};
        },
        "tensors.w.global_shape must be a list of non-negative integers"},
-      {[](json &j) { j["tensors"]["w"]["global_shape"] = {int64_t(1) << 62, 6}; },
+      {[](json &j) {
+         j["tensors"]["w"]["global_shape"] = {int64_t(1) << 62, 6};
+       },
        "tensors.w.global_shape [4611686018427387904, 6] has a negative "
        "dimension or is too large"},
       {[](json &j) { j.erase("step"); }, "index.json: step is missing"},
       {[](json &j) { j["step"] = 1.5; }, "step must be an integer"},
-      {[](json &j) { j["metadata"] = {{"mesh", 3}}; },
+      {[](json &j) {
+         j["metadata"] = {{"mesh", 3}};
+       },
        "metadata.mesh must be a string"},
       {[](json &j) { j["tensors"]["w"]["shards"][0].erase("key"); },
        "tensors.w.shards[0].key is missing"},
@@ -590,16 +597,18 @@ TEST_F(CheckpointTest, UnknownTensorListsWhatThereIs) {
     saver.add(0, name, DType::F32, {1}, std::vector<float>{1}, {{0}, {1}});
   saver.save();
   CheckpointReader reader(dir);
-  std::string message = errorOf(
-      [&] { readAs<float>(reader, "w1", DType::F32, {1}, {{0}, {1}}); });
+  std::string message = errorOf([&] {
+    readAs<float>(reader, "w1", DType::F32, {1}, {{0}, {1}});
+  });
   EXPECT_HAS(message, "has no tensor w1 (it has a, b, c, d, e, and 2 more)");
 }
 
 TEST_F(CheckpointTest, DTypeMismatch) {
   saveRowSplit();
   CheckpointReader reader(dir);
-  std::string message = errorOf(
-      [&] { readAs<uint16_t>(reader, "w", DType::BF16, kW, {{0, 0}, kW}); });
+  std::string message = errorOf([&] {
+    readAs<uint16_t>(reader, "w", DType::BF16, kW, {{0, 0}, kW});
+  });
   EXPECT_HAS(message,
              "checkpoint tensor w has dtype f32 but the program expects bf16");
 }
@@ -617,10 +626,14 @@ TEST_F(CheckpointTest, GlobalShapeMismatch) {
 TEST_F(CheckpointTest, RequestedSliceOutsideTheGlobalShape) {
   saveRowSplit();
   CheckpointReader reader(dir);
-  EXPECT_HAS(errorOf([&] { readW(reader, {{6, 0}, {4, 6}}); }),
+  EXPECT_HAS(errorOf([&] {
+               readW(reader, {{6, 0}, {4, 6}});
+             }),
              "the requested slice [6:10, 0:6] is outside the global shape 8x6");
   EXPECT_HAS(errorOf([&] { readW(reader, {{0}, {8}}); }), "has 1 offsets");
-  EXPECT_HAS(errorOf([&] { readW(reader, {{-1, 0}, {2, 6}}); }),
+  EXPECT_HAS(errorOf([&] {
+               readW(reader, {{-1, 0}, {2, 6}});
+             }),
              "negative offset");
 }
 
@@ -637,7 +650,9 @@ TEST_F(CheckpointTest, TruncatedShardFile) {
   expectGridBox(readW(reader, top), top);
 
   fs::resize_file(file, 5);
-  EXPECT_HAS(errorOf([&] { readW(reader, {{4, 0}, {4, 6}}); }),
+  EXPECT_HAS(errorOf([&] {
+               readW(reader, {{4, 0}, {4, 6}});
+             }),
              file.string() + " is truncated: it has 5 bytes");
 }
 
@@ -670,7 +685,9 @@ TEST_F(CheckpointTest, FileDisagreesWithTheIndex) {
     index["tensors"]["w"]["shards"][0]["shape"] = {3, 6};
   });
   CheckpointReader reader(dir);
-  EXPECT_HAS(errorOf([&] { readW(reader, {{0, 0}, {1, 6}}); }),
+  EXPECT_HAS(errorOf([&] {
+               readW(reader, {{0, 0}, {1, 6}});
+             }),
              "has shape 4x6 but index.json says 3x6");
 }
 
@@ -680,10 +697,14 @@ TEST_F(CheckpointTest, UncoveredRegion) {
   saver.add(1, "w", DType::F32, kW, grid(8, 6), {{5, 0}, {3, 6}});
   saver.save();
   CheckpointReader reader(dir);
-  EXPECT_HAS(errorOf([&] { readW(reader, {{0, 0}, kW}); }),
+  EXPECT_HAS(errorOf([&] {
+               readW(reader, {{0, 0}, kW});
+             }),
              "checkpoint does not cover all of w: element [2, 0] is in no "
              "shard");
-  EXPECT_HAS(errorOf([&] { readW(reader, {{1, 3}, {6, 2}}); }),
+  EXPECT_HAS(errorOf([&] {
+               readW(reader, {{1, 3}, {6, 2}});
+             }),
              "element [2, 3] is in no shard");
   Slice covered{{5, 1}, {3, 4}};
   expectGridBox(readW(reader, covered), covered);
@@ -699,19 +720,25 @@ TEST_F(CheckpointTest, CorruptShardHeader) {
   uint64_t huge = uint64_t(1) << 40;
   std::memcpy(corrupt.data(), &huge, 8);
   writeText(file, corrupt);
-  EXPECT_HAS(errorOf([&] { readW(reader, {{4, 0}, {4, 6}}); }),
+  EXPECT_HAS(errorOf([&] {
+               readW(reader, {{4, 0}, {4, 6}});
+             }),
              file.string() + " is corrupt or truncated: header length "
                              "1099511627776 is larger than the file");
 
   std::memset(corrupt.data(), 0xff, 8);
   writeText(file, corrupt);
-  EXPECT_HAS(errorOf([&] { readW(reader, {{4, 0}, {4, 6}}); }),
+  EXPECT_HAS(errorOf([&] {
+               readW(reader, {{4, 0}, {4, 6}});
+             }),
              "header length 18446744073709551615 is larger than the file");
 
   corrupt = pristine;
   corrupt[8] = '#';
   writeText(file, corrupt);
-  EXPECT_HAS(errorOf([&] { readW(reader, {{4, 0}, {4, 6}}); }),
+  EXPECT_HAS(errorOf([&] {
+               readW(reader, {{4, 0}, {4, 6}});
+             }),
              file.string() + ": malformed safetensors header");
 
   // data_offsets that disagree with the shape and dtype.
@@ -720,7 +747,9 @@ TEST_F(CheckpointTest, CorruptShardHeader) {
   ASSERT_NE(at, std::string::npos);
   corrupt.replace(at, 6, "[0,92]");
   writeText(file, corrupt);
-  EXPECT_HAS(errorOf([&] { readW(reader, {{4, 0}, {4, 6}}); }),
+  EXPECT_HAS(errorOf([&] {
+               readW(reader, {{4, 0}, {4, 6}});
+             }),
              "has data_offsets [0, 92], 92 bytes, but its shape and dtype "
              "need 96");
 

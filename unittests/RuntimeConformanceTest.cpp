@@ -41,7 +41,8 @@ struct HostTensor {
   HostTensor() = default;
   HostTensor(DType dtype, Shape shape, unsigned char fill = 0)
       : dtype(dtype), shape(std::move(shape)),
-        bytes(size_t(numElements(this->shape)) * dtypeBytes(dtype), char(fill)) {}
+        bytes(size_t(numElements(this->shape)) * dtypeBytes(dtype),
+              char(fill)) {}
   int64_t size() const { return numElements(shape); }
   double get(int64_t i) const { return loadElement(dtype, bytes.data(), i); }
   void set(int64_t i, double v) { storeElement(dtype, bytes.data(), i, v); }
@@ -57,7 +58,8 @@ struct Case {
 /// Builds an op's case for element type `t` from a seeded generator.
 using CaseBuilder = std::function<Case(DType t, std::mt19937 &rng)>;
 
-HostTensor values(DType t, Shape shape, std::mt19937 &rng, double lo, double hi) {
+HostTensor values(DType t, Shape shape, std::mt19937 &rng, double lo,
+                  double hi) {
   HostTensor h(t, std::move(shape));
   std::uniform_real_distribution<double> real(lo, hi);
   std::uniform_int_distribution<int64_t> whole{int64_t(lo), int64_t(hi)};
@@ -65,7 +67,8 @@ HostTensor values(DType t, Shape shape, std::mt19937 &rng, double lo, double hi)
     h.set(i, isFloat(t) ? real(rng) : double(whole(rng)));
   return h;
 }
-HostTensor ints(DType t, Shape shape, std::mt19937 &rng, int64_t lo, int64_t hi) {
+HostTensor ints(DType t, Shape shape, std::mt19937 &rng, int64_t lo,
+                int64_t hi) {
   HostTensor h(t, std::move(shape));
   std::uniform_int_distribution<int64_t> whole(lo, hi);
   for (int64_t i = 0; i < h.size(); ++i)
@@ -78,7 +81,8 @@ HostTensor scalar(DType t, double v) {
   return h;
 }
 
-Case elementwise(DType t, std::mt19937 &rng, int operands, double lo, double hi) {
+Case elementwise(DType t, std::mt19937 &rng, int operands, double lo,
+                 double hi) {
   Case c;
   for (int i = 0; i < operands; ++i)
     c.in.push_back(values(t, {3, 5}, rng, lo, hi));
@@ -89,8 +93,11 @@ Case elementwise(DType t, std::mt19937 &rng, int operands, double lo, double hi)
 /// A case for every compute op of the catalogue.
 std::map<OpCode, CaseBuilder> cases() {
   std::map<OpCode, CaseBuilder> m;
-  for (OpCode op : {OpCode::Add, OpCode::Sub, OpCode::Mul, OpCode::Max, OpCode::Min})
-    m[op] = [](DType t, std::mt19937 &rng) { return elementwise(t, rng, 2, -4, 4); };
+  for (OpCode op :
+       {OpCode::Add, OpCode::Sub, OpCode::Mul, OpCode::Max, OpCode::Min})
+    m[op] = [](DType t, std::mt19937 &rng) {
+      return elementwise(t, rng, 2, -4, 4);
+    };
   m[OpCode::Div] = [](DType t, std::mt19937 &rng) {
     Case c = elementwise(t, rng, 1, -4, 4);
     c.in.push_back(values(t, {3, 5}, rng, 1, 3)); // no division by zero
@@ -98,9 +105,13 @@ std::map<OpCode, CaseBuilder> cases() {
   };
   for (OpCode op : {OpCode::Neg, OpCode::Exp, OpCode::Tanh, OpCode::Gelu,
                     OpCode::Silu, OpCode::Relu, OpCode::Sigmoid})
-    m[op] = [](DType t, std::mt19937 &rng) { return elementwise(t, rng, 1, -3, 3); };
+    m[op] = [](DType t, std::mt19937 &rng) {
+      return elementwise(t, rng, 1, -3, 3);
+    };
   for (OpCode op : {OpCode::Log, OpCode::Sqrt, OpCode::Rsqrt})
-    m[op] = [](DType t, std::mt19937 &rng) { return elementwise(t, rng, 1, 1, 4); };
+    m[op] = [](DType t, std::mt19937 &rng) {
+      return elementwise(t, rng, 1, 1, 4);
+    };
   m[OpCode::Compare] = [](DType t, std::mt19937 &rng) {
     Case c = elementwise(t, rng, 2, -2, 2);
     c.attrs.compareDirection = par::catalogue::CompareDirection::Le;
@@ -204,7 +215,8 @@ std::map<OpCode, CaseBuilder> cases() {
   };
   m[OpCode::Attention] = [](DType t, std::mt19937 &rng) {
     Case c; // 4 query heads on 2 KV heads, causal
-    c.in = {values(t, {2, 3, 4, 4}, rng, -1, 1), values(t, {2, 3, 2, 4}, rng, -1, 1),
+    c.in = {values(t, {2, 3, 4, 4}, rng, -1, 1),
+            values(t, {2, 3, 2, 4}, rng, -1, 1),
             values(t, {2, 3, 2, 4}, rng, -1, 1)};
     c.attrs.causal = true;
     c.out = {{t, {2, 3, 4, 4}}};
@@ -240,9 +252,11 @@ std::map<OpCode, CaseBuilder> cases() {
   };
   m[OpCode::Adamw] = [](DType t, std::mt19937 &rng) {
     Case c; // fp32 master and moments, the gradient in `t`
-    c.in = {values(DType::F32, {3, 4}, rng, -1, 1), values(t, {3, 4}, rng, -1, 1),
+    c.in = {values(DType::F32, {3, 4}, rng, -1, 1),
+            values(t, {3, 4}, rng, -1, 1),
             values(DType::F32, {3, 4}, rng, -0.1, 0.1),
-            values(DType::F32, {3, 4}, rng, 0, 0.1), scalar(DType::F32, 0.01),
+            values(DType::F32, {3, 4}, rng, 0, 0.1),
+            scalar(DType::F32, 0.01),
             scalar(DType::I32, 3)};
     c.attrs.beta1 = 0.9;
     c.attrs.beta2 = 0.999;
@@ -304,16 +318,21 @@ Outcome runCase(Device &device, OpCode op, const Case &c) {
 
 double tolerance(DType t) {
   switch (t) {
-  case DType::BF16: return 2e-2;
-  case DType::F16: return 4e-3;
-  case DType::F32: return 1e-5;
-  case DType::F64: return 1e-12;
-  default: return 0; // integers and masks are exact
+  case DType::BF16:
+    return 2e-2;
+  case DType::F16:
+    return 4e-3;
+  case DType::F32:
+    return 1e-5;
+  case DType::F64:
+    return 1e-12;
+  default:
+    return 0; // integers and masks are exact
   }
 }
 
-const DType kTypes[] = {DType::F32, DType::F64, DType::BF16, DType::F16,
-                        DType::I32, DType::I64};
+const DType kTypes[] = {DType::F32, DType::F64, DType::BF16,
+                        DType::F16, DType::I32, DType::I64};
 
 class Conformance : public ::testing::TestWithParam<std::string> {
 protected:
@@ -330,7 +349,8 @@ TEST_P(Conformance, EveryComputeOpHasACaseAndAKernel) {
     const par::catalogue::OpSpec &spec = par::catalogue::kOps[i];
     if (spec.usesGroup)
       continue; // collectives and axis_index run through Collectives
-    EXPECT_TRUE(all.count(spec.code)) << spec.name << " has no conformance case";
+    EXPECT_TRUE(all.count(spec.code))
+        << spec.name << " has no conformance case";
     EXPECT_NE(device->kernels().lookup(spec.code), nullptr)
         << "the " << GetParam() << " backend has no kernel for " << spec.name;
   }
@@ -343,18 +363,22 @@ TEST_P(Conformance, EveryOpEveryTypeMatchesTheCpuBackend) {
     for (DType t : kTypes) {
       std::mt19937 rng(1234 + int(op) * 17 + int(t));
       Case c = build(t, rng);
-      SCOPED_TRACE(std::string(name) + " with " + dtypeName(t) + " on " + GetParam());
+      SCOPED_TRACE(std::string(name) + " with " + dtypeName(t) + " on " +
+                   GetParam());
       Outcome want = runCase(*reference, op, c);
       Outcome got = runCase(*device, op, c);
       ASSERT_EQ(got.error.has_value(), want.error.has_value())
-          << (got.error ? *got.error : want.error ? *want.error : "");
+          << (got.error    ? *got.error
+              : want.error ? *want.error
+                           : "");
       if (got.error)
         continue; // both reject this type
       ++accepted;
       Outcome again = runCase(*device, op, c);
       for (size_t r = 0; r < got.results.size(); ++r) {
         const HostTensor &g = got.results[r], &w = want.results[r];
-        EXPECT_EQ(g.bytes, again.results[r].bytes) << "result " << r << " not deterministic";
+        EXPECT_EQ(g.bytes, again.results[r].bytes)
+            << "result " << r << " not deterministic";
         double tol = tolerance(g.dtype);
         for (int64_t i = 0; i < g.size(); ++i) {
           double gv = g.get(i), wv = w.get(i);
@@ -362,7 +386,8 @@ TEST_P(Conformance, EveryOpEveryTypeMatchesTheCpuBackend) {
             ASSERT_TRUE(std::isfinite(gv)) << "result " << r << " element " << i
                                            << " not written (or not finite)";
           ASSERT_LE(std::abs(gv - wv), tol * std::max(1.0, std::abs(wv)))
-              << "result " << r << " element " << i << ": " << gv << " vs " << wv;
+              << "result " << r << " element " << i << ": " << gv << " vs "
+              << wv;
         }
       }
     }
@@ -374,23 +399,27 @@ TEST_P(Conformance, PlainSgdAndRuntimeOperandsMatch) {
   std::mt19937 rng(7);
   // SGD without a momentum buffer: param, grad, lr -> param.
   Case sgd;
-  sgd.in = {values(DType::F32, {5}, rng, -1, 1), values(DType::F32, {5}, rng, -1, 1),
-            scalar(DType::F32, 0.5)};
+  sgd.in = {values(DType::F32, {5}, rng, -1, 1),
+            values(DType::F32, {5}, rng, -1, 1), scalar(DType::F32, 0.5)};
   sgd.attrs.weightDecay = 0.1;
   sgd.out = {{DType::F32, {5}}};
   // Attention and rope at a runtime position (the last operand).
   Case attention;
   attention.in = {values(DType::F32, {1, 2, 2, 4}, rng, -1, 1),
                   values(DType::F32, {1, 5, 2, 4}, rng, -1, 1),
-                  values(DType::F32, {1, 5, 2, 4}, rng, -1, 1), scalar(DType::I64, 3)};
+                  values(DType::F32, {1, 5, 2, 4}, rng, -1, 1),
+                  scalar(DType::I64, 3)};
   attention.attrs.causal = true;
   attention.out = {{DType::F32, {1, 2, 2, 4}}};
   Case rope;
-  rope.in = {values(DType::F32, {1, 2, 1, 4}, rng, -1, 1), scalar(DType::I64, 5)};
+  rope.in = {values(DType::F32, {1, 2, 1, 4}, rng, -1, 1),
+             scalar(DType::I64, 5)};
   rope.attrs.theta = 10000;
   rope.out = {{DType::F32, {1, 2, 1, 4}}};
-  for (auto &[op, c] : std::vector<std::pair<OpCode, Case>>{
-           {OpCode::Sgd, sgd}, {OpCode::Attention, attention}, {OpCode::Rope, rope}}) {
+  for (auto &[op, c] :
+       std::vector<std::pair<OpCode, Case>>{{OpCode::Sgd, sgd},
+                                            {OpCode::Attention, attention},
+                                            {OpCode::Rope, rope}}) {
     SCOPED_TRACE(par::catalogue::spec(op).name);
     Outcome want = runCase(*reference, op, c), got = runCase(*device, op, c);
     ASSERT_FALSE(want.error.has_value()) << *want.error;
@@ -405,7 +434,8 @@ TEST(ConformanceBackends, UnknownBackendIsAClearError) {
     createDevice("tpu");
     FAIL() << "no error";
   } catch (const DeviceError &e) {
-    EXPECT_NE(std::string(e.what()).find("backend 'tpu' is not built into this runtime"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "backend 'tpu' is not built into this runtime"),
               std::string::npos);
     EXPECT_NE(std::string(e.what()).find("cpu"), std::string::npos);
   }

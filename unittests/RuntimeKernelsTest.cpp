@@ -118,10 +118,14 @@ std::string describe(DType dtype, const Shape &shape) {
 /// Relative tolerance of one rounding to `dtype` plus f32 arithmetic.
 double rtolFor(DType dtype) {
   switch (dtype) {
-  case DType::F64: return 1e-12;
-  case DType::BF16: return 1e-2;
-  case DType::F16: return 2e-3;
-  default: return 1e-5;
+  case DType::F64:
+    return 1e-12;
+  case DType::BF16:
+    return 1e-2;
+  case DType::F16:
+    return 2e-3;
+  default:
+    return 1e-5;
   }
 }
 
@@ -196,12 +200,18 @@ const BinaryKind kBinaryKinds[] = {BinaryKind::Add, BinaryKind::Sub,
 
 double refBinary(BinaryKind kind, double a, double b) {
   switch (kind) {
-  case BinaryKind::Add: return a + b;
-  case BinaryKind::Sub: return a - b;
-  case BinaryKind::Mul: return a * b;
-  case BinaryKind::Div: return a / b;
-  case BinaryKind::Max: return std::max(a, b);
-  case BinaryKind::Min: return std::min(a, b);
+  case BinaryKind::Add:
+    return a + b;
+  case BinaryKind::Sub:
+    return a - b;
+  case BinaryKind::Mul:
+    return a * b;
+  case BinaryKind::Div:
+    return a / b;
+  case BinaryKind::Max:
+    return std::max(a, b);
+  case BinaryKind::Min:
+    return std::min(a, b);
   }
   return 0;
 }
@@ -324,19 +334,28 @@ const UnaryKind kUnaryKinds[] = {
 
 double refUnary(UnaryKind kind, double x) {
   switch (kind) {
-  case UnaryKind::Neg: return -x;
-  case UnaryKind::Exp: return std::exp(x);
-  case UnaryKind::Log: return std::log(x);
-  case UnaryKind::Tanh: return std::tanh(x);
-  case UnaryKind::Sqrt: return std::sqrt(x);
-  case UnaryKind::Rsqrt: return 1 / std::sqrt(x);
+  case UnaryKind::Neg:
+    return -x;
+  case UnaryKind::Exp:
+    return std::exp(x);
+  case UnaryKind::Log:
+    return std::log(x);
+  case UnaryKind::Tanh:
+    return std::tanh(x);
+  case UnaryKind::Sqrt:
+    return std::sqrt(x);
+  case UnaryKind::Rsqrt:
+    return 1 / std::sqrt(x);
   case UnaryKind::Gelu: {
     const double k = std::sqrt(2 / M_PI);
     return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x)));
   }
-  case UnaryKind::Silu: return x / (1 + std::exp(-x));
-  case UnaryKind::Relu: return x > 0 ? x : 0;
-  case UnaryKind::Sigmoid: return 1 / (1 + std::exp(-x));
+  case UnaryKind::Silu:
+    return x / (1 + std::exp(-x));
+  case UnaryKind::Relu:
+    return x > 0 ? x : 0;
+  case UnaryKind::Sigmoid:
+    return 1 / (1 + std::exp(-x));
   }
   return 0;
 }
@@ -411,12 +430,18 @@ const CompareKind kCompareKinds[] = {CompareKind::Eq, CompareKind::Ne,
 
 bool refCompare(CompareKind kind, double a, double b) {
   switch (kind) {
-  case CompareKind::Eq: return a == b;
-  case CompareKind::Ne: return a != b;
-  case CompareKind::Lt: return a < b;
-  case CompareKind::Le: return a <= b;
-  case CompareKind::Gt: return a > b;
-  case CompareKind::Ge: return a >= b;
+  case CompareKind::Eq:
+    return a == b;
+  case CompareKind::Ne:
+    return a != b;
+  case CompareKind::Lt:
+    return a < b;
+  case CompareKind::Le:
+    return a <= b;
+  case CompareKind::Gt:
+    return a > b;
+  case CompareKind::Ge:
+    return a >= b;
   }
   return false;
 }
@@ -1444,7 +1469,8 @@ TEST(EmbeddingKernel, RejectsMismatches) {
 
 /// Naive scatter-add: walks every operand element and sums the update
 /// elements that select it.
-static std::vector<double> naiveScatterAdd(const Buffer &operand, const Buffer &indices,
+static std::vector<double> naiveScatterAdd(const Buffer &operand,
+                                           const Buffer &indices,
                                            const Buffer &updates,
                                            const std::vector<int64_t> &dims) {
   const Shape &shape = operand.shape;
@@ -1484,9 +1510,9 @@ TEST(ScatterAddKernel, AddsSelectedSlicesAndIgnoresOutOfRange) {
     Shape operand, entries;
     std::vector<int64_t> dims;
   };
-  for (const Case &c : {Case{{11, 5}, {3, 4}, {0}}, Case{{4, 3, 5}, {7}, {0, 2}},
-                        Case{{3, 4, 2}, {5}, {1}}, Case{{6}, {9}, {0}},
-                        Case{{3, 2}, {}, {0, 1}}})
+  for (const Case &c : {Case{{11, 5}, {3, 4}, {0}},
+                        Case{{4, 3, 5}, {7}, {0, 2}}, Case{{3, 4, 2}, {5}, {1}},
+                        Case{{6}, {9}, {0}}, Case{{3, 2}, {}, {0, 1}}})
     for (DType dtype : {DType::F32, DType::BF16, DType::F64, DType::I32})
       for (DType idType : {DType::I32, DType::I64}) {
         SCOPED_TRACE(describe(dtype, c.operand) + " entries " +
@@ -1504,13 +1530,16 @@ TEST(ScatterAddKernel, AddsSelectedSlicesAndIgnoresOutOfRange) {
         // Few distinct coordinates, some outside: duplicates and misses.
         Buffer indices = randomInts(idType, indexShape, rng, -1, 4);
         Buffer out = garbage(dtype, c.operand);
-        Tensor to = operand.tensor(), ti = indices.tensor(), tu = updates.tensor(),
-               tr = out.tensor();
+        Tensor to = operand.tensor(), ti = indices.tensor(),
+               tu = updates.tensor(), tr = out.tensor();
         scatterAdd(to, ti, tu, c.dims, tr);
         // f32 accumulation, one rounding into bf16.
-        double rtol = dtype == DType::BF16 ? 1e-2 : dtype == DType::F32 ? 1e-6 : 0;
-        EXPECT_TRUE(near(out, naiveScatterAdd(operand, indices, updates, c.dims), rtol,
-                         isInt ? 0.0 : 1.0));
+        double rtol = dtype == DType::BF16  ? 1e-2
+                      : dtype == DType::F32 ? 1e-6
+                                            : 0;
+        EXPECT_TRUE(near(out,
+                         naiveScatterAdd(operand, indices, updates, c.dims),
+                         rtol, isInt ? 0.0 : 1.0));
       }
 }
 
@@ -1520,8 +1549,9 @@ TEST(ScatterAddKernel, RejectsMismatches) {
       updates(DType::F32, {3, 4}), wrongUpdates(DType::F32, {3, 5}),
       bf16Updates(DType::BF16, {3, 4}), out(DType::F32, {8, 4});
   Tensor to = operand.tensor(), tf = floatIds.tensor(), ti = ids.tensor(),
-         t2 = twoCoords.tensor(), tu = updates.tensor(), tw = wrongUpdates.tensor(),
-         tb = bf16Updates.tensor(), tr = out.tensor();
+         t2 = twoCoords.tensor(), tu = updates.tensor(),
+         tw = wrongUpdates.tensor(), tb = bf16Updates.tensor(),
+         tr = out.tensor();
   EXPECT_TRUE(throwsKernelError([&] { scatterAdd(to, tf, tu, {0}, tr); },
                                 {"scatter_add:", "indices", "f32"}));
   EXPECT_TRUE(throwsKernelError([&] { scatterAdd(to, t2, tu, {0}, tr); },

@@ -321,10 +321,15 @@ Instruction decodeOne(const std::string &op, int operands, int results,
   c["buffers"] = json::array();
   int total = operands + results;
   for (int b = 0; b < total; ++b)
-    c["buffers"].push_back({{"dtype", "f32"}, {"shape", {4}}, {"offset", 64 * b},
-                            {"bytes", 16}, {"live", {0, 0}}});
+    c["buffers"].push_back({{"dtype", "f32"},
+                            {"shape", {4}},
+                            {"offset", 64 * b},
+                            {"bytes", 16},
+                            {"live", {0, 0}}});
   c["arena_bytes"] = 64 * total;
-  json inst = {{"op", op}, {"operands", json::array()}, {"results", json::array()},
+  json inst = {{"op", op},
+               {"operands", json::array()},
+               {"results", json::array()},
                {"attrs", attrs}};
   for (int b = 0; b < operands; ++b)
     inst["operands"].push_back(b);
@@ -393,8 +398,10 @@ TEST(ProgramParse, AttributeDefaults) {
     decodeOne("constant", 0, 1, {{"splat", "infinity"}});
     ADD_FAILURE() << "a non-number constant was accepted";
   } catch (const std::exception &e) {
-    EXPECT_THAT(e.what(), testing::HasSubstr(
-                              "attrs.splat: must be a number, \"inf\", \"-inf\" or \"nan\""));
+    EXPECT_THAT(
+        e.what(),
+        testing::HasSubstr(
+            "attrs.splat: must be a number, \"inf\", \"-inf\" or \"nan\""));
   }
 
   a = decodeOne("compare", 2, 1, {{"direction", "le"}}).attrs;
@@ -407,7 +414,8 @@ TEST(ProgramParse, AttributeDefaults) {
   EXPECT_EQ(a.splitDim, 1);
   EXPECT_EQ(a.concatDim, 0);
 
-  a = decodeOne("reduce_scatter", 1, 1, {{"group", 0}, {"kind", "max"}, {"dim", 1}})
+  a = decodeOne("reduce_scatter", 1, 1,
+                {{"group", 0}, {"kind", "max"}, {"dim", 1}})
           .attrs;
   EXPECT_EQ(a.collectiveKind, ReduceOp::Max);
   EXPECT_EQ(a.dim, 1);
@@ -475,36 +483,43 @@ TEST(ProgramErrors, NumRanksVersusMesh) {
 TEST(ProgramErrors, UnknownAxis) {
   EXPECT_THAT(errorAfter([](json &d) { d["groups"][0] = {"pp"}; }),
               names("groups[0]", "'pp' is not a mesh axis"));
-  EXPECT_THAT(
-      errorAfter([](json &d) { d["inputs"][2]["sharding"]["dims"][1] = {"pp"}; }),
-      names("inputs[2].sharding.dims[1]", "unknown mesh axis 'pp'"));
-  EXPECT_THAT(
-      errorAfter([](json &d) { d["outputs"][2]["sharding"]["partial"] = {"pp"}; }),
-      names("outputs[2].sharding.partial", "unknown mesh axis 'pp'"));
-  EXPECT_THAT(
-      errorAfter([](json &d) { d["outputs"][0]["sharding"]["dims"][1] = {"dp"}; }),
-      names("outputs[0].sharding.dims[1]", "'dp' is used twice"));
+  EXPECT_THAT(errorAfter([](json &d) {
+                d["inputs"][2]["sharding"]["dims"][1] = {"pp"};
+              }),
+              names("inputs[2].sharding.dims[1]", "unknown mesh axis 'pp'"));
+  EXPECT_THAT(errorAfter([](json &d) {
+                d["outputs"][2]["sharding"]["partial"] = {"pp"};
+              }),
+              names("outputs[2].sharding.partial", "unknown mesh axis 'pp'"));
+  EXPECT_THAT(errorAfter([](json &d) {
+                d["outputs"][0]["sharding"]["dims"][1] = {"dp"};
+              }),
+              names("outputs[0].sharding.dims[1]", "'dp' is used twice"));
 }
 
 TEST(ProgramErrors, UnknownOp) {
-  EXPECT_THAT(errorAfter([](json &d) { cls(d)["instructions"][2]["op"] = "fma"; }),
-              names("rank_classes[0].instructions[2].op", "unknown op 'fma'"));
+  EXPECT_THAT(
+      errorAfter([](json &d) { cls(d)["instructions"][2]["op"] = "fma"; }),
+      names("rank_classes[0].instructions[2].op", "unknown op 'fma'"));
 }
 
 TEST(ProgramErrors, OperandAndResultCounts) {
   EXPECT_THAT(
       errorAfter([](json &d) { cls(d)["instructions"][2]["operands"] = {7}; }),
-      names("rank_classes[0].instructions[2] (mul).operands", "has 1 operands"));
+      names("rank_classes[0].instructions[2] (mul).operands",
+            "has 1 operands"));
   // The location joins the path once the instruction names one.
-  EXPECT_THAT(errorAfter([](json &d) {
-                cls(d)["instructions"][0]["operands"] = {0, 2, 2};
-              }),
-              names("rank_classes[0].instructions[0] (dot at toy.mlir:3:10).operands",
-                    "has 3 operands"));
   EXPECT_THAT(
-      errorAfter([](json &d) { cls(d)["instructions"][7]["results"] = {9, 9, 9}; }),
-      names("rank_classes[0].instructions[7] (sgd).results",
-            "has 3 results, expected 1 to 2"));
+      errorAfter([](json &d) {
+        cls(d)["instructions"][0]["operands"] = {0, 2, 2};
+      }),
+      names("rank_classes[0].instructions[0] (dot at toy.mlir:3:10).operands",
+            "has 3 operands"));
+  EXPECT_THAT(errorAfter([](json &d) {
+                cls(d)["instructions"][7]["results"] = {9, 9, 9};
+              }),
+              names("rank_classes[0].instructions[7] (sgd).results",
+                    "has 3 results, expected 1 to 2"));
   // sgd's momentum buffer and new momentum come together (plain SGD has
   // neither).
   EXPECT_THAT(
@@ -515,30 +530,43 @@ TEST(ProgramErrors, OperandAndResultCounts) {
 }
 
 TEST(ProgramErrors, BufferIdOutOfRange) {
-  EXPECT_THAT(
-      errorAfter([](json &d) { cls(d)["instructions"][2]["operands"][1] = 16; }),
-      names("rank_classes[0].instructions[2] (mul).operands[1]",
-            "must be a buffer id below 16"));
+  EXPECT_THAT(errorAfter([](json &d) {
+                cls(d)["instructions"][2]["operands"][1] = 16;
+              }),
+              names("rank_classes[0].instructions[2] (mul).operands[1]",
+                    "must be a buffer id below 16"));
   EXPECT_THAT(
       errorAfter([](json &d) { cls(d)["instructions"][2]["results"][0] = -1; }),
       names("rank_classes[0].instructions[2] (mul).results[0]",
             "must be a buffer id"));
-  EXPECT_THAT(errorAfter([](json &d) { cls(d)["inputs"][3] = 99; }),
-              names("rank_classes[0].inputs[3]", "must be a buffer id below 16"));
-  EXPECT_THAT(errorAfter([](json &d) { cls(d)["outputs"] = {8, 9}; }),
+  EXPECT_THAT(
+      errorAfter([](json &d) { cls(d)["inputs"][3] = 99; }),
+      names("rank_classes[0].inputs[3]", "must be a buffer id below 16"));
+  EXPECT_THAT(errorAfter([](json &d) {
+                cls(d)["outputs"] = {8, 9};
+              }),
               names("rank_classes[0].outputs", "each of the 3 outputs"));
 }
 
 TEST(ProgramErrors, LiveRanges) {
-  EXPECT_THAT(errorAfter([](json &d) { cls(d)["buffers"][7]["live"] = {0, 1}; }),
+  EXPECT_THAT(errorAfter([](json &d) {
+                cls(d)["buffers"][7]["live"] = {0, 1};
+              }),
               names("rank_classes[0].buffers[7].live",
                     "read by instruction 2 outside its live range"));
-  EXPECT_THAT(errorAfter([](json &d) { cls(d)["buffers"][13]["live"] = {4, 4}; }),
+  EXPECT_THAT(errorAfter([](json &d) {
+                cls(d)["buffers"][13]["live"] = {4, 4};
+              }),
               names("rank_classes[0].buffers[13].live",
                     "written by instruction 3 outside its live range"));
-  EXPECT_THAT(errorAfter([](json &d) { cls(d)["buffers"][9]["live"] = {7, 9}; }),
-              names("rank_classes[0].buffers[9].live", "past the last instruction"));
-  EXPECT_THAT(errorAfter([](json &d) { cls(d)["buffers"][9]["live"] = {8, 7}; }),
+  EXPECT_THAT(
+      errorAfter([](json &d) {
+        cls(d)["buffers"][9]["live"] = {7, 9};
+      }),
+      names("rank_classes[0].buffers[9].live", "past the last instruction"));
+  EXPECT_THAT(errorAfter([](json &d) {
+                cls(d)["buffers"][9]["live"] = {8, 7};
+              }),
               names("rank_classes[0].buffers[9].live", "[first, last]"));
 }
 
@@ -564,8 +592,9 @@ TEST(ProgramErrors, BufferLayout) {
                     "not a multiple of the alignment 64"));
   EXPECT_THAT(errorAfter([](json &d) { cls(d)["arena_bytes"] = 900; }),
               names("rank_classes[0].buffers[15]", "past arena_bytes 900"));
-  EXPECT_THAT(errorAfter([](json &d) { cls(d)["buffers"][2]["dtype"] = "f8"; }),
-              names("rank_classes[0].buffers[2].dtype", "unknown element type 'f8'"));
+  EXPECT_THAT(
+      errorAfter([](json &d) { cls(d)["buffers"][2]["dtype"] = "f8"; }),
+      names("rank_classes[0].buffers[2].dtype", "unknown element type 'f8'"));
 }
 
 TEST(ProgramErrors, BindingShapeMismatch) {
@@ -573,31 +602,37 @@ TEST(ProgramErrors, BindingShapeMismatch) {
               names("rank_classes[0].inputs[2]",
                     "bound to buffer 7 of 2x3 f32 but its per-device slice is "
                     "8x3 f32"));
-  EXPECT_THAT(errorAfter([](json &d) { cls(d)["outputs"][2] = 4; }),
-              names("rank_classes[0].outputs[2]",
-                    "bound to buffer 4 of 3 f32 but its per-device slice is  f32"));
-  // Same shape and byte size, different element type.
-  EXPECT_THAT(errorAfter([](json &d) { cls(d)["buffers"][1]["dtype"] = "f32"; }),
-              names("rank_classes[0].inputs[1]",
-                    "bound to buffer 1 of 2x6 f32 but its per-device slice is "
-                    "2x6 i32"));
   EXPECT_THAT(
-      errorAfter([](json &d) { d["outputs"][1]["global_shape"] = {8, 4}; }),
-      names("outputs[1].updates", "cannot replace input 'w'"));
+      errorAfter([](json &d) { cls(d)["outputs"][2] = 4; }),
+      names("rank_classes[0].outputs[2]",
+            "bound to buffer 4 of 3 f32 but its per-device slice is  f32"));
+  // Same shape and byte size, different element type.
+  EXPECT_THAT(
+      errorAfter([](json &d) { cls(d)["buffers"][1]["dtype"] = "f32"; }),
+      names("rank_classes[0].inputs[1]",
+            "bound to buffer 1 of 2x6 f32 but its per-device slice is "
+            "2x6 i32"));
+  EXPECT_THAT(errorAfter([](json &d) {
+                d["outputs"][1]["global_shape"] = {8, 4};
+              }),
+              names("outputs[1].updates", "cannot replace input 'w'"));
 }
 
 TEST(ProgramErrors, UnevenSplit) {
   // 5 rows on 2 shards are padded to 3 per device, so a 2-row buffer is wrong.
-  EXPECT_THAT(errorAfter([](json &d) { d["inputs"][0]["global_shape"] = {5, 8}; }),
+  EXPECT_THAT(errorAfter([](json &d) {
+                d["inputs"][0]["global_shape"] = {5, 8};
+              }),
               names("rank_classes[0].inputs[0]",
                     "bound to buffer 0 of 2x8 f32 but its per-device slice is "
                     "3x8 f32"));
 }
 
 TEST(ProgramErrors, PartialInput) {
-  EXPECT_THAT(
-      errorAfter([](json &d) { d["inputs"][2]["sharding"]["partial"] = {"dp"}; }),
-      names("inputs[2].sharding.partial", "inputs hold whole values"));
+  EXPECT_THAT(errorAfter([](json &d) {
+                d["inputs"][2]["sharding"]["partial"] = {"dp"};
+              }),
+              names("inputs[2].sharding.partial", "inputs hold whole values"));
 }
 
 TEST(ProgramErrors, InputFields) {
@@ -614,10 +649,15 @@ TEST(ProgramErrors, InputFields) {
 }
 
 TEST(ProgramErrors, RankClassCoverage) {
-  EXPECT_THAT(errorAfter([](json &d) { cls(d)["ranks"] = {0, 1, 2}; }),
+  EXPECT_THAT(errorAfter([](json &d) {
+                cls(d)["ranks"] = {0, 1, 2};
+              }),
               names("rank_classes", "rank 3 is in no rank class"));
-  EXPECT_THAT(errorAfter([](json &d) { cls(d)["ranks"] = {0, 1, 2, 4}; }),
-              names("rank_classes[0].ranks", "rank 4 is not below num_ranks 4"));
+  EXPECT_THAT(
+      errorAfter([](json &d) {
+        cls(d)["ranks"] = {0, 1, 2, 4};
+      }),
+      names("rank_classes[0].ranks", "rank 4 is not below num_ranks 4"));
 }
 
 TEST(ProgramErrors, Attributes) {
@@ -627,11 +667,12 @@ TEST(ProgramErrors, Attributes) {
               names("rank_classes[0].instructions[0] (dot at "
                     "toy.mlir:3:10).attrs.lhs_contract",
                     "must be a list of integers"));
-  EXPECT_THAT(errorAfter([](json &d) {
-                cls(d)["instructions"][0]["attrs"].erase("rhs_contract");
-              }),
-              names("rank_classes[0].instructions[0] (dot at toy.mlir:3:10).attrs",
-                    "missing attribute 'rhs_contract'"));
+  EXPECT_THAT(
+      errorAfter([](json &d) {
+        cls(d)["instructions"][0]["attrs"].erase("rhs_contract");
+      }),
+      names("rank_classes[0].instructions[0] (dot at toy.mlir:3:10).attrs",
+            "missing attribute 'rhs_contract'"));
   EXPECT_THAT(errorAfter([](json &d) {
                 cls(d)["instructions"][4]["attrs"]["kind"] = "prod";
               }),
@@ -766,7 +807,9 @@ TEST(MeshHelpers, ForEachInPaddedSlice) {
   // The real 2x3 box of a 3x4 buffer: local indices skip the padding.
   std::vector<std::pair<int64_t, int64_t>> seen;
   forEachInSlice(Shape{5, 7}, Shape{3, 4}, Shape{2, 3}, Shape{3, 4},
-                 [&](int64_t l, int64_t g) { seen.push_back({l, g}); });
+                 [&](int64_t l, int64_t g) {
+                   seen.push_back({l, g});
+                 });
   std::vector<std::pair<int64_t, int64_t>> expected = {
       {0, 25}, {1, 26}, {2, 27}, {4, 32}, {5, 33}, {6, 34}};
   EXPECT_EQ(seen, expected);

@@ -1,9 +1,10 @@
-//===- ShardingAttrTest.cpp - #par.sharding --------------------------------===//
+//===- ShardingAttrTest.cpp - #par.sharding
+//--------------------------------===//
 #include "par/Dialect/Par/IR/ParOps.h"
 
-#include "mlir/IR/MLIRContext.h"
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 
@@ -17,10 +18,10 @@ namespace {
 TEST(ShardingAttr, ParsesAndExposesFields) {
   MLIRContext context;
   context.loadDialect<ParDialect>();
-  auto attr = dyn_cast_or_null<ShardingAttr>(parseAttribute(
-      "#par.sharding<@mesh, [{\"dp\"}p0, {\"tp\", ?}, {}], "
-      "replicated={\"pp\"}>",
-      &context));
+  auto attr = dyn_cast_or_null<ShardingAttr>(
+      parseAttribute("#par.sharding<@mesh, [{\"dp\"}p0, {\"tp\", ?}, {}], "
+                     "replicated={\"pp\"}>",
+                     &context));
   ASSERT_TRUE(attr);
   EXPECT_EQ(attr.getMesh().getValue(), "mesh");
   ASSERT_EQ(attr.getRank(), 3);

@@ -1,4 +1,5 @@
-//===- ShardingRuleTest.cpp - factor mappings -------------------------------===//
+//===- ShardingRuleTest.cpp - factor mappings
+//-------------------------------===//
 #include "par/Dialect/Par/IR/ParOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,8 +19,8 @@ protected:
 
   /// Parses `body` inside a function and returns its first op.
   Operation *firstOp(StringRef signature, StringRef body) {
-    std::string text = "func.func @f" + signature.str() + " {\n" + body.str() +
-                       "\n}\n";
+    std::string text =
+        "func.func @f" + signature.str() + " {\n" + body.str() + "\n}\n";
     module = parseSourceString<ModuleOp>(text, &context);
     EXPECT_TRUE(module) << text;
     if (!module)
@@ -57,10 +58,10 @@ TEST_F(ShardingRuleTest, DotHasReductionFactor) {
 }
 
 TEST_F(ShardingRuleTest, ReshapeSplitsByGcd) {
-  Operation *op = firstOp(
-      "(%x: tensor<6x4xf32>) -> tensor<4x6xf32>",
-      "%y = par.reshape %x : (tensor<6x4xf32>) -> tensor<4x6xf32>\n"
-      "return %y : tensor<4x6xf32>");
+  Operation *op =
+      firstOp("(%x: tensor<6x4xf32>) -> tensor<4x6xf32>",
+              "%y = par.reshape %x : (tensor<6x4xf32>) -> tensor<4x6xf32>\n"
+              "return %y : tensor<4x6xf32>");
   // The major factor 2 is shared; the rest cannot be split consistently.
   EXPECT_EQ(ruleOf(op), "([ij, m]) -> ([ik, l]) {i=2, j=3 need-replication, "
                         "k=2 need-replication, l=6 need-replication, m=4 "
@@ -68,10 +69,10 @@ TEST_F(ShardingRuleTest, ReshapeSplitsByGcd) {
 }
 
 TEST_F(ShardingRuleTest, ReshapeMergeAndSizeOneDims) {
-  Operation *op = firstOp(
-      "(%x: tensor<4x1x8xf32>) -> tensor<32xf32>",
-      "%y = par.reshape %x : (tensor<4x1x8xf32>) -> tensor<32xf32>\n"
-      "return %y : tensor<32xf32>");
+  Operation *op =
+      firstOp("(%x: tensor<4x1x8xf32>) -> tensor<32xf32>",
+              "%y = par.reshape %x : (tensor<4x1x8xf32>) -> tensor<32xf32>\n"
+              "return %y : tensor<32xf32>");
   EXPECT_EQ(ruleOf(op), "([i, 1, j]) -> ([ij]) {i=4, j=8}");
 }
 

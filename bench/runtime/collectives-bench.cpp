@@ -43,20 +43,28 @@ enum class Kind { AllReduce, AllGather, ReduceScatter, AllToAll };
 
 const char *kindName(Kind kind) {
   switch (kind) {
-  case Kind::AllReduce: return "all_reduce";
-  case Kind::AllGather: return "all_gather";
-  case Kind::ReduceScatter: return "reduce_scatter";
-  case Kind::AllToAll: return "all_to_all";
+  case Kind::AllReduce:
+    return "all_reduce";
+  case Kind::AllGather:
+    return "all_gather";
+  case Kind::ReduceScatter:
+    return "reduce_scatter";
+  case Kind::AllToAll:
+    return "all_to_all";
   }
   return "";
 }
 
 const char *mpiName(Kind kind) {
   switch (kind) {
-  case Kind::AllReduce: return "MPI_Allreduce";
-  case Kind::AllGather: return "MPI_Allgather";
-  case Kind::ReduceScatter: return "MPI_Reduce_scatter_block";
-  case Kind::AllToAll: return "MPI_Alltoall";
+  case Kind::AllReduce:
+    return "MPI_Allreduce";
+  case Kind::AllGather:
+    return "MPI_Allgather";
+  case Kind::ReduceScatter:
+    return "MPI_Reduce_scatter_block";
+  case Kind::AllToAll:
+    return "MPI_Alltoall";
   }
   return "";
 }
@@ -74,11 +82,13 @@ std::string worldProgram(int n) {
   return R"({"format": "par-program", "version": 1, "function": "bench",
     "mesh": {"name": "world", "axes": [{"name": "x", "size": )" +
          std::to_string(n) + R"(}]},
-    "num_ranks": )" + std::to_string(n) + R"(,
+    "num_ranks": )" +
+         std::to_string(n) + R"(,
     "groups": [["x"]],
     "memory": {"alignment": 64},
     "inputs": [], "outputs": [],
-    "rank_classes": [{"ranks": [)" + ranks + R"(],
+    "rank_classes": [{"ranks": [)" +
+         ranks + R"(],
       "arena_bytes": 0, "peak_live_bytes": 0, "buffers": [],
       "inputs": [], "outputs": [], "instructions": []}]})";
 }
@@ -201,13 +211,16 @@ private:
   /// The expected output, from the input formula of every rank.
   bool check(Kind kind, const std::vector<float> &out, int64_t count) const {
     const int64_t piece = count / n_;
-    auto value = [](int64_t rank, int64_t i) { return float(rank * 16 + i % 16); };
+    auto value = [](int64_t rank, int64_t i) {
+      return float(rank * 16 + i % 16);
+    };
     for (size_t i = 0; i < out.size(); ++i) {
       float expected = 0;
       switch (kind) {
       case Kind::AllReduce:
       case Kind::ReduceScatter: {
-        int64_t global = kind == Kind::AllReduce ? int64_t(i) : rank_ * piece + int64_t(i);
+        int64_t global =
+            kind == Kind::AllReduce ? int64_t(i) : rank_ * piece + int64_t(i);
         for (int r = 0; r < n_; ++r)
           expected += value(r, global);
         break;
@@ -217,7 +230,8 @@ private:
         break;
       case Kind::AllToAll:
         // Block j of the output is block `rank_` of rank j's input.
-        expected = value(int64_t(i) / piece, rank_ * piece + int64_t(i) % piece);
+        expected =
+            value(int64_t(i) / piece, rank_ * piece + int64_t(i) % piece);
         break;
       }
       if (out[i] != expected)
@@ -243,7 +257,8 @@ int main(int argc, char **argv) {
       itersOverride = std::atoi(argv[++i]);
     } else {
       if (rank == 0)
-        std::fprintf(stderr, "usage: %s [--max-bytes N] [--iters N]\n", argv[0]);
+        std::fprintf(stderr, "usage: %s [--max-bytes N] [--iters N]\n",
+                     argv[0]);
       finalizeMpi();
       return 2;
     }
@@ -268,8 +283,9 @@ int main(int argc, char **argv) {
         std::printf("# %10s %10s  %9s %7s %7s   %9s %7s %7s  %7s\n", "size(B)",
                     "count", "time(us)", "algbw", "busbw", "time(us)", "algbw",
                     "busbw", "par/MPI");
-        std::printf("# %10s %10s  %9s %7s %7s   %9s %7s %7s  %7s\n", "", "(elems)",
-                    "", "(GB/s)", "(GB/s)", "", "(GB/s)", "(GB/s)", "time");
+        std::printf("# %10s %10s  %9s %7s %7s   %9s %7s %7s  %7s\n", "",
+                    "(elems)", "", "(GB/s)", "(GB/s)", "", "(GB/s)", "(GB/s)",
+                    "time");
       }
       for (int64_t bytes = 1024; bytes <= maxBytes; bytes *= 4) {
         // Whole pieces per rank (matters only for rank counts that are not
@@ -280,7 +296,8 @@ int main(int argc, char **argv) {
         // the large ones that dominate the run time.
         int iters = itersOverride > 0
                         ? itersOverride
-                        : int(std::clamp<int64_t>((int64_t(256) << 20) / bytes, 15, 101));
+                        : int(std::clamp<int64_t>((int64_t(256) << 20) / bytes,
+                                                  15, 101));
         int warmup = bytes >= (int64_t(4) << 20) ? 2 : 5;
         Timing t = bench.run(kind, count, warmup, iters);
         if (!t.ok)
@@ -288,7 +305,8 @@ int main(int argc, char **argv) {
         if (rank == 0) {
           double parAlg = size / t.parUs * 1e-3, mpiAlg = size / t.mpiUs * 1e-3;
           double bus = busFactor(kind, n);
-          std::printf("  %10lld %10lld  %9.1f %7.3f %7.3f   %9.1f %7.3f %7.3f  %7.2f%s\n",
+          std::printf("  %10lld %10lld  %9.1f %7.3f %7.3f   %9.1f %7.3f %7.3f  "
+                      "%7.2f%s\n",
                       (long long)size, (long long)count, t.parUs, parAlg,
                       parAlg * bus, t.mpiUs, mpiAlg, mpiAlg * bus,
                       t.parUs / t.mpiUs, t.ok ? "" : "  <- wrong result");
@@ -301,11 +319,13 @@ int main(int argc, char **argv) {
     // The communicators must be freed before MPI_Finalize.
     comm.reset();
   } catch (const std::exception &e) {
-    std::fprintf(stderr, "par-collectives-bench: rank %d: %s\n", rank, e.what());
+    std::fprintf(stderr, "par-collectives-bench: rank %d: %s\n", rank,
+                 e.what());
     abortMpi(1);
   }
   if (status && rank == 0)
-    std::fprintf(stderr, "par-collectives-bench: a collective gave a wrong result\n");
+    std::fprintf(stderr,
+                 "par-collectives-bench: a collective gave a wrong result\n");
   finalizeMpi();
   return status;
 }

@@ -39,7 +39,7 @@ struct Size {
 
 // Square sizes, then token-major shapes of a small transformer layer
 // (4096 tokens, d_model 256, d_ff 1024): QKV, MLP up, MLP down.
-const Size kSizes[] = {{64, 64, 64},      {128, 128, 128},   {256, 256, 256},
+const Size kSizes[] = {{64, 64, 64},      {128, 128, 128},    {256, 256, 256},
                        {512, 512, 512},   {1024, 1024, 1024}, {4096, 768, 256},
                        {4096, 1024, 256}, {4096, 256, 1024}};
 
@@ -52,9 +52,12 @@ enum class Layout {
 
 const char *layoutTitle(Layout layout) {
   switch (layout) {
-  case Layout::NN: return "f32, A[M,K] x B[K,N] (contract lhs 1, rhs 0)";
-  case Layout::NT: return "f32, A[M,K] x B[N,K]^T (contract lhs 1, rhs 1)";
-  case Layout::TN: return "f32, A[K,M]^T x B[K,N] (contract lhs 0, rhs 0)";
+  case Layout::NN:
+    return "f32, A[M,K] x B[K,N] (contract lhs 1, rhs 0)";
+  case Layout::NT:
+    return "f32, A[M,K] x B[N,K]^T (contract lhs 1, rhs 1)";
+  case Layout::TN:
+    return "f32, A[K,M]^T x B[K,N] (contract lhs 0, rhs 0)";
   case Layout::Bf16NN:
     return "bf16 storage, A[M,K] x B[K,N] (OpenBLAS: sgemm on the same values "
            "in f32)";
@@ -175,7 +178,8 @@ Result run(const Size &s, Layout layout, double minTime, std::mt19937 &rng) {
     maxError = std::max(maxError, double(std::fabs(parOut[i] - blasOut[i])));
   }
   // bf16 keeps 8 significant bits; f32 differs only by summation order.
-  double tolerance = (layout == Layout::Bf16NN ? 1e-2 : 1e-5) * std::max(maxRef, 1.0);
+  double tolerance =
+      (layout == Layout::Bf16NN ? 1e-2 : 1e-5) * std::max(maxRef, 1.0);
   double flops = 2.0 * double(m) * double(n) * double(k);
   return {flops / parTime * 1e-9, flops / blasTime * 1e-9, maxError,
           maxError <= tolerance};
@@ -204,8 +208,10 @@ int main(int argc, char **argv) {
   double start = seconds();
   for (Layout layout : {Layout::NN, Layout::NT, Layout::TN, Layout::Bf16NN}) {
     std::printf("\n## %s\n\n", layoutTitle(layout));
-    std::printf("|    M |    N |    K | par GFLOP/s | OpenBLAS GFLOP/s | ratio |\n");
-    std::printf("|-----:|-----:|-----:|------------:|-----------------:|------:|\n");
+    std::printf(
+        "|    M |    N |    K | par GFLOP/s | OpenBLAS GFLOP/s | ratio |\n");
+    std::printf(
+        "|-----:|-----:|-----:|------------:|-----------------:|------:|\n");
     for (const Size &s : kSizes) {
       Result r = run(s, layout, minTime, rng);
       allOk &= r.ok;

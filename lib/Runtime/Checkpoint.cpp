@@ -56,13 +56,20 @@ std::string errnoText(int err) {
 
 const char *safetensorsDType(DType type) {
   switch (type) {
-  case DType::F32: return "F32";
-  case DType::F16: return "F16";
-  case DType::BF16: return "BF16";
-  case DType::F64: return "F64";
-  case DType::I64: return "I64";
-  case DType::I32: return "I32";
-  case DType::I1: return "BOOL";
+  case DType::F32:
+    return "F32";
+  case DType::F16:
+    return "F16";
+  case DType::BF16:
+    return "BF16";
+  case DType::F64:
+    return "F64";
+  case DType::I64:
+    return "I64";
+  case DType::I32:
+    return "I32";
+  case DType::I1:
+    return "BOOL";
   }
   return "?";
 }
@@ -110,8 +117,8 @@ std::string sliceProblem(const Slice &slice, const Shape &global) {
   if (slice.offsets.size() != global.size() ||
       slice.shape.size() != global.size())
     return "has " + std::to_string(slice.offsets.size()) + " offsets and " +
-           std::to_string(slice.shape.size()) + " sizes but the tensor has rank " +
-           std::to_string(global.size());
+           std::to_string(slice.shape.size()) +
+           " sizes but the tensor has rank " + std::to_string(global.size());
   for (size_t d = 0; d < global.size(); ++d) {
     if (slice.offsets[d] < 0 || slice.shape[d] < 0)
       return "has a negative offset or size";
@@ -186,13 +193,15 @@ void writeAtomically(const std::string &path,
   std::string temp = path + ".tmp." + std::to_string(::getpid());
   auto fail = [&](const std::string &what, int err) {
     ::unlink(temp.c_str());
-    throw CheckpointError("cannot write " + path + ": " + what + errnoText(err));
+    throw CheckpointError("cannot write " + path + ": " + what +
+                          errnoText(err));
   };
   FILE *file = std::fopen(temp.c_str(), "wb");
   if (!file)
     fail("cannot create " + temp + ": ", errno);
   for (const Chunk &chunk : chunks) {
-    if (chunk.size && std::fwrite(chunk.data, 1, chunk.size, file) != chunk.size) {
+    if (chunk.size &&
+        std::fwrite(chunk.data, 1, chunk.size, file) != chunk.size) {
       int err = errno;
       std::fclose(file);
       fail("", err);
@@ -218,7 +227,8 @@ std::string dumpJson(const Json &value, int indent, const std::string &path) {
   } catch (const json::exception &e) {
     throw CheckpointError("cannot write " + path +
                           ": a tensor name or metadata value is not valid "
-                          "UTF-8 (" + e.what() + ")");
+                          "UTF-8 (" +
+                          e.what() + ")");
   }
 }
 
@@ -325,12 +335,15 @@ void readExactly(ShardFile &shard, int64_t offset, void *dst, size_t size) {
   if (size == 0)
     return;
   if (::fseeko(shard.file.get(), off_t(offset), SEEK_SET) != 0)
-    throw CheckpointError("cannot read " + shard.path + ": " + errnoText(errno));
+    throw CheckpointError("cannot read " + shard.path + ": " +
+                          errnoText(errno));
   if (std::fread(dst, 1, size, shard.file.get()) != size) {
     if (std::feof(shard.file.get()))
-      throw CheckpointError("cannot read " + shard.path +
-                            ": it ended early (was it modified while reading?)");
-    throw CheckpointError("cannot read " + shard.path + ": " + errnoText(errno));
+      throw CheckpointError(
+          "cannot read " + shard.path +
+          ": it ended early (was it modified while reading?)");
+    throw CheckpointError("cannot read " + shard.path + ": " +
+                          errnoText(errno));
   }
 }
 
@@ -418,8 +431,9 @@ int64_t locateShard(const ShardFile &file, const std::string &name,
     throw bad("has no dtype string");
   std::string expected = safetensorsDType(record.dtype);
   if (dtype->get<std::string>() != expected)
-    throw bad("has dtype " + dtype->get<std::string>() + " but index.json says " +
-              dtypeName(record.dtype) + " (" + expected + ")");
+    throw bad("has dtype " + dtype->get<std::string>() +
+              " but index.json says " + dtypeName(record.dtype) + " (" +
+              expected + ")");
 
   auto shapeIt = entry.find("shape");
   std::optional<Shape> shape =
@@ -651,7 +665,8 @@ CheckpointReader::CheckpointReader(std::string dir) : dir_(std::move(dir)) {
   std::string path = joinPath(dir_, "index.json");
   std::error_code ec;
   if (fs::exists(dir_, ec) && !fs::is_directory(dir_, ec))
-    throw CheckpointError("no checkpoint at " + dir_ + ": it is not a directory");
+    throw CheckpointError("no checkpoint at " + dir_ +
+                          ": it is not a directory");
   if (!fs::exists(path, ec))
     throw CheckpointError("no checkpoint at " + dir_ + ": " + path +
                           " does not exist");
@@ -747,15 +762,15 @@ void CheckpointReader::read(const std::string &name, DType dtype,
     }
     if (tensors_.size() > shown)
       has += ", and " + std::to_string(tensors_.size() - shown) + " more";
-    throw CheckpointError("checkpoint " + dir_ + " has no tensor " + name +
-                          (has.empty() ? " (it has no tensors)"
-                                       : " (it has " + has + ")"));
+    throw CheckpointError(
+        "checkpoint " + dir_ + " has no tensor " + name +
+        (has.empty() ? " (it has no tensors)" : " (it has " + has + ")"));
   }
   const TensorRecord &record = found->second;
   if (record.dtype != dtype)
     throw CheckpointError("checkpoint tensor " + name + " has dtype " +
-                          dtypeName(record.dtype) + " but the program expects " +
-                          dtypeName(dtype));
+                          dtypeName(record.dtype) +
+                          " but the program expects " + dtypeName(dtype));
   if (record.globalShape != globalShape)
     throw CheckpointError("checkpoint tensor " + name + " has global shape " +
                           describeShape(record.globalShape) +
@@ -815,7 +830,8 @@ void CheckpointReader::read(const std::string &name, DType dtype,
                 buffer.data(), buffer.size());
 
     forEachRun(lo, hi, [&](const Shape &start, int64_t length) {
-      int64_t from = linearIndex(start, shard.slice.offsets, shardStrides) - first;
+      int64_t from =
+          linearIndex(start, shard.slice.offsets, shardStrides) - first;
       int64_t to = linearIndex(start, slice.offsets, sliceStrides);
       std::memcpy(out + to * elementBytes, buffer.data() + from * elementBytes,
                   size_t(length) * elementBytes);
@@ -826,7 +842,8 @@ void CheckpointReader::read(const std::string &name, DType dtype,
   }
 
   if (coveredCount < total) {
-    int64_t missing = std::find(covered.begin(), covered.end(), 0) - covered.begin();
+    int64_t missing =
+        std::find(covered.begin(), covered.end(), 0) - covered.begin();
     Shape element(slice.shape.size());
     for (size_t d = 0; d < element.size(); ++d) {
       element[d] = slice.offsets[d] + missing / sliceStrides[d];

@@ -8,13 +8,20 @@ namespace par::rt {
 
 const char *dtypeName(DType type) {
   switch (type) {
-  case DType::F32: return "f32";
-  case DType::F16: return "f16";
-  case DType::BF16: return "bf16";
-  case DType::F64: return "f64";
-  case DType::I64: return "i64";
-  case DType::I32: return "i32";
-  case DType::I1: return "i1";
+  case DType::F32:
+    return "f32";
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::F64:
+    return "f64";
+  case DType::I64:
+    return "i64";
+  case DType::I32:
+    return "i32";
+  case DType::I1:
+    return "i1";
   }
   return "?";
 }
@@ -30,12 +37,16 @@ std::optional<DType> parseDType(const std::string &name) {
 size_t dtypeBytes(DType type) {
   switch (type) {
   case DType::F64:
-  case DType::I64: return 8;
+  case DType::I64:
+    return 8;
   case DType::F32:
-  case DType::I32: return 4;
+  case DType::I32:
+    return 4;
   case DType::F16:
-  case DType::BF16: return 2;
-  case DType::I1: return 1;
+  case DType::BF16:
+    return 2;
+  case DType::I1:
+    return 1;
   }
   return 0;
 }
@@ -125,26 +136,47 @@ uint16_t floatToF16(float value) {
 
 double loadElement(DType type, const void *data, int64_t i) {
   switch (type) {
-  case DType::F32: return static_cast<const float *>(data)[i];
-  case DType::F64: return static_cast<const double *>(data)[i];
-  case DType::F16: return f16ToFloat(static_cast<const uint16_t *>(data)[i]);
-  case DType::BF16: return bf16ToFloat(static_cast<const uint16_t *>(data)[i]);
-  case DType::I64: return double(static_cast<const int64_t *>(data)[i]);
-  case DType::I32: return static_cast<const int32_t *>(data)[i];
-  case DType::I1: return static_cast<const uint8_t *>(data)[i] ? 1.0 : 0.0;
+  case DType::F32:
+    return static_cast<const float *>(data)[i];
+  case DType::F64:
+    return static_cast<const double *>(data)[i];
+  case DType::F16:
+    return f16ToFloat(static_cast<const uint16_t *>(data)[i]);
+  case DType::BF16:
+    return bf16ToFloat(static_cast<const uint16_t *>(data)[i]);
+  case DType::I64:
+    return double(static_cast<const int64_t *>(data)[i]);
+  case DType::I32:
+    return static_cast<const int32_t *>(data)[i];
+  case DType::I1:
+    return static_cast<const uint8_t *>(data)[i] ? 1.0 : 0.0;
   }
   return 0;
 }
 
 void storeElement(DType type, void *data, int64_t i, double value) {
   switch (type) {
-  case DType::F32: static_cast<float *>(data)[i] = float(value); return;
-  case DType::F64: static_cast<double *>(data)[i] = value; return;
-  case DType::F16: static_cast<uint16_t *>(data)[i] = floatToF16(float(value)); return;
-  case DType::BF16: static_cast<uint16_t *>(data)[i] = floatToBf16(float(value)); return;
-  case DType::I64: static_cast<int64_t *>(data)[i] = int64_t(value); return;
-  case DType::I32: static_cast<int32_t *>(data)[i] = int32_t(value); return;
-  case DType::I1: static_cast<uint8_t *>(data)[i] = value != 0; return;
+  case DType::F32:
+    static_cast<float *>(data)[i] = float(value);
+    return;
+  case DType::F64:
+    static_cast<double *>(data)[i] = value;
+    return;
+  case DType::F16:
+    static_cast<uint16_t *>(data)[i] = floatToF16(float(value));
+    return;
+  case DType::BF16:
+    static_cast<uint16_t *>(data)[i] = floatToBf16(float(value));
+    return;
+  case DType::I64:
+    static_cast<int64_t *>(data)[i] = int64_t(value);
+    return;
+  case DType::I32:
+    static_cast<int32_t *>(data)[i] = int32_t(value);
+    return;
+  case DType::I1:
+    static_cast<uint8_t *>(data)[i] = value != 0;
+    return;
   }
 }
 
@@ -156,7 +188,8 @@ void convertElements(DType from, const void *src, DType to, void *dst,
   }
   if (from == DType::I64 && to == DType::I32) {
     for (int64_t i = 0; i < n; ++i)
-      static_cast<int32_t *>(dst)[i] = int32_t(static_cast<const int64_t *>(src)[i]);
+      static_cast<int32_t *>(dst)[i] =
+          int32_t(static_cast<const int64_t *>(src)[i]);
     return;
   }
   for (int64_t i = 0; i < n; ++i)

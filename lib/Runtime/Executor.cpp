@@ -30,42 +30,48 @@ DataSource::DataSource(const std::string &path) : path_(path) {
     throw RunError("--data: " + path + " is empty");
 }
 
-int64_t DataSource::token(uint64_t seed, int64_t position, int64_t vocab) const {
+int64_t DataSource::token(uint64_t seed, int64_t position,
+                          int64_t vocab) const {
   if (text_.empty())
-    return int64_t(randomBits(seed, streamOf("synthetic tokens"), uint64_t(position)) %
-                   uint64_t(vocab));
+    return int64_t(
+        randomBits(seed, streamOf("synthetic tokens"), uint64_t(position)) %
+        uint64_t(vocab));
   unsigned char byte = text_[size_t(position % int64_t(text_.size()))];
   return int64_t(byte) % vocab;
 }
 
 std::string DataSource::describe() const {
-  return text_.empty() ? "synthetic tokens"
-                       : path_ + " (" + std::to_string(text_.size()) + " bytes)";
+  return text_.empty()
+             ? "synthetic tokens"
+             : path_ + " (" + std::to_string(text_.size()) + " bytes)";
 }
 
 Executor::Executor(const Program &program, Device &device, Collectives &comm,
                    Tracer *tracer)
     : program_(program), device_(device), comm_(comm),
-      kernels_(device.kernels()), tracer_(tracer),
-      rank_(comm.worldRank()), class_(&program.classOf(comm.worldRank())) {
+      kernels_(device.kernels()), tracer_(tracer), rank_(comm.worldRank()),
+      class_(&program.classOf(comm.worldRank())) {
   for (size_t i = 0; i < class_->instructions.size(); ++i) {
     const Instruction &inst = class_->instructions[i];
     bool group = catalogue::spec(inst.op).usesGroup;
     if (group ? !groupOps().lookup(inst.op) : !kernels_.lookup(inst.op))
-      throw RunError(program.path + ": instruction " + std::to_string(i) + " (" +
-                     opName(inst.op) + (inst.loc.empty() ? "" : " at " + inst.loc) +
-                     "): " +
-                     (group ? std::string("this runtime cannot run it over a group")
-                            : "the " + std::string(kernels_.backend) +
-                                  " backend has no kernel for it"));
+      throw RunError(
+          program.path + ": instruction " + std::to_string(i) + " (" +
+          opName(inst.op) + (inst.loc.empty() ? "" : " at " + inst.loc) +
+          "): " +
+          (group ? std::string("this runtime cannot run it over a group")
+                 : "the " + std::string(kernels_.backend) +
+                       " backend has no kernel for it"));
   }
   allocated_ = class_->arenaBytes + kGuardBytes;
   size_t alignment = size_t(std::max<int64_t>(program.alignment, 64));
   try {
-    arena_ = static_cast<char *>(device_.allocate(size_t(allocated_), alignment));
+    arena_ =
+        static_cast<char *>(device_.allocate(size_t(allocated_), alignment));
   } catch (const DeviceError &e) {
     throw RunError("rank " + std::to_string(rank_) + ": cannot allocate the " +
-                   std::to_string(class_->arenaBytes) + "-byte arena: " + e.what());
+                   std::to_string(class_->arenaBytes) +
+                   "-byte arena: " + e.what());
   }
   device_.fill(arena_, kCanary, size_t(allocated_));
 }
@@ -90,16 +96,17 @@ Tensor Executor::buffer(int64_t id) const {
 Tensor Executor::input(size_t i) const {
   int64_t id = class_->inputBuffers.at(i);
   if (id < 0)
-    throw RunError("rank " + std::to_string(rank_) + " holds no part of input '" +
-                   program_.inputs[i].name + "'");
+    throw RunError("rank " + std::to_string(rank_) +
+                   " holds no part of input '" + program_.inputs[i].name + "'");
   return buffer(id);
 }
 
 Tensor Executor::output(size_t i) const {
   int64_t id = class_->outputBuffers.at(i);
   if (id < 0)
-    throw RunError("rank " + std::to_string(rank_) + " holds no part of output '" +
-                   program_.outputs[i].name + "'");
+    throw RunError("rank " + std::to_string(rank_) +
+                   " holds no part of output '" + program_.outputs[i].name +
+                   "'");
   return buffer(id);
 }
 
@@ -122,25 +129,34 @@ void Executor::initParams(uint64_t seed) {
       continue;
     Tensor t = input(i);
     Shape offsets, local;
-    localSlice(program_, spec.globalShape, spec.sharding, rank_, offsets, local);
+    localSlice(program_, spec.globalShape, spec.sharding, rank_, offsets,
+               local);
     uint64_t stream = streamOf(spec.name);
     const InitSpec &init = spec.init;
     std::vector<char> host(t.bytes(), 0); // padding starts as zeros
-    forEachInSlice(spec.globalShape, offsets, local, t.shape, [&](int64_t l, int64_t g) {
-      double value = 0;
-      switch (init.kind) {
-      case InitSpec::Normal:
-        value = init.a * randomNormal(seed, stream, uint64_t(g));
-        break;
-      case InitSpec::Uniform:
-        value = init.a + (init.b - init.a) * randomUniform(seed, stream, uint64_t(g));
-        break;
-      case InitSpec::Zeros: value = 0; break;
-      case InitSpec::Ones: value = 1; break;
-      case InitSpec::Constant: value = init.a; break;
-      }
-      storeElement(t.dtype, host.data(), l, value);
-    });
+    forEachInSlice(
+        spec.globalShape, offsets, local, t.shape, [&](int64_t l, int64_t g) {
+          double value = 0;
+          switch (init.kind) {
+          case InitSpec::Normal:
+            value = init.a * randomNormal(seed, stream, uint64_t(g));
+            break;
+          case InitSpec::Uniform:
+            value = init.a + (init.b - init.a) *
+                                 randomUniform(seed, stream, uint64_t(g));
+            break;
+          case InitSpec::Zeros:
+            value = 0;
+            break;
+          case InitSpec::Ones:
+            value = 1;
+            break;
+          case InitSpec::Constant:
+            value = init.a;
+            break;
+          }
+          storeElement(t.dtype, host.data(), l, value);
+        });
     copyIn(t, host);
   }
 }
@@ -152,26 +168,32 @@ void Executor::feedData(const DataSource &data, uint64_t seed, int64_t step) {
       continue;
     Tensor t = input(i);
     Shape offsets, local;
-    localSlice(program_, spec.globalShape, spec.sharding, rank_, offsets, local);
+    localSlice(program_, spec.globalShape, spec.sharding, rank_, offsets,
+               local);
     std::vector<char> host(t.bytes(), 0); // padding: token 0, value 0
     if (spec.data == DataKind::Random) {
-      uint64_t stream = streamOf(spec.name) ^ uint64_t(step) * 0x9e3779b97f4a7c15ULL;
-      forEachInSlice(spec.globalShape, offsets, local, t.shape, [&](int64_t l, int64_t g) {
-        storeElement(t.dtype, host.data(), l, randomNormal(seed, stream, uint64_t(g)));
-      });
+      uint64_t stream =
+          streamOf(spec.name) ^ uint64_t(step) * 0x9e3779b97f4a7c15ULL;
+      forEachInSlice(spec.globalShape, offsets, local, t.shape,
+                     [&](int64_t l, int64_t g) {
+                       storeElement(t.dtype, host.data(), l,
+                                    randomNormal(seed, stream, uint64_t(g)));
+                     });
       copyIn(t, host);
       continue;
     }
     // Row r of step s reads the window that starts at ((s-1) * rows + r) * S;
     // targets are the same windows shifted by one token.
     int64_t rowLength = spec.globalShape.back();
-    int64_t rows = numElements(spec.globalShape) / std::max<int64_t>(rowLength, 1);
+    int64_t rows =
+        numElements(spec.globalShape) / std::max<int64_t>(rowLength, 1);
     int64_t shift = spec.data == DataKind::Targets ? 1 : 0;
-    forEachInSlice(spec.globalShape, offsets, local, t.shape, [&](int64_t l, int64_t g) {
-      int64_t position = ((step - 1) * rows) * rowLength + g + shift;
-      storeElement(t.dtype, host.data(), l,
-                   double(data.token(seed, position, spec.vocab)));
-    });
+    forEachInSlice(
+        spec.globalShape, offsets, local, t.shape, [&](int64_t l, int64_t g) {
+          int64_t position = ((step - 1) * rows) * rowLength + g + shift;
+          storeElement(t.dtype, host.data(), l,
+                       double(data.token(seed, position, spec.vocab)));
+        });
     copyIn(t, host);
   }
 }
@@ -200,7 +222,8 @@ void Executor::runStep(int64_t step) {
     }
     if (tracer_)
       tracer_->record(opName(inst.op),
-                      isCollective(inst.op) ? Tracer::Communication : Tracer::Compute,
+                      isCollective(inst.op) ? Tracer::Communication
+                                            : Tracer::Compute,
                       start, tracer_->now(), step, inst.loc);
   }
   comm_.context = CommContext{step, -1, ""};
@@ -222,7 +245,8 @@ void Executor::countTraffic(const Instruction &inst, const Tensor &in,
   bool moves = inst.attrs.pairs.empty();
   for (const auto &[from, to] : inst.attrs.pairs)
     moves |= from != to;
-  catalogue::Traffic t = catalogue::collectiveTraffic(catalogue::spec(inst.op), n, moves);
+  catalogue::Traffic t =
+      catalogue::collectiveTraffic(catalogue::spec(inst.op), n, moves);
   traffic_.collectives += 1;
   traffic_.movedElements += int64_t(t.moved) * larger.size();
   traffic_.sentBytes += int64_t(t.share * double(larger.bytes()) + 0.5);
@@ -240,11 +264,12 @@ void Executor::execute(const Instruction &inst, size_t index) {
     device_.launch(inst.op, inst.attrs, in, out);
     return;
   }
-  runGroupOp(inst, index, in.empty() ? Tensor{} : in[0], out[0]); // axis_index reads none
+  runGroupOp(inst, index, in.empty() ? Tensor{} : in[0],
+             out[0]); // axis_index reads none
 }
 
-void Executor::runGroupOp(const Instruction &inst, size_t index, const Tensor &input,
-                          Tensor &result) {
+void Executor::runGroupOp(const Instruction &inst, size_t index,
+                          const Tensor &input, Tensor &result) {
   const Attrs &a = inst.attrs;
   const OpSpec &spec = catalogue::spec(inst.op);
   if (spec.collective)
@@ -253,10 +278,11 @@ void Executor::runGroupOp(const Instruction &inst, size_t index, const Tensor &i
     std::string axes;
     for (const std::string &axis : program_.groups[size_t(a.group)])
       axes += (axes.empty() ? "" : ", ") + axis;
-    comm_.context = CommContext{step_, int64_t(index),
-                                std::string(opName(inst.op)) + " over [" + axes +
-                                    "] (instruction " + std::to_string(index) +
-                                    (inst.loc.empty() ? "" : " at " + inst.loc) + ")"};
+    comm_.context =
+        CommContext{step_, int64_t(index),
+                    std::string(opName(inst.op)) + " over [" + axes +
+                        "] (instruction " + std::to_string(index) +
+                        (inst.loc.empty() ? "" : " at " + inst.loc) + ")"};
   }
   groupOps().lookup(inst.op)(comm_, device_, a, input, result);
 }
@@ -265,7 +291,8 @@ int64_t Executor::measuredPeak() const {
   std::vector<char> arena(static_cast<size_t>(allocated_));
   device_.copyOut(arena.data(), arena_, arena.size());
   int64_t last = allocated_;
-  while (last > 0 && static_cast<unsigned char>(arena[size_t(last - 1)]) == kCanary)
+  while (last > 0 &&
+         static_cast<unsigned char>(arena[size_t(last - 1)]) == kCanary)
     --last;
   int64_t alignment = program_.alignment;
   return (last + alignment - 1) / alignment * alignment;
@@ -283,8 +310,8 @@ static bool firstReplica(const Program &program, const ShardingSpec &sharding,
     for (const auto &dim : sharding.dims)
       used |= std::find(dim.begin(), dim.end(), axis) != dim.end();
     if (partialIsUsed)
-      used |= std::find(sharding.partial.begin(), sharding.partial.end(), axis) !=
-              sharding.partial.end();
+      used |= std::find(sharding.partial.begin(), sharding.partial.end(),
+                        axis) != sharding.partial.end();
     if (!used && coords[a] != 0)
       return false;
   }
@@ -308,10 +335,11 @@ std::vector<double> Executor::gatherOutput(size_t i) {
     Shape offsets, shape;
     localSlice(program_, spec.globalShape, spec.sharding, r, offsets, shape);
     const std::string &data = all[size_t(r)];
-    forEachInSlice(spec.globalShape, offsets, shape, buffer, [&](int64_t l, int64_t g) {
-      double value = loadElement(spec.dtype, data.data(), l);
-      global[size_t(g)] = partial ? global[size_t(g)] + value : value;
-    });
+    forEachInSlice(
+        spec.globalShape, offsets, shape, buffer, [&](int64_t l, int64_t g) {
+          double value = loadElement(spec.dtype, data.data(), l);
+          global[size_t(g)] = partial ? global[size_t(g)] + value : value;
+        });
   }
   return global;
 }
@@ -327,8 +355,8 @@ std::vector<ShardData> Executor::paramShards() const {
     shard.name = spec.name;
     shard.dtype = spec.dtype;
     shard.globalShape = spec.globalShape;
-    localSlice(program_, spec.globalShape, spec.sharding, rank_, shard.slice.offsets,
-               shard.slice.shape);
+    localSlice(program_, spec.globalShape, spec.sharding, rank_,
+               shard.slice.offsets, shard.slice.shape);
     if (numElements(shard.slice.shape) == 0)
       continue; // all padding
     Tensor t = input(i);
@@ -349,7 +377,8 @@ std::vector<ShardData> Executor::paramShards() const {
   return shards;
 }
 
-std::map<std::string, TensorRecord> Executor::checkpointRecords(int64_t step) const {
+std::map<std::string, TensorRecord>
+Executor::checkpointRecords(int64_t step) const {
   std::map<std::string, TensorRecord> records;
   for (const InputSpec &spec : program_.inputs) {
     if (spec.role != InputRole::Param)
@@ -361,8 +390,8 @@ std::map<std::string, TensorRecord> Executor::checkpointRecords(int64_t step) co
       if (!firstReplica(program_, spec.sharding, r, false))
         continue;
       ShardRecord shard;
-      localSlice(program_, spec.globalShape, spec.sharding, r, shard.slice.offsets,
-                 shard.slice.shape);
+      localSlice(program_, spec.globalShape, spec.sharding, r,
+                 shard.slice.offsets, shard.slice.shape);
       if (numElements(shard.slice.shape) == 0)
         continue;
       shard.file = shardFileName(step, int(r));
@@ -391,9 +420,10 @@ void Executor::loadParams(CheckpointReader &reader) {
     std::vector<char> compact(size_t(numElements(slice.shape)) *
                               dtypeBytes(t.dtype));
     if (!compact.empty())
-      reader.read(spec.name, spec.dtype, spec.globalShape, slice, compact.data());
-    copyBox(slice.shape, t.shape, dtypeBytes(t.dtype), compact.data(), host.data(),
-            true);
+      reader.read(spec.name, spec.dtype, spec.globalShape, slice,
+                  compact.data());
+    copyBox(slice.shape, t.shape, dtypeBytes(t.dtype), compact.data(),
+            host.data(), true);
     copyIn(t, host);
   }
 }

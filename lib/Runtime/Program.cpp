@@ -22,8 +22,10 @@ class Reader {
 public:
   Reader(const std::string &file) : file_(file) {}
 
-  [[noreturn]] void fail(const std::string &where, const std::string &what) const {
-    throw ProgramError(file_ + ": " + (where.empty() ? "" : where + ": ") + what);
+  [[noreturn]] void fail(const std::string &where,
+                         const std::string &what) const {
+    throw ProgramError(file_ + ": " + (where.empty() ? "" : where + ": ") +
+                       what);
   }
 
   const json &field(const json &object, const std::string &where,
@@ -88,7 +90,8 @@ public:
     }
     return out;
   }
-  std::vector<std::string> strings(const json &v, const std::string &where) const {
+  std::vector<std::string> strings(const json &v,
+                                   const std::string &where) const {
     if (!v.is_array())
       fail(where, "must be a list of strings");
     std::vector<std::string> out;
@@ -103,8 +106,9 @@ public:
     std::string name = string(object, where, "dtype");
     auto type = parseDType(name);
     if (!type)
-      fail(join(where, "dtype"), "unknown element type '" + name +
-                                     "' (expected f32, f16, bf16, f64, i64, i32 or i1)");
+      fail(join(where, "dtype"),
+           "unknown element type '" + name +
+               "' (expected f32, f16, bf16, f64, i64, i32 or i1)");
     return *type;
   }
 
@@ -123,7 +127,7 @@ void readSharding(const Reader &r, const json &object, const std::string &where,
   const json &dims = r.field(s, sw, "dims");
   if (!dims.is_array() || dims.size() != rank)
     r.fail(sw + ".dims", "must list the axes of each of the " +
-                              std::to_string(rank) + " dimensions");
+                             std::to_string(rank) + " dimensions");
   std::set<std::string> used;
   auto checkAxis = [&](const std::string &axis, const std::string &w) {
     if (program.axisIndex(axis) < 0)
@@ -176,7 +180,8 @@ public:
     else if (s.hasDefault)
       out = s.defaultValue;
   }
-  void optionalNumber(const catalogue::AttrSpec &s, std::optional<double> &out) {
+  void optionalNumber(const catalogue::AttrSpec &s,
+                      std::optional<double> &out) {
     if (present(s))
       out = r.number(a[s.key], key(s));
   }
@@ -205,7 +210,8 @@ public:
   void group(const catalogue::AttrSpec &s, int64_t &out) {
     out = r.integer(a, where, s.key);
     if (out < 0 || out >= int64_t(program.groups.size()))
-      r.fail(key(s), "group " + std::to_string(out) + " is not in the program's " +
+      r.fail(key(s), "group " + std::to_string(out) +
+                         " is not in the program's " +
                          std::to_string(program.groups.size()) + " groups");
     groupSize_ = groupSize(program, program.groups[size_t(out)]);
   }
@@ -220,8 +226,9 @@ public:
     for (size_t i = 0; i < pairs.size(); ++i) {
       std::vector<int64_t> pair = r.integers(pairs[i], at(key(s), i), 0);
       if (pair.size() != 2 || pair[0] >= groupSize_ || pair[1] >= groupSize_)
-        r.fail(at(key(s), i), "must be [source, target] with both below the group size " +
-                                  std::to_string(groupSize_));
+        r.fail(at(key(s), i),
+               "must be [source, target] with both below the group size " +
+                   std::to_string(groupSize_));
       if (!sources.insert(pair[0]).second || !targets.insert(pair[1]).second)
         r.fail(at(key(s), i), "a group member is a source or a target twice");
       out.emplace_back(pair[0], pair[1]);
@@ -248,7 +255,9 @@ private:
       r.fail(where, std::string("missing attribute '") + s.key + "'");
     return false;
   }
-  std::string key(const catalogue::AttrSpec &s) const { return where + "." + s.key; }
+  std::string key(const catalogue::AttrSpec &s) const {
+    return where + "." + s.key;
+  }
 
   const Reader &r;
   const json &a;
@@ -270,7 +279,8 @@ const RankClass &Program::classOf(int64_t rank) const {
   for (const RankClass &c : rankClasses)
     if (std::find(c.ranks.begin(), c.ranks.end(), rank) != c.ranks.end())
       return c;
-  throw ProgramError(path + ": no rank class lists rank " + std::to_string(rank));
+  throw ProgramError(path + ": no rank class lists rank " +
+                     std::to_string(rank));
 }
 
 std::vector<int64_t> meshCoords(const Program &program, int64_t rank) {
@@ -292,7 +302,8 @@ int64_t groupIndex(const Program &program, const std::vector<int64_t> &coords,
   return index;
 }
 
-int64_t groupSize(const Program &program, const std::vector<std::string> &axes) {
+int64_t groupSize(const Program &program,
+                  const std::vector<std::string> &axes) {
   int64_t size = 1;
   for (const std::string &axis : axes)
     size *= program.mesh[program.axisIndex(axis)].size;
@@ -308,8 +319,8 @@ void localSlice(const Program &program, const Shape &globalShape,
   shape = globalShape;
   for (size_t d = 0; d < globalShape.size(); ++d) {
     offsets[d] = groupIndex(program, coords, sharding.dims[d]) * buffer[d];
-    shape[d] = std::max<int64_t>(
-        0, std::min(buffer[d], globalShape[d] - offsets[d]));
+    shape[d] =
+        std::max<int64_t>(0, std::min(buffer[d], globalShape[d] - offsets[d]));
   }
 }
 
@@ -339,10 +350,11 @@ Program parseProgram(const std::string &text, const std::string &path) {
     r.fail("format", "must be \"par-program\" (is this a par program file?)");
   int64_t version = r.integer(doc, "", "version");
   if (version != kProgramVersion)
-    r.fail("version", "program format version " + std::to_string(version) +
-                          " is not supported by this par-run (it reads version " +
-                          std::to_string(kProgramVersion) +
-                          "); recompile the model with a matching par-opt");
+    r.fail("version",
+           "program format version " + std::to_string(version) +
+               " is not supported by this par-run (it reads version " +
+               std::to_string(kProgramVersion) +
+               "); recompile the model with a matching par-opt");
   p.function = r.string(doc, "", "function");
 
   const json &mesh = r.field(doc, "", "mesh");
@@ -352,7 +364,8 @@ Program parseProgram(const std::string &text, const std::string &path) {
   int64_t devices = 1;
   for (size_t i = 0; i < axes.size(); ++i) {
     std::string w = at("mesh.axes", i);
-    MeshAxis axis{r.string(axes[i], w, "name"), r.integer(axes[i], w, "size", 1)};
+    MeshAxis axis{r.string(axes[i], w, "name"),
+                  r.integer(axes[i], w, "size", 1)};
     if (p.axisIndex(axis.name) >= 0)
       r.fail(w, "axis '" + axis.name + "' is listed twice");
     devices *= axis.size;
@@ -362,7 +375,8 @@ Program parseProgram(const std::string &text, const std::string &path) {
   }
   p.numRanks = r.integer(doc, "", "num_ranks", 1);
   if (p.numRanks != devices)
-    r.fail("num_ranks", std::to_string(p.numRanks) + " ranks but the mesh has " +
+    r.fail("num_ranks", std::to_string(p.numRanks) +
+                            " ranks but the mesh has " +
                             std::to_string(devices) + " devices");
 
   const json &groups = r.field(doc, "", "groups");
@@ -373,7 +387,8 @@ Program parseProgram(const std::string &text, const std::string &path) {
     std::set<std::string> seen;
     for (const std::string &axis : p.groups.back())
       if (p.axisIndex(axis) < 0 || !seen.insert(axis).second)
-        r.fail(at("groups", i), "'" + axis + "' is not a mesh axis or is listed twice");
+        r.fail(at("groups", i),
+               "'" + axis + "' is not a mesh axis or is listed twice");
   }
 
   const json &memory = r.field(doc, "", "memory");
@@ -394,7 +409,8 @@ Program parseProgram(const std::string &text, const std::string &path) {
     spec.globalShape = readShape(r, in, w, "global_shape");
     readSharding(r, in, w, p, spec.globalShape.size(), spec.sharding);
     if (!spec.sharding.partial.empty())
-      r.fail(w + ".sharding.partial", "inputs hold whole values, not partial sums");
+      r.fail(w + ".sharding.partial",
+             "inputs hold whole values, not partial sums");
     std::string role = r.string(in, w, "role");
     if (role == "param") {
       spec.role = InputRole::Param;
@@ -414,8 +430,9 @@ Program parseProgram(const std::string &text, const std::string &path) {
       } else if (kind == "constant") {
         spec.init = {InitSpec::Constant, num("value"), 0};
       } else {
-        r.fail(w + ".init.kind", "'" + kind +
-                                     "' is not normal, uniform, zeros, ones or constant");
+        r.fail(w + ".init.kind",
+               "'" + kind +
+                   "' is not normal, uniform, zeros, ones or constant");
       }
     } else if (role == "data") {
       spec.role = InputRole::Data;
@@ -426,7 +443,8 @@ Program parseProgram(const std::string &text, const std::string &path) {
         if (!isInteger(spec.dtype) || spec.dtype == DType::I1)
           r.fail(w + ".dtype", "token inputs must be i32 or i64");
         if (spec.globalShape.empty())
-          r.fail(w + ".global_shape", "token inputs need at least one dimension");
+          r.fail(w + ".global_shape",
+                 "token inputs need at least one dimension");
       } else if (kind == "random") {
         spec.data = DataKind::Random;
       } else {
@@ -459,9 +477,10 @@ Program parseProgram(const std::string &text, const std::string &path) {
       const InputSpec &in = p.inputs[spec.updates];
       if (in.dtype != spec.dtype || in.globalShape != spec.globalShape)
         r.fail(w + ".updates", "output " + shapeString(spec.globalShape) + " " +
-                                   dtypeName(spec.dtype) + " cannot replace input '" +
-                                   target + "' of " + shapeString(in.globalShape) +
-                                   " " + dtypeName(in.dtype));
+                                   dtypeName(spec.dtype) +
+                                   " cannot replace input '" + target +
+                                   "' of " + shapeString(in.globalShape) + " " +
+                                   dtypeName(in.dtype));
     }
     p.outputs.push_back(std::move(spec));
   }
@@ -477,7 +496,8 @@ Program parseProgram(const std::string &text, const std::string &path) {
     rc.ranks = r.integers(r.field(cls, cw, "ranks"), cw + ".ranks", 0);
     for (int64_t rank : rc.ranks) {
       if (rank >= p.numRanks)
-        r.fail(cw + ".ranks", "rank " + std::to_string(rank) + " is not below num_ranks " +
+        r.fail(cw + ".ranks", "rank " + std::to_string(rank) +
+                                  " is not below num_ranks " +
                                   std::to_string(p.numRanks));
       if (owner[rank] >= 0)
         r.fail(cw + ".ranks", "rank " + std::to_string(rank) +
@@ -494,7 +514,8 @@ Program parseProgram(const std::string &text, const std::string &path) {
     for (size_t b = 0; b < buffers.size(); ++b) {
       std::string bw = at(cw + ".buffers", b);
       Buffer buf;
-      buf.name = buffers[b].contains("name") ? r.string(buffers[b], bw, "name") : "";
+      buf.name =
+          buffers[b].contains("name") ? r.string(buffers[b], bw, "name") : "";
       buf.dtype = r.dtype(buffers[b], bw);
       buf.shape = readShape(r, buffers[b], bw, "shape");
       buf.offset = r.integer(buffers[b], bw, "offset", 0);
@@ -514,8 +535,9 @@ Program parseProgram(const std::string &text, const std::string &path) {
         elements *= d;
       }
       if (buf.bytes != elements * int64_t(dtypeBytes(buf.dtype)))
-        r.fail(bw + ".bytes", std::to_string(buf.bytes) + " bytes do not hold " +
-                                  shapeString(buf.shape) + " " + dtypeName(buf.dtype));
+        r.fail(bw + ".bytes",
+               std::to_string(buf.bytes) + " bytes do not hold " +
+                   shapeString(buf.shape) + " " + dtypeName(buf.dtype));
       if (buf.offset % p.alignment)
         r.fail(bw + ".offset", "is not a multiple of the alignment " +
                                    std::to_string(p.alignment));
@@ -532,7 +554,8 @@ Program parseProgram(const std::string &text, const std::string &path) {
                       " (or -1 where allowed)");
       return v.get<int64_t>();
     };
-    auto bindings = [&](const char *key, size_t count, std::vector<int64_t> &out) {
+    auto bindings = [&](const char *key, size_t count,
+                        std::vector<int64_t> &out) {
       const json &list = r.field(cls, cw, key);
       if (!list.is_array() || list.size() != count)
         r.fail(cw + "." + key, "must list a buffer (or -1) for each of the " +
@@ -552,15 +575,16 @@ Program parseProgram(const std::string &text, const std::string &path) {
       if (b.dtype != dtype || b.shape != local)
         r.fail(w, "is bound to buffer " + std::to_string(id) + " of " +
                       shapeString(b.shape) + " " + dtypeName(b.dtype) +
-                      " but its per-device slice is " + shapeString(local) + " " +
-                      dtypeName(dtype));
+                      " but its per-device slice is " + shapeString(local) +
+                      " " + dtypeName(dtype));
     };
     for (size_t i = 0; i < p.inputs.size(); ++i)
       checkBinding(at(cw + ".inputs", i), rc.inputBuffers[i], p.inputs[i].dtype,
                    p.inputs[i].globalShape, p.inputs[i].sharding);
     for (size_t i = 0; i < p.outputs.size(); ++i)
-      checkBinding(at(cw + ".outputs", i), rc.outputBuffers[i], p.outputs[i].dtype,
-                   p.outputs[i].globalShape, p.outputs[i].sharding);
+      checkBinding(at(cw + ".outputs", i), rc.outputBuffers[i],
+                   p.outputs[i].dtype, p.outputs[i].globalShape,
+                   p.outputs[i].sharding);
 
     const json &insts = r.field(cls, cw, "instructions");
     if (!insts.is_array())
@@ -582,7 +606,8 @@ Program parseProgram(const std::string &text, const std::string &path) {
       if (!operands.is_array() || !results.is_array())
         r.fail(iw, "operands and results must be lists of buffer ids");
       int count = int(operands.size());
-      if (count < info->minOperands || (info->maxOperands >= 0 && count > info->maxOperands))
+      if (count < info->minOperands ||
+          (info->maxOperands >= 0 && count > info->maxOperands))
         r.fail(iw + ".operands", "has " + std::to_string(count) + " operands");
       int numResults = int(results.size());
       if (numResults < info->minResults || numResults > info->maxResults)
@@ -629,7 +654,8 @@ Program parseProgram(const std::string &text, const std::string &path) {
                      " outside its live range");
       }
       for (int64_t id : inst.results)
-        if (rc.buffers[id].firstUse > int64_t(i) || rc.buffers[id].lastUse < int64_t(i))
+        if (rc.buffers[id].firstUse > int64_t(i) ||
+            rc.buffers[id].lastUse < int64_t(i))
           r.fail(at(cw + ".buffers", id) + ".live",
                  "buffer is written by instruction " + std::to_string(i) +
                      " outside its live range");
@@ -660,13 +686,15 @@ Program parseProgram(const std::string &text, const std::string &path) {
         bool reads = std::find(writer.operands.begin(), writer.operands.end(),
                                buf.reuses) != writer.operands.end();
         if (reads && !writesInPlace(writer.op))
-          r.fail(bw, std::string("instruction ") + std::to_string(buf.firstUse) +
-                         " (" + opName(writer.op) +
+          r.fail(bw, std::string("instruction ") +
+                         std::to_string(buf.firstUse) + " (" +
+                         opName(writer.op) +
                          ") cannot write over its own operand");
       }
     }
     auto sameMemory = [&](size_t x, size_t y) {
-      return rc.buffers[x].reuses == int64_t(y) || rc.buffers[y].reuses == int64_t(x);
+      return rc.buffers[x].reuses == int64_t(y) ||
+             rc.buffers[y].reuses == int64_t(x);
     };
     std::vector<size_t> order(rc.buffers.size());
     for (size_t b = 0; b < order.size(); ++b)
@@ -677,13 +705,14 @@ Program parseProgram(const std::string &text, const std::string &path) {
     for (size_t x = 0; x < order.size(); ++x) {
       const Buffer &a = rc.buffers[order[x]];
       if (a.lastUse > n)
-        r.fail(at(cw + ".buffers", order[x]) + ".live", "extends past the last instruction");
+        r.fail(at(cw + ".buffers", order[x]) + ".live",
+               "extends past the last instruction");
       for (size_t y = x + 1; y < order.size(); ++y) {
         const Buffer &b = rc.buffers[order[y]];
         if (b.offset >= a.offset + a.bytes)
           break;
-        if (a.bytes && b.bytes && a.firstUse <= b.lastUse && b.firstUse <= a.lastUse &&
-            !sameMemory(order[x], order[y]))
+        if (a.bytes && b.bytes && a.firstUse <= b.lastUse &&
+            b.firstUse <= a.lastUse && !sameMemory(order[x], order[y]))
           r.fail(at(cw + ".buffers", order[y]),
                  "overlaps buffer " + std::to_string(order[x]) +
                      " in the arena while both are live");
@@ -693,7 +722,8 @@ Program parseProgram(const std::string &text, const std::string &path) {
   }
   for (int64_t rank = 0; rank < p.numRanks; ++rank)
     if (owner[rank] < 0)
-      r.fail("rank_classes", "rank " + std::to_string(rank) + " is in no rank class");
+      r.fail("rank_classes",
+             "rank " + std::to_string(rank) + " is in no rank class");
   return p;
 }
 

@@ -33,26 +33,32 @@ void Tracer::record(const std::string &name, Track track, double startUs,
                           {"args", {{"step", step}}}};
   if (!loc.empty())
     event["args"]["loc"] = loc;
-  events_.push_back(event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  events_.push_back(
+      event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 std::string Tracer::serialize() const {
   using json = nlohmann::json;
-  std::string text =
-      json{{"name", "process_name"}, {"ph", "M"}, {"pid", rank_},
-           {"args", {{"name", "rank " + std::to_string(rank_)}}}}
-          .dump();
+  std::string text = json{{"name", "process_name"},
+                          {"ph", "M"},
+                          {"pid", rank_},
+                          {"args", {{"name", "rank " + std::to_string(rank_)}}}}
+                         .dump();
   const char *tracks[] = {"compute", "communication", "host"};
   for (int t = 0; t < 3; ++t)
-    text += "," + json{{"name", "thread_name"}, {"ph", "M"}, {"pid", rank_},
-                       {"tid", t}, {"args", {{"name", tracks[t]}}}}
+    text += "," + json{{"name", "thread_name"},
+                       {"ph", "M"},
+                       {"pid", rank_},
+                       {"tid", t},
+                       {"args", {{"name", tracks[t]}}}}
                       .dump();
   for (const std::string &event : events_)
     text += ",\n" + event;
   return text;
 }
 
-void Tracer::write(const std::string &path, const std::vector<std::string> &ranks) {
+void Tracer::write(const std::string &path,
+                   const std::vector<std::string> &ranks) {
   std::string temp = path + ".tmp";
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);

@@ -10,8 +10,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Runtime/Checkpoint.h"
-#include "par/Runtime/Executor.h"
 #include "par/Runtime/Comm/MpiCollectives.h"
+#include "par/Runtime/Executor.h"
 #include "par/Runtime/Program.h"
 #include "par/Runtime/Trace.h"
 
@@ -111,13 +111,14 @@ void emitJson(const nlohmann::json &event) {
   std::exit(2);
 }
 
-int64_t parseInt(const std::string &flag, const std::string &text, int64_t min) {
+int64_t parseInt(const std::string &flag, const std::string &text,
+                 int64_t min) {
   char *end = nullptr;
   errno = 0;
   long long value = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || *end || errno || value < min)
-    usageError(flag + " expects an integer >= " + std::to_string(min) + ", got '" +
-               text + "'");
+    usageError(flag + " expects an integer >= " + std::to_string(min) +
+               ", got '" + text + "'");
   return value;
 }
 
@@ -146,7 +147,8 @@ Options parseOptions(int argc, char **argv, std::vector<std::string> &rest) {
       std::exit(0);
     }
     if (flag == "--version") {
-      std::cout << "par-run (program format version " << kProgramVersion << ")\n";
+      std::cout << "par-run (program format version " << kProgramVersion
+                << ")\n";
       std::exit(0);
     }
     if (flag == "-np" || flag == "--np" || flag == "-n") {
@@ -161,19 +163,33 @@ Options parseOptions(int argc, char **argv, std::vector<std::string> &rest) {
       o.json = true;
       continue;
     }
-    if (flag == "--backend") o.backend = next();
-    else if (flag == "--steps") o.steps = parseInt(flag, next(), 0);
-    else if (flag == "--seed") o.seed = uint64_t(parseInt(flag, next(), 0));
-    else if (flag == "--data") o.data = next();
-    else if (flag == "--log-every") o.logEvery = parseInt(flag, next(), 0);
-    else if (flag == "--save") o.save = next();
-    else if (flag == "--load") o.load = next();
-    else if (flag == "--trace") o.trace = next();
-    else if (flag == "--dump-outputs") o.dumpOutputs = next();
-    else if (flag == "--timeout") o.timeout = double(parseInt(flag, next(), 0));
-    else if (!arg.empty() && arg[0] == '-') usageError("unknown option '" + arg + "'");
-    else if (o.program.empty()) o.program = arg;
-    else usageError("more than one program given ('" + o.program + "' and '" + arg + "')");
+    if (flag == "--backend")
+      o.backend = next();
+    else if (flag == "--steps")
+      o.steps = parseInt(flag, next(), 0);
+    else if (flag == "--seed")
+      o.seed = uint64_t(parseInt(flag, next(), 0));
+    else if (flag == "--data")
+      o.data = next();
+    else if (flag == "--log-every")
+      o.logEvery = parseInt(flag, next(), 0);
+    else if (flag == "--save")
+      o.save = next();
+    else if (flag == "--load")
+      o.load = next();
+    else if (flag == "--trace")
+      o.trace = next();
+    else if (flag == "--dump-outputs")
+      o.dumpOutputs = next();
+    else if (flag == "--timeout")
+      o.timeout = double(parseInt(flag, next(), 0));
+    else if (!arg.empty() && arg[0] == '-')
+      usageError("unknown option '" + arg + "'");
+    else if (o.program.empty())
+      o.program = arg;
+    else
+      usageError("more than one program given ('" + o.program + "' and '" +
+                 arg + "')");
     if (!hasValue && rest.size() == before + 1 && arg != o.program)
       rest.push_back(argv[i]);
   }
@@ -185,8 +201,8 @@ Options parseOptions(int argc, char **argv, std::vector<std::string> &rest) {
 }
 
 bool underLauncher() {
-  for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK",
-                          "SLURM_PROCID", "PAR_RUN_LAUNCHED"})
+  for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK",
+                          "PMI_RANK", "SLURM_PROCID", "PAR_RUN_LAUNCHED"})
     if (std::getenv(var))
       return true;
   return false;
@@ -198,8 +214,8 @@ std::string findOnPath(const std::string &name) {
   size_t start = 0;
   while (start <= dirs.size()) {
     size_t end = dirs.find(':', start);
-    std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos
-                                                                  : end - start);
+    std::string dir = dirs.substr(
+        start, end == std::string::npos ? std::string::npos : end - start);
     std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
     if (access(candidate.c_str(), X_OK) == 0)
       return candidate;
@@ -213,7 +229,8 @@ std::string findOnPath(const std::string &name) {
 std::string meshText(const Program &p) {
   std::string text;
   for (const MeshAxis &axis : p.mesh)
-    text += (text.empty() ? "" : " x ") + axis.name + "=" + std::to_string(axis.size);
+    text += (text.empty() ? "" : " x ") + axis.name + "=" +
+            std::to_string(axis.size);
   return text;
 }
 
@@ -231,7 +248,8 @@ std::string human(int64_t bytes) {
 }
 
 /// Starts the ranks through mpirun; returns only on failure to exec.
-int launch(const Options &o, const Program &program, const std::vector<std::string> &rest) {
+int launch(const Options &o, const Program &program,
+           const std::vector<std::string> &rest) {
   std::string mpirun = findOnPath("mpirun");
   if (mpirun.empty()) {
     std::cerr << "par-run: error: mpirun is not on PATH; install Open MPI "
@@ -246,9 +264,17 @@ int launch(const Options &o, const Program &program, const std::vector<std::stri
     return 1;
   }
   self[length] = 0;
-  std::vector<std::string> args = {mpirun, "--allow-run-as-root", "--oversubscribe",
-                                   "--bind-to", "none", "--mca", "btl", "self,vader",
-                                   "-np", std::to_string(program.numRanks), self};
+  std::vector<std::string> args = {mpirun,
+                                   "--allow-run-as-root",
+                                   "--oversubscribe",
+                                   "--bind-to",
+                                   "none",
+                                   "--mca",
+                                   "btl",
+                                   "self,vader",
+                                   "-np",
+                                   std::to_string(program.numRanks),
+                                   self};
   args.insert(args.end(), rest.begin(), rest.end());
   setenv("PAR_RUN_LAUNCHED", "1", 1);
   // One BLAS thread per rank: ranks already fill the cores.
@@ -259,8 +285,8 @@ int launch(const Options &o, const Program &program, const std::vector<std::stri
   argvOut.push_back(nullptr);
   std::fflush(nullptr);
   execv(mpirun.c_str(), argvOut.data());
-  std::cerr << "par-run: error: cannot start " << mpirun << ": " << std::strerror(errno)
-            << "\n";
+  std::cerr << "par-run: error: cannot start " << mpirun << ": "
+            << std::strerror(errno) << "\n";
   return 1;
 }
 
@@ -327,20 +353,29 @@ int runRank(const Options &o, int rank, int size) {
     exec.initParams(o.seed);
   }
   if (rank == 0 && o.json) {
-    emitJson({{"event", "start"}, {"function", program.function}, {"ranks", size},
-              {"mesh", meshText(program)}, {"backend", o.backend},
-              {"instructions", rc.instructions.size()}, {"arena_bytes", rc.arenaBytes},
-              {"data", data.describe()}, {"seed", o.seed},
+    emitJson({{"event", "start"},
+              {"function", program.function},
+              {"ranks", size},
+              {"mesh", meshText(program)},
+              {"backend", o.backend},
+              {"instructions", rc.instructions.size()},
+              {"arena_bytes", rc.arenaBytes},
+              {"data", data.describe()},
+              {"seed", o.seed},
               {"first_step", first}});
   } else if (rank == 0) {
-    std::printf("par-run: %s on %d rank(s) (mesh %s), %s backend, %zu instructions, "
-                "arena %s per rank\n",
-                program.function.c_str(), size, meshText(program).c_str(),
-                o.backend.c_str(), rc.instructions.size(), human(rc.arenaBytes).c_str());
+    std::printf(
+        "par-run: %s on %d rank(s) (mesh %s), %s backend, %zu instructions, "
+        "arena %s per rank\n",
+        program.function.c_str(), size, meshText(program).c_str(),
+        o.backend.c_str(), rc.instructions.size(),
+        human(rc.arenaBytes).c_str());
     std::printf("par-run: data: %s, seed %llu%s\n", data.describe().c_str(),
                 (unsigned long long)o.seed,
-                o.load.empty() ? "" : (", resumed from " + o.load + " at step " +
-                                       std::to_string(first - 1)).c_str());
+                o.load.empty() ? ""
+                               : (", resumed from " + o.load + " at step " +
+                                  std::to_string(first - 1))
+                                     .c_str());
     std::fflush(stdout);
   }
 
@@ -363,13 +398,15 @@ int runRank(const Options &o, int rank, int size) {
     exec.feedData(data, o.seed, step);
     exec.runStep(step);
     double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     if (tracer)
       tracer->record("step " + std::to_string(step), Tracer::Host, traceStart,
                      tracer->now(), step);
     totalSeconds += seconds;
     peak = std::max(peak, exec.measuredPeak());
-    bool log = o.logEvery > 0 && ((step - first + 1) % o.logEvery == 0 || step == last);
+    bool log = o.logEvery > 0 &&
+               ((step - first + 1) % o.logEvery == 0 || step == last);
     if (!log)
       continue;
     std::vector<double> value;
@@ -412,7 +449,8 @@ int runRank(const Options &o, int rank, int size) {
       line += buf;
     }
     if (tokens) {
-      std::snprintf(buf, sizeof buf, "  %.0f tokens/s", double(tokens) / seconds);
+      std::snprintf(buf, sizeof buf, "  %.0f tokens/s",
+                    double(tokens) / seconds);
       line += buf;
     }
     std::snprintf(buf, sizeof buf, "  %.2f ms", seconds * 1e3);
@@ -422,9 +460,11 @@ int runRank(const Options &o, int rank, int size) {
     std::fflush(stdout);
   }
   if (peak > rc.arenaBytes)
-    throw RunError("rank " + std::to_string(rank) + ": memory written up to byte " +
-                   std::to_string(peak) + ", past the planned arena of " +
-                   std::to_string(rc.arenaBytes) + " bytes (a kernel wrote out of bounds)");
+    throw RunError("rank " + std::to_string(rank) +
+                   ": memory written up to byte " + std::to_string(peak) +
+                   ", past the planned arena of " +
+                   std::to_string(rc.arenaBytes) +
+                   " bytes (a kernel wrote out of bounds)");
 
   if (!o.save.empty()) {
     int64_t step = last;
@@ -435,7 +475,8 @@ int runRank(const Options &o, int rank, int size) {
     comm->barrier();
     if (rank == 0) {
       writeIndex(o.save, step, exec.checkpointRecords(step),
-                 {{"mesh", meshText(program)}, {"function", program.function},
+                 {{"mesh", meshText(program)},
+                  {"function", program.function},
                   {"program", o.program}});
       pruneOldSteps(o.save, step);
     }
@@ -443,7 +484,8 @@ int runRank(const Options &o, int rank, int size) {
     if (rank == 0 && o.json)
       emitJson({{"event", "save"}, {"step", step}, {"dir", o.save}});
     else if (rank == 0)
-      std::printf("par-run: saved step %lld to %s\n", (long long)step, o.save.c_str());
+      std::printf("par-run: saved step %lld to %s\n", (long long)step,
+                  o.save.c_str());
   }
 
   if (!o.dumpOutputs.empty()) {
@@ -451,9 +493,10 @@ int runRank(const Options &o, int rank, int size) {
     for (size_t i = 0; i < program.outputs.size(); ++i) {
       std::vector<double> value = exec.gatherOutput(i);
       if (rank == 0)
-        outputs[program.outputs[i].name] = {{"shape", program.outputs[i].globalShape},
-                                            {"dtype", dtypeName(program.outputs[i].dtype)},
-                                            {"values", value}};
+        outputs[program.outputs[i].name] = {
+            {"shape", program.outputs[i].globalShape},
+            {"dtype", dtypeName(program.outputs[i].dtype)},
+            {"values", value}};
     }
     std::vector<std::string> peaks = comm->gatherToRoot(std::to_string(peak));
     if (rank == 0) {
@@ -464,7 +507,9 @@ int runRank(const Options &o, int rank, int size) {
       const Executor::Traffic &traffic = exec.lastStepTraffic();
       out << nlohmann::json{{"step", last},
                             {"outputs", outputs},
-                            {"memory", {{"planned", rc.arenaBytes}, {"measured", measured}}},
+                            {"memory",
+                             {{"planned", rc.arenaBytes},
+                              {"measured", measured}}},
                             {"communication",
                              {{"collectives", traffic.collectives},
                               {"moved_elements", traffic.movedElements},
@@ -496,15 +541,17 @@ int runRank(const Options &o, int rank, int size) {
               {"moved_elements", traffic.movedElements},
               {"sent_bytes", traffic.sentBytes}});
   } else if (rank == 0 && o.steps > 0) {
-    std::printf("par-run: %lld step(s) in %.3f s; measured peak %s of %s planned per rank\n",
+    std::printf("par-run: %lld step(s) in %.3f s; measured peak %s of %s "
+                "planned per rank\n",
                 (long long)o.steps, totalSeconds, human(peak).c_str(),
                 human(rc.arenaBytes).c_str());
     const Executor::Traffic &traffic = exec.lastStepTraffic();
     if (traffic.collectives)
-      std::printf("par-run: rank 0 per step: %lld collective(s), %lld elements moved, "
-                  "%s sent\n",
-                  (long long)traffic.collectives, (long long)traffic.movedElements,
-                  human(traffic.sentBytes).c_str());
+      std::printf(
+          "par-run: rank 0 per step: %lld collective(s), %lld elements moved, "
+          "%s sent\n",
+          (long long)traffic.collectives, (long long)traffic.movedElements,
+          human(traffic.sentBytes).c_str());
   }
   comm->barrier();
   return 0;
@@ -538,9 +585,10 @@ int main(int argc, char **argv) {
       return 1;
     }
     if (o.np >= 0 && o.np != program.numRanks) {
-      std::cerr << "par-run: error: -np " << o.np << " does not match " << o.program
-                << ", which runs on " << program.numRanks << " ranks (mesh "
-                << meshText(program) << "); recompile for another mesh with "
+      std::cerr << "par-run: error: -np " << o.np << " does not match "
+                << o.program << ", which runs on " << program.numRanks
+                << " ranks (mesh " << meshText(program)
+                << "); recompile for another mesh with "
                    "par-opt --mesh=...\n";
       return 1;
     }

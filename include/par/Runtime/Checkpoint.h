@@ -89,8 +89,12 @@ public:
   explicit CheckpointReader(std::string dir);
 
   int64_t step() const { return step_; }
-  const std::map<std::string, TensorRecord> &tensors() const { return tensors_; }
-  const std::map<std::string, std::string> &metadata() const { return metadata_; }
+  const std::map<std::string, TensorRecord> &tensors() const {
+    return tensors_;
+  }
+  const std::map<std::string, std::string> &metadata() const {
+    return metadata_;
+  }
 
   /// Fills `dst` (slice.shape elements of `dtype`, row-major) with `slice` of
   /// tensor `name`. Errors: unknown tensor, dtype or global-shape mismatch

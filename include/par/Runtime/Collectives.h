@@ -1,4 +1,5 @@
-//===- Collectives.h - Communication between the ranks of a mesh -*- C++ -*-===//
+//===- Collectives.h - Communication between the ranks of a mesh -*- C++
+//-*-===//
 //
 // The executor talks to other ranks only through this interface, one
 // communicator per group of mesh axes listed in the program. Group members

@@ -112,7 +112,8 @@ private:
   /// Ops that read a communicator group: collectives and axis_index.
   void runGroupOp(const Instruction &inst, size_t index, const Tensor &input,
                   Tensor &result);
-  void countTraffic(const Instruction &inst, const Tensor &in, const Tensor &out);
+  void countTraffic(const Instruction &inst, const Tensor &in,
+                    const Tensor &out);
   std::string where(size_t index) const;
 
   /// Copies `host` (the bytes of `t`) into `t`'s device memory.

@@ -1,10 +1,10 @@
 //===- KernelTable.h - A backend's kernels, indexed by opcode ---*- C++ -*-===//
 //
-// Each backend (a Device, Device.h) fills one table with a kernel for every compute op of the
-// catalogue it supports; the executor dispatches through the table and
-// runs the ops that read a communicator group (collectives, axis_index)
-// through Collectives. Adding an op means adding its kernel here, in the
-// backend's table file, and nowhere in the executor.
+// Each backend (a Device, Device.h) fills one table with a kernel for every
+// compute op of the catalogue it supports; the executor dispatches through the
+// table and runs the ops that read a communicator group (collectives,
+// axis_index) through Collectives. Adding an op means adding its kernel here,
+// in the backend's table file, and nowhere in the executor.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,7 +22,8 @@ namespace par::rt {
 /// Issues one instruction on `stream`: operands `in`, preallocated results
 /// `out`, all in the backend's memory.
 using Kernel = void (*)(Stream stream, const catalogue::Attrs &attrs,
-                        const std::vector<Tensor> &in, std::vector<Tensor> &out);
+                        const std::vector<Tensor> &in,
+                        std::vector<Tensor> &out);
 
 struct KernelTable {
   const char *backend = "";

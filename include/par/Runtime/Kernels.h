@@ -23,7 +23,18 @@
 namespace par::rt {
 
 enum class BinaryKind { Add, Sub, Mul, Div, Max, Min };
-enum class UnaryKind { Neg, Exp, Log, Tanh, Sqrt, Rsqrt, Gelu, Silu, Relu, Sigmoid };
+enum class UnaryKind {
+  Neg,
+  Exp,
+  Log,
+  Tanh,
+  Sqrt,
+  Rsqrt,
+  Gelu,
+  Silu,
+  Relu,
+  Sigmoid
+};
 // The attribute enums of the catalogue (ParAttrs.td), as programs carry them.
 using CompareKind = catalogue::CompareDirection;
 using ReduceKind = catalogue::ReduceKind;
@@ -34,7 +45,8 @@ using ReduceKind = catalogue::ReduceKind;
 void binary(BinaryKind kind, const Tensor &lhs, const Tensor &rhs, Tensor &out);
 void unary(UnaryKind kind, const Tensor &input, Tensor &out);
 /// `out` is i1 of the operands' shape.
-void compare(CompareKind kind, const Tensor &lhs, const Tensor &rhs, Tensor &out);
+void compare(CompareKind kind, const Tensor &lhs, const Tensor &rhs,
+             Tensor &out);
 /// `pred` is i1; on_true/on_false/out share type and shape.
 void select(const Tensor &pred, const Tensor &onTrue, const Tensor &onFalse,
             Tensor &out);
@@ -42,13 +54,15 @@ void convert(const Tensor &input, Tensor &out);
 
 // Structural (any element type; data is moved, not converted).
 /// Operand dim i goes to result dim dims[i] (size equal, or 1 = expanded).
-void broadcast(const Tensor &input, const std::vector<int64_t> &dims, Tensor &out);
+void broadcast(const Tensor &input, const std::vector<int64_t> &dims,
+               Tensor &out);
 /// Removes `dims` (sorted or not) by reducing over them. Mean divides by the
 /// product of the reduced sizes.
-void reduce(ReduceKind kind, const Tensor &input, const std::vector<int64_t> &dims,
-            Tensor &out);
+void reduce(ReduceKind kind, const Tensor &input,
+            const std::vector<int64_t> &dims, Tensor &out);
 /// out dim i = input dim perm[i].
-void transpose(const Tensor &input, const std::vector<int64_t> &perm, Tensor &out);
+void transpose(const Tensor &input, const std::vector<int64_t> &perm,
+               Tensor &out);
 /// Copies element-count-preserving data (row-major order unchanged).
 void reshape(const Tensor &input, Tensor &out);
 /// out[i...] = input[starts + i * strides]; out's shape gives the extent.
@@ -60,8 +74,10 @@ void fill(Tensor &out, double value);
 
 // Contraction. Result dims: batch dims (in lhsBatch order), lhs free dims,
 // rhs free dims, each in operand order. Float types only.
-void dot(const Tensor &lhs, const Tensor &rhs, const std::vector<int64_t> &lhsBatch,
-         const std::vector<int64_t> &rhsBatch, const std::vector<int64_t> &lhsContract,
+void dot(const Tensor &lhs, const Tensor &rhs,
+         const std::vector<int64_t> &lhsBatch,
+         const std::vector<int64_t> &rhsBatch,
+         const std::vector<int64_t> &lhsContract,
          const std::vector<int64_t> &rhsContract, Tensor &out);
 
 // Neural-network ops (float types; ids/labels i32 or i64).
@@ -69,7 +85,8 @@ void softmax(const Tensor &input, int64_t dim, Tensor &out);
 /// Over the last dim; gamma/beta are 1-D of that size.
 void layerNorm(const Tensor &input, const Tensor &gamma, const Tensor &beta,
                float epsilon, Tensor &out);
-void rmsNorm(const Tensor &input, const Tensor &gamma, float epsilon, Tensor &out);
+void rmsNorm(const Tensor &input, const Tensor &gamma, float epsilon,
+             Tensor &out);
 /// q [B, S, H, D], k/v [B, T, Hkv, D]; query head h reads KV head
 /// h / (H / Hkv). With `causal`, query position s + positionOffset sees keys
 /// t <= s + positionOffset. out has q's shape.
@@ -81,23 +98,25 @@ void embedding(const Tensor &table, const Tensor &ids, Tensor &out);
 /// coordinates (along the operand dims `dims`) are in range, the slice of
 /// updates [N..., rest] at e is added into the operand slice they select;
 /// duplicates add. Numeric types; accumulation in f32 (f64, integers exact).
-void scatterAdd(const Tensor &operand, const Tensor &indices, const Tensor &updates,
-                const std::vector<int64_t> &dims, Tensor &out);
+void scatterAdd(const Tensor &operand, const Tensor &indices,
+                const Tensor &updates, const std::vector<int64_t> &dims,
+                Tensor &out);
 /// Mean over tokens of logsumexp(logits[t, :]) - logits[t, labels[t]];
 /// out is 0-d. Labels outside [0, V) are a KernelError.
 void crossEntropy(const Tensor &logits, const Tensor &labels, Tensor &out);
 /// x [B, S, H, D], D even; position p = s + positionOffset rotates
 /// (x[i], x[i + D/2]) by p * theta^(-2i/D).
-void rope(const Tensor &input, float theta, int64_t positionOffset, Tensor &out);
+void rope(const Tensor &input, float theta, int64_t positionOffset,
+          Tensor &out);
 
 // Optimizers (lr 0-d float, step 0-d int or float, 1-based).
-void adamw(const Tensor &param, const Tensor &grad, const Tensor &m, const Tensor &v,
-           const Tensor &lr, const Tensor &step, float beta1, float beta2,
-           float epsilon, float weightDecay, Tensor &newParam, Tensor &newM,
-           Tensor &newV);
+void adamw(const Tensor &param, const Tensor &grad, const Tensor &m,
+           const Tensor &v, const Tensor &lr, const Tensor &step, float beta1,
+           float beta2, float epsilon, float weightDecay, Tensor &newParam,
+           Tensor &newM, Tensor &newV);
 /// Plain SGD (no momentum, no state): newParam = param - lr (grad + wd param).
-void sgd(const Tensor &param, const Tensor &grad, const Tensor &lr, float weightDecay,
-         Tensor &newParam);
+void sgd(const Tensor &param, const Tensor &grad, const Tensor &lr,
+         float weightDecay, Tensor &newParam);
 void sgd(const Tensor &param, const Tensor &grad, const Tensor &momentumBuf,
          const Tensor &lr, float momentum, float weightDecay, bool nesterov,
          Tensor &newParam, Tensor &newMomentum);

@@ -58,9 +58,9 @@ struct InputSpec {
   DType dtype = DType::F32;
   Shape globalShape;
   ShardingSpec sharding;
-  InitSpec init;          // params
+  InitSpec init;                    // params
   DataKind data = DataKind::Random; // data inputs
-  int64_t vocab = 256;    // tokens / targets
+  int64_t vocab = 256;              // tokens / targets
 };
 
 struct OutputSpec {
@@ -88,8 +88,8 @@ struct Buffer {
 // dialect's ODS definitions: see include/par/Catalogue/OpCatalogue.h.
 using catalogue::Attrs;
 using catalogue::OpCode;
-using catalogue::OpSpec;
 using catalogue::opName;
+using catalogue::OpSpec;
 
 /// Whether `op` exchanges data between the devices of a group.
 inline bool isCollective(OpCode op) { return catalogue::spec(op).communicates; }
@@ -110,8 +110,8 @@ struct Instruction {
 struct RankClass {
   std::vector<int64_t> ranks;
   std::vector<Buffer> buffers;
-  int64_t arenaBytes = 0;     // planned peak: the arena each rank allocates
-  int64_t peakLiveBytes = 0;  // most bytes live at once (<= arenaBytes)
+  int64_t arenaBytes = 0;    // planned peak: the arena each rank allocates
+  int64_t peakLiveBytes = 0; // most bytes live at once (<= arenaBytes)
   std::vector<int64_t> inputBuffers;  // per program input (-1: not here)
   std::vector<int64_t> outputBuffers; // per program output (-1: not here)
   std::vector<Instruction> instructions;

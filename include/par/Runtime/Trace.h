@@ -23,14 +23,15 @@ public:
   explicit Tracer(int64_t rank);
   /// Microseconds since this tracer was made.
   double now() const;
-  void record(const std::string &name, Track track, double startUs, double endUs,
-              int64_t step, const std::string &loc = "");
+  void record(const std::string &name, Track track, double startUs,
+              double endUs, int64_t step, const std::string &loc = "");
   size_t size() const { return events_.size(); }
   /// This rank's events as a JSON array body (no brackets), with the
   /// process and thread names.
   std::string serialize() const;
   /// Writes the merged trace; throws std::runtime_error naming the path.
-  static void write(const std::string &path, const std::vector<std::string> &ranks);
+  static void write(const std::string &path,
+                    const std::vector<std::string> &ranks);
 
 private:
   int64_t rank_;

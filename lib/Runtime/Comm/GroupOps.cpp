@@ -20,15 +20,15 @@ std::vector<char> toHost(Device &device, const Tensor &t) {
 
 GroupOpTable build() {
   GroupOpTable t;
-  auto set = [&](OpCode op, GroupKernel kernel) { t.kernels[size_t(op)] = kernel; };
-  set(OpCode::AllReduce, [](Collectives &comm, Device &, const Attrs &a,
-                            const Tensor &in, Tensor &out) {
-    comm.allReduce(a.group, a.collectiveKind, in, out);
-  });
-  set(OpCode::AllGather, [](Collectives &comm, Device &, const Attrs &a,
-                            const Tensor &in, Tensor &out) {
-    comm.allGather(a.group, a.dim, in, out);
-  });
+  auto set = [&](OpCode op, GroupKernel kernel) {
+    t.kernels[size_t(op)] = kernel;
+  };
+  set(OpCode::AllReduce,
+      [](Collectives &comm, Device &, const Attrs &a, const Tensor &in,
+         Tensor &out) { comm.allReduce(a.group, a.collectiveKind, in, out); });
+  set(OpCode::AllGather,
+      [](Collectives &comm, Device &, const Attrs &a, const Tensor &in,
+         Tensor &out) { comm.allGather(a.group, a.dim, in, out); });
   set(OpCode::ReduceScatter, [](Collectives &comm, Device &, const Attrs &a,
                                 const Tensor &in, Tensor &out) {
     comm.reduceScatter(a.group, a.collectiveKind, a.dim, in, out);
@@ -37,10 +37,9 @@ GroupOpTable build() {
                            const Tensor &in, Tensor &out) {
     comm.allToAll(a.group, a.splitDim, a.concatDim, in, out);
   });
-  set(OpCode::CollectivePermute, [](Collectives &comm, Device &, const Attrs &a,
-                                    const Tensor &in, Tensor &out) {
-    comm.permute(a.group, a.pairs, in, out);
-  });
+  set(OpCode::CollectivePermute,
+      [](Collectives &comm, Device &, const Attrs &a, const Tensor &in,
+         Tensor &out) { comm.permute(a.group, a.pairs, in, out); });
   // Each device keeps its own piece: no communication.
   set(OpCode::AllSlice, [](Collectives &comm, Device &device, const Attrs &a,
                            const Tensor &in, Tensor &out) {
@@ -48,7 +47,8 @@ GroupOpTable build() {
     std::vector<char> pieces(in.bytes());
     splitPieces(Tensor{in.dtype, in.shape, whole.data()}, a.dim,
                 comm.memberCount(a.group), pieces.data());
-    device.copyIn(out.data, pieces.data() + comm.memberIndex(a.group) * out.bytes(),
+    device.copyIn(out.data,
+                  pieces.data() + comm.memberIndex(a.group) * out.bytes(),
                   out.bytes());
   });
   set(OpCode::AxisIndex, [](Collectives &comm, Device &device, const Attrs &a,

@@ -23,7 +23,8 @@ void splitPieces(const Tensor &input, int64_t dim, int64_t n, void *pieces) {
   char *dst = static_cast<char *>(pieces);
   for (int64_t j = 0; j < n; ++j)
     for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(dst + (j * outer + o) * inner, src + (o * n + j) * inner, inner);
+      std::memcpy(dst + (j * outer + o) * inner, src + (o * n + j) * inner,
+                  inner);
 }
 
 void joinPieces(const void *pieces, int64_t n, int64_t dim, Tensor &out) {
@@ -37,7 +38,8 @@ void joinPieces(const void *pieces, int64_t n, int64_t dim, Tensor &out) {
   char *dst = static_cast<char *>(out.data);
   for (int64_t j = 0; j < n; ++j)
     for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(dst + (o * n + j) * inner, src + (j * outer + o) * inner, inner);
+      std::memcpy(dst + (o * n + j) * inner, src + (j * outer + o) * inner,
+                  inner);
 }
 
 std::pair<int, int> initMpi(int *argc, char ***argv) {
@@ -68,8 +70,7 @@ namespace {
 
 class MpiCollectives : public Collectives {
 public:
-  MpiCollectives(const Program &program, double timeout)
-      : timeout_(timeout) {
+  MpiCollectives(const Program &program, double timeout) : timeout_(timeout) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
     std::vector<int64_t> coords = meshCoords(program, rank_);
@@ -103,7 +104,9 @@ public:
 
   int64_t worldRank() const override { return rank_; }
   int64_t worldSize() const override { return size_; }
-  int64_t memberIndex(int64_t group) const override { return indices_.at(group); }
+  int64_t memberIndex(int64_t group) const override {
+    return indices_.at(group);
+  }
   int64_t memberCount(int64_t group) const override { return sizes_.at(group); }
 
   void allReduce(int64_t group, ReduceOp kind, const Tensor &input,
@@ -123,8 +126,9 @@ public:
     std::vector<char> pieces(input.bytes() * n);
     MPI_Request request;
     checkCount(input.bytes());
-    check(MPI_Iallgather(input.data, int(input.bytes()), MPI_BYTE, pieces.data(),
-                         int(input.bytes()), MPI_BYTE, comms_[group], &request),
+    check(MPI_Iallgather(input.data, int(input.bytes()), MPI_BYTE,
+                         pieces.data(), int(input.bytes()), MPI_BYTE,
+                         comms_[group], &request),
           "MPI_Iallgather");
     wait(&request, 1, "MPI_Iallgather");
     joinPieces(pieces.data(), n, dim, out);
@@ -161,7 +165,8 @@ public:
     joinPieces(receive.data(), n, concatDim, out);
   }
 
-  void permute(int64_t group, const std::vector<std::pair<int64_t, int64_t>> &pairs,
+  void permute(int64_t group,
+               const std::vector<std::pair<int64_t, int64_t>> &pairs,
                const Tensor &input, Tensor &out) override {
     int64_t me = indices_[group];
     std::vector<MPI_Request> requests;
@@ -175,8 +180,8 @@ public:
       }
       if (source == me) {
         requests.emplace_back();
-        check(MPI_Isend(input.data, int(input.bytes()), MPI_BYTE, int(target), 0,
-                        comms_[group], &requests.back()),
+        check(MPI_Isend(input.data, int(input.bytes()), MPI_BYTE, int(target),
+                        0, comms_[group], &requests.back()),
               "MPI_Isend");
       }
       if (target == me) {
@@ -208,8 +213,9 @@ public:
     }
     checkCount(total);
     std::vector<char> all(rank_ == 0 ? total : 0);
-    check(MPI_Igatherv(bytes.data(), length, MPI_BYTE, all.data(), lengths.data(),
-                       displacements.data(), MPI_BYTE, 0, MPI_COMM_WORLD, &request),
+    check(MPI_Igatherv(bytes.data(), length, MPI_BYTE, all.data(),
+                       lengths.data(), displacements.data(), MPI_BYTE, 0,
+                       MPI_COMM_WORLD, &request),
           "MPI_Igatherv");
     wait(&request, 1, "MPI_Igatherv");
     std::vector<std::string> out;
@@ -234,18 +240,28 @@ private:
            : kind == ReduceOp::Min ? MPI_MIN
                                    : MPI_SUM;
       switch (input.dtype) {
-      case DType::F64: type = MPI_DOUBLE; break;
-      case DType::I64: type = MPI_INT64_T; break;
-      case DType::I32: type = MPI_INT32_T; break;
+      case DType::F64:
+        type = MPI_DOUBLE;
+        break;
+      case DType::I64:
+        type = MPI_INT64_T;
+        break;
+      case DType::I32:
+        type = MPI_INT32_T;
+        break;
       case DType::I1:
-        throw CommError(self.where("reduction of an i1 tensor is not supported"));
-      default: type = MPI_FLOAT; break;
+        throw CommError(
+            self.where("reduction of an i1 tensor is not supported"));
+      default:
+        type = MPI_FLOAT;
+        break;
       }
       self.checkCount(input.size());
       widened = input.dtype == DType::F16 || input.dtype == DType::BF16;
       buffer.resize(input.size() * elementBytes());
-      convertElements(input.dtype, input.data, widened ? DType::F32 : input.dtype,
-                      buffer.data(), input.size());
+      convertElements(input.dtype, input.data,
+                      widened ? DType::F32 : input.dtype, buffer.data(),
+                      input.size());
     }
     size_t elementBytes() const {
       return widened ? 4 : dtypeBytes(input.dtype);
@@ -278,8 +294,8 @@ private:
     char message[MPI_MAX_ERROR_STRING];
     int length = 0;
     MPI_Error_string(code, message, &length);
-    throw CommError(where(std::string(call) + " failed: " +
-                          std::string(message, length)));
+    throw CommError(
+        where(std::string(call) + " failed: " + std::string(message, length)));
   }
 
   void checkCount(int64_t count) const {
@@ -295,21 +311,24 @@ private:
     auto start = std::chrono::steady_clock::now();
     for (int polls = 0;; ++polls) {
       int done = 0;
-      check(MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+      check(MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE),
+            "MPI_Testall");
       if (done)
         return;
       double elapsed = std::chrono::duration<double>(
                            std::chrono::steady_clock::now() - start)
                            .count();
       if (timeout_ > 0 && elapsed > timeout_)
-        throw CommError(where(std::string(call) + " did not complete within " +
-                              std::to_string(int64_t(timeout_)) +
-                              " s (--timeout): another rank of the group failed, "
-                              "stalled or runs a different program"));
+        throw CommError(
+            where(std::string(call) + " did not complete within " +
+                  std::to_string(int64_t(timeout_)) +
+                  " s (--timeout): another rank of the group failed, "
+                  "stalled or runs a different program"));
       if (polls < 64)
         std::this_thread::yield();
       else
-        std::this_thread::sleep_for(std::chrono::microseconds(polls < 1024 ? 20 : 200));
+        std::this_thread::sleep_for(
+            std::chrono::microseconds(polls < 1024 ? 20 : 200));
     }
   }
 

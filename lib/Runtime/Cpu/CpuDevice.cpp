@@ -22,7 +22,8 @@ public:
 
   void *allocate(size_t bytes, size_t alignment) override {
     size_t rounded = (bytes + alignment - 1) / alignment * alignment;
-    void *memory = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
+    void *memory =
+        std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
     if (!memory)
       throw DeviceError("cpu: cannot allocate " + std::to_string(bytes) +
                         " bytes of host memory");
@@ -57,8 +58,8 @@ std::unique_ptr<Device> createDevice(const std::string &backend) {
   std::string list;
   for (const std::string &name : availableBackends())
     list += (list.empty() ? "" : ", ") + name;
-  throw DeviceError("backend '" + backend + "' is not built into this runtime (built: " +
-                    list + ")");
+  throw DeviceError("backend '" + backend +
+                    "' is not built into this runtime (built: " + list + ")");
 }
 
 } // namespace par::rt

@@ -32,8 +32,8 @@ void constantKernel(Stream, const Attrs &a, const Tensors &, Tensors &out) {
   }
   if (int64_t(a.value.size()) != result.size())
     throw KernelError("constant: " + std::to_string(a.value.size()) +
-                      " values for a tensor of " + std::to_string(result.size()) +
-                      " elements");
+                      " values for a tensor of " +
+                      std::to_string(result.size()) + " elements");
   for (size_t i = 0; i < a.value.size(); ++i)
     storeElement(result.dtype, result.data, int64_t(i), a.value[i]);
 }
@@ -83,66 +83,75 @@ KernelTable build() {
   set(OpCode::Silu, unaryKernel<UnaryKind::Silu>);
   set(OpCode::Relu, unaryKernel<UnaryKind::Relu>);
   set(OpCode::Sigmoid, unaryKernel<UnaryKind::Sigmoid>);
-  set(OpCode::Compare, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
-    compare(a.compareDirection, in[0], in[1], out[0]);
-  });
-  set(OpCode::Select, [](Stream, const Attrs &, const Tensors &in, Tensors &out) {
-    select(in[0], in[1], in[2], out[0]);
-  });
-  set(OpCode::Convert, [](Stream, const Attrs &, const Tensors &in, Tensors &out) {
-    convert(in[0], out[0]);
-  });
+  set(OpCode::Compare,
+      [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
+        compare(a.compareDirection, in[0], in[1], out[0]);
+      });
+  set(OpCode::Select,
+      [](Stream, const Attrs &, const Tensors &in, Tensors &out) {
+        select(in[0], in[1], in[2], out[0]);
+      });
+  set(OpCode::Convert, [](Stream, const Attrs &, const Tensors &in,
+                          Tensors &out) { convert(in[0], out[0]); });
   set(OpCode::Constant, constantKernel);
-  set(OpCode::Broadcast, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
-    broadcast(in[0], a.dims, out[0]);
-  });
-  set(OpCode::Reduce, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
-    reduce(a.reduceKind, in[0], a.dims, out[0]);
-  });
-  set(OpCode::Transpose, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
-    transpose(in[0], a.perm, out[0]);
-  });
-  set(OpCode::Reshape, [](Stream, const Attrs &, const Tensors &in, Tensors &out) {
-    reshape(in[0], out[0]);
-  });
+  set(OpCode::Broadcast,
+      [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
+        broadcast(in[0], a.dims, out[0]);
+      });
+  set(OpCode::Reduce,
+      [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
+        reduce(a.reduceKind, in[0], a.dims, out[0]);
+      });
+  set(OpCode::Transpose,
+      [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
+        transpose(in[0], a.perm, out[0]);
+      });
+  set(OpCode::Reshape, [](Stream, const Attrs &, const Tensors &in,
+                          Tensors &out) { reshape(in[0], out[0]); });
   set(OpCode::Slice, sliceKernel);
-  set(OpCode::Concat, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
-    concat(in, a.dim, out[0]);
-  });
+  set(OpCode::Concat, [](Stream, const Attrs &a, const Tensors &in,
+                         Tensors &out) { concat(in, a.dim, out[0]); });
   set(OpCode::Dot, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
-    dot(in[0], in[1], a.lhsBatch, a.rhsBatch, a.lhsContract, a.rhsContract, out[0]);
+    dot(in[0], in[1], a.lhsBatch, a.rhsBatch, a.lhsContract, a.rhsContract,
+        out[0]);
   });
-  set(OpCode::Softmax, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
-    softmax(in[0], a.dim, out[0]);
-  });
-  set(OpCode::LayerNorm, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
-    layerNorm(in[0], in[1], in[2], float(a.epsilon), out[0]);
-  });
-  set(OpCode::RmsNorm, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
-    rmsNorm(in[0], in[1], float(a.epsilon), out[0]);
-  });
+  set(OpCode::Softmax, [](Stream, const Attrs &a, const Tensors &in,
+                          Tensors &out) { softmax(in[0], a.dim, out[0]); });
+  set(OpCode::LayerNorm,
+      [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
+        layerNorm(in[0], in[1], in[2], float(a.epsilon), out[0]);
+      });
+  set(OpCode::RmsNorm,
+      [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
+        rmsNorm(in[0], in[1], float(a.epsilon), out[0]);
+      });
   set(OpCode::Attention, attentionKernel);
-  set(OpCode::Embedding, [](Stream, const Attrs &, const Tensors &in, Tensors &out) {
-    embedding(in[0], in[1], out[0]);
-  });
-  set(OpCode::ScatterAdd, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
-    scatterAdd(in[0], in[1], in[2], a.dims, out[0]);
-  });
-  set(OpCode::CrossEntropy, [](Stream, const Attrs &, const Tensors &in, Tensors &out) {
-    crossEntropy(in[0], in[1], out[0]);
-  });
+  set(OpCode::Embedding, [](Stream, const Attrs &, const Tensors &in,
+                            Tensors &out) { embedding(in[0], in[1], out[0]); });
+  set(OpCode::ScatterAdd,
+      [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
+        scatterAdd(in[0], in[1], in[2], a.dims, out[0]);
+      });
+  set(OpCode::CrossEntropy,
+      [](Stream, const Attrs &, const Tensors &in, Tensors &out) {
+        crossEntropy(in[0], in[1], out[0]);
+      });
   set(OpCode::Rope, ropeKernel);
-  set(OpCode::Adamw, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
-    adamw(in[0], in[1], in[2], in[3], in[4], in[5], float(a.beta1), float(a.beta2),
-          float(a.epsilon), float(a.weightDecay), out[0], out[1], out[2]);
-  });
+  set(OpCode::Adamw,
+      [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
+        adamw(in[0], in[1], in[2], in[3], in[4], in[5], float(a.beta1),
+              float(a.beta2), float(a.epsilon), float(a.weightDecay), out[0],
+              out[1], out[2]);
+      });
   set(OpCode::Sgd, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
     if (in.size() == 3 && out.size() == 1)
       return sgd(in[0], in[1], in[2], float(a.weightDecay), out[0]);
     if (in.size() != 4 || out.size() != 2)
-      throw KernelError("sgd: a momentum buffer operand goes with a new momentum "
-                        "result (" + std::to_string(in.size()) + " operands, " +
-                        std::to_string(out.size()) + " results)");
+      throw KernelError(
+          "sgd: a momentum buffer operand goes with a new momentum "
+          "result (" +
+          std::to_string(in.size()) + " operands, " +
+          std::to_string(out.size()) + " results)");
     sgd(in[0], in[1], in[2], in[3], float(a.momentum), float(a.weightDecay),
         a.nesterov, out[0], out[1]);
   });

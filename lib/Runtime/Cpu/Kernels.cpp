@@ -241,13 +241,22 @@ template <typename Fn> void withFloatCompute(DType type, Fn &&fn) {
 template <typename Fn>
 void withNumericCompute(const std::string &op, const Tensor &t, Fn &&fn) {
   switch (t.dtype) {
-  case DType::F64: fn(double()); return;
+  case DType::F64:
+    fn(double());
+    return;
   case DType::F32:
   case DType::F16:
-  case DType::BF16: fn(float()); return;
-  case DType::I32: fn(int32_t()); return;
-  case DType::I64: fn(int64_t()); return;
-  case DType::I1: break;
+  case DType::BF16:
+    fn(float());
+    return;
+  case DType::I32:
+    fn(int32_t());
+    return;
+  case DType::I64:
+    fn(int64_t());
+    return;
+  case DType::I1:
+    break;
   }
   fail(op, "i1 tensors are masks, not numbers: " + typeStr(t));
 }
@@ -355,10 +364,18 @@ void forEachIndex(const Shape &shape, const std::vector<int64_t> &stridesA,
 /// byte-moving loops copy fixed-size words.
 template <typename Fn> void withWidth(size_t bytes, Fn &&fn) {
   switch (bytes) {
-  case 1: fn(std::integral_constant<size_t, 1>()); return;
-  case 2: fn(std::integral_constant<size_t, 2>()); return;
-  case 4: fn(std::integral_constant<size_t, 4>()); return;
-  default: fn(std::integral_constant<size_t, 8>()); return;
+  case 1:
+    fn(std::integral_constant<size_t, 1>());
+    return;
+  case 2:
+    fn(std::integral_constant<size_t, 2>());
+    return;
+  case 4:
+    fn(std::integral_constant<size_t, 4>());
+    return;
+  default:
+    fn(std::integral_constant<size_t, 8>());
+    return;
   }
 }
 
@@ -408,28 +425,44 @@ void gemm(bool transB, blasint m, blasint n, blasint k, double alpha,
 
 const char *binaryName(BinaryKind kind) {
   switch (kind) {
-  case BinaryKind::Add: return "add";
-  case BinaryKind::Sub: return "sub";
-  case BinaryKind::Mul: return "mul";
-  case BinaryKind::Div: return "div";
-  case BinaryKind::Max: return "max";
-  case BinaryKind::Min: return "min";
+  case BinaryKind::Add:
+    return "add";
+  case BinaryKind::Sub:
+    return "sub";
+  case BinaryKind::Mul:
+    return "mul";
+  case BinaryKind::Div:
+    return "div";
+  case BinaryKind::Max:
+    return "max";
+  case BinaryKind::Min:
+    return "min";
   }
   return "binary";
 }
 
 const char *unaryName(UnaryKind kind) {
   switch (kind) {
-  case UnaryKind::Neg: return "neg";
-  case UnaryKind::Exp: return "exp";
-  case UnaryKind::Log: return "log";
-  case UnaryKind::Tanh: return "tanh";
-  case UnaryKind::Sqrt: return "sqrt";
-  case UnaryKind::Rsqrt: return "rsqrt";
-  case UnaryKind::Gelu: return "gelu";
-  case UnaryKind::Silu: return "silu";
-  case UnaryKind::Relu: return "relu";
-  case UnaryKind::Sigmoid: return "sigmoid";
+  case UnaryKind::Neg:
+    return "neg";
+  case UnaryKind::Exp:
+    return "exp";
+  case UnaryKind::Log:
+    return "log";
+  case UnaryKind::Tanh:
+    return "tanh";
+  case UnaryKind::Sqrt:
+    return "sqrt";
+  case UnaryKind::Rsqrt:
+    return "rsqrt";
+  case UnaryKind::Gelu:
+    return "gelu";
+  case UnaryKind::Silu:
+    return "silu";
+  case UnaryKind::Relu:
+    return "relu";
+  case UnaryKind::Sigmoid:
+    return "sigmoid";
   }
   return "unary";
 }
@@ -495,7 +528,8 @@ void unaryAs(UnaryKind kind, const Tensor &input, Tensor &out) {
          "is not defined on integer tensors, got " + typeStr(input));
   } else {
     switch (kind) {
-    case UnaryKind::Neg: return mapUnary<T>(input, out, [](T x) { return -x; });
+    case UnaryKind::Neg:
+      return mapUnary<T>(input, out, [](T x) { return -x; });
     case UnaryKind::Exp:
       return mapUnary<T>(input, out, [](T x) { return std::exp(x); });
     case UnaryKind::Log:
@@ -536,12 +570,18 @@ void compareAs(CompareKind kind, const Tensor &lhs, const Tensor &rhs,
       r[i] = pred(a[i], b[i]) ? 1 : 0;
   };
   switch (kind) {
-  case CompareKind::Eq: return run([](T x, T y) { return x == y; });
-  case CompareKind::Ne: return run([](T x, T y) { return x != y; });
-  case CompareKind::Lt: return run([](T x, T y) { return x < y; });
-  case CompareKind::Le: return run([](T x, T y) { return x <= y; });
-  case CompareKind::Gt: return run([](T x, T y) { return x > y; });
-  case CompareKind::Ge: return run([](T x, T y) { return x >= y; });
+  case CompareKind::Eq:
+    return run([](T x, T y) { return x == y; });
+  case CompareKind::Ne:
+    return run([](T x, T y) { return x != y; });
+  case CompareKind::Lt:
+    return run([](T x, T y) { return x < y; });
+  case CompareKind::Le:
+    return run([](T x, T y) { return x <= y; });
+  case CompareKind::Gt:
+    return run([](T x, T y) { return x > y; });
+  case CompareKind::Ge:
+    return run([](T x, T y) { return x >= y; });
   }
 }
 
@@ -570,7 +610,8 @@ std::vector<Acc> accumulate(ReduceKind kind, const Tensor &input,
   case ReduceKind::Min:
     return run(highestValue<Acc>(), [](Acc s, Acc v) { return minOf(s, v); });
   case ReduceKind::Sum:
-  case ReduceKind::Mean: break;
+  case ReduceKind::Mean:
+    break;
   }
   return run(Acc(0), [](Acc s, Acc v) { return wrapAdd(s, v); });
 }
@@ -1300,8 +1341,9 @@ void attention(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
   });
 }
 
-void scatterAdd(const Tensor &operand, const Tensor &indices, const Tensor &updates,
-                const std::vector<int64_t> &dims, Tensor &out) {
+void scatterAdd(const Tensor &operand, const Tensor &indices,
+                const Tensor &updates, const std::vector<int64_t> &dims,
+                Tensor &out) {
   const std::string op = "scatter_add";
   checkTensor(op, "operand", operand);
   checkTensor(op, "indices", indices);
@@ -1313,7 +1355,8 @@ void scatterAdd(const Tensor &operand, const Tensor &indices, const Tensor &upda
   if (operand.shape != out.shape)
     fail(op, "out " + typeStr(out) + " must have the operand's shape " +
                  typeStr(operand));
-  std::vector<bool> indexed = checkDimList(op, "dims", dims, operand.shape.size());
+  std::vector<bool> indexed =
+      checkDimList(op, "dims", dims, operand.shape.size());
   if (dims.empty() || indices.shape.empty() ||
       indices.shape.back() != int64_t(dims.size()))
     fail(op, "indices " + typeStr(indices) + " must be [entries..., " +
@@ -1551,8 +1594,8 @@ void sgd(const Tensor &param, const Tensor &grad, const Tensor &momentumBuf,
   });
 }
 
-void sgd(const Tensor &param, const Tensor &grad, const Tensor &lr, float weightDecay,
-         Tensor &newParam) {
+void sgd(const Tensor &param, const Tensor &grad, const Tensor &lr,
+         float weightDecay, Tensor &newParam) {
   const std::string op = "sgd";
   checkTensor(op, "param", param);
   checkTensor(op, "grad", grad);

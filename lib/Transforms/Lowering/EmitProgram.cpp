@@ -8,9 +8,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Catalogue/OpCatalogue.h"
-#include "par/Transforms/StepArguments.h"
 #include "par/Transforms/MemoryPlan.h"
 #include "par/Transforms/Passes.h"
+#include "par/Transforms/StepArguments.h"
 
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -37,13 +37,20 @@ static constexpr int64_t kProgramVersion = 1;
 
 static std::string dtypeOf(Type type) {
   Type element = getElementTypeOrSelf(type);
-  if (element.isF32()) return "f32";
-  if (element.isF16()) return "f16";
-  if (element.isBF16()) return "bf16";
-  if (element.isF64()) return "f64";
-  if (element.isInteger(64)) return "i64";
-  if (element.isInteger(32)) return "i32";
-  if (element.isInteger(1)) return "i1";
+  if (element.isF32())
+    return "f32";
+  if (element.isF16())
+    return "f16";
+  if (element.isBF16())
+    return "bf16";
+  if (element.isF64())
+    return "f64";
+  if (element.isInteger(64))
+    return "i64";
+  if (element.isInteger(32))
+    return "i32";
+  if (element.isInteger(1))
+    return "i1";
   return "";
 }
 
@@ -129,7 +136,8 @@ LogicalResult Emitter::checkOps() {
                             << "' in a function that is not partitioned: "
                                "collectives need --par-partition's per-device "
                                "program";
-    for (Type type : llvm::concat<Type>(op.getOperandTypes(), op.getResultTypes()))
+    for (Type type :
+         llvm::concat<Type>(op.getOperandTypes(), op.getResultTypes()))
       if (dtypeOf(type).empty())
         return op.emitError() << "element type of " << type
                               << " is not supported by the runtime";
@@ -156,7 +164,8 @@ LogicalResult Emitter::describeMesh(json &doc) {
   return success();
 }
 
-LogicalResult Emitter::describeInputs(json &doc, SmallVectorImpl<bool> &persistent) {
+LogicalResult Emitter::describeInputs(json &doc,
+                                      SmallVectorImpl<bool> &persistent) {
   json inputs = json::array();
   for (BlockArgument arg : func.getArguments()) {
     unsigned i = arg.getArgNumber();
@@ -164,9 +173,11 @@ LogicalResult Emitter::describeInputs(json &doc, SmallVectorImpl<bool> &persiste
     RankedTensorType global = local;
     ShardingAttr sharding;
     if (partitioned) {
-      if (auto type = func.getArgAttrOfType<TypeAttr>(i, ParDialect::kGlobalTypeAttrName))
+      if (auto type = func.getArgAttrOfType<TypeAttr>(
+              i, ParDialect::kGlobalTypeAttrName))
         global = cast<RankedTensorType>(type.getValue());
-      sharding = func.getArgAttrOfType<ShardingAttr>(i, ParDialect::kGlobalShardingAttrName);
+      sharding = func.getArgAttrOfType<ShardingAttr>(
+          i, ParDialect::kGlobalShardingAttrName);
     }
     auto name = func.getArgAttrOfType<StringAttr>(i, ParDialect::kNameAttrName);
     json in = {{"name", name ? name.str() : "arg" + std::to_string(i)},
@@ -177,12 +188,14 @@ LogicalResult Emitter::describeInputs(json &doc, SmallVectorImpl<bool> &persiste
     bool isParam = isParameter(func, i);
     if (isParam) {
       if (isInt)
-        return func.emitError() << "argument #" << i
-                                << " is an integer parameter: parameters are "
-                                   "floating point (mark ids with par.role = \"data\")";
+        return func.emitError()
+               << "argument #" << i
+               << " is an integer parameter: parameters are "
+                  "floating point (mark ids with par.role = \"data\")";
       std::string kind = "normal";
       SmallVector<double> numbers{0.02};
-      if (auto init = func.getArgAttrOfType<StringAttr>(i, ParDialect::kInitAttrName)) {
+      if (auto init =
+              func.getArgAttrOfType<StringAttr>(i, ParDialect::kInitAttrName)) {
         numbers.clear();
         parseInitSpec(init.getValue(), kind, numbers);
       }
@@ -197,7 +210,8 @@ LogicalResult Emitter::describeInputs(json &doc, SmallVectorImpl<bool> &persiste
       in["init"] = initJson;
     } else {
       in["role"] = "data";
-      auto data = func.getArgAttrOfType<StringAttr>(i, ParDialect::kDataAttrName);
+      auto data =
+          func.getArgAttrOfType<StringAttr>(i, ParDialect::kDataAttrName);
       std::string kind = data ? data.str() : (isInt ? "tokens" : "random");
       if ((kind == "random") == isInt)
         return func.emitError() << "argument #" << i << " of type " << global
@@ -206,7 +220,8 @@ LogicalResult Emitter::describeInputs(json &doc, SmallVectorImpl<bool> &persiste
                                    "random data is floating point)";
       in["data"] = kind;
       if (isInt) {
-        auto vocab = func.getArgAttrOfType<IntegerAttr>(i, ParDialect::kVocabAttrName);
+        auto vocab =
+            func.getArgAttrOfType<IntegerAttr>(i, ParDialect::kVocabAttrName);
         in["vocab"] = vocab ? vocab.getInt() : 256;
       }
     }
@@ -225,16 +240,20 @@ LogicalResult Emitter::describeOutputs(json &doc) {
     RankedTensorType global = local;
     ShardingAttr sharding;
     if (partitioned) {
-      if (auto type = func.getResultAttrOfType<TypeAttr>(i, ParDialect::kGlobalTypeAttrName))
+      if (auto type = func.getResultAttrOfType<TypeAttr>(
+              i, ParDialect::kGlobalTypeAttrName))
         global = cast<RankedTensorType>(type.getValue());
-      sharding = func.getResultAttrOfType<ShardingAttr>(i, ParDialect::kGlobalShardingAttrName);
+      sharding = func.getResultAttrOfType<ShardingAttr>(
+          i, ParDialect::kGlobalShardingAttrName);
     }
-    auto name = func.getResultAttrOfType<StringAttr>(i, ParDialect::kNameAttrName);
+    auto name =
+        func.getResultAttrOfType<StringAttr>(i, ParDialect::kNameAttrName);
     json out = {{"name", name ? name.str() : "result" + std::to_string(i)},
                 {"dtype", dtypeOf(global)},
                 {"global_shape", global.getShape()},
                 {"sharding", shardingJson(sharding, global.getRank())}};
-    if (auto updates = func.getResultAttrOfType<IntegerAttr>(i, ParDialect::kUpdatesAttrName)) {
+    if (auto updates = func.getResultAttrOfType<IntegerAttr>(
+            i, ParDialect::kUpdatesAttrName)) {
       int64_t target = updates.getInt();
       const json &in = inputs[target];
       if (in["role"] != "param" || in["dtype"] != out["dtype"] ||
@@ -341,7 +360,8 @@ FailureOr<json> Emitter::instruction(Operation *op) {
     return op->emitError() << "'" << op->getName()
                            << "' is not in the runtime's op catalogue";
   json attrs = json::object();
-  for (const catalogue::AttrSpec &attr : ArrayRef(spec->attrs, spec->numAttrs)) {
+  for (const catalogue::AttrSpec &attr :
+       ArrayRef(spec->attrs, spec->numAttrs)) {
     if (attr.kind == catalogue::AttrKind::Elements) {
       attrs.update(constantJson(op->getAttrOfType<ElementsAttr>(attr.ods)));
       continue;
@@ -379,10 +399,12 @@ FailureOr<json> Emitter::run() {
         used = ref;
     };
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      if (auto s = func.getArgAttrOfType<ShardingAttr>(i, ParDialect::kGlobalShardingAttrName))
+      if (auto s = func.getArgAttrOfType<ShardingAttr>(
+              i, ParDialect::kGlobalShardingAttrName))
         note(s.getMesh());
     for (unsigned i = 0; i < func.getNumResults(); ++i)
-      if (auto s = func.getResultAttrOfType<ShardingAttr>(i, ParDialect::kGlobalShardingAttrName))
+      if (auto s = func.getResultAttrOfType<ShardingAttr>(
+              i, ParDialect::kGlobalShardingAttrName))
         note(s.getMesh());
     func.walk([&](Operation *op) {
       if (auto attr = op->getAttrOfType<FlatSymbolRefAttr>("mesh"))
@@ -454,16 +476,18 @@ FailureOr<json> Emitter::run() {
 
   json groupList = json::array();
   for (const auto &group : groups)
-    groupList.push_back(json(std::vector<std::string>(group.begin(), group.end())));
+    groupList.push_back(
+        json(std::vector<std::string>(group.begin(), group.end())));
   doc["groups"] = groupList;
   doc["memory"] = {{"alignment", alignment}};
-  doc["rank_classes"] = json::array({json{{"ranks", ranks},
-                                          {"arena_bytes", plan.arenaBytes},
-                                          {"peak_live_bytes", plan.peakLiveBytes},
-                                          {"inputs", inputBuffers},
-                                          {"outputs", outputBuffers},
-                                          {"buffers", buffers},
-                                          {"instructions", instructions}}});
+  doc["rank_classes"] =
+      json::array({json{{"ranks", ranks},
+                        {"arena_bytes", plan.arenaBytes},
+                        {"peak_live_bytes", plan.peakLiveBytes},
+                        {"inputs", inputBuffers},
+                        {"outputs", outputBuffers},
+                        {"buffers", buffers},
+                        {"instructions", instructions}}});
   return doc;
 }
 
@@ -479,7 +503,8 @@ static bool isRecordList(llvm::StringRef key) {
 /// output, group, buffer or instruction each) are always one line each.
 static void writeJson(llvm::raw_ostream &os, const json &value, int indent,
                       bool recordList = false) {
-  std::string compact = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string compact =
+      value.dump(-1, ' ', false, json::error_handler_t::replace);
   bool fits = compact.size() + indent <= 160;
   if (!value.is_structured() || value.empty() || (fits && !recordList)) {
     os << compact;
@@ -525,9 +550,10 @@ struct EmitProgramPass
         module.emitError() << "--par-emit-program: no function named '"
                            << function << "' with a body";
       else
-        module.emitError() << "--par-emit-program needs one function, the module "
-                              "defines " << candidates.size()
-                           << "; pick one with function=NAME";
+        module.emitError()
+            << "--par-emit-program needs one function, the module "
+               "defines "
+            << candidates.size() << "; pick one with function=NAME";
       return signalPassFailure();
     }
     FailureOr<json> doc = Emitter(module, candidates.front(), alignment).run();

@@ -3,9 +3,9 @@
 #include "par/Transforms/MemoryPlan.h"
 
 #include "par/Dialect/Par/IR/ParDialect.h"
-#include "par/Transforms/StepArguments.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReportFormat.h"
+#include "par/Transforms/StepArguments.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -86,8 +86,8 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
         target.getInt() >= int64_t(body.getNumArguments()))
       continue;
     unsigned argNumber = unsigned(target.getInt());
-    PlannedBuffer &arg = plan.buffers[plan.bufferOf.lookup(
-        body.getArgument(argNumber))];
+    PlannedBuffer &arg =
+        plan.buffers[plan.bufferOf.lookup(body.getArgument(argNumber))];
     PlannedBuffer &result = plan.buffers[plan.bufferOf.lookup(returned)];
     int64_t at = indexOf.lookup(def);
     bool readThere = llvm::is_contained(def->getOperands(), arg.value);
@@ -173,14 +173,13 @@ LogicalResult mlir::par::checkAlignment(Operation *anchor, StringRef pass,
                                         int64_t alignment) {
   if (alignment > 0 && !(alignment & (alignment - 1)))
     return success();
-  return anchor->emitError() << "--" << pass
-                             << " alignment must be a power of two, got "
-                             << alignment;
+  return anchor->emitError()
+         << "--" << pass << " alignment must be a power of two, got "
+         << alignment;
 }
 
 namespace {
-struct MemoryPlanPass
-    : public par::impl::MemoryPlanPassBase<MemoryPlanPass> {
+struct MemoryPlanPass : public par::impl::MemoryPlanPassBase<MemoryPlanPass> {
   using MemoryPlanPassBase::MemoryPlanPassBase;
 
   void runOnOperation() override {
@@ -194,15 +193,15 @@ struct MemoryPlanPass
       if (failed(plan))
         return signalPassFailure();
       os << "memory plan of @" << func.getSymName() << ": "
-         << plan->buffers.size() << " buffer(s), "
-         << plan->instructions.size() << " instruction(s)\n";
-      os << llvm::format("  %-4s %-28s %12s %12s %11s\n", "id", "type",
-                         "bytes", "offset", "live");
+         << plan->buffers.size() << " buffer(s), " << plan->instructions.size()
+         << " instruction(s)\n";
+      os << llvm::format("  %-4s %-28s %12s %12s %11s\n", "id", "type", "bytes",
+                         "offset", "live");
       for (auto [id, buffer] : llvm::enumerate(plan->buffers)) {
         std::string type;
         llvm::raw_string_ostream(type) << buffer.value.getType();
-        std::string live = std::to_string(buffer.first) + ".." +
-                           std::to_string(buffer.last);
+        std::string live =
+            std::to_string(buffer.first) + ".." + std::to_string(buffer.last);
         os << llvm::format("  %-4u %-28s %12lld %12lld %11s", unsigned(id),
                            type.c_str(), (long long)buffer.bytes,
                            (long long)buffer.offset, live.c_str());

@@ -21,10 +21,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/TrainingStep.h"
-#include "par/Transforms/StepArguments.h"
 #include "par/Transforms/MemoryPlan.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReportFormat.h"
+#include "par/Transforms/StepArguments.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Format.h"
@@ -47,11 +47,11 @@ namespace {
 enum Category { Parameters, Gradients, States, Activations, Data, Temporaries };
 constexpr unsigned kNumCategories = 6;
 const char *const kCategoryNames[kNumCategories] = {
-    "parameters", "gradients", "optimizer states",
-    "activations", "data", "temporaries"};
+    "parameters",  "gradients", "optimizer states",
+    "activations", "data",      "temporaries"};
 
 struct Classified {
-  SmallVector<Category> of; // per buffer
+  SmallVector<Category> of;   // per buffer
   int64_t parameterCount = 0; // global elements of the parameters
   /// Bytes of optimizer states that belong to no parameter (step counter,
   /// loss scale and its counters).
@@ -195,7 +195,9 @@ void reportFunction(func::FuncOp func, const MemoryPlan &plan,
   Classified classes = classify(func, plan);
   int64_t end = int64_t(plan.instructions.size());
   int64_t align = plan.alignment;
-  auto aligned = [&](int64_t bytes) { return (bytes + align - 1) / align * align; };
+  auto aligned = [&](int64_t bytes) {
+    return (bytes + align - 1) / align * align;
+  };
 
   // Bytes live per instruction, per category (raw) and in all (aligned).
   std::vector<std::array<int64_t, kNumCategories>> live(
@@ -230,9 +232,11 @@ void reportFunction(func::FuncOp func, const MemoryPlan &plan,
   }
 
   os << "== report of @" << func.getSymName() << " (per device, one call) ==\n";
-  if (auto stage = func->getAttrOfType<IntegerAttr>(ParDialect::kZeroAttrName)) {
+  if (auto stage =
+          func->getAttrOfType<IntegerAttr>(ParDialect::kZeroAttrName)) {
     os << "ZeRO stage " << stage.getInt();
-    if (auto axis = func->getAttrOfType<StringAttr>(ParDialect::kDataAxisAttrName))
+    if (auto axis =
+            func->getAttrOfType<StringAttr>(ParDialect::kDataAxisAttrName))
       os << " over " << axis.getValue();
     os << "; ";
   }
@@ -243,9 +247,10 @@ void reportFunction(func::FuncOp func, const MemoryPlan &plan,
                      "bytes", "most live", "at peak");
   int64_t sumAtPeak = 0;
   for (unsigned c = 0; c < kNumCategories; ++c) {
-    os << llvm::format("  %-22s %8lld %14lld %14lld %14lld\n", kCategoryNames[c],
-                       (long long)rows[c].buffers, (long long)rows[c].bytes,
-                       (long long)rows[c].mostLive, (long long)atPeak[c]);
+    os << llvm::format("  %-22s %8lld %14lld %14lld %14lld\n",
+                       kCategoryNames[c], (long long)rows[c].buffers,
+                       (long long)rows[c].bytes, (long long)rows[c].mostLive,
+                       (long long)atPeak[c]);
     sumAtPeak += atPeak[c];
   }
   os << llvm::format("  %-22s %8s %14s %14s %14lld\n", "alignment padding", "",

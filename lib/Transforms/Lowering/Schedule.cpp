@@ -65,7 +65,8 @@ static void scheduleBlock(Block &block) {
       return cb;
     return a > b;
   };
-  std::priority_queue<unsigned, std::vector<unsigned>, decltype(later)> ready(later);
+  std::priority_queue<unsigned, std::vector<unsigned>, decltype(later)> ready(
+      later);
   for (unsigned i = 0; i < ops.size(); ++i)
     if (!pending[i])
       ready.push(i);

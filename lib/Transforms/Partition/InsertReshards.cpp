@@ -15,6 +15,8 @@ using namespace mlir::par;
 namespace {
 struct InsertReshardsPass
     : public par::impl::InsertReshardsPassBase<InsertReshardsPass> {
-  void runOnOperation() override { numReshards += insertReshards(getOperation()); }
+  void runOnOperation() override {
+    numReshards += insertReshards(getOperation());
+  }
 };
 } // namespace

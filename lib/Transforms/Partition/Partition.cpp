@@ -13,8 +13,8 @@
 using namespace mlir;
 using namespace mlir::par;
 
-void mlir::par::buildPartitionPipeline(OpPassManager &pm,
-                                       const PartitionPipelineOptions &options) {
+void mlir::par::buildPartitionPipeline(
+    OpPassManager &pm, const PartitionPipelineOptions &options) {
   if (options.zero)
     pm.addPass(createZeroPass());
   pm.addPass(createInsertReshardsPass());

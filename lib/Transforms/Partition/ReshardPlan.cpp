@@ -3,8 +3,9 @@
 // Order of the steps, cheapest first: resolve partial axes (reduce-scatter
 // into a dim that wants them, all-reduce the rest); move minor axes between
 // dims (all-to-all); replace or reorder the minor axes of a dim with others
-// of the same total size (collective-permute); slice dims that only gain axes while that shrinks
-// what later gathers move; gather the axes a dim loses; slice the rest.
+// of the same total size (collective-permute); slice dims that only gain axes
+// while that shrinks what later gathers move; gather the axes a dim loses;
+// slice the rest.
 //
 //===----------------------------------------------------------------------===//
 #include "par/Transforms/ReshardPlan.h"
@@ -40,8 +41,7 @@ using Axes = SmallVector<int32_t, 2>;
 class Planner {
 public:
   Planner(ArrayRef<int64_t> axisSizes, ArrayRef<int64_t> shape,
-          const ReshardLayout &from, const ReshardLayout &to,
-          ReshardPlan &plan)
+          const ReshardLayout &from, const ReshardLayout &to, ReshardPlan &plan)
       : axisSizes(axisSizes), shape(shape), cur(from), to(to), plan(plan) {}
 
   bool run(std::string &error);
@@ -82,7 +82,8 @@ private:
   void sliceDims(bool onlyFree);
   bool gatherDims(bool minimal);
   bool wantedOutside(int32_t axis, size_t dim) const;
-  int64_t rank(ArrayRef<int32_t> axes, const SmallVector<int64_t> &coords) const;
+  int64_t rank(ArrayRef<int32_t> axes,
+               const SmallVector<int64_t> &coords) const;
   void unrank(ArrayRef<int32_t> axes, int64_t index,
               SmallVector<int64_t> &coords) const;
 
@@ -194,9 +195,8 @@ bool Planner::permuteOne() {
     Axes want(to.dims[d].begin() + keep, to.dims[d].end());
     if (held.empty() || want.empty())
       continue;
-    bool ok = llvm::none_of(held, [&](int32_t axis) {
-      return wantedOutside(axis, d);
-    });
+    bool ok = llvm::none_of(
+        held, [&](int32_t axis) { return wantedOutside(axis, d); });
     Axes missing;
     for (int32_t axis : want) {
       if (llvm::is_contained(held, axis))
@@ -255,12 +255,12 @@ void Planner::sliceDims(bool onlyFree) {
         break;
       run.push_back(to.dims[d][k]);
     }
-    if (run.empty() || (onlyFree && run.size() + cur.dims[d].size() !=
-                                        to.dims[d].size()))
+    if (run.empty() ||
+        (onlyFree && run.size() + cur.dims[d].size() != to.dims[d].size()))
       continue;
     if (gathered[d] && plan.gatherThenSlice.empty())
-      plan.gatherThenSlice = "dim " + std::to_string(d) +
-                             " is gathered and then sliced again";
+      plan.gatherThenSlice =
+          "dim " + std::to_string(d) + " is gathered and then sliced again";
     cur.dims[d].append(run.begin(), run.end());
     push(ReshardStepKind::AllSlice, run, d);
   }

@@ -8,8 +8,8 @@
 // consumer turn the all-reduce into a reduce-scatter.
 //
 //===----------------------------------------------------------------------===//
-#include "par/Dialect/Par/IR/TrainingStep.h"
 #include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Dialect/Par/IR/TrainingStep.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReportFormat.h"
 
@@ -134,10 +134,9 @@ ReshardOp sinkOnce(ReshardOp reshard, llvm::SetVector<Operation *> &worklist) {
     worklist.remove(r);
     r.erase();
   }
-  setValueSharding(result, ShardingAttr::get(ctx, old.getMesh(),
-                                             old.getDims(),
-                                             old.getReplicatedAxes(),
-                                             partialAfter));
+  setValueSharding(result,
+                   ShardingAttr::get(ctx, old.getMesh(), old.getDims(),
+                                     old.getReplicatedAxes(), partialAfter));
   OpBuilder builder(ctx);
   builder.setInsertionPointAfter(user);
   auto after = ReshardOp::create(builder, user->getLoc(), result, old);

@@ -9,12 +9,12 @@
 // already consumes the layouts it computes with.
 //
 //===----------------------------------------------------------------------===//
-#include "par/Dialect/Par/IR/TrainingStep.h"
-#include "par/Dialect/Par/IR/ParOps.h"
 #include "par/Dialect/Par/IR/ParConstants.h"
-#include "par/Transforms/StepArguments.h"
+#include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Dialect/Par/IR/TrainingStep.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReshardPlan.h"
+#include "par/Transforms/StepArguments.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -42,23 +42,30 @@ struct GlobalInfo {
 class Localizer : public LocalFormContext {
 public:
   explicit Localizer(func::FuncOp func)
-      : LocalFormContext(ownBuilder), func(func), ownBuilder(func.getContext()) {}
+      : LocalFormContext(ownBuilder), func(func),
+        ownBuilder(func.getContext()) {}
   LogicalResult run();
 
   // LocalFormContext: what the ops' local forms ask.
-  RankedTensorType globalType(Value value) override { return globals[value].type; }
-  MeshOp meshOf(Value value) override { return meshOf(globals[value].sharding); }
+  RankedTensorType globalType(Value value) override {
+    return globals[value].type;
+  }
+  MeshOp meshOf(Value value) override {
+    return meshOf(globals[value].sharding);
+  }
   SmallVector<int32_t> splitAxes(Value value, int64_t dim) override {
     const GlobalInfo &info = globals[value];
-    return llvm::to_vector(layoutOf(info.sharding, info.type.getRank()).dims[dim]);
+    return llvm::to_vector(
+        layoutOf(info.sharding, info.type.getRank()).dims[dim]);
   }
   int64_t numShards(MeshOp mesh, ArrayRef<int32_t> axes) override;
   ArrayAttr axisNames(MeshOp mesh, ArrayRef<int32_t> axes) override;
-  SmallVector<int64_t> paddedDims(Value value, ArrayRef<int64_t> dims) override {
+  SmallVector<int64_t> paddedDims(Value value,
+                                  ArrayRef<int64_t> dims) override {
     return paddedDims(globals[value], dims);
   }
-  Value maskPadding(Location loc, Value local, Value like, ArrayRef<int64_t> dims,
-                    double identity) override {
+  Value maskPadding(Location loc, Value local, Value like,
+                    ArrayRef<int64_t> dims, double identity) override {
     return maskPadding(loc, local, globals[like], dims, identity);
   }
   Value shardStart(Location loc, MeshOp mesh, ArrayRef<int32_t> axes,
@@ -180,8 +187,8 @@ LogicalResult Localizer::recordAndCheck(Value value, Operation *where,
     sharding = nullptr;
   globals[value] = {type, sharding};
   if (sharding && !meshOf(sharding))
-    return where->emitError() << what << " refers to unknown mesh "
-                              << sharding.getMesh();
+    return where->emitError()
+           << what << " refers to unknown mesh " << sharding.getMesh();
   return success();
 }
 
@@ -218,14 +225,14 @@ Value Localizer::maskPadding(Location loc, Value value, const GlobalInfo &info,
     Value index = iotaConstant(builder, loc, local, i64);
     Value start = shardStart(loc, mesh, layout.dims[d], local, i64);
     auto empty = builder.getDenseI64ArrayAttr({});
-    index = AddOp::create(builder, loc, indexType, index,
-                          BroadcastOp::create(builder, loc, indexType, start,
-                                              empty));
-    Value size = BroadcastOp::create(
-        builder, loc, indexType,
-        constantLike(loc, RankedTensorType::get({}, i64),
-                     (double)info.type.getDimSize(d)),
-        empty);
+    index = AddOp::create(
+        builder, loc, indexType, index,
+        BroadcastOp::create(builder, loc, indexType, start, empty));
+    Value size =
+        BroadcastOp::create(builder, loc, indexType,
+                            constantLike(loc, RankedTensorType::get({}, i64),
+                                         (double)info.type.getDimSize(d)),
+                            empty);
     Value real = CompareOp::create(
         builder, loc, getI1TensorLike(indexType),
         CompareDirectionAttr::get(builder.getContext(), CompareDirection::lt),
@@ -238,8 +245,7 @@ Value Localizer::maskPadding(Location loc, Value value, const GlobalInfo &info,
   return value;
 }
 
-void Localizer::replaceValue(Value old, Value replacement,
-                             Operation *except) {
+void Localizer::replaceValue(Value old, Value replacement, Operation *except) {
   old.replaceAllUsesExcept(replacement, except);
   // The op that makes the replacement is what the replaced value was.
   carryMarks(old.getDefiningOp(), replacement);
@@ -267,13 +273,14 @@ LogicalResult Localizer::readLocalPiece(Operation *op, Value whole) {
 
 void Localizer::recordLike(Value value, Value like, int64_t dropTrailing) {
   const GlobalInfo &from = globals[like];
-  GlobalInfo info{RankedTensorType::get(from.type.getShape().drop_back(dropTrailing),
-                                        from.type.getElementType()),
-                  nullptr};
+  GlobalInfo info{
+      RankedTensorType::get(from.type.getShape().drop_back(dropTrailing),
+                            from.type.getElementType()),
+      nullptr};
   if (from.sharding)
-    info.sharding = ShardingAttr::get(builder.getContext(), from.sharding.getMesh(),
-                                      from.sharding.getDims().drop_back(dropTrailing),
-                                      {}, {});
+    info.sharding = ShardingAttr::get(
+        builder.getContext(), from.sharding.getMesh(),
+        from.sharding.getDims().drop_back(dropTrailing), {}, {});
   globals[value] = info;
 }
 
@@ -298,9 +305,9 @@ FailureOr<Value> Localizer::lowerReshard(Operation *op, Value input,
     to = nullptr;
   RankedTensorType type = from.type;
   if (from.sharding && to && from.sharding.getMesh() != to.getMesh())
-    return op->emitError() << "resharding from mesh "
-                           << from.sharding.getMesh() << " to mesh "
-                           << to.getMesh() << " is not supported";
+    return op->emitError() << "resharding from mesh " << from.sharding.getMesh()
+                           << " to mesh " << to.getMesh()
+                           << " is not supported";
   MeshOp mesh = meshOf(to ? to : from.sharding);
   if (!mesh)
     return input; // replicated to replicated
@@ -348,8 +355,7 @@ FailureOr<Value> Localizer::lowerReshard(Operation *op, Value input,
         builder.getDenseI64ArrayAttr(limits), DenseI64ArrayAttr());
   for (int64_t d : changing) {
     int64_t size = type.getDimSize(d);
-    int64_t padded =
-        llvm::alignTo(size, numShards(mesh, target.dims[d]));
+    int64_t padded = llvm::alignTo(size, numShards(mesh, target.dims[d]));
     if (padded == size)
       continue;
     auto current = cast<RankedTensorType>(value.getType());
@@ -379,9 +385,9 @@ FailureOr<Value> Localizer::lowerPlanned(Operation *op, Value input,
     return input;
   SmallVector<int64_t> shape(type.getShape());
   for (int64_t d = 0; d < type.getRank(); ++d)
-    shape[d] = llvm::alignTo(shape[d],
-                             std::max(numShards(mesh, source.dims[d]),
-                                      numShards(mesh, target.dims[d])));
+    shape[d] =
+        llvm::alignTo(shape[d], std::max(numShards(mesh, source.dims[d]),
+                                         numShards(mesh, target.dims[d])));
   type = RankedTensorType::get(shape, type.getElementType());
   ReshardPlan plan;
   std::string error;
@@ -401,7 +407,8 @@ FailureOr<Value> Localizer::lowerPlanned(Operation *op, Value input,
     ArrayAttr axes = axisNames(mesh, step.axes);
     switch (step.kind) {
     case ReshardStepKind::AllReduce:
-      value = AllReduceOp::create(builder, loc, out, kind, value, meshRef, axes);
+      value =
+          AllReduceOp::create(builder, loc, out, kind, value, meshRef, axes);
       break;
     case ReshardStepKind::ReduceScatter:
       value = ReduceScatterOp::create(builder, loc, out, kind, value, meshRef,
@@ -417,8 +424,7 @@ FailureOr<Value> Localizer::lowerPlanned(Operation *op, Value input,
       break;
     case ReshardStepKind::AllToAll:
       value = AllToAllOp::create(builder, loc, out, value, meshRef, axes,
-                                 (uint64_t)step.dim,
-                                 (uint64_t)step.fromDim);
+                                 (uint64_t)step.dim, (uint64_t)step.fromDim);
       break;
     case ReshardStepKind::Permute:
       value = CollectivePermuteOp::create(builder, loc, out, value, meshRef,
@@ -563,8 +569,7 @@ LogicalResult Localizer::run() {
   SmallVector<DictionaryAttr> resultAttrs;
   for (unsigned i = 0; i < func.getNumResults(); ++i) {
     NamedAttrList attrs(func.getResultAttrDict(i));
-    GlobalInfo info{cast<RankedTensorType>(func.getResultTypes()[i]),
-                    nullptr};
+    GlobalInfo info{cast<RankedTensorType>(func.getResultTypes()[i]), nullptr};
     if (auto sharding = dyn_cast_or_null<ShardingAttr>(
             attrs.get(ParDialect::kShardingAttrName)))
       if (!sharding.isFullyReplicated())

@@ -138,7 +138,8 @@ int64_t Engine::insertReshards() {
       // Scheduling hints (par.late) and the step's marks stay with the data
       // movement.
       if (constraint->hasAttr(ParDialect::kLateAttrName))
-        reshard->setAttr(ParDialect::kLateAttrName, constraint->getAttr(ParDialect::kLateAttrName));
+        reshard->setAttr(ParDialect::kLateAttrName,
+                         constraint->getAttr(ParDialect::kLateAttrName));
       carryMarks(constraint, reshard.getResult());
       constraint.replaceAllUsesWith(reshard.getResult());
       constraint.erase();

@@ -1,4 +1,5 @@
-//===- TestShardingRules.cpp - report every op's sharding rule --------------===//
+//===- TestShardingRules.cpp - report every op's sharding rule
+//--------------===//
 #include "par/Transforms/Passes.h"
 
 #define DEBUG_TYPE "par-test-sharding-rules"
@@ -27,7 +28,8 @@ struct TestShardingRulesPass
       ShardingRule rule = ruleOp.getShardingRule();
       std::string problem = rule.check(op);
       if (!problem.empty()) {
-        op->emitError() << "invalid sharding rule " << rule.str() << ": " << problem;
+        op->emitError() << "invalid sharding rule " << rule.str() << ": "
+                        << problem;
         failed = true;
         return;
       }

@@ -78,8 +78,10 @@ LogicalResult Differentiator::run() {
     attrs.set(ParDialect::kNameAttrName, StringAttr::get(ctx, "loss_scale"));
     attrs.set(ParDialect::kRoleAttrName, StringAttr::get(ctx, "param"));
     attrs.set(ParDialect::kInitAttrName,
-              StringAttr::get(ctx, "constant(" + std::to_string(config.lossScale) + ")"));
-    if (failed(func.insertArgument(index, scalar, attrs.getDictionary(ctx), loc)))
+              StringAttr::get(ctx, "constant(" +
+                                       std::to_string(config.lossScale) + ")"));
+    if (failed(
+            func.insertArgument(index, scalar, attrs.getDictionary(ctx), loc)))
       return failure();
     lossScale = body.getArgument(index);
   }
@@ -156,9 +158,8 @@ struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
       return signalPassFailure();
     }
     if (zero > 0 && optimizer == "none") {
-      getOperation().emitError()
-          << "--par-autodiff zero=" << int64_t(zero)
-          << " needs an optimizer (sgd or adamw)";
+      getOperation().emitError() << "--par-autodiff zero=" << int64_t(zero)
+                                 << " needs an optimizer (sgd or adamw)";
       return signalPassFailure();
     }
     if (lossScale <= 0 || scaleWindow <= 0) {
@@ -166,10 +167,10 @@ struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
           << "--par-autodiff needs loss-scale > 0 and scale-window > 0";
       return signalPassFailure();
     }
-    OptimizerConfig config{optimizer,  lr,        momentum,   weightDecay,
-                           beta1,      beta2,     epsilon,    clip,
-                           warmup,     decaySteps, minLrRatio, precision,
-                           lossScale,  scaleWindow, zero,       dataAxis};
+    OptimizerConfig config{optimizer, lr,          momentum,   weightDecay,
+                           beta1,     beta2,       epsilon,    clip,
+                           warmup,    decaySteps,  minLrRatio, precision,
+                           lossScale, scaleWindow, zero,       dataAxis};
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isDeclaration())
         continue;

@@ -60,7 +60,9 @@ private:
   Value splat(RankedTensorType type, double value) {
     return splatConstant(b, loc, type, value);
   }
-  Value splatLike(Value like, double value) { return splat(typeOf(like), value); }
+  Value splatLike(Value like, double value) {
+    return splat(typeOf(like), value);
+  }
   Value add(Value x, Value y) { return AddOp::create(b, loc, typeOf(x), x, y); }
   Value sub(Value x, Value y) { return SubOp::create(b, loc, typeOf(x), x, y); }
   Value mul(Value x, Value y) { return MulOp::create(b, loc, typeOf(x), x, y); }
@@ -71,9 +73,9 @@ private:
     return SelectOp::create(b, loc, typeOf(onTrue), pred, onTrue, onFalse);
   }
   Value compare(CompareDirection direction, Value x, Value y) {
-    return CompareOp::create(b, loc, getI1TensorLike(x.getType()),
-                             CompareDirectionAttr::get(b.getContext(), direction),
-                             x, y);
+    return CompareOp::create(
+        b, loc, getI1TensorLike(x.getType()),
+        CompareDirectionAttr::get(b.getContext(), direction), x, y);
   }
   /// Broadcast of `x` to `type`, `x`'s dims going to `dims`.
   Value broadcast(Value x, RankedTensorType type, ArrayRef<int64_t> dims) {
@@ -138,8 +140,9 @@ private:
   /// Optimizer.cpp: after the reverse sweep, turns the gradients of
   /// `params` into the step's updates and results (unscaling, clipping,
   /// the optimizer, the loss-scale states) and replaces the terminator.
-  LogicalResult buildStep(func::ReturnOp ret, Value loss, BlockArgument lossScale,
-                          ArrayRef<unsigned> params, SmallVector<Value> grads);
+  LogicalResult buildStep(func::ReturnOp ret, Value loss,
+                          BlockArgument lossScale, ArrayRef<unsigned> params,
+                          SmallVector<Value> grads);
 };
 
 } // namespace mlir::par::autodiff

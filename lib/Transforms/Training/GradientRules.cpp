@@ -147,7 +147,8 @@ LogicalResult Differentiator::elementwise(Operation *op, Value g) {
         Value x2 = mul(x, x);
         Value u = scale(add(x, scale(mul(x2, x), c)), k);
         Value t = TanhOp::create(b, loc, typeOf(x), u);
-        Value dt = scale(mul(sub(one(), mul(t, t)), add(one(), scale(x2, 3 * c))), k);
+        Value dt =
+            scale(mul(sub(one(), mul(t, t)), add(one(), scale(x2, 3 * c))), k);
         Value d = scale(add(add(one(), t), mul(x, dt)), 0.5);
         accumulate(x, mul(g, d));
         return success();
@@ -161,8 +162,10 @@ LogicalResult Differentiator::elementwise(Operation *op, Value g) {
 LogicalResult Differentiator::dotRule(DotOp op, Value g) {
   Value lhs = op.getLhs(), rhs = op.getRhs();
   RankedTensorType lt = typeOf(lhs), rt = typeOf(rhs);
-  ArrayRef<int64_t> lb = op.getLhsBatch() ? *op.getLhsBatch() : ArrayRef<int64_t>();
-  ArrayRef<int64_t> rb = op.getRhsBatch() ? *op.getRhsBatch() : ArrayRef<int64_t>();
+  ArrayRef<int64_t> lb =
+      op.getLhsBatch() ? *op.getLhsBatch() : ArrayRef<int64_t>();
+  ArrayRef<int64_t> rb =
+      op.getRhsBatch() ? *op.getRhsBatch() : ArrayRef<int64_t>();
   ArrayRef<int64_t> lc = op.getLhsContract(), rc = op.getRhsContract();
   SmallVector<int64_t> lb_lc(lb), rb_rc(rb);
   lb_lc.append(lc.begin(), lc.end());
@@ -315,7 +318,8 @@ LogicalResult Differentiator::scatterAddRule(ScatterAddOp op, Value g) {
     Value none = splat(entryType, -1.0);
     for (auto [j, d] : llvm::enumerate(dims)) {
       Value c = coordinates[j];
-      row = select(compare(CompareDirection::lt, c, splat(entryType, 0.0)), none, row);
+      row = select(compare(CompareDirection::lt, c, splat(entryType, 0.0)),
+                   none, row);
       row = select(compare(CompareDirection::ge, c,
                            splat(entryType, (double)t.getDimSize(d))),
                    none, row);
@@ -337,10 +341,9 @@ Value Differentiator::dot(Value x, Value y, ArrayRef<int64_t> xb,
     xbAttr = b.getDenseI64ArrayAttr(xb);
     ybAttr = b.getDenseI64ArrayAttr(yb);
   }
-  return DotOp::create(b, loc,
-                       RankedTensorType::get(shape, typeOf(x).getElementType()),
-                       x, y, xbAttr, ybAttr, b.getDenseI64ArrayAttr(xc),
-                       b.getDenseI64ArrayAttr(yc));
+  return DotOp::create(
+      b, loc, RankedTensorType::get(shape, typeOf(x).getElementType()), x, y,
+      xbAttr, ybAttr, b.getDenseI64ArrayAttr(xc), b.getDenseI64ArrayAttr(yc));
 }
 
 Value Differentiator::transpose(Value x, ArrayRef<int64_t> perm) {
@@ -375,8 +378,8 @@ LogicalResult Differentiator::attentionRule(AttentionOp op, Value g) {
   Value dO5 = reshape(g, {B, S, Hkv, G, D});
   SmallVector<int64_t> scoreShape{B, Hkv, S, G, T};
   auto scoreType = RankedTensorType::get(scoreShape, f);
-  Value scores = scale(dot(q5, k, {0, 2}, {0, 2}, {4}, {3}, scoreShape),
-                       scaleValue);
+  Value scores =
+      scale(dot(q5, k, {0, 2}, {0, 2}, {4}, {3}, scoreShape), scaleValue);
   Value mask;
   if (op.getCausal()) {
     auto maskType = RankedTensorType::get({S, T}, b.getI1Type());
@@ -424,9 +427,10 @@ LogicalResult Differentiator::ropeRule(RopeOp op, Value g) {
   SmallVector<Attribute> signs;
   for (int64_t i = 0; i < d; ++i)
     signs.push_back(b.getFloatAttr(t.getElementType(), i < d / 2 ? 1.0 : -1.0));
-  Value sign = broadcast(
-      ConstantOp::create(b, loc, signType, DenseElementsAttr::get(signType, signs)),
-      t, {3});
+  Value sign =
+      broadcast(ConstantOp::create(b, loc, signType,
+                                   DenseElementsAttr::get(signType, signs)),
+                t, {3});
   Value rotated = RopeOp::create(b, loc, t, mul(g, sign), op.getOffset(),
                                  op.getThetaAttr(), op.getPositionOffsetAttr());
   accumulate(op.getInput(), mul(rotated, sign));
@@ -467,16 +471,16 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
         Value r = reduceSum(g, summed);
         if (typeOf(r).getShape() != in.getShape())
           r = ReshapeOp::create(
-              b, loc, RankedTensorType::get(in.getShape(), out.getElementType()),
-              r);
+              b, loc,
+              RankedTensorType::get(in.getShape(), out.getElementType()), r);
         accumulate(o.getInput(), r);
         return success();
       })
       .Case([&](ReduceOp o) {
         RankedTensorType in = typeOf(o.getInput());
         ArrayRef<int64_t> dims = o.getDims();
-        auto gradType = RankedTensorType::get(in.getShape(),
-                                              typeOf(g).getElementType());
+        auto gradType =
+            RankedTensorType::get(in.getShape(), typeOf(g).getElementType());
         SmallVector<int64_t> kept = complement(in.getRank(), dims);
         Value spread = broadcast(g, gradType, kept);
         switch (o.getKind()) {
@@ -495,7 +499,8 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
           // The elements equal to the extreme share the gradient equally.
           Value extreme = broadcast(o.getResult(), in, kept);
           Value hit = compare(CompareDirection::eq, o.getInput(), extreme);
-          Value ones = select(hit, splatLike(spread, 1.0), splatLike(spread, 0.0));
+          Value ones =
+              select(hit, splatLike(spread, 1.0), splatLike(spread, 0.0));
           Value count = broadcast(reduceSum(ones, dims), gradType, kept);
           accumulate(o.getInput(), div(mul(ones, spread), count));
           break;
@@ -527,8 +532,8 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
         Value y = o.getResult();
         int64_t dim = o.getDim();
         RankedTensorType t = typeOf(y);
-        Value dotted =
-            broadcast(reduceSum(mul(g, y), {dim}), t, complement(t.getRank(), {dim}));
+        Value dotted = broadcast(reduceSum(mul(g, y), {dim}), t,
+                                 complement(t.getRank(), {dim}));
         accumulate(o.getInput(), mul(y, sub(g, dotted)));
         return success();
       })
@@ -540,7 +545,8 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
         for (int64_t d = 0; d < last; ++d)
           tokens *= t.getDimSize(d);
         Value p = SoftmaxOp::create(b, loc, t, logits, (uint64_t)last);
-        Value hot = oneHot(o.getLabels(), t.getDimSize(last), t.getElementType());
+        Value hot =
+            oneHot(o.getLabels(), t.getDimSize(last), t.getElementType());
         Value perToken = broadcast(scale(g, 1.0 / tokens), t, {});
         accumulate(logits, mul(sub(p, hot), perToken));
         return success();
@@ -572,8 +578,8 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
           auto zeros = [&](int64_t size) {
             SmallVector<int64_t> shape(typeOf(r).getShape());
             shape[d] = size;
-            return splat(RankedTensorType::get(shape, typeOf(r).getElementType()),
-                         0.0);
+            return splat(
+                RankedTensorType::get(shape, typeOf(r).getElementType()), 0.0);
           };
           if (before == 0 && after == 0)
             continue;
@@ -601,11 +607,12 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
           limits[dim] = start + it.getDimSize(dim);
           start = limits[dim];
           accumulate(input,
-                     SliceOp::create(
-                         b, loc,
-                         RankedTensorType::get(it.getShape(), gt.getElementType()),
-                         g, b.getDenseI64ArrayAttr(starts),
-                         b.getDenseI64ArrayAttr(limits), DenseI64ArrayAttr()));
+                     SliceOp::create(b, loc,
+                                     RankedTensorType::get(it.getShape(),
+                                                           gt.getElementType()),
+                                     g, b.getDenseI64ArrayAttr(starts),
+                                     b.getDenseI64ArrayAttr(limits),
+                                     DenseI64ArrayAttr()));
         }
         return success();
       })

@@ -24,8 +24,8 @@ double mlir::par::autodiff::scheduledLr(const OptimizerConfig &c, int64_t t) {
     return c.lr * double(t) / double(c.warmup);
   if (c.decaySteps <= c.warmup)
     return c.lr;
-  double progress = std::min(1.0, double(t - c.warmup) /
-                                      double(c.decaySteps - c.warmup));
+  double progress =
+      std::min(1.0, double(t - c.warmup) / double(c.decaySteps - c.warmup));
   return c.lr * (c.minLrRatio +
                  (1 - c.minLrRatio) * 0.5 * (1 + std::cos(M_PI * progress)));
 }
@@ -38,7 +38,8 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
   MLIRContext *ctx = func.getContext();
   auto scalar = RankedTensorType::get({}, b.getF32Type());
   auto nameOf = [&](unsigned i) -> std::string {
-    if (auto name = func.getArgAttrOfType<StringAttr>(i, ParDialect::kNameAttrName))
+    if (auto name =
+            func.getArgAttrOfType<StringAttr>(i, ParDialect::kNameAttrName))
       return name.str();
     return "arg" + std::to_string(i);
   };
@@ -68,8 +69,9 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
   auto update = [&](Value value, unsigned argIndex) {
     if (skip) {
       auto type = typeOf(value);
-      value = select(broadcast(skip, cast<RankedTensorType>(getI1TensorLike(type)), {}),
-                     body.getArgument(argIndex), value);
+      value = select(
+          broadcast(skip, cast<RankedTensorType>(getI1TensorLike(type)), {}),
+          body.getArgument(argIndex), value);
     }
     results.push_back(value);
     NamedAttrList attrs;
@@ -147,9 +149,9 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
           b, loc, tableType,
           DenseElementsAttr::get(tableType, ArrayRef<float>(rates)));
       auto i32 = RankedTensorType::get({}, b.getI32Type());
-      Value index = MinOp::create(b, loc, i32,
-                                  ConvertOp::create(b, loc, i32, t),
-                                  splat(i32, double(last)));
+      Value index =
+          MinOp::create(b, loc, i32, ConvertOp::create(b, loc, i32, t),
+                        splat(i32, double(last)));
       Value ids = reshape(index, {1});
       Value row = EmbeddingOp::create(
           b, loc, RankedTensorType::get({1, 1}, b.getF32Type()), table, ids);
@@ -162,11 +164,11 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
         BlockArgument buf;
         if (config.momentum != 0)
           buf = addState(param.getType(), nameOf(i) + ".momentum");
-        auto sgd = SgdOp::create(b, loc, param.getType(),
-                                 buf ? param.getType() : Type(), param, grads[k],
-                                 buf, lr, b.getF32FloatAttr(config.momentum),
-                                 b.getF32FloatAttr(config.weightDecay),
-                                 /*nesterov=*/UnitAttr());
+        auto sgd = SgdOp::create(
+            b, loc, param.getType(), buf ? param.getType() : Type(), param,
+            grads[k], buf, lr, b.getF32FloatAttr(config.momentum),
+            b.getF32FloatAttr(config.weightDecay),
+            /*nesterov=*/UnitAttr());
         update(sgd.getNewParam(), i);
         if (buf)
           update(sgd.getNewMomentum(), buf.getArgNumber());
@@ -213,7 +215,8 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
 
   if (config.zero > 0) {
     func->setAttr(ParDialect::kZeroAttrName, b.getI64IntegerAttr(config.zero));
-    func->setAttr(ParDialect::kDataAxisAttrName, b.getStringAttr(config.dataAxis));
+    func->setAttr(ParDialect::kDataAxisAttrName,
+                  b.getStringAttr(config.dataAxis));
   }
 
   // The step's results replace the forward function's; what neither the

@@ -18,9 +18,9 @@
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/ParOps.h"
 #include "par/Dialect/Par/IR/TrainingStep.h"
-#include "par/Transforms/StepArguments.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/Propagation.h"
+#include "par/Transforms/StepArguments.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -57,7 +57,8 @@ static ShardingAttr withAxis(ShardingAttr layout, RankedTensorType type,
     return layout; // nothing to split (a scalar, or smaller than the axis)
   SmallVector<StringAttr> axes(dims[chosen].getAxes());
   axes.push_back(axis);
-  dims[chosen] = DimShardingAttr::get(ctx, axes, /*isClosed=*/true, std::nullopt);
+  dims[chosen] =
+      DimShardingAttr::get(ctx, axes, /*isClosed=*/true, std::nullopt);
   SmallVector<StringAttr> replicated;
   for (StringAttr r : layout.getReplicatedAxes())
     if (r != axis)
@@ -78,7 +79,8 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
   if (!stageAttr || stageAttr.getInt() == 0)
     return success();
   int64_t stage = stageAttr.getInt();
-  auto axisName = func->getAttrOfType<StringAttr>(ParDialect::kDataAxisAttrName);
+  auto axisName =
+      func->getAttrOfType<StringAttr>(ParDialect::kDataAxisAttrName);
   MLIRContext *ctx = func.getContext();
   OpBuilder b(ctx);
   Block &body = func.getBody().front();
@@ -91,7 +93,9 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
             r, ParDialect::kUpdatesAttrName))
       resultOf[updates.getInt()] = r;
 
-  auto late = [&](Operation *op) { op->setAttr(ParDialect::kLateAttrName, UnitAttr::get(ctx)); };
+  auto late = [&](Operation *op) {
+    op->setAttr(ParDialect::kLateAttrName, UnitAttr::get(ctx));
+  };
   // A constraint (data movement) of the step's `phase`.
   auto constrain = [&](Value value, ShardingAttr layout, Operation *before,
                        bool isLate, Phase phase) -> Value {
@@ -144,7 +148,8 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
              << "ZeRO stage " << stage << " needs the data axis \""
              << axisName.getValue() << "\" in mesh " << layout.getMesh()
              << " (set data-axis= of --par-autodiff to an axis of the mesh)";
-    if (mesh.getAxisSize(axisName.getValue()) == 1 || usesAxis(layout, axisName))
+    if (mesh.getAxisSize(axisName.getValue()) == 1 ||
+        usesAxis(layout, axisName))
       continue;
     ShardingAttr split = withAxis(layout, type, mesh, axisName);
     if (split == layout)
@@ -169,12 +174,12 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
              << "ZeRO stage " << stage << ": no op is marked as the gradient "
              << "of argument #" << param.getArgNumber()
              << " (par.gradient_of; run --par-autodiff to build the step)";
-    ShardingAttr whole = ShardingAttr::get(ctx, split.getMesh(), split.getDims(),
-                                           {}, {});
+    ShardingAttr whole =
+        ShardingAttr::get(ctx, split.getMesh(), split.getDims(), {}, {});
     Operation *producer = grad.getDefiningOp();
-    Value scattered = constrain(
-        grad, whole, producer->getNextNode(), /*isLate=*/stage == 1,
-        stage == 1 ? Phase::optimizer : Phase::backward);
+    Value scattered =
+        constrain(grad, whole, producer->getNextNode(), /*isLate=*/stage == 1,
+                  stage == 1 ? Phase::optimizer : Phase::backward);
     carryMarks(producer, scattered);
     grad.replaceAllUsesExcept(scattered, scattered.getDefiningOp());
     scatteredGrads.push_back(scattered);
@@ -249,7 +254,8 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
       for (Value operand : user->getOperands()) {
         Operation *def = operand.getDefiningOp();
         if (def && operand.hasOneUse() &&
-            (def->hasTrait<::mlir::OpTrait::ConstantLike>() || isScalarBroadcast(operand)))
+            (def->hasTrait<::mlir::OpTrait::ConstantLike>() ||
+             isScalarBroadcast(operand)))
           def->removeAttr(ParDialect::kShardingAttrName);
       }
     }

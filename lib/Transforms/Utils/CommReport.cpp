@@ -97,12 +97,11 @@ struct CommReportPass : public par::impl::CommReportPassBase<CommReportPass> {
       }
       os << "  by axes:\n";
       for (auto &[axes, sum] : byAxes)
-        os << llvm::format("    %-10s %3lld collective(s) %12lld elements "
-                           "%11s buffers %11s sent\n",
-                           axes.str().c_str(), (long long)sum.count,
-                           (long long)sum.elements,
-                           humanBytes(sum.bytes).c_str(),
-                           humanBytes(sum.sent).c_str());
+        os << llvm::format(
+            "    %-10s %3lld collective(s) %12lld elements "
+            "%11s buffers %11s sent\n",
+            axes.str().c_str(), (long long)sum.count, (long long)sum.elements,
+            humanBytes(sum.bytes).c_str(), humanBytes(sum.sent).c_str());
       os << llvm::format("  total: %lld collective(s), %lld elements, %s "
                          "buffers, %s sent per rank\n",
                          (long long)total.count, (long long)total.elements,

@@ -1,4 +1,5 @@
-//===- StepArguments.cpp - What feeds each function argument -----------------===//
+//===- StepArguments.cpp - What feeds each function argument
+//-----------------===//
 
 #include "par/Transforms/StepArguments.h"
 
@@ -19,7 +20,8 @@ void mlir::par::inferInputRoles(func::FuncOp func) {
     StringRef kind;
     int64_t vocab = 0;
     // Reshards and constraints move the ids, not change them: look through.
-    SmallVector<Operation *> users(arg.getUsers().begin(), arg.getUsers().end());
+    SmallVector<Operation *> users(arg.getUsers().begin(),
+                                   arg.getUsers().end());
     SmallVector<Value> reads{arg};
     for (size_t i = 0; i < users.size(); ++i)
       if (isa<ReshardOp, ShardingConstraintOp>(users[i])) {
@@ -44,7 +46,8 @@ void mlir::par::inferInputRoles(func::FuncOp func) {
     }
     if (kind.empty())
       continue;
-    func.setArgAttr(index, ParDialect::kDataAttrName, StringAttr::get(ctx, kind));
+    func.setArgAttr(index, ParDialect::kDataAttrName,
+                    StringAttr::get(ctx, kind));
     if (!func.getArgAttr(index, ParDialect::kVocabAttrName))
       func.setArgAttr(index, ParDialect::kVocabAttrName,
                       IntegerAttr::get(IntegerType::get(ctx, 64), vocab));
@@ -52,7 +55,8 @@ void mlir::par::inferInputRoles(func::FuncOp func) {
 }
 
 bool mlir::par::isParameter(func::FuncOp func, unsigned index) {
-  if (auto role = func.getArgAttrOfType<StringAttr>(index, ParDialect::kRoleAttrName))
+  if (auto role =
+          func.getArgAttrOfType<StringAttr>(index, ParDialect::kRoleAttrName))
     return role.getValue() == "param";
   return isa<FloatType>(getElementTypeOrSelf(func.getArgumentTypes()[index]));
 }

@@ -1,4 +1,5 @@
-//===- Summary.cpp - human-readable report of a sharded module --------------===//
+//===- Summary.cpp - human-readable report of a sharded module
+//--------------===//
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReportFormat.h"
 
@@ -127,8 +128,8 @@ struct SummaryPass : public par::impl::SummaryPassBase<SummaryPass> {
     int64_t opIndex = 0;
     func.walk([&](Operation *op) {
       for (OpResult result : op->getResults()) {
-        std::string label = op->getName().stripDialect().str() + "#" +
-                            std::to_string(opIndex);
+        std::string label =
+            op->getName().stripDialect().str() + "#" + std::to_string(opIndex);
         row(label, result.getType(),
             getResultSharding(op, result.getResultNumber()), false);
       }

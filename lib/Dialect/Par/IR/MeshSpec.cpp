@@ -1,4 +1,5 @@
-//===- MeshSpec.cpp - parsing --mesh values ---------------------------------===//
+//===- MeshSpec.cpp - parsing --mesh values
+//---------------------------------===//
 #include "par/Dialect/Par/IR/MeshSpec.h"
 
 #include <cctype>
@@ -75,8 +76,8 @@ bool mlir::par::parseMeshSpec(const std::string &spec,
     for (size_t i = 0; i < sizes.size(); ++i) {
       int64_t size;
       if (!parseSize(sizes[i], size)) {
-        error = "axis size '" + sizes[i] + "' is not a positive integer" +
-                usage;
+        error =
+            "axis size '" + sizes[i] + "' is not a positive integer" + usage;
         return false;
       }
       if (!addAxis(names[i], size))

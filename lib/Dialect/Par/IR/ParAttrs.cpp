@@ -1,4 +1,5 @@
-//===- ParAttrs.cpp - sharding attributes -----------------------------------===//
+//===- ParAttrs.cpp - sharding attributes
+//-----------------------------------===//
 #include "par/Dialect/Par/IR/ParDialect.h"
 #include "par/Dialect/Par/IR/ParOps.h"
 
@@ -99,9 +100,9 @@ DimShardingAttr DimShardingAttr::parseBare(AsmParser &parser) {
     }
     priority = value;
   }
-  return DimShardingAttr::getChecked(
-      [&]() { return parser.emitError(loc); }, parser.getContext(), axes,
-      closed, priority);
+  return DimShardingAttr::getChecked([&]() { return parser.emitError(loc); },
+                                     parser.getContext(), axes, closed,
+                                     priority);
 }
 
 void DimShardingAttr::print(AsmPrinter &printer) const {
@@ -261,8 +262,9 @@ SmallVector<StringAttr> ShardingAttr::getShardingAxes() const {
 
 bool ShardingAttr::isFullyReplicated() const {
   return getPartialAxes().empty() &&
-         llvm::all_of(getDims(),
-                      [](DimShardingAttr dim) { return dim.getAxes().empty(); });
+         llvm::all_of(getDims(), [](DimShardingAttr dim) {
+           return dim.getAxes().empty();
+         });
 }
 
 LogicalResult ShardingAttr::verifyForType(
@@ -284,8 +286,8 @@ LogicalResult ShardingAttr::verifyForType(
     if (meshOp.getAxisIndex(axis.getValue()) >= 0)
       return success();
     InFlightDiagnostic diag = emitError();
-    diag << "unknown axis \"" << axis.getValue() << "\" in mesh "
-         << getMesh() << " (axes:";
+    diag << "unknown axis \"" << axis.getValue() << "\" in mesh " << getMesh()
+         << " (axes:";
     for (StringRef name : meshOp.getAxisNames().getAsValueRange<StringAttr>())
       diag << " \"" << name << "\"";
     return diag << ")";

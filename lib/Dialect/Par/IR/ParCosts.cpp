@@ -5,8 +5,8 @@
 // (LinearOpInterface).
 //
 //===----------------------------------------------------------------------===//
-#include "par/Dialect/Par/IR/ParOps.h"
 #include "par/Catalogue/OpCatalogue.h"
+#include "par/Dialect/Par/IR/ParOps.h"
 
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/Support/raw_ostream.h"
@@ -63,7 +63,8 @@ CollectiveCost CollectiveOpInterface::getCost() {
 }
 
 CollectiveTraffic AllReduceOp::getTraffic(int64_t) {
-  return {("all_reduce " + stringifyCollectiveKind(getKind())).str(), getInput()};
+  return {("all_reduce " + stringifyCollectiveKind(getKind())).str(),
+          getInput()};
 }
 
 CollectiveTraffic AllGatherOp::getTraffic(int64_t) {

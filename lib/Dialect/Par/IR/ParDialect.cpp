@@ -1,4 +1,5 @@
-//===- ParDialect.cpp - the par dialect -------------------------------------===//
+//===- ParDialect.cpp - the par dialect
+//-------------------------------------===//
 #include "par/Dialect/Par/IR/ParDialect.h"
 #include "par/Dialect/Par/IR/ParOps.h"
 
@@ -117,8 +118,8 @@ static LogicalResult verifyRuntimeAttr(Operation *op, NamedAttribute attr,
   if (name == ParDialect::kNameAttrName) {
     auto str = dyn_cast<StringAttr>(value);
     if (!str || str.getValue().empty())
-      return op->emitError() << "'" << name << "' of " << what
-                             << " must be a non-empty string";
+      return op->emitError()
+             << "'" << name << "' of " << what << " must be a non-empty string";
     return success();
   }
   if (isArg && name == ParDialect::kRoleAttrName)
@@ -149,9 +150,9 @@ static LogicalResult verifyRuntimeAttr(Operation *op, NamedAttribute attr,
     auto function = dyn_cast<FunctionOpInterface>(op);
     if (!index || !function || index.getInt() < 0 ||
         index.getInt() >= int64_t(function.getNumArguments()))
-      return op->emitError() << "'" << name << "' of " << what
-                             << " must be the index of an argument, got "
-                             << value;
+      return op->emitError()
+             << "'" << name << "' of " << what
+             << " must be the index of an argument, got " << value;
     return success();
   }
   known = false;
@@ -172,8 +173,8 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
     auto stage = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<FunctionOpInterface>(op) || !stage || stage.getInt() < 0 ||
         stage.getInt() > 3)
-      return op->emitError() << "'" << kZeroAttrName
-                             << "' is a ZeRO stage 0-3 on a function";
+      return op->emitError()
+             << "'" << kZeroAttrName << "' is a ZeRO stage 0-3 on a function";
     return success();
   }
   if (attr.getName() == kDataAxisAttrName) {
@@ -206,12 +207,11 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
              index && attr.getName() == kCopyOfAttrName)
       params.push_back(index.getInt());
     else
-      return op->emitError()
-             << "'" << attr.getName().getValue() << "' must be "
-             << (attr.getName() == kGradientOfAttrName
-                     ? "an array<i64: ...> of argument numbers"
-                     : "an argument number")
-             << ", got " << attr.getValue();
+      return op->emitError() << "'" << attr.getName().getValue() << "' must be "
+                             << (attr.getName() == kGradientOfAttrName
+                                     ? "an array<i64: ...> of argument numbers"
+                                     : "an argument number")
+                             << ", got " << attr.getValue();
     auto function = op->getParentOfType<FunctionOpInterface>();
     if (op->getNumResults() == 0)
       return op->emitError() << "'" << attr.getName().getValue()
@@ -219,20 +219,20 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
     for (int64_t param : params)
       if (!function || param < 0 ||
           param >= int64_t(function.getNumArguments()))
-        return op->emitError() << "'" << attr.getName().getValue()
-                               << "' names argument " << param
-                               << ", which the function does not have";
+        return op->emitError()
+               << "'" << attr.getName().getValue() << "' names argument "
+               << param << ", which the function does not have";
     return success();
   }
   if (attr.getName() != kShardingAttrName)
-    return op->emitError() << "unknown par attribute '" << attr.getName().getValue()
-                           << "' on an operation";
+    return op->emitError() << "unknown par attribute '"
+                           << attr.getName().getValue() << "' on an operation";
   unsigned numResults = op->getNumResults();
   if (auto list = dyn_cast<ArrayAttr>(attr.getValue())) {
     if (list.size() != numResults)
-      return op->emitError() << "'" << kShardingAttrName << "' lists "
-                             << list.size() << " sharding(s) but the op has "
-                             << numResults << " result(s)";
+      return op->emitError()
+             << "'" << kShardingAttrName << "' lists " << list.size()
+             << " sharding(s) but the op has " << numResults << " result(s)";
     for (auto [i, element] : llvm::enumerate(list))
       if (failed(verifyShardingOf(op, element, op->getResult(i).getType(),
                                   "result #" + std::to_string(i))))
@@ -240,9 +240,9 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (numResults != 1)
-    return op->emitError() << "'" << kShardingAttrName
-                           << "' of an op with " << numResults
-                           << " results must be a list of one sharding per result";
+    return op->emitError()
+           << "'" << kShardingAttrName << "' of an op with " << numResults
+           << " results must be a list of one sharding per result";
   return verifyShardingOf(op, attr.getValue(), op->getResult(0).getType(),
                           "the result");
 }
@@ -259,8 +259,9 @@ LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
   if (known)
     return runtime;
   if (attr.getName() != kShardingAttrName)
-    return op->emitError() << "unknown par attribute '" << attr.getName().getValue()
-                           << "' on argument #" << argIndex;
+    return op->emitError() << "unknown par attribute '"
+                           << attr.getName().getValue() << "' on argument #"
+                           << argIndex;
   Region &region = op->getRegion(regionIndex);
   if (region.empty() || argIndex >= region.getNumArguments()) {
     // Declarations have no body: take the type from the signature.
@@ -282,22 +283,22 @@ LogicalResult ParDialect::verifyRegionResultAttribute(Operation *op,
                                                       unsigned resultIndex,
                                                       NamedAttribute attr) {
   if (isGlobalAttr(attr))
-    return verifyGlobalAttr(op, attr,
-                            "result #" + std::to_string(resultIndex));
+    return verifyGlobalAttr(op, attr, "result #" + std::to_string(resultIndex));
   bool known;
-  LogicalResult runtime = verifyRuntimeAttr(
-      op, attr, "result #" + std::to_string(resultIndex), /*isArg=*/false,
-      known);
+  LogicalResult runtime =
+      verifyRuntimeAttr(op, attr, "result #" + std::to_string(resultIndex),
+                        /*isArg=*/false, known);
   if (known)
     return runtime;
   if (attr.getName() != kShardingAttrName)
-    return op->emitError() << "unknown par attribute '" << attr.getName().getValue()
-                           << "' on result #" << resultIndex;
+    return op->emitError() << "unknown par attribute '"
+                           << attr.getName().getValue() << "' on result #"
+                           << resultIndex;
   auto function = dyn_cast<FunctionOpInterface>(op);
   if (!function || resultIndex >= function.getNumResults())
-    return op->emitError() << "'" << kShardingAttrName
-                           << "' on result #" << resultIndex
-                           << " of an op that is not a function with that many results";
+    return op->emitError()
+           << "'" << kShardingAttrName << "' on result #" << resultIndex
+           << " of an op that is not a function with that many results";
   return verifyShardingOf(op, attr.getValue(),
                           function.getResultTypes()[resultIndex],
                           "result #" + std::to_string(resultIndex));
@@ -337,11 +338,11 @@ void mlir::par::setResultSharding(Operation *op, unsigned resultIdx,
     if (!current) {
       auto type = cast<RankedTensorType>(op->getResult(i).getType());
       SmallVector<DimShardingAttr> dims(
-          type.getRank(), DimShardingAttr::get(op->getContext(), {},
-                                               /*isClosed=*/false,
-                                               std::nullopt));
-      current = ShardingAttr::get(op->getContext(), sharding.getMesh(), dims,
-                                  {}, {});
+          type.getRank(),
+          DimShardingAttr::get(op->getContext(), {},
+                               /*isClosed=*/false, std::nullopt));
+      current =
+          ShardingAttr::get(op->getContext(), sharding.getMesh(), dims, {}, {});
     }
     list[i] = current;
   }

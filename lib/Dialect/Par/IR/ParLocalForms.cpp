@@ -33,7 +33,8 @@ static double meanShare(RankedTensorType local, RankedTensorType global,
 /// `value * factor` (a splat constant of its type).
 static Value scaled(OpBuilder &b, Location loc, Value value, double factor) {
   auto type = cast<RankedTensorType>(value.getType());
-  return MulOp::create(b, loc, type, value, splatConstant(b, loc, type, factor));
+  return MulOp::create(b, loc, type, value,
+                       splatConstant(b, loc, type, factor));
 }
 
 /// All axes splitting the dims `dims` of `value`, in dim order.
@@ -72,7 +73,8 @@ LogicalResult ReduceOp::localize(LocalFormContext &ctx) {
   Location loc = getLoc();
   b.setInsertionPoint(*this);
   Value input = getInput();
-  getInputMutable().assign(ctx.maskPadding(loc, input, input, getDims(), identity));
+  getInputMutable().assign(
+      ctx.maskPadding(loc, input, input, getDims(), identity));
   if (getKind() != ReduceKind::mean)
     return success();
   SmallVector<int64_t> split;
@@ -103,7 +105,8 @@ LogicalResult SliceOp::localize(LocalFormContext &ctx) {
          resultType.getDimSize(d) != globalResult.getDimSize(d)) &&
         (getStarts()[d] != 0 || limits[d] != global.getDimSize(d) ||
          (getStrides() && (*getStrides())[d] != 1)))
-      return emitError() << "dim " << d << " is sliced and split; slices keep the dims "
+      return emitError() << "dim " << d
+                         << " is sliced and split; slices keep the dims "
                          << "they cut whole (run --par-insert-reshards, or "
                             "--par-partition, on the global program first)";
   for (int64_t d = 0; d < local.getRank(); ++d)
@@ -128,7 +131,7 @@ LogicalResult DotOp::localize(LocalFormContext &ctx) {
 /// Positions of a split sequence (dim 1 of [batch, seq, heads, head_dim])
 /// start at this device's first position.
 static void shiftPositions(LocalFormContext &ctx, Operation *op, Value input,
-                              MutableOperandRange offset) {
+                           MutableOperandRange offset) {
   MeshOp mesh = ctx.meshOf(input);
   if (!mesh)
     return;
@@ -186,15 +189,17 @@ LogicalResult ScatterAddOp::localize(LocalFormContext &ctx) {
   int64_t entries = getNumEntryDims();
   auto entryDims = llvm::to_vector(llvm::seq<int64_t>(0, entries));
   Value updates = getUpdates();
-  getUpdatesMutable().assign(ctx.maskPadding(loc, updates, updates, entryDims, 0.0));
+  getUpdatesMutable().assign(
+      ctx.maskPadding(loc, updates, updates, entryDims, 0.0));
 
   Value operand = getOperand();
   if (MeshOp mesh = ctx.meshOf(operand)) {
     auto indexType = cast<RankedTensorType>(getIndices().getType());
     Type element = indexType.getElementType();
     auto single = RankedTensorType::get({1}, element);
-    bool shifted = llvm::any_of(
-        getDims(), [&](int64_t d) { return !ctx.splitAxes(operand, d).empty(); });
+    bool shifted = llvm::any_of(getDims(), [&](int64_t d) {
+      return !ctx.splitAxes(operand, d).empty();
+    });
     SmallVector<Value> starts;
     for (int64_t d : shifted ? getDims() : ArrayRef<int64_t>()) {
       SmallVector<int32_t> axes = ctx.splitAxes(operand, d);
@@ -227,16 +232,17 @@ LogicalResult ScatterAddOp::localize(LocalFormContext &ctx) {
   MeshOp mesh = ctx.meshOf(updates);
   auto type = cast<RankedTensorType>(operand.getType());
   auto i64 = RankedTensorType::get({}, b.getIntegerType(64));
-  Value index = AxisIndexOp::create(b, loc, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
-                                    ctx.axisNames(mesh, axes));
+  Value index =
+      AxisIndexOp::create(b, loc, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
+                          ctx.axisNames(mesh, axes));
   Value first = CompareOp::create(
       b, loc, getI1TensorLike(i64),
       CompareDirectionAttr::get(b.getContext(), CompareDirection::eq), index,
       splatConstant(b, loc, i64, 0.0));
   Value mask = BroadcastOp::create(b, loc, getI1TensorLike(type), first,
                                    b.getDenseI64ArrayAttr({}));
-  getOperandMutable().assign(SelectOp::create(b, loc, type, mask, operand,
-                                              splatConstant(b, loc, type, 0.0)));
+  getOperandMutable().assign(SelectOp::create(
+      b, loc, type, mask, operand, splatConstant(b, loc, type, 0.0)));
   return success();
 }
 
@@ -288,11 +294,14 @@ LogicalResult CrossEntropyOp::localize(LocalFormContext &ctx) {
                                  b.getDenseI64ArrayAttr(leading));
     };
     // logsumexp = log(sum exp(x - max)) + max, both over all shards.
-    Value max = overVocab(CollectiveKind::max, reduceLast(ReduceKind::max, logits));
+    Value max =
+        overVocab(CollectiveKind::max, reduceLast(ReduceKind::max, logits));
     Value shifted = SubOp::create(b, loc, logitsType, logits, spread(max));
     Value exps = ExpOp::create(b, loc, logitsType, shifted);
-    Value sum = overVocab(CollectiveKind::sum, reduceLast(ReduceKind::sum, exps));
-    Value lse = AddOp::create(b, loc, tokens, LogOp::create(b, loc, tokens, sum), max);
+    Value sum =
+        overVocab(CollectiveKind::sum, reduceLast(ReduceKind::sum, exps));
+    Value lse =
+        AddOp::create(b, loc, tokens, LogOp::create(b, loc, tokens, sum), max);
     // Target logit: this shard's column (label - start) where it owns it.
     auto vocabIds = RankedTensorType::get({vocab}, i);
     Value ids = iotaConstant(b, loc, vocab, i);
@@ -303,17 +312,18 @@ LogicalResult CrossEntropyOp::localize(LocalFormContext &ctx) {
                                               b.getDenseI64ArrayAttr({})));
     }
     auto idsType = RankedTensorType::get(logitsType.getShape(), i);
-    Value columns =
-        BroadcastOp::create(b, loc, idsType, ids, b.getDenseI64ArrayAttr({rank - 1}));
-    Value targets =
-        BroadcastOp::create(b, loc, idsType, labels, b.getDenseI64ArrayAttr(leading));
+    Value columns = BroadcastOp::create(b, loc, idsType, ids,
+                                        b.getDenseI64ArrayAttr({rank - 1}));
+    Value targets = BroadcastOp::create(b, loc, idsType, labels,
+                                        b.getDenseI64ArrayAttr(leading));
     Value mask = CompareOp::create(
         b, loc, getI1TensorLike(idsType),
-        CompareDirectionAttr::get(b.getContext(), CompareDirection::eq), columns,
-        targets);
+        CompareDirectionAttr::get(b.getContext(), CompareDirection::eq),
+        columns, targets);
     Value picked = SelectOp::create(b, loc, logitsType, mask, logits,
                                     splatConstant(b, loc, logitsType, 0.0));
-    Value target = overVocab(CollectiveKind::sum, reduceLast(ReduceKind::sum, picked));
+    Value target =
+        overVocab(CollectiveKind::sum, reduceLast(ReduceKind::sum, picked));
     Value perToken = SubOp::create(b, loc, tokens, lse, target);
     ctx.recordLike(perToken, logitsIn, 1);
     perToken = ctx.maskPadding(loc, perToken, perToken, leading, 0.0);
@@ -349,4 +359,3 @@ LogicalResult ConstantOp::localize(LocalFormContext &context) {
   }
   return context.readLocalPiece(*this, result);
 }
-

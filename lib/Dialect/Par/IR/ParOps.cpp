@@ -1,4 +1,5 @@
-//===- ParOps.cpp - par op verifiers, type inference, custom syntax ---------===//
+//===- ParOps.cpp - par op verifiers, type inference, custom syntax
+//---------===//
 #include "par/Dialect/Par/IR/ParOps.h"
 
 #include "mlir/IR/OpImplementation.h"
@@ -32,18 +33,17 @@ static std::string listStr(ArrayRef<int64_t> values) {
 
 /// Checks that every entry of `dims` is a dimension of a rank-`rank` tensor
 /// and that none repeats.
-static LogicalResult checkDimList(ArrayRef<int64_t> dims, int64_t rank,
-                                  StringRef what,
-                                  function_ref<InFlightDiagnostic()> emitError) {
+static LogicalResult
+checkDimList(ArrayRef<int64_t> dims, int64_t rank, StringRef what,
+             function_ref<InFlightDiagnostic()> emitError) {
   llvm::SmallDenseSet<int64_t> seen;
   for (int64_t dim : dims) {
     if (dim < 0 || dim >= rank)
-      return emitError() << what << " " << listStr(dims)
-                         << " has dimension " << dim
-                         << " outside the operand's rank " << rank;
+      return emitError() << what << " " << listStr(dims) << " has dimension "
+                         << dim << " outside the operand's rank " << rank;
     if (!seen.insert(dim).second)
-      return emitError() << what << " " << listStr(dims)
-                         << " lists dimension " << dim << " twice";
+      return emitError() << what << " " << listStr(dims) << " lists dimension "
+                         << dim << " twice";
   }
   return success();
 }
@@ -62,8 +62,7 @@ struct LocErrors {
 } // namespace
 
 /// Checks an op's declared result types against what its operands imply.
-template <typename OpT>
-static LogicalResult verifyInferredTypes(OpT op) {
+template <typename OpT> static LogicalResult verifyInferredTypes(OpT op) {
   SmallVector<Type> types;
   if (failed(OpT::inferReturnTypes(op.getContext(), op.getLoc(),
                                    typename OpT::Adaptor(op), types)))
@@ -104,9 +103,9 @@ void MeshOp::print(OpAsmPrinter &printer) {
         printer << "=" << std::get<1>(axis);
       });
   printer << "]>";
-  printer.printOptionalAttrDict((*this)->getAttrs(),
-                                {getSymNameAttrName(), getAxisNamesAttrName(),
-                                 getAxisSizesAttrName()});
+  printer.printOptionalAttrDict(
+      (*this)->getAttrs(),
+      {getSymNameAttrName(), getAxisNamesAttrName(), getAxisSizesAttrName()});
 }
 
 ParseResult MeshOp::parse(OpAsmParser &parser, OperationState &result) {
@@ -117,7 +116,8 @@ ParseResult MeshOp::parse(OpAsmParser &parser, OperationState &result) {
   SmallVector<int64_t> sizes;
   if (parser.parseLess() ||
       parser.parseCommaSeparatedList(
-          AsmParser::Delimiter::Square, [&]() -> ParseResult {
+          AsmParser::Delimiter::Square,
+          [&]() -> ParseResult {
             std::string axis;
             int64_t size;
             if (parser.parseString(&axis) || parser.parseEqual() ||
@@ -127,8 +127,7 @@ ParseResult MeshOp::parse(OpAsmParser &parser, OperationState &result) {
             sizes.push_back(size);
             return success();
           }) ||
-      parser.parseGreater() ||
-      parser.parseOptionalAttrDict(result.attributes))
+      parser.parseGreater() || parser.parseOptionalAttrDict(result.attributes))
     return failure();
   Builder &b = parser.getBuilder();
   result.getOrAddProperties<Properties>().sym_name = name;
@@ -213,8 +212,8 @@ LogicalResult BroadcastOp::verify() {
   RankedTensorType in = tensorOf(getInput()), out = tensorOf(getResult());
   ArrayRef<int64_t> dims = getDims();
   if ((int64_t)dims.size() != in.getRank())
-    return emitOpError() << "dims " << listStr(dims) << " has "
-                         << dims.size() << " entries but the operand has rank "
+    return emitOpError() << "dims " << listStr(dims) << " has " << dims.size()
+                         << " entries but the operand has rank "
                          << in.getRank();
   for (auto [i, dim] : llvm::enumerate(dims)) {
     if (dim < 0 || dim >= out.getRank())
@@ -379,7 +378,8 @@ LogicalResult DotOp::inferReturnTypes(MLIRContext *,
     lb = *adaptor.getLhsBatch();
   if (adaptor.getRhsBatch())
     rb = *adaptor.getRhsBatch();
-  ArrayRef<int64_t> lc = adaptor.getLhsContract(), rc = adaptor.getRhsContract();
+  ArrayRef<int64_t> lc = adaptor.getLhsContract(),
+                    rc = adaptor.getRhsContract();
   if (lb.size() != rb.size())
     return err() << "batch dims " << listStr(lb) << " x " << listStr(rb)
                  << " must pair up";
@@ -440,9 +440,9 @@ static LogicalResult verifyNormScale(Operation *op, Value input, Value scale,
     return op->emitOpError() << name << " must be 1-D of the normalized size "
                              << in.getShape().back() << ", got " << s;
   if (s.getElementType() != in.getElementType())
-    return op->emitOpError() << name << " element type " << s.getElementType()
-                             << " differs from the operand's "
-                             << in.getElementType();
+    return op->emitOpError()
+           << name << " element type " << s.getElementType()
+           << " differs from the operand's " << in.getElementType();
   return success();
 }
 
@@ -476,8 +476,9 @@ LogicalResult AttentionOp::verify() {
   if (getCausal() && !getOffset() &&
       q.getDimSize(1) + (int64_t)getPositionOffset() > k.getDimSize(1))
     return emitOpError() << "causal attention needs query positions (offset "
-                         << (int64_t)getPositionOffset() << " + " << q.getDimSize(1)
-                         << ") within the key length " << k.getDimSize(1);
+                         << (int64_t)getPositionOffset() << " + "
+                         << q.getDimSize(1) << ") within the key length "
+                         << k.getDimSize(1);
   if ((int64_t)getPositionOffset() < 0)
     return emitOpError() << "position_offset must be non-negative";
   if (std::optional<APFloat> scale = getScale())
@@ -495,8 +496,8 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
   if (!table || !ids)
     return failure();
   if (table.getRank() != 2)
-    return LocErrors{location}() << "the table must be [vocab, hidden], got "
-                                 << table;
+    return LocErrors{location}()
+           << "the table must be [vocab, hidden], got " << table;
   SmallVector<int64_t> shape(ids.getShape());
   shape.push_back(table.getDimSize(1));
   types.push_back(RankedTensorType::get(shape, table.getElementType()));
@@ -527,7 +528,8 @@ LogicalResult ScatterAddOp::verify() {
   if (indices.getRank() < 1 ||
       indices.getDimSize(indices.getRank() - 1) != (int64_t)dims.size())
     return emitOpError() << "indices " << indices << " must be [entries..., "
-                         << dims.size() << "]: one coordinate per indexed "
+                         << dims.size()
+                         << "]: one coordinate per indexed "
                             "dimension in the last dimension";
   if (updates.getElementType() != operand.getElementType())
     return emitOpError() << "updates " << updates
@@ -537,8 +539,8 @@ LogicalResult ScatterAddOp::verify() {
   for (int64_t d : getSliceDims())
     expected.push_back(operand.getDimSize(d));
   if (updates.getShape() != ArrayRef<int64_t>(expected)) {
-    InFlightDiagnostic diag = emitOpError() << "updates " << updates
-                                            << " must be [";
+    InFlightDiagnostic diag = emitOpError()
+                              << "updates " << updates << " must be [";
     llvm::interleave(expected, diag, "x");
     return diag << "]: the index entries' shape, then the operand's "
                    "non-indexed dimensions";
@@ -546,9 +548,10 @@ LogicalResult ScatterAddOp::verify() {
   return success();
 }
 
-LogicalResult CrossEntropyOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
-    SmallVectorImpl<Type> &types) {
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> location,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &types) {
   auto logits = dyn_cast<RankedTensorType>(adaptor.getLogits().getType());
   auto labels = dyn_cast<RankedTensorType>(adaptor.getLabels().getType());
   if (!logits || !labels)
@@ -575,7 +578,8 @@ ParseResult SgdOp::parse(OpAsmParser &parser, OperationState &result) {
   if (parser.parseOperandList(operands) ||
       parser.parseOptionalAttrDict(result.attributes) || parser.parseColon() ||
       parser.parseType(paramType) || parser.parseComma() ||
-      parser.parseType(gradType) || parser.parseComma() || parser.parseType(lrType))
+      parser.parseType(gradType) || parser.parseComma() ||
+      parser.parseType(lrType))
     return failure();
   if (operands.size() != 3 && operands.size() != 4)
     return parser.emitError(loc) << "'par.sgd' takes param, grad, [momentum "
@@ -603,8 +607,8 @@ void SgdOp::print(OpAsmPrinter &printer) {
   if (getWeightDecay().isZero())
     defaults.push_back(getWeightDecayAttrName());
   printer.printOptionalAttrDict((*this)->getAttrs(), defaults);
-  printer << " : " << getParam().getType() << ", " << getGrad().getType() << ", "
-          << getLr().getType();
+  printer << " : " << getParam().getType() << ", " << getGrad().getType()
+          << ", " << getLr().getType();
 }
 
 SmallVector<Value> AdamWOp::getStates() { return {getM(), getV()}; }
@@ -686,8 +690,8 @@ static FailureOr<int64_t> verifyGroup(Operation *op, FlatSymbolRefAttr mesh,
   llvm::SmallDenseSet<StringRef> seen;
   for (StringRef axis : axes.getAsValueRange<StringAttr>()) {
     if (meshOp.getAxisIndex(axis) < 0)
-      return op->emitOpError() << "refers to unknown axis \"" << axis
-                               << "\" of mesh " << mesh;
+      return op->emitOpError()
+             << "refers to unknown axis \"" << axis << "\" of mesh " << mesh;
     if (!seen.insert(axis).second)
       return op->emitOpError() << "lists axis \"" << axis << "\" twice";
   }
@@ -707,16 +711,16 @@ static LogicalResult verifyResizedDim(Operation *op, RankedTensorType in,
                                       int64_t mul, int64_t div,
                                       StringRef what) {
   if (dim < 0 || dim >= in.getRank())
-    return op->emitOpError() << what << " dim " << dim
-                             << " is outside the operand's rank "
-                             << in.getRank();
+    return op->emitOpError()
+           << what << " dim " << dim << " is outside the operand's rank "
+           << in.getRank();
   if (in.getRank() != out.getRank())
     return op->emitOpError() << "result rank " << out.getRank()
                              << " differs from operand rank " << in.getRank();
   if ((in.getDimSize(dim) * mul) % div != 0)
-    return op->emitOpError() << what << " dim " << dim << " of size "
-                             << in.getDimSize(dim)
-                             << " is not divisible by the group size " << div;
+    return op->emitOpError()
+           << what << " dim " << dim << " of size " << in.getDimSize(dim)
+           << " is not divisible by the group size " << div;
   for (int64_t d = 0; d < in.getRank(); ++d) {
     int64_t expected =
         d == dim ? in.getDimSize(d) * mul / div : in.getDimSize(d);
@@ -782,8 +786,7 @@ LogicalResult AllToAllOp::verify() {
                            std::pair<StringRef, int64_t>{"concat", concat}})
     if (dim < 0 || dim >= in.getRank())
       return emitOpError() << name << " dim " << dim
-                           << " is outside the operand's rank "
-                           << in.getRank();
+                           << " is outside the operand's rank " << in.getRank();
   if (in.getDimSize(split) % *group != 0)
     return emitOpError() << "split dim " << split << " of size "
                          << in.getDimSize(split)
@@ -793,8 +796,7 @@ LogicalResult AllToAllOp::verify() {
   expected[concat] *= *group;
   if (out.getShape() != ArrayRef<int64_t>(expected))
     return emitOpError() << "result should be "
-                         << RankedTensorType::get(expected,
-                                                  in.getElementType())
+                         << RankedTensorType::get(expected, in.getElementType())
                          << ", got " << out;
   return success();
 }
@@ -829,27 +831,26 @@ static LogicalResult verifyPeer(Operation *op, FlatSymbolRefAttr mesh,
   if (!meshOp)
     return op->emitOpError() << "refers to unknown mesh " << mesh;
   if (meshOp.getAxisIndex(axis) < 0)
-    return op->emitOpError() << "refers to unknown axis \"" << axis
-                             << "\" of mesh " << mesh;
+    return op->emitOpError()
+           << "refers to unknown axis \"" << axis << "\" of mesh " << mesh;
   int64_t size = meshOp.getAxisSize(axis);
   if (peer < 0 || peer >= size)
-    return op->emitOpError() << what << " coordinate " << peer
-                             << " is outside axis \"" << axis << "\" of size "
-                             << size;
+    return op->emitOpError()
+           << what << " coordinate " << peer << " is outside axis \"" << axis
+           << "\" of size " << size;
   if (channel < 0)
-    return op->emitOpError() << "channel must be non-negative, got "
-                             << channel;
+    return op->emitOpError() << "channel must be non-negative, got " << channel;
   return success();
 }
 
 LogicalResult SendOp::verify() {
-  return verifyPeer(*this, getMeshAttr(), getAxis(), (int64_t)getTo(), (int64_t)getChannel(),
-                    "destination");
+  return verifyPeer(*this, getMeshAttr(), getAxis(), (int64_t)getTo(),
+                    (int64_t)getChannel(), "destination");
 }
 
 LogicalResult RecvOp::verify() {
-  return verifyPeer(*this, getMeshAttr(), getAxis(), (int64_t)getFrom(), (int64_t)getChannel(),
-                    "source");
+  return verifyPeer(*this, getMeshAttr(), getAxis(), (int64_t)getFrom(),
+                    (int64_t)getChannel(), "source");
 }
 
 //===----------------------------------------------------------------------===//
@@ -902,4 +903,3 @@ std::optional<DataOperand> CrossEntropyOp::getDataOperand() {
   auto logits = getLogits().getType();
   return DataOperand{1, "targets", logits.getDimSize(logits.getRank() - 1)};
 }
-

@@ -1,4 +1,5 @@
-//===- ParRules.cpp - the sharding rule of every compute op -----------------===//
+//===- ParRules.cpp - the sharding rule of every compute op
+//-----------------===//
 //
 // The one place that says how each op may be split. Keep every rule a plain
 // factor table: passes must never need to know more about an op than this.
@@ -25,9 +26,9 @@ static ShardingRule buildResultOnlyRule(Operation *op) {
 
 /// Every dimension of operand 0 shared with the same dimension of result 0;
 /// dimensions listed in `special` get `kind` instead of pass-through.
-static ShardingRule buildSameShapeRule(Operation *op,
-                                       ArrayRef<int64_t> special = {},
-                                       FactorKind kind = FactorKind::PassThrough) {
+static ShardingRule
+buildSameShapeRule(Operation *op, ArrayRef<int64_t> special = {},
+                   FactorKind kind = FactorKind::PassThrough) {
   ShardingRule rule(op);
   for (auto [d, size] : llvm::enumerate(shapeOf(op->getOperand(0))))
     rule.addSharedFactor(size, {{0, d}}, {{0, d}},
@@ -78,8 +79,7 @@ ShardingRule ReduceOp::getShardingRule() {
   int64_t resultDim = 0;
   for (auto [d, size] : llvm::enumerate(shapeOf(getInput()))) {
     if (llvm::is_contained(getDims(), (int64_t)d))
-      rule.addSharedFactor(size, {{0, d}}, {}, FactorKind::Reduction,
-                           combiner);
+      rule.addSharedFactor(size, {{0, d}}, {}, FactorKind::Reduction, combiner);
     else
       rule.addSharedFactor(size, {{0, d}}, {{0, resultDim++}});
   }
@@ -253,16 +253,14 @@ ShardingRule AttentionOp::getShardingRule() {
   // Operands: 0 = q [B, S, H, D], 1 = k, 2 = v [B, T, Hkv, D].
   rule.addSharedFactor(q[0], {{0, 0}, {1, 0}, {2, 0}}, {{0, 0}});
   rule.addSharedFactor(q[1], {{0, 1}}, {{0, 1}});
-  rule.addSharedFactor(k[1], {{1, 1}, {2, 1}}, {},
-                       FactorKind::NeedReplication);
+  rule.addSharedFactor(k[1], {{1, 1}, {2, 1}}, {}, FactorKind::NeedReplication);
   // Query heads split as [kv head, group member]: kv heads major.
   int64_t kvHeads = k[2], group = q[2] / k[2];
   if (kvHeads > 1 || group == 1)
     rule.addSharedFactor(kvHeads, {{0, 2}, {1, 2}, {2, 2}}, {{0, 2}});
   if (group > 1)
     rule.addSharedFactor(group, {{0, 2}}, {{0, 2}});
-  rule.addSharedFactor(q[3], {{0, 3}, {1, 3}}, {},
-                       FactorKind::NeedReplication);
+  rule.addSharedFactor(q[3], {{0, 3}, {1, 3}}, {}, FactorKind::NeedReplication);
   rule.addSharedFactor(k[3], {{2, 3}}, {{0, 3}});
   return rule;
 }
@@ -280,12 +278,13 @@ ShardingRule EmbeddingOp::getShardingRule() {
 
 ShardingRule ScatterAddOp::getShardingRule() {
   ShardingRule rule(getOperation());
-  ArrayRef<int64_t> operand = shapeOf(getOperand()), indices = shapeOf(getIndices());
+  ArrayRef<int64_t> operand = shapeOf(getOperand()),
+                    indices = shapeOf(getIndices());
   int64_t entries = getNumEntryDims();
   // Index entries: each shard adds its own, so the result is a partial sum.
   for (int64_t d = 0; d < entries; ++d)
-    rule.addSharedFactor(indices[d], {{1, d}, {2, d}}, {}, FactorKind::Reduction,
-                         FactorCombiner::Sum);
+    rule.addSharedFactor(indices[d], {{1, d}, {2, d}}, {},
+                         FactorKind::Reduction, FactorCombiner::Sum);
   if (indices.back() > 1)
     rule.addSharedFactor(indices.back(), {{1, entries}}, {},
                          FactorKind::NeedReplication);
@@ -293,7 +292,8 @@ ShardingRule ScatterAddOp::getShardingRule() {
   for (int64_t d : getDims())
     rule.addSharedFactor(operand[d], {{0, d}}, {{0, d}});
   for (auto [i, d] : llvm::enumerate(getSliceDims()))
-    rule.addSharedFactor(operand[d], {{0, d}, {2, entries + (int64_t)i}}, {{0, d}});
+    rule.addSharedFactor(operand[d], {{0, d}, {2, entries + (int64_t)i}},
+                         {{0, d}});
   return rule;
 }
 
@@ -302,8 +302,8 @@ ShardingRule CrossEntropyOp::getShardingRule() {
   ArrayRef<int64_t> logits = shapeOf(getLogits());
   int64_t vocabDim = logits.size() - 1;
   for (int64_t d = 0; d < vocabDim; ++d)
-    rule.addSharedFactor(logits[d], {{0, d}, {1, d}}, {},
-                         FactorKind::Reduction, FactorCombiner::Sum);
+    rule.addSharedFactor(logits[d], {{0, d}, {1, d}}, {}, FactorKind::Reduction,
+                         FactorCombiner::Sum);
   rule.addSharedFactor(logits[vocabDim], {{0, vocabDim}}, {},
                        FactorKind::Reduction, FactorCombiner::Internal);
   return rule;

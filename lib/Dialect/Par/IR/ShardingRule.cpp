@@ -1,4 +1,5 @@
-//===- ShardingRule.cpp - factor mappings -----------------------------------===//
+//===- ShardingRule.cpp - factor mappings
+//-----------------------------------===//
 #include "par/Dialect/Par/IR/ShardingRule.h"
 
 #include "mlir/IR/BuiltinTypes.h"

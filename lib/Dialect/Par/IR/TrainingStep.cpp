@@ -52,7 +52,8 @@ void mlir::par::setCopyOf(Operation *op, int64_t master) {
 
 void mlir::par::carryMarks(Operation *from, Value to) {
   Operation *def = to.getDefiningOp();
-  if (!from || !def || def == from || llvm::is_contained(from->getOperands(), to))
+  if (!from || !def || def == from ||
+      llvm::is_contained(from->getOperands(), to))
     return;
   for (int64_t param : getGradientOf(from))
     addGradientOf(def, param);

@@ -39,7 +39,8 @@ public:
   /// The names of `axes`, for collectives and axis_index.
   virtual ArrayAttr axisNames(MeshOp mesh, ArrayRef<int32_t> axes) = 0;
   /// The dims among `dims` that the layout of `value` splits unevenly.
-  virtual SmallVector<int64_t> paddedDims(Value value, ArrayRef<int64_t> dims) = 0;
+  virtual SmallVector<int64_t> paddedDims(Value value,
+                                          ArrayRef<int64_t> dims) = 0;
   /// `local` (the per-device piece of a tensor laid out as `like`) with the
   /// padding of its dims `dims` replaced by `identity`.
   virtual Value maskPadding(Location loc, Value local, Value like,
@@ -50,7 +51,8 @@ public:
                            int64_t localSize, Type elementType) = 0;
   /// Makes `replacement` stand for `old` (a value the local form computes
   /// differently) in every use but `except`, with the same global layout.
-  virtual void replaceValue(Value old, Value replacement, Operation *except) = 0;
+  virtual void replaceValue(Value old, Value replacement,
+                            Operation *except) = 0;
   /// Whether `value` is a partial sum over some mesh axes.
   virtual bool isPartial(Value value) = 0;
   /// Keeps `whole` (a result of `op`, given back its global type) and makes

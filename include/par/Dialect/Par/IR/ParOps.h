@@ -31,7 +31,8 @@ MeshOp lookupMesh(Operation *from, FlatSymbolRefAttr mesh);
 /// attribute), or null when it has none.
 ShardingAttr getResultSharding(Operation *op, unsigned resultIdx);
 /// Sets the sharding of result `resultIdx` (keeping the others).
-void setResultSharding(Operation *op, unsigned resultIdx, ShardingAttr sharding);
+void setResultSharding(Operation *op, unsigned resultIdx,
+                       ShardingAttr sharding);
 
 /// The sharding recorded for `value`: the argument attribute of a function
 /// argument, the `sharding` of a sharding_constraint/reshard result, or the
