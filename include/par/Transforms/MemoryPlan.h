@@ -10,6 +10,8 @@
 #ifndef PAR_TRANSFORMS_MEMORYPLAN_H
 #define PAR_TRANSFORMS_MEMORYPLAN_H
 
+#include "par/Dialect/Par/IR/TrainingStep.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -44,7 +46,14 @@ struct MemoryPlan {
   /// Most bytes (each buffer rounded up to the alignment) live at once: a
   /// lower bound of arenaBytes that fragmentation can exceed.
   int64_t peakLiveBytes = 0;
+  /// The instruction at which that peak is first reached (instructions.size()
+  /// when it is after the last one).
+  int64_t peakInstruction = 0;
 };
+
+/// The training-step phase (TrainingStep.h) at the peak of `plan`: the
+/// phase of the instruction where the most bytes are live, if it is marked.
+std::optional<Phase> peakPhase(const MemoryPlan &plan);
 
 /// Plans `func`. `persistent[i]` keeps argument i live for the whole step
 /// (parameters) unless a result that replaces it reuses its memory; others

@@ -156,9 +156,18 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
   int64_t live = 0;
   for (int64_t i = 0; i <= end; ++i) {
     live += delta[i];
-    plan.peakLiveBytes = std::max(plan.peakLiveBytes, live);
+    if (live > plan.peakLiveBytes) {
+      plan.peakLiveBytes = live;
+      plan.peakInstruction = i;
+    }
   }
   return plan;
+}
+
+std::optional<Phase> mlir::par::peakPhase(const MemoryPlan &plan) {
+  if (plan.peakInstruction >= int64_t(plan.instructions.size()))
+    return std::nullopt;
+  return getPhase(plan.instructions[plan.peakInstruction]);
 }
 
 FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
@@ -207,11 +216,19 @@ struct MemoryPlanPass : public par::impl::MemoryPlanPassBase<MemoryPlanPass> {
                            (long long)buffer.offset, live.c_str());
         if (buffer.reuses >= 0)
           os << "  in place of " << buffer.reuses;
+        // The phase of the step that makes the buffer (training steps).
+        if (Operation *def = buffer.value.getDefiningOp())
+          if (std::optional<Phase> phase = getPhase(def))
+            os << "  " << stringifyPhase(*phase);
         os << "\n";
       }
       os << "  arena: " << plan->arenaBytes << " bytes ("
          << humanBytes(plan->arenaBytes) << "), peak live "
-         << plan->peakLiveBytes << " bytes\n";
+         << plan->peakLiveBytes << " bytes at instruction "
+         << plan->peakInstruction;
+      if (std::optional<Phase> phase = peakPhase(*plan))
+        os << " (" << stringifyPhase(*phase) << " phase)";
+      os << "\n";
     }
   }
 };

@@ -9,7 +9,7 @@
 // CHECK-NEXT:  1    tensor<8x16xf32>                      512          512        0..1
 // CHECK-NEXT:  2    tensor<8x16xf32>                      512         1024        1..2
 // CHECK-NEXT:  3    tensor<8x16xf32>                      512          512        2..3
-// CHECK-NEXT:  arena: 1536 bytes (1.5 KiB), peak live 1536 bytes
+// CHECK-NEXT:  arena: 1536 bytes (1.5 KiB), peak live 1536 bytes at instruction 1{{$}}
 // ALIGN-LABEL: memory plan of @chain
 // ALIGN: arena: 1536 bytes (1.5 KiB)
 // ALIGN-LABEL: memory plan of @mixed
