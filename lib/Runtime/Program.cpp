@@ -393,6 +393,11 @@ Program parseProgram(const std::string &text, const std::string &path) {
 
   const json &memory = r.field(doc, "", "memory");
   p.alignment = r.integer(memory, "memory", "alignment", 1);
+  if (memory.contains("async_collectives")) {
+    if (!memory["async_collectives"].is_boolean())
+      r.fail("memory.async_collectives", "must be true or false");
+    p.asyncCollectives = memory["async_collectives"].get<bool>();
+  }
 
   const json &inputs = r.field(doc, "", "inputs");
   if (!inputs.is_array())

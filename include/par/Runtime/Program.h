@@ -124,6 +124,9 @@ struct Program {
   int64_t numRanks = 1;
   std::vector<std::vector<std::string>> groups; // communicator groups (axes)
   int64_t alignment = 64;
+  /// The plan keeps a collective's operand until its result is first read,
+  /// so a backend may run collectives asynchronously (memory.async_collectives).
+  bool asyncCollectives = false;
   std::vector<InputSpec> inputs;
   std::vector<OutputSpec> outputs;
   std::vector<RankClass> rankClasses;

@@ -42,6 +42,8 @@ struct MemoryPlan {
   SmallVector<PlannedBuffer> buffers;
   DenseMap<Value, unsigned> bufferOf;
   int64_t alignment = 64;
+  /// Planned for collectives in flight (see planMemory).
+  bool asyncCollectives = false;
   int64_t arenaBytes = 0;
   /// Most bytes (each buffer rounded up to the alignment) live at once: a
   /// lower bound of arenaBytes that fragmentation can exceed.
@@ -66,12 +68,19 @@ std::optional<Phase> peakPhase(const MemoryPlan &plan);
 /// trait from the generated catalogue.
 bool canWriteInPlace(Operation *op);
 
+/// With `asyncCollectives` (a backend that runs collectives on their own
+/// stream), the operand of a collective that communicates stays taken
+/// until its result is first read: the executor waits for the collective's
+/// event there, and until then the collective may still read its operand,
+/// so nothing may be written over it.
 FailureOr<MemoryPlan> planMemory(func::FuncOp func, ArrayRef<bool> persistent,
-                                 int64_t alignment);
+                                 int64_t alignment,
+                                 bool asyncCollectives = false);
 
 /// Plans `func` with its parameters (isParameter) persistent, as par-run
 /// runs it.
-FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment);
+FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment,
+                                 bool asyncCollectives = false);
 
 /// Fails with an error at `anchor` naming `--<pass>` unless `alignment` is a
 /// positive power of two.

@@ -249,6 +249,9 @@ def MemoryPlanPass : Pass<"par-memory-plan", "::mlir::ModuleOp"> {
     docs/program-format.md.
   }];
   let options = [
+    Option<"asyncCollectives", "async-collectives", "bool", /*default=*/"false",
+           "Plan for collectives that run asynchronously: a collective's "
+           "operand stays taken until its result is first read">,
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",
            "Byte alignment of every buffer in the arena">,
   ];
@@ -281,6 +284,9 @@ def ReportPass : Pass<"par-report", "::mlir::ModuleOp"> {
     all other passes.
   }];
   let options = [
+    Option<"asyncCollectives", "async-collectives", "bool", /*default=*/"false",
+           "Plan for collectives that run asynchronously: a collective's "
+           "operand stays taken until its result is first read">,
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",
            "Byte alignment of every buffer in the arena">,
     Option<"toStderr", "to-stderr", "bool", /*default=*/"false",
@@ -306,6 +312,9 @@ def EmitProgramPass : Pass<"par-emit-program", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
+    Option<"asyncCollectives", "async-collectives", "bool", /*default=*/"false",
+           "Plan for collectives that run asynchronously: a collective's "
+           "operand stays taken until its result is first read">,
     Option<"file", "file", "std::string", /*default=*/"\"-\"",
            "Where to write the program ('-' for standard output)">,
     Option<"function", "function", "std::string", /*default=*/"\"\"",

@@ -90,8 +90,10 @@ static json shardingJson(ShardingAttr sharding, int64_t rank) {
 namespace {
 class Emitter {
 public:
-  Emitter(ModuleOp module, func::FuncOp func, int64_t alignment)
-      : module(module), func(func), alignment(alignment) {}
+  Emitter(ModuleOp module, func::FuncOp func, int64_t alignment,
+          bool asyncCollectives)
+      : module(module), func(func), alignment(alignment),
+        asyncCollectives(asyncCollectives) {}
 
   FailureOr<json> run();
 
@@ -108,6 +110,7 @@ private:
   ModuleOp module;
   func::FuncOp func;
   int64_t alignment;
+  bool asyncCollectives;
   bool partitioned = false;
   MeshOp mesh;
   MemoryPlan plan;
@@ -435,7 +438,8 @@ FailureOr<json> Emitter::run() {
   if (failed(describeInputs(doc, persistent)) || failed(describeOutputs(doc)))
     return failure();
 
-  FailureOr<MemoryPlan> planned = planMemory(func, persistent, alignment);
+  FailureOr<MemoryPlan> planned =
+      planMemory(func, persistent, alignment, asyncCollectives);
   if (failed(planned))
     return failure();
   plan = std::move(*planned);
@@ -480,6 +484,8 @@ FailureOr<json> Emitter::run() {
         json(std::vector<std::string>(group.begin(), group.end())));
   doc["groups"] = groupList;
   doc["memory"] = {{"alignment", alignment}};
+  if (asyncCollectives)
+    doc["memory"]["async_collectives"] = true;
   doc["rank_classes"] =
       json::array({json{{"ranks", ranks},
                         {"arena_bytes", plan.arenaBytes},
@@ -556,7 +562,9 @@ struct EmitProgramPass
             << candidates.size() << "; pick one with function=NAME";
       return signalPassFailure();
     }
-    FailureOr<json> doc = Emitter(module, candidates.front(), alignment).run();
+    FailureOr<json> doc = Emitter(module, candidates.front(), alignment,
+                                     asyncCollectives)
+                                 .run();
     if (failed(doc))
       return signalPassFailure();
 

@@ -32,9 +32,11 @@ bool mlir::par::canWriteInPlace(Operation *op) {
 
 FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
                                             ArrayRef<bool> persistent,
-                                            int64_t alignment) {
+                                            int64_t alignment,
+                                            bool asyncCollectives) {
   MemoryPlan plan;
   plan.alignment = alignment;
+  plan.asyncCollectives = asyncCollectives;
   Block &body = func.getBody().front();
   for (Operation &op : body.without_terminator())
     plan.instructions.push_back(&op);
@@ -73,6 +75,25 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
   Operation *terminator = body.getTerminator();
   for (Value returned : terminator->getOperands())
     plan.buffers[plan.bufferOf.lookup(returned)].last = end;
+
+  // A collective in flight still reads its operand: keep it until the
+  // first reader of the result (where the executor waits for it).
+  if (asyncCollectives)
+    for (auto [index, op] : llvm::enumerate(plan.instructions)) {
+      auto collective = dyn_cast<CollectiveOpInterface>(op);
+      if (!collective || !collective.communicates())
+        continue;
+      int64_t wait = end;
+      for (Value result : op->getResults())
+        for (Operation *user : result.getUsers())
+          wait = std::min(wait, user == terminator ? end : indexOf.lookup(user));
+      for (Value operand : op->getOperands()) {
+        auto it = plan.bufferOf.find(operand);
+        if (it != plan.bufferOf.end())
+          plan.buffers[it->second].last =
+              std::max(plan.buffers[it->second].last, wait);
+      }
+    }
 
   // A parameter stays in place from step to step, so it lives to the end,
   // unless the result that replaces it can take over its memory: then the
@@ -171,11 +192,12 @@ std::optional<Phase> mlir::par::peakPhase(const MemoryPlan &plan) {
 }
 
 FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
-                                            int64_t alignment) {
+                                            int64_t alignment,
+                                            bool asyncCollectives) {
   SmallVector<bool> persistent;
   for (unsigned i = 0; i < func.getNumArguments(); ++i)
     persistent.push_back(isParameter(func, i));
-  return planMemory(func, persistent, alignment);
+  return planMemory(func, persistent, alignment, asyncCollectives);
 }
 
 LogicalResult mlir::par::checkAlignment(Operation *anchor, StringRef pass,
@@ -198,7 +220,8 @@ struct MemoryPlanPass : public par::impl::MemoryPlanPassBase<MemoryPlanPass> {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isDeclaration())
         continue;
-      FailureOr<MemoryPlan> plan = planMemory(func, alignment);
+      FailureOr<MemoryPlan> plan =
+          planMemory(func, alignment, asyncCollectives);
       if (failed(plan))
         return signalPassFailure();
       os << "memory plan of @" << func.getSymName() << ": "

@@ -323,7 +323,8 @@ struct ReportPass : public par::impl::ReportPassBase<ReportPass> {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isDeclaration())
         continue;
-      FailureOr<MemoryPlan> plan = planMemory(func, alignment);
+      FailureOr<MemoryPlan> plan =
+          planMemory(func, alignment, asyncCollectives);
       if (failed(plan))
         return signalPassFailure();
       reportFunction(func, *plan, os);
