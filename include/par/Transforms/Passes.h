@@ -10,6 +10,64 @@
 
 namespace mlir::par {
 
+/// --par-autodiff's optimizer= and precision= options.
+enum class OptimizerKind { none, sgd, adamw };
+enum class Precision { fp32, bf16, fp16 };
+
+/// The names of an option enum's values, in enum order.
+template <typename E> struct OptionNames;
+template <> struct OptionNames<OptimizerKind> {
+  static constexpr const char *names[] = {"none", "sgd", "adamw"};
+};
+template <> struct OptionNames<Precision> {
+  static constexpr const char *names[] = {"fp32", "bf16", "fp16"};
+};
+
+} // namespace mlir::par
+
+namespace llvm::cl {
+/// Parses a pass option of an enum with OptionNames; a wrong value is an
+/// error that lists the right ones.
+template <typename E>
+class NamedEnumParser : public basic_parser<E> {
+public:
+  using basic_parser<E>::basic_parser;
+  bool parse(Option &option, StringRef, StringRef arg, E &value) {
+    std::string list;
+    for (auto [i, name] : llvm::enumerate(mlir::par::OptionNames<E>::names)) {
+      if (arg == name) {
+        value = E(i);
+        return false;
+      }
+      list += std::string(list.empty() ? "" : ", ") + name;
+    }
+    return option.error("must be one of " + list + ", got '" + arg + "'");
+  }
+  StringRef getValueName() const override { return "value"; }
+  static void print(raw_ostream &os, const E &value) {
+    os << mlir::par::OptionNames<E>::names[size_t(value)];
+  }
+  void printOptionDiff(const Option &option, E value, OptionValue<E> initial,
+                       size_t width) const {
+    this->printOptionName(option, width);
+    outs() << "= " << mlir::par::OptionNames<E>::names[size_t(value)] << "\n";
+  }
+};
+template <>
+class parser<mlir::par::OptimizerKind>
+    : public NamedEnumParser<mlir::par::OptimizerKind> {
+public:
+  using NamedEnumParser::NamedEnumParser;
+};
+template <>
+class parser<mlir::par::Precision> : public NamedEnumParser<mlir::par::Precision> {
+public:
+  using NamedEnumParser::NamedEnumParser;
+};
+} // namespace llvm::cl
+
+namespace mlir::par {
+
 #define GEN_PASS_DECL
 #include "par/Transforms/Passes.h.inc"
 

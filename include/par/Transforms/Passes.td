@@ -372,7 +372,8 @@ def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+    Option<"optimizer", "optimizer", "::mlir::par::OptimizerKind",
+           /*default=*/"::mlir::par::OptimizerKind::sgd",
            "none (return gradients), sgd or adamw">,
     Option<"lr", "lr", "double", /*default=*/"0.01", "Learning rate">,
     Option<"momentum", "momentum", "double", /*default=*/"0.0",
@@ -390,7 +391,8 @@ def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
            "Cosine decay of the learning rate until this step (0: none)">,
     Option<"minLrRatio", "min-lr-ratio", "double", /*default=*/"0.1",
            "Learning rate at the end of the decay, relative to lr">,
-    Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
+    Option<"precision", "precision", "::mlir::par::Precision",
+           /*default=*/"::mlir::par::Precision::fp32",
            "fp32, or bf16/fp16: low-precision compute with fp32 master "
            "weights and optimizer states">,
     Option<"lossScale", "loss-scale", "double", /*default=*/"65536",

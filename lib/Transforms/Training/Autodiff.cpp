@@ -44,9 +44,9 @@ LogicalResult Differentiator::run() {
   for (Operation &op : body.without_terminator())
     setPhase(&op, Phase::forward);
   FloatType low;
-  if (config.precision == "bf16")
+  if (config.precision == Precision::bf16)
     low = b.getBF16Type();
-  else if (config.precision == "fp16")
+  else if (config.precision == Precision::fp16)
     low = b.getF16Type();
   if (low)
     loss = lowerPrecision(low, loss);
@@ -72,7 +72,7 @@ LogicalResult Differentiator::run() {
   loc = ret.getLoc();
   // fp16: the loss is scaled by the state `loss_scale` (the gradient seed).
   BlockArgument lossScale;
-  if (config.precision == "fp16") {
+  if (config.precision == Precision::fp16) {
     unsigned index = func.getNumArguments();
     NamedAttrList attrs;
     attrs.set(ParDialect::kNameAttrName, StringAttr::get(ctx, "loss_scale"));
@@ -134,22 +134,10 @@ struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
   using AutodiffPassBase::AutodiffPassBase;
 
   void runOnOperation() override {
-    if (optimizer != "none" && optimizer != "sgd" && optimizer != "adamw") {
-      getOperation().emitError()
-          << "--par-autodiff optimizer must be none, sgd or adamw, got '"
-          << optimizer << "'";
-      return signalPassFailure();
-    }
     if (clip < 0 || warmup < 0 || decaySteps < 0 || lr <= 0) {
       getOperation().emitError()
           << "--par-autodiff needs lr > 0 and non-negative clip, warmup and "
              "decay-steps";
-      return signalPassFailure();
-    }
-    if (precision != "fp32" && precision != "bf16" && precision != "fp16") {
-      getOperation().emitError()
-          << "--par-autodiff precision must be fp32, bf16 or fp16, got '"
-          << precision << "'";
       return signalPassFailure();
     }
     if (zero < 0 || zero > 3) {
@@ -157,7 +145,7 @@ struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
           << "--par-autodiff zero must be 0, 1, 2 or 3, got " << int64_t(zero);
       return signalPassFailure();
     }
-    if (zero > 0 && optimizer == "none") {
+    if (zero > 0 && optimizer == OptimizerKind::none) {
       getOperation().emitError() << "--par-autodiff zero=" << int64_t(zero)
                                  << " needs an optimizer (sgd or adamw)";
       return signalPassFailure();

@@ -13,6 +13,7 @@
 #include "par/Dialect/Par/IR/ParConstants.h"
 #include "par/Dialect/Par/IR/ParOps.h"
 #include "par/Dialect/Par/IR/TrainingStep.h"
+#include "par/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -23,12 +24,12 @@
 namespace mlir::par::autodiff {
 
 struct OptimizerConfig {
-  std::string kind; // none | sgd | adamw
+  OptimizerKind kind;
   double lr, momentum, weightDecay, beta1, beta2, epsilon;
   double clip;
   int64_t warmup, decaySteps;
   double minLrRatio;
-  std::string precision; // fp32 | bf16 | fp16
+  Precision precision;
   double lossScale;
   int64_t scaleWindow;
   int64_t zero;

@@ -127,7 +127,7 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
     logResult(norm, "log.grad_norm");
   }
 
-  if (config.kind == "none") {
+  if (config.kind == OptimizerKind::none) {
     for (auto [k, i] : llvm::enumerate(params))
       logResult(grads[k], "grad." + nameOf(i));
   } else {
@@ -159,7 +159,7 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
     }
     for (auto [k, i] : llvm::enumerate(params)) {
       Value param = body.getArgument(i);
-      if (config.kind == "sgd") {
+      if (config.kind == OptimizerKind::sgd) {
         // Plain SGD (momentum 0) keeps no momentum buffer.
         BlockArgument buf;
         if (config.momentum != 0)
