@@ -255,9 +255,8 @@ LogicalResult Emitter::describeOutputs(json &doc) {
                 {"dtype", dtypeOf(global)},
                 {"global_shape", global.getShape()},
                 {"sharding", shardingJson(sharding, global.getRank())}};
-    if (auto updates = func.getResultAttrOfType<IntegerAttr>(
-            i, ParDialect::kUpdatesAttrName)) {
-      int64_t target = updates.getInt();
+    if (std::optional<unsigned> updates = getUpdatedArgument(func, i)) {
+      int64_t target = *updates;
       const json &in = inputs[target];
       if (in["role"] != "param" || in["dtype"] != out["dtype"] ||
           in["global_shape"] != out["global_shape"] ||

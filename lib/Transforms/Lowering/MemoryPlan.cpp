@@ -100,13 +100,11 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
   // argument dies at its last reader and the result lives on in its place.
   SmallVector<bool> claimed(body.getNumArguments(), false);
   for (auto [index, returned] : llvm::enumerate(terminator->getOperands())) {
-    auto target = func.getResultAttrOfType<IntegerAttr>(
-        index, ParDialect::kUpdatesAttrName);
+    std::optional<unsigned> target = getUpdatedArgument(func, index);
     Operation *def = returned.getDefiningOp();
-    if (!target || !def || target.getInt() < 0 ||
-        target.getInt() >= int64_t(body.getNumArguments()))
+    if (!target || !def)
       continue;
-    unsigned argNumber = unsigned(target.getInt());
+    unsigned argNumber = *target;
     PlannedBuffer &arg =
         plan.buffers[plan.bufferOf.lookup(body.getArgument(argNumber))];
     PlannedBuffer &result = plan.buffers[plan.bufferOf.lookup(returned)];

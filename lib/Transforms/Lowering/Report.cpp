@@ -72,7 +72,7 @@ Value workingCopy(BlockArgument param) {
   Value copy = param;
   for (Operation &op : *param.getOwner())
     if (getCopyOf(&op) == int64_t(param.getArgNumber()) &&
-        !op.hasAttr(ParDialect::kLateAttrName))
+        !isLate(&op))
       copy = op.getResult(0);
   return copy;
 }
@@ -97,7 +97,7 @@ Value heldGradient(OptimizerUpdateOpInterface update) {
   }
   Operation *def = grad.getDefiningOp();
   if (def && isa<CollectiveOpInterface>(def) && def->getNumOperands() == 1 &&
-      def->hasAttr(ParDialect::kLateAttrName))
+      isLate(def))
     return def->getOperand(0);
   return grad;
 }
@@ -129,10 +129,9 @@ Classified classify(func::FuncOp func, const MemoryPlan &plan) {
         set(arg, States);
   }
   for (unsigned r = 0; r < func.getNumResults(); ++r)
-    if (auto target = func.getResultAttrOfType<IntegerAttr>(
-            r, ParDialect::kUpdatesAttrName))
-      if (target.getInt() >= 0 && target.getInt() < body.getNumArguments()) {
-        BlockArgument arg = body.getArgument(target.getInt());
+    if (std::optional<unsigned> target = getUpdatedArgument(func, r))
+      {
+        BlockArgument arg = body.getArgument(*target);
         unsigned id = plan.bufferOf.lookup(arg);
         if (!masters.contains(arg) && result.of[id] != States) {
           set(arg, States);
@@ -232,12 +231,10 @@ void reportFunction(func::FuncOp func, const MemoryPlan &plan,
   }
 
   os << "== report of @" << func.getSymName() << " (per device, one call) ==\n";
-  if (auto stage =
-          func->getAttrOfType<IntegerAttr>(ParDialect::kZeroAttrName)) {
-    os << "ZeRO stage " << stage.getInt();
-    if (auto axis =
-            func->getAttrOfType<StringAttr>(ParDialect::kDataAxisAttrName))
-      os << " over " << axis.getValue();
+  if (func->hasAttr(ParDialect::kZeroAttrName)) {
+    os << "ZeRO stage " << getZeroStage(func);
+    if (!getDataAxis(func).empty())
+      os << " over " << getDataAxis(func);
     os << "; ";
   }
   os << "parameters: " << classes.parameterCount << " elements (global), "

@@ -1,5 +1,6 @@
 //===- Schedule.cpp - --par-schedule: collectives as early as possible ----===//
 
+#include "par/Dialect/Par/IR/TrainingStep.h"
 #include "par/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -85,7 +86,7 @@ static void scheduleBlock(Block &block) {
   // user, last first, so a chain of them moves together.
   SmallVector<Operation *> lateOps;
   for (Operation &op : block.without_terminator())
-    if (op.hasAttr(ParDialect::kLateAttrName) && isMemoryEffectFree(&op))
+    if (isLate(&op) && isMemoryEffectFree(&op))
       lateOps.push_back(&op);
   for (Operation *op : llvm::reverse(lateOps)) {
     Operation *first = nullptr;

@@ -498,11 +498,11 @@ LogicalResult Localizer::localizeOpHere(Operation *op) {
       for (int64_t param : getGradientOf(from))
         addGradientOf(moved->getDefiningOp(), param);
     // A late reshard's ops are all issued just before their first use.
-    if (Attribute hint = op->getAttr(ParDialect::kLateAttrName))
+    if (isLate(op))
       for (Operation *made = before ? before->getNextNode()
                                     : &op->getBlock()->front();
            made && made != op; made = made->getNextNode())
-        made->setAttr(ParDialect::kLateAttrName, hint);
+        setLate(made);
     replaceValue(op->getResult(0), *moved, nullptr);
     op->erase();
     return success();

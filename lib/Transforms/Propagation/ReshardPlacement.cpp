@@ -137,9 +137,8 @@ int64_t Engine::insertReshards() {
                             constraint.getSharding());
       // Scheduling hints (par.late) and the step's marks stay with the data
       // movement.
-      if (constraint->hasAttr(ParDialect::kLateAttrName))
-        reshard->setAttr(ParDialect::kLateAttrName,
-                         constraint->getAttr(ParDialect::kLateAttrName));
+      if (isLate(constraint))
+        setLate(reshard);
       carryMarks(constraint, reshard.getResult());
       constraint.replaceAllUsesWith(reshard.getResult());
       constraint.erase();

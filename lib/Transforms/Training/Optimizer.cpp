@@ -214,9 +214,7 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
   }
 
   if (config.zero > 0) {
-    func->setAttr(ParDialect::kZeroAttrName, b.getI64IntegerAttr(config.zero));
-    func->setAttr(ParDialect::kDataAxisAttrName,
-                  b.getStringAttr(config.dataAxis));
+    setZero(func, config.zero, config.dataAxis);
   }
 
   // The step's results replace the forward function's; what neither the

@@ -75,13 +75,11 @@ static bool usesAxis(ShardingAttr layout, StringAttr axis) {
 }
 
 static LogicalResult applyZero(func::FuncOp func, bool &changed) {
-  auto stageAttr = func->getAttrOfType<IntegerAttr>(ParDialect::kZeroAttrName);
-  if (!stageAttr || stageAttr.getInt() == 0)
+  int64_t stage = getZeroStage(func);
+  if (stage == 0)
     return success();
-  int64_t stage = stageAttr.getInt();
-  auto axisName =
-      func->getAttrOfType<StringAttr>(ParDialect::kDataAxisAttrName);
   MLIRContext *ctx = func.getContext();
+  auto axisName = StringAttr::get(ctx, getDataAxis(func));
   OpBuilder b(ctx);
   Block &body = func.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -89,13 +87,9 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
   // Which results replace which arguments.
   DenseMap<unsigned, unsigned> resultOf;
   for (unsigned r = 0; r < func.getNumResults(); ++r)
-    if (auto updates = func.getResultAttrOfType<IntegerAttr>(
-            r, ParDialect::kUpdatesAttrName))
-      resultOf[updates.getInt()] = r;
+    if (std::optional<unsigned> arg = getUpdatedArgument(func, r))
+      resultOf[*arg] = r;
 
-  auto late = [&](Operation *op) {
-    op->setAttr(ParDialect::kLateAttrName, UnitAttr::get(ctx));
-  };
   // A constraint (data movement) of the step's `phase`.
   auto constrain = [&](Value value, ShardingAttr layout, Operation *before,
                        bool isLate, Phase phase) -> Value {
@@ -105,7 +99,7 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
     setValueSharding(c.getResult(), layout);
     setPhase(c, phase);
     if (isLate)
-      late(c);
+      setLate(c);
     return c.getResult();
   };
   // An argument now laid out as `layout`: the function result that

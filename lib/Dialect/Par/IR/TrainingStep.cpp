@@ -99,3 +99,41 @@ void PhaseStamper::notifyOperationInserted(Operation *op,
   if (phase && !getPhase(op))
     setPhase(op, *phase);
 }
+
+bool mlir::par::isLate(Operation *op) {
+  return op->hasAttr(ParDialect::kLateAttrName);
+}
+
+void mlir::par::setLate(Operation *op) {
+  op->setAttr(ParDialect::kLateAttrName, UnitAttr::get(op->getContext()));
+}
+
+int64_t mlir::par::getZeroStage(FunctionOpInterface func) {
+  if (auto stage = func->getAttrOfType<IntegerAttr>(ParDialect::kZeroAttrName))
+    return stage.getInt();
+  return 0;
+}
+
+StringRef mlir::par::getDataAxis(FunctionOpInterface func) {
+  if (auto axis = func->getAttrOfType<StringAttr>(ParDialect::kDataAxisAttrName))
+    return axis.getValue();
+  return {};
+}
+
+void mlir::par::setZero(FunctionOpInterface func, int64_t stage,
+                        StringRef dataAxis) {
+  Builder b(func.getContext());
+  func->setAttr(ParDialect::kZeroAttrName, b.getI64IntegerAttr(stage));
+  func->setAttr(ParDialect::kDataAxisAttrName, b.getStringAttr(dataAxis));
+}
+
+std::optional<unsigned> mlir::par::getUpdatedArgument(FunctionOpInterface func,
+                                                      unsigned result) {
+  auto target =
+      func.getResultAttrOfType<IntegerAttr>(result, ParDialect::kUpdatesAttrName);
+  if (!target || target.getInt() < 0 ||
+      target.getInt() >= int64_t(func.getNumArguments()))
+    return std::nullopt;
+  return unsigned(target.getInt());
+}
+

@@ -24,6 +24,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include <optional>
 
@@ -61,6 +62,22 @@ void stampPhase(std::optional<Phase> phase, Block::iterator begin,
 /// of the ops that read it (through other reshards), else its input's.
 /// Nothing when no op in the block has a phase (not a training step).
 void assignReshardPhases(Block &block);
+
+/// The contracts that passes hand on through attributes, with their types
+/// checked by the dialect:
+/// `par.late` (unit): data movement --par-schedule issues just before its
+/// first use instead of as early as possible.
+bool isLate(Operation *op);
+void setLate(Operation *op);
+/// `par.zero` and `par.data_axis` on a training step: the ZeRO stage (0
+/// when unmarked) and the data-parallel axis it splits over.
+int64_t getZeroStage(FunctionOpInterface func);
+StringRef getDataAxis(FunctionOpInterface func);
+void setZero(FunctionOpInterface func, int64_t stage, StringRef dataAxis);
+/// `par.updates` on a function result: the argument it replaces after a
+/// step, if any.
+std::optional<unsigned> getUpdatedArgument(FunctionOpInterface func,
+                                           unsigned result);
 
 /// A builder listener that marks every op it sees created with a phase
 /// (while one is set).
