@@ -260,6 +260,9 @@ class Op:
     results: List[Tensor]
     attrs: Dict[str, Any]
     loc: Location
+    #: The model layer (block) the op was built in (`Graph.layer`), printed
+    #: as `par.layer`: autodiff gives its gradient the same layer.
+    layer: Optional[int] = None
 
     @property
     def result(self) -> Tensor:
@@ -342,6 +345,21 @@ def parse_init(spec: str) -> Tuple[str, Tuple[float, ...]]:
     return kind, numbers
 
 
+class _LayerScope:
+    """Marks the ops a graph builds inside it with a layer (nested: inner
+    wins)."""
+
+    def __init__(self, graph: "Graph", index: int):
+        self.graph, self.index, self.outer = graph, index, None
+
+    def __enter__(self) -> "_LayerScope":
+        self.outer, self.graph._layer = self.graph._layer, self.index
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.graph._layer = self.outer
+
+
 class Graph:
     """A par program under construction: one function of a module.
 
@@ -369,6 +387,7 @@ class Graph:
         self.ops: List[Op] = []
         self._names: set = set()
         self._counter = 0
+        self._layer: Optional[int] = None
         self.loc = self.location()
 
     # -- context -------------------------------------------------------------
@@ -378,6 +397,12 @@ class Graph:
 
     def __exit__(self, *exc) -> None:
         _current.remove(self)
+
+    def layer(self, index: int) -> "_LayerScope":
+        """`with graph.layer(i):` marks the ops built inside as layer i."""
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise ValueError(f"layer: the index must be a non-negative integer, got {index!r}")
+        return _LayerScope(self, index)
 
     def location(self) -> Location:
         if self.locations == "none":
@@ -408,7 +433,8 @@ class Graph:
             names = [names] * len(result_types)
         results = [self._new_tensor(shape, dtype, name)
                    for (shape, dtype), name in zip(result_types, names)]
-        op = Op(kind, list(operands), results, dict(attrs), self.location())
+        op = Op(kind, list(operands), results, dict(attrs), self.location(),
+                self._layer)
         for r in results:
             r.op = op
         self.ops.append(op)
@@ -757,7 +783,9 @@ def _format_op(op: Op, mesh_name: str) -> str:
     if len(op.results) > 1:
         results = f"({results})"
     operand_types = ", ".join(t.type for t in op.operands)
-    return f'{res} = "par.{op.kind}"({ops}){props_text} : ({operand_types}) -> {results}'
+    marks = f" {{par.layer = {op.layer} : i64}}" if op.layer is not None else ""
+    return (f'{res} = "par.{op.kind}"({ops}){props_text}{marks} : ({operand_types}) -> '
+            f'{results}')
 
 
 # ----------------------------------------------------------------------------

@@ -162,8 +162,9 @@ class GPT(LanguageModel):
         if seq < c.block_size:
             wpe = ops.slice(wpe, [0, 0], [seq, c.n_embd], name="wpe_used")
         x = ops.add(x, ops.broadcast(wpe, [batch, seq, c.n_embd], [1, 2]), name="x0")
-        for block in self.blocks:
-            x = block(x)
+        for i, block in enumerate(self.blocks):
+            with tokens.graph.layer(i):
+                x = block(x)
         return self.ln_f(x)
 
 
@@ -187,8 +188,9 @@ class Llama(LanguageModel):
     def hidden(self, tokens: Tensor) -> Tensor:
         self._check_tokens(tokens)
         x = self.wte(tokens)
-        for block in self.blocks:
-            x = block(x)
+        for i, block in enumerate(self.blocks):
+            with tokens.graph.layer(i):
+                x = block(x)
         return self.norm(x)
 
 
@@ -208,7 +210,8 @@ class MLPModel(LanguageModel):
         self._check_tokens(tokens)
         x = self.wte(tokens)
         for i, mlp in enumerate(self.mlps):
-            x = ops.add(x, mlp(x), name=f"l{i}.x")
+            with tokens.graph.layer(i):
+                x = ops.add(x, mlp(x), name=f"l{i}.x")
         return x
 
 

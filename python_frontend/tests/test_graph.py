@@ -316,3 +316,33 @@ def test_output_attributes_reach_par_opt():
         g.output(ops.reduce(x, "sum"), "bad", updates="w")
     with pytest.raises(ValueError, match="is not a parameter"):
         g.output(x, "bad", updates="x")
+
+
+def test_layer_scopes_mark_ops():
+    g = Graph("layers")
+    x = g.data("x", [2, 8], "f32")
+    with g.layer(0):
+        h = ops.tanh(x)
+        with g.layer(3):
+            k = ops.exp(h)
+        m = ops.neg(k)
+    y = ops.relu(m)
+    assert [op.layer for op in g.ops] == [0, 3, 0, None]
+    g.output(y, "y")
+    text = g.to_mlir()
+    assert text.count("{par.layer = 0 : i64}") == 2 and "{par.layer = 3 : i64}" in text
+    with pytest.raises(ValueError, match="layer: the index must be a non-negative integer"):
+        g.layer(-1)
+
+
+@pytest.mark.usefixtures("need_par_opt")
+def test_model_blocks_are_layers_and_autodiff_keeps_them():
+    from par import models
+    g = models.loss_graph(models.GPT(models.GPT2_CONFIGS["tiny"]), 2, 8)
+    layers = {op.layer for op in g.ops}
+    assert layers == {None} | set(range(models.GPT2_CONFIGS["tiny"].n_layer))
+    out = par.par_opt(g.to_mlir(), ["--par-autodiff=optimizer=adamw"])
+    # Every layer has forward and backward ops.
+    for layer in range(models.GPT2_CONFIGS["tiny"].n_layer):
+        mark = f"par.layer = {layer} : i64, par.phase = #par.phase<"
+        assert mark + "forward>" in out and mark + "backward>" in out

@@ -467,9 +467,12 @@ LogicalResult Localizer::localizeOp(Operation *op) {
   Block *block = op->getBlock();
   Operation *prev = op->getPrevNode(), *next = op->getNextNode();
   std::optional<Phase> phase = getPhase(op);
+  std::optional<int64_t> layer = getLayer(op);
   LogicalResult result = localizeOpHere(op);
-  stampPhase(phase, prev ? std::next(prev->getIterator()) : block->begin(),
-             next ? next->getIterator() : block->end());
+  Block::iterator begin = prev ? std::next(prev->getIterator()) : block->begin();
+  Block::iterator end = next ? next->getIterator() : block->end();
+  stampPhase(phase, begin, end);
+  stampLayer(layer, begin, end);
   return result;
 }
 

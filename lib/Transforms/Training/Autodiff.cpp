@@ -103,9 +103,12 @@ LogicalResult Differentiator::run() {
                              << op->getName() << "'";
     loc = op->getLoc();
     b.setInsertionPoint(ret);
+    // The gradient of a layer's op belongs to the layer.
+    stamper.layer = getLayer(op);
     if (failed(backward(op, g)))
       return failure(); // backward() said why
   }
+  stamper.layer.reset();
 
   loc = ret.getLoc();
   b.setInsertionPoint(ret);

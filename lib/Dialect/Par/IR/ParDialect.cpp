@@ -197,6 +197,14 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                              << attr.getValue();
     return success();
   }
+  if (attr.getName() == kLayerAttrName) {
+    auto layer = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!layer || layer.getInt() < 0)
+      return op->emitError() << "'" << kLayerAttrName
+                             << "' must be a non-negative layer number, got "
+                             << attr.getValue();
+    return success();
+  }
   if (attr.getName() == kGradientOfAttrName ||
       attr.getName() == kCopyOfAttrName) {
     SmallVector<int64_t> params;

@@ -18,6 +18,17 @@ void mlir::par::setPhase(Operation *op, Phase phase) {
               PhaseAttr::get(op->getContext(), phase));
 }
 
+std::optional<int64_t> mlir::par::getLayer(Operation *op) {
+  if (auto attr = op->getAttrOfType<IntegerAttr>(ParDialect::kLayerAttrName))
+    return attr.getInt();
+  return std::nullopt;
+}
+
+void mlir::par::setLayer(Operation *op, int64_t layer) {
+  op->setAttr(ParDialect::kLayerAttrName,
+              IntegerAttr::get(IntegerType::get(op->getContext(), 64), layer));
+}
+
 SmallVector<int64_t> mlir::par::getGradientOf(Operation *op) {
   if (auto attr =
           op->getAttrOfType<DenseI64ArrayAttr>(ParDialect::kGradientOfAttrName))
@@ -62,6 +73,18 @@ void mlir::par::carryMarks(Operation *from, Value to) {
   if (std::optional<Phase> phase = getPhase(from))
     if (!getPhase(def))
       setPhase(def, *phase);
+  if (std::optional<int64_t> layer = getLayer(from))
+    if (!getLayer(def))
+      setLayer(def, *layer);
+}
+
+void mlir::par::stampLayer(std::optional<int64_t> layer, Block::iterator begin,
+                           Block::iterator end) {
+  if (!layer)
+    return;
+  for (Operation &op : llvm::make_range(begin, end))
+    if (!getLayer(&op))
+      setLayer(&op, *layer);
 }
 
 void mlir::par::stampPhase(std::optional<Phase> phase, Block::iterator begin,
@@ -91,6 +114,12 @@ void mlir::par::assignReshardPhases(Block &block) {
         earliest = getPhase(def);
     if (earliest)
       setPhase(&op, *earliest);
+    if (!getLayer(&op))
+      for (Operation *user : op.getUsers())
+        if (std::optional<int64_t> layer = getLayer(user)) {
+          setLayer(&op, *layer);
+          break;
+        }
   }
 }
 
@@ -98,6 +127,8 @@ void PhaseStamper::notifyOperationInserted(Operation *op,
                                            OpBuilder::InsertPoint) {
   if (phase && !getPhase(op))
     setPhase(op, *phase);
+  if (layer && !getLayer(op))
+    setLayer(op, *layer);
 }
 
 bool mlir::par::isLate(Operation *op) {

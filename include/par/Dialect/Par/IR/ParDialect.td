@@ -49,6 +49,9 @@ def Par_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kGradientOfAttrName =
         "par.gradient_of";
     static constexpr ::llvm::StringLiteral kCopyOfAttrName = "par.copy_of";
+    /// The model layer (block) an op belongs to: set by the frontend on the
+    /// forward ops of each block, carried by autodiff to their gradients.
+    static constexpr ::llvm::StringLiteral kLayerAttrName = "par.layer";
     static constexpr ::llvm::StringLiteral kPartitionedAttrName =
         "par.partitioned";
     /// On the arguments and results of a partitioned function: the global

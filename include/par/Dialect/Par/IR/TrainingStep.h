@@ -38,6 +38,10 @@ inline bool inPhase(Operation *op, Phase phase) {
   return op && getPhase(op) == phase;
 }
 
+/// The model layer `op` belongs to (`par.layer`), if marked.
+std::optional<int64_t> getLayer(Operation *op);
+void setLayer(Operation *op, int64_t layer);
+
 /// The parameters (argument numbers) whose gradient `op`'s result is.
 SmallVector<int64_t> getGradientOf(Operation *op);
 bool isGradientOf(Operation *op, int64_t param);
@@ -57,9 +61,13 @@ void carryMarks(Operation *from, Value to);
 /// made in place of an op of that phase); nothing when it is unset.
 void stampPhase(std::optional<Phase> phase, Block::iterator begin,
                 Block::iterator end);
+/// The same for the layer.
+void stampLayer(std::optional<int64_t> layer, Block::iterator begin,
+                Block::iterator end);
 
 /// Each `par.reshard` in `block` without a phase takes the earliest phase
-/// of the ops that read it (through other reshards), else its input's.
+/// of the ops that read it (through other reshards), else its input's; and
+/// the layer of its first reader that has one.
 /// Nothing when no op in the block has a phase (not a training step).
 void assignReshardPhases(Block &block);
 
@@ -79,10 +87,11 @@ void setZero(FunctionOpInterface func, int64_t stage, StringRef dataAxis);
 std::optional<unsigned> getUpdatedArgument(FunctionOpInterface func,
                                            unsigned result);
 
-/// A builder listener that marks every op it sees created with a phase
-/// (while one is set).
+/// A builder listener that marks every op it sees created with a phase and
+/// a layer (while they are set).
 struct PhaseStamper : public OpBuilder::Listener {
   std::optional<Phase> phase;
+  std::optional<int64_t> layer;
   void notifyOperationInserted(Operation *op,
                                OpBuilder::InsertPoint previous) override;
 };
