@@ -656,3 +656,34 @@ TEST(ReshardPlan, RejectsNewPartialAxes) {
 }
 
 } // namespace
+
+// The cost of a plan, without IR, from the collectives' one traffic formula.
+TEST(ReshardCost, CountsWhatTheCollectivesMove) {
+  std::string error;
+  // [8, 16] f32 on a 4-device axis: a partial sum resolved everywhere is one
+  // all-reduce of the whole buffer: 2x its 128 elements moved, 2 (n-1)/n of
+  // its 512 bytes sent.
+  ReshardLayout partial{{{}, {}}, {0}}, replicated{{{}, {}}, {}};
+  ReshardPlan plan;
+  ASSERT_TRUE(planReshard({4}, {8, 16}, partial, replicated, plan, error)) << error;
+  ReshardCost cost = reshardCost({4}, {8, 16}, 4, partial, plan);
+  EXPECT_EQ(cost.collectives, 1);
+  EXPECT_EQ(cost.movedElements, 2 * 128);
+  EXPECT_EQ(cost.sentBytes, 768);
+  // Gathering dim 0 moves the gathered buffer once, (n-1)/n of it sent.
+  ReshardLayout split{{{0}, {}}, {}};
+  ReshardPlan gather;
+  ASSERT_TRUE(planReshard({4}, {8, 16}, split, replicated, gather, error)) << error;
+  cost = reshardCost({4}, {8, 16}, 4, split, gather);
+  EXPECT_EQ(cost.collectives, 1);
+  EXPECT_EQ(cost.movedElements, 128);
+  EXPECT_EQ(cost.sentBytes, 384);
+  // Slicing moves nothing; an uneven split pads the local shape.
+  ReshardPlan slice;
+  ASSERT_TRUE(planReshard({4}, {8, 16}, replicated, split, slice, error)) << error;
+  cost = reshardCost({4}, {8, 16}, 4, replicated, slice);
+  EXPECT_EQ(cost.collectives, 0);
+  EXPECT_EQ(cost.movedElements, 0);
+  EXPECT_EQ(cost.sentBytes, 0);
+  EXPECT_EQ(localShape({3}, {8, 16}, split), (SmallVector<int64_t>{3, 16}));
+}

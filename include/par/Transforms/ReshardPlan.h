@@ -67,6 +67,23 @@ bool planReshard(llvm::ArrayRef<int64_t> axisSizes,
 /// Name of a step kind as the collective op spells it (all_reduce, ...).
 const char *stringifyReshardStep(ReshardStepKind kind);
 
+/// The per-device shape of a tensor of global `shape` laid out as `layout`
+/// (each dim rounded up: uneven splits are padded).
+llvm::SmallVector<int64_t> localShape(llvm::ArrayRef<int64_t> axisSizes,
+                                      llvm::ArrayRef<int64_t> shape,
+                                      const ReshardLayout &layout);
+
+/// What a plan moves per device, computed without building IR with the
+/// one traffic formula of the collectives (the catalogue's
+/// collectiveTraffic): the collectives that communicate, the elements moved
+/// (an all-reduce twice its buffer) and the bytes one rank sends.
+struct ReshardCost {
+  int64_t collectives = 0, movedElements = 0, sentBytes = 0;
+};
+ReshardCost reshardCost(llvm::ArrayRef<int64_t> axisSizes,
+                        llvm::ArrayRef<int64_t> shape, int64_t elementBytes,
+                        const ReshardLayout &from, const ReshardPlan &plan);
+
 } // namespace mlir::par
 
 #endif // PAR_TRANSFORMS_RESHARDPLAN_H

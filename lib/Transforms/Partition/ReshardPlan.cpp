@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "par/Transforms/ReshardPlan.h"
 
+#include "par/Catalogue/OpCatalogue.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -341,3 +343,54 @@ bool mlir::par::planReshard(ArrayRef<int64_t> axisSizes,
   Planner planner(axisSizes, shape, from, to, plan);
   return planner.run(error);
 }
+
+SmallVector<int64_t> mlir::par::localShape(ArrayRef<int64_t> axisSizes,
+                                           ArrayRef<int64_t> shape,
+                                           const ReshardLayout &layout) {
+  SmallVector<int64_t> local;
+  for (auto [d, size] : llvm::enumerate(shape)) {
+    int64_t shards = 1;
+    if (d < layout.dims.size())
+      for (int32_t axis : layout.dims[d])
+        shards *= axisSizes[axis];
+    local.push_back((size + shards - 1) / shards);
+  }
+  return local;
+}
+
+ReshardCost mlir::par::reshardCost(ArrayRef<int64_t> axisSizes,
+                                   ArrayRef<int64_t> shape,
+                                   int64_t elementBytes,
+                                   const ReshardLayout &from,
+                                   const ReshardPlan &plan) {
+  ReshardCost cost;
+  const ReshardLayout *before = &from;
+  for (const ReshardStep &step : plan.steps) {
+    auto count = [&](const ReshardLayout &layout) {
+      int64_t n = 1;
+      for (int64_t size : localShape(axisSizes, shape, layout))
+        n *= size;
+      return n;
+    };
+    int64_t elements = std::max(count(*before), count(step.after));
+    before = &step.after;
+    int64_t group = 1;
+    for (int32_t axis : step.axes)
+      group *= axisSizes[axis];
+    const ::par::catalogue::OpSpec *spec =
+        ::par::catalogue::findOp(stringifyReshardStep(step.kind));
+    // A permute whose members all keep their piece moves nothing.
+    bool moves = step.pairs.empty();
+    for (size_t i = 0; i + 1 < step.pairs.size(); i += 2)
+      moves |= step.pairs[i] != step.pairs[i + 1];
+    ::par::catalogue::Traffic traffic =
+        ::par::catalogue::collectiveTraffic(*spec, group, moves);
+    if (spec->communicates)
+      ++cost.collectives;
+    cost.movedElements += int64_t(traffic.moved) * elements;
+    cost.sentBytes +=
+        int64_t(traffic.share * double(elements * elementBytes) + 0.5);
+  }
+  return cost;
+}
+
