@@ -57,6 +57,24 @@ TEST_F(ShardingRuleTest, DotHasReductionFactor) {
                         "reduction(sum)}");
 }
 
+TEST_F(ShardingRuleTest, FlopsFromTheRule) {
+  Operation *op = firstOp(
+      "(%x: tensor<8x16xf32>, %w: tensor<16x64xf32>) -> tensor<8x64xf32>",
+      "%y = par.dot %x, %w contract [1] x [0] : (tensor<8x16xf32>, "
+      "tensor<16x64xf32>) -> tensor<8x64xf32>\nreturn %y : tensor<8x64xf32>");
+  ShardingRule rule = cast<ShardingRuleOpInterface>(op).getShardingRule();
+  // 2 M N K for the whole dot; split i 2-way and k 4-way: an eighth each;
+  // an uneven split (i over 3) rounds up, as the padded shard computes.
+  EXPECT_EQ(rule.flopsPerDevice(), 2 * 8 * 64 * 16);
+  EXPECT_EQ(rule.flopsPerDevice({2, 1, 4}), 2 * 4 * 64 * 4);
+  EXPECT_EQ(rule.pointsPerDevice({3, 1, 1}), 3 * 64 * 16);
+  Operation *add = firstOp(
+      "(%x: tensor<8x16xf32>) -> tensor<8x16xf32>",
+      "%y = par.add %x, %x : tensor<8x16xf32>\nreturn %y : tensor<8x16xf32>");
+  EXPECT_EQ(cast<ShardingRuleOpInterface>(add).getShardingRule().flopsPerDevice(),
+            8 * 16);
+}
+
 TEST_F(ShardingRuleTest, ReshapeSplitsByGcd) {
   Operation *op =
       firstOp("(%x: tensor<6x4xf32>) -> tensor<4x6xf32>",

@@ -209,3 +209,21 @@ ShardingRule mlir::par::buildElementwiseRule(Operation *op) {
   }
   return rule;
 }
+
+int64_t ShardingRule::pointsPerDevice(ArrayRef<int64_t> shards) const {
+  int64_t points = 1;
+  for (auto [f, factor] : llvm::enumerate(factors)) {
+    int64_t n = f < shards.size() ? std::max<int64_t>(shards[f], 1) : 1;
+    points *= (factor.size + n - 1) / n;
+  }
+  return points;
+}
+
+int64_t ShardingRule::flopsPerDevice(ArrayRef<int64_t> shards) const {
+  bool contracts = llvm::any_of(factors, [](const Factor &factor) {
+    return factor.kind == FactorKind::Reduction &&
+           factor.combiner == FactorCombiner::Sum;
+  });
+  return (contracts ? 2 : 1) * pointsPerDevice(shards);
+}
+
