@@ -34,7 +34,49 @@ static int64_t byteSize(RankedTensorType type) {
   return type.getNumElements() * ((bits + 7) / 8);
 }
 
-Engine::Engine(ModuleOp module) : module(module), ctx(module.getContext()) {}
+Engine::Engine(ModuleOp module, const ConflictStrategy &strategy)
+    : module(module), ctx(module.getContext()), strategy(strategy) {}
+
+ConflictStrategy::~ConflictStrategy() = default;
+
+static std::string priorityText(int64_t priority) {
+  return priority == kUnprioritized ? std::string("no priority")
+                                    : "p" + std::to_string(priority);
+}
+
+namespace {
+class DefaultConflictStrategy final : public ConflictStrategy {
+public:
+  bool better(const CandidateFacts &a, const CandidateFacts &b) const override {
+    return std::make_tuple(-a.priority, a.bytes, a.shards, -a.slot) >
+           std::make_tuple(-b.priority, b.bytes, b.shards, -b.slot);
+  }
+  std::string reason(const CandidateFacts &win,
+                     const CandidateFacts &lose) const override {
+    if (win.priority != lose.priority)
+      return "earlier priority: " + priorityText(win.priority) + " before " +
+             priorityText(lose.priority);
+    if (win.bytes != lose.bytes)
+      return "larger tensor: " + std::to_string(win.bytes) + " vs " +
+             std::to_string(lose.bytes) + " bytes";
+    if (win.shards != lose.shards)
+      return "more shards: " + std::to_string(win.shards) + " vs " +
+             std::to_string(lose.shards);
+    return "equal priority, size and shards: lower operand index";
+  }
+};
+} // namespace
+
+const ConflictStrategy &mlir::par::propagation::defaultConflictStrategy() {
+  static const DefaultConflictStrategy strategy;
+  return strategy;
+}
+
+CandidateFacts Engine::factsOf(int32_t mesh, const Edge &edge,
+                               const FactorChoice &choice) const {
+  return {choice.priority, nodes[edge.slots[choice.slot]].bytes,
+          shardCount(mesh, choice.axes), choice.slot};
+}
 
 int32_t Engine::meshIndex(FlatSymbolRefAttr name) {
   for (auto [i, mesh] : llvm::enumerate(meshes))
@@ -370,11 +412,10 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
     }
   }
 
-  // Conflict order: earlier user priority, larger tensor, more shards,
-  // lower operand index.
-  auto rank = [&](const FactorChoice &c) {
-    return std::make_tuple(-c.priority, nodes[edge.slots[c.slot]].bytes,
-                           shardCount(eval.mesh, c.axes), -c.slot);
+  // Conflicts are settled by the strategy's order.
+  auto beats = [&](const FactorChoice &a, const FactorChoice &b) {
+    return strategy.better(factsOf(eval.mesh, edge, a),
+                           factsOf(eval.mesh, edge, b));
   };
   eval.choices.resize(numFactors);
   for (size_t f = 0; f < numFactors; ++f) {
@@ -397,7 +438,7 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
     if (!compatible) {
       size_t winner = 0;
       for (size_t c = 1; c < cands.size(); ++c)
-        if (rank(cands[c]) > rank(cands[winner]))
+        if (beats(cands[c], cands[winner]))
           winner = c;
       chosen = winner;
       for (size_t c = 0; c < cands.size(); ++c)
@@ -410,11 +451,11 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
         size_t runnerUp = cands.size();
         for (size_t c = 0; c < cands.size(); ++c)
           if (!isPrefix(cands[c].axes, cands[chosen].axes) &&
-              (runnerUp == cands.size() ||
-               rank(cands[c]) > rank(cands[runnerUp])))
+              (runnerUp == cands.size() || beats(cands[c], cands[runnerUp])))
             runnerUp = c;
         conflict.reason =
-            conflictReason(eval.mesh, edge, cands[winner], cands[runnerUp]);
+            strategy.reason(factsOf(eval.mesh, edge, cands[winner]),
+                            factsOf(eval.mesh, edge, cands[runnerUp]));
         eval.conflicts.push_back(std::move(conflict));
       }
     }
@@ -429,7 +470,7 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
     if (!eval.choices[f].axes.empty())
       order.push_back(f);
   llvm::stable_sort(order, [&](int64_t a, int64_t b) {
-    return rank(eval.choices[a]) > rank(eval.choices[b]);
+    return beats(eval.choices[a], eval.choices[b]);
   });
   AxisMask taken = 0;
   // Which factor holds each axis; only the report names it.
@@ -460,29 +501,6 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
   return true;
 }
 
-static std::string priorityText(int64_t priority) {
-  return priority == kUnprioritized ? std::string("no priority")
-                                    : "p" + std::to_string(priority);
-}
-
-std::string Engine::conflictReason(int32_t mesh, const Edge &edge,
-                                   const FactorChoice &win,
-                                   const FactorChoice &lose) const {
-  int64_t winBytes = nodes[edge.slots[win.slot]].bytes;
-  int64_t loseBytes = nodes[edge.slots[lose.slot]].bytes;
-  int64_t winShards = shardCount(mesh, win.axes);
-  int64_t loseShards = shardCount(mesh, lose.axes);
-  if (win.priority != lose.priority)
-    return "earlier priority: " + priorityText(win.priority) + " before " +
-           priorityText(lose.priority);
-  if (winBytes != loseBytes)
-    return "larger tensor: " + std::to_string(winBytes) + " vs " +
-           std::to_string(loseBytes) + " bytes";
-  if (winShards != loseShards)
-    return "more shards: " + std::to_string(winShards) + " vs " +
-           std::to_string(loseShards);
-  return "equal priority, size and shards: lower operand index";
-}
 
 bool Engine::apply(int32_t edgeId, const Stage &stage, const EdgeEval &eval) {
   const Edge &edge = edges[edgeId];

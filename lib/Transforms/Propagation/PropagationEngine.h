@@ -108,6 +108,35 @@ struct FactorChoice {
   int64_t priority = kUnprioritized;
 };
 
+/// What a conflict strategy knows of one candidate split of a factor.
+struct CandidateFacts {
+  /// The weakest user priority among its axes (lower is stronger).
+  int64_t priority;
+  /// Bytes of the tensor it comes from, and the shards its axes make.
+  int64_t bytes, shards;
+  /// The operand/result slot of the op it comes from.
+  int32_t slot;
+};
+
+/// How propagation settles a conflict between incompatible splits of one
+/// factor, and in which order factors claim mesh axes (as Shardy's
+/// propagation strategies): a strategy orders candidates and names the
+/// rule that decided. Swapping the strategy changes the policy, not the
+/// engine.
+class ConflictStrategy {
+public:
+  virtual ~ConflictStrategy();
+  /// Whether `a` beats `b`.
+  virtual bool better(const CandidateFacts &a, const CandidateFacts &b) const = 0;
+  /// The rule that made `win` beat `lose`, for --par-explain-sharding.
+  virtual std::string reason(const CandidateFacts &win,
+                             const CandidateFacts &lose) const = 0;
+};
+
+/// par's documented order (docs/propagation.md): earlier user priority,
+/// then the larger tensor, then more shards, then the lower operand index.
+const ConflictStrategy &defaultConflictStrategy();
+
 struct Conflict {
   int64_t factor;
   /// The competing candidates.
@@ -134,7 +163,8 @@ struct EdgeEval {
 
 class Engine {
 public:
-  explicit Engine(ModuleOp module);
+  explicit Engine(ModuleOp module,
+                  const ConflictStrategy &strategy = defaultConflictStrategy());
 
   /// Builds the graph from the module's functions and annotations.
   void build();
@@ -171,10 +201,9 @@ private:
   }
   /// Fills `eval` for `edge` under `stage`; false if the edge is skipped.
   bool evaluate(Edge &edge, const Stage &stage, EdgeEval &eval, bool report);
-  /// Which conflict rule made `win` beat `lose`.
-  std::string conflictReason(int32_t mesh, const Edge &edge,
-                             const FactorChoice &win,
-                             const FactorChoice &lose) const;
+  /// What the conflict strategy sees of candidate `choice` of `edge`.
+  CandidateFacts factsOf(int32_t mesh, const Edge &edge,
+                         const FactorChoice &choice) const;
   /// Applies `eval` to the edge's tensors; true if any changed.
   bool apply(int32_t edgeId, const Stage &stage, const EdgeEval &eval);
   bool edgeActive(const Edge &edge, const Stage &stage) const;
@@ -217,6 +246,7 @@ private:
 
   ModuleOp module;
   MLIRContext *ctx;
+  const ConflictStrategy &strategy;
   SmallVector<MeshOp> meshes;
   SmallVector<FlatSymbolRefAttr> meshRefs;
   SmallVector<SmallVector<StringAttr>> axisNames;
