@@ -1,5 +1,4 @@
-//===- MeshSpecTest.cpp - --mesh value parsing
-//------------------------------===//
+//===- MeshSpecTest.cpp - --mesh value parsing ----------------------------===//
 #include "par/Dialect/Par/IR/MeshSpec.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,4 @@
-//===- ShardingAttrTest.cpp - #par.sharding
-//--------------------------------===//
+//===- ShardingAttrTest.cpp - #par.sharding -------------------------------===//
 #include "par/Dialect/Par/IR/ParOps.h"
 
 #include "mlir/AsmParser/AsmParser.h"

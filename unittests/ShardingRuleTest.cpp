@@ -1,5 +1,4 @@
-//===- ShardingRuleTest.cpp - factor mappings
-//-------------------------------===//
+//===- ShardingRuleTest.cpp - factor mappings -----------------------------===//
 #include "par/Dialect/Par/IR/ParOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -73,7 +73,12 @@ Executor::Executor(const Program &program, Device &device, Collectives &comm,
                    std::to_string(class_->arenaBytes) +
                    "-byte arena: " + e.what());
   }
-  device_.fill(arena_, kCanary, size_t(allocated_));
+  try {
+    device_.fill(arena_, kCanary, size_t(allocated_));
+  } catch (...) {
+    device_.release(arena_);
+    throw;
+  }
 }
 
 Executor::~Executor() { device_.release(arena_); }
@@ -242,7 +247,7 @@ void Executor::countTraffic(const Instruction &inst, const Tensor &in,
   const Tensor &larger = in.bytes() >= out.bytes() ? in : out;
   int64_t n = comm_.memberCount(inst.attrs.group);
   // A permute whose members all keep their value moves nothing.
-  bool moves = inst.attrs.pairs.empty();
+  bool moves = inst.op != OpCode::CollectivePermute;
   for (const auto &[from, to] : inst.attrs.pairs)
     moves |= from != to;
   catalogue::Traffic t =
@@ -288,12 +293,8 @@ void Executor::runGroupOp(const Instruction &inst, size_t index,
 }
 
 int64_t Executor::measuredPeak() const {
-  std::vector<char> arena(static_cast<size_t>(allocated_));
-  device_.copyOut(arena.data(), arena_, arena.size());
-  int64_t last = allocated_;
-  while (last > 0 &&
-         static_cast<unsigned char>(arena[size_t(last - 1)]) == kCanary)
-    --last;
+  int64_t last = allocated_ - int64_t(device_.trailingBytesEqual(
+                                  arena_, size_t(allocated_), kCanary));
   int64_t alignment = program_.alignment;
   return (last + alignment - 1) / alignment * alignment;
 }

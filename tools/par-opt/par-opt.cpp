@@ -1,5 +1,4 @@
-//===- par-opt.cpp - the par compiler driver
-//--------------------------------===//
+//===- par-opt.cpp - the par compiler driver ------------------------------===//
 //
 // mlir-opt with the par dialect and passes, plus --mesh=SPEC to create or
 // override the module's mesh before any other pass runs,

@@ -1,12 +1,14 @@
 //===- Device.h - The backend seam of the runtime ---------------*- C++ -*-===//
 //
-// Everything the executor does to memory goes through a Device: it
-// allocates the rank's arena, copies inputs in and results out, moves
-// bytes within the arena, and issues kernels (its KernelTable) and
-// collectives on streams ordered by events. The CPU backend
-// (Cpu/CpuDevice.cpp) runs everything when called on host memory; a GPU
-// backend implements the same calls with device memory and streams, so the
-// executor, the program format and the tests do not change.
+// What the executor does to memory goes through a Device: it allocates the
+// rank's arena, copies inputs in and results out, moves bytes within the
+// arena, and issues kernels (its KernelTable) on its compute stream. The
+// CPU backend (Cpu/CpuDevice.cpp) runs everything when called on host
+// memory; a GPU backend implements the same calls with device memory and
+// streams, so the executor, the program format and the tests do not
+// change. Collectives (Collectives.h) still read and write the tensors'
+// memory directly and run to completion: they need host-visible memory
+// until they are issued on the device's communication stream.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +47,11 @@ public:
   virtual void release(void *memory) = 0;
   /// Sets `bytes` bytes at `dst` to `byte`.
   virtual void fill(void *dst, unsigned char byte, size_t bytes) = 0;
+  /// How many of the last bytes of [memory, memory + bytes) still equal
+  /// `byte` (the executor's high-water mark of a canary-filled arena),
+  /// found where the memory is, without copying it out.
+  virtual size_t trailingBytesEqual(const void *memory, size_t bytes,
+                                    unsigned char byte) = 0;
   /// Host to device, device to host, and within the device (the ranges may
   /// overlap). Each is ordered after the work issued before it.
   virtual void copyIn(void *dst, const void *host, size_t bytes) = 0;

@@ -33,6 +33,14 @@ public:
   void fill(void *dst, unsigned char byte, size_t bytes) override {
     std::memset(dst, byte, bytes);
   }
+  size_t trailingBytesEqual(const void *memory, size_t bytes,
+                            unsigned char byte) override {
+    const auto *p = static_cast<const unsigned char *>(memory);
+    size_t n = 0;
+    while (n < bytes && p[bytes - 1 - n] == byte)
+      ++n;
+    return n;
+  }
   void copyIn(void *dst, const void *host, size_t bytes) override {
     std::memmove(dst, host, bytes);
   }

@@ -380,7 +380,7 @@ ReshardCost mlir::par::reshardCost(ArrayRef<int64_t> axisSizes,
     const ::par::catalogue::OpSpec *spec =
         ::par::catalogue::findOp(stringifyReshardStep(step.kind));
     // A permute whose members all keep their piece moves nothing.
-    bool moves = step.pairs.empty();
+    bool moves = step.kind != ReshardStepKind::Permute;
     for (size_t i = 0; i + 1 < step.pairs.size(); i += 2)
       moves |= step.pairs[i] != step.pairs[i + 1];
     ::par::catalogue::Traffic traffic =

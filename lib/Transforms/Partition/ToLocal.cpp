@@ -66,7 +66,8 @@ public:
   }
   Value maskPadding(Location loc, Value local, Value like,
                     ArrayRef<int64_t> dims, double identity) override {
-    return maskPadding(loc, local, globals[like], dims, identity);
+    GlobalInfo info = globals[like]; // a copy: the map may grow meanwhile
+    return maskPadding(loc, local, info, dims, identity);
   }
   Value shardStart(Location loc, MeshOp mesh, ArrayRef<int32_t> axes,
                    int64_t localSize, Type elementType) override;
@@ -249,9 +250,13 @@ void Localizer::replaceValue(Value old, Value replacement, Operation *except) {
   old.replaceAllUsesExcept(replacement, except);
   // The op that makes the replacement is what the replaced value was.
   carryMarks(old.getDefiningOp(), replacement);
-  globals[replacement] = globals[old];
-  if (kinds.count(old))
-    kinds[replacement] = kinds[old];
+  // Copy before inserting: an insertion may move the map's storage.
+  GlobalInfo info = globals.lookup(old);
+  globals[replacement] = info;
+  if (kinds.count(old)) {
+    auto kind = kinds.lookup(old);
+    kinds[replacement] = kind;
+  }
 }
 
 LogicalResult Localizer::readLocalPiece(Operation *op, Value whole) {
@@ -492,7 +497,8 @@ LogicalResult Localizer::localizeOpHere(Operation *op) {
     auto target = cast<ShardingAttr>(op->getAttr("sharding"));
     builder.setInsertionPoint(op);
     Operation *before = op->getPrevNode();
-    FailureOr<Value> moved = lowerReshard(op, input, globals[input], target);
+    GlobalInfo inputInfo = globals[input]; // a copy: the map may grow
+    FailureOr<Value> moved = lowerReshard(op, input, inputInfo, target);
     if (failed(moved))
       return failure();
     // The gradient in another layout is still the gradient.
@@ -578,13 +584,20 @@ LogicalResult Localizer::run() {
       if (!sharding.isFullyReplicated())
         info.sharding = sharding;
     OpOperand &returned = terminator->getOpOperand(i);
-    const GlobalInfo &from = globals[returned.get()];
+    GlobalInfo from = globals[returned.get()]; // a copy: the map may grow
     if (from.sharding != info.sharding) {
       builder.setInsertionPoint(terminator);
+      Operation *prev = terminator->getPrevNode();
+      Operation *def = returned.get().getDefiningOp();
       FailureOr<Value> moved =
           lowerReshard(terminator, returned.get(), from, info.sharding);
       if (failed(moved))
         return failure();
+      // The move belongs to the phase of what it moves.
+      if (def)
+        stampPhase(getPhase(def),
+                   prev ? std::next(prev->getIterator()) : body.begin(),
+                   terminator->getIterator());
       returned.set(*moved);
     }
     recordGlobal(attrs, info);

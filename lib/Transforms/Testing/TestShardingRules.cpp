@@ -1,5 +1,4 @@
-//===- TestShardingRules.cpp - report every op's sharding rule
-//--------------===//
+//===- TestShardingRules.cpp - report every op's sharding rule ------------===//
 #include "par/Transforms/Passes.h"
 
 #define DEBUG_TYPE "par-test-sharding-rules"

@@ -25,7 +25,11 @@ Value Differentiator::lowerPrecision(FloatType low, Value loss) {
     if (type == arg.getType())
       continue;
     auto copy = ConvertOp::create(b, arg.getLoc(), type, arg);
-    setCopyOf(copy, arg.getArgNumber());
+    // The working copy of a master weight (data is only converted).
+    auto role = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                  ParDialect::kRoleAttrName);
+    if (!role || role.getValue() == "param")
+      setCopyOf(copy, arg.getArgNumber());
     arg.replaceAllUsesExcept(copy.getResult(), copy);
     lowCopies[arg] = copy.getResult();
     copyOps.insert(copy);

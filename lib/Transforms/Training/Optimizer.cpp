@@ -92,12 +92,13 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
     // g * 0 a NaN, the only value not equal to itself.
     Value inverse = div(splat(scalar, 1.0), lossScale);
     Value poison;
-    for (Value &g : grads) {
+    for (size_t k = 0; k < grads.size(); ++k) {
+      Value &g = grads[k];
       Value g32 = convertTo(g, b.getF32Type());
+      // This conversion is of parameter k's gradient alone.
       if (g32 != g)
         if (Operation *def = g32.getDefiningOp())
-          for (int64_t param : getGradientOf(g.getDefiningOp()))
-            addGradientOf(def, param);
+          addGradientOf(def, params[k]);
       g = mul(g32, broadcast(inverse, typeOf(g32), {}));
       Value sum = sumAll(mul(g, splatLike(g, 0.0)));
       poison = poison ? add(poison, sum) : sum;

@@ -1,5 +1,4 @@
-//===- SetMesh.cpp - create or override the module's mesh
-//-------------------===//
+//===- SetMesh.cpp - create or override the module's mesh -----------------===//
 #include "par/Dialect/Par/IR/MeshSpec.h"
 #include "par/Transforms/Passes.h"
 

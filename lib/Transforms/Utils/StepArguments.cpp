@@ -1,5 +1,4 @@
-//===- StepArguments.cpp - What feeds each function argument
-//-----------------===//
+//===- StepArguments.cpp - What feeds each function argument --------------===//
 
 #include "par/Transforms/StepArguments.h"
 
@@ -31,10 +30,10 @@ void mlir::par::inferInputRoles(func::FuncOp func) {
       }
     auto readsArg = [&](Value v) { return llvm::is_contained(reads, v); };
     for (Operation *user : users) {
-      auto reads = dyn_cast<DataOperandOpInterface>(user);
-      if (!reads)
+      auto reader = dyn_cast<DataOperandOpInterface>(user);
+      if (!reader)
         continue;
-      std::optional<DataOperand> data = reads.getDataOperand();
+      std::optional<DataOperand> data = reader.getDataOperand();
       if (!data || !readsArg(user->getOperand(data->operand)))
         continue;
       if (kind.empty() || data->kind == "tokens") {

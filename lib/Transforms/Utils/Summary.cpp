@@ -1,5 +1,4 @@
-//===- Summary.cpp - human-readable report of a sharded module
-//--------------===//
+//===- Summary.cpp - human-readable report of a sharded module ------------===//
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReportFormat.h"
 

@@ -7,8 +7,9 @@
 // BF16-LABEL: func.func @mlp(
 // BF16-SAME: %arg1: tensor<8x4xf32> {par.name = "w"}
 // BF16-SAME: %arg3: tensor<8x4xf32> {par.init = "zeros", par.name = "w.m", par.role = "param"}
-// The low-precision copies of the arguments are marked as such:
-// BF16: %[[X:.*]] = par.convert %arg0 {par.copy_of = 0 : i64, par.phase = #par.phase<forward>} : tensor<2x8xf32> to tensor<2x8xbf16>
+// The low-precision copy of the master weight is marked as such (the data
+// is only converted):
+// BF16: %[[X:.*]] = par.convert %arg0 {par.phase = #par.phase<forward>} : tensor<2x8xf32> to tensor<2x8xbf16>
 // BF16-NEXT: %[[W:.*]] = par.convert %arg1 {par.copy_of = 1 : i64, par.phase = #par.phase<forward>} : tensor<8x4xf32> to tensor<8x4xbf16>
 // BF16-NEXT: %[[Y:.*]] = par.dot %[[X]], %[[W]] contract [1] x [0] {{.*}}: (tensor<2x8xbf16>, tensor<8x4xbf16>) -> tensor<2x4xbf16>
 // BF16-NEXT: %[[T:.*]] = par.tanh %[[Y]] {{.*}}: tensor<2x4xbf16>

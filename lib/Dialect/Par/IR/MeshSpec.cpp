@@ -1,5 +1,4 @@
-//===- MeshSpec.cpp - parsing --mesh values
-//---------------------------------===//
+//===- MeshSpec.cpp - parsing --mesh values -------------------------------===//
 #include "par/Dialect/Par/IR/MeshSpec.h"
 
 #include <cctype>

@@ -1,5 +1,4 @@
-//===- ParAttrs.cpp - sharding attributes
-//-----------------------------------===//
+//===- ParAttrs.cpp - sharding attributes ---------------------------------===//
 #include "par/Dialect/Par/IR/ParDialect.h"
 #include "par/Dialect/Par/IR/ParOps.h"
 

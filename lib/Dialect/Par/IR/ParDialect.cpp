@@ -1,5 +1,4 @@
-//===- ParDialect.cpp - the par dialect
-//-------------------------------------===//
+//===- ParDialect.cpp - the par dialect -----------------------------------===//
 #include "par/Dialect/Par/IR/ParDialect.h"
 #include "par/Dialect/Par/IR/ParOps.h"
 

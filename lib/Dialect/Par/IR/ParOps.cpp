@@ -1,5 +1,4 @@
-//===- ParOps.cpp - par op verifiers, type inference, custom syntax
-//---------===//
+//===- ParOps.cpp - par op verifiers, type inference, custom syntax -------===//
 #include "par/Dialect/Par/IR/ParOps.h"
 
 #include "mlir/IR/OpImplementation.h"

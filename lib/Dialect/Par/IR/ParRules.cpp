@@ -1,5 +1,4 @@
-//===- ParRules.cpp - the sharding rule of every compute op
-//-----------------===//
+//===- ParRules.cpp - the sharding rule of every compute op ---------------===//
 //
 // The one place that says how each op may be split. Keep every rule a plain
 // factor table: passes must never need to know more about an op than this.

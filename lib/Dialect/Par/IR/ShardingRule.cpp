@@ -1,5 +1,4 @@
-//===- ShardingRule.cpp - factor mappings
-//-----------------------------------===//
+//===- ShardingRule.cpp - factor mappings ---------------------------------===//
 #include "par/Dialect/Par/IR/ShardingRule.h"
 
 #include "mlir/IR/BuiltinTypes.h"
