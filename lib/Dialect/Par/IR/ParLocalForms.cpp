@@ -64,11 +64,13 @@ static bool isZeroSplat(Value value) {
 LogicalResult ReduceOp::localize(LocalFormContext &ctx) {
   if (!ctx.meshOf(getInput()))
     return success();
+  // Padding holds the identity of the combiner of the reduced factors.
   double identity = 0;
-  if (getKind() == ReduceKind::max)
-    identity = -std::numeric_limits<double>::infinity();
-  if (getKind() == ReduceKind::min)
-    identity = std::numeric_limits<double>::infinity();
+  if (!getDims().empty()) {
+    ShardingRule rule = getShardingRule();
+    int64_t factor = rule.getOperandMappings()[0][getDims().front()].front();
+    identity = paddingIdentity(rule.getFactor(factor).combiner);
+  }
   OpBuilder &b = ctx.builder;
   Location loc = getLoc();
   b.setInsertionPoint(*this);
@@ -116,15 +118,17 @@ LogicalResult SliceOp::localize(LocalFormContext &ctx) {
   return success();
 }
 
-/// A contraction over a padded dim sees zeros there in both operands (the
-/// padding of one may hold anything, even infinities).
+/// A contraction over a padded dim sees its combiner's identity (zero) there
+/// in both operands (the padding of one may hold anything, even
+/// infinities).
 LogicalResult DotOp::localize(LocalFormContext &ctx) {
   Location loc = getLoc();
   ctx.builder.setInsertionPoint(*this);
+  double identity = paddingIdentity(FactorCombiner::Sum);
   getLhsMutable().assign(
-      ctx.maskPadding(loc, getLhs(), getLhs(), getLhsContract(), 0.0));
+      ctx.maskPadding(loc, getLhs(), getLhs(), getLhsContract(), identity));
   getRhsMutable().assign(
-      ctx.maskPadding(loc, getRhs(), getRhs(), getRhsContract(), 0.0));
+      ctx.maskPadding(loc, getRhs(), getRhs(), getRhsContract(), identity));
   return success();
 }
 

@@ -1,6 +1,8 @@
 //===- ShardingRule.cpp - factor mappings ---------------------------------===//
 #include "par/Dialect/Par/IR/ShardingRule.h"
 
+#include <limits>
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -224,5 +226,20 @@ int64_t ShardingRule::flopsPerDevice(ArrayRef<int64_t> shards) const {
            factor.combiner == FactorCombiner::Sum;
   });
   return (contracts ? 2 : 1) * pointsPerDevice(shards);
+}
+
+double mlir::par::paddingIdentity(FactorCombiner combiner) {
+  switch (combiner) {
+  case FactorCombiner::Sum:
+    return 0.0;
+  case FactorCombiner::Max:
+    return -std::numeric_limits<double>::infinity();
+  case FactorCombiner::Min:
+    return std::numeric_limits<double>::infinity();
+  case FactorCombiner::None:
+  case FactorCombiner::Internal:
+    break;
+  }
+  return std::numeric_limits<double>::quiet_NaN();
 }
 

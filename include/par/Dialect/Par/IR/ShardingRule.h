@@ -50,6 +50,11 @@ struct Factor {
   FactorCombiner combiner;
 };
 
+/// The value padding must hold so that it does not change a reduction with
+/// `combiner`: 0 for sums, -inf for max, +inf for min (NaN for None and
+/// Internal, whose op knows its own).
+double paddingIdentity(FactorCombiner combiner);
+
 /// Factor ids of one dimension, major to minor.
 using DimFactors = llvm::SmallVector<int64_t, 2>;
 /// Per-dimension factor ids of one operand or result.
