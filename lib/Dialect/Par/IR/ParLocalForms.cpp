@@ -132,31 +132,33 @@ LogicalResult DotOp::localize(LocalFormContext &ctx) {
   return success();
 }
 
-/// Positions of a split sequence (dim 1 of [batch, seq, heads, head_dim])
-/// start at this device's first position.
-static void shiftPositions(LocalFormContext &ctx, Operation *op, Value input,
-                           MutableOperandRange offset) {
+/// Positions along a split positional factor (the op's rule says which dim
+/// of operand `operand` holds it) start at this device's first position.
+static void shiftPositions(LocalFormContext &ctx, Operation *op,
+                           unsigned operand, MutableOperandRange offset) {
+  Value input = op->getOperand(operand);
   MeshOp mesh = ctx.meshOf(input);
-  if (!mesh)
+  int64_t dim = cast<ShardingRuleOpInterface>(op).getShardingRule().positionalDim(
+      operand);
+  if (!mesh || dim < 0)
     return;
-  SmallVector<int32_t> axes = ctx.splitAxes(input, 1);
+  SmallVector<int32_t> axes = ctx.splitAxes(input, dim);
   if (axes.empty())
     return;
   ctx.builder.setInsertionPoint(op);
-  int64_t positions = llvm::divideCeil(ctx.globalType(input).getDimSize(1),
+  int64_t positions = llvm::divideCeil(ctx.globalType(input).getDimSize(dim),
                                        ctx.numShards(mesh, axes));
   offset.assign(ctx.shardStart(op->getLoc(), mesh, axes, positions,
                                ctx.builder.getIntegerType(64)));
 }
 
 LogicalResult RopeOp::localize(LocalFormContext &ctx) {
-  ::shiftPositions(ctx, *this, getInput(), getOffsetMutable());
+  ::shiftPositions(ctx, *this, /*operand=*/0, getOffsetMutable());
   return success();
 }
 
 LogicalResult AttentionOp::localize(LocalFormContext &ctx) {
-  if (getCausal())
-    ::shiftPositions(ctx, *this, getQ(), getOffsetMutable());
+  ::shiftPositions(ctx, *this, /*operand=*/0, getOffsetMutable());
   return success();
 }
 

@@ -251,7 +251,10 @@ ShardingRule AttentionOp::getShardingRule() {
   ArrayRef<int64_t> q = shapeOf(getQ()), k = shapeOf(getK());
   // Operands: 0 = q [B, S, H, D], 1 = k, 2 = v [B, T, Hkv, D].
   rule.addSharedFactor(q[0], {{0, 0}, {1, 0}, {2, 0}}, {{0, 0}});
-  rule.addSharedFactor(q[1], {{0, 1}}, {{0, 1}});
+  // Query positions: a causal mask compares them with key positions.
+  int64_t positions = rule.addSharedFactor(q[1], {{0, 1}}, {{0, 1}});
+  if (getCausal())
+    rule.markPositional(positions);
   rule.addSharedFactor(k[1], {{1, 1}, {2, 1}}, {}, FactorKind::NeedReplication);
   // Query heads split as [kv head, group member]: kv heads major.
   int64_t kvHeads = k[2], group = q[2] / k[2];
@@ -309,5 +312,9 @@ ShardingRule CrossEntropyOp::getShardingRule() {
 }
 
 ShardingRule RopeOp::getShardingRule() {
-  return buildSameShapeRule(getOperation(), {3}, FactorKind::NeedReplication);
+  ShardingRule rule =
+      buildSameShapeRule(getOperation(), {3}, FactorKind::NeedReplication);
+  // The rotation angle is the sequence position (dim 1).
+  rule.markPositional(rule.getOperandMappings()[0][1].front());
+  return rule;
 }

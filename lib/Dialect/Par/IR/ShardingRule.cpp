@@ -113,6 +113,8 @@ void ShardingRule::print(llvm::raw_ostream &os) const {
   llvm::interleaveComma(llvm::seq<int64_t>(0, n), os, [&](int64_t f) {
     const Factor &factor = factors[f];
     os << factorName(f, n) << "=" << factor.size;
+    if (factor.positional)
+      os << " positional";
     if (factor.kind == FactorKind::PassThrough)
       return;
     os << " " << stringifyFactorKind(factor.kind);
@@ -241,5 +243,13 @@ double mlir::par::paddingIdentity(FactorCombiner combiner) {
     break;
   }
   return std::numeric_limits<double>::quiet_NaN();
+}
+
+int64_t ShardingRule::positionalDim(unsigned operand) const {
+  for (auto [d, dimFactors] : llvm::enumerate(operands[operand]))
+    for (int64_t factor : dimFactors)
+      if (factors[factor].positional)
+        return int64_t(d);
+  return -1;
 }
 

@@ -48,6 +48,10 @@ struct Factor {
   int64_t size;
   FactorKind kind;
   FactorCombiner combiner;
+  /// The op's result depends on an element's index along this factor (the
+  /// position in a sequence, for rope and causal attention): a split of it
+  /// makes each device's local form offset its positions.
+  bool positional = false;
 };
 
 /// The value padding must hold so that it does not change a reduction with
@@ -78,6 +82,11 @@ public:
                           ArrayRef<std::pair<unsigned, int64_t>> resultDims,
                           FactorKind kind = FactorKind::PassThrough,
                           FactorCombiner combiner = FactorCombiner::None);
+
+  /// Marks `factor` positional (Factor::positional).
+  void markPositional(int64_t factor) { factors[factor].positional = true; }
+  /// The dim of operand `operand` that holds a positional factor, or -1.
+  int64_t positionalDim(unsigned operand) const;
 
   ArrayRef<Factor> getFactors() const { return factors; }
   const Factor &getFactor(int64_t id) const { return factors[id]; }
