@@ -22,13 +22,3 @@ void mlir::par::buildPartitionPipeline(
     pm.addPass(createSinkPartialsPass());
   pm.addPass(createToLocalPass());
 }
-
-void mlir::par::registerParPassesAndPipelines() {
-  registerParPasses();
-  PassPipelineRegistration<PartitionPipelineOptions>(
-      "par-partition",
-      "Turn a sharded global program into one per-device program: "
-      "[--par-zero,] --par-insert-reshards, [--par-sink-partials,] "
-      "--par-to-local",
-      buildPartitionPipeline);
-}
