@@ -4,6 +4,10 @@
 
 include "mlir/Pass/PassBase.td"
 
+//===----------------------------------------------------------------------===//
+// Utilities: the mesh, summaries and rule tests
+//===----------------------------------------------------------------------===//
+
 def SetMeshPass : Pass<"par-set-mesh", "::mlir::ModuleOp"> {
   let summary = "Create or override the module's mesh";
   let description = [{
@@ -54,6 +58,10 @@ def TestShardingRulesPass : Pass<"par-test-sharding-rules"> {
     a broken rule is an error.
   }];
 }
+
+//===----------------------------------------------------------------------===//
+// Propagation: user annotations to every tensor
+//===----------------------------------------------------------------------===//
 
 def PropagatePass : Pass<"par-propagate", "::mlir::ModuleOp"> {
   let summary = "Infer a sharding for every tensor from a few annotations";
@@ -108,6 +116,10 @@ def ExplainShardingPass : Pass<"par-explain-sharding", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }
+
+//===----------------------------------------------------------------------===//
+// Partitioning: the global program to per-device programs (--par-partition)
+//===----------------------------------------------------------------------===//
 
 def InsertReshardsPass : Pass<"par-insert-reshards", "::mlir::ModuleOp"> {
   let summary = "Make every op's tensors agree with one sharding of its factors";
@@ -202,6 +214,10 @@ def SinkPartialsPass : Pass<"par-sink-partials", "::mlir::ModuleOp"> {
     Statistic<"numSunk", "partials-sunk", "Partial-sum reshards moved past a linear op">
   ];
 }
+
+//===----------------------------------------------------------------------===//
+// Lowering and reports: schedule, memory plan, runtime program
+//===----------------------------------------------------------------------===//
 
 def CommReportPass : Pass<"par-comm-report", "::mlir::ModuleOp"> {
   let summary = "Print every collective of the partitioned program";
@@ -323,6 +339,10 @@ def EmitProgramPass : Pass<"par-emit-program", "::mlir::ModuleOp"> {
            "Byte alignment of every buffer in the arena">,
   ];
 }
+
+//===----------------------------------------------------------------------===//
+// Training: the step and ZeRO
+//===----------------------------------------------------------------------===//
 
 def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
   let summary = "Turn a forward function returning a scalar loss into a training step";
