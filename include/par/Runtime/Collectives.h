@@ -14,6 +14,7 @@
 #include "par/Catalogue/OpCatalogue.h"
 #include "par/Runtime/Tensor.h"
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -39,6 +40,16 @@ struct CommContext {
 /// kind, from the catalogue).
 using ReduceOp = catalogue::CollectiveKind;
 
+/// A point-to-point transfer in flight (Collectives::send, recv). wait()
+/// returns once it completed, raising CommError past the watchdog's
+/// timeout; the tensor's memory must stay as it is until then. A transfer
+/// dropped before it completed is cancelled.
+class Transfer {
+public:
+  virtual ~Transfer() = default;
+  virtual void wait() = 0;
+};
+
 class Collectives {
 public:
   virtual ~Collectives() = default;
@@ -61,6 +72,13 @@ public:
   virtual void permute(int64_t group,
                        const std::vector<std::pair<int64_t, int64_t>> &pairs,
                        const Tensor &input, Tensor &out) = 0;
+  /// Non-blocking point-to-point transfers between world ranks, matched
+  /// by `tag` (pipeline stages send activations forward and their
+  /// gradients backward): both return at once.
+  virtual std::unique_ptr<Transfer> send(int64_t toRank, int64_t tag,
+                                         const Tensor &input) = 0;
+  virtual std::unique_ptr<Transfer> recv(int64_t fromRank, int64_t tag,
+                                         Tensor &out) = 0;
   /// Every rank's bytes, in rank order, on rank 0 (empty elsewhere).
   virtual std::vector<std::string> gatherToRoot(const std::string &bytes) = 0;
   virtual void barrier() = 0;

@@ -198,6 +198,28 @@ public:
       wait(requests.data(), int(requests.size()), "MPI_Isend/MPI_Irecv");
   }
 
+  std::unique_ptr<Transfer> send(int64_t toRank, int64_t tag,
+                                 const Tensor &input) override {
+    checkCount(input.bytes());
+    checkPeer(toRank, "send to");
+    auto transfer = std::make_unique<MpiTransfer>(*this, "MPI_Isend");
+    check(MPI_Isend(input.data, int(input.bytes()), MPI_BYTE, int(toRank),
+                    int(tag), MPI_COMM_WORLD, &transfer->request),
+          "MPI_Isend");
+    return transfer;
+  }
+
+  std::unique_ptr<Transfer> recv(int64_t fromRank, int64_t tag,
+                                 Tensor &out) override {
+    checkCount(out.bytes());
+    checkPeer(fromRank, "receive from");
+    auto transfer = std::make_unique<MpiTransfer>(*this, "MPI_Irecv");
+    check(MPI_Irecv(out.data, int(out.bytes()), MPI_BYTE, int(fromRank),
+                    int(tag), MPI_COMM_WORLD, &transfer->request),
+          "MPI_Irecv");
+    return transfer;
+  }
+
   std::vector<std::string> gatherToRoot(const std::string &bytes) override {
     int length = int(bytes.size());
     std::vector<int> lengths(size_), displacements(size_);
@@ -296,6 +318,37 @@ private:
     MPI_Error_string(code, message, &length);
     throw CommError(
         where(std::string(call) + " failed: " + std::string(message, length)));
+  }
+
+  /// One MPI request; waits through the watchdog, cancels when dropped
+  /// unfinished.
+  struct MpiTransfer final : public Transfer {
+    MpiTransfer(const MpiCollectives &comm, const char *call)
+        : comm(comm), call(call) {}
+    ~MpiTransfer() override {
+      if (request == MPI_REQUEST_NULL)
+        return;
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (finalized)
+        return;
+      MPI_Cancel(&request);
+      MPI_Request_free(&request);
+    }
+    void wait() override {
+      if (request != MPI_REQUEST_NULL)
+        comm.wait(&request, 1, call);
+    }
+    const MpiCollectives &comm;
+    const char *call;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+
+  void checkPeer(int64_t rank, const char *what) const {
+    if (rank < 0 || rank >= size_)
+      throw CommError(where(std::string("cannot ") + what + " rank " +
+                            std::to_string(rank) + " of " +
+                            std::to_string(size_)));
   }
 
   void checkCount(int64_t count) const {
