@@ -1,6 +1,6 @@
 //===- CommTest.cpp - point-to-point transfers between two MPI ranks ------===//
 //
-// Run by test/par-run/p2p.test under mpirun with 2 ranks: a tensor goes
+// Run by p2p.test under mpirun with 2 ranks: a tensor goes
 // from rank 0 to rank 1 and comes back doubled, with both transfers started
 // before either is waited on; a receive nobody sends is a CommError naming
 // the call once the watchdog's timeout passes; a peer outside the job is a
