@@ -397,9 +397,10 @@ TEST_P(Conformance, EveryOpEveryTypeMatchesTheCpuBackend) {
         double tol = tolerance(g.dtype);
         for (int64_t i = 0; i < g.size(); ++i) {
           double gv = g.get(i), wv = w.get(i);
-          if (isFloat(g.dtype))
+          if (isFloat(g.dtype)) {
             ASSERT_TRUE(std::isfinite(gv)) << "result " << r << " element " << i
                                            << " not written (or not finite)";
+          }
           ASSERT_LE(std::abs(gv - wv), tol * std::max(1.0, std::abs(wv)))
               << "result " << r << " element " << i << ": " << gv << " vs "
               << wv;
