@@ -1,5 +1,5 @@
 //===- ExplainSharding.cpp - --par-explain-sharding -----------------------===//
-#include "PropagationEngine.h"
+#include "par/Transforms/ShardingGraph.h"
 #include "par/Transforms/Passes.h"
 
 #define DEBUG_TYPE "par-explain-sharding"

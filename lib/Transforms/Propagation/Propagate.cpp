@@ -1,5 +1,5 @@
 //===- Propagate.cpp - --par-propagate ------------------------------------===//
-#include "PropagationEngine.h"
+#include "par/Transforms/ShardingGraph.h"
 #include "par/Transforms/Passes.h"
 
 #define DEBUG_TYPE "par-propagate"

@@ -5,7 +5,7 @@
 // the broadcast-like "expanding" flag are derived from the rule too.
 //
 //===----------------------------------------------------------------------===//
-#include "PropagationEngine.h"
+#include "par/Transforms/ShardingGraph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/MapVector.h"
@@ -34,7 +34,7 @@ static int64_t byteSize(RankedTensorType type) {
   return type.getNumElements() * ((bits + 7) / 8);
 }
 
-Engine::Engine(ModuleOp module, const ConflictStrategy &strategy)
+ShardingGraph::ShardingGraph(ModuleOp module, const ConflictStrategy &strategy)
     : module(module), ctx(module.getContext()), strategy(strategy) {}
 
 ConflictStrategy::~ConflictStrategy() = default;
@@ -72,27 +72,27 @@ const ConflictStrategy &mlir::par::propagation::defaultConflictStrategy() {
   return strategy;
 }
 
-CandidateFacts Engine::factsOf(int32_t mesh, const Edge &edge,
+CandidateFacts ShardingGraph::factsOf(int32_t mesh, const Edge &edge,
                                const FactorChoice &choice) const {
   return {choice.priority, nodes[edge.slots[choice.slot]].bytes,
           shardCount(mesh, choice.axes), choice.slot};
 }
 
-int32_t Engine::meshIndex(FlatSymbolRefAttr name) {
+int32_t ShardingGraph::meshIndex(FlatSymbolRefAttr name) {
   for (auto [i, mesh] : llvm::enumerate(meshes))
     if (mesh.getSymName() == name.getValue())
       return i;
   return -1;
 }
 
-int64_t Engine::shardCount(int32_t mesh, ArrayRef<uint8_t> axes) const {
+int64_t ShardingGraph::shardCount(int32_t mesh, ArrayRef<uint8_t> axes) const {
   int64_t count = 1;
   for (uint8_t axis : axes)
     count *= axisSizes[mesh][axis];
   return count;
 }
 
-AxisMask Engine::usedAxes(const Node &node) const {
+AxisMask ShardingGraph::usedAxes(const Node &node) const {
   AxisMask mask = 0;
   for (const DimState &dim : node.dims)
     for (uint8_t axis : dim.axes)
@@ -108,7 +108,7 @@ AxisMask Engine::usedAxes(const Node &node) const {
 // Graph construction
 //===----------------------------------------------------------------------===//
 
-int32_t Engine::addNode(Value value, Operation *func, int32_t funcResult,
+int32_t ShardingGraph::addNode(Value value, Operation *func, int32_t funcResult,
                         RankedTensorType type, Location loc,
                         ShardingAttr sharding) {
   Node node{value, func, funcResult, type, loc};
@@ -157,7 +157,7 @@ int32_t Engine::addNode(Value value, Operation *func, int32_t funcResult,
   return nodes.size() - 1;
 }
 
-void Engine::addRuleEdge(Operation *op, const ShardingRule &rule) {
+void ShardingGraph::addRuleEdge(Operation *op, const ShardingRule &rule) {
   Edge edge;
   edge.op = op;
   edge.factors.assign(rule.getFactors().begin(), rule.getFactors().end());
@@ -205,7 +205,7 @@ void Engine::addRuleEdge(Operation *op, const ShardingRule &rule) {
   edges.push_back(std::move(edge));
 }
 
-void Engine::addReturnEdge(Operation *ret, Value returned, int32_t resultNode) {
+void ShardingGraph::addReturnEdge(Operation *ret, Value returned, int32_t resultNode) {
   auto it = valueNodes.find(returned);
   if (it == valueNodes.end())
     return;
@@ -229,7 +229,7 @@ void Engine::addReturnEdge(Operation *ret, Value returned, int32_t resultNode) {
   edges.push_back(std::move(edge));
 }
 
-void Engine::build() {
+void ShardingGraph::build() {
   for (MeshOp mesh : module.getOps<MeshOp>()) {
     meshes.push_back(mesh);
     meshRefs.push_back(FlatSymbolRefAttr::get(mesh.getSymNameAttr()));
@@ -296,7 +296,7 @@ void Engine::build() {
 // Projections
 //===----------------------------------------------------------------------===//
 
-void Engine::projectDim(const DimState &dim, ArrayRef<int64_t> dimFactors,
+void ShardingGraph::projectDim(const DimState &dim, ArrayRef<int64_t> dimFactors,
                         ArrayRef<Factor> factors, int32_t mesh,
                         MutableArrayRef<AxisList> out,
                         AxisList &leftover) const {
@@ -322,7 +322,7 @@ void Engine::projectDim(const DimState &dim, ArrayRef<int64_t> dimFactors,
   leftover.assign(dim.axes.begin() + next, dim.axes.end());
 }
 
-void Engine::backProjectDim(ArrayRef<int64_t> dimFactors,
+void ShardingGraph::backProjectDim(ArrayRef<int64_t> dimFactors,
                             ArrayRef<Factor> factors,
                             ArrayRef<FactorChoice> choices, int32_t mesh,
                             AxisList &axes, SmallVectorImpl<int32_t> &fromSlots,
@@ -354,11 +354,11 @@ void Engine::backProjectDim(ArrayRef<int64_t> dimFactors,
 // The edge step
 //===----------------------------------------------------------------------===//
 
-bool Engine::edgeActive(const Edge &edge, const Stage &stage) const {
+bool ShardingGraph::edgeActive(const Edge &edge, const Stage &stage) const {
   return !edge.mixedMesh && edge.level <= stage.level;
 }
 
-bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
+bool ShardingGraph::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
                       bool report) {
   eval = EdgeEval();
   for (int32_t node : edge.slots) {
@@ -502,7 +502,7 @@ bool Engine::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
 }
 
 
-bool Engine::apply(int32_t edgeId, const Stage &stage, const EdgeEval &eval) {
+bool ShardingGraph::apply(int32_t edgeId, const Stage &stage, const EdgeEval &eval) {
   const Edge &edge = edges[edgeId];
   bool lastLevel = stage.level == kNumLevels - 1;
   bool forwardWaits = edge.expanding && !lastLevel;
@@ -570,7 +570,7 @@ bool Engine::apply(int32_t edgeId, const Stage &stage, const EdgeEval &eval) {
   return changedAny;
 }
 
-void Engine::runStage(const Stage &stage) {
+void ShardingGraph::runStage(const Stage &stage) {
   size_t pending = 0;
   for (auto [id, edge] : llvm::enumerate(edges)) {
     dirty[id] = edgeActive(edge, stage);
@@ -602,7 +602,7 @@ void Engine::runStage(const Stage &stage) {
   }
 }
 
-void Engine::run() {
+void ShardingGraph::run() {
   dirty.assign(edges.size(), 0);
   for (const Stage &stage : stages)
     runStage(stage);
@@ -612,7 +612,7 @@ void Engine::run() {
 // Output
 //===----------------------------------------------------------------------===//
 
-SmallVector<StringAttr> Engine::axisAttrs(int32_t mesh,
+SmallVector<StringAttr> ShardingGraph::axisAttrs(int32_t mesh,
                                           ArrayRef<uint8_t> axes) const {
   SmallVector<StringAttr> result;
   for (uint8_t axis : axes)
@@ -620,7 +620,7 @@ SmallVector<StringAttr> Engine::axisAttrs(int32_t mesh,
   return result;
 }
 
-ShardingAttr Engine::toAttr(const Node &node) const {
+ShardingAttr ShardingGraph::toAttr(const Node &node) const {
   SmallVector<DimShardingAttr> dims;
   for (const DimState &dim : node.dims)
     dims.push_back(
@@ -632,7 +632,7 @@ ShardingAttr Engine::toAttr(const Node &node) const {
                            axisAttrs(node.mesh, node.partial));
 }
 
-void Engine::writeBack() {
+void ShardingGraph::writeBack() {
   // Function argument and result attributes are rebuilt once per function:
   // setting them one by one copies the whole list each time.
   llvm::MapVector<Operation *, std::pair<SmallVector<NamedAttrList>,
@@ -677,7 +677,7 @@ void Engine::writeBack() {
 
 void mlir::par::propagateShardings(ModuleOp module,
                                    llvm::raw_ostream *explain) {
-  propagation::Engine engine(module);
+  propagation::ShardingGraph engine(module);
   engine.build();
   engine.run();
   engine.emitDiagnostics();

@@ -1,11 +1,11 @@
 //===- PropagationReport.cpp - what propagation decided, and why ----------===//
 //
-// Everything here reads the state reached by Engine::run(): the warnings for
+// Everything here reads the state reached by ShardingGraph::run(): the warnings for
 // user shardings an op drops entirely, the remarks for axes an op cannot
 // carry, and the --par-explain-sharding report.
 //
 //===----------------------------------------------------------------------===//
-#include "PropagationEngine.h"
+#include "par/Transforms/ShardingGraph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Path.h"
@@ -41,14 +41,14 @@ static std::string factorSizesText(const Edge &edge,
   return text;
 }
 
-std::string Engine::axesText(int32_t mesh, ArrayRef<uint8_t> axes) const {
+std::string ShardingGraph::axesText(int32_t mesh, ArrayRef<uint8_t> axes) const {
   std::string text = "{";
   for (auto [i, axis] : llvm::enumerate(axes))
     text += (i ? ", \"" : "\"") + axisNames[mesh][axis].getValue().str() + "\"";
   return text + "}";
 }
 
-std::string Engine::nodeName(int32_t nodeId) {
+std::string ShardingGraph::nodeName(int32_t nodeId) {
   const Node &node = nodes[nodeId];
   if (!node.value)
     return "result #" + std::to_string(node.funcResult) + " of @" +
@@ -61,12 +61,12 @@ std::string Engine::nodeName(int32_t nodeId) {
   return text;
 }
 
-std::string Engine::opText(Operation *op) const {
+std::string ShardingGraph::opText(Operation *op) const {
   return op->getName().getStringRef().str() + " (" + locText(op->getLoc()) +
          ")";
 }
 
-std::string Engine::slotName(const Edge &edge, int32_t slot) {
+std::string ShardingGraph::slotName(const Edge &edge, int32_t slot) {
   std::string role = slot < (int32_t)edge.numOperands
                          ? "operand " + std::to_string(slot)
                          : "result " + std::to_string(slot - edge.numOperands);
@@ -75,7 +75,7 @@ std::string Engine::slotName(const Edge &edge, int32_t slot) {
   return role + " " + nodeName(edge.slots[slot]);
 }
 
-std::string Engine::factorText(const Edge &edge, int64_t factor) {
+std::string ShardingGraph::factorText(const Edge &edge, int64_t factor) {
   std::string text =
       "factor " + ShardingRule::factorName(factor, edge.factors.size());
   for (auto [slot, mapping] : llvm::enumerate(edge.mappings))
@@ -86,7 +86,7 @@ std::string Engine::factorText(const Edge &edge, int64_t factor) {
   return text;
 }
 
-std::string Engine::shardingText(const Node &node) const {
+std::string ShardingGraph::shardingText(const Node &node) const {
   if (node.mesh < 0)
     return "(no mesh)";
   std::string text;
@@ -99,7 +99,7 @@ std::string Engine::shardingText(const Node &node) const {
 
 /// The path an axis took to reach `nodeId`: the annotated tensor it started
 /// from, then each op it crossed.
-std::string Engine::originChain(int32_t nodeId, uint8_t axis) {
+std::string ShardingGraph::originChain(int32_t nodeId, uint8_t axis) {
   SmallVector<int32_t> path; // edges, last first
   int32_t current = nodeId;
   for (size_t guard = 0; guard <= nodes.size(); ++guard) {
@@ -133,7 +133,7 @@ std::string Engine::originChain(int32_t nodeId, uint8_t axis) {
   return text;
 }
 
-void Engine::evaluateFinal() {
+void ShardingGraph::evaluateFinal() {
   if (!finalEvals.empty() || edges.empty())
     return;
   Stage last = stages.back();
@@ -144,7 +144,7 @@ void Engine::evaluateFinal() {
 }
 
 /// Why an op uses `slot`'s dim `dim` unsharded although it is split.
-std::string Engine::dropReason(const Edge &edge, const EdgeEval &eval,
+std::string ShardingGraph::dropReason(const Edge &edge, const EdgeEval &eval,
                                int32_t slot, int64_t dim) {
   ArrayRef<int64_t> dimFactors = edge.mappings[slot][dim];
   std::string where = "dim " + std::to_string(dim);
@@ -167,7 +167,7 @@ std::string Engine::dropReason(const Edge &edge, const EdgeEval &eval,
   return where + " is used unsharded";
 }
 
-void Engine::emitDiagnostics() {
+void ShardingGraph::emitDiagnostics() {
   evaluateFinal();
   for (auto [id, edge] : llvm::enumerate(edges)) {
     const EdgeEval &eval = finalEvals[id];
@@ -252,7 +252,7 @@ void Engine::emitDiagnostics() {
   }
 }
 
-void Engine::explain(llvm::raw_ostream &os) {
+void ShardingGraph::explain(llvm::raw_ostream &os) {
   evaluateFinal();
   os << "== sharding explanation ==\n";
   os << "stages:";

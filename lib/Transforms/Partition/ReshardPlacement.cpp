@@ -7,7 +7,7 @@
 // disagrees gets an explicit par.reshard.
 //
 //===----------------------------------------------------------------------===//
-#include "PropagationEngine.h"
+#include "par/Transforms/ShardingGraph.h"
 
 #include "par/Dialect/Par/IR/TrainingStep.h"
 
@@ -18,7 +18,7 @@ using namespace mlir;
 using namespace mlir::par;
 using namespace mlir::par::propagation;
 
-ShardingAttr Engine::makeAttr(int32_t mesh, ArrayRef<AxisList> dims,
+ShardingAttr ShardingGraph::makeAttr(int32_t mesh, ArrayRef<AxisList> dims,
                               ArrayRef<uint8_t> partial) const {
   SmallVector<DimShardingAttr> dimAttrs;
   for (const AxisList &dim : dims)
@@ -59,7 +59,7 @@ static bool sameLayout(const Node &node, ArrayRef<AxisList> dims,
 /// leave a major factor partly split, so repeat until nothing changes. An
 /// uneven split (padded by --par-to-local) is kept only in a dim made of
 /// that one factor.
-void Engine::keepRepresentable(const Edge &edge, EdgeEval &eval) const {
+void ShardingGraph::keepRepresentable(const Edge &edge, EdgeEval &eval) const {
   bool changed = true;
   while (changed) {
     changed = false;
@@ -85,7 +85,7 @@ void Engine::keepRepresentable(const Edge &edge, EdgeEval &eval) const {
   }
 }
 
-int64_t Engine::insertReshards() {
+int64_t ShardingGraph::insertReshards() {
   evaluateFinal();
   OpBuilder builder(ctx);
   DenseMap<std::pair<Value, Attribute>, Value> cache;
@@ -202,7 +202,7 @@ int64_t Engine::insertReshards() {
 }
 
 int64_t mlir::par::insertReshards(ModuleOp module) {
-  Engine engine(module);
+  ShardingGraph engine(module);
   engine.build();
   int64_t inserted = engine.insertReshards();
   // In a training step, each reshard joins the phase of its first reader.

@@ -1,17 +1,19 @@
-//===- PropagationEngine.h - factor-based sharding propagation --*- C++ -*-===//
+//===- ShardingGraph.h - the factor graph of a sharded module ---*- C++ -*-===//
 //
-// The engine behind --par-propagate and --par-explain-sharding. It sees the
-// module as a graph: nodes are tensors (function arguments, op results and
-// function results), edges are ops with a sharding rule (plus identity edges
-// from each returned value to its function result). Each edge step projects
-// its tensors' dim shardings onto the rule's factors, picks one axis list per
-// factor, and projects back. Shardings only ever grow (axes are appended to
-// open dims), so the fixed point is reached in a bounded number of steps.
-// docs/propagation.md states the rules this file implements.
+// The public factor graph behind --par-propagate, --par-explain-sharding and
+// --par-insert-reshards (Partition/ReshardPlacement.cpp), and what a planner
+// builds on. It sees the module as a graph: nodes are tensors (function
+// arguments, op results and function results), edges are ops with a
+// sharding rule (plus identity edges from each returned value to its
+// function result). Each edge step projects its tensors' dim shardings onto
+// the rule's factors, picks one axis list per factor (conflicts settled by
+// a ConflictStrategy), and projects back. Shardings only ever grow (axes
+// are appended to open dims), so the fixed point is reached in a bounded
+// number of steps. docs/propagation.md states the rules.
 //
 //===----------------------------------------------------------------------===//
-#ifndef PAR_LIB_TRANSFORMS_PROPAGATION_PROPAGATIONENGINE_H
-#define PAR_LIB_TRANSFORMS_PROPAGATION_PROPAGATIONENGINE_H
+#ifndef PAR_TRANSFORMS_SHARDINGGRAPH_H
+#define PAR_TRANSFORMS_SHARDINGGRAPH_H
 
 #include "par/Dialect/Par/IR/ParOps.h"
 #include "par/Transforms/Propagation.h"
@@ -161,9 +163,9 @@ struct EdgeEval {
   SmallVector<Leftover, 1> leftovers;
 };
 
-class Engine {
+class ShardingGraph {
 public:
-  explicit Engine(ModuleOp module,
+  explicit ShardingGraph(ModuleOp module,
                   const ConflictStrategy &strategy = defaultConflictStrategy());
 
   /// Builds the graph from the module's functions and annotations.
@@ -262,4 +264,4 @@ private:
 
 } // namespace mlir::par::propagation
 
-#endif // PAR_LIB_TRANSFORMS_PROPAGATION_PROPAGATIONENGINE_H
+#endif // PAR_TRANSFORMS_SHARDINGGRAPH_H
