@@ -665,7 +665,8 @@ TEST(ReshardCost, CountsWhatTheCollectivesMove) {
   // its 512 bytes sent.
   ReshardLayout partial{{{}, {}}, {0}}, replicated{{{}, {}}, {}};
   ReshardPlan plan;
-  ASSERT_TRUE(planReshard({4}, {8, 16}, partial, replicated, plan, error)) << error;
+  ASSERT_TRUE(planReshard({4}, {8, 16}, partial, replicated, plan, error))
+      << error;
   ReshardCost cost = reshardCost({4}, {8, 16}, 4, partial, plan);
   EXPECT_EQ(cost.collectives, 1);
   EXPECT_EQ(cost.movedElements, 2 * 128);
@@ -673,14 +674,16 @@ TEST(ReshardCost, CountsWhatTheCollectivesMove) {
   // Gathering dim 0 moves the gathered buffer once, (n-1)/n of it sent.
   ReshardLayout split{{{0}, {}}, {}};
   ReshardPlan gather;
-  ASSERT_TRUE(planReshard({4}, {8, 16}, split, replicated, gather, error)) << error;
+  ASSERT_TRUE(planReshard({4}, {8, 16}, split, replicated, gather, error))
+      << error;
   cost = reshardCost({4}, {8, 16}, 4, split, gather);
   EXPECT_EQ(cost.collectives, 1);
   EXPECT_EQ(cost.movedElements, 128);
   EXPECT_EQ(cost.sentBytes, 384);
   // Slicing moves nothing; an uneven split pads the local shape.
   ReshardPlan slice;
-  ASSERT_TRUE(planReshard({4}, {8, 16}, replicated, split, slice, error)) << error;
+  ASSERT_TRUE(planReshard({4}, {8, 16}, replicated, split, slice, error))
+      << error;
   cost = reshardCost({4}, {8, 16}, 4, replicated, slice);
   EXPECT_EQ(cost.collectives, 0);
   EXPECT_EQ(cost.movedElements, 0);

@@ -1,5 +1,6 @@
 //===- ShardingRuleTest.cpp - factor mappings -----------------------------===//
 #include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Transforms/ShardingGraph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -70,8 +71,56 @@ TEST_F(ShardingRuleTest, FlopsFromTheRule) {
   Operation *add = firstOp(
       "(%x: tensor<8x16xf32>) -> tensor<8x16xf32>",
       "%y = par.add %x, %x : tensor<8x16xf32>\nreturn %y : tensor<8x16xf32>");
-  EXPECT_EQ(cast<ShardingRuleOpInterface>(add).getShardingRule().flopsPerDevice(),
-            8 * 16);
+  EXPECT_EQ(
+      cast<ShardingRuleOpInterface>(add).getShardingRule().flopsPerDevice(),
+      8 * 16);
+}
+
+// A planner asks the sharding graph what an assignment of mesh axes to an
+// op's factors would move, without changing the IR, and prices it.
+TEST_F(ShardingRuleTest, GraphTellsWhatAnAssignmentImplies) {
+  module = parseSourceString<ModuleOp>(R"mlir(
+    par.mesh @mesh <["x"=2, "y"=2]>
+    func.func @f(%a: tensor<8x16xf32> {par.sharding = #par.sharding<@mesh, [{"x"}, {}]>},
+                 %b: tensor<16x4xf32> {par.sharding = #par.sharding<@mesh, [{}, {}]>})
+        -> tensor<8x4xf32> {
+      %c = par.dot %a, %b contract [1] x [0] : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+      return %c : tensor<8x4xf32>
+    })mlir",
+                                       &context);
+  ASSERT_TRUE(module);
+  auto func = *module->getOps<func::FuncOp>().begin();
+  Operation *dot = &func.getBody().front().front();
+  propagation::ShardingGraph graph(*module);
+  graph.build();
+  // Factors of the dot: i (rows), j (columns), k (contracted). Splitting k
+  // over y instead of i over x moves both operands.
+  FailureOr<SmallVector<propagation::ImpliedReshard, 2>> moves =
+      graph.impliedReshards(dot, {{}, {}, {1}});
+  ASSERT_TRUE(succeeded(moves));
+  ASSERT_EQ(moves->size(), 2u);
+  EXPECT_EQ((*moves)[0].operand, 0u);
+  EXPECT_EQ((*moves)[0].from.dims,
+            (SmallVector<SmallVector<int32_t, 2>, 4>{{0}, {}}));
+  EXPECT_EQ((*moves)[0].to.dims,
+            (SmallVector<SmallVector<int32_t, 2>, 4>{{}, {1}}));
+  EXPECT_EQ((*moves)[1].operand, 1u);
+  EXPECT_EQ((*moves)[1].to.dims,
+            (SmallVector<SmallVector<int32_t, 2>, 4>{{1}, {}}));
+  // Priced without IR: the row-split a becomes column-split: one all_to_all.
+  SmallVector<int64_t> sizes = graph.meshAxisSizes(dot);
+  ReshardPlan plan;
+  std::string error;
+  ASSERT_TRUE(planReshard(sizes, {8, 16}, (*moves)[0].from, (*moves)[0].to,
+                          plan, error))
+      << error;
+  ReshardCost cost = reshardCost(sizes, {8, 16}, 4, (*moves)[0].from, plan);
+  EXPECT_GE(cost.collectives, 1);
+  // Keeping i over x moves nothing; a wrong number of factors fails.
+  moves = graph.impliedReshards(dot, {{0}, {}, {}});
+  ASSERT_TRUE(succeeded(moves));
+  EXPECT_TRUE(moves->empty());
+  EXPECT_TRUE(failed(graph.impliedReshards(dot, {{0}})));
 }
 
 TEST_F(ShardingRuleTest, ReshapeSplitsByGcd) {

@@ -293,8 +293,9 @@ void Executor::runGroupOp(const Instruction &inst, size_t index,
 }
 
 int64_t Executor::measuredPeak() const {
-  int64_t last = allocated_ - int64_t(device_.trailingBytesEqual(
-                                  arena_, size_t(allocated_), kCanary));
+  int64_t last =
+      allocated_ -
+      int64_t(device_.trailingBytesEqual(arena_, size_t(allocated_), kCanary));
   int64_t alignment = program_.alignment;
   return (last + alignment - 1) / alignment * alignment;
 }

@@ -125,7 +125,8 @@ struct Program {
   std::vector<std::vector<std::string>> groups; // communicator groups (axes)
   int64_t alignment = 64;
   /// The plan keeps a collective's operand until its result is first read,
-  /// so a backend may run collectives asynchronously (memory.async_collectives).
+  /// so a backend may run collectives asynchronously
+  /// (memory.async_collectives).
   bool asyncCollectives = false;
   std::vector<InputSpec> inputs;
   std::vector<OutputSpec> outputs;

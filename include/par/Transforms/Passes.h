@@ -28,8 +28,7 @@ template <> struct OptionNames<Precision> {
 namespace llvm::cl {
 /// Parses a pass option of an enum with OptionNames; a wrong value is an
 /// error that lists the right ones.
-template <typename E>
-class NamedEnumParser : public basic_parser<E> {
+template <typename E> class NamedEnumParser : public basic_parser<E> {
 public:
   using basic_parser<E>::basic_parser;
   bool parse(Option &option, StringRef, StringRef arg, E &value) {
@@ -60,7 +59,8 @@ public:
   using NamedEnumParser::NamedEnumParser;
 };
 template <>
-class parser<mlir::par::Precision> : public NamedEnumParser<mlir::par::Precision> {
+class parser<mlir::par::Precision>
+    : public NamedEnumParser<mlir::par::Precision> {
 public:
   using NamedEnumParser::NamedEnumParser;
 };

@@ -17,6 +17,7 @@
 
 #include "par/Dialect/Par/IR/ParOps.h"
 #include "par/Transforms/Propagation.h"
+#include "par/Transforms/ReshardPlan.h"
 
 #include "mlir/IR/AsmState.h"
 #include "llvm/ADT/DenseMap.h"
@@ -129,7 +130,8 @@ class ConflictStrategy {
 public:
   virtual ~ConflictStrategy();
   /// Whether `a` beats `b`.
-  virtual bool better(const CandidateFacts &a, const CandidateFacts &b) const = 0;
+  virtual bool better(const CandidateFacts &a,
+                      const CandidateFacts &b) const = 0;
   /// The rule that made `win` beat `lose`, for --par-explain-sharding.
   virtual std::string reason(const CandidateFacts &win,
                              const CandidateFacts &lose) const = 0;
@@ -163,10 +165,18 @@ struct EdgeEval {
   SmallVector<Leftover, 1> leftovers;
 };
 
+/// An operand move that an assignment of mesh axes to an op's factors
+/// implies (ShardingGraph::impliedReshards): from the operand's current
+/// layout to the one the op would compute with. Axes index the op's mesh.
+struct ImpliedReshard {
+  unsigned operand;
+  ReshardLayout from, to;
+};
+
 class ShardingGraph {
 public:
-  explicit ShardingGraph(ModuleOp module,
-                  const ConflictStrategy &strategy = defaultConflictStrategy());
+  explicit ShardingGraph(ModuleOp module, const ConflictStrategy &strategy =
+                                              defaultConflictStrategy());
 
   /// Builds the graph from the module's functions and annotations.
   void build();
@@ -185,6 +195,18 @@ public:
   /// Inserts the reshards that make every op's tensors agree with the
   /// factor shardings chosen for it (see par::insertReshards).
   int64_t insertReshards();
+
+  /// The operand reshards that splitting the factors of `op`'s rule over
+  /// `factorAxes` (one list of mesh axis indices per factor, major first)
+  /// would imply, from the graph's current state and without changing the
+  /// IR: what a planner prices (planReshard, reshardCost) before it
+  /// decides. Fails when `op` has no rule edge, no mesh, or the lists do
+  /// not match its factors.
+  FailureOr<SmallVector<ImpliedReshard, 2>>
+  impliedReshards(Operation *op,
+                  ArrayRef<SmallVector<int32_t>> factorAxes) const;
+  /// The mesh axis sizes of the mesh `op`'s tensors are on (empty if none).
+  SmallVector<int64_t> meshAxisSizes(Operation *op) const;
 
 private:
   /// Clears the factor splits that some tensor of the edge cannot express.

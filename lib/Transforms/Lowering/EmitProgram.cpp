@@ -561,9 +561,8 @@ struct EmitProgramPass
             << candidates.size() << "; pick one with function=NAME";
       return signalPassFailure();
     }
-    FailureOr<json> doc = Emitter(module, candidates.front(), alignment,
-                                     asyncCollectives)
-                                 .run();
+    FailureOr<json> doc =
+        Emitter(module, candidates.front(), alignment, asyncCollectives).run();
     if (failed(doc))
       return signalPassFailure();
 

@@ -86,7 +86,8 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
       int64_t wait = end;
       for (Value result : op->getResults())
         for (Operation *user : result.getUsers())
-          wait = std::min(wait, user == terminator ? end : indexOf.lookup(user));
+          wait =
+              std::min(wait, user == terminator ? end : indexOf.lookup(user));
       for (Value operand : op->getOperands()) {
         auto it = plan.bufferOf.find(operand);
         if (it != plan.bufferOf.end())

@@ -71,8 +71,7 @@ int64_t globalElements(func::FuncOp func, BlockArgument arg) {
 Value workingCopy(BlockArgument param) {
   Value copy = param;
   for (Operation &op : *param.getOwner())
-    if (getCopyOf(&op) == int64_t(param.getArgNumber()) &&
-        !isLate(&op))
+    if (getCopyOf(&op) == int64_t(param.getArgNumber()) && !isLate(&op))
       copy = op.getResult(0);
   return copy;
 }
@@ -129,15 +128,14 @@ Classified classify(func::FuncOp func, const MemoryPlan &plan) {
         set(arg, States);
   }
   for (unsigned r = 0; r < func.getNumResults(); ++r)
-    if (std::optional<unsigned> target = getUpdatedArgument(func, r))
-      {
-        BlockArgument arg = body.getArgument(*target);
-        unsigned id = plan.bufferOf.lookup(arg);
-        if (!masters.contains(arg) && result.of[id] != States) {
-          set(arg, States);
-          result.counterBytes += plan.buffers[id].bytes;
-        }
+    if (std::optional<unsigned> target = getUpdatedArgument(func, r)) {
+      BlockArgument arg = body.getArgument(*target);
+      unsigned id = plan.bufferOf.lookup(arg);
+      if (!masters.contains(arg) && result.of[id] != States) {
+        set(arg, States);
+        result.counterBytes += plan.buffers[id].bytes;
       }
+    }
 
   // Parameters: each master, or the copy the step computes with (then the
   // master counts as an optimizer state, as mixed-precision training

@@ -19,7 +19,7 @@ using namespace mlir::par;
 using namespace mlir::par::propagation;
 
 ShardingAttr ShardingGraph::makeAttr(int32_t mesh, ArrayRef<AxisList> dims,
-                              ArrayRef<uint8_t> partial) const {
+                                     ArrayRef<uint8_t> partial) const {
   SmallVector<DimShardingAttr> dimAttrs;
   for (const AxisList &dim : dims)
     dimAttrs.push_back(DimShardingAttr::get(ctx, axisAttrs(mesh, dim),
@@ -210,4 +210,64 @@ int64_t mlir::par::insertReshards(ModuleOp module) {
     if (!func.isDeclaration())
       assignReshardPhases(func.getBody().front());
   return inserted;
+}
+
+/// The edge of `op` and its mesh, or a null edge.
+static std::pair<const Edge *, int32_t>
+edgeAndMesh(ArrayRef<Edge> edges, ArrayRef<Node> nodes, Operation *op) {
+  for (const Edge &edge : edges) {
+    if (edge.op != op || edge.isReturn)
+      continue;
+    for (int32_t id : edge.slots)
+      if (id >= 0 && nodes[id].mesh >= 0)
+        return {&edge, nodes[id].mesh};
+    return {&edge, -1};
+  }
+  return {nullptr, -1};
+}
+
+SmallVector<int64_t> ShardingGraph::meshAxisSizes(Operation *op) const {
+  auto [edge, mesh] = edgeAndMesh(edges, nodes, op);
+  if (!edge || mesh < 0)
+    return {};
+  return axisSizes[mesh];
+}
+
+FailureOr<SmallVector<ImpliedReshard, 2>> ShardingGraph::impliedReshards(
+    Operation *op, ArrayRef<SmallVector<int32_t>> factorAxes) const {
+  auto [edge, mesh] = edgeAndMesh(edges, nodes, op);
+  if (!edge || mesh < 0 || factorAxes.size() != edge->factors.size())
+    return failure();
+  SmallVector<FactorChoice, 8> choices(factorAxes.size());
+  for (auto [f, axes] : llvm::enumerate(factorAxes))
+    for (int32_t axis : axes) {
+      if (axis < 0 || axis >= int32_t(axisSizes[mesh].size()))
+        return failure();
+      choices[f].axes.push_back(uint8_t(axis));
+    }
+  auto toLayout = [](ArrayRef<AxisList> dims, ArrayRef<uint8_t> partial) {
+    ReshardLayout layout;
+    for (const AxisList &dim : dims)
+      layout.dims.emplace_back(dim.begin(), dim.end());
+    layout.partial.assign(partial.begin(), partial.end());
+    return layout;
+  };
+  SmallVector<ImpliedReshard, 2> moves;
+  for (unsigned slot = 0; slot < edge->numOperands; ++slot) {
+    if (edge->slots[slot] < 0)
+      continue;
+    const Node &node = nodes[edge->slots[slot]];
+    SmallVector<AxisList> target;
+    for (const DimFactors &dimFactors : edge->mappings[slot]) {
+      AxisList axes;
+      SmallVector<int32_t, 4> fromSlots;
+      backProjectDim(dimFactors, edge->factors, choices, mesh, axes, fromSlots);
+      target.push_back(axes);
+    }
+    if (sameLayout(node, target, {}))
+      continue;
+    moves.push_back(
+        {slot, toLayout(layoutOf(node), node.partial), toLayout(target, {})});
+  }
+  return moves;
 }

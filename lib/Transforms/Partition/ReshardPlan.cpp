@@ -393,4 +393,3 @@ ReshardCost mlir::par::reshardCost(ArrayRef<int64_t> axisSizes,
   }
   return cost;
 }
-

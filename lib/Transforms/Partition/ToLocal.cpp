@@ -474,7 +474,8 @@ LogicalResult Localizer::localizeOp(Operation *op) {
   std::optional<Phase> phase = getPhase(op);
   std::optional<int64_t> layer = getLayer(op);
   LogicalResult result = localizeOpHere(op);
-  Block::iterator begin = prev ? std::next(prev->getIterator()) : block->begin();
+  Block::iterator begin =
+      prev ? std::next(prev->getIterator()) : block->begin();
   Block::iterator end = next ? next->getIterator() : block->end();
   stampPhase(phase, begin, end);
   stampLayer(layer, begin, end);

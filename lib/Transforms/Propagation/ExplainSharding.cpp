@@ -1,6 +1,6 @@
 //===- ExplainSharding.cpp - --par-explain-sharding -----------------------===//
-#include "par/Transforms/ShardingGraph.h"
 #include "par/Transforms/Passes.h"
+#include "par/Transforms/ShardingGraph.h"
 
 #define DEBUG_TYPE "par-explain-sharding"
 

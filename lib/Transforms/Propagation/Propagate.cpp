@@ -1,6 +1,6 @@
 //===- Propagate.cpp - --par-propagate ------------------------------------===//
-#include "par/Transforms/ShardingGraph.h"
 #include "par/Transforms/Passes.h"
+#include "par/Transforms/ShardingGraph.h"
 
 #define DEBUG_TYPE "par-propagate"
 

@@ -73,7 +73,7 @@ const ConflictStrategy &mlir::par::propagation::defaultConflictStrategy() {
 }
 
 CandidateFacts ShardingGraph::factsOf(int32_t mesh, const Edge &edge,
-                               const FactorChoice &choice) const {
+                                      const FactorChoice &choice) const {
   return {choice.priority, nodes[edge.slots[choice.slot]].bytes,
           shardCount(mesh, choice.axes), choice.slot};
 }
@@ -109,8 +109,8 @@ AxisMask ShardingGraph::usedAxes(const Node &node) const {
 //===----------------------------------------------------------------------===//
 
 int32_t ShardingGraph::addNode(Value value, Operation *func, int32_t funcResult,
-                        RankedTensorType type, Location loc,
-                        ShardingAttr sharding) {
+                               RankedTensorType type, Location loc,
+                               ShardingAttr sharding) {
   Node node{value, func, funcResult, type, loc};
   node.bytes = byteSize(type);
   node.dims.resize(type.getRank());
@@ -205,7 +205,8 @@ void ShardingGraph::addRuleEdge(Operation *op, const ShardingRule &rule) {
   edges.push_back(std::move(edge));
 }
 
-void ShardingGraph::addReturnEdge(Operation *ret, Value returned, int32_t resultNode) {
+void ShardingGraph::addReturnEdge(Operation *ret, Value returned,
+                                  int32_t resultNode) {
   auto it = valueNodes.find(returned);
   if (it == valueNodes.end())
     return;
@@ -296,10 +297,11 @@ void ShardingGraph::build() {
 // Projections
 //===----------------------------------------------------------------------===//
 
-void ShardingGraph::projectDim(const DimState &dim, ArrayRef<int64_t> dimFactors,
-                        ArrayRef<Factor> factors, int32_t mesh,
-                        MutableArrayRef<AxisList> out,
-                        AxisList &leftover) const {
+void ShardingGraph::projectDim(const DimState &dim,
+                               ArrayRef<int64_t> dimFactors,
+                               ArrayRef<Factor> factors, int32_t mesh,
+                               MutableArrayRef<AxisList> out,
+                               AxisList &leftover) const {
   size_t next = 0;
   for (auto [i, factorId] : llvm::enumerate(dimFactors)) {
     int64_t size = factors[factorId].size;
@@ -323,10 +325,11 @@ void ShardingGraph::projectDim(const DimState &dim, ArrayRef<int64_t> dimFactors
 }
 
 void ShardingGraph::backProjectDim(ArrayRef<int64_t> dimFactors,
-                            ArrayRef<Factor> factors,
-                            ArrayRef<FactorChoice> choices, int32_t mesh,
-                            AxisList &axes, SmallVectorImpl<int32_t> &fromSlots,
-                            AxisList *dropped) const {
+                                   ArrayRef<Factor> factors,
+                                   ArrayRef<FactorChoice> choices, int32_t mesh,
+                                   AxisList &axes,
+                                   SmallVectorImpl<int32_t> &fromSlots,
+                                   AxisList *dropped) const {
   size_t i = 0;
   for (; i < dimFactors.size(); ++i) {
     const FactorChoice &choice = choices[dimFactors[i]];
@@ -359,7 +362,7 @@ bool ShardingGraph::edgeActive(const Edge &edge, const Stage &stage) const {
 }
 
 bool ShardingGraph::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
-                      bool report) {
+                             bool report) {
   eval = EdgeEval();
   for (int32_t node : edge.slots) {
     if (node < 0 || nodes[node].mesh < 0)
@@ -501,8 +504,8 @@ bool ShardingGraph::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
   return true;
 }
 
-
-bool ShardingGraph::apply(int32_t edgeId, const Stage &stage, const EdgeEval &eval) {
+bool ShardingGraph::apply(int32_t edgeId, const Stage &stage,
+                          const EdgeEval &eval) {
   const Edge &edge = edges[edgeId];
   bool lastLevel = stage.level == kNumLevels - 1;
   bool forwardWaits = edge.expanding && !lastLevel;
@@ -613,7 +616,7 @@ void ShardingGraph::run() {
 //===----------------------------------------------------------------------===//
 
 SmallVector<StringAttr> ShardingGraph::axisAttrs(int32_t mesh,
-                                          ArrayRef<uint8_t> axes) const {
+                                                 ArrayRef<uint8_t> axes) const {
   SmallVector<StringAttr> result;
   for (uint8_t axis : axes)
     result.push_back(axisNames[mesh][axis]);

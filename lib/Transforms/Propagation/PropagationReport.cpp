@@ -1,7 +1,7 @@
 //===- PropagationReport.cpp - what propagation decided, and why ----------===//
 //
-// Everything here reads the state reached by ShardingGraph::run(): the warnings for
-// user shardings an op drops entirely, the remarks for axes an op cannot
+// Everything here reads the state reached by ShardingGraph::run(): the warnings
+// for user shardings an op drops entirely, the remarks for axes an op cannot
 // carry, and the --par-explain-sharding report.
 //
 //===----------------------------------------------------------------------===//
@@ -41,7 +41,8 @@ static std::string factorSizesText(const Edge &edge,
   return text;
 }
 
-std::string ShardingGraph::axesText(int32_t mesh, ArrayRef<uint8_t> axes) const {
+std::string ShardingGraph::axesText(int32_t mesh,
+                                    ArrayRef<uint8_t> axes) const {
   std::string text = "{";
   for (auto [i, axis] : llvm::enumerate(axes))
     text += (i ? ", \"" : "\"") + axisNames[mesh][axis].getValue().str() + "\"";
@@ -145,7 +146,7 @@ void ShardingGraph::evaluateFinal() {
 
 /// Why an op uses `slot`'s dim `dim` unsharded although it is split.
 std::string ShardingGraph::dropReason(const Edge &edge, const EdgeEval &eval,
-                               int32_t slot, int64_t dim) {
+                                      int32_t slot, int64_t dim) {
   ArrayRef<int64_t> dimFactors = edge.mappings[slot][dim];
   std::string where = "dim " + std::to_string(dim);
   for (int64_t factorId : dimFactors) {

@@ -138,8 +138,9 @@ static void shiftPositions(LocalFormContext &ctx, Operation *op,
                            unsigned operand, MutableOperandRange offset) {
   Value input = op->getOperand(operand);
   MeshOp mesh = ctx.meshOf(input);
-  int64_t dim = cast<ShardingRuleOpInterface>(op).getShardingRule().positionalDim(
-      operand);
+  int64_t dim =
+      cast<ShardingRuleOpInterface>(op).getShardingRule().positionalDim(
+          operand);
   if (!mesh || dim < 0)
     return;
   SmallVector<int32_t> axes = ctx.splitAxes(input, dim);

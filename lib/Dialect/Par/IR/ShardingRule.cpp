@@ -252,4 +252,3 @@ int64_t ShardingRule::positionalDim(unsigned operand) const {
         return int64_t(d);
   return -1;
 }
-

@@ -146,7 +146,8 @@ int64_t mlir::par::getZeroStage(FunctionOpInterface func) {
 }
 
 StringRef mlir::par::getDataAxis(FunctionOpInterface func) {
-  if (auto axis = func->getAttrOfType<StringAttr>(ParDialect::kDataAxisAttrName))
+  if (auto axis =
+          func->getAttrOfType<StringAttr>(ParDialect::kDataAxisAttrName))
     return axis.getValue();
   return {};
 }
@@ -160,11 +161,10 @@ void mlir::par::setZero(FunctionOpInterface func, int64_t stage,
 
 std::optional<unsigned> mlir::par::getUpdatedArgument(FunctionOpInterface func,
                                                       unsigned result) {
-  auto target =
-      func.getResultAttrOfType<IntegerAttr>(result, ParDialect::kUpdatesAttrName);
+  auto target = func.getResultAttrOfType<IntegerAttr>(
+      result, ParDialect::kUpdatesAttrName);
   if (!target || target.getInt() < 0 ||
       target.getInt() >= int64_t(func.getNumArguments()))
     return std::nullopt;
   return unsigned(target.getInt());
 }
-
