@@ -138,7 +138,7 @@ public:
     std::function<void()> par, mpi;
     switch (kind) {
     case Kind::AllReduce:
-      par = [&] { comm_.allReduce(0, ReduceOp::Sum, input, out); };
+      par = [&] { comm_.allReduce(0, ReduceOp::Sum, input, out, nullptr); };
       mpi = [&] {
         checkMpi(MPI_Allreduce(in.data(), mpiOut.data(), int(count), MPI_FLOAT,
                                MPI_SUM, MPI_COMM_WORLD),
@@ -146,7 +146,7 @@ public:
       };
       break;
     case Kind::AllGather:
-      par = [&] { comm_.allGather(0, 0, input, out); };
+      par = [&] { comm_.allGather(0, 0, input, out, nullptr); };
       mpi = [&] {
         checkMpi(MPI_Allgather(in.data(), int(piece), MPI_FLOAT, mpiOut.data(),
                                int(piece), MPI_FLOAT, MPI_COMM_WORLD),
@@ -154,7 +154,9 @@ public:
       };
       break;
     case Kind::ReduceScatter:
-      par = [&] { comm_.reduceScatter(0, ReduceOp::Sum, 0, input, out); };
+      par = [&] {
+        comm_.reduceScatter(0, ReduceOp::Sum, 0, input, out, nullptr);
+      };
       mpi = [&] {
         checkMpi(MPI_Reduce_scatter_block(in.data(), mpiOut.data(), int(piece),
                                           MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
@@ -162,7 +164,7 @@ public:
       };
       break;
     case Kind::AllToAll:
-      par = [&] { comm_.allToAll(0, 0, 0, input, out); };
+      par = [&] { comm_.allToAll(0, 0, 0, input, out, nullptr); };
       mpi = [&] {
         checkMpi(MPI_Alltoall(in.data(), int(piece), MPI_FLOAT, mpiOut.data(),
                               int(piece), MPI_FLOAT, MPI_COMM_WORLD),

@@ -60,18 +60,21 @@ public:
   virtual int64_t memberIndex(int64_t group) const = 0;
   virtual int64_t memberCount(int64_t group) const = 0;
 
+  // Each collective is issued on `stream` (the device's communication
+  // stream; null where work runs when called, as on the CPU backend).
   virtual void allReduce(int64_t group, ReduceOp kind, const Tensor &input,
-                         Tensor &out) = 0;
+                         Tensor &out, Stream stream) = 0;
   virtual void allGather(int64_t group, int64_t dim, const Tensor &input,
-                         Tensor &out) = 0;
+                         Tensor &out, Stream stream) = 0;
   virtual void reduceScatter(int64_t group, ReduceOp kind, int64_t dim,
-                             const Tensor &input, Tensor &out) = 0;
+                             const Tensor &input, Tensor &out,
+                             Stream stream) = 0;
   virtual void allToAll(int64_t group, int64_t splitDim, int64_t concatDim,
-                        const Tensor &input, Tensor &out) = 0;
+                        const Tensor &input, Tensor &out, Stream stream) = 0;
   /// (source, target) member pairs; members that are no target get zeros.
   virtual void permute(int64_t group,
                        const std::vector<std::pair<int64_t, int64_t>> &pairs,
-                       const Tensor &input, Tensor &out) = 0;
+                       const Tensor &input, Tensor &out, Stream stream) = 0;
   /// Non-blocking point-to-point transfers between world ranks, matched
   /// by `tag` (pipeline stages send activations forward and their
   /// gradients backward): both return at once.

@@ -23,23 +23,29 @@ GroupOpTable build() {
   auto set = [&](OpCode op, GroupKernel kernel) {
     t.kernels[size_t(op)] = kernel;
   };
-  set(OpCode::AllReduce,
-      [](Collectives &comm, Device &, const Attrs &a, const Tensor &in,
-         Tensor &out) { comm.allReduce(a.group, a.collectiveKind, in, out); });
-  set(OpCode::AllGather,
-      [](Collectives &comm, Device &, const Attrs &a, const Tensor &in,
-         Tensor &out) { comm.allGather(a.group, a.dim, in, out); });
-  set(OpCode::ReduceScatter, [](Collectives &comm, Device &, const Attrs &a,
-                                const Tensor &in, Tensor &out) {
-    comm.reduceScatter(a.group, a.collectiveKind, a.dim, in, out);
+  set(OpCode::AllReduce, [](Collectives &comm, Device &device, const Attrs &a,
+                            const Tensor &in, Tensor &out) {
+    comm.allReduce(a.group, a.collectiveKind, in, out, device.commStream());
   });
-  set(OpCode::AllToAll, [](Collectives &comm, Device &, const Attrs &a,
+  set(OpCode::AllGather, [](Collectives &comm, Device &device, const Attrs &a,
+                            const Tensor &in, Tensor &out) {
+    comm.allGather(a.group, a.dim, in, out, device.commStream());
+  });
+  set(OpCode::ReduceScatter, [](Collectives &comm, Device &device,
+                                const Attrs &a, const Tensor &in, Tensor &out) {
+    comm.reduceScatter(a.group, a.collectiveKind, a.dim, in, out,
+                       device.commStream());
+  });
+  set(OpCode::AllToAll, [](Collectives &comm, Device &device, const Attrs &a,
                            const Tensor &in, Tensor &out) {
-    comm.allToAll(a.group, a.splitDim, a.concatDim, in, out);
+    comm.allToAll(a.group, a.splitDim, a.concatDim, in, out,
+                  device.commStream());
   });
   set(OpCode::CollectivePermute,
-      [](Collectives &comm, Device &, const Attrs &a, const Tensor &in,
-         Tensor &out) { comm.permute(a.group, a.pairs, in, out); });
+      [](Collectives &comm, Device &device, const Attrs &a, const Tensor &in,
+         Tensor &out) {
+        comm.permute(a.group, a.pairs, in, out, device.commStream());
+      });
   // Each device keeps its own piece: no communication.
   set(OpCode::AllSlice, [](Collectives &comm, Device &device, const Attrs &a,
                            const Tensor &in, Tensor &out) {

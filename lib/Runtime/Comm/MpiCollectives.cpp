@@ -109,8 +109,9 @@ public:
   }
   int64_t memberCount(int64_t group) const override { return sizes_.at(group); }
 
-  void allReduce(int64_t group, ReduceOp kind, const Tensor &input,
-                 Tensor &out) override {
+  // MPI runs on the host: the stream is null and work is done on return.
+  void allReduce(int64_t group, ReduceOp kind, const Tensor &input, Tensor &out,
+                 Stream) override {
     Reduction r(input, kind, *this);
     MPI_Request request;
     check(MPI_Iallreduce(MPI_IN_PLACE, r.data(), int(input.size()), r.type,
@@ -120,8 +121,8 @@ public:
     r.store(out);
   }
 
-  void allGather(int64_t group, int64_t dim, const Tensor &input,
-                 Tensor &out) override {
+  void allGather(int64_t group, int64_t dim, const Tensor &input, Tensor &out,
+                 Stream) override {
     int64_t n = sizes_[group];
     std::vector<char> pieces(input.bytes() * n);
     MPI_Request request;
@@ -135,7 +136,7 @@ public:
   }
 
   void reduceScatter(int64_t group, ReduceOp kind, int64_t dim,
-                     const Tensor &input, Tensor &out) override {
+                     const Tensor &input, Tensor &out, Stream) override {
     int64_t n = sizes_[group];
     std::vector<char> pieces(input.bytes());
     splitPieces(input, dim, n, pieces.data());
@@ -151,7 +152,7 @@ public:
   }
 
   void allToAll(int64_t group, int64_t splitDim, int64_t concatDim,
-                const Tensor &input, Tensor &out) override {
+                const Tensor &input, Tensor &out, Stream) override {
     int64_t n = sizes_[group];
     int64_t piece = int64_t(input.bytes()) / n;
     std::vector<char> send(input.bytes()), receive(input.bytes());
@@ -167,7 +168,7 @@ public:
 
   void permute(int64_t group,
                const std::vector<std::pair<int64_t, int64_t>> &pairs,
-               const Tensor &input, Tensor &out) override {
+               const Tensor &input, Tensor &out, Stream) override {
     int64_t me = indices_[group];
     std::vector<MPI_Request> requests;
     bool received = false;
