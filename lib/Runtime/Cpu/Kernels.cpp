@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -1559,43 +1560,12 @@ void adamw(const Tensor &param, const Tensor &grad, const Tensor &m,
   });
 }
 
-void sgd(const Tensor &param, const Tensor &grad, const Tensor &momentumBuf,
-         const Tensor &lr, float momentum, float weightDecay, bool nesterov,
-         Tensor &newParam, Tensor &newMomentum) {
-  const std::string op = "sgd";
-  checkTensor(op, "param", param);
-  checkTensor(op, "grad", grad);
-  checkTensor(op, "momentum_buf", momentumBuf);
-  checkTensor(op, "lr", lr);
-  checkTensor(op, "new_param", newParam);
-  checkTensor(op, "new_momentum", newMomentum);
-  checkFloat(op, "param", param);
-  checkFloat(op, "grad", grad);
-  checkSameShape(op, "grad", grad, "param", param);
-  checkSameType(op, "momentum_buf", momentumBuf, "param", param);
-  checkSameType(op, "new_param", newParam, "param", param);
-  checkSameType(op, "new_momentum", newMomentum, "param", param);
-  checkScalarOperand(op, "lr", lr, /*floatOnly=*/true);
-  const double rate = scalarValue(lr);
-  withFloatCompute(param.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    Input<T> p(param), g(grad), b0(momentumBuf);
-    Output<T> p1(newParam), b1(newMomentum);
-    const T mu = momentum, wd = weightDecay, lrT = T(rate);
-    for (int64_t i = 0, n = param.size(); i < n; ++i) {
-      const T pi = p[i];
-      const T step = g[i] + wd * pi;
-      const T bi = mu * b0[i] + step;
-      p1[i] = pi - lrT * (nesterov ? step + mu * bi : bi);
-      b1[i] = bi;
-    }
-    p1.commit();
-    b1.commit();
-  });
-}
-
-void sgd(const Tensor &param, const Tensor &grad, const Tensor &lr,
-         float weightDecay, Tensor &newParam) {
+/// SGD with a momentum buffer (`momentumBuf`, `newMomentum`) or without one
+/// (both null: plain SGD keeps no state).
+static void sgdUpdate(const Tensor &param, const Tensor &grad,
+                      const Tensor *momentumBuf, const Tensor &lr,
+                      float momentum, float weightDecay, bool nesterov,
+                      Tensor &newParam, Tensor *newMomentum) {
   const std::string op = "sgd";
   checkTensor(op, "param", param);
   checkTensor(op, "grad", grad);
@@ -1605,19 +1575,50 @@ void sgd(const Tensor &param, const Tensor &grad, const Tensor &lr,
   checkFloat(op, "grad", grad);
   checkSameShape(op, "grad", grad, "param", param);
   checkSameType(op, "new_param", newParam, "param", param);
+  if (momentumBuf) {
+    checkTensor(op, "momentum_buf", *momentumBuf);
+    checkTensor(op, "new_momentum", *newMomentum);
+    checkSameType(op, "momentum_buf", *momentumBuf, "param", param);
+    checkSameType(op, "new_momentum", *newMomentum, "param", param);
+  }
   checkScalarOperand(op, "lr", lr, /*floatOnly=*/true);
   const double rate = scalarValue(lr);
   withFloatCompute(param.dtype, [&](auto tag) {
     using T = decltype(tag);
     Input<T> p(param), g(grad);
     Output<T> p1(newParam);
-    const T wd = weightDecay, lrT = T(rate);
+    std::optional<Input<T>> b0;
+    std::optional<Output<T>> b1;
+    if (momentumBuf) {
+      b0.emplace(*momentumBuf);
+      b1.emplace(*newMomentum);
+    }
+    const T mu = momentum, wd = weightDecay, lrT = T(rate);
     for (int64_t i = 0, n = param.size(); i < n; ++i) {
       const T pi = p[i];
-      p1[i] = pi - lrT * (g[i] + wd * pi);
+      const T step = g[i] + wd * pi;
+      const T bi = b0 ? mu * (*b0)[i] + step : step;
+      p1[i] = pi - lrT * (nesterov ? step + mu * bi : bi);
+      if (b1)
+        (*b1)[i] = bi;
     }
     p1.commit();
+    if (b1)
+      b1->commit();
   });
+}
+
+void sgd(const Tensor &param, const Tensor &grad, const Tensor &momentumBuf,
+         const Tensor &lr, float momentum, float weightDecay, bool nesterov,
+         Tensor &newParam, Tensor &newMomentum) {
+  sgdUpdate(param, grad, &momentumBuf, lr, momentum, weightDecay, nesterov,
+            newParam, &newMomentum);
+}
+
+void sgd(const Tensor &param, const Tensor &grad, const Tensor &lr,
+         float weightDecay, Tensor &newParam) {
+  sgdUpdate(param, grad, nullptr, lr, /*momentum=*/0, weightDecay,
+            /*nesterov=*/false, newParam, nullptr);
 }
 
 double scalarValue(const Tensor &t) {
