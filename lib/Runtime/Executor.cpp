@@ -83,16 +83,6 @@ Executor::Executor(const Program &program, Device &device, Collectives &comm,
 
 Executor::~Executor() { device_.release(arena_); }
 
-void Executor::copyIn(const Tensor &t, const std::vector<char> &host) {
-  device_.copyIn(t.data, host.data(), t.bytes());
-}
-
-std::vector<char> Executor::copyOut(const Tensor &t) const {
-  std::vector<char> host(t.bytes());
-  device_.copyOut(host.data(), t.data, t.bytes());
-  return host;
-}
-
 Tensor Executor::buffer(int64_t id) const {
   const Buffer &b = class_->buffers[size_t(id)];
   return Tensor{b.dtype, b.shape, arena_ + b.offset};
@@ -162,7 +152,7 @@ void Executor::initParams(uint64_t seed) {
           }
           storeElement(t.dtype, host.data(), l, value);
         });
-    copyIn(t, host);
+    device_.copyTensorIn(t, host);
   }
 }
 
@@ -184,7 +174,7 @@ void Executor::feedData(const DataSource &data, uint64_t seed, int64_t step) {
                        storeElement(t.dtype, host.data(), l,
                                     randomNormal(seed, stream, uint64_t(g)));
                      });
-      copyIn(t, host);
+      device_.copyTensorIn(t, host);
       continue;
     }
     // Row r of step s reads the window that starts at ((s-1) * rows + r) * S;
@@ -199,7 +189,7 @@ void Executor::feedData(const DataSource &data, uint64_t seed, int64_t step) {
           storeElement(t.dtype, host.data(), l,
                        double(data.token(seed, position, spec.vocab)));
         });
-    copyIn(t, host);
+    device_.copyTensorIn(t, host);
   }
 }
 
@@ -322,7 +312,7 @@ static bool firstReplica(const Program &program, const ShardingSpec &sharding,
 
 std::vector<double> Executor::gatherOutput(size_t i) {
   const OutputSpec &spec = program_.outputs[i];
-  std::vector<char> local = copyOut(output(i));
+  std::vector<char> local = device_.copyTensorOut(output(i));
   std::string bytes(local.begin(), local.end());
   std::vector<std::string> all = comm_.gatherToRoot(bytes);
   if (all.empty())
@@ -362,7 +352,7 @@ std::vector<ShardData> Executor::paramShards() const {
     if (numElements(shard.slice.shape) == 0)
       continue; // all padding
     Tensor t = input(i);
-    auto host = std::make_shared<std::vector<char>>(copyOut(t));
+    auto host = std::make_shared<std::vector<char>>(device_.copyTensorOut(t));
     shard.data = host->data();
     shard.storage = host;
     if (shard.slice.shape != t.shape) {
@@ -416,7 +406,7 @@ void Executor::loadParams(CheckpointReader &reader) {
     std::vector<char> host(t.bytes(), 0);
     if (slice.shape == t.shape) {
       reader.read(spec.name, spec.dtype, spec.globalShape, slice, host.data());
-      copyIn(t, host);
+      device_.copyTensorIn(t, host);
       continue;
     }
     std::vector<char> compact(size_t(numElements(slice.shape)) *
@@ -426,7 +416,7 @@ void Executor::loadParams(CheckpointReader &reader) {
                   compact.data());
     copyBox(slice.shape, t.shape, dtypeBytes(t.dtype), compact.data(),
             host.data(), true);
-    copyIn(t, host);
+    device_.copyTensorIn(t, host);
   }
 }
 

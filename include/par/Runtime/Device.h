@@ -67,6 +67,16 @@ public:
   /// Returns when all issued work is done.
   virtual void synchronize() = 0;
 
+  /// A whole tensor's bytes in from, or out to, the host.
+  void copyTensorIn(const Tensor &t, const std::vector<char> &host) {
+    copyIn(t.data, host.data(), t.bytes());
+  }
+  std::vector<char> copyTensorOut(const Tensor &t) {
+    std::vector<char> host(t.bytes());
+    copyOut(host.data(), t.data, t.bytes());
+    return host;
+  }
+
   /// Issues one kernel of the table on the compute stream.
   void launch(catalogue::OpCode op, const catalogue::Attrs &attrs,
               const std::vector<Tensor> &in, std::vector<Tensor> &out) {

@@ -116,10 +116,6 @@ private:
                     const Tensor &out);
   std::string where(size_t index) const;
 
-  /// Copies `host` (the bytes of `t`) into `t`'s device memory.
-  void copyIn(const Tensor &t, const std::vector<char> &host);
-  std::vector<char> copyOut(const Tensor &t) const;
-
   const Program &program_;
   Device &device_;
   Collectives &comm_;

@@ -11,13 +11,6 @@ using catalogue::OpCode;
 
 namespace {
 
-/// Host bytes of a device tensor.
-std::vector<char> toHost(Device &device, const Tensor &t) {
-  std::vector<char> host(t.bytes());
-  device.copyOut(host.data(), t.data, t.bytes());
-  return host;
-}
-
 GroupOpTable build() {
   GroupOpTable t;
   auto set = [&](OpCode op, GroupKernel kernel) {
@@ -49,7 +42,7 @@ GroupOpTable build() {
   // Each device keeps its own piece: no communication.
   set(OpCode::AllSlice, [](Collectives &comm, Device &device, const Attrs &a,
                            const Tensor &in, Tensor &out) {
-    std::vector<char> whole = toHost(device, in);
+    std::vector<char> whole = device.copyTensorOut(in);
     std::vector<char> pieces(in.bytes());
     splitPieces(Tensor{in.dtype, in.shape, whole.data()}, a.dim,
                 comm.memberCount(a.group), pieces.data());
@@ -61,7 +54,7 @@ GroupOpTable build() {
                             const Tensor &, Tensor &out) {
     std::vector<char> host(out.bytes());
     storeElement(out.dtype, host.data(), 0, double(comm.memberIndex(a.group)));
-    device.copyIn(out.data, host.data(), out.bytes());
+    device.copyTensorIn(out, host);
   });
   return t;
 }

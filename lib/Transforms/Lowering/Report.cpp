@@ -65,15 +65,16 @@ int64_t globalElements(func::FuncOp func, BlockArgument arg) {
   return cast<RankedTensorType>(arg.getType()).getNumElements();
 }
 
-/// The copy of master `param` the step computes with all step long: the
-/// last one marked par.copy_of it (a later copy is made from an earlier
-/// one), the master itself if none.
-Value workingCopy(BlockArgument param) {
-  Value copy = param;
-  for (Operation &op : *param.getOwner())
-    if (getCopyOf(&op) == int64_t(param.getArgNumber()) && !isLate(&op))
-      copy = op.getResult(0);
-  return copy;
+/// The copy of each master the step computes with all step long: the last
+/// op marked par.copy_of it (a later copy is made from an earlier one) that
+/// is not a late per-use gather; a master without one computes itself.
+DenseMap<int64_t, Value> workingCopies(Block &body) {
+  DenseMap<int64_t, Value> copies;
+  for (Operation &op : body)
+    if (std::optional<int64_t> master = getCopyOf(&op))
+      if (!isLate(&op))
+        copies[*master] = op.getResult(0);
+  return copies;
 }
 
 /// The gradient buffer that `update` holds (see the file comment).
@@ -137,6 +138,7 @@ Classified classify(func::FuncOp func, const MemoryPlan &plan) {
       }
     }
 
+  DenseMap<int64_t, Value> copies = workingCopies(body);
   // Parameters: each master, or the copy the step computes with (then the
   // master counts as an optimizer state, as mixed-precision training
   // counts fp32 master weights).
@@ -148,7 +150,9 @@ Classified classify(func::FuncOp func, const MemoryPlan &plan) {
       continue;
     }
     result.parameterCount += globalElements(func, arg);
-    Value copy = workingCopy(arg);
+    Value copy = copies.lookup(arg.getArgNumber());
+    if (!copy)
+      copy = arg;
     if (copy != arg) {
       set(arg, States);
       set(copy, Parameters);
