@@ -477,8 +477,7 @@ LogicalResult Localizer::localizeOp(Operation *op) {
   Block::iterator begin =
       prev ? std::next(prev->getIterator()) : block->begin();
   Block::iterator end = next ? next->getIterator() : block->end();
-  stampPhase(phase, begin, end);
-  stampLayer(layer, begin, end);
+  stampMarks(phase, layer, begin, end);
   return result;
 }
 
@@ -596,7 +595,7 @@ LogicalResult Localizer::run() {
         return failure();
       // The move belongs to the phase of what it moves.
       if (def)
-        stampPhase(getPhase(def),
+        stampMarks(getPhase(def), getLayer(def),
                    prev ? std::next(prev->getIterator()) : body.begin(),
                    terminator->getIterator());
       returned.set(*moved);

@@ -78,22 +78,20 @@ void mlir::par::carryMarks(Operation *from, Value to) {
       setLayer(def, *layer);
 }
 
-void mlir::par::stampLayer(std::optional<int64_t> layer, Block::iterator begin,
-                           Block::iterator end) {
-  if (!layer)
-    return;
-  for (Operation &op : llvm::make_range(begin, end))
-    if (!getLayer(&op))
-      setLayer(&op, *layer);
+/// Gives `op` the marks it lacks.
+static void stampOp(Operation *op, std::optional<Phase> phase,
+                    std::optional<int64_t> layer) {
+  if (phase && !getPhase(op))
+    setPhase(op, *phase);
+  if (layer && !getLayer(op))
+    setLayer(op, *layer);
 }
 
-void mlir::par::stampPhase(std::optional<Phase> phase, Block::iterator begin,
+void mlir::par::stampMarks(std::optional<Phase> phase,
+                           std::optional<int64_t> layer, Block::iterator begin,
                            Block::iterator end) {
-  if (!phase)
-    return;
   for (Operation &op : llvm::make_range(begin, end))
-    if (!getPhase(&op))
-      setPhase(&op, *phase);
+    stampOp(&op, phase, layer);
 }
 
 void mlir::par::assignReshardPhases(Block &block) {
@@ -125,10 +123,7 @@ void mlir::par::assignReshardPhases(Block &block) {
 
 void PhaseStamper::notifyOperationInserted(Operation *op,
                                            OpBuilder::InsertPoint) {
-  if (phase && !getPhase(op))
-    setPhase(op, *phase);
-  if (layer && !getLayer(op))
-    setLayer(op, *layer);
+  stampOp(op, phase, layer);
 }
 
 bool mlir::par::isLate(Operation *op) {

@@ -57,13 +57,11 @@ void setCopyOf(Operation *op, int64_t master);
 /// (a move that changed nothing).
 void carryMarks(Operation *from, Value to);
 
-/// Every op in [begin, end) without a phase takes `phase` (the ops a pass
-/// made in place of an op of that phase); nothing when it is unset.
-void stampPhase(std::optional<Phase> phase, Block::iterator begin,
-                Block::iterator end);
-/// The same for the layer.
-void stampLayer(std::optional<int64_t> layer, Block::iterator begin,
-                Block::iterator end);
+/// Every op in [begin, end) without a phase takes `phase`, and without a
+/// layer takes `layer` (the ops a pass made in place of an op with these
+/// marks); an unset mark is left alone.
+void stampMarks(std::optional<Phase> phase, std::optional<int64_t> layer,
+                Block::iterator begin, Block::iterator end);
 
 /// Each `par.reshard` in `block` without a phase takes the earliest phase
 /// of the ops that read it (through other reshards), else its input's; and
