@@ -471,6 +471,11 @@ TEST(ProgramErrors, Version) {
               names("version", "must be an integer"));
 }
 
+TEST(ProgramErrors, AsyncCollectivesIsABoolean) {
+  EXPECT_THAT(errorAfter([](json &d) { d["memory"]["async_collectives"] = 1; }),
+              names("memory.async_collectives", "must be true or false"));
+}
+
 TEST(ProgramErrors, NumRanksVersusMesh) {
   EXPECT_THAT(errorAfter([](json &d) { d["num_ranks"] = 8; }),
               names("num_ranks", "8 ranks but the mesh has 4 devices"));

@@ -1066,3 +1066,18 @@ func.func @copy_of_type(%a: tensor<8xf32>) -> tensor<8xf32> {
   %0 = par.neg %a {par.copy_of = array<i64: 0>} : tensor<8xf32>
   return %0 : tensor<8xf32>
 }
+
+// -----
+
+func.func @layer_type(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'par.layer' must be a non-negative layer number, got -1 : i64}}
+  %0 = par.neg %a {par.layer = -1} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @gradient_of_no_result(%a: tensor<8xf32>) {
+  // expected-error @below {{'par.gradient_of' marks a result, but the op has none}}
+  "func.return"() {par.gradient_of = array<i64: 0>} : () -> ()
+}
