@@ -41,7 +41,8 @@ device of its mesh (CPU backend: OpenBLAS kernels, MPI collectives).
 options:
   -np N               ranks to start through mpirun (default: the program's
                       device count; must equal it)
-  --backend=cpu|cuda  execution backend (default cpu)
+  --backend=cpu|cuda  execution backend (default cpu; this build has the cpu
+                      backend only: cuda is an error naming it)
   --steps N           steps to run (default 10)
   --seed N            seed of parameter initialization and synthetic data
                       (default 0)
