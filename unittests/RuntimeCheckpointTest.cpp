@@ -1,6 +1,7 @@
 //===- RuntimeCheckpointTest.cpp - Sharded checkpoint tests ---------------===//
 
 #include "par/Runtime/Checkpoint.h"
+#include "par/Runtime/FileIO.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -56,11 +57,14 @@ std::vector<T> cut(const std::vector<T> &full, const Shape &global,
   return out;
 }
 
-/// Saves tensors the way ranks do: one writeShardFile per rank, then the
-/// index.
+const std::string kId = "c0ffee";
+
+/// Saves tensors the way ranks do: a staging directory, one writeShardFile
+/// per rank, then the published index.
 class Saver {
 public:
-  Saver(std::string dir, int64_t step) : dir_(std::move(dir)), step_(step) {}
+  Saver(std::string dir, int64_t step, std::string id = kId)
+      : dir_(std::move(dir)), step_(step), id_(std::move(id)) {}
 
   template <typename T>
   void add(int rank, const std::string &name, DType dtype, const Shape &global,
@@ -75,17 +79,38 @@ public:
     record.dtype = dtype;
     record.globalShape = global;
     record.shards.push_back(
-        ShardRecord{shardFileName(step_, rank), shardKey(name, slice), slice});
+        ShardRecord{shardFileName(rank), shardKey(name, slice), slice, {}});
   }
 
+  /// Everything but the publication: what a save killed before it leaves.
   void writeShards() {
+    std::string staging = beginSave(dir_, step_, id_);
+    std::map<std::pair<std::string, std::string>, uint32_t> sums;
     for (const auto &[rank, shards] : shards_)
-      writeShardFile(dir_, step_, rank, shards);
+      for (const auto &[key, crc] :
+           writeShardFile(staging, step_, rank, id_, shards))
+        sums[{shardFileName(rank), key}] = crc;
+    for (auto &[name, record] : records)
+      for (ShardRecord &shard : record.shards)
+        shard.crc32c = sums.at({shard.file, shard.key});
   }
 
-  void save(const std::map<std::string, std::string> &metadata = {}) {
+  std::vector<std::string>
+  publish(const std::map<std::string, std::string> &metadata = {},
+          int64_t keep = 1) {
+    Manifest manifest;
+    manifest.step = step_;
+    manifest.saveId = id_;
+    manifest.tensors = records;
+    manifest.metadata = metadata;
+    return publishSave(dir_, manifest, keep);
+  }
+
+  std::vector<std::string>
+  save(const std::map<std::string, std::string> &metadata = {},
+       int64_t keep = 1) {
     writeShards();
-    writeIndex(dir_, step_, records, metadata);
+    return publish(metadata, keep);
   }
 
   std::map<std::string, TensorRecord> records;
@@ -93,6 +118,7 @@ public:
 private:
   std::string dir_;
   int64_t step_;
+  std::string id_;
   std::map<int, std::vector<ShardData>> shards_;
   std::deque<std::vector<unsigned char>> buffers_;
 };
@@ -175,6 +201,11 @@ protected:
     return errorOf([&] { CheckpointReader reader(dir); });
   }
 
+  /// Rank `rank`'s shard file of the published step `step`.
+  fs::path shardPath(int64_t step, int rank, const std::string &id = kId) {
+    return root_ / stepDirName(step, id) / shardFileName(rank);
+  }
+
   fs::path root_;
   std::string dir;
 };
@@ -199,11 +230,11 @@ TEST_F(CheckpointTest, RoundTripOfFourShardsFromFourRanks) {
   EXPECT_EQ(record.dtype, DType::F32);
   EXPECT_EQ(record.globalShape, kW);
   ASSERT_EQ(record.shards.size(), 4u);
-  EXPECT_EQ(record.shards[2].file, "step-10/rank-2.safetensors");
+  EXPECT_EQ(record.shards[2].file, "step-10-c0ffee/rank-2.safetensors");
   EXPECT_EQ(record.shards[2].slice.offsets, (Shape{4, 0}));
   EXPECT_EQ(record.shards[2].slice.shape, (Shape{4, 3}));
   for (int rank = 0; rank < 4; ++rank)
-    EXPECT_TRUE(fs::is_regular_file(root_ / shardFileName(10, rank)));
+    EXPECT_TRUE(fs::is_regular_file(shardPath(10, rank)));
 
   EXPECT_EQ(readW(reader, {{0, 0}, kW}), full);
   expectGridBox(readW(reader, {{4, 3}, {4, 3}}), {{4, 3}, {4, 3}});
@@ -241,7 +272,7 @@ TEST_F(CheckpointTest, ReplicatedAndOverlappingShardsAreFine) {
 
 TEST_F(CheckpointTest, OpensShardFilesLazily) {
   saveRowSplit();
-  fs::path second = root_ / "step-3" / "rank-1.safetensors";
+  fs::path second = shardPath(3, 1);
   ASSERT_TRUE(fs::remove(second));
   CheckpointReader reader(dir);
   // Rows 0:4 live in rank 0's file only.
@@ -310,7 +341,7 @@ TEST_F(CheckpointTest, DTypesKeepTheirBits) {
   EXPECT_EQ(reader.tensors().at("a.bf16").dtype, DType::BF16);
 
   // The shard files use the safetensors dtype names.
-  std::string file = readText(root_ / shardFileName(2, 1));
+  std::string file = readText(shardPath(2, 1));
   uint64_t length = 0;
   std::memcpy(&length, file.data(), 8);
   json header = json::parse(file.substr(8, length));
@@ -336,19 +367,31 @@ TEST_F(CheckpointTest, FilesFollowTheFormat) {
   saveRowSplit();
   json index = json::parse(readText(root_ / "index.json"));
   EXPECT_EQ(index["format"], "par-checkpoint");
-  EXPECT_EQ(index["version"], 1);
+  EXPECT_EQ(index["version"], 2);
   EXPECT_EQ(index["step"], 3);
+  EXPECT_EQ(index["save_id"], kId);
+  EXPECT_EQ(index["retained"], json({"step-3-c0ffee"}));
   EXPECT_TRUE(index["metadata"].is_object());
   json &w = index["tensors"]["w"];
   EXPECT_EQ(w["dtype"], "f32");
   EXPECT_EQ(w["global_shape"], json({8, 6}));
   ASSERT_EQ(w["shards"].size(), 2u);
-  EXPECT_EQ(w["shards"][1]["file"], "step-3/rank-1.safetensors");
+  EXPECT_EQ(w["shards"][1]["file"], "step-3-c0ffee/rank-1.safetensors");
   EXPECT_EQ(w["shards"][1]["key"], shardKey("w", {{4, 0}, {4, 6}}));
   EXPECT_EQ(w["shards"][1]["offsets"], json({4, 0}));
   EXPECT_EQ(w["shards"][1]["shape"], json({4, 6}));
+  std::vector<float> bottom = cut(grid(8, 6), kW, {{4, 0}, {4, 6}});
+  EXPECT_EQ(w["shards"][1]["crc32c"],
+            crcHex(crc32c(bottom.data(), bottom.size() * sizeof(float))));
 
-  std::string file = readText(root_ / "step-3" / "rank-1.safetensors");
+  // The step directory's own manifest names its files relative to itself.
+  json manifest =
+      json::parse(readText(root_ / "step-3-c0ffee" / "index.json"));
+  EXPECT_EQ(manifest["tensors"]["w"]["shards"][1]["file"],
+            "rank-1.safetensors");
+  EXPECT_EQ(manifest["save_id"], kId);
+
+  std::string file = readText(shardPath(3, 1));
   ASSERT_GE(file.size(), 8u);
   uint64_t length = 0;
   for (int i = 7; i >= 0; --i)
@@ -357,6 +400,8 @@ TEST_F(CheckpointTest, FilesFollowTheFormat) {
   ASSERT_EQ(file.size(), 8 + length + 4 * 6 * sizeof(float));
   json header = json::parse(file.substr(8, length));
   EXPECT_EQ(header["__metadata__"]["format"], "par-shard");
+  EXPECT_EQ(header["__metadata__"]["save_id"], kId);
+  EXPECT_EQ(header["__metadata__"]["rank"], "1");
   json &entry = header[shardKey("w", {{4, 0}, {4, 6}})];
   EXPECT_EQ(entry["dtype"], "F32");
   EXPECT_EQ(entry["shape"], json({4, 6}));
@@ -374,7 +419,8 @@ TEST_F(CheckpointTest, ShardKeysAreDeterministicAndUnique) {
   EXPECT_NE(shardKey("w1", a), shardKey("w2", a));
   EXPECT_NE(shardKey("w1", {{}, {}}), shardKey("w1", {{0}, {1}}));
   EXPECT_NE(shardKey("w1", {{}, {}}), "__metadata__");
-  EXPECT_EQ(shardFileName(7, 3), "step-7/rank-3.safetensors");
+  EXPECT_EQ(shardFileName(3), "rank-3.safetensors");
+  EXPECT_EQ(stepDirName(7, "ab12"), "step-7-ab12");
 }
 
 //===----------------------------------------------------------------------===//
@@ -389,11 +435,11 @@ TEST_F(CheckpointTest, ShardsWithoutANewIndexLeaveTheOldCheckpoint) {
   std::vector<float> newer = grid(8, 6);
   for (float &value : newer)
     value = -value - 1;
-  Saver second(dir, 2);
+  Saver second(dir, 2, "beef");
   second.add(0, "w", DType::F32, kW, newer, {{0, 0}, {4, 6}});
   second.add(1, "w", DType::F32, kW, newer, {{4, 0}, {4, 6}});
-  second.writeShards(); // the "crash": no writeIndex
-  EXPECT_TRUE(fs::exists(root_ / "step-2" / "rank-1.safetensors"));
+  second.writeShards(); // the "crash": no publication
+  EXPECT_TRUE(fs::exists(stagingDir(dir, 2, "beef")));
   for (const auto &entry : fs::recursive_directory_iterator(root_))
     EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos)
         << entry.path();
@@ -402,91 +448,230 @@ TEST_F(CheckpointTest, ShardsWithoutANewIndexLeaveTheOldCheckpoint) {
     EXPECT_EQ(reader.step(), 1);
     EXPECT_EQ(readW(reader, {{0, 0}, kW}), grid(8, 6));
   }
-  writeIndex(dir, 2, second.records, {});
+  second.publish();
+  EXPECT_FALSE(fs::exists(stagingDir(dir, 2, "beef")));
   CheckpointReader reader(dir);
   EXPECT_EQ(reader.step(), 2);
   EXPECT_EQ(readW(reader, {{0, 0}, kW}), newer);
 }
 
-TEST_F(CheckpointTest, FailedWriteThrowsAndLeavesNoTempFile) {
+TEST_F(CheckpointTest, SavingAStepAgainReplacesItOnlyByThePublication) {
+  Saver first(dir, 4, "aaaa");
+  first.add(0, "w", DType::F32, kW, grid(8, 6), {{0, 0}, kW});
+  first.save();
+  std::vector<float> newer = grid(8, 6);
+  for (float &value : newer)
+    value += 0.5f;
+  Saver again(dir, 4, "bbbb");
+  again.add(0, "w", DType::F32, kW, newer, {{0, 0}, {4, 6}});
+  again.add(1, "w", DType::F32, kW, newer, {{4, 0}, {4, 6}});
+  again.writeShards();
+  // The old step's files are untouched until the switch.
+  {
+    CheckpointReader reader(dir);
+    EXPECT_EQ(reader.manifest().saveId, "aaaa");
+    EXPECT_EQ(readW(reader, {{0, 0}, kW}), grid(8, 6));
+  }
+  std::vector<std::string> removed = again.publish();
+  EXPECT_EQ(removed, std::vector<std::string>{"step-4-aaaa"});
+  CheckpointReader reader(dir);
+  EXPECT_EQ(reader.manifest().saveId, "bbbb");
+  EXPECT_EQ(readW(reader, {{0, 0}, kW}), newer);
+}
+
+TEST_F(CheckpointTest, AShardFileOfAnotherSaveIsRefused) {
+  saveRowSplit();
+  // A file of another save of the same step (never published) copied over
+  // one of the published files.
+  Saver other(dir, 3, "dead");
+  other.add(1, "w", DType::F32, kW, grid(8, 6), {{4, 0}, {4, 6}});
+  other.writeShards();
+  fs::copy_file(fs::path(stagingDir(dir, 3, "dead")) / shardFileName(1),
+                shardPath(3, 1), fs::copy_options::overwrite_existing);
+  CheckpointReader reader(dir);
+  std::string message = errorOf([&] { readW(reader, {{4, 0}, {4, 6}}); });
+  EXPECT_HAS(message, shardPath(3, 1).string() +
+                          " (rank 1) was written by save \"dead\"");
+  EXPECT_HAS(message, "mixes files of two saves");
+}
+
+TEST_F(CheckpointTest, ChecksumsNameTheRankFileAndTensor) {
+  saveRowSplit();
+  fs::path file = shardPath(3, 1);
+  std::string data = readText(file);
+  data[data.size() - 5] ^= 0x40; // one bit of the last tensor's data
+  writeText(file, data);
+  CheckpointReader reader(dir);
+  Slice top{{0, 0}, {4, 6}};
+  expectGridBox(readW(reader, top), top);
+  std::string message = errorOf([&] { readW(reader, {{5, 0}, {1, 1}}); });
+  EXPECT_HAS(message, file.string() + " (rank 1): tensor \"" +
+                          shardKey("w", {{4, 0}, {4, 6}}) +
+                          "\" (w [4:8, 0:6]) fails its checksum");
+}
+
+TEST_F(CheckpointTest, Crc32cKnownValues) {
+  const char *text = "123456789";
+  EXPECT_EQ(crc32c(text, 9), 0xe3069283u);
+  EXPECT_EQ(crc32c(text + 4, 5, crc32c(text, 4)), 0xe3069283u);
+  EXPECT_EQ(crc32c(nullptr, 0), 0u);
+  std::vector<unsigned char> zeros(32, 0);
+  EXPECT_EQ(crc32c(zeros.data(), zeros.size()), 0x8a9136aau);
+  EXPECT_EQ(crcHex(0xab), "000000ab");
+}
+
+TEST_F(CheckpointTest, FailedWritesLeaveNothingBehind) {
   saveRowSplit();
   std::string before = readText(root_ / "index.json");
   // A directory where the file should go makes the final rename fail.
-  fs::path blocked = root_ / shardFileName(4, 0);
-  fs::create_directories(blocked / "child");
+  fs::path stage = root_ / "stage";
+  fs::create_directories(stage / shardFileName(0) / "child");
   std::vector<float> values = grid(8, 6);
   std::vector<ShardData> shards = {
       ShardData{"w", DType::F32, kW, {{0, 0}, kW}, values.data()}};
-  std::string message = errorOf([&] { writeShardFile(dir, 4, 0, shards); });
-  EXPECT_HAS(message, blocked.string());
-  for (const auto &entry : fs::directory_iterator(blocked.parent_path()))
-    EXPECT_EQ(entry.path().filename().string(), "rank-0.safetensors")
+  std::string message =
+      errorOf([&] { writeShardFile(stage.string(), 4, 0, kId, shards); });
+  EXPECT_HAS(message, (stage / shardFileName(0)).string());
+  for (const auto &entry : fs::directory_iterator(stage))
+    EXPECT_EQ(entry.path().filename().string(), shardFileName(0))
         << entry.path();
 
-  // A file where a directory should go.
-  writeText(root_ / "step-5", "not a directory");
-  message = errorOf([&] { writeShardFile(dir, 5, 0, shards); });
-  EXPECT_HAS(message, "cannot write " + (root_ / shardFileName(5, 0)).string());
+  // A staging directory that exists already is never reused.
+  fs::create_directories(stagingDir(dir, 5, kId));
+  message = errorOf([&] { beginSave(dir, 5, kId); });
+  EXPECT_HAS(message, "cannot create " + stagingDir(dir, 5, kId));
+  abandonSave(dir, 5, kId);
+  EXPECT_FALSE(fs::exists(stagingDir(dir, 5, kId)));
 
-  // The same for the index: the old one stays as it was.
-  std::map<std::string, TensorRecord> records;
+  // The same for an index: the old one stays as it was.
   fs::create_directories(root_ / "other" / "index.json" / "child");
-  message =
-      errorOf([&] { writeIndex((root_ / "other").string(), 9, records, {}); });
+  message = errorOf(
+      [&] { writeIndex((root_ / "other" / "index.json").string(), {}); });
   EXPECT_HAS(message, (root_ / "other" / "index.json").string());
   EXPECT_EQ(readText(root_ / "index.json"), before);
+}
+
+TEST_F(CheckpointTest, WritesNeverFollowAPlantedLink) {
+  fs::path victim = root_ / "victim.txt";
+  writeText(victim, "precious");
+  fs::path target = root_ / "out.json";
+  fs::create_symlink(victim, target);
+  std::string text = "new";
+  writeFileAtomically(target.string(), {{text.data(), text.size()}});
+  EXPECT_EQ(readText(victim), "precious");
+  EXPECT_FALSE(fs::is_symlink(target));
+  EXPECT_EQ(readText(target), "new");
 }
 
 TEST_F(CheckpointTest, WriterRejectsBadShards) {
   std::vector<float> values = grid(8, 6);
   std::string message = errorOf([&] {
     writeShardFile(
-        dir, 1, 0,
+        dir, 1, 0, kId,
         {ShardData{"w", DType::F32, kW, {{6, 0}, {4, 6}}, values.data()}});
   });
   EXPECT_HAS(message, "[6:10, 0:6] of w is outside the global shape 8x6");
   message = errorOf([&] {
-    writeShardFile(dir, 1, 0,
+    writeShardFile(dir, 1, 0, kId,
                    {ShardData{"w", DType::F32, kW, {{0, 0}, kW}, nullptr}});
   });
   EXPECT_HAS(message, "has no data");
-  EXPECT_FALSE(fs::exists(root_ / shardFileName(1, 0)));
+  EXPECT_FALSE(fs::exists(root_ / shardFileName(0)));
+  message = errorOf([&] { writeShardFile(dir, -1, 0, kId, {}); });
+  EXPECT_HAS(message, "step -1 is negative");
 
-  std::map<std::string, TensorRecord> records;
-  records["w"] = TensorRecord{
-      DType::F32, kW, {ShardRecord{"/etc/passwd", "k", {{0, 0}, kW}}}};
-  message = errorOf([&] { writeIndex(dir, 1, records, {}); });
+  Manifest manifest;
+  manifest.saveId = kId;
+  manifest.tensors["w"] = TensorRecord{
+      DType::F32, kW, {ShardRecord{"/etc/passwd", "k", {{0, 0}, kW}, 1}}};
+  std::string path = (root_ / "index.json").string();
+  message = errorOf([&] { writeIndex(path, manifest); });
   EXPECT_HAS(message, "tensors.w.shards[0].file");
+  manifest.tensors["w"].shards[0] = {"rank-0.safetensors", "k", {{0, 0}, kW},
+                                     std::nullopt};
+  message = errorOf([&] { writeIndex(path, manifest); });
+  EXPECT_HAS(message, "tensors.w.shards[0] has no checksum");
   EXPECT_FALSE(fs::exists(root_ / "index.json"));
 }
 
-TEST_F(CheckpointTest, PruneOldStepsKeepsOnlyTheCurrentStep) {
+TEST_F(CheckpointTest, PruningKeepsTheNewestAndNeverFollowsLinks) {
   for (int64_t step : {1, 2, 3}) {
     Saver saver(dir, step);
     saver.add(0, "w", DType::F32, kW, grid(8, 6), {{0, 0}, kW});
-    if (step == 2)
-      saver.save();
-    else
-      saver.writeShards();
+    saver.save({}, /*keep=*/2);
   }
+  EXPECT_FALSE(fs::exists(root_ / stepDirName(1, kId)));
+  EXPECT_TRUE(fs::exists(root_ / stepDirName(2, kId)));
+  EXPECT_TRUE(fs::exists(root_ / stepDirName(3, kId)));
+  // An older retained checkpoint loads by its own directory.
+  {
+    CheckpointReader older((root_ / stepDirName(2, kId)).string());
+    EXPECT_EQ(older.step(), 2);
+    EXPECT_EQ(readW(older, {{0, 0}, kW}), grid(8, 6));
+  }
+
+  // Leftovers of killed saves go; a newer step, links, files and other
+  // names stay.
+  fs::create_directories(stagingDir(dir, 3, "dd"));
+  fs::create_directories(root_ / stepDirName(9, "ee"));
+  fs::path outside = root_ / "outside";
+  fs::create_directories(outside);
+  writeText(outside / "data", "not ours");
+  fs::create_directory_symlink(outside, root_ / "step-0-aa");
   writeText(root_ / "notes.txt", "keep me");
   writeText(root_ / "step-7", "a file, not a step directory");
   fs::create_directories(root_ / "step-x");
   fs::create_directories(root_ / "stepping");
 
-  pruneOldSteps(dir, 2);
-  EXPECT_FALSE(fs::exists(root_ / "step-1"));
-  EXPECT_FALSE(fs::exists(root_ / "step-3"));
-  EXPECT_TRUE(fs::exists(root_ / shardFileName(2, 0)));
-  EXPECT_TRUE(fs::exists(root_ / "index.json"));
+  Saver saver(dir, 4);
+  saver.add(0, "w", DType::F32, kW, grid(8, 6), {{0, 0}, kW});
+  std::vector<std::string> removed = saver.save({}, /*keep=*/2);
+  std::sort(removed.begin(), removed.end());
+  EXPECT_EQ(removed, (std::vector<std::string>{"step-2-c0ffee",
+                                               "step-3-dd.partial"}));
+  EXPECT_TRUE(fs::exists(root_ / stepDirName(3, kId)));
+  EXPECT_TRUE(fs::exists(root_ / stepDirName(4, kId)));
+  EXPECT_TRUE(fs::exists(root_ / stepDirName(9, "ee")));
+  EXPECT_TRUE(fs::is_symlink(root_ / "step-0-aa"));
+  EXPECT_EQ(readText(outside / "data"), "not ours");
   EXPECT_TRUE(fs::exists(root_ / "notes.txt"));
   EXPECT_TRUE(fs::exists(root_ / "step-7"));
   EXPECT_TRUE(fs::exists(root_ / "step-x"));
   EXPECT_TRUE(fs::exists(root_ / "stepping"));
   CheckpointReader reader(dir);
-  EXPECT_EQ(readW(reader, {{0, 0}, kW}), grid(8, 6));
+  EXPECT_EQ(reader.step(), 4);
+  EXPECT_EQ(reader.manifest().retained,
+            (std::vector<std::string>{"step-4-c0ffee", "step-3-c0ffee"}));
+}
 
-  EXPECT_NO_THROW(pruneOldSteps((root_ / "missing").string(), 2));
+TEST_F(CheckpointTest, WithoutATopIndexTheNewestCompleteStepLoads) {
+  for (int64_t step : {1, 2}) {
+    Saver saver(dir, step);
+    saver.add(0, "w", DType::F32, kW, grid(8, 6), {{0, 0}, kW});
+    saver.save({}, /*keep=*/2);
+  }
+  fs::remove(root_ / "index.json");
+  // A staging directory is never a candidate, nor a step without manifest.
+  fs::create_directories(stagingDir(dir, 8, "aa"));
+  fs::create_directories(root_ / stepDirName(7, "bb"));
+  CheckpointReader reader(dir);
+  EXPECT_EQ(reader.step(), 2);
+  EXPECT_EQ(reader.indexPath(),
+            (root_ / stepDirName(2, kId) / "index.json").string());
+  EXPECT_EQ(readW(reader, {{0, 0}, kW}), grid(8, 6));
+}
+
+TEST_F(CheckpointTest, AnOversizedHeaderIsRefusedBeforeItIsRead) {
+  saveRowSplit();
+  fs::path file = shardPath(3, 1);
+  std::string corrupt = readText(file);
+  uint64_t huge = uint64_t(200) << 20;
+  std::memcpy(corrupt.data(), &huge, 8);
+  corrupt.resize(corrupt.size() + (size_t(201) << 20), ' ');
+  writeText(file, corrupt);
+  CheckpointReader reader(dir);
+  EXPECT_HAS(errorOf([&] { readW(reader, {{4, 0}, {4, 6}}); }),
+             "header length 209715200 is over the limit");
 }
 
 //===----------------------------------------------------------------------===//
@@ -516,9 +701,9 @@ TEST_F(CheckpointTest, WrongFormatOrVersion) {
   EXPECT_HAS(openError(), "index.json: format is \"safetensors\"");
   mutateIndex([](json &index) {
     index["format"] = "par-checkpoint";
-    index["version"] = 2;
+    index["version"] = 3;
   });
-  EXPECT_HAS(openError(), "index.json: version 2 is not supported");
+  EXPECT_HAS(openError(), "index.json: version 3 is not supported");
 }
 
 TEST_F(CheckpointTest, MissingOrMistypedFields) {
@@ -547,6 +732,14 @@ TEST_F(CheckpointTest, MissingOrMistypedFields) {
        "dimension or is too large"},
       {[](json &j) { j.erase("step"); }, "index.json: step is missing"},
       {[](json &j) { j["step"] = 1.5; }, "step must be an integer"},
+      {[](json &j) { j["step"] = -2; }, "index.json: step -2 is negative"},
+      {[](json &j) { j.erase("save_id"); }, "save_id is missing"},
+      {[](json &j) { j["retained"] = {"../etc"}; },
+       "retained must be a list of step directory names"},
+      {[](json &j) { j["tensors"]["w"]["shards"][0].erase("crc32c"); },
+       "tensors.w.shards[0].crc32c is missing"},
+      {[](json &j) { j["tensors"]["w"]["shards"][0]["crc32c"] = "XYZ"; },
+       "tensors.w.shards[0].crc32c \"XYZ\" must be 8 lower-case hex"},
       {[](json &j) {
          j["metadata"] = {{"mesh", 3}};
        },
@@ -639,7 +832,7 @@ TEST_F(CheckpointTest, RequestedSliceOutsideTheGlobalShape) {
 
 TEST_F(CheckpointTest, TruncatedShardFile) {
   saveRowSplit();
-  fs::path file = root_ / "step-3" / "rank-1.safetensors";
+  fs::path file = shardPath(3, 1);
   fs::resize_file(file, fs::file_size(file) - 10);
   CheckpointReader reader(dir);
   std::string message = errorOf([&] { readW(reader, {{0, 0}, kW}); });
@@ -663,7 +856,7 @@ TEST_F(CheckpointTest, KeyMissingFromTheFile) {
   });
   CheckpointReader reader(dir);
   std::string message = errorOf([&] { readW(reader, {{0, 0}, kW}); });
-  EXPECT_HAS(message, (root_ / "step-3" / "rank-1.safetensors").string() +
+  EXPECT_HAS(message, shardPath(3, 1).string() +
                           " has no tensor \"w@nope\"");
 }
 
@@ -712,26 +905,26 @@ TEST_F(CheckpointTest, UncoveredRegion) {
 
 TEST_F(CheckpointTest, CorruptShardHeader) {
   saveRowSplit();
-  fs::path file = root_ / "step-3" / "rank-1.safetensors";
+  fs::path file = shardPath(3, 1);
   std::string pristine = readText(file);
   CheckpointReader reader(dir);
 
   std::string corrupt = pristine;
-  uint64_t huge = uint64_t(1) << 40;
-  std::memcpy(corrupt.data(), &huge, 8);
+  uint64_t large = uint64_t(1) << 20;
+  std::memcpy(corrupt.data(), &large, 8);
   writeText(file, corrupt);
   EXPECT_HAS(errorOf([&] {
                readW(reader, {{4, 0}, {4, 6}});
              }),
              file.string() + " is corrupt or truncated: header length "
-                             "1099511627776 is larger than the file");
+                             "1048576 is larger than the file");
 
   std::memset(corrupt.data(), 0xff, 8);
   writeText(file, corrupt);
   EXPECT_HAS(errorOf([&] {
                readW(reader, {{4, 0}, {4, 6}});
              }),
-             "header length 18446744073709551615 is larger than the file");
+             "header length 18446744073709551615 is over the limit");
 
   corrupt = pristine;
   corrupt[8] = '#';

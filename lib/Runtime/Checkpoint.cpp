@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Runtime/Checkpoint.h"
+#include "par/Runtime/FileIO.h"
 
 #include <nlohmann/json.hpp>
 
@@ -42,7 +43,12 @@ using json = nlohmann::json;
 using ordered_json = nlohmann::ordered_json;
 
 constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
-constexpr int kIndexVersion = 1;
+/// Version 2 adds save ids, checksums and step directories; version 1
+/// indexes (no checksums) are still read.
+constexpr int kIndexVersion = 2;
+/// Like other safetensors readers, a header past this size is refused
+/// before it is read into memory.
+constexpr uint64_t kMaxHeaderBytes = 100 << 20;
 constexpr const char *kIndexFormat = "par-checkpoint";
 constexpr const char *kShardFormat = "par-shard";
 
@@ -162,61 +168,14 @@ void checkRecord(const std::string &name, const TensorRecord &record,
   }
 }
 
-struct Chunk {
-  const void *data;
-  size_t size;
-};
-
-/// Flushes the directory entry of a rename. A failure only weakens crash
-/// safety on some file systems, so it is not reported.
-void syncDirectory(const fs::path &dir) {
-  int fd = ::open(dir.empty() ? "." : dir.c_str(),
-                  O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    (void)::fsync(fd);
-    ::close(fd);
+/// Checkpoint writes fail with CheckpointError, whatever failed below.
+void writeAtomically(const std::string &path, const std::vector<Chunk> &chunks,
+                     const char *what) {
+  try {
+    writeFileAtomically(path, chunks, what);
+  } catch (const FileError &e) {
+    throw CheckpointError(e.what());
   }
-}
-
-/// Readers see either the old file or the complete new one, never a prefix.
-void writeAtomically(const std::string &path,
-                     const std::vector<Chunk> &chunks) {
-  fs::path target(path);
-  fs::path parent = target.parent_path();
-  if (!parent.empty()) {
-    std::error_code ec;
-    fs::create_directories(parent, ec);
-    if (ec)
-      throw CheckpointError("cannot write " + path + ": cannot create " +
-                            parent.string() + ": " + ec.message());
-  }
-  std::string temp = path + ".tmp." + std::to_string(::getpid());
-  auto fail = [&](const std::string &what, int err) {
-    ::unlink(temp.c_str());
-    throw CheckpointError("cannot write " + path + ": " + what +
-                          errnoText(err));
-  };
-  FILE *file = std::fopen(temp.c_str(), "wb");
-  if (!file)
-    fail("cannot create " + temp + ": ", errno);
-  for (const Chunk &chunk : chunks) {
-    if (chunk.size &&
-        std::fwrite(chunk.data, 1, chunk.size, file) != chunk.size) {
-      int err = errno;
-      std::fclose(file);
-      fail("", err);
-    }
-  }
-  if (std::fflush(file) != 0 || ::fsync(::fileno(file)) != 0) {
-    int err = errno;
-    std::fclose(file);
-    fail("", err);
-  }
-  if (std::fclose(file) != 0)
-    fail("", errno);
-  if (std::rename(temp.c_str(), path.c_str()) != 0)
-    fail("cannot rename " + temp + " over it: ", errno);
-  syncDirectory(parent);
 }
 
 /// nlohmann refuses to serialize invalid UTF-8; names come from the program.
@@ -370,6 +329,11 @@ std::unique_ptr<ShardFile> openShardFile(const std::string &path) {
   uint64_t headerLength = 0;
   for (int i = 7; i >= 0; --i)
     headerLength = (headerLength << 8) | lengthBytes[i];
+  if (headerLength > kMaxHeaderBytes)
+    throw CheckpointError(path + " is corrupt: its header length " +
+                          std::to_string(headerLength) +
+                          " is over the limit of " +
+                          std::to_string(kMaxHeaderBytes) + " bytes");
   if (headerLength > uint64_t(size - 8))
     throw CheckpointError(path + " is corrupt or truncated: header length " +
                           std::to_string(headerLength) +
@@ -523,9 +487,12 @@ bool intersect(const Slice &a, const Slice &b, Shape &lo, Shape &hi) {
 // Writing.
 //===----------------------------------------------------------------------===//
 
-std::string shardFileName(int64_t step, int rank) {
-  return "step-" + std::to_string(step) + "/rank-" + std::to_string(rank) +
-         ".safetensors";
+std::string shardFileName(int rank) {
+  return "rank-" + std::to_string(rank) + ".safetensors";
+}
+
+std::string stepDirName(int64_t step, const std::string &saveId) {
+  return "step-" + std::to_string(step) + "-" + saveId;
 }
 
 std::string shardKey(const std::string &name, const Slice &slice) {
@@ -537,18 +504,24 @@ std::string shardKey(const std::string &name, const Slice &slice) {
   return key + ":" + shapeString(slice.shape);
 }
 
-void writeShardFile(const std::string &dir, int64_t step, int rank,
-                    const std::vector<ShardData> &shards) {
-  std::string path = joinPath(dir, shardFileName(step, rank));
+std::map<std::string, uint32_t>
+writeShardFile(const std::string &dir, int64_t step, int rank,
+               const std::string &saveId,
+               const std::vector<ShardData> &shards) {
+  std::string path = joinPath(dir, shardFileName(rank));
+  if (step < 0)
+    throw CheckpointError("cannot write " + path + ": step " +
+                          std::to_string(step) + " is negative");
   ordered_json header = ordered_json::object();
   ordered_json metadata = ordered_json::object();
   metadata["format"] = kShardFormat;
   metadata["step"] = std::to_string(step);
   metadata["rank"] = std::to_string(rank);
+  metadata["save_id"] = saveId;
   header["__metadata__"] = metadata;
 
   std::vector<Chunk> chunks(2);
-  std::set<std::string> keys;
+  std::map<std::string, uint32_t> checksums;
   int64_t offset = 0;
   for (const ShardData &shard : shards) {
     auto fail = [&](const std::string &what) {
@@ -566,10 +539,11 @@ void writeShardFile(const std::string &dir, int64_t step, int rank,
     if (bytes > 0 && !shard.data)
       fail("has no data");
     std::string key = shardKey(shard.name, shard.slice);
-    if (!keys.insert(key).second)
+    if (checksums.count(key))
       fail("is given twice");
     if (offset > kMaxInt64 - bytes)
       fail("does not fit in one file");
+    checksums[key] = crc32c(shard.data, size_t(bytes));
     ordered_json entry = ordered_json::object();
     entry["dtype"] = safetensorsDType(shard.dtype);
     entry["shape"] = shard.slice.shape;
@@ -588,22 +562,25 @@ void writeShardFile(const std::string &dir, int64_t step, int rank,
     length[i] = static_cast<unsigned char>(uint64_t(text.size()) >> (8 * i));
   chunks[0] = {length, sizeof(length)};
   chunks[1] = {text.data(), text.size()};
-  writeAtomically(path, chunks);
+  writeAtomically(path, chunks, "shard");
+  return checksums;
 }
 
-void writeIndex(const std::string &dir, int64_t step,
-                const std::map<std::string, TensorRecord> &tensors,
-                const std::map<std::string, std::string> &metadata) {
-  std::string path = joinPath(dir, "index.json");
+void writeIndex(const std::string &path, const Manifest &manifest,
+                const char *what) {
+  if (manifest.step < 0)
+    throw CheckpointError("cannot write " + path + ": step " +
+                          std::to_string(manifest.step) + " is negative");
   ordered_json index = ordered_json::object();
   index["format"] = kIndexFormat;
   index["version"] = kIndexVersion;
-  index["step"] = step;
+  index["step"] = manifest.step;
+  index["save_id"] = manifest.saveId;
   index["metadata"] = ordered_json::object();
-  for (const auto &[key, value] : metadata)
+  for (const auto &[key, value] : manifest.metadata)
     index["metadata"][key] = value;
   ordered_json all = ordered_json::object();
-  for (const auto &[name, record] : tensors) {
+  for (const auto &[name, record] : manifest.tensors) {
     checkRecord(name, record, [&](const std::string &what) {
       throw CheckpointError("cannot write " + path + ": " + what);
     });
@@ -611,79 +588,220 @@ void writeIndex(const std::string &dir, int64_t step,
     tensor["dtype"] = dtypeName(record.dtype);
     tensor["global_shape"] = record.globalShape;
     ordered_json shards = ordered_json::array();
-    for (const ShardRecord &shard : record.shards) {
+    for (size_t i = 0; i < record.shards.size(); ++i) {
+      const ShardRecord &shard = record.shards[i];
+      if (!shard.crc32c)
+        throw CheckpointError("cannot write " + path + ": tensors." + name +
+                              ".shards[" + std::to_string(i) +
+                              "] has no checksum");
       ordered_json entry = ordered_json::object();
       entry["file"] = shard.file;
       entry["key"] = shard.key;
       entry["offsets"] = shard.slice.offsets;
       entry["shape"] = shard.slice.shape;
+      entry["crc32c"] = crcHex(*shard.crc32c);
       shards.push_back(std::move(entry));
     }
     tensor["shards"] = std::move(shards);
     all[name] = std::move(tensor);
   }
   index["tensors"] = std::move(all);
+  if (!manifest.retained.empty())
+    index["retained"] = manifest.retained;
   std::string text = dumpJson(index, 2, path) + "\n";
-  writeAtomically(path, {{text.data(), text.size()}});
+  writeAtomically(path, {{text.data(), text.size()}}, what);
 }
 
-void pruneOldSteps(const std::string &dir, int64_t keepStep) {
-  // Leftover steps only cost disk space, so nothing here may fail a run.
-  try {
-    std::string keep = "step-" + std::to_string(keepStep);
-    std::error_code ec;
-    std::vector<fs::path> doomed;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
-         it.increment(ec)) {
-      std::string name = it->path().filename().string();
-      if (name == keep || name.rfind("step-", 0) != 0)
-        continue;
-      std::string number = name.substr(5);
-      size_t digits = number.size() > 1 && number[0] == '-' ? 1 : 0;
-      if (digits == number.size() ||
-          !std::all_of(number.begin() + digits, number.end(),
-                       [](unsigned char c) { return std::isdigit(c); }))
-        continue;
-      // symlink_status: a link named like a step is not ours to follow.
-      std::error_code statError;
-      if (fs::is_directory(it->symlink_status(statError)) && !statError)
-        doomed.push_back(it->path());
-    }
-    for (const fs::path &path : doomed) {
-      std::error_code removeError;
-      fs::remove_all(path, removeError);
-    }
-  } catch (...) {
+namespace {
+
+/// A directory entry named like a step directory: "step-<N>[-<id>]" and
+/// `.partial` while it is written.
+struct StepEntry {
+  int64_t step = -1;
+  bool partial = false;
+};
+
+std::optional<StepEntry> parseStepName(const std::string &name) {
+  if (name.rfind("step-", 0) != 0)
+    return std::nullopt;
+  std::string rest = name.substr(5);
+  StepEntry entry;
+  const std::string suffix = ".partial";
+  if (rest.size() > suffix.size() &&
+      rest.compare(rest.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    entry.partial = true;
+    rest.resize(rest.size() - suffix.size());
   }
+  size_t dash = rest.find('-');
+  std::string number = rest.substr(0, dash);
+  std::string id = dash == std::string::npos ? "" : rest.substr(dash + 1);
+  if (number.empty() || number.size() > 18 ||
+      !std::all_of(number.begin(), number.end(),
+                   [](unsigned char c) { return std::isdigit(c); }))
+    return std::nullopt;
+  if (dash != std::string::npos &&
+      (id.empty() || !std::all_of(id.begin(), id.end(), [](unsigned char c) {
+        return std::isdigit(c) || (c >= 'a' && c <= 'f');
+      })))
+    return std::nullopt;
+  entry.step = std::stoll(number);
+  return entry;
+}
+
+/// A real directory, not a link to one (a link is never followed).
+bool isRealDirectory(const fs::path &path) {
+  std::error_code ec;
+  fs::file_status status = fs::symlink_status(path, ec);
+  return !ec && fs::is_directory(status);
+}
+
+} // namespace
+
+std::string stagingDir(const std::string &dir, int64_t step,
+                       const std::string &saveId) {
+  return joinPath(dir, stepDirName(step, saveId) + ".partial");
+}
+
+std::string beginSave(const std::string &dir, int64_t step,
+                      const std::string &saveId) {
+  if (step < 0)
+    throw CheckpointError("cannot save step " + std::to_string(step) +
+                          " to " + dir + ": the step is negative");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw CheckpointError("cannot save to " + dir + ": " + ec.message());
+  if (!fs::is_directory(dir, ec))
+    throw CheckpointError("cannot save to " + dir + ": it is not a directory");
+  std::string staging = stagingDir(dir, step, saveId);
+  // A fresh directory: mkdir fails on anything already there, links too.
+  if (::mkdir(staging.c_str(), 0777) != 0)
+    throw CheckpointError("cannot save to " + dir + ": cannot create " +
+                          staging + ": " + errnoText(errno));
+  return staging;
+}
+
+void abandonSave(const std::string &dir, int64_t step,
+                 const std::string &saveId) {
+  fs::path staging = stagingDir(dir, step, saveId);
+  std::error_code ec;
+  if (isRealDirectory(staging))
+    fs::remove_all(staging, ec);
+}
+
+std::vector<std::string> publishSave(const std::string &dir, Manifest manifest,
+                                     int64_t keep) {
+  std::string name = stepDirName(manifest.step, manifest.saveId);
+  std::string staging = stagingDir(dir, manifest.step, manifest.saveId);
+  std::string final = joinPath(dir, name);
+  std::string topIndex = joinPath(dir, "index.json");
+
+  // The retained list continues the published one (when it is readable).
+  std::vector<std::string> retained = {name};
+  std::error_code ec;
+  if (fs::exists(topIndex, ec)) {
+    try {
+      Manifest previous = readIndex(topIndex);
+      for (const std::string &old : previous.retained) {
+        std::optional<StepEntry> entry = parseStepName(old);
+        if (entry && !entry->partial && entry->step < manifest.step &&
+            int64_t(retained.size()) < keep)
+          retained.push_back(old);
+      }
+    } catch (const CheckpointError &) {
+      // An unreadable index is replaced; nothing it listed is kept.
+    }
+  }
+
+  // The step directory's own manifest names files relative to itself.
+  writeIndex(joinPath(staging, "index.json"), manifest, "manifest");
+  try {
+    syncDirectory(staging);
+    if (std::rename(staging.c_str(), final.c_str()) != 0)
+      throw CheckpointError("cannot publish " + staging + " as " + final +
+                            ": " + errnoText(errno));
+    crashPoint("staging.renamed");
+    syncDirectory(dir);
+  } catch (const FileError &e) {
+    throw CheckpointError(e.what());
+  }
+
+  // The top-level index names the same files through the step directory.
+  Manifest top = manifest;
+  for (auto &[tensor, record] : top.tensors)
+    for (ShardRecord &shard : record.shards)
+      shard.file = name + "/" + shard.file;
+  top.retained = retained;
+  try {
+    writeIndex(topIndex, top, "index");
+  } catch (const CheckpointError &) {
+    // Not published: the directory would only fill the disk.
+    std::error_code removeError;
+    fs::remove_all(final, removeError);
+    throw;
+  }
+
+  // Published: what is neither retained nor newer goes.
+  std::vector<std::string> removed;
+  std::set<std::string> keepNames(retained.begin(), retained.end());
+  std::vector<fs::path> doomed;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::string entryName = it->path().filename().string();
+    std::optional<StepEntry> entry = parseStepName(entryName);
+    if (!entry || keepNames.count(entryName) ||
+        entry->step > manifest.step || !isRealDirectory(it->path()))
+      continue;
+    doomed.push_back(it->path());
+  }
+  for (const fs::path &path : doomed) {
+    std::error_code removeError;
+    fs::remove_all(path, removeError);
+    if (!removeError)
+      removed.push_back(path.filename().string());
+  }
+  crashPoint("pruned");
+  return removed;
 }
 
 //===----------------------------------------------------------------------===//
 // Reading.
 //===----------------------------------------------------------------------===//
 
-CheckpointReader::CheckpointReader(std::string dir) : dir_(std::move(dir)) {
-  std::string path = joinPath(dir_, "index.json");
-  std::error_code ec;
-  if (fs::exists(dir_, ec) && !fs::is_directory(dir_, ec))
-    throw CheckpointError("no checkpoint at " + dir_ +
-                          ": it is not a directory");
-  if (!fs::exists(path, ec))
-    throw CheckpointError("no checkpoint at " + dir_ + ": " + path +
-                          " does not exist");
+namespace {
 
+std::string readWholeFile(const std::string &path) {
+  std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (!file)
+    throw CheckpointError("cannot read " + path + ": " + errnoText(errno));
+  struct stat info;
+  if (::fstat(::fileno(file.get()), &info) != 0 || !S_ISREG(info.st_mode))
+    throw CheckpointError("cannot read " + path + ": not a regular file");
+  if (uint64_t(info.st_size) > kMaxHeaderBytes)
+    throw CheckpointError(path + " is " + std::to_string(info.st_size) +
+                          " bytes, more than an index may be (" +
+                          std::to_string(kMaxHeaderBytes) + ")");
   std::string text;
-  {
-    std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
-    if (!file)
-      throw CheckpointError("cannot read " + path + ": " + errnoText(errno));
-    char buffer[1 << 16];
-    size_t n;
-    while ((n = std::fread(buffer, 1, sizeof(buffer), file.get())) > 0)
-      text.append(buffer, n);
-    if (std::ferror(file.get()))
-      throw CheckpointError("cannot read " + path + ": " + errnoText(errno));
-  }
+  char buffer[1 << 16];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file.get())) > 0)
+    text.append(buffer, n);
+  if (std::ferror(file.get()))
+    throw CheckpointError("cannot read " + path + ": " + errnoText(errno));
+  return text;
+}
 
+std::optional<uint32_t> parseCrc(const std::string &text) {
+  if (text.size() != 8 ||
+      !std::all_of(text.begin(), text.end(), [](unsigned char c) {
+        return std::isdigit(c) || (c >= 'a' && c <= 'f');
+      }))
+    return std::nullopt;
+  return uint32_t(std::stoul(text, nullptr, 16));
+}
+
+Manifest parseIndex(const std::string &path, int &version) {
+  std::string text = readWholeFile(path);
   IndexParser parser(path);
   json index;
   try {
@@ -694,21 +812,40 @@ CheckpointReader::CheckpointReader(std::string dir) : dir_(std::move(dir)) {
   if (!index.is_object())
     parser.fail("malformed index: the top level must be a JSON object");
 
+  Manifest manifest;
   std::string format = parser.string(index, "format", "format");
   if (format != kIndexFormat)
     parser.fail("format is \"" + format + "\", not \"" + kIndexFormat + "\"");
-  int64_t version = parser.integer(index, "version", "version");
-  if (version != kIndexVersion)
-    parser.fail("version " + std::to_string(version) +
-                " is not supported (this runtime reads version " +
+  int64_t v = parser.integer(index, "version", "version");
+  if (v != 1 && v != kIndexVersion)
+    parser.fail("version " + std::to_string(v) +
+                " is not supported (this runtime reads versions 1 and " +
                 std::to_string(kIndexVersion) + ")");
-  step_ = parser.integer(index, "step", "step");
+  version = int(v);
+  manifest.step = parser.integer(index, "step", "step");
+  if (manifest.step < 0)
+    parser.fail("step " + std::to_string(manifest.step) + " is negative");
+  if (version >= 2) {
+    manifest.saveId = parser.string(index, "save_id", "save_id");
+    if (manifest.saveId.empty())
+      parser.fail("save_id must not be empty");
+    if (index.contains("retained")) {
+      const json &retained = index["retained"];
+      if (!retained.is_array())
+        parser.fail("retained must be a list of step directory names");
+      for (const json &entry : retained) {
+        if (!entry.is_string() || !parseStepName(entry.get<std::string>()))
+          parser.fail("retained must be a list of step directory names");
+        manifest.retained.push_back(entry.get<std::string>());
+      }
+    }
+  }
 
   const json &metadata = parser.object(index, "metadata", "metadata");
   for (auto it = metadata.begin(); it != metadata.end(); ++it) {
     if (!it.value().is_string())
       parser.fail("metadata." + it.key() + " must be a string");
-    metadata_[it.key()] = it.value().get<std::string>();
+    manifest.metadata[it.key()] = it.value().get<std::string>();
   }
 
   const json &tensors = parser.object(index, "tensors", "tensors");
@@ -740,28 +877,116 @@ CheckpointReader::CheckpointReader(std::string dir) : dir_(std::move(dir)) {
       shard.slice.offsets =
           parser.dims(entry, "offsets", shardField + ".offsets");
       shard.slice.shape = parser.dims(entry, "shape", shardField + ".shape");
+      if (version >= 2) {
+        std::string crc =
+            parser.string(entry, "crc32c", shardField + ".crc32c");
+        shard.crc32c = parseCrc(crc);
+        if (!shard.crc32c)
+          parser.fail(shardField + ".crc32c \"" + crc +
+                      "\" must be 8 lower-case hex digits");
+      }
       record.shards.push_back(std::move(shard));
     }
     checkRecord(it.key(), record,
                 [&](const std::string &what) { parser.fail(what); });
-    tensors_[it.key()] = std::move(record);
+    manifest.tensors[it.key()] = std::move(record);
   }
+  return manifest;
 }
+
+/// The newest complete step directory under `dir` (one with a manifest that
+/// parses), for a checkpoint directory whose top-level index is missing.
+std::optional<std::string> newestStepDirectory(const std::string &dir) {
+  std::optional<std::string> best;
+  int64_t bestStep = -1;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    std::optional<StepEntry> entry = parseStepName(name);
+    if (!entry || entry->partial || entry->step <= bestStep ||
+        !isRealDirectory(it->path()))
+      continue;
+    std::string manifest = (it->path() / "index.json").string();
+    try {
+      int version = 0;
+      (void)parseIndex(manifest, version);
+    } catch (const CheckpointError &) {
+      continue;
+    }
+    best = it->path().string();
+    bestStep = entry->step;
+  }
+  return best;
+}
+
+} // namespace
+
+Manifest readIndex(const std::string &path) {
+  int version = 0;
+  return parseIndex(path, version);
+}
+
+CheckpointReader::CheckpointReader(std::string dir) : dir_(std::move(dir)) {
+  std::error_code ec;
+  if (fs::exists(dir_, ec) && !fs::is_directory(dir_, ec))
+    throw CheckpointError("no checkpoint at " + dir_ +
+                          ": it is not a directory");
+  indexPath_ = joinPath(dir_, "index.json");
+  if (!fs::exists(indexPath_, ec)) {
+    std::optional<std::string> newest =
+        fs::is_directory(dir_, ec) ? newestStepDirectory(dir_) : std::nullopt;
+    if (!newest)
+      throw CheckpointError("no checkpoint at " + dir_ + ": " + indexPath_ +
+                            " does not exist");
+    dir_ = *newest;
+    indexPath_ = joinPath(dir_, "index.json");
+  }
+  manifest_ = parseIndex(indexPath_, version_);
+}
+
+namespace {
+
+std::string metadataField(const json &header, const std::string &key) {
+  auto meta = header.find("__metadata__");
+  if (meta == header.end() || !meta->is_object())
+    return "";
+  auto it = meta->find(key);
+  return it != meta->end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+std::string fileRank(const ShardFile &file) {
+  std::string rank = metadataField(file.header, "rank");
+  return rank.empty() ? "?" : rank;
+}
+
+/// Every file of a version 2 checkpoint carries the save id of its index.
+void checkSaveId(const ShardFile &file, const Manifest &manifest,
+                 const std::string &indexPath) {
+  std::string id = metadataField(file.header, "save_id");
+  if (id != manifest.saveId)
+    throw CheckpointError(
+        file.path + " (rank " + fileRank(file) + ") was written by save \"" +
+        id + "\", but " + indexPath + " is save \"" + manifest.saveId +
+        "\": the directory mixes files of two saves");
+}
+
+} // namespace
 
 void CheckpointReader::read(const std::string &name, DType dtype,
                             const Shape &globalShape, const Slice &slice,
                             void *dst) {
-  auto found = tensors_.find(name);
-  if (found == tensors_.end()) {
+  auto found = manifest_.tensors.find(name);
+  if (found == manifest_.tensors.end()) {
     std::string has;
     size_t shown = 0;
-    for (const auto &entry : tensors_) {
+    for (const auto &entry : manifest_.tensors) {
       if (shown == 5)
         break;
       has += (shown++ ? ", " : "") + entry.first;
     }
-    if (tensors_.size() > shown)
-      has += ", and " + std::to_string(tensors_.size() - shown) + " more";
+    if (manifest_.tensors.size() > shown)
+      has += ", and " + std::to_string(manifest_.tensors.size() - shown) + " more";
     throw CheckpointError(
         "checkpoint " + dir_ + " has no tensor " + name +
         (has.empty() ? " (it has no tensors)" : " (it has " + has + ")"));
@@ -813,21 +1038,41 @@ void CheckpointReader::read(const std::string &name, DType dtype,
       continue;
 
     std::unique_ptr<ShardFile> &file = files[shard.file];
-    if (!file)
+    if (!file) {
       file = openShardFile(joinPath(dir_, shard.file));
+      if (version_ >= 2)
+        checkSaveId(*file, manifest_, indexPath_);
+    }
     int64_t dataOffset = locateShard(*file, name, record, shard);
 
-    // One read spanning the first to the last element needed.
+    // One read spanning the first to the last element needed; the whole
+    // shard when its checksum is still to be verified.
     Shape shardStrides = rowMajorStrides(shard.slice.shape);
     Shape last(hi.size());
     for (size_t d = 0; d < hi.size(); ++d)
       last[d] = hi[d] - 1;
-    int64_t first = linearIndex(lo, shard.slice.offsets, shardStrides);
+    std::string verifiedKey = shard.file + "\n" + shard.key;
+    bool verify = shard.crc32c && !verified_.count(verifiedKey);
+    int64_t first =
+        verify ? 0 : linearIndex(lo, shard.slice.offsets, shardStrides);
     int64_t count =
-        linearIndex(last, shard.slice.offsets, shardStrides) - first + 1;
+        verify ? numElements(shard.slice.shape)
+               : linearIndex(last, shard.slice.offsets, shardStrides) - first +
+                     1;
     buffer.resize(size_t(count) * elementBytes);
     readExactly(*file, dataOffset + first * int64_t(elementBytes),
                 buffer.data(), buffer.size());
+    if (verify) {
+      uint32_t actual = crc32c(buffer.data(), buffer.size());
+      if (actual != *shard.crc32c)
+        throw CheckpointError(
+            file->path + " (rank " + fileRank(*file) + "): tensor \"" +
+            shard.key + "\" (" + name + " " + describeSlice(shard.slice) +
+            ") fails its checksum: CRC-32C " + crcHex(actual) + ", " +
+            indexPath_ + " says " + crcHex(*shard.crc32c) +
+            " (the file is damaged)");
+      verified_[verifiedKey] = true;
+    }
 
     forEachRun(lo, hi, [&](const Shape &start, int64_t length) {
       int64_t from =

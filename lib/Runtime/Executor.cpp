@@ -369,8 +369,7 @@ std::vector<ShardData> Executor::paramShards() const {
   return shards;
 }
 
-std::map<std::string, TensorRecord>
-Executor::checkpointRecords(int64_t step) const {
+std::map<std::string, TensorRecord> Executor::checkpointRecords() const {
   std::map<std::string, TensorRecord> records;
   for (const InputSpec &spec : program_.inputs) {
     if (spec.role != InputRole::Param)
@@ -386,12 +385,71 @@ Executor::checkpointRecords(int64_t step) const {
                  shard.slice.offsets, shard.slice.shape);
       if (numElements(shard.slice.shape) == 0)
         continue;
-      shard.file = shardFileName(step, int(r));
+      shard.file = shardFileName(int(r));
       shard.key = shardKey(spec.name, shard.slice);
       record.shards.push_back(shard);
     }
   }
   return records;
+}
+
+/// True when a real (unpadded) element of `t`, this rank's part of a
+/// tensor of `globalShape` split as `sharding`, is a NaN or an infinity.
+static bool holdsNonFinite(const Program &program, Device &device,
+                           const Tensor &t, const Shape &globalShape,
+                           const ShardingSpec &sharding, int64_t rank) {
+  if (!isFloat(t.dtype))
+    return false;
+  Shape offsets, local;
+  localSlice(program, globalShape, sharding, rank, offsets, local);
+  std::vector<char> host = device.copyTensorOut(t);
+  bool bad = false;
+  forEachInSlice(globalShape, offsets, local, t.shape,
+                 [&](int64_t l, int64_t) {
+                   bad = bad || !std::isfinite(loadElement(t.dtype,
+                                                           host.data(), l));
+                 });
+  return bad;
+}
+
+bool Executor::inputNonFinite(size_t i) const {
+  const InputSpec &spec = program_.inputs[i];
+  if (class_->inputBuffers[i] < 0)
+    return false;
+  return holdsNonFinite(program_, device_, input(i), spec.globalShape,
+                        spec.sharding, rank_);
+}
+
+bool Executor::outputNonFinite(size_t i) const {
+  const OutputSpec &spec = program_.outputs[i];
+  if (class_->outputBuffers[i] < 0)
+    return false;
+  return holdsNonFinite(program_, device_, output(i), spec.globalShape,
+                        spec.sharding, rank_);
+}
+
+std::optional<double> Executor::localScalar(size_t i) const {
+  if (class_->outputBuffers[i] < 0 || !program_.outputs[i].globalShape.empty())
+    return std::nullopt;
+  Tensor t = output(i);
+  std::vector<char> host = device_.copyTensorOut(t);
+  return loadElement(t.dtype, host.data(), 0);
+}
+
+Executor::State Executor::saveState() const {
+  State state(program_.inputs.size());
+  for (size_t i = 0; i < program_.inputs.size(); ++i)
+    if (program_.inputs[i].role == InputRole::Param &&
+        class_->inputBuffers[i] >= 0)
+      state[i] = device_.copyTensorOut(input(i));
+  return state;
+}
+
+void Executor::restoreState(const State &state) {
+  for (size_t i = 0; i < program_.inputs.size() && i < state.size(); ++i)
+    if (program_.inputs[i].role == InputRole::Param &&
+        class_->inputBuffers[i] >= 0)
+      device_.copyTensorIn(input(i), state[i]);
 }
 
 void Executor::loadParams(CheckpointReader &reader) {

@@ -1,6 +1,7 @@
 //===- Trace.cpp - Chrome trace events ------------------------------------===//
 
 #include "par/Runtime/Trace.h"
+#include "par/Runtime/FileIO.h"
 
 #include <nlohmann/json.hpp>
 
@@ -59,20 +60,15 @@ std::string Tracer::serialize() const {
 
 void Tracer::write(const std::string &path,
                    const std::vector<std::string> &ranks) {
-  std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw std::runtime_error("cannot write the trace to " + path);
-    out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
-    for (size_t r = 0; r < ranks.size(); ++r)
-      out << (r ? ",\n" : "") << ranks[r];
-    out << "\n]}\n";
-    if (!out.flush())
-      throw std::runtime_error("cannot write the trace to " + path);
+  std::string text = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+  for (size_t r = 0; r < ranks.size(); ++r)
+    text += (r ? ",\n" : "") + ranks[r];
+  text += "\n]}\n";
+  try {
+    writeFileAtomically(path, {{text.data(), text.size()}}, "trace");
+  } catch (const FileError &e) {
+    throw std::runtime_error(std::string("--trace: ") + e.what());
   }
-  if (std::rename(temp.c_str(), path.c_str()) != 0)
-    throw std::runtime_error("cannot move the trace into place at " + path);
 }
 
 } // namespace par::rt

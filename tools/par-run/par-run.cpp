@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Runtime/Checkpoint.h"
+#include "par/Runtime/CheckpointSave.h"
+#include "par/Runtime/FileIO.h"
 #include "par/Runtime/Comm/MpiCollectives.h"
 #include "par/Runtime/Executor.h"
 #include "par/Runtime/Program.h"
@@ -18,7 +20,9 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <climits>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,16 +57,33 @@ options:
                       loss, each 0-d output named log.X (lr, grad_norm,
                       loss_scale, skipped), tokens/s, time, measured and
                       planned memory
-  --save DIR          write a sharded checkpoint of the parameters to DIR
-                      after the last step
-  --load DIR          start from the checkpoint in DIR (any mesh or
-                      sharding); steps continue from its step
+  --save DIR          write a sharded checkpoint of the parameters and
+                      optimizer states to DIR after the last step (atomic:
+                      an interrupted save leaves the previous one whole)
+  --save-every N      also save every N steps (needs --save)
+  --keep K            published checkpoints to keep in DIR (default 1);
+                      older ones are removed only after a newer one is
+                      published
+  --load DIR          start from the newest complete checkpoint in DIR, or
+                      from one step directory DIR/step-N-ID (any mesh or
+                      sharding; checksums verified); steps continue from
+                      its step
+  --on-nonfinite=stop|skip|warn
+                      a non-finite loss, gradient norm or updated parameter:
+                      stop with exit code 4 (default), undo the step and
+                      go on, or warn and go on; a checkpoint is never saved
+                      with non-finite parameters
+  --max-skipped-steps N
+                      steps in a row that may be skipped (by fp16 loss
+                      scaling, or by --on-nonfinite=skip) before the run
+                      stops as diverged (default 20)
   --trace FILE        write a Chrome trace (one track per rank for compute
                       and communication), viewable in Perfetto
   --timeout SECONDS   a collective that does not finish within SECONDS stops
                       the job with a report (default 300; 0: wait forever)
   --dump-outputs FILE write the global value of every output after the last
-                      step as JSON, with the planned and measured memory of
+                      step as JSON (non-finite values as "nan", "inf",
+                      "-inf"), with the planned and measured memory of
                       every rank and rank 0's traffic in that step
   --json              print rank 0's log as JSON lines instead of text: one
                       object per line with "event" start, step, save or end;
@@ -86,9 +107,16 @@ struct Options {
   std::string data = "synthetic";
   int64_t logEvery = 1;
   std::string save, load, trace, dumpOutputs;
+  int64_t saveEvery = 0;
+  int64_t keep = 1;
+  enum class NonFinite { Stop, Skip, Warn } onNonFinite = NonFinite::Stop;
+  int64_t maxSkipped = 20;
   double timeout = 300;
   bool json = false;
 };
+
+/// Exit code of a run stopped by a non-finite value.
+constexpr int kExitNonFinite = 4;
 
 /// A number for the JSON log: full precision, non-finite values spelled as
 /// programs spell them.
@@ -104,6 +132,20 @@ nlohmann::json jsonNumber(double value) {
 void emitJson(const nlohmann::json &event) {
   std::printf("%s\n", event.dump().c_str());
   std::fflush(stdout);
+}
+
+/// One error line, written with one system call so that lines of several
+/// ranks never interleave; "rank N: " is added unless the message already
+/// names the rank.
+void reportError(int rank, const std::string &message, bool nameRank = true) {
+  std::string prefix = "rank " + std::to_string(rank);
+  bool named = message.rfind(prefix + ":", 0) == 0 ||
+               message.rfind(prefix + ",", 0) == 0;
+  std::string line = "par-run: error: " +
+                     (nameRank && !named ? prefix + ": " : std::string()) +
+                     message + "\n";
+  std::fflush(stdout);
+  (void)!::write(2, line.data(), line.size());
 }
 
 [[noreturn]] void usageError(const std::string &message) {
@@ -184,6 +226,24 @@ Options parseOptions(int argc, char **argv, std::vector<std::string> &rest) {
       o.dumpOutputs = next();
     else if (flag == "--timeout")
       o.timeout = double(parseInt(flag, next(), 0));
+    else if (flag == "--save-every")
+      o.saveEvery = parseInt(flag, next(), 1);
+    else if (flag == "--keep")
+      o.keep = parseInt(flag, next(), 1);
+    else if (flag == "--max-skipped-steps")
+      o.maxSkipped = parseInt(flag, next(), 0);
+    else if (flag == "--on-nonfinite") {
+      std::string mode = next();
+      if (mode == "stop")
+        o.onNonFinite = Options::NonFinite::Stop;
+      else if (mode == "skip")
+        o.onNonFinite = Options::NonFinite::Skip;
+      else if (mode == "warn")
+        o.onNonFinite = Options::NonFinite::Warn;
+      else
+        usageError("--on-nonfinite must be stop, skip or warn, got '" + mode +
+                   "'");
+    }
     else if (!arg.empty() && arg[0] == '-')
       usageError("unknown option '" + arg + "'");
     else if (o.program.empty())
@@ -198,6 +258,8 @@ Options parseOptions(int argc, char **argv, std::vector<std::string> &rest) {
     usageError("no program given");
   if (o.backend != "cpu" && o.backend != "cuda")
     usageError("--backend must be cpu or cuda, got '" + o.backend + "'");
+  if (o.saveEvery > 0 && o.save.empty())
+    usageError("--save-every needs --save DIR");
   return o;
 }
 
@@ -327,6 +389,173 @@ void maybeStall(int64_t rank, int64_t step) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
+/// Ends the run with `code`; rank 0 carries the message, other ranks an
+/// empty one (the job names the problem once).
+class ExitRequest : public std::runtime_error {
+public:
+  ExitRequest(int code, const std::string &message)
+      : std::runtime_error(message), code(code) {}
+  int code;
+};
+
+void warn(const Options &o, int64_t step, const std::string &message) {
+  if (o.json) {
+    emitJson({{"event", "warning"}, {"step", step}, {"message", message}});
+    return;
+  }
+  std::string line = "par-run: warning: step " + std::to_string(step) + ": " +
+                     message + "\n";
+  std::fflush(stdout);
+  (void)!::write(2, line.data(), line.size());
+}
+
+/// What a step is checked for: the loss, the gradient norm (log.grad_norm),
+/// every parameter and optimizer state after the update, and the count of
+/// steps fp16 loss scaling skipped (log.skipped, whose state input is
+/// loss_scale.skipped).
+struct Watch {
+  int64_t loss = -1, gradNorm = -1, skipped = -1, skippedState = -1;
+  int64_t skippedBefore = -1; // agreed count before the step
+};
+
+Watch watchedQuantities(const Program &p, int64_t loss) {
+  Watch watch;
+  watch.loss = loss;
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    if (!p.outputs[i].globalShape.empty())
+      continue;
+    if (p.outputs[i].name == "log.grad_norm")
+      watch.gradNorm = int64_t(i);
+    if (p.outputs[i].name == "log.skipped")
+      watch.skipped = int64_t(i);
+  }
+  for (size_t i = 0; i < p.inputs.size(); ++i)
+    if (p.inputs[i].name == "loss_scale.skipped" &&
+        p.inputs[i].globalShape.empty())
+      watch.skippedState = int64_t(i);
+  return watch;
+}
+
+constexpr int64_t kNone = INT64_MAX;
+
+/// The count of skipped steps in the state, before a step runs, agreed.
+int64_t skippedCount(Executor &exec, Collectives &comm, const Watch &watch) {
+  if (watch.skipped < 0 || watch.skippedState < 0)
+    return -1;
+  std::vector<int64_t> value = {kNone};
+  if (exec.rankClass().inputBuffers[size_t(watch.skippedState)] >= 0) {
+    std::vector<char> host =
+        exec.device().copyTensorOut(exec.input(size_t(watch.skippedState)));
+    value[0] = int64_t(loadElement(
+        exec.program().inputs[size_t(watch.skippedState)].dtype, host.data(),
+        0));
+  }
+  comm.agree(value, ReduceOp::Min);
+  return value[0] == kNone ? -1 : value[0];
+}
+
+/// What every rank agrees a step produced: the first non-finite quantity
+/// (0 the loss, 1 the gradient norm, 2 + i input i after the update; kNone
+/// when all are finite) and the skipped-step count after it (-1: none).
+struct StepHealth {
+  int64_t firstBad = kNone;
+  int64_t skippedAfter = -1;
+};
+
+StepHealth checkStep(Executor &exec, Collectives &comm, const Watch &watch) {
+  const Program &p = exec.program();
+  int64_t bad = kNone;
+  if (watch.loss >= 0 && exec.outputNonFinite(size_t(watch.loss)))
+    bad = 0;
+  else if (watch.gradNorm >= 0 && exec.outputNonFinite(size_t(watch.gradNorm)))
+    bad = 1;
+  else
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      if (p.inputs[i].role == InputRole::Param && exec.inputNonFinite(i)) {
+        bad = 2 + int64_t(i);
+        break;
+      }
+  int64_t skipped = kNone;
+  if (watch.skipped >= 0)
+    if (std::optional<double> value = exec.localScalar(size_t(watch.skipped)))
+      skipped = std::isfinite(*value) ? int64_t(*value) : kNone;
+  std::vector<int64_t> values = {bad, skipped};
+  comm.agree(values, ReduceOp::Min);
+  return {values[0], values[1] == kNone ? -1 : values[1]};
+}
+
+/// Every parameter and optimizer state is finite on every rank.
+bool stateFinite(Executor &exec, Collectives &comm) {
+  const Program &p = exec.program();
+  std::vector<int64_t> bad = {0};
+  for (size_t i = 0; i < p.inputs.size() && !bad[0]; ++i)
+    if (p.inputs[i].role == InputRole::Param && exec.inputNonFinite(i))
+      bad[0] = 1;
+  comm.agree(bad, ReduceOp::Max);
+  return !bad[0];
+}
+
+std::string quantityName(const Program &p, int64_t bad) {
+  if (bad == 0)
+    return "the loss";
+  if (bad == 1)
+    return "the gradient norm (log.grad_norm)";
+  return "'" + p.inputs[size_t(bad - 2)].name + "' after the update";
+}
+
+/// Acts on a step's health as --on-nonfinite says; every rank takes the
+/// same decision from the agreed health. Returns true on a non-finite
+/// event; sets `undo` when the step's update must be undone.
+bool handleNonFinite(const Options &o, const Program &p, const Watch &watch,
+                     const StepHealth &health, int64_t step,
+                     int64_t &skipsInARow, int64_t &scalingSkips, bool &undo,
+                     int rank) {
+  // A step fp16 loss scaling skipped by design is no event, unless its
+  // parameters came out non-finite all the same.
+  bool scalingSkip = watch.skippedBefore >= 0 && health.skippedAfter >= 0 &&
+                     health.skippedAfter > watch.skippedBefore;
+  bool event = health.firstBad != kNone && !(scalingSkip && health.firstBad < 2);
+  if (scalingSkip)
+    ++scalingSkips;
+  if (!event) {
+    skipsInARow = scalingSkip ? skipsInARow + 1 : 0;
+  } else {
+    std::string what = quantityName(p, health.firstBad) + " is not finite";
+    switch (o.onNonFinite) {
+    case Options::NonFinite::Stop:
+      throw ExitRequest(kExitNonFinite,
+                        rank == 0 ? "step " + std::to_string(step) + ": " +
+                                        what +
+                                        "; stopping (--on-nonfinite=stop). "
+                                        "No checkpoint was written or pruned "
+                                        "after this step."
+                                  : "");
+    case Options::NonFinite::Skip:
+      undo = true;
+      ++skipsInARow;
+      if (rank == 0)
+        warn(o, step,
+             what + "; the step's update is undone (--on-nonfinite=skip)");
+      break;
+    case Options::NonFinite::Warn:
+      skipsInARow = 0;
+      if (rank == 0)
+        warn(o, step, what + " (--on-nonfinite=warn)");
+      break;
+    }
+  }
+  if (skipsInARow > o.maxSkipped)
+    throw ExitRequest(
+        kExitNonFinite,
+        rank == 0 ? "step " + std::to_string(step) + ": " +
+                        std::to_string(skipsInARow) +
+                        " steps in a row were skipped (--max-skipped-steps " +
+                        std::to_string(o.maxSkipped) +
+                        "): the run diverged; stopping"
+                  : "");
+  return event;
+}
+
 int runRank(const Options &o, int rank, int size) {
   Program program = loadProgram(o.program);
   if (size != program.numRanks) {
@@ -349,6 +578,11 @@ int runRank(const Options &o, int rank, int size) {
   if (!o.load.empty()) {
     CheckpointReader reader(o.load);
     exec.loadParams(reader);
+    if (reader.step() > INT64_MAX - 1 - o.steps)
+      throw RunError("--load " + o.load + ": step " +
+                     std::to_string(reader.step()) + " of " +
+                     reader.indexPath() + " plus --steps " +
+                     std::to_string(o.steps) + " overflows the step counter");
     first = reader.step() + 1;
   } else {
     exec.initParams(o.seed);
@@ -392,10 +626,100 @@ int runRank(const Options &o, int rank, int size) {
   int64_t peak = 0;
   double totalSeconds = 0;
   int64_t last = first + o.steps - 1;
+  auto logStep = [&](int64_t step, double seconds) {
+      bool log = o.logEvery > 0 &&
+                 ((step - first + 1) % o.logEvery == 0 || step == last);
+      if (!log)
+        return;
+      std::vector<double> value;
+      if (loss >= 0)
+        value = exec.gatherOutput(size_t(loss));
+      std::vector<std::vector<double>> extras;
+      for (size_t i : logged)
+        extras.push_back(exec.gatherOutput(i));
+      if (rank != 0)
+        return;
+      if (o.json) {
+        nlohmann::json event = {{"event", "step"},
+                                {"step", step},
+                                {"seconds", seconds},
+                                {"peak_bytes", peak},
+                                {"planned_bytes", rc.arenaBytes}};
+        if (!value.empty())
+          event["loss"] = jsonNumber(value[0]);
+        nlohmann::json logs = nlohmann::json::object();
+        for (size_t k = 0; k < logged.size(); ++k)
+          logs[program.outputs[logged[k]].name.substr(4)] =
+              jsonNumber(extras[k].empty() ? 0.0 : extras[k][0]);
+        event["log"] = logs;
+        if (tokens)
+          event["tokens_per_s"] = double(tokens) / seconds;
+        emitJson(event);
+        return;
+      }
+      std::string line = "step " + std::to_string(step);
+      char buf[128];
+      if (!value.empty()) {
+        // Significant digits: a loss of 2.6e-5 keeps its precision.
+        std::snprintf(buf, sizeof buf, "  loss %.7g", value[0]);
+        line += buf;
+      }
+      for (size_t k = 0; k < logged.size(); ++k) {
+        std::snprintf(buf, sizeof buf, "  %s %.4g",
+                      program.outputs[logged[k]].name.substr(4).c_str(),
+                      extras[k].empty() ? 0.0 : extras[k][0]);
+        line += buf;
+      }
+      if (tokens) {
+        std::snprintf(buf, sizeof buf, "  %.0f tokens/s",
+                      double(tokens) / seconds);
+        line += buf;
+      }
+      std::snprintf(buf, sizeof buf, "  %.2f ms", seconds * 1e3);
+      line += buf;
+      line += "  peak " + human(peak) + " (plan " + human(rc.arenaBytes) + ")";
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+  };
+  Watch watch = watchedQuantities(program, loss);
+  Executor::State before;
+  int64_t skipsInARow = 0, scalingSkips = 0, nonFiniteEvents = 0;
+  auto save = [&](int64_t step, bool final) {
+    std::map<std::string, std::string> metadata = {
+        {"mesh", meshText(program)},
+        {"function", program.function},
+        {"program", o.program}};
+    if (!stateFinite(exec, *comm)) {
+      std::string message = "not saving step " + std::to_string(step) +
+                            " to " + o.save +
+                            ": parameters or optimizer states are not "
+                            "finite (the checkpoint there is left as it was)";
+      if (final)
+        throw ExitRequest(kExitNonFinite, rank == 0 ? message : "");
+      if (rank == 0)
+        warn(o, step, message);
+      return;
+    }
+    SaveResult saved =
+        saveCheckpoint(exec, *comm, o.save, step, o.keep, metadata);
+    if (rank == 0 && o.json)
+      emitJson({{"event", "save"},
+                {"step", step},
+                {"dir", o.save},
+                {"directory", saved.directory},
+                {"removed", saved.removed}});
+    else if (rank == 0)
+      std::printf("par-run: saved step %lld to %s\n", (long long)step,
+                  o.save.c_str());
+    std::fflush(stdout);
+  };
   for (int64_t step = first; step <= last; ++step) {
     maybeStall(rank, step);
     auto start = std::chrono::steady_clock::now();
     double traceStart = tracer ? tracer->now() : 0;
+    if (o.onNonFinite == Options::NonFinite::Skip)
+      before = exec.saveState();
+    watch.skippedBefore = skippedCount(exec, *comm, watch);
     exec.feedData(data, o.seed, step);
     exec.runStep(step);
     double seconds =
@@ -406,59 +730,17 @@ int runRank(const Options &o, int rank, int size) {
                      tracer->now(), step);
     totalSeconds += seconds;
     peak = std::max(peak, exec.measuredPeak());
-    bool log = o.logEvery > 0 &&
-               ((step - first + 1) % o.logEvery == 0 || step == last);
-    if (!log)
-      continue;
-    std::vector<double> value;
-    if (loss >= 0)
-      value = exec.gatherOutput(size_t(loss));
-    std::vector<std::vector<double>> extras;
-    for (size_t i : logged)
-      extras.push_back(exec.gatherOutput(i));
-    if (rank != 0)
-      continue;
-    if (o.json) {
-      nlohmann::json event = {{"event", "step"},
-                              {"step", step},
-                              {"seconds", seconds},
-                              {"peak_bytes", peak},
-                              {"planned_bytes", rc.arenaBytes}};
-      if (!value.empty())
-        event["loss"] = jsonNumber(value[0]);
-      nlohmann::json logs = nlohmann::json::object();
-      for (size_t k = 0; k < logged.size(); ++k)
-        logs[program.outputs[logged[k]].name.substr(4)] =
-            jsonNumber(extras[k].empty() ? 0.0 : extras[k][0]);
-      event["log"] = logs;
-      if (tokens)
-        event["tokens_per_s"] = double(tokens) / seconds;
-      emitJson(event);
-      continue;
-    }
-    std::string line = "step " + std::to_string(step);
-    char buf[128];
-    if (!value.empty()) {
-      // Significant digits: a loss of 2.6e-5 keeps its precision.
-      std::snprintf(buf, sizeof buf, "  loss %.7g", value[0]);
-      line += buf;
-    }
-    for (size_t k = 0; k < logged.size(); ++k) {
-      std::snprintf(buf, sizeof buf, "  %s %.4g",
-                    program.outputs[logged[k]].name.substr(4).c_str(),
-                    extras[k].empty() ? 0.0 : extras[k][0]);
-      line += buf;
-    }
-    if (tokens) {
-      std::snprintf(buf, sizeof buf, "  %.0f tokens/s",
-                    double(tokens) / seconds);
-      line += buf;
-    }
-    std::snprintf(buf, sizeof buf, "  %.2f ms", seconds * 1e3);
-    line += buf;
-    line += "  peak " + human(peak) + " (plan " + human(rc.arenaBytes) + ")";
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
+
+    StepHealth health = checkStep(exec, *comm, watch);
+    bool undo = false;
+    if (handleNonFinite(o, program, watch, health, step, skipsInARow,
+                        scalingSkips, undo, rank))
+      ++nonFiniteEvents;
+    if (undo)
+      exec.restoreState(before);
+    logStep(step, seconds);
+    if (o.saveEvery > 0 && step % o.saveEvery == 0 && step != last)
+      save(step, /*final=*/false);
   }
   if (peak > rc.arenaBytes)
     throw RunError("rank " + std::to_string(rank) +
@@ -467,58 +749,49 @@ int runRank(const Options &o, int rank, int size) {
                    std::to_string(rc.arenaBytes) +
                    " bytes (a kernel wrote out of bounds)");
 
-  if (!o.save.empty()) {
-    int64_t step = last;
-    std::vector<ShardData> shards = exec.paramShards();
-    // Ranks that hold only replicas of other ranks' shards write nothing.
-    if (!shards.empty())
-      writeShardFile(o.save, step, rank, shards);
-    comm->barrier();
-    if (rank == 0) {
-      writeIndex(o.save, step, exec.checkpointRecords(step),
-                 {{"mesh", meshText(program)},
-                  {"function", program.function},
-                  {"program", o.program}});
-      pruneOldSteps(o.save, step);
-    }
-    comm->barrier();
-    if (rank == 0 && o.json)
-      emitJson({{"event", "save"}, {"step", step}, {"dir", o.save}});
-    else if (rank == 0)
-      std::printf("par-run: saved step %lld to %s\n", (long long)step,
-                  o.save.c_str());
-  }
+  if (!o.save.empty() && o.steps > 0)
+    save(last, /*final=*/true);
+  if (rank == 0 && scalingSkips > 0 && !o.json)
+    std::printf("par-run: %lld step(s) skipped by loss scaling\n",
+                (long long)scalingSkips);
 
   if (!o.dumpOutputs.empty()) {
     nlohmann::json outputs = nlohmann::json::object();
     for (size_t i = 0; i < program.outputs.size(); ++i) {
       std::vector<double> value = exec.gatherOutput(i);
-      if (rank == 0)
+      if (rank == 0) {
+        nlohmann::json values = nlohmann::json::array();
+        for (double v : value)
+          values.push_back(jsonNumber(v));
         outputs[program.outputs[i].name] = {
             {"shape", program.outputs[i].globalShape},
             {"dtype", dtypeName(program.outputs[i].dtype)},
-            {"values", value}};
+            {"values", std::move(values)}};
+      }
     }
     std::vector<std::string> peaks = comm->gatherToRoot(std::to_string(peak));
     if (rank == 0) {
       nlohmann::json measured = nlohmann::json::array();
       for (const std::string &p : peaks)
         measured.push_back(std::stoll(p));
-      std::ofstream out(o.dumpOutputs);
       const Executor::Traffic &traffic = exec.lastStepTraffic();
-      out << nlohmann::json{{"step", last},
-                            {"outputs", outputs},
-                            {"memory",
-                             {{"planned", rc.arenaBytes},
-                              {"measured", measured}}},
-                            {"communication",
-                             {{"collectives", traffic.collectives},
-                              {"moved_elements", traffic.movedElements},
-                              {"sent_bytes", traffic.sentBytes}}}}
-                 .dump()
-          << "\n";
-      if (!out.flush())
-        throw RunError("--dump-outputs: cannot write " + o.dumpOutputs);
+      std::string text =
+          nlohmann::json{{"step", last},
+                         {"outputs", outputs},
+                         {"memory",
+                          {{"planned", rc.arenaBytes}, {"measured", measured}}},
+                         {"communication",
+                          {{"collectives", traffic.collectives},
+                           {"moved_elements", traffic.movedElements},
+                           {"sent_bytes", traffic.sentBytes}}}}
+              .dump() +
+          "\n";
+      try {
+        writeFileAtomically(o.dumpOutputs, {{text.data(), text.size()}},
+                            "dump");
+      } catch (const FileError &e) {
+        throw RunError(std::string("--dump-outputs: ") + e.what());
+      }
     }
   }
 
@@ -561,6 +834,9 @@ int runRank(const Options &o, int rank, int size) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // A file-size limit (ulimit -f) makes writes fail with EFBIG, reported
+  // like a full disk, instead of killing the rank.
+  std::signal(SIGXFSZ, SIG_IGN);
   std::vector<std::string> rest;
   Options o = parseOptions(argc, argv, rest);
   // The device seam: a backend that is not built in is an error up front.
@@ -597,22 +873,30 @@ int main(int argc, char **argv) {
   }
 
   auto [rank, size] = initMpi(&argc, &argv);
+  setInjectionRank(rank);
   int code = 0;
   try {
     code = runRank(o, rank, size);
   } catch (const CommError &e) {
-    std::cerr << "par-run: error: " << e.what() << "\n";
-    std::cerr.flush();
+    reportError(rank, e.what());
     // Give the other ranks of the group time to report their side.
     std::this_thread::sleep_for(std::chrono::seconds(2));
     abortMpi(3);
   } catch (const ProgramError &e) {
     if (rank == 0)
-      std::cerr << "par-run: error: " << e.what() << "\n";
+      reportError(rank, e.what(), /*nameRank=*/false);
+    code = 1;
+  } catch (const ExitRequest &e) {
+    // Agreed by every rank: rank 0 says why, all exit alike.
+    if (rank == 0 && *e.what())
+      reportError(rank, e.what(), /*nameRank=*/false);
+    code = e.code;
+  } catch (const ReportedElsewhere &) {
     code = 1;
   } catch (const std::exception &e) {
-    std::cerr << "par-run: error: rank " << rank << ": " << e.what() << "\n";
-    std::cerr.flush();
+    // This rank alone failed (memory, I/O, a kernel): it names itself and
+    // ends the job, so no other rank waits for it.
+    reportError(rank, e.what());
     if (size > 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
       abortMpi(1);

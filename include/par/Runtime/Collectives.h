@@ -85,6 +85,10 @@ public:
   /// Every rank's bytes, in rank order, on rank 0 (empty elsewhere).
   virtual std::vector<std::string> gatherToRoot(const std::string &bytes) = 0;
   virtual void barrier() = 0;
+  /// Every rank's `values` reduced elementwise over all ranks (Sum, Max or
+  /// Min), in place: the small agreements every rank must act on alike
+  /// (a save's id, whether a step was finite, whether a save failed).
+  virtual void agree(std::vector<int64_t> &values, ReduceOp kind) = 0;
 
   CommContext context;
 };

@@ -20,6 +20,7 @@
 #include "par/Runtime/Trace.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,14 @@ namespace par::rt {
 class RunError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
+};
+
+/// A failure that one rank (rank 0) reports for the whole job: the other
+/// ranks exit non-zero without a message, so the failing rank is named
+/// once.
+class ReportedElsewhere : public RunError {
+public:
+  ReportedElsewhere() : RunError("reported by rank 0") {}
 };
 
 /// Where data inputs come from: a text file read as bytes, or synthetic
@@ -80,8 +89,21 @@ public:
   /// This rank's shards of the parameters it should write (one replica of
   /// each slice over the mesh).
   std::vector<ShardData> paramShards() const;
-  /// Index records of every rank's shards (computed on any rank).
-  std::map<std::string, TensorRecord> checkpointRecords(int64_t step) const;
+  /// Index records of every rank's shards (computed on any rank); files are
+  /// named relative to the step directory, checksums left to the save.
+  std::map<std::string, TensorRecord> checkpointRecords() const;
+
+  /// True when this rank's part of input / output `i` holds a NaN or an
+  /// infinity (the real elements only; false when the rank holds none).
+  bool inputNonFinite(size_t i) const;
+  bool outputNonFinite(size_t i) const;
+  /// This rank's value of 0-d output `i`, if it holds it.
+  std::optional<double> localScalar(size_t i) const;
+  /// A copy of every parameter and optimizer state this rank holds, and
+  /// its restoration (to undo a step).
+  using State = std::vector<std::vector<char>>;
+  State saveState() const;
+  void restoreState(const State &state);
 
   /// Fills the data inputs for `step` (1-based).
   void feedData(const DataSource &data, uint64_t seed, int64_t step);

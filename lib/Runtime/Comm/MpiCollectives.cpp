@@ -254,6 +254,17 @@ public:
     wait(&request, 1, "MPI_Ibarrier");
   }
 
+  void agree(std::vector<int64_t> &values, ReduceOp kind) override {
+    MPI_Op op = kind == ReduceOp::Max   ? MPI_MAX
+                : kind == ReduceOp::Min ? MPI_MIN
+                                        : MPI_SUM;
+    MPI_Request request;
+    check(MPI_Iallreduce(MPI_IN_PLACE, values.data(), int(values.size()),
+                         MPI_INT64_T, op, MPI_COMM_WORLD, &request),
+          "MPI_Iallreduce");
+    wait(&request, 1, "MPI_Iallreduce");
+  }
+
 private:
   /// Reduction operands in a type MPI can reduce: bf16/f16 go through f32.
   struct Reduction {

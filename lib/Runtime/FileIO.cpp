@@ -1,0 +1,178 @@
+//===- FileIO.cpp - Crash-safe file writes and checksums ------------------===//
+
+#include "par/Runtime/FileIO.h"
+
+#include <array>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace par::rt {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string errnoText(int err) {
+  return err ? std::strerror(err) : "unknown I/O error";
+}
+
+/// Writes all of `size` bytes, retrying short writes and interruptions.
+bool writeAll(int fd, const void *data, size_t size, int &err) {
+  const char *p = static_cast<const char *>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      err = n < 0 ? errno : EIO;
+      return false;
+    }
+    p += n;
+    size -= size_t(n);
+  }
+  return true;
+}
+
+int injectionRank = -1;
+
+} // namespace
+
+void setInjectionRank(int rank) { injectionRank = rank; }
+
+void crashPoint(const std::string &point) {
+  static const char *spec = std::getenv("PAR_RUN_INJECT_CRASH");
+  if (!spec || !*spec)
+    return;
+  std::string text = spec;
+  size_t colon = text.find(':');
+  std::string rank = colon == std::string::npos ? "" : text.substr(0, colon);
+  std::string where = colon == std::string::npos ? text : text.substr(colon + 1);
+  if (where != point)
+    return;
+  if (!rank.empty() && rank != std::to_string(injectionRank))
+    return;
+  std::fflush(nullptr);
+  ::kill(::getpid(), SIGKILL);
+  ::_exit(137); // not reached
+}
+
+void syncDirectory(const std::string &dir) {
+  std::string path = dir.empty() ? "." : dir;
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    throw FileError("cannot open directory " + path + " to sync it: " +
+                    errnoText(errno));
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  // Some file systems cannot sync directories; the data itself is synced.
+  if (rc != 0 && err != EINVAL && err != ENOTSUP)
+    throw FileError("cannot sync directory " + path + ": " + errnoText(err));
+}
+
+void writeFileAtomically(const std::string &path,
+                         const std::vector<Chunk> &chunks, const char *what) {
+  fs::path target(path);
+  std::string parent = target.parent_path().string();
+  std::string base = what;
+  // mkstemp: O_CREAT | O_EXCL, which never follows a planted link.
+  std::string temp = path + ".tmp.XXXXXX";
+  int fd = ::mkostemp(temp.data(), O_CLOEXEC);
+  if (fd < 0)
+    throw FileError("cannot write " + path + ": cannot create a temporary "
+                    "file next to it: " + errnoText(errno));
+  auto fail = [&](const std::string &step, int err) {
+    if (fd >= 0)
+      ::close(fd);
+    ::unlink(temp.c_str());
+    throw FileError("cannot write " + path + ": " + step + errnoText(err));
+  };
+  // mkstemp creates 0600; files are readable like any other the user writes.
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  if (::fchmod(fd, 0666 & ~mask) != 0)
+    fail("cannot set its permissions: ", errno);
+  crashPoint(base + ".created");
+  int err = 0;
+  for (const Chunk &chunk : chunks)
+    if (chunk.size && !writeAll(fd, chunk.data, chunk.size, err))
+      fail("", err);
+  crashPoint(base + ".written");
+  if (::fsync(fd) != 0)
+    fail("cannot flush it to disk: ", errno);
+  crashPoint(base + ".synced");
+  if (::close(fd) != 0) {
+    fd = -1;
+    fail("", errno);
+  }
+  fd = -1;
+  if (std::rename(temp.c_str(), path.c_str()) != 0)
+    fail("cannot rename " + temp + " over it: ", errno);
+  crashPoint(base + ".renamed");
+  syncDirectory(parent);
+}
+
+//===----------------------------------------------------------------------===//
+// CRC-32C: table-driven, eight bytes at a time.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+constexpr uint32_t kCastagnoli = 0x82F63B78u; // reflected polynomial
+
+struct CrcTables {
+  std::array<std::array<uint32_t, 256>, 8> t;
+  CrcTables() {
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k)
+        c = (c & 1) ? (c >> 1) ^ kCastagnoli : c >> 1;
+      t[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; ++i)
+      for (size_t k = 1; k < 8; ++k)
+        t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xff];
+  }
+};
+
+const CrcTables &tables() {
+  static const CrcTables instance;
+  return instance;
+}
+
+} // namespace
+
+uint32_t crc32c(const void *data, size_t size, uint32_t crc) {
+  const auto &t = tables().t;
+  const unsigned char *p = static_cast<const unsigned char *>(data);
+  crc = ~crc;
+  while (size >= 8) {
+    uint64_t word;
+    std::memcpy(&word, p, 8); // little-endian host (checked in Checkpoint)
+    word ^= crc;
+    crc = t[7][word & 0xff] ^ t[6][(word >> 8) & 0xff] ^
+          t[5][(word >> 16) & 0xff] ^ t[4][(word >> 24) & 0xff] ^
+          t[3][(word >> 32) & 0xff] ^ t[2][(word >> 40) & 0xff] ^
+          t[1][(word >> 48) & 0xff] ^ t[0][word >> 56];
+    p += 8;
+    size -= 8;
+  }
+  while (size--)
+    crc = (crc >> 8) ^ t[0][(crc ^ *p++) & 0xff];
+  return ~crc;
+}
+
+std::string crcHex(uint32_t crc) {
+  char text[9];
+  std::snprintf(text, sizeof text, "%08x", crc);
+  return text;
+}
+
+} // namespace par::rt
