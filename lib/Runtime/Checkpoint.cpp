@@ -760,6 +760,16 @@ std::vector<std::string> publishSave(const std::string &dir, Manifest manifest,
     if (!removeError)
       removed.push_back(path.filename().string());
   }
+  // Temporary index files of killed saves (regular files only).
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::string entryName = it->path().filename().string();
+    std::error_code statError;
+    if (entryName.rfind("index.json.tmp.", 0) == 0 &&
+        fs::is_regular_file(fs::symlink_status(it->path(), statError)) &&
+        !statError)
+      fs::remove(it->path(), statError);
+  }
   crashPoint("pruned");
   return removed;
 }

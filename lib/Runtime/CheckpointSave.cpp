@@ -36,7 +36,7 @@ void agreeOnFailure(Collectives &comm, const std::string &message) {
   if (!failed[0])
     return;
   if (comm.worldRank() == 0)
-    throw RunError(message);
+    throw AgreedError(message);
   throw ReportedElsewhere();
 }
 

@@ -108,9 +108,11 @@ def compare(base, other):
         a = other["outputs"].get(name)
         if a is None or a["shape"] != out["shape"]:
             return float("inf")
-        ref = out["values"]
+        # float() reads the spelled non-finite values ("nan", "inf").
+        ref = [float(v) for v in out["values"]]
+        got = [float(v) for v in a["values"]]
         scale = max([abs(v) for v in ref] + [1e-30])
-        err = max([abs(x - y) for x, y in zip(a["values"], ref)] + [0.0]) / scale
+        err = max([abs(x - y) for x, y in zip(got, ref)] + [0.0]) / scale
         worst = max(worst, err)
     return worst
 

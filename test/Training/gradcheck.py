@@ -72,7 +72,12 @@ def write_checkpoint(directory, tensors):
 
 
 def outputs(path):
-    return json.load(open(path))["outputs"]
+    """Every output of a --dump-outputs file, values as floats (non-finite
+    ones are spelled "nan", "inf", "-inf")."""
+    outs = json.load(open(path))["outputs"]
+    for out in outs.values():
+        out["values"] = [float(v) for v in out["values"]]
+    return outs
 
 
 def check(model, args):

@@ -30,6 +30,7 @@
 #include <iostream>
 #include <string>
 #include <thread>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <vector>
 
@@ -76,7 +77,7 @@ options:
   --max-skipped-steps N
                       steps in a row that may be skipped (by fp16 loss
                       scaling, or by --on-nonfinite=skip) before the run
-                      stops as diverged (default 20)
+                      stops as diverged (default 64)
   --trace FILE        write a Chrome trace (one track per rank for compute
                       and communication), viewable in Perfetto
   --timeout SECONDS   a collective that does not finish within SECONDS stops
@@ -110,7 +111,7 @@ struct Options {
   int64_t saveEvery = 0;
   int64_t keep = 1;
   enum class NonFinite { Stop, Skip, Warn } onNonFinite = NonFinite::Stop;
-  int64_t maxSkipped = 20;
+  int64_t maxSkipped = 64;
   double timeout = 300;
   bool json = false;
 };
@@ -500,7 +501,7 @@ std::string quantityName(const Program &p, int64_t bad) {
     return "the loss";
   if (bad == 1)
     return "the gradient norm (log.grad_norm)";
-  return "'" + p.inputs[size_t(bad - 2)].name + "' after the update";
+  return "the update of '" + p.inputs[size_t(bad - 2)].name + "'";
 }
 
 /// Acts on a step's health as --on-nonfinite says; every rank takes the
@@ -509,7 +510,7 @@ std::string quantityName(const Program &p, int64_t bad) {
 bool handleNonFinite(const Options &o, const Program &p, const Watch &watch,
                      const StepHealth &health, int64_t step,
                      int64_t &skipsInARow, int64_t &scalingSkips, bool &undo,
-                     int rank) {
+                     int rank, const std::string &kept) {
   // A step fp16 loss scaling skipped by design is no event, unless its
   // parameters came out non-finite all the same.
   bool scalingSkip = watch.skippedBefore >= 0 && health.skippedAfter >= 0 &&
@@ -526,9 +527,8 @@ bool handleNonFinite(const Options &o, const Program &p, const Watch &watch,
       throw ExitRequest(kExitNonFinite,
                         rank == 0 ? "step " + std::to_string(step) + ": " +
                                         what +
-                                        "; stopping (--on-nonfinite=stop). "
-                                        "No checkpoint was written or pruned "
-                                        "after this step."
+                                        "; stopping (--on-nonfinite=stop); " +
+                                        kept
                                   : "");
     case Options::NonFinite::Skip:
       undo = true;
@@ -551,7 +551,7 @@ bool handleNonFinite(const Options &o, const Program &p, const Watch &watch,
                         std::to_string(skipsInARow) +
                         " steps in a row were skipped (--max-skipped-steps " +
                         std::to_string(o.maxSkipped) +
-                        "): the run diverged; stopping"
+                        "): the run diverged; stopping; " + kept
                   : "");
   return event;
 }
@@ -684,6 +684,15 @@ int runRank(const Options &o, int rank, int size) {
   Watch watch = watchedQuantities(program, loss);
   Executor::State before;
   int64_t skipsInARow = 0, scalingSkips = 0, nonFiniteEvents = 0;
+  int64_t lastSaved = -1;
+  auto keptCheckpoint = [&]() -> std::string {
+    if (o.save.empty())
+      return "nothing was saved";
+    if (lastSaved < 0)
+      return "nothing was saved to " + o.save + " by this run";
+    return "the last checkpoint, step " + std::to_string(lastSaved) + " in " +
+           o.save + ", is left as it was";
+  };
   auto save = [&](int64_t step, bool final) {
     std::map<std::string, std::string> metadata = {
         {"mesh", meshText(program)},
@@ -693,7 +702,7 @@ int runRank(const Options &o, int rank, int size) {
       std::string message = "not saving step " + std::to_string(step) +
                             " to " + o.save +
                             ": parameters or optimizer states are not "
-                            "finite (the checkpoint there is left as it was)";
+                            "finite; " + keptCheckpoint();
       if (final)
         throw ExitRequest(kExitNonFinite, rank == 0 ? message : "");
       if (rank == 0)
@@ -702,6 +711,7 @@ int runRank(const Options &o, int rank, int size) {
     }
     SaveResult saved =
         saveCheckpoint(exec, *comm, o.save, step, o.keep, metadata);
+    lastSaved = step;
     if (rank == 0 && o.json)
       emitJson({{"event", "save"},
                 {"step", step},
@@ -734,7 +744,7 @@ int runRank(const Options &o, int rank, int size) {
     StepHealth health = checkStep(exec, *comm, watch);
     bool undo = false;
     if (handleNonFinite(o, program, watch, health, step, skipsInARow,
-                        scalingSkips, undo, rank))
+                        scalingSkips, undo, rank, keptCheckpoint()))
       ++nonFiniteEvents;
     if (undo)
       exec.restoreState(before);
@@ -748,12 +758,6 @@ int runRank(const Options &o, int rank, int size) {
                    ", past the planned arena of " +
                    std::to_string(rc.arenaBytes) +
                    " bytes (a kernel wrote out of bounds)");
-
-  if (!o.save.empty() && o.steps > 0)
-    save(last, /*final=*/true);
-  if (rank == 0 && scalingSkips > 0 && !o.json)
-    std::printf("par-run: %lld step(s) skipped by loss scaling\n",
-                (long long)scalingSkips);
 
   if (!o.dumpOutputs.empty()) {
     nlohmann::json outputs = nlohmann::json::object();
@@ -804,6 +808,14 @@ int runRank(const Options &o, int rank, int size) {
                     o.trace.c_str());
     }
   }
+  // The outputs and the trace are written first: a refused save leaves
+  // them to look at.
+  if (!o.save.empty() && o.steps > 0)
+    save(last, /*final=*/true);
+  if (rank == 0 && scalingSkips > 0 && !o.json)
+    std::printf("par-run: %lld step(s) skipped by loss scaling\n",
+                (long long)scalingSkips);
+
   if (rank == 0 && o.json) {
     const Executor::Traffic &traffic = exec.lastStepTraffic();
     emitJson({{"event", "end"},
@@ -874,6 +886,13 @@ int main(int argc, char **argv) {
 
   auto [rank, size] = initMpi(&argc, &argv);
   setInjectionRank(rank);
+  // Test hook (docs/par-run.md): a file-size limit from here on, as a disk
+  // that fills (set after MPI has made its own session files).
+  if (const char *limit = std::getenv("PAR_RUN_INJECT_FILE_LIMIT")) {
+    rlim_t bytes = rlim_t(std::strtoull(limit, nullptr, 10));
+    struct rlimit rl = {bytes, bytes};
+    (void)::setrlimit(RLIMIT_FSIZE, &rl);
+  }
   int code = 0;
   try {
     code = runRank(o, rank, size);
@@ -891,7 +910,9 @@ int main(int argc, char **argv) {
     if (rank == 0 && *e.what())
       reportError(rank, e.what(), /*nameRank=*/false);
     code = e.code;
-  } catch (const ReportedElsewhere &) {
+  } catch (const AgreedError &e) {
+    if (rank == 0 && *e.what())
+      reportError(rank, e.what(), /*nameRank=*/false);
     code = 1;
   } catch (const std::exception &e) {
     // This rank alone failed (memory, I/O, a kernel): it names itself and

@@ -26,7 +26,7 @@ struct SaveResult {
 
 /// Saves every parameter and optimizer state of `exec` as step `step` in
 /// `dir`, keeping the newest `keep` published checkpoints. Collective.
-/// Throws RunError on rank 0 and ReportedElsewhere on the others when any
+/// Throws AgreedError on rank 0 and ReportedElsewhere on the others when any
 /// rank fails; the previous checkpoint is then left as it was.
 SaveResult saveCheckpoint(Executor &exec, Collectives &comm,
                           const std::string &dir, int64_t step, int64_t keep,

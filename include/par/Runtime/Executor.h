@@ -31,12 +31,17 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-/// A failure that one rank (rank 0) reports for the whole job: the other
-/// ranks exit non-zero without a message, so the failing rank is named
-/// once.
-class ReportedElsewhere : public RunError {
+/// A failure every rank has agreed on (through Collectives::agree): rank 0
+/// throws it with the message, naming the rank that failed; the other ranks
+/// throw ReportedElsewhere and exit non-zero without a message, so the job
+/// reports it once and nobody aborts anybody.
+class AgreedError : public RunError {
 public:
-  ReportedElsewhere() : RunError("reported by rank 0") {}
+  using RunError::RunError;
+};
+class ReportedElsewhere : public AgreedError {
+public:
+  ReportedElsewhere() : AgreedError("") {}
 };
 
 /// Where data inputs come from: a text file read as bytes, or synthetic
