@@ -661,6 +661,21 @@ TEST_F(CheckpointTest, WithoutATopIndexTheNewestCompleteStepLoads) {
   EXPECT_EQ(readW(reader, {{0, 0}, kW}), grid(8, 6));
 }
 
+TEST_F(CheckpointTest, VersionOneCheckpointsStillLoad) {
+  saveRowSplit();
+  // What an earlier par-run wrote: no save ids, no checksums.
+  mutateIndex([](json &index) {
+    index["version"] = 1;
+    index.erase("save_id");
+    index.erase("retained");
+    for (json &shard : index["tensors"]["w"]["shards"])
+      shard.erase("crc32c");
+  });
+  CheckpointReader reader(dir);
+  EXPECT_EQ(reader.step(), 3);
+  EXPECT_EQ(readW(reader, {{0, 0}, kW}), grid(8, 6));
+}
+
 TEST_F(CheckpointTest, AnOversizedHeaderIsRefusedBeforeItIsRead) {
   saveRowSplit();
   fs::path file = shardPath(3, 1);

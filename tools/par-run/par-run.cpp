@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <climits>
+#include <cctype>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -140,8 +141,9 @@ void emitJson(const nlohmann::json &event) {
 /// names the rank.
 void reportError(int rank, const std::string &message, bool nameRank = true) {
   std::string prefix = "rank " + std::to_string(rank);
-  bool named = message.rfind(prefix + ":", 0) == 0 ||
-               message.rfind(prefix + ",", 0) == 0;
+  bool named = message.rfind(prefix, 0) == 0 &&
+               (message.size() == prefix.size() ||
+                !std::isdigit((unsigned char)message[prefix.size()]));
   std::string line = "par-run: error: " +
                      (nameRank && !named ? prefix + ": " : std::string()) +
                      message + "\n";
@@ -504,6 +506,47 @@ std::string quantityName(const Program &p, int64_t bad) {
   return "the update of '" + p.inputs[size_t(bad - 2)].name + "'";
 }
 
+/// The first step a run resumed from `reader` takes; throws when the step
+/// counter would overflow.
+int64_t firstStepAfter(const CheckpointReader &reader, const Options &o) {
+  if (reader.step() > INT64_MAX - 1 - o.steps)
+    throw RunError("--load " + o.load + ": step " +
+                   std::to_string(reader.step()) + " of " +
+                   reader.indexPath() + " plus --steps " +
+                   std::to_string(o.steps) + " overflows the step counter");
+  return reader.step() + 1;
+}
+
+/// Runs `fn` on every rank and agrees on the outcome: when it throws on
+/// any rank, rank 0 throws AgreedError naming the first rank that failed
+/// and how many did; the others throw ReportedElsewhere.
+template <typename Fn> void agreeOnErrors(Collectives &comm, Fn &&fn) {
+  std::string message;
+  try {
+    fn();
+  } catch (const std::exception &e) {
+    message = e.what();
+    if (message.empty())
+      message = "failed";
+  }
+  std::vector<int64_t> failed = {message.empty() ? 0 : 1};
+  comm.agree(failed, ReduceOp::Sum);
+  if (!failed[0])
+    return;
+  std::vector<std::string> all = comm.gatherToRoot(message);
+  if (comm.worldRank() != 0)
+    throw ReportedElsewhere();
+  for (size_t r = 0; r < all.size(); ++r)
+    if (!all[r].empty()) {
+      std::string prefix = "rank " + std::to_string(r);
+      bool named = all[r].rfind(prefix, 0) == 0;
+      throw AgreedError((named ? "" : prefix + ": ") + all[r] +
+                        (failed[0] > 1 ? " (" + std::to_string(failed[0] - 1) +
+                                             " more rank(s) failed too)"
+                                       : ""));
+    }
+}
+
 /// Acts on a step's health as --on-nonfinite says; every rank takes the
 /// same decision from the agreed health. Returns true on a non-finite
 /// event; sets `undo` when the step's update must be undone.
@@ -576,14 +619,13 @@ int runRank(const Options &o, int rank, int size) {
 
   int64_t first = 1;
   if (!o.load.empty()) {
-    CheckpointReader reader(o.load);
-    exec.loadParams(reader);
-    if (reader.step() > INT64_MAX - 1 - o.steps)
-      throw RunError("--load " + o.load + ": step " +
-                     std::to_string(reader.step()) + " of " +
-                     reader.indexPath() + " plus --steps " +
-                     std::to_string(o.steps) + " overflows the step counter");
-    first = reader.step() + 1;
+    // A damaged checkpoint fails on every rank that reads it: the job
+    // reports the first such rank once.
+    agreeOnErrors(*comm, [&] {
+      CheckpointReader reader(o.load);
+      first = firstStepAfter(reader, o);
+      exec.loadParams(reader);
+    });
   } else {
     exec.initParams(o.seed);
   }
@@ -867,8 +909,10 @@ int main(int argc, char **argv) {
       program = loadProgram(o.program);
       if (o.data != "synthetic")
         DataSource check(o.data);
-      if (!o.load.empty())
+      if (!o.load.empty()) {
         CheckpointReader check(o.load);
+        (void)firstStepAfter(check, o);
+      }
     } catch (const std::exception &e) {
       std::cerr << "par-run: error: " << e.what() << "\n";
       return 1;
