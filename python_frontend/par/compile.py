@@ -127,7 +127,8 @@ class RunResult:
 
     @property
     def events(self) -> List[Dict[str, Any]]:
-        """Every JSON event par-run logged (start, step, save, end)."""
+        """Every JSON event par-run logged (start, step, save, warning,
+        end)."""
         return [_json_event(line) for line in self.stdout.splitlines()
                 if line.startswith("{")]
 
@@ -302,13 +303,26 @@ class Executable:
 
     def run(self, np: Optional[int] = None, steps: int = 1, data: Optional[str] = None,
             seed: int = 0, *, log_every: int = 1, timeout: Optional[float] = None,
-            dump_outputs: bool = True, extra_args: Sequence[str] = (),
+            dump_outputs: bool = True, save: Optional[str] = None,
+            save_every: Optional[int] = None, keep: Optional[int] = None,
+            load: Optional[str] = None, on_nonfinite: Optional[str] = None,
+            extra_args: Sequence[str] = (),
             process_timeout: Optional[float] = 600) -> RunResult:
         """Runs the program with par-run on `np` ranks (default: the mesh's
         device count); returns the per-step logs and the global value of
-        every output after the last step."""
+        every output after the last step.
+
+        `save`/`save_every`/`keep`/`load` checkpoint and resume
+        (docs/par-run.md: saves are atomic, `load` takes the newest complete
+        checkpoint); `on_nonfinite` is "stop" (a ParError with return code
+        4), "skip" or "warn"."""
         args = ["-np", str(np if np is not None else self.num_ranks), "--steps", str(steps),
                 "--seed", str(seed), "--log-every", str(log_every), "--json"]
+        for flag, value in (("--save", save), ("--save-every", save_every),
+                            ("--keep", keep), ("--load", load),
+                            ("--on-nonfinite", on_nonfinite)):
+            if value is not None:
+                args += [flag, str(value)]
         if data is not None:
             args += ["--data", str(data)]
         if timeout is not None:

@@ -127,6 +127,29 @@ def test_plan_summary_and_run(tmp_path):
     assert exe.input_sharding("w2").body() == '[{"tp"}, {}]'
 
 
+@pytest.mark.usefixtures("need_par_run")
+def test_checkpoint_resume_and_nonfinite_stop(tmp_path):
+    g = _megatron(None)
+    exe = par.compile(g, mesh="dp=2,tp=2", optimizer=par.SGD(lr=0.1),
+                      workdir=tmp_path)
+    whole = exe.run(steps=3, seed=2, log_every=1)
+    ckpt = tmp_path / "ckpt"
+    first = exe.run(steps=2, seed=2, save=str(ckpt), save_every=1, keep=2)
+    saves = [e for e in first.events if e["event"] == "save"]
+    assert [e["step"] for e in saves] == [1, 2]
+    assert sorted(p.name.split("-")[1] for p in ckpt.glob("step-*")) == ["1", "2"]
+    rest = exe.run(steps=1, seed=2, load=str(ckpt), log_every=1)
+    assert [s.step for s in rest.steps] == [3]
+    assert abs(rest.steps[0].loss - whole.steps[2].loss) <= 1e-6 * abs(whole.steps[2].loss)
+    # A learning rate that overflows the update stops the run (code 4).
+    wild = par.compile(g, mesh="dp=2,tp=2", optimizer=par.SGD(lr=1e38),
+                       workdir=tmp_path / "wild")
+    with pytest.raises(par.ParError) as error:
+        wild.run(steps=3, seed=2, on_nonfinite="stop")
+    assert error.value.returncode == 4
+    assert "is not finite; stopping (--on-nonfinite=stop)" in str(error.value)
+
+
 def test_parse_step_lines():
     from par.compile import parse_steps
     steps = parse_steps(
