@@ -514,10 +514,31 @@ TEST_F(CheckpointTest, Crc32cKnownValues) {
   const char *text = "123456789";
   EXPECT_EQ(crc32c(text, 9), 0xe3069283u);
   EXPECT_EQ(crc32c(text + 4, 5, crc32c(text, 4)), 0xe3069283u);
+  EXPECT_EQ(crc32cPortable(text + 4, 5, crc32cPortable(text, 4)), 0xe3069283u);
   EXPECT_EQ(crc32c(nullptr, 0), 0u);
   std::vector<unsigned char> zeros(32, 0);
   EXPECT_EQ(crc32c(zeros.data(), zeros.size()), 0x8a9136aau);
   EXPECT_EQ(crcHex(0xab), "000000ab");
+  // Every length and alignment against a bit-at-a-time reference.
+  std::vector<unsigned char> bytes(300);
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = (unsigned char)(i * 131 + 7);
+  auto reference = [](const unsigned char *p, size_t n) {
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; ++i) {
+      c ^= p[i];
+      for (int k = 0; k < 8; ++k)
+        c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    }
+    return ~c;
+  };
+  for (size_t start : {0, 1, 3, 7})
+    for (size_t n : {0, 1, 7, 8, 9, 63, 64, 65, 200})
+      for (auto *fn : {&crc32c, &crc32cPortable})
+        EXPECT_EQ(fn(bytes.data() + start, n, 0),
+                  reference(bytes.data() + start, n))
+            << "start " << start << " length " << n
+            << (fn == &crc32c ? "" : " (portable)");
 }
 
 TEST_F(CheckpointTest, FailedWritesLeaveNothingBehind) {
@@ -542,6 +563,10 @@ TEST_F(CheckpointTest, FailedWritesLeaveNothingBehind) {
   EXPECT_HAS(message, "cannot create " + stagingDir(dir, 5, kId));
   abandonSave(dir, 5, kId);
   EXPECT_FALSE(fs::exists(stagingDir(dir, 5, kId)));
+  // Nor is a save id used twice: the rename would replace the directory.
+  fs::create_directories(root_ / stepDirName(6, kId));
+  message = errorOf([&] { beginSave(dir, 6, kId); });
+  EXPECT_HAS(message, stepDirName(6, kId) + " exists already");
 
   // The same for an index: the old one stays as it was.
   fs::create_directories(root_ / "other" / "index.json" / "child");

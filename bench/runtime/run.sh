@@ -13,7 +13,7 @@ build=${1:-$root/build}
 bin=$build/bin
 mpirun=${MPIRUN:-mpirun}
 
-for exe in par-gemm-bench par-collectives-bench; do
+for exe in par-gemm-bench par-collectives-bench par-checkpoint-bench; do
   if [[ ! -x $bin/$exe ]]; then
     echo "run.sh: $bin/$exe not found (build it: ninja -C $build $exe)" >&2
     exit 1
@@ -29,3 +29,7 @@ for np in 2 4; do
   "$mpirun" --allow-run-as-root --oversubscribe --mca btl self,vader \
     -np "$np" "$bin/par-collectives-bench"
 done
+
+echo
+echo "### Checkpoints: save and load vs raw file I/O (4 shards)"
+"$bin/par-checkpoint-bench" "${PAR_BENCH_DIR:-${TMPDIR:-/tmp}}"

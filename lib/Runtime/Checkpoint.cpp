@@ -674,6 +674,11 @@ std::string beginSave(const std::string &dir, int64_t step,
   if (!fs::is_directory(dir, ec))
     throw CheckpointError("cannot save to " + dir + ": it is not a directory");
   std::string staging = stagingDir(dir, step, saveId);
+  std::string final = joinPath(dir, stepDirName(step, saveId));
+  // rename(2) would replace an empty directory of the final name.
+  if (fs::exists(fs::symlink_status(final, ec)))
+    throw CheckpointError("cannot save to " + dir + ": " + final +
+                          " exists already (a save id is used once)");
   // A fresh directory: mkdir fails on anything already there, links too.
   if (::mkdir(staging.c_str(), 0777) != 0)
     throw CheckpointError("cannot save to " + dir + ": cannot create " +

@@ -147,11 +147,46 @@ const CrcTables &tables() {
   return instance;
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/// The SSE4.2 crc32 instruction computes CRC-32C, eight bytes a cycle or so.
+__attribute__((target("sse4.2"))) uint32_t
+crc32cHardware(const unsigned char *p, size_t size, uint32_t crc) {
+  uint64_t c = ~crc;
+  while (size >= 8) {
+    uint64_t word;
+    std::memcpy(&word, p, 8);
+    c = __builtin_ia32_crc32di(c, word);
+    p += 8;
+    size -= 8;
+  }
+  uint32_t c32 = uint32_t(c);
+  while (size--)
+    c32 = __builtin_ia32_crc32qi(c32, *p++);
+  return ~c32;
+}
+
+bool haveHardwareCrc() {
+  static const bool have = __builtin_cpu_supports("sse4.2");
+  return have;
+}
+#else
+uint32_t crc32cHardware(const unsigned char *, size_t, uint32_t crc) {
+  return crc;
+}
+bool haveHardwareCrc() { return false; }
+#endif
+
 } // namespace
 
 uint32_t crc32c(const void *data, size_t size, uint32_t crc) {
-  const auto &t = tables().t;
+  if (haveHardwareCrc())
+    return crc32cHardware(static_cast<const unsigned char *>(data), size, crc);
+  return crc32cPortable(data, size, crc);
+}
+
+uint32_t crc32cPortable(const void *data, size_t size, uint32_t crc) {
   const unsigned char *p = static_cast<const unsigned char *>(data);
+  const auto &t = tables().t;
   crc = ~crc;
   while (size >= 8) {
     uint64_t word;

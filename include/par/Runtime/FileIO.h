@@ -42,8 +42,11 @@ void writeFileAtomically(const std::string &path,
 /// Throws FileError when the directory cannot be opened or synced.
 void syncDirectory(const std::string &dir);
 
-/// CRC-32C (Castagnoli) of `size` bytes, continuing from `crc` (0 to start).
+/// CRC-32C (Castagnoli) of `size` bytes, continuing from `crc` (0 to start):
+/// the SSE4.2 instruction where the CPU has it, else crc32cPortable (tables,
+/// eight bytes at a time), which gives the same values.
 uint32_t crc32c(const void *data, size_t size, uint32_t crc = 0);
+uint32_t crc32cPortable(const void *data, size_t size, uint32_t crc = 0);
 /// Eight lower-case hex digits.
 std::string crcHex(uint32_t crc);
 
