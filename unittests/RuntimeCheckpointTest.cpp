@@ -581,6 +581,10 @@ TEST_F(CheckpointTest, WritesNeverFollowAPlantedLink) {
   writeText(victim, "precious");
   fs::path target = root_ / "out.json";
   fs::create_symlink(victim, target);
+  // Links at the names a predictable temporary file would take.
+  for (const std::string &suffix :
+       {std::string(".tmp"), ".tmp." + std::to_string(::getpid())})
+    fs::create_symlink(victim, target.string() + suffix);
   std::string text = "new";
   writeFileAtomically(target.string(), {{text.data(), text.size()}});
   EXPECT_EQ(readText(victim), "precious");
@@ -667,6 +671,23 @@ TEST_F(CheckpointTest, PruningKeepsTheNewestAndNeverFollowsLinks) {
   EXPECT_EQ(reader.step(), 4);
   EXPECT_EQ(reader.manifest().retained,
             (std::vector<std::string>{"step-4-c0ffee", "step-3-c0ffee"}));
+}
+
+TEST_F(CheckpointTest, AnUnreadableIndexPrunesNoPublishedDirectory) {
+  for (int64_t step : {1, 2}) {
+    Saver saver(dir, step);
+    saver.add(0, "w", DType::F32, kW, grid(8, 6), {{0, 0}, kW});
+    saver.save();
+  }
+  writeText(root_ / "index.json", "{ damaged");
+  // A killed save of a later step left its staging directory.
+  fs::create_directories(stagingDir(dir, 9, "ab"));
+  Saver saver(dir, 3);
+  saver.add(0, "w", DType::F32, kW, grid(8, 6), {{0, 0}, kW});
+  EXPECT_EQ(saver.save(), std::vector<std::string>{"step-9-ab.partial"});
+  EXPECT_TRUE(fs::exists(root_ / stepDirName(2, kId)));
+  CheckpointReader reader(dir);
+  EXPECT_EQ(reader.step(), 3);
 }
 
 TEST_F(CheckpointTest, WithoutATopIndexTheNewestCompleteStepLoads) {

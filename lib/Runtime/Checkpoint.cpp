@@ -668,9 +668,20 @@ std::string beginSave(const std::string &dir, int64_t step,
     throw CheckpointError("cannot save step " + std::to_string(step) +
                           " to " + dir + ": the step is negative");
   std::error_code ec;
-  fs::create_directories(dir, ec);
+  bool created = fs::create_directories(dir, ec);
   if (ec)
     throw CheckpointError("cannot save to " + dir + ": " + ec.message());
+  if (created) {
+    // A new checkpoint directory survives a power loss like its contents.
+    try {
+      fs::path path = fs::absolute(dir).lexically_normal();
+      if (path.filename().empty())
+        path = path.parent_path(); // "ckpt/"
+      syncDirectory(path.parent_path().string());
+    } catch (const FileError &e) {
+      throw CheckpointError("cannot save to " + dir + ": " + e.what());
+    }
+  }
   if (!fs::is_directory(dir, ec))
     throw CheckpointError("cannot save to " + dir + ": it is not a directory");
   std::string staging = stagingDir(dir, step, saveId);
@@ -701,8 +712,10 @@ std::vector<std::string> publishSave(const std::string &dir, Manifest manifest,
   std::string final = joinPath(dir, name);
   std::string topIndex = joinPath(dir, "index.json");
 
-  // The retained list continues the published one (when it is readable).
+  // The retained list continues the published one. When that index cannot
+  // be read, no published directory is pruned: what it kept is unknown.
   std::vector<std::string> retained = {name};
+  bool prunePublished = true;
   std::error_code ec;
   if (fs::exists(topIndex, ec)) {
     try {
@@ -714,7 +727,7 @@ std::vector<std::string> publishSave(const std::string &dir, Manifest manifest,
           retained.push_back(old);
       }
     } catch (const CheckpointError &) {
-      // An unreadable index is replaced; nothing it listed is kept.
+      prunePublished = false;
     }
   }
 
@@ -739,14 +752,27 @@ std::vector<std::string> publishSave(const std::string &dir, Manifest manifest,
   top.retained = retained;
   try {
     writeIndex(topIndex, top, "index");
-  } catch (const CheckpointError &) {
-    // Not published: the directory would only fill the disk.
+  } catch (const CheckpointError &e) {
+    // When the rename went through and only the directory sync failed, the
+    // checkpoint is published: its directory must stay.
+    bool published = false;
+    try {
+      published = readIndex(topIndex).saveId == manifest.saveId;
+    } catch (const CheckpointError &) {
+    }
+    if (published)
+      throw CheckpointError(std::string(e.what()) +
+                            " (the checkpoint is published; its directory "
+                            "entry may not be on disk yet)");
     std::error_code removeError;
     fs::remove_all(final, removeError);
     throw;
   }
 
-  // Published: what is neither retained nor newer goes.
+  // Published. Leftovers of killed saves go, and published directories
+  // neither retained nor newer than this step; each is first renamed to a
+  // staging name, so that one killed while it is removed is a leftover too
+  // and never a step directory with files missing.
   std::vector<std::string> removed;
   std::set<std::string> keepNames(retained.begin(), retained.end());
   std::vector<fs::path> doomed;
@@ -754,16 +780,29 @@ std::vector<std::string> publishSave(const std::string &dir, Manifest manifest,
        it.increment(ec)) {
     std::string entryName = it->path().filename().string();
     std::optional<StepEntry> entry = parseStepName(entryName);
-    if (!entry || keepNames.count(entryName) ||
-        entry->step > manifest.step || !isRealDirectory(it->path()))
+    if (!entry || !isRealDirectory(it->path()))
+      continue;
+    if (!entry->partial && (!prunePublished || keepNames.count(entryName) ||
+                            entry->step > manifest.step))
       continue;
     doomed.push_back(it->path());
   }
   for (const fs::path &path : doomed) {
+    std::string entryName = path.filename().string();
+    fs::path victim = path;
+    if (!parseStepName(entryName)->partial) {
+      fs::path renamed = path.string() + ".partial";
+      std::error_code renameError;
+      if (!fs::exists(fs::symlink_status(renamed, renameError))) {
+        fs::rename(path, renamed, renameError);
+        if (!renameError)
+          victim = renamed;
+      }
+    }
     std::error_code removeError;
-    fs::remove_all(path, removeError);
+    fs::remove_all(victim, removeError);
     if (!removeError)
-      removed.push_back(path.filename().string());
+      removed.push_back(entryName);
   }
   // Temporary index files of killed saves (regular files only).
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end;

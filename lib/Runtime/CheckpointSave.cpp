@@ -15,8 +15,13 @@ namespace {
 /// 60 random bits as hex: unique per save, so two saves of one step never
 /// share a directory.
 int64_t drawSaveId() {
-  std::random_device device;
-  uint64_t bits = (uint64_t(device()) << 32) ^ uint64_t(device());
+  uint64_t bits = 0;
+  try {
+    std::random_device device;
+    bits = (uint64_t(device()) << 32) ^ uint64_t(device());
+  } catch (const std::exception &) {
+    // The clock and the process id below still make the id fresh.
+  }
   bits ^= uint64_t(
       std::chrono::steady_clock::now().time_since_epoch().count());
   bits ^= uint64_t(::getpid()) << 16;
@@ -38,6 +43,56 @@ void agreeOnFailure(Collectives &comm, const std::string &message) {
   if (comm.worldRank() == 0)
     throw AgreedError(message);
   throw ReportedElsewhere();
+}
+
+/// Rank 0's part of a save once every rank has reported: the checksums
+/// into the manifest, then the publication. Returns what went wrong.
+std::string publishFromReports(Executor &exec, const std::string &dir,
+                               int64_t step, int64_t keep,
+                               const std::map<std::string, std::string> &metadata,
+                               const std::string &saveId,
+                               const std::vector<std::string> &reports,
+                               std::vector<std::string> &removed) {
+  std::string what = "cannot save step " + std::to_string(step) + " to " + dir;
+  std::string problem;
+  std::map<std::pair<std::string, std::string>, uint32_t> checksums;
+  int failures = 0;
+  for (size_t r = 0; r < reports.size(); ++r) {
+    const std::string &text = reports[r];
+    if (text.rfind("error\n", 0) == 0) {
+      if (failures++ == 0)
+        problem = what + ": rank " + std::to_string(r) + ": " + text.substr(6);
+      continue;
+    }
+    std::istringstream lines(text.substr(3));
+    std::string line;
+    while (std::getline(lines, line)) {
+      size_t space = line.find(' ');
+      if (space == std::string::npos)
+        continue;
+      checksums[{shardFileName(int(r)), line.substr(space + 1)}] =
+          uint32_t(std::stoul(line.substr(0, space)));
+    }
+  }
+  if (failures > 1)
+    problem +=
+        " (and " + std::to_string(failures - 1) + " more rank(s) failed)";
+  if (!problem.empty())
+    return problem;
+  Manifest manifest;
+  manifest.step = step;
+  manifest.saveId = saveId;
+  manifest.metadata = metadata;
+  manifest.tensors = exec.checkpointRecords();
+  for (auto &[name, record] : manifest.tensors)
+    for (ShardRecord &shard : record.shards) {
+      auto found = checksums.find({shard.file, shard.key});
+      if (found == checksums.end())
+        return what + ": no rank wrote " + shard.key + " to " + shard.file;
+      shard.crc32c = found->second;
+    }
+  removed = publishSave(dir, std::move(manifest), keep);
+  return "";
 }
 
 } // namespace
@@ -82,51 +137,13 @@ SaveResult saveCheckpoint(Executor &exec, Collectives &comm,
   SaveResult result;
   result.directory = stepDirName(step, saveId);
   if (rank == 0) {
-    std::map<std::pair<std::string, std::string>, uint32_t> checksums;
-    int failures = 0;
-    for (size_t r = 0; r < reports.size(); ++r) {
-      const std::string &text = reports[r];
-      if (text.rfind("error\n", 0) == 0) {
-        if (failures++ == 0)
-          problem = what + ": rank " + std::to_string(r) + ": " +
-                    text.substr(6);
-        continue;
-      }
-      std::istringstream lines(text.substr(3));
-      std::string line;
-      while (std::getline(lines, line)) {
-        size_t space = line.find(' ');
-        if (space == std::string::npos)
-          continue;
-        checksums[{shardFileName(int(r)), line.substr(space + 1)}] =
-            uint32_t(std::stoul(line.substr(0, space)));
-      }
-    }
-    if (failures > 1)
-      problem += " (and " + std::to_string(failures - 1) +
-                 " more rank(s) failed)";
-    if (problem.empty()) {
-      Manifest manifest;
-      manifest.step = step;
-      manifest.saveId = saveId;
-      manifest.metadata = metadata;
-      manifest.tensors = exec.checkpointRecords();
-      for (auto &[name, record] : manifest.tensors)
-        for (ShardRecord &shard : record.shards) {
-          auto found = checksums.find({shard.file, shard.key});
-          if (found == checksums.end())
-            problem = what + ": no rank wrote " + shard.key + " to " +
-                      shard.file;
-          else
-            shard.crc32c = found->second;
-        }
-      if (problem.empty()) {
-        try {
-          result.removed = publishSave(dir, std::move(manifest), keep);
-        } catch (const std::exception &e) {
-          problem = what + ": " + e.what();
-        }
-      }
+    // Everything rank 0 does here ends in the agreement below, whatever
+    // throws.
+    try {
+      problem = publishFromReports(exec, dir, step, keep, metadata, saveId,
+                                   reports, result.removed);
+    } catch (const std::exception &e) {
+      problem = what + ": " + e.what();
     }
     if (!problem.empty())
       abandonSave(dir, step, saveId);

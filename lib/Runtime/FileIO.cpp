@@ -42,6 +42,14 @@ bool writeAll(int fd, const void *data, size_t size, int &err) {
 
 int injectionRank = -1;
 
+/// The process's umask, read once before any thread could create files
+/// (umask can only be read by setting it).
+const mode_t processUmask = [] {
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  return mask;
+}();
+
 } // namespace
 
 void setInjectionRank(int rank) { injectionRank = rank; }
@@ -95,9 +103,7 @@ void writeFileAtomically(const std::string &path,
     throw FileError("cannot write " + path + ": " + step + errnoText(err));
   };
   // mkstemp creates 0600; files are readable like any other the user writes.
-  mode_t mask = ::umask(0);
-  ::umask(mask);
-  if (::fchmod(fd, 0666 & ~mask) != 0)
+  if (::fchmod(fd, 0666 & ~processUmask) != 0)
     fail("cannot set its permissions: ", errno);
   crashPoint(base + ".created");
   int err = 0;

@@ -458,33 +458,36 @@ int64_t skippedCount(Executor &exec, Collectives &comm, const Watch &watch) {
 }
 
 /// What every rank agrees a step produced: the first non-finite quantity
-/// (0 the loss, 1 the gradient norm, 2 + i input i after the update; kNone
-/// when all are finite) and the skipped-step count after it (-1: none).
+/// of the loss and the gradient norm (0 the loss, 1 the gradient norm,
+/// kNone when both are finite), the first non-finite parameter or
+/// optimizer state after the update (2 + its input index, or kNone), and
+/// the skipped-step count after the step (-1: none). Each is checked on
+/// its own, so a non-finite loss never hides a non-finite update.
 struct StepHealth {
-  int64_t firstBad = kNone;
+  int64_t badOutput = kNone;
+  int64_t badState = kNone;
   int64_t skippedAfter = -1;
 };
 
 StepHealth checkStep(Executor &exec, Collectives &comm, const Watch &watch) {
   const Program &p = exec.program();
-  int64_t bad = kNone;
+  int64_t badOutput = kNone, badState = kNone;
   if (watch.loss >= 0 && exec.outputNonFinite(size_t(watch.loss)))
-    bad = 0;
+    badOutput = 0;
   else if (watch.gradNorm >= 0 && exec.outputNonFinite(size_t(watch.gradNorm)))
-    bad = 1;
-  else
-    for (size_t i = 0; i < p.inputs.size(); ++i)
-      if (p.inputs[i].role == InputRole::Param && exec.inputNonFinite(i)) {
-        bad = 2 + int64_t(i);
-        break;
-      }
+    badOutput = 1;
+  for (size_t i = 0; i < p.inputs.size(); ++i)
+    if (p.inputs[i].role == InputRole::Param && exec.inputNonFinite(i)) {
+      badState = 2 + int64_t(i);
+      break;
+    }
   int64_t skipped = kNone;
   if (watch.skipped >= 0)
     if (std::optional<double> value = exec.localScalar(size_t(watch.skipped)))
       skipped = std::isfinite(*value) ? int64_t(*value) : kNone;
-  std::vector<int64_t> values = {bad, skipped};
+  std::vector<int64_t> values = {badOutput, badState, skipped};
   comm.agree(values, ReduceOp::Min);
-  return {values[0], values[1] == kNone ? -1 : values[1]};
+  return {values[0], values[1], values[2] == kNone ? -1 : values[2]};
 }
 
 /// Every parameter and optimizer state is finite on every rank.
@@ -558,13 +561,16 @@ bool handleNonFinite(const Options &o, const Program &p, const Watch &watch,
   // parameters came out non-finite all the same.
   bool scalingSkip = watch.skippedBefore >= 0 && health.skippedAfter >= 0 &&
                      health.skippedAfter > watch.skippedBefore;
-  bool event = health.firstBad != kNone && !(scalingSkip && health.firstBad < 2);
+  bool event = health.badState != kNone ||
+               (health.badOutput != kNone && !scalingSkip);
+  int64_t first = scalingSkip ? health.badState
+                              : std::min(health.badOutput, health.badState);
   if (scalingSkip)
     ++scalingSkips;
   if (!event) {
     skipsInARow = scalingSkip ? skipsInARow + 1 : 0;
   } else {
-    std::string what = quantityName(p, health.firstBad) + " is not finite";
+    std::string what = quantityName(p, first) + " is not finite";
     switch (o.onNonFinite) {
     case Options::NonFinite::Stop:
       throw ExitRequest(kExitNonFinite,
@@ -621,11 +627,27 @@ int runRank(const Options &o, int rank, int size) {
   if (!o.load.empty()) {
     // A damaged checkpoint fails on every rank that reads it: the job
     // reports the first such rank once.
+    uint32_t loaded = 0;
     agreeOnErrors(*comm, [&] {
       CheckpointReader reader(o.load);
       first = firstStepAfter(reader, o);
       exec.loadParams(reader);
+      loaded = crc32c(reader.indexPath().data(), reader.indexPath().size(),
+                      crc32c(reader.manifest().saveId.data(),
+                             reader.manifest().saveId.size()));
     });
+    // Every rank must have read the same checkpoint (a directory that
+    // changed while the ranks read it would give a mixed state).
+    std::vector<int64_t> low = {first, int64_t(loaded)}, high = low;
+    comm->agree(low, ReduceOp::Min);
+    comm->agree(high, ReduceOp::Max);
+    if (low != high) {
+      if (rank != 0)
+        throw ReportedElsewhere();
+      throw AgreedError("--load " + o.load +
+                        ": the ranks read different checkpoints (did the "
+                        "directory change while they read it?)");
+    }
   } else {
     exec.initParams(o.seed);
   }
