@@ -1822,3 +1822,27 @@ TEST(ScalarValue, EveryTypeAndRejectsNon0d) {
 }
 
 } // namespace
+
+// firstNonFinite reads bits: NaN and both infinities of every float type
+// are found at their index; large finite values, subnormals and integer
+// types are not.
+TEST(DTypeTest, FirstNonFiniteInEveryFloatType) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (DType type : {DType::F32, DType::F64, DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtypeName(type));
+    double big = type == DType::F16 ? 65504.0 : 1e30;
+    std::vector<char> data(16 * dtypeBytes(type));
+    for (int64_t i = 0; i < 16; ++i)
+      storeElement(type, data.data(), i, i % 2 ? -big : 1e-40 * (i + 1));
+    EXPECT_EQ(firstNonFinite(type, data.data(), 16), -1);
+    for (double bad : {std::nan(""), inf, -inf}) {
+      std::vector<char> copy = data;
+      storeElement(type, copy.data(), 11, bad);
+      storeElement(type, copy.data(), 13, bad);
+      EXPECT_EQ(firstNonFinite(type, copy.data(), 16), 11) << bad;
+      EXPECT_EQ(firstNonFinite(type, copy.data(), 11), -1) << bad;
+    }
+  }
+  std::vector<int32_t> ints = {-1, 0x7f800000, 0x7fffffff};
+  EXPECT_EQ(firstNonFinite(DType::I32, ints.data(), 3), -1);
+}

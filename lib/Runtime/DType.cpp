@@ -2,6 +2,8 @@
 
 #include "par/Runtime/DType.h"
 
+#include <cstring>
+
 #include <cmath>
 
 namespace par::rt {
@@ -194,6 +196,37 @@ void convertElements(DType from, const void *src, DType to, void *dst,
   }
   for (int64_t i = 0; i < n; ++i)
     storeElement(to, dst, i, loadElement(from, src, i));
+}
+
+namespace {
+/// An exponent of all ones is an infinity or a NaN, in every IEEE format.
+template <typename Word>
+int64_t firstAllOnesExponent(const void *data, int64_t count, Word mask) {
+  const unsigned char *bytes = static_cast<const unsigned char *>(data);
+  for (int64_t i = 0; i < count; ++i) {
+    Word word;
+    std::memcpy(&word, bytes + size_t(i) * sizeof(Word), sizeof(Word));
+    if ((word & mask) == mask)
+      return i;
+  }
+  return -1;
+}
+} // namespace
+
+int64_t firstNonFinite(DType type, const void *data, int64_t count) {
+  switch (type) {
+  case DType::F32:
+    return firstAllOnesExponent<uint32_t>(data, count, 0x7f800000u);
+  case DType::F64:
+    return firstAllOnesExponent<uint64_t>(data, count,
+                                          0x7ff0000000000000ull);
+  case DType::BF16:
+    return firstAllOnesExponent<uint16_t>(data, count, uint16_t(0x7f80));
+  case DType::F16:
+    return firstAllOnesExponent<uint16_t>(data, count, uint16_t(0x7c00));
+  default:
+    return -1;
+  }
 }
 
 } // namespace par::rt

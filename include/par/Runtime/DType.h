@@ -44,6 +44,9 @@ uint16_t floatToF16(float value);
 
 /// Element `i` of a buffer of `type`, as double (integers exactly up to 2^53).
 double loadElement(DType type, const void *data, int64_t i);
+/// Index of the first NaN or infinity among `count` elements, or -1 (and
+/// always -1 for integer types). Reads the bits: no conversion per element.
+int64_t firstNonFinite(DType type, const void *data, int64_t count);
 /// Stores `value` (rounded to `type`) as element `i`.
 void storeElement(DType type, void *data, int64_t i, double value);
 
