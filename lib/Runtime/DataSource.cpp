@@ -53,10 +53,9 @@ DataSource::DataSource(const std::string &path, double readTimeoutSeconds)
     int error = errno;
     ::close(fd_);
     fd_ = -1;
-    throw RunError(S_ISREG(st.st_mode)
-                       ? "--data: cannot read " + path + ": " +
-                             std::strerror(error)
-                       : notRegular(path, st.st_mode));
+    throw RunError(S_ISREG(st.st_mode) ? "--data: cannot read " + path + ": " +
+                                             std::strerror(error)
+                                       : notRegular(path, st.st_mode));
   }
   size_ = int64_t(st.st_size);
   if (size_ == 0) {
@@ -71,7 +70,9 @@ DataSource::~DataSource() {
     ::close(fd_);
 }
 
-DataSource::DataSource(DataSource &&other) noexcept { *this = std::move(other); }
+DataSource::DataSource(DataSource &&other) noexcept {
+  *this = std::move(other);
+}
 
 DataSource &DataSource::operator=(DataSource &&other) noexcept {
   if (this == &other)
