@@ -674,6 +674,15 @@ func.func @sgd_grad(%p: tensor<8xf32>, %g: tensor<4xf32>, %lr: tensor<f32>) {
 
 // -----
 
+// sgd: a non-finite momentum cannot be written to a program file.
+func.func @sgd_momentum_inf(%p: tensor<8xf32>, %lr: tensor<f32>) {
+  // expected-error @below {{'par.sgd' op attribute 'momentum' failed to satisfy constraint: 32-bit float attribute whose value is finite}}
+  %0, %1 = par.sgd %p, %p, %p, %lr {momentum = 0x7F800000 : f32} : tensor<8xf32>, tensor<8xf32>, tensor<f32>
+  return
+}
+
+// -----
+
 // Collectives: unknown mesh.
 func.func @collective_mesh(%x: tensor<4xf32>) {
   // expected-error @below {{'par.all_reduce' op refers to unknown mesh @nomesh}}
