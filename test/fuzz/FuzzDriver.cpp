@@ -82,6 +82,8 @@ struct Rng {
   bool chance(unsigned percent) { return next() % 100 < percent; }
 };
 
+// Numbers at the edges: sign, int32/int64/uint64 limits, the largest
+// 64-aligned int64, the device limit of a mesh, doubles that do not fit.
 const std::vector<std::string> kBoundaryNumbers = {"0",
                                                    "-1",
                                                    "1",
@@ -89,10 +91,15 @@ const std::vector<std::string> kBoundaryNumbers = {"0",
                                                    "3",
                                                    "7",
                                                    "65536",
+                                                   "1048576",
+                                                   "1048577",
                                                    "2147483647",
                                                    "2147483648",
                                                    "-2147483649",
                                                    "4294967296",
+                                                   "9007199254740993",
+                                                   "4611686018427387904",
+                                                   "9223372036854775744",
                                                    "9223372036854775807",
                                                    "-9223372036854775808",
                                                    "18446744073709551615",
@@ -354,7 +361,7 @@ void collect(json &value, const std::string &path, std::vector<Node> &out) {
 }
 
 json boundaryValue(Rng &rng) {
-  switch (rng.below(16)) {
+  switch (rng.below(19)) {
   case 0:
     return 0;
   case 1:
@@ -385,6 +392,12 @@ json boundaryValue(Rng &rng) {
     return true;
   case 14:
     return kProgramTypes[rng.below(kProgramTypes.size())];
+  case 15:
+    return INT64_MAX / 64 * 64; // the largest aligned offset
+  case 16:
+    return int64_t(1) << 62;
+  case 17:
+    return int64_t(1) << 20; // the most devices a mesh may have
   default:
     return int64_t(rng.below(5)) - 1;
   }
@@ -431,8 +444,13 @@ std::string mutateJson(json &doc, Rng &rng) {
   case 5:
     if (v.is_number_integer()) {
       int64_t was = v.get<int64_t>();
+      // Off by one or an alignment, or scaled towards overflow.
       int64_t deltas[] = {1, -1, 2, 64, -64};
-      int64_t by = was + deltas[rng.below(5)];
+      int64_t by = 0;
+      if (rng.chance(25) ||
+          __builtin_mul_overflow(was, int64_t(1) << (16 + rng.below(32)), &by))
+        if (__builtin_add_overflow(was, deltas[rng.below(5)], &by))
+          by = was;
       v = by;
       return "integer " + where + " " + std::to_string(was) + " -> " +
              std::to_string(by);
@@ -513,6 +531,32 @@ struct Counts {
   std::map<std::string, uint64_t> knownSeen;
 };
 
+/// A crash's stack, then the default action: the parent sees the signal.
+void onCrash(int sig) {
+  const char message[] = "par-fuzz: crashed; innermost frames first:\n";
+  ssize_t ignored = write(2, message, sizeof message - 1);
+  (void)ignored;
+  void *frames[48];
+  backtrace_symbols_fd(frames, backtrace(frames, 48), 2);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+void catchCrashes() {
+  void *warm[1];
+  backtrace(warm, 1); // loads the unwinder now, not in the handler
+  static std::vector<char> altStack(size_t(1) << 16);
+  stack_t ss = {};
+  ss.ss_sp = altStack.data();
+  ss.ss_size = altStack.size();
+  sigaltstack(&ss, nullptr);
+  struct sigaction action = {};
+  action.sa_handler = onCrash;
+  action.sa_flags = SA_ONSTACK | SA_RESETHAND;
+  for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL})
+    sigaction(sig, &action, nullptr);
+}
+
 [[noreturn]] void runChild(const Options &o, const Input &input,
                            const std::string &log) {
   struct rlimit cap;
@@ -535,6 +579,7 @@ struct Counts {
     dup2(fd, 2);
     close(fd);
   }
+  catchCrashes();
   alarm(unsigned(std::max(1.0, o.timeout)));
   // Test hook of the harness itself (test/fuzz/harness.test): the child
   // crashes, hangs or allocates without bound instead of running a target.

@@ -22,7 +22,6 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Signals.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -41,8 +40,6 @@ static MLIRContext *context = nullptr;
 void initMlirTarget() {
   if (context)
     return;
-  // A crash prints its stack to the child's log, which the driver shows.
-  llvm::sys::PrintStackTraceOnErrorSignal("par-fuzz");
   llvm::install_fatal_error_handler(
       [](void *, const char *reason, bool) {
         std::fprintf(stderr, "par-fuzz: fatal error: %s\n", reason);
