@@ -531,9 +531,19 @@ struct Counts {
   std::map<std::string, uint64_t> knownSeen;
 };
 
+/// "par-fuzz: WHAT in STAGE" on standard error, from a signal handler.
+void sayWhere(const char *what) {
+  const char *stage = currentStage;
+  for (const char *part : {"par-fuzz: ", what, " in ", stage, "\n"}) {
+    ssize_t ignored = write(2, part, std::strlen(part));
+    (void)ignored;
+  }
+}
+
 /// A crash's stack, then the default action: the parent sees the signal.
 void onCrash(int sig) {
-  const char message[] = "par-fuzz: crashed; innermost frames first:\n";
+  sayWhere("crashed");
+  const char message[] = "innermost frames first:\n";
   ssize_t ignored = write(2, message, sizeof message - 1);
   (void)ignored;
   void *frames[48];
@@ -565,9 +575,7 @@ void catchCrashes() {
   struct rlimit noCore = {0, 0};
   setrlimit(RLIMIT_CORE, &noCore);
   std::set_new_handler([] {
-    const char message[] = "par-fuzz: out of memory under the cap\n";
-    ssize_t ignored = write(2, message, sizeof message - 1);
-    (void)ignored;
+    sayWhere("out of memory under the cap");
     // Who asked: the frames name the allocating function.
     void *frames[32];
     backtrace_symbols_fd(frames, backtrace(frames, 32), 2);

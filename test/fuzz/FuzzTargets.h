@@ -33,6 +33,9 @@ constexpr int kExitRoundTrip = 88;     // par-opt emitted what par-run rejects
 constexpr int kExitUnsafeProgram = 89; // the loader accepted a program whose
                                        // plan runs out of its arena
 
+/// What the target is doing (the pass that runs), for a crash's report.
+extern const char *volatile currentStage;
+
 /// par-run's loader on `data` as a program file.
 Outcome runProgramInput(const uint8_t *data, size_t size);
 

@@ -37,6 +37,17 @@ namespace par::fuzz {
 
 static MLIRContext *context = nullptr;
 
+namespace {
+/// Names the pass that runs, for a crash's report.
+struct StageTracker : public PassInstrumentation {
+  void runBeforePass(Pass *pass, Operation *) override {
+    stage = "--" + pass->getArgument().str();
+    currentStage = stage.c_str();
+  }
+  std::string stage;
+};
+} // namespace
+
 void initMlirTarget() {
   if (context)
     return;
@@ -93,6 +104,7 @@ Outcome runMlirInput(const uint8_t *data, size_t size) {
       llvm::MemoryBuffer::getMemBufferCopy(text, "fuzz.mlir"), llvm::SMLoc());
   // As par-opt: with --mesh, verification waits until the mesh is set.
   ParserConfig config(context, /*verifyAfterParse=*/mesh.empty());
+  currentStage = "the MLIR parser";
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sources, config);
   if (!module)
     return Outcome::Rejected;
@@ -120,6 +132,7 @@ Outcome runMlirInput(const uint8_t *data, size_t size) {
   mlir::par::EmitProgramPassOptions emit;
   emit.file = file;
   pm.addPass(mlir::par::createEmitProgramPass(emit));
+  pm.addInstrumentation(std::make_unique<StageTracker>());
   if (failed(pm.run(*module))) {
     std::remove(file.c_str());
     return Outcome::Rejected;
@@ -129,6 +142,7 @@ Outcome runMlirInput(const uint8_t *data, size_t size) {
   std::stringstream program;
   program << in.rdbuf();
   std::remove(file.c_str());
+  currentStage = "the program loader";
   if (!programLoads(program.str(), error)) {
     std::fprintf(stderr,
                  "par-fuzz: par-opt emitted a program par-run rejects: %s\n",

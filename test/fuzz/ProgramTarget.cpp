@@ -77,7 +77,10 @@ static void checkPlan(const Program &program) {
   }
 }
 
+const char *volatile currentStage = "start";
+
 Outcome runProgramInput(const uint8_t *data, size_t size) {
+  currentStage = "the program loader";
   std::string text(reinterpret_cast<const char *>(data), size);
   try {
     Program program = parseProgram(text, "fuzz.json");

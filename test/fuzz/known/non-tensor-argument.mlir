@@ -4,6 +4,6 @@
 // asks for a huge allocation:
 //   par-opt %s --emit-program=out.json   -> LLVM ERROR: out of memory
 func.func @f(%a: f64, %c: tensor<4xf32>) -> tensor<4xf32> {
-  %b = par.add %c, %c : tensor<4xf32>
+  %b = "par.add"(%c, %c) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %b : tensor<4xf32>
 }
