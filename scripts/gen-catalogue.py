@@ -71,6 +71,11 @@ def attr_kind(records, def_name, op, name):
         def_name = rec["baseAttr"]["def"]
         rec = records[def_name]
         supers = rec["!superclasses"]
+    # Constraints on the value (Par_FiniteF32Attr) keep the base's encoding.
+    while "ConfinedAttr" in supers:
+        def_name = rec["baseAttr"]["def"]
+        rec = records[def_name]
+        supers = rec["!superclasses"]
     enum = None
     if def_name == "Par_AxisList":
         kind, key = "group", "group"

@@ -9,8 +9,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace par::rt {
 
@@ -18,33 +16,6 @@ namespace par::rt {
 /// buffer shows up in measuredPeak instead of corrupting the heap.
 static constexpr int64_t kGuardBytes = 4096;
 static constexpr unsigned char kCanary = 0xA5;
-
-DataSource::DataSource(const std::string &path) : path_(path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw RunError("--data: cannot read " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  text_ = text.str();
-  if (text_.empty())
-    throw RunError("--data: " + path + " is empty");
-}
-
-int64_t DataSource::token(uint64_t seed, int64_t position,
-                          int64_t vocab) const {
-  if (text_.empty())
-    return int64_t(
-        randomBits(seed, streamOf("synthetic tokens"), uint64_t(position)) %
-        uint64_t(vocab));
-  unsigned char byte = text_[size_t(position % int64_t(text_.size()))];
-  return int64_t(byte) % vocab;
-}
-
-std::string DataSource::describe() const {
-  return text_.empty()
-             ? "synthetic tokens"
-             : path_ + " (" + std::to_string(text_.size()) + " bytes)";
-}
 
 Executor::Executor(const Program &program, Device &device, Collectives &comm,
                    Tracer *tracer)

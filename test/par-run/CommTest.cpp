@@ -4,14 +4,17 @@
 // from rank 0 to rank 1 and comes back doubled, with both transfers started
 // before either is waited on; a receive nobody sends is a CommError naming
 // the call once the watchdog's timeout passes; a peer outside the job is a
-// CommError at once. Prints one line per rank and check.
+// CommError at once. Prints one line per rank and check. With the argument
+// `late`, rank 1 reaches a barrier after rank 0's watchdog gave up on it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "par/Runtime/Comm/MpiCollectives.h"
 
+#include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace par::rt;
@@ -26,6 +29,23 @@ int main(int argc, char **argv) {
   program.numRanks = size;
   std::unique_ptr<Collectives> comm = createMpiCollectives(program, 2.0);
   int failures = 0;
+
+  if (argc > 1 && std::string(argv[1]) == "late") {
+    // Rank 1 reaches the barrier 4 s late: rank 0's watchdog names it, and
+    // rank 1, once there, finds it was the late one.
+    if (rank == 1)
+      std::this_thread::sleep_for(std::chrono::seconds(4));
+    try {
+      comm->barrier();
+      std::printf("rank %d: barrier: NO ERROR\n", rank);
+    } catch (const CommError &e) {
+      std::printf("rank %d: %s\n", rank, e.what());
+    }
+    std::fflush(stdout);
+    if (rank == 0)
+      std::this_thread::sleep_for(std::chrono::seconds(10));
+    abortMpi(3);
+  }
 
   std::vector<float> mine(6), theirs(6, -1.0f);
   Tensor out{DType::F32, {2, 3}, mine.data()};

@@ -618,7 +618,11 @@ int runRank(const Options &o, int rank, int size) {
   std::unique_ptr<Tracer> tracer;
   if (!o.trace.empty())
     tracer = std::make_unique<Tracer>(rank);
-  DataSource data = o.data == "synthetic" ? DataSource() : DataSource(o.data);
+  // A read of --data that stalls is an error after --timeout (0: never).
+  DataSource data =
+      o.data == "synthetic"
+          ? DataSource()
+          : DataSource(o.data, o.timeout > 0 ? o.timeout : 1e18);
   std::unique_ptr<Device> device = createDevice(o.backend);
   Executor exec(program, *device, *comm, tracer.get());
   const RankClass &rc = exec.rankClass();

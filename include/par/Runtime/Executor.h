@@ -15,6 +15,7 @@
 
 #include "par/Runtime/Checkpoint.h"
 #include "par/Runtime/Collectives.h"
+#include "par/Runtime/DataSource.h"
 #include "par/Runtime/Device.h"
 #include "par/Runtime/Program.h"
 #include "par/Runtime/Trace.h"
@@ -42,24 +43,6 @@ public:
 class ReportedElsewhere : public AgreedError {
 public:
   ReportedElsewhere() : AgreedError("") {}
-};
-
-/// Where data inputs come from: a text file read as bytes, or synthetic
-/// tokens drawn from the counter-based RNG.
-class DataSource {
-public:
-  /// Synthetic tokens.
-  DataSource() = default;
-  /// Byte-level tokens of `path`; throws RunError when unreadable or empty.
-  explicit DataSource(const std::string &path);
-
-  /// Token at stream position `position` (bytes wrap around the file).
-  int64_t token(uint64_t seed, int64_t position, int64_t vocab) const;
-  std::string describe() const;
-
-private:
-  std::string path_;
-  std::string text_;
 };
 
 /// Calls `fn(localIndex, globalIndex)` for every element of the box

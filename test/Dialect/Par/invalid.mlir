@@ -674,6 +674,15 @@ func.func @sgd_grad(%p: tensor<8xf32>, %g: tensor<4xf32>, %lr: tensor<f32>) {
 
 // -----
 
+// sgd: a non-finite momentum cannot be written to a program file.
+func.func @sgd_momentum_inf(%p: tensor<8xf32>, %lr: tensor<f32>) {
+  // expected-error @below {{'par.sgd' op attribute 'momentum' failed to satisfy constraint: 32-bit float attribute whose value is finite}}
+  %0, %1 = par.sgd %p, %p, %p, %lr {momentum = 0x7F800000 : f32} : tensor<8xf32>, tensor<8xf32>, tensor<f32>
+  return
+}
+
+// -----
+
 // Collectives: unknown mesh.
 func.func @collective_mesh(%x: tensor<4xf32>) {
   // expected-error @below {{'par.all_reduce' op refers to unknown mesh @nomesh}}
@@ -928,8 +937,32 @@ func.func @data_not_string(%x: tensor<4xi32> {par.data = 3}) {
 // -----
 
 // par.init is a distribution with the right number of numbers.
-// expected-error @below {{'par.init' of argument #0 must be "normal(STD)", "uniform(LOW, HIGH)", "constant(VALUE)", "zeros" or "ones", got "uniform(1)"}}
+// expected-error @below {{'par.init' of argument #0 must be "normal(STD)", "uniform(LOW, HIGH)", "constant(VALUE)", "zeros" or "ones" with finite numbers, got "uniform(1)"}}
 func.func @init_bad(%x: tensor<4xf32> {par.init = "uniform(1)"}) {
+  return
+}
+
+// -----
+
+// Two arguments with one par.name: the program's inputs would clash.
+// expected-error @below {{'par.name' of argument #1 is "w", the name of argument #0 too: program inputs need distinct names}}
+func.func @name_twice(%a: tensor<4xf32> {par.name = "w"}, %b: tensor<4xf32> {par.name = "w"}) {
+  return
+}
+
+// -----
+
+// A par.name that is the name an unnamed argument gets ("arg0").
+// expected-error @below {{'par.name' of argument #1 is "arg0", the default name of argument #0 too: program inputs need distinct names}}
+func.func @name_default(%a: tensor<4xf32>, %b: tensor<4xf32> {par.name = "arg0"}) {
+  return
+}
+
+// -----
+
+// par.init numbers are finite: a program file cannot spell the others.
+// expected-error @below {{'par.init' of argument #0 must be "normal(STD)", "uniform(LOW, HIGH)", "constant(VALUE)", "zeros" or "ones" with finite numbers, got "normal(-inf)"}}
+func.func @init_not_finite(%x: tensor<4xf32> {par.init = "normal(-inf)"}) {
   return
 }
 

@@ -4,6 +4,8 @@
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::par;
 
@@ -62,7 +64,8 @@ static LogicalResult verifyGlobalAttr(Operation *op, NamedAttribute attr,
 }
 
 /// Parses an init spec: normal(STD), uniform(LOW,HIGH), constant(V), zeros,
-/// ones. Shared with the program emitter through parseInitSpec.
+/// ones, with finite numbers (a program file has no spelling for others).
+/// Shared with the program emitter through parseInitSpec.
 static bool parseInit(StringRef spec, std::string &kind,
                       SmallVectorImpl<double> &args) {
   spec = spec.trim();
@@ -82,7 +85,7 @@ static bool parseInit(StringRef spec, std::string &kind,
   spec.drop_front(open + 1).drop_back().split(parts, ',');
   for (StringRef part : parts) {
     double value;
-    if (part.trim().getAsDouble(value))
+    if (part.trim().getAsDouble(value) || !std::isfinite(value))
       return false;
     args.push_back(value);
   }
@@ -133,7 +136,8 @@ static LogicalResult verifyRuntimeAttr(Operation *op, NamedAttribute attr,
       return op->emitError()
              << "'" << name << "' of " << what
              << " must be \"normal(STD)\", \"uniform(LOW, HIGH)\", "
-                "\"constant(VALUE)\", \"zeros\" or \"ones\", got "
+                "\"constant(VALUE)\", \"zeros\" or \"ones\" with finite "
+                "numbers, got "
              << value;
     return success();
   }
@@ -254,6 +258,31 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                           "the result");
 }
 
+/// Program inputs are found by name (checkpoints, updates): an argument's
+/// par.name may be neither another argument's nor the name an unnamed
+/// argument gets in the program ("argN").
+static LogicalResult verifyUniqueArgName(Operation *op, unsigned argIndex,
+                                         StringRef name) {
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function)
+    return success();
+  for (unsigned j = 0, e = function.getNumArguments(); j < e; ++j) {
+    if (j == argIndex)
+      continue;
+    auto other =
+        function.getArgAttrOfType<StringAttr>(j, ParDialect::kNameAttrName);
+    bool clash = other ? other.getValue() == name && j < argIndex
+                       : name == "arg" + std::to_string(j);
+    if (clash)
+      return op->emitError()
+             << "'" << ParDialect::kNameAttrName << "' of argument #"
+             << argIndex << " is \"" << name << "\", the "
+             << (other ? "" : "default ") << "name of argument #" << j
+             << " too: program inputs need distinct names";
+  }
+  return success();
+}
+
 LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
                                                    unsigned regionIndex,
                                                    unsigned argIndex,
@@ -263,6 +292,9 @@ LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
   bool known;
   LogicalResult runtime = verifyRuntimeAttr(
       op, attr, "argument #" + std::to_string(argIndex), /*isArg=*/true, known);
+  if (known && succeeded(runtime) && attr.getName() == kNameAttrName)
+    return verifyUniqueArgName(op, argIndex,
+                               cast<StringAttr>(attr.getValue()).getValue());
   if (known)
     return runtime;
   if (attr.getName() != kShardingAttrName)

@@ -27,6 +27,10 @@ def Par_ScalarNum : TypeConstraint<
     "0-d tensor of float or integer", "::mlir::TensorType">;
 
 def Par_AxisList : TypedArrayAttrBase<StrAttr, "list of mesh axis names">;
+// A float attribute the program file can hold: JSON has no inf or nan.
+def Par_FiniteF32Attr : ConfinedAttr<F32Attr, [AttrConstraint<
+    CPred<"std::isfinite(::llvm::cast<::mlir::FloatAttr>($_self)"
+          ".getValueAsDouble())">, "whose value is finite">]>;
 // Flat (source, target) group-index pairs; programs write them as pairs.
 def Par_PairList : DenseArrayAttrBase<"DenseI64ArrayAttr", "int64_t", "i64"> {
   let summary = "flat list of (source, target) pairs";
@@ -455,7 +459,7 @@ def Par_LayerNormOp : Par_ComputeOp<"layer_norm", [
   }];
   let arguments = (ins Par_FloatTensor:$input, Par_FloatTensor:$gamma,
                        Par_FloatTensor:$beta,
-                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<Par_FiniteF32Attr, "1.0e-5">:$epsilon);
   let results = (outs Par_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $gamma `,` $beta attr-dict `:` type($input) `,` type($gamma)
@@ -475,7 +479,7 @@ def Par_RmsNormOp : Par_ComputeOp<"rms_norm", [
     Sharding rule: as `par.layer_norm`.
   }];
   let arguments = (ins Par_FloatTensor:$input, Par_FloatTensor:$gamma,
-                       DefaultValuedAttr<F32Attr, "1.0e-6">:$epsilon);
+                       DefaultValuedAttr<Par_FiniteF32Attr, "1.0e-6">:$epsilon);
   let results = (outs Par_FloatTensor:$result);
   let assemblyFormat = "$input `,` $gamma attr-dict `:` type($input) `,` type($gamma)";
   let hasVerifier = 1;
@@ -503,7 +507,7 @@ def Par_AttentionOp : Par_ComputeOp<"attention", [DeclareOpInterfaceMethods<Par_
   }];
   let arguments = (ins Par_FloatTensor:$q, Par_FloatTensor:$k,
                        Par_FloatTensor:$v, Optional<Par_Index>:$offset,
-                       UnitAttr:$causal, OptionalAttr<F32Attr>:$scale,
+                       UnitAttr:$causal, OptionalAttr<Par_FiniteF32Attr>:$scale,
                        DefaultValuedAttr<I64Attr, "0">:$position_offset);
   let results = (outs Par_FloatTensor:$result);
   let assemblyFormat = [{
@@ -630,7 +634,7 @@ def Par_RopeOp : Par_ComputeOp<"rope", [DeclareOpInterfaceMethods<Par_LocalFormO
     dimension needs replication (rotation pairs its halves).
   }];
   let arguments = (ins Par_FloatTensor:$input, Optional<Par_Index>:$offset,
-                       DefaultValuedAttr<F32Attr, "10000.0">:$theta,
+                       DefaultValuedAttr<Par_FiniteF32Attr, "10000.0">:$theta,
                        DefaultValuedAttr<I64Attr, "0">:$position_offset);
   let results = (outs Par_FloatTensor:$result);
   let assemblyFormat = [{
@@ -663,10 +667,10 @@ def Par_AdamWOp : Par_ComputeOp<"adamw", [Par_InPlace,
   let arguments = (ins Par_FloatTensor:$param, Par_FloatTensor:$grad,
                        Par_FloatTensor:$m, Par_FloatTensor:$v,
                        Par_ScalarFloat:$lr, Par_ScalarNum:$step,
-                       DefaultValuedAttr<F32Attr, "0.9">:$beta1,
-                       DefaultValuedAttr<F32Attr, "0.999">:$beta2,
-                       DefaultValuedAttr<F32Attr, "1.0e-8">:$epsilon,
-                       DefaultValuedAttr<F32Attr, "0.01">:$weight_decay);
+                       DefaultValuedAttr<Par_FiniteF32Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<Par_FiniteF32Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<Par_FiniteF32Attr, "1.0e-8">:$epsilon,
+                       DefaultValuedAttr<Par_FiniteF32Attr, "0.01">:$weight_decay);
   let results = (outs Par_FloatTensor:$new_param, Par_FloatTensor:$new_m,
                       Par_FloatTensor:$new_v);
   let assemblyFormat = [{
@@ -695,8 +699,8 @@ def Par_SgdOp : Par_ComputeOp<"sgd", [Par_InPlace,
   let arguments = (ins Par_FloatTensor:$param, Par_FloatTensor:$grad,
                        Optional<Par_FloatTensor>:$momentum_buf,
                        Par_ScalarFloat:$lr,
-                       DefaultValuedAttr<F32Attr, "0.0">:$momentum,
-                       DefaultValuedAttr<F32Attr, "0.0">:$weight_decay,
+                       DefaultValuedAttr<Par_FiniteF32Attr, "0.0">:$momentum,
+                       DefaultValuedAttr<Par_FiniteF32Attr, "0.0">:$weight_decay,
                        UnitAttr:$nesterov);
   let results = (outs Par_FloatTensor:$new_param,
                       Optional<Par_FloatTensor>:$new_momentum);
