@@ -327,6 +327,7 @@ Instruction decodeOne(const std::string &op, int operands, int results,
                             {"bytes", 16},
                             {"live", {0, 0}}});
   c["arena_bytes"] = 64 * total;
+  c["peak_live_bytes"] = 64 * total;
   json inst = {{"op", op},
                {"operands", json::array()},
                {"results", json::array()},
