@@ -536,6 +536,14 @@ Program parseProgram(const std::string &text, const std::string &path) {
         spec.vocab = r.integer(in, w, "vocab", 1);
         if (!isInteger(spec.dtype) || spec.dtype == DType::I1)
           r.fail(w + ".dtype", "token inputs must be i32 or i64");
+        // Tokens go through a double into the element type: every id below
+        // the vocabulary must be exact in both.
+        int64_t maxVocab =
+            spec.dtype == DType::I32 ? INT32_MAX : int64_t(1) << 53;
+        if (spec.vocab > maxVocab)
+          r.fail(w + ".vocab", std::to_string(spec.vocab) + " is more than " +
+                                   dtypeName(spec.dtype) + " token ids hold (" +
+                                   std::to_string(maxVocab) + ")");
         if (spec.globalShape.empty())
           r.fail(w + ".global_shape",
                  "token inputs need at least one dimension");

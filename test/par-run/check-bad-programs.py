@@ -108,6 +108,7 @@ def mutants(doc, text):
     tokens = [i for i, x in enumerate(doc["inputs"]) if x.get("data") == "tokens"]
     if tokens:
         yield edit("vocab-uint64", lambda d: d["inputs"][tokens[0]].update(vocab=huge))
+        yield edit("vocab-past-dtype", lambda d: d["inputs"][tokens[0]].update(vocab=2**62))
     yield edit("binding-count", lambda d: rc(d)["inputs"].pop())
     yield edit("binding-out-of-range", lambda d: rc(d)["inputs"].__setitem__(0, 10**6))
     yield edit("unknown-op", lambda d: rc(d)["instructions"][0].update(op="conv2d"))

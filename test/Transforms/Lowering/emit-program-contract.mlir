@@ -86,3 +86,11 @@ func.func @huge_output(%w: tensor<4xf32>) -> (tensor<4xf32> {par.global_type = t
   // expected-error @below {{result #0: par-run would reject this program: outputs[0].global_shape: 4611686018427387904x4 f32 is too large: more than 2^60 bytes}}
   return %s : tensor<4xf32>
 }
+
+// -----
+
+// Token ids must be exact in their element type.
+// expected-error @below {{argument #0: par-run would reject this program: inputs[0].vocab: 4294967296 is more than i32 token ids hold (2147483647)}}
+func.func @vocab_past_i32(%ids: tensor<4xi32> {par.role = "data", par.data = "tokens", par.vocab = 4294967296 : i64}) -> tensor<4xi32> {
+  return %ids : tensor<4xi32>
+}
