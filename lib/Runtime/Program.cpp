@@ -175,8 +175,9 @@ Shape readShape(const Reader &r, const json &object, const std::string &where,
   return r.integers(r.field(object, where, key), Reader::join(where, key), 0);
 }
 
-/// A global shape: each device holds at most kMaxBufferElements of it, so
-/// the whole has at most that many per device (and its byte size fits).
+/// A global shape: at most 2^60 bytes (2^40 elements per buffer on 2^20
+/// devices), so its element and byte counts, and the per-device pieces
+/// computed from it, fit int64.
 Shape readGlobalShape(const Reader &r, const json &object,
                       const std::string &where, DType dtype) {
   Shape shape = readShape(r, object, where, "global_shape");
