@@ -29,5 +29,6 @@ if config.par_have_cuda:
     config.available_features.add("cuda")
 
 tool_dirs = [config.par_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["par-opt", "par-run", "par-fuzz-driver"], tool_dirs)
+llvm_config.add_tool_substitutions(
+    ["par-opt", "par-run", "par-check-program", "par-fuzz-driver"], tool_dirs)
 llvm_config.with_environment("PATH", config.par_tools_dir, append_path=True)

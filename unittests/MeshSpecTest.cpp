@@ -67,7 +67,12 @@ TEST(MeshSpec, Errors) {
   EXPECT_NE(parseError("2dp=2").find("not a valid axis name"),
             std::string::npos);
   EXPECT_NE(parseError("dp=2,4").find("name=size"), std::string::npos);
-  EXPECT_NE(parseError("65536x65536").find("2^30"), std::string::npos);
+  EXPECT_NE(parseError("65536x65536").find("2^20"), std::string::npos);
+  EXPECT_NE(parseError("1024x1025").find("2^20"), std::string::npos);
+  EXPECT_EQ(parseOk("1024x1024").size(), 2u);
+  // The product is checked before it can overflow.
+  EXPECT_NE(parseError("999999999x999999999x999999999").find("2^20"),
+            std::string::npos);
 }
 
 } // namespace

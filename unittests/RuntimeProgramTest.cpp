@@ -327,6 +327,7 @@ Instruction decodeOne(const std::string &op, int operands, int results,
                             {"bytes", 16},
                             {"live", {0, 0}}});
   c["arena_bytes"] = 64 * total;
+  c["peak_live_bytes"] = 64 * total;
   json inst = {{"op", op},
                {"operands", json::array()},
                {"results", json::array()},
@@ -600,6 +601,96 @@ TEST(ProgramErrors, BufferLayout) {
   EXPECT_THAT(
       errorAfter([](json &d) { cls(d)["buffers"][2]["dtype"] = "f8"; }),
       names("rank_classes[0].buffers[2].dtype", "unknown element type 'f8'"));
+}
+
+// Offsets, sizes and counts are checked without integer overflow.
+TEST(ProgramErrors, NoOverflow) {
+  const int64_t nearMax = INT64_MAX - 63;
+  EXPECT_THAT(
+      errorAfter([&](json &d) { cls(d)["buffers"][1]["offset"] = nearMax; }),
+      names("rank_classes[0].buffers[1]",
+            "offset 9223372036854775744 plus 48 bytes is past arena_bytes "
+            "928"));
+  EXPECT_THAT(errorAfter([](json &d) {
+                cls(d)["buffers"][1]["offset"] = uint64_t(1) << 63;
+              }),
+              names("rank_classes[0].buffers[1].offset", "must be an integer"));
+  EXPECT_THAT(
+      errorAfter([](json &d) {
+        cls(d)["buffers"][1]["shape"] = {int64_t(1) << 62, 4};
+      }),
+      names("rank_classes[0].buffers[1].shape", "has more than 2^40 elements"));
+  EXPECT_THAT(errorAfter([](json &d) {
+                cls(d)["arena_bytes"] = INT64_MAX;
+                cls(d)["buffers"][1]["offset"] = INT64_MAX - 63;
+              }),
+              names("rank_classes[0].arena_bytes", "is more than 2^48"));
+  EXPECT_THAT(
+      errorAfter([](json &d) { cls(d)["peak_live_bytes"] = 929; }),
+      names("rank_classes[0].peak_live_bytes", "929 is above arena_bytes 928"));
+  EXPECT_THAT(errorAfter([](json &d) {
+                d["mesh"]["axes"][0]["size"] = int64_t(1) << 62;
+                d["mesh"]["axes"][1]["size"] = 4;
+              }),
+              names("mesh.axes[0].size", "more than 2^20 devices"));
+  EXPECT_THAT(errorAfter([](json &d) {
+                d["inputs"][0]["global_shape"] = {int64_t(1) << 62, 8};
+              }),
+              names("inputs[0].global_shape", "more than 2^60 bytes"));
+  EXPECT_THAT(errorAfter([](json &d) { d["memory"]["alignment"] = 96; }),
+              names("memory.alignment", "96 is not a power of two"));
+  EXPECT_THAT(
+      errorAfter([](json &d) { d["inputs"][2]["init"]["std"] = nullptr; }),
+      names("inputs[2].init.std", "must be a finite number"));
+}
+
+// The structured location par-opt maps back to the MLIR source.
+TEST(ProgramErrors, IssueLocatesTheRecord) {
+  using Record = ProgramField::Record;
+  auto issueAfter = [](const std::function<void(json &)> &edit) {
+    json doc = baseDoc();
+    edit(doc);
+    std::optional<ProgramIssue> issue = checkProgram(doc.dump(), kFile);
+    EXPECT_TRUE(issue.has_value());
+    return issue.value_or(ProgramIssue{});
+  };
+  EXPECT_FALSE(checkProgram(kProgram, kFile).has_value());
+
+  ProgramIssue input =
+      issueAfter([](json &d) { d["inputs"][3]["name"] = "x"; });
+  EXPECT_EQ(input.field.record, Record::Input);
+  EXPECT_EQ(input.field.index, 3);
+  EXPECT_EQ(input.field.path, "inputs[3].name");
+  EXPECT_EQ(input.file, kFile);
+  EXPECT_EQ(input.text(),
+            "toy.json: inputs[3].name: input name 'x' is used twice");
+
+  ProgramIssue output =
+      issueAfter([](json &d) { d["outputs"][2]["dtype"] = "u8"; });
+  EXPECT_EQ(output.field.record, Record::Output);
+  EXPECT_EQ(output.field.index, 2);
+
+  ProgramIssue binding = issueAfter([](json &d) { cls(d)["inputs"][2] = 7; });
+  EXPECT_EQ(binding.field.record, Record::Input);
+  EXPECT_EQ(binding.field.index, 2);
+
+  ProgramIssue buffer =
+      issueAfter([](json &d) { cls(d)["buffers"][5]["bytes"] = 3; });
+  EXPECT_EQ(buffer.field.record, Record::Buffer);
+  EXPECT_EQ(buffer.field.index, 5);
+
+  ProgramIssue inst = issueAfter(
+      [](json &d) { cls(d)["instructions"][4]["attrs"].erase("kind"); });
+  EXPECT_EQ(inst.field.record, Record::Instruction);
+  EXPECT_EQ(inst.field.index, 4);
+
+  ProgramIssue mesh =
+      issueAfter([](json &d) { d["mesh"]["axes"][1]["size"] = 0; });
+  EXPECT_EQ(mesh.field.record, Record::Mesh);
+
+  ProgramIssue notObject = issueAfter([](json &d) { d = "not a program"; });
+  EXPECT_EQ(notObject.field.record, Record::None);
+  EXPECT_EQ(notObject.field.index, -1);
 }
 
 TEST(ProgramErrors, BindingShapeMismatch) {

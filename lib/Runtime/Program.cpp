@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -24,8 +25,7 @@ public:
 
   [[noreturn]] void fail(const std::string &where,
                          const std::string &what) const {
-    throw ProgramError(file_ + ": " + (where.empty() ? "" : where + ": ") +
-                       what);
+    throw ProgramError(ProgramIssue{file_, locateField(where), what});
   }
 
   const json &field(const json &object, const std::string &where,
@@ -44,7 +44,7 @@ public:
   int64_t integer(const json &object, const std::string &where, const char *key,
                   int64_t min = INT64_MIN) const {
     const json &v = field(object, where, key);
-    if (!v.is_number_integer())
+    if (!isInt64(v))
       fail(join(where, key), "must be an integer");
     int64_t value = v.get<int64_t>();
     if (value < min)
@@ -59,9 +59,10 @@ public:
       fail(join(where, key), "must be a string");
     return v.get<std::string>();
   }
+  /// A finite number (the JSON writer turns infinities and NaN into null).
   double number(const json &v, const std::string &where) const {
-    if (!v.is_number())
-      fail(where, "must be a number");
+    if (!v.is_number() || !std::isfinite(v.get<double>()))
+      fail(where, "must be a finite number");
     return v.get<double>();
   }
   /// A constant's element: a number, or "inf", "-inf" or "nan".
@@ -83,7 +84,7 @@ public:
       fail(where, "must be a list of integers");
     std::vector<int64_t> out;
     for (const json &e : v) {
-      if (!e.is_number_integer() || e.get<int64_t>() < min)
+      if (!isInt64(e) || e.get<int64_t>() < min)
         fail(where, min == 0 ? "must be a list of non-negative integers"
                              : "must be a list of integers");
       out.push_back(e.get<int64_t>());
@@ -112,9 +113,31 @@ public:
     return *type;
   }
 
+  /// An integer that fits int64_t (JSON integers above INT64_MAX are read
+  /// as unsigned and would wrap).
+  static bool isInt64(const json &v) {
+    if (v.is_number_unsigned())
+      return v.get<uint64_t>() <= uint64_t(INT64_MAX);
+    return v.is_number_integer();
+  }
+
 private:
   std::string file_;
 };
+
+/// The element count of `shape`, or -1 when it exceeds `limit`.
+int64_t elementsUpTo(const Shape &shape, int64_t limit) {
+  // A zero dimension empties the shape whatever the others are.
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end())
+    return 0;
+  int64_t elements = 1;
+  for (int64_t d : shape) {
+    if (elements > limit / d)
+      return -1;
+    elements *= d;
+  }
+  return elements;
+}
 
 std::string at(const std::string &where, size_t i) {
   return where + "[" + std::to_string(i) + "]";
@@ -150,6 +173,20 @@ void readSharding(const Reader &r, const json &object, const std::string &where,
 Shape readShape(const Reader &r, const json &object, const std::string &where,
                 const char *key) {
   return r.integers(r.field(object, where, key), Reader::join(where, key), 0);
+}
+
+/// A global shape: at most 2^60 bytes (2^40 elements per buffer on 2^20
+/// devices), so its element and byte counts, and the per-device pieces
+/// computed from it, fit int64.
+Shape readGlobalShape(const Reader &r, const json &object,
+                      const std::string &where, DType dtype) {
+  Shape shape = readShape(r, object, where, "global_shape");
+  if (elementsUpTo(shape, kMaxBufferElements * kMaxDevices /
+                              int64_t(dtypeBytes(dtype))) < 0)
+    r.fail(Reader::join(where, "global_shape"),
+           shapeString(shape) + " " + dtypeName(dtype) +
+               " is too large: more than 2^60 bytes");
+  return shape;
 }
 
 /// Reads one instruction's attributes as the op catalogue describes them
@@ -268,6 +305,52 @@ private:
 
 } // namespace
 
+std::string ProgramIssue::text() const {
+  std::string where = field.path.empty() ? "" : field.path + ": ";
+  return (file.empty() ? "" : file + ": ") + where + message;
+}
+
+/// Reads "NAME[INDEX]" at the start of `path` (after `pos`), advancing `pos`.
+static bool readIndexed(const std::string &path, size_t &pos, const char *name,
+                        int64_t &index) {
+  size_t length = std::strlen(name);
+  if (path.compare(pos, length, name) != 0 || path.size() <= pos + length ||
+      path[pos + length] != '[')
+    return false;
+  size_t close = path.find(']', pos + length);
+  if (close == std::string::npos)
+    return false;
+  index = std::strtoll(path.c_str() + pos + length + 1, nullptr, 10);
+  pos = close + 1;
+  return true;
+}
+
+ProgramField locateField(const std::string &path) {
+  ProgramField field;
+  field.path = path;
+  size_t pos = 0;
+  int64_t index;
+  using Record = ProgramField::Record;
+  if (path.rfind("mesh", 0) == 0 || path.rfind("num_ranks", 0) == 0)
+    field.record = Record::Mesh;
+  if (readIndexed(path, pos, "rank_classes", index)) {
+    if (pos >= path.size() || path[pos] != '.')
+      return field;
+    ++pos;
+  }
+  std::pair<const char *, Record> records[] = {
+      {"inputs", Record::Input},
+      {"outputs", Record::Output},
+      {"buffers", Record::Buffer},
+      {"instructions", Record::Instruction}};
+  for (auto [name, record] : records)
+    if (readIndexed(path, pos, name, index)) {
+      field.record = record;
+      field.index = index;
+    }
+  return field;
+}
+
 int64_t Program::axisIndex(const std::string &axis) const {
   for (size_t i = 0; i < mesh.size(); ++i)
     if (mesh[i].name == axis)
@@ -368,9 +451,9 @@ Program parseProgram(const std::string &text, const std::string &path) {
                   r.integer(axes[i], w, "size", 1)};
     if (p.axisIndex(axis.name) >= 0)
       r.fail(w, "axis '" + axis.name + "' is listed twice");
+    if (axis.size > kMaxDevices / devices)
+      r.fail(w + ".size", "the mesh has more than 2^20 devices");
     devices *= axis.size;
-    if (devices > (1 << 20))
-      r.fail("mesh.axes", "more than 2^20 devices");
     p.mesh.push_back(axis);
   }
   p.numRanks = r.integer(doc, "", "num_ranks", 1);
@@ -393,6 +476,9 @@ Program parseProgram(const std::string &text, const std::string &path) {
 
   const json &memory = r.field(doc, "", "memory");
   p.alignment = r.integer(memory, "memory", "alignment", 1);
+  if (p.alignment > kMaxAlignment || (p.alignment & (p.alignment - 1)))
+    r.fail("memory.alignment",
+           std::to_string(p.alignment) + " is not a power of two up to 2^20");
   if (memory.contains("async_collectives")) {
     if (!memory["async_collectives"].is_boolean())
       r.fail("memory.async_collectives", "must be true or false");
@@ -411,7 +497,7 @@ Program parseProgram(const std::string &text, const std::string &path) {
     if (!names.insert(spec.name).second)
       r.fail(w + ".name", "input name '" + spec.name + "' is used twice");
     spec.dtype = r.dtype(in, w);
-    spec.globalShape = readShape(r, in, w, "global_shape");
+    spec.globalShape = readGlobalShape(r, in, w, spec.dtype);
     readSharding(r, in, w, p, spec.globalShape.size(), spec.sharding);
     if (!spec.sharding.partial.empty())
       r.fail(w + ".sharding.partial",
@@ -426,8 +512,12 @@ Program parseProgram(const std::string &text, const std::string &path) {
       };
       if (kind == "normal") {
         spec.init = {InitSpec::Normal, num("std"), 0};
+        if (spec.init.a < 0)
+          r.fail(w + ".init.std", "must not be negative");
       } else if (kind == "uniform") {
         spec.init = {InitSpec::Uniform, num("low"), num("high")};
+        if (spec.init.a > spec.init.b)
+          r.fail(w + ".init", "low must not be above high");
       } else if (kind == "zeros") {
         spec.init = {InitSpec::Zeros, 0, 0};
       } else if (kind == "ones") {
@@ -447,6 +537,14 @@ Program parseProgram(const std::string &text, const std::string &path) {
         spec.vocab = r.integer(in, w, "vocab", 1);
         if (!isInteger(spec.dtype) || spec.dtype == DType::I1)
           r.fail(w + ".dtype", "token inputs must be i32 or i64");
+        // Tokens go through a double into the element type: every id below
+        // the vocabulary must be exact in both.
+        int64_t maxVocab =
+            spec.dtype == DType::I32 ? INT32_MAX : int64_t(1) << 53;
+        if (spec.vocab > maxVocab)
+          r.fail(w + ".vocab", std::to_string(spec.vocab) + " is more than " +
+                                   dtypeName(spec.dtype) + " token ids hold (" +
+                                   std::to_string(maxVocab) + ")");
         if (spec.globalShape.empty())
           r.fail(w + ".global_shape",
                  "token inputs need at least one dimension");
@@ -470,7 +568,7 @@ Program parseProgram(const std::string &text, const std::string &path) {
     OutputSpec spec;
     spec.name = r.string(out, w, "name");
     spec.dtype = r.dtype(out, w);
-    spec.globalShape = readShape(r, out, w, "global_shape");
+    spec.globalShape = readGlobalShape(r, out, w, spec.dtype);
     readSharding(r, out, w, p, spec.globalShape.size(), spec.sharding);
     if (out.contains("updates")) {
       std::string target = r.string(out, w, "updates");
@@ -511,7 +609,14 @@ Program parseProgram(const std::string &text, const std::string &path) {
       owner[rank] = int(c);
     }
     rc.arenaBytes = r.integer(cls, cw, "arena_bytes", 0);
+    if (rc.arenaBytes > kMaxArenaBytes)
+      r.fail(cw + ".arena_bytes",
+             std::to_string(rc.arenaBytes) + " bytes is more than 2^48");
     rc.peakLiveBytes = r.integer(cls, cw, "peak_live_bytes", 0);
+    if (rc.peakLiveBytes > rc.arenaBytes)
+      r.fail(cw + ".peak_live_bytes", std::to_string(rc.peakLiveBytes) +
+                                          " is above arena_bytes " +
+                                          std::to_string(rc.arenaBytes));
 
     const json &buffers = r.field(cls, cw, "buffers");
     if (!buffers.is_array())
@@ -533,12 +638,10 @@ Program parseProgram(const std::string &text, const std::string &path) {
       buf.lastUse = live[1];
       if (buffers[b].contains("reuses"))
         buf.reuses = r.integer(buffers[b], bw, "reuses", 0);
-      int64_t elements = 1;
-      for (int64_t d : buf.shape) {
-        if (d > 0 && elements > (int64_t(1) << 40) / d)
-          r.fail(bw + ".shape", "is too large");
-        elements *= d;
-      }
+      int64_t elements = elementsUpTo(buf.shape, kMaxBufferElements);
+      if (elements < 0)
+        r.fail(bw + ".shape",
+               shapeString(buf.shape) + " has more than 2^40 elements");
       if (buf.bytes != elements * int64_t(dtypeBytes(buf.dtype)))
         r.fail(bw + ".bytes",
                std::to_string(buf.bytes) + " bytes do not hold " +
@@ -546,14 +649,17 @@ Program parseProgram(const std::string &text, const std::string &path) {
       if (buf.offset % p.alignment)
         r.fail(bw + ".offset", "is not a multiple of the alignment " +
                                    std::to_string(p.alignment));
-      if (buf.offset + buf.bytes > rc.arenaBytes)
-        r.fail(bw, "ends at byte " + std::to_string(buf.offset + buf.bytes) +
-                       ", past arena_bytes " + std::to_string(rc.arenaBytes));
+      // Both are non-negative: the difference cannot overflow.
+      if (buf.bytes > rc.arenaBytes || buf.offset > rc.arenaBytes - buf.bytes)
+        r.fail(bw, "offset " + std::to_string(buf.offset) + " plus " +
+                       std::to_string(buf.bytes) +
+                       " bytes is past arena_bytes " +
+                       std::to_string(rc.arenaBytes));
       rc.buffers.push_back(std::move(buf));
     }
     int64_t numBuffers = int64_t(rc.buffers.size());
     auto bufferId = [&](const json &v, const std::string &w) {
-      if (!v.is_number_integer() || v.get<int64_t>() < -1 ||
+      if (!Reader::isInt64(v) || v.get<int64_t>() < -1 ||
           v.get<int64_t>() >= numBuffers)
         r.fail(w, "must be a buffer id below " + std::to_string(numBuffers) +
                       " (or -1 where allowed)");
@@ -730,6 +836,21 @@ Program parseProgram(const std::string &text, const std::string &path) {
       r.fail("rank_classes",
              "rank " + std::to_string(rank) + " is in no rank class");
   return p;
+}
+
+std::optional<ProgramIssue> checkProgram(const std::string &text,
+                                         const std::string &path) {
+  try {
+    parseProgram(text, path);
+  } catch (const ProgramError &e) {
+    return e.issue();
+  } catch (const std::exception &e) {
+    ProgramIssue issue;
+    issue.file = path;
+    issue.message = e.what();
+    return issue;
+  }
+  return std::nullopt;
 }
 
 Program loadProgram(const std::string &path) {

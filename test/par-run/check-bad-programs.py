@@ -64,6 +64,51 @@ def mutants(doc, text):
             inst = rc(d)["instructions"][rc(d)["buffers"][j]["live"][0]]
             inst.update(op="concat", attrs={"dim": 0}, results=inst["results"][:1])
         yield edit("reuses-not-in-place", not_in_place)
+    # Integers near or past the int64 range: each is checked without
+    # overflow (an offset near INT64_MAX once passed `offset + bytes >
+    # arena_bytes` and crashed).
+    big, huge = 2**63 - 64, 2**64 - 64
+    yield edit("buffer-offset-near-max", lambda d: rc(d)["buffers"][0].update(offset=big))
+    yield edit("buffer-offset-uint64", lambda d: rc(d)["buffers"][0].update(offset=huge))
+    yield edit("buffer-bytes-near-max", lambda d: rc(d)["buffers"][0].update(bytes=2**63 - 1))
+    yield edit("buffer-shape-overflow", lambda d: rc(d)["buffers"][0].update(shape=[2**62, 2**62]))
+    yield edit("buffer-shape-uint64", lambda d: rc(d)["buffers"][0].update(shape=[huge]))
+    yield edit("buffer-live-near-max", lambda d: rc(d)["buffers"][0].update(live=[0, 2**63 - 1]))
+    yield edit("buffer-live-uint64", lambda d: rc(d)["buffers"][0].update(live=[0, huge]))
+    yield edit("buffer-reuses-uint64", lambda d: rc(d)["buffers"][0].update(reuses=huge))
+    def arena_near_max(d):
+        rc(d)["arena_bytes"] = 2**63 - 1
+        rc(d)["buffers"][0].update(offset=big)
+    yield edit("arena-near-max", arena_near_max)
+    yield edit("arena-past-limit", lambda d: rc(d).update(arena_bytes=2**49))
+    yield edit("arena-uint64", lambda d: rc(d).update(arena_bytes=huge))
+    yield edit("peak-above-arena", lambda d: rc(d).update(peak_live_bytes=rc(d)["arena_bytes"] + 64))
+    yield edit("alignment-not-power-of-two", lambda d: d["memory"].update(alignment=96))
+    yield edit("alignment-huge", lambda d: d["memory"].update(alignment=2**40))
+    yield edit("axis-size-overflow", lambda d: [a.update(size=2**62) for a in d["mesh"]["axes"]])
+    yield edit("axis-size-uint64", lambda d: d["mesh"]["axes"][0].update(size=huge))
+    yield edit("num-ranks-uint64", lambda d: d.update(num_ranks=huge))
+    yield edit("version-uint64", lambda d: d.update(version=huge))
+    yield edit("class-rank-near-max", lambda d: rc(d)["ranks"].append(2**63 - 1))
+    yield edit("class-rank-uint64", lambda d: rc(d)["ranks"].append(huge))
+    yield edit("binding-uint64", lambda d: rc(d)["inputs"].__setitem__(0, huge))
+    yield edit("operand-uint64", lambda d: rc(d)["instructions"][k]["operands"].__setitem__(0, huge))
+    yield edit("global-shape-overflow", lambda d: d["inputs"][0].update(global_shape=[2**62, 2**62]))
+    yield edit("global-shape-past-limit", lambda d: d["inputs"][0].update(global_shape=[2**61, 8]))
+    yield edit("global-shape-uint64", lambda d: d["inputs"][0].update(global_shape=[huge, 8]))
+    yield edit("output-shape-overflow", lambda d: d["outputs"][0].update(global_shape=[2**62] * 4))
+    params = [i for i, x in enumerate(doc["inputs"]) if x.get("init", {}).get("kind") == "normal"]
+    if params:
+        p = params[0]
+        yield edit("init-std-null", lambda d: d["inputs"][p]["init"].update(std=None))
+        yield edit("init-std-negative", lambda d: d["inputs"][p]["init"].update(std=-1.0))
+        yield edit("init-std-string", lambda d: d["inputs"][p]["init"].update(std="inf"))
+        yield edit("init-uniform-reversed", lambda d: d["inputs"][p].update(init={"kind": "uniform", "low": 1.0, "high": -1.0}))
+        yield edit("init-constant-null", lambda d: d["inputs"][p].update(init={"kind": "constant", "value": None}))
+    tokens = [i for i, x in enumerate(doc["inputs"]) if x.get("data") == "tokens"]
+    if tokens:
+        yield edit("vocab-uint64", lambda d: d["inputs"][tokens[0]].update(vocab=huge))
+        yield edit("vocab-past-dtype", lambda d: d["inputs"][tokens[0]].update(vocab=2**62))
     yield edit("binding-count", lambda d: rc(d)["inputs"].pop())
     yield edit("binding-out-of-range", lambda d: rc(d)["inputs"].__setitem__(0, 10**6))
     yield edit("unknown-op", lambda d: rc(d)["instructions"][0].update(op="conv2d"))
@@ -79,6 +124,11 @@ def mutants(doc, text):
             def wrong(d, i=i, key=key):
                 rc(d)["instructions"][i]["attrs"][key] = "wrong"
             yield edit(f"inst{i}-{inst['op']}-bad-{key}", wrong)
+            value = inst["attrs"][key]
+            if isinstance(value, int) and not isinstance(value, bool):
+                def past_int64(d, i=i, key=key):
+                    rc(d)["instructions"][i]["attrs"][key] = 2**64 - 1
+                yield edit(f"inst{i}-{inst['op']}-uint64-{key}", past_int64)
 
 
 def main():

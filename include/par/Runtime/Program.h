@@ -5,6 +5,8 @@
 // field before anything runs and throws ProgramError naming the file and
 // the field ("prog.json: rank_classes[0].instructions[4] (dot at
 // mlp.mlir:9:8): attrs.lhs_contract must be a list of integers").
+// par-opt's emitter runs the same validation (checkProgram) on every program
+// before writing it, so what it writes is what par-run accepts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,19 +18,64 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace par::rt {
 
+/// The field of a program that breaks the format: its path
+/// ("rank_classes[0].buffers[3].offset") and the record holding it, for the
+/// records the compiler writes one per source entity (an input per function
+/// argument, an output per result, a buffer per value, an instruction per
+/// op), so that par-opt reports the error at that entity.
+struct ProgramField {
+  enum class Record { None, Mesh, Input, Output, Buffer, Instruction };
+  Record record = Record::None;
+  /// Index of the input, output, buffer or instruction (-1 for None, Mesh).
+  int64_t index = -1;
+  std::string path;
+};
+
+/// Why a program is rejected: the field and what is wrong with it.
+struct ProgramIssue {
+  std::string file;
+  ProgramField field;
+  std::string message;
+  /// "FILE: PATH: MESSAGE", the loader's error text.
+  std::string text() const;
+};
+
+/// The record and index a field path names ("inputs[2].dtype" is input 2,
+/// "rank_classes[0].instructions[7] (dot).attrs" instruction 7).
+ProgramField locateField(const std::string &path);
+
 class ProgramError : public std::runtime_error {
 public:
-  using std::runtime_error::runtime_error;
+  explicit ProgramError(const std::string &what)
+      : std::runtime_error(what), issue_{"", {}, what} {}
+  explicit ProgramError(ProgramIssue issue)
+      : std::runtime_error(issue.text()), issue_(std::move(issue)) {}
+  const ProgramIssue &issue() const { return issue_; }
+
+private:
+  ProgramIssue issue_;
 };
 
 /// The program format version this runtime reads and the compiler writes.
 constexpr int64_t kProgramVersion = 1;
+
+/// Limits of what a program may ask for, checked by the loader (and so by
+/// the compiler before it writes a program).
+/// Devices in the mesh (ranks of one run).
+constexpr int64_t kMaxDevices = int64_t(1) << 20;
+/// Elements of one per-device buffer.
+constexpr int64_t kMaxBufferElements = int64_t(1) << 40;
+/// Bytes of one rank's arena.
+constexpr int64_t kMaxArenaBytes = int64_t(1) << 48;
+/// The arena alignment: a power of two up to this.
+constexpr int64_t kMaxAlignment = int64_t(1) << 20;
 
 struct MeshAxis {
   std::string name;
@@ -141,6 +188,10 @@ struct Program {
 Program loadProgram(const std::string &path);
 /// Validates a program given as JSON text (`path` only names it in errors).
 Program parseProgram(const std::string &text, const std::string &path);
+/// parseProgram without exceptions, for callers built without them (the
+/// compiler): the issue that makes the loader reject `text`, if any.
+std::optional<ProgramIssue> checkProgram(const std::string &text,
+                                         const std::string &path);
 
 /// Mesh coordinates of `rank` (row-major over the mesh axes, first major).
 std::vector<int64_t> meshCoords(const Program &program, int64_t rank);

@@ -83,9 +83,25 @@ FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment,
                                  bool asyncCollectives = false);
 
 /// Fails with an error at `anchor` naming `--<pass>` unless `alignment` is a
-/// positive power of two.
+/// positive power of two the runtime accepts (up to 2^20).
 LogicalResult checkAlignment(Operation *anchor, StringRef pass,
                              int64_t alignment);
+
+/// An element type as the runtime stores it (par::rt::DType).
+struct ProgramDType {
+  StringRef name; // the program file's name: "f32", "i1", ...
+  int64_t bytes;  // per element
+};
+
+/// The runtime's element type for `type` (or a shaped type's element type):
+/// the one mapping from MLIR types to program dtypes, used by the memory
+/// plan, the report and the emitter. None for types the runtime does not
+/// store (complex, index, vector, unsigned and other widths of integers,
+/// f8 formats, f80, tf32, ...).
+std::optional<ProgramDType> programDType(Type type);
+/// programDType, failing with an error at `loc` that names the type and the
+/// supported ones.
+FailureOr<ProgramDType> programDType(Type type, Location loc);
 
 } // namespace mlir::par
 

@@ -3,11 +3,14 @@
 // Writes the JSON program par-run executes (docs/program-format.md). The
 // runtime includes no MLIR; everything it needs is spelled out here: element
 // types, per-device shapes, attributes with defaults filled in, the
-// communicator group of each collective and the memory plan.
+// communicator group of each collective and the memory plan. Before writing,
+// the program goes through par-run's own validation (checkProgram): what it
+// rejects is reported at the argument, result, value or op behind the field.
 //
 //===----------------------------------------------------------------------===//
 
 #include "par/Catalogue/OpCatalogue.h"
+#include "par/Runtime/Program.h"
 #include "par/Transforms/MemoryPlan.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/StepArguments.h"
@@ -32,26 +35,12 @@ using namespace mlir::par;
 using json = nlohmann::json;
 namespace catalogue = ::par::catalogue;
 
-/// The format version; the runtime's kProgramVersion must match.
-static constexpr int64_t kProgramVersion = 1;
+using ::par::rt::kProgramVersion;
 
+/// The program-file name of a type checked by checkOps or describeInputs.
 static std::string dtypeOf(Type type) {
-  Type element = getElementTypeOrSelf(type);
-  if (element.isF32())
-    return "f32";
-  if (element.isF16())
-    return "f16";
-  if (element.isBF16())
-    return "bf16";
-  if (element.isF64())
-    return "f64";
-  if (element.isInteger(64))
-    return "i64";
-  if (element.isInteger(32))
-    return "i32";
-  if (element.isInteger(1))
-    return "i1";
-  return "";
+  std::optional<ProgramDType> dtype = programDType(type);
+  return dtype ? dtype->name.str() : "";
 }
 
 /// "file:line:col" of the first file location inside `loc`, or "".
@@ -96,6 +85,9 @@ public:
         asyncCollectives(asyncCollectives) {}
 
   FailureOr<json> run();
+  /// Runs the loader's validation on `text`, the program as it will be
+  /// written; reports what it rejects at the source of the field.
+  LogicalResult validate(const std::string &text, StringRef file);
 
 private:
   LogicalResult checkOps();
@@ -141,9 +133,8 @@ LogicalResult Emitter::checkOps() {
                                "program";
     for (Type type :
          llvm::concat<Type>(op.getOperandTypes(), op.getResultTypes()))
-      if (dtypeOf(type).empty())
-        return op.emitError() << "element type of " << type
-                              << " is not supported by the runtime";
+      if (failed(programDType(type, op.getLoc())))
+        return failure();
   }
   return success();
 }
@@ -182,6 +173,9 @@ LogicalResult Emitter::describeInputs(json &doc,
       sharding = func.getArgAttrOfType<ShardingAttr>(
           i, ParDialect::kGlobalShardingAttrName);
     }
+    Location loc = arg.getLoc();
+    if (failed(programDType(global, loc)))
+      return failure();
     auto name = func.getArgAttrOfType<StringAttr>(i, ParDialect::kNameAttrName);
     json in = {{"name", name ? name.str() : "arg" + std::to_string(i)},
                {"dtype", dtypeOf(global)},
@@ -249,6 +243,9 @@ LogicalResult Emitter::describeOutputs(json &doc) {
       sharding = func.getResultAttrOfType<ShardingAttr>(
           i, ParDialect::kGlobalShardingAttrName);
     }
+    Operation *terminator = func.getBody().front().getTerminator();
+    if (failed(programDType(global, terminator->getLoc())))
+      return failure();
     auto name =
         func.getResultAttrOfType<StringAttr>(i, ParDialect::kNameAttrName);
     json out = {{"name", name ? name.str() : "result" + std::to_string(i)},
@@ -496,6 +493,50 @@ FailureOr<json> Emitter::run() {
   return doc;
 }
 
+LogicalResult Emitter::validate(const std::string &text, StringRef file) {
+  std::optional<::par::rt::ProgramIssue> issue =
+      ::par::rt::checkProgram(text, file.str());
+  if (!issue)
+    return success();
+  using Record = ::par::rt::ProgramField::Record;
+  const ::par::rt::ProgramField &field = issue->field;
+  Location loc = func.getLoc();
+  std::string what;
+  size_t index = size_t(field.index);
+  Block &body = func.getBody().front();
+  switch (field.record) {
+  case Record::Mesh:
+    if (mesh)
+      loc = mesh.getLoc();
+    break;
+  case Record::Input:
+    if (index < func.getNumArguments()) {
+      loc = func.getArgument(index).getLoc();
+      what = "argument #" + std::to_string(index) + ": ";
+    }
+    break;
+  case Record::Output:
+    if (index < func.getNumResults()) {
+      loc = body.getTerminator()->getLoc();
+      what = "result #" + std::to_string(index) + ": ";
+    }
+    break;
+  case Record::Buffer:
+    if (index < plan.buffers.size())
+      loc = plan.buffers[index].value.getLoc();
+    break;
+  case Record::Instruction:
+    if (index < plan.instructions.size())
+      loc = plan.instructions[index]->getLoc();
+    break;
+  case Record::None:
+    break;
+  }
+  return emitError(loc) << what
+                        << "par-run would reject this program: " << field.path
+                        << (field.path.empty() ? "" : ": ") << issue->message;
+}
+
 /// Lists whose elements are written one per line whatever their length, so
 /// the layout of a program does not depend on the length of source paths.
 static bool isRecordList(llvm::StringRef key) {
@@ -561,9 +602,15 @@ struct EmitProgramPass
             << candidates.size() << "; pick one with function=NAME";
       return signalPassFailure();
     }
-    FailureOr<json> doc =
-        Emitter(module, candidates.front(), alignment, asyncCollectives).run();
+    Emitter emitter(module, candidates.front(), alignment, asyncCollectives);
+    FailureOr<json> doc = emitter.run();
     if (failed(doc))
+      return signalPassFailure();
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    writeJson(os, *doc, 0);
+    os << "\n";
+    if (failed(emitter.validate(text, file)))
       return signalPassFailure();
 
     std::string error;
@@ -573,8 +620,7 @@ struct EmitProgramPass
                          << "': " << error;
       return signalPassFailure();
     }
-    writeJson(out->os(), *doc, 0);
-    out->os() << "\n";
+    out->os() << text;
     out->keep();
   }
 };

@@ -3,6 +3,7 @@
 #include "par/Transforms/MemoryPlan.h"
 
 #include "par/Dialect/Par/IR/ParDialect.h"
+#include "par/Runtime/Program.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReportFormat.h"
 #include "par/Transforms/StepArguments.h"
@@ -26,8 +27,49 @@ static int64_t alignUp(int64_t value, int64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
 
+/// The runtime's type for an MLIR element type.
+static std::optional<::par::rt::DType> runtimeDType(Type element) {
+  using ::par::rt::DType;
+  if (element.isF32())
+    return DType::F32;
+  if (element.isF16())
+    return DType::F16;
+  if (element.isBF16())
+    return DType::BF16;
+  if (element.isF64())
+    return DType::F64;
+  // Signless integers only: the runtime has no unsigned arithmetic.
+  if (element.isSignlessInteger(64))
+    return DType::I64;
+  if (element.isSignlessInteger(32))
+    return DType::I32;
+  if (element.isSignlessInteger(1))
+    return DType::I1;
+  return std::nullopt;
+}
+
+std::optional<ProgramDType> mlir::par::programDType(Type type) {
+  std::optional<::par::rt::DType> dtype =
+      runtimeDType(getElementTypeOrSelf(type));
+  if (!dtype)
+    return std::nullopt;
+  return ProgramDType{::par::rt::dtypeName(*dtype),
+                      int64_t(::par::rt::dtypeBytes(*dtype))};
+}
+
+FailureOr<ProgramDType> mlir::par::programDType(Type type, Location loc) {
+  if (std::optional<ProgramDType> dtype = programDType(type))
+    return *dtype;
+  InFlightDiagnostic diag = emitError(loc);
+  diag << "element type " << getElementTypeOrSelf(type);
+  if (type != getElementTypeOrSelf(type))
+    diag << " of " << type;
+  return diag << " is not supported by the runtime (supported: f32, f16, "
+                 "bf16, f64, i64, i32, i1)";
+}
+
 bool mlir::par::canWriteInPlace(Operation *op) {
-  return op->hasTrait<par::OpTrait::InPlace>();
+  return op->hasTrait<mlir::par::OpTrait::InPlace>();
 }
 
 FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
@@ -48,9 +90,21 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
       return emitError(value.getLoc())
              << "cannot plan memory for a value of type " << value.getType()
              << ": the runtime needs statically shaped tensors";
+    FailureOr<ProgramDType> dtype = programDType(type, value.getLoc());
+    if (failed(dtype))
+      return failure();
+    // The runtime's limit per buffer also keeps the arena's sums in range.
+    int64_t elements = llvm::is_contained(type.getShape(), 0) ? 0 : 1;
+    for (int64_t size : type.getShape()) {
+      if (elements && elements > ::par::rt::kMaxBufferElements / size)
+        return emitError(value.getLoc())
+               << "cannot plan memory for a value of type " << type
+               << ": more than 2^40 elements per device, the runtime's limit";
+      elements *= size;
+    }
     PlannedBuffer buffer;
     buffer.value = value;
-    buffer.bytes = bytesOf(type.getShape(), type.getElementType());
+    buffer.bytes = elements * dtype->bytes;
     buffer.first = buffer.last = first;
     plan.bufferOf[value] = plan.buffers.size();
     plan.buffers.push_back(buffer);
@@ -201,15 +255,17 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
 
 LogicalResult mlir::par::checkAlignment(Operation *anchor, StringRef pass,
                                         int64_t alignment) {
-  if (alignment > 0 && !(alignment & (alignment - 1)))
+  if (alignment > 0 && alignment <= ::par::rt::kMaxAlignment &&
+      !(alignment & (alignment - 1)))
     return success();
   return anchor->emitError()
-         << "--" << pass << " alignment must be a power of two, got "
+         << "--" << pass << " alignment must be a power of two up to 2^20, got "
          << alignment;
 }
 
 namespace {
-struct MemoryPlanPass : public par::impl::MemoryPlanPassBase<MemoryPlanPass> {
+struct MemoryPlanPass
+    : public mlir::par::impl::MemoryPlanPassBase<MemoryPlanPass> {
   using MemoryPlanPassBase::MemoryPlanPassBase;
 
   void runOnOperation() override {

@@ -93,9 +93,13 @@ struct SummaryPass : public par::impl::SummaryPassBase<SummaryPass> {
       SmallVector<int64_t> local = localShape(tensor, sharding, mesh);
       int64_t globalBytes = bytesOf(tensor.getShape(), tensor.getElementType());
       int64_t localBytes = bytesOf(local, tensor.getElementType());
+      // bytesOf saturates at INT64_MAX; so do the sums.
+      auto add = [](int64_t &sum, int64_t bytes) {
+        sum = bytes > INT64_MAX - sum ? INT64_MAX : sum + bytes;
+      };
       if (isArgument) {
-        globalArgBytes += globalBytes;
-        localArgBytes += localBytes;
+        add(globalArgBytes, globalBytes);
+        add(localArgBytes, localBytes);
       }
       if (!sharding)
         return;

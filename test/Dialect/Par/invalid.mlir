@@ -18,6 +18,19 @@ par.mesh @mesh <["dp"=-2]>
 
 // -----
 
+// Mesh: at most par-run's 2^20 devices (here 2^31), checked before anything
+// enumerates them.
+// expected-error @below {{'par.mesh' op has more than 2^20 devices (axis sizes 65536x32768), the most par-run runs}}
+par.mesh @mesh <["x"=65536, "y"=32768]>
+
+// -----
+
+// Mesh: a product past int64 is the same error, not an overflow.
+// expected-error @below {{'par.mesh' op has more than 2^20 devices (axis sizes 4294967296x4294967296x4), the most par-run runs}}
+par.mesh @mesh <["x"=4294967296, "y"=4294967296, "z"=4]>
+
+// -----
+
 // Mesh: names are not empty.
 // expected-error @below {{'par.mesh' op has an axis with an empty name}}
 par.mesh @mesh <[""=2]>

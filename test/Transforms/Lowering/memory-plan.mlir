@@ -41,5 +41,8 @@ func.func @mixed(%x: tensor<3xf32>, %m: tensor<5xi1>) -> (tensor<5xi1>, tensor<f
 
 // RUN: not par-opt %s --par-memory-plan=alignment=3 -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADALIGN
 // RUN: not par-opt %s --par-emit-program=alignment=0 -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADEMIT
-// BADALIGN: error: --par-memory-plan alignment must be a power of two, got 3
-// BADEMIT: error: --par-emit-program alignment must be a power of two, got 0
+// BADALIGN: error: --par-memory-plan alignment must be a power of two up to 2^20, got 3
+// BADEMIT: error: --par-emit-program alignment must be a power of two up to 2^20, got 0
+// A power of two past what par-run accepts (2^21).
+// RUN: not par-opt %s --par-emit-program=alignment=2097152 -o /dev/null 2>&1 | FileCheck %s --check-prefix=BIGALIGN
+// BIGALIGN: error: --par-emit-program alignment must be a power of two up to 2^20, got 2097152

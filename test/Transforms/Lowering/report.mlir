@@ -88,7 +88,7 @@
 // PASS: model states (parameters + gradients + optimizer states): 5636 bytes
 // PASS: func.func @mlp(
 //
-// ALIGN: error: --par-report alignment must be a power of two, got 3
+// ALIGN: error: --par-report alignment must be a power of two up to 2^20, got 3
 func.func @mlp(%x: tensor<8x16xf32> {par.role = "data", par.data = "random", par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>},
                %w1: tensor<16x32xf32> {par.name = "w1", par.init = "normal(0.3)"},
                %w2: tensor<32x16xf32> {par.name = "w2", par.init = "normal(0.3)"})

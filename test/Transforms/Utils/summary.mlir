@@ -17,6 +17,9 @@
 // CHECK: func @uneven
 // CHECK-NEXT: ops: func.return x1
 // CHECK-NEXT: arg0 10x3 -> local 3x3 36 B of 120 B <@mesh, [{"tp"}, {}]>
+// Byte counts past int64 saturate instead of wrapping negative.
+// CHECK: func @huge
+// CHECK: argument bytes per device: 8589934592.00 GiB (unsharded: 8589934592.00 GiB)
 // CHECK: == end of summary ==
 par.mesh @mesh <["dp"=2, "tp"=4]>
 
@@ -31,5 +34,9 @@ func.func @mlp(%x: tensor<8x16xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}
 }
 
 func.func @uneven(%x: tensor<10x3xf32> {par.sharding = #par.sharding<@mesh, [{"tp"}, {}]>}) {
+  return
+}
+
+func.func @huge(%x: tensor<4611686018427387904x4xf32>, %y: tensor<4611686018427387904x4xf32>) {
   return
 }

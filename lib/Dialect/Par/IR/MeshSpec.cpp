@@ -1,5 +1,6 @@
 //===- MeshSpec.cpp - parsing --mesh values -------------------------------===//
 #include "par/Dialect/Par/IR/MeshSpec.h"
+#include "par/Runtime/Program.h"
 
 #include <cctype>
 #include <set>
@@ -58,15 +59,16 @@ bool mlir::par::parseMeshSpec(const std::string &spec,
     error = "empty mesh" + std::string(usage);
     return false;
   }
-  const int64_t maxDevices = int64_t(1) << 30;
+  // par-run's limit, checked before anything enumerates the devices.
+  const int64_t maxDevices = ::par::rt::kMaxDevices;
   int64_t devices = 1;
   auto addAxis = [&](const std::string &name, int64_t size) {
     axes.push_back({name, size});
-    devices *= size;
-    if (devices > maxDevices) {
-      error = "mesh has more than 2^30 devices";
+    if (size > maxDevices / devices) {
+      error = "mesh has more than 2^20 devices, the most par-run runs";
       return false;
     }
+    devices *= size;
     return true;
   };
   if (spec.find('=') == std::string::npos) {

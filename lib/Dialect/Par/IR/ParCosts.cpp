@@ -15,15 +15,28 @@ using namespace mlir;
 using namespace mlir::par;
 
 int64_t mlir::par::elementBytes(Type type) {
-  unsigned bits = type.getIntOrFloatBitWidth();
-  return (bits + 7) / 8;
+  // Costs only: types the runtime cannot store are rejected where programs
+  // are planned, but every tensor type the dialect accepts has a size here.
+  if (auto complex = dyn_cast<ComplexType>(type))
+    return 2 * elementBytes(complex.getElementType());
+  if (auto vector = dyn_cast<VectorType>(type))
+    return vector.getNumElements() * elementBytes(vector.getElementType());
+  if (type.isIntOrFloat())
+    return (type.getIntOrFloatBitWidth() + 7) / 8;
+  return 8; // index and others: a machine word
 }
 
 int64_t mlir::par::bytesOf(llvm::ArrayRef<int64_t> shape, Type elementType) {
-  int64_t count = 1;
-  for (int64_t size : shape)
+  // Saturates: a cost past int64 is as good as infinite.
+  int64_t count = elementBytes(elementType);
+  if (llvm::is_contained(shape, 0))
+    return 0;
+  for (int64_t size : shape) {
+    if (size < 0 || count > INT64_MAX / size)
+      return INT64_MAX;
     count *= size;
-  return count * elementBytes(elementType);
+  }
+  return count;
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,10 +1,12 @@
 //===- ParOps.cpp - par op verifiers, type inference, custom syntax -------===//
 #include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Runtime/Program.h"
 
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/InterleavedRange.h"
 
 #include <cmath>
 #include <numeric>
@@ -152,6 +154,16 @@ LogicalResult MeshOp::verify() {
     if (size <= 0)
       return emitOpError() << "axis \"" << name << "\" has non-positive size "
                            << size;
+  }
+  // par-run's limit; checked one axis at a time so the product cannot
+  // overflow, before any pass enumerates the devices.
+  int64_t devices = 1;
+  for (int64_t size : getAxisSizes()) {
+    if (size > ::par::rt::kMaxDevices / devices)
+      return emitOpError() << "has more than 2^20 devices (axis sizes "
+                           << llvm::interleaved(getAxisSizes(), "x", "", "")
+                           << "), the most par-run runs";
+    devices *= size;
   }
   return success();
 }
