@@ -58,6 +58,18 @@ static std::string locText(Location loc) {
   return text;
 }
 
+/// `type` as a statically shaped tensor, or a located error: a program's
+/// inputs and outputs are tensors (a scalar is a 0-d tensor).
+static FailureOr<RankedTensorType> programTensor(Type type, Location loc,
+                                                 const Twine &what) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return emitError(loc) << what << " has type " << type
+                          << "; a program's inputs and outputs are tensors of "
+                             "static shape (a scalar is a 0-d tensor)";
+  return tensor;
+}
+
 static json axesJson(ArrayRef<StringAttr> axes) {
   json list = json::array();
   for (StringAttr axis : axes)
@@ -163,13 +175,22 @@ LogicalResult Emitter::describeInputs(json &doc,
   json inputs = json::array();
   for (BlockArgument arg : func.getArguments()) {
     unsigned i = arg.getArgNumber();
-    auto local = cast<RankedTensorType>(arg.getType());
-    RankedTensorType global = local;
+    FailureOr<RankedTensorType> local = programTensor(
+        arg.getType(), arg.getLoc(), "argument #" + Twine(i));
+    if (failed(local))
+      return failure();
+    RankedTensorType global = *local;
     ShardingAttr sharding;
     if (partitioned) {
       if (auto type = func.getArgAttrOfType<TypeAttr>(
-              i, ParDialect::kGlobalTypeAttrName))
-        global = cast<RankedTensorType>(type.getValue());
+              i, ParDialect::kGlobalTypeAttrName)) {
+        FailureOr<RankedTensorType> globalType =
+            programTensor(type.getValue(), arg.getLoc(),
+                          "the global type of argument #" + Twine(i));
+        if (failed(globalType))
+          return failure();
+        global = *globalType;
+      }
       sharding = func.getArgAttrOfType<ShardingAttr>(
           i, ParDialect::kGlobalShardingAttrName);
     }
@@ -233,17 +254,26 @@ LogicalResult Emitter::describeOutputs(json &doc) {
   json outputs = json::array();
   const json &inputs = doc["inputs"];
   for (unsigned i = 0; i < func.getNumResults(); ++i) {
-    auto local = cast<RankedTensorType>(func.getResultTypes()[i]);
-    RankedTensorType global = local;
+    Operation *terminator = func.getBody().front().getTerminator();
+    FailureOr<RankedTensorType> local = programTensor(
+        func.getResultTypes()[i], terminator->getLoc(), "result #" + Twine(i));
+    if (failed(local))
+      return failure();
+    RankedTensorType global = *local;
     ShardingAttr sharding;
     if (partitioned) {
       if (auto type = func.getResultAttrOfType<TypeAttr>(
-              i, ParDialect::kGlobalTypeAttrName))
-        global = cast<RankedTensorType>(type.getValue());
+              i, ParDialect::kGlobalTypeAttrName)) {
+        FailureOr<RankedTensorType> globalType =
+            programTensor(type.getValue(), terminator->getLoc(),
+                          "the global type of result #" + Twine(i));
+        if (failed(globalType))
+          return failure();
+        global = *globalType;
+      }
       sharding = func.getResultAttrOfType<ShardingAttr>(
           i, ParDialect::kGlobalShardingAttrName);
     }
-    Operation *terminator = func.getBody().front().getTerminator();
     if (failed(programDType(global, terminator->getLoc())))
       return failure();
     auto name =

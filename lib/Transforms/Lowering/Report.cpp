@@ -58,11 +58,15 @@ struct Classified {
   int64_t counterBytes = 0;
 };
 
+/// Global elements of a tensor argument; 0 for anything else (the
+/// emitter, not the report, says what a program cannot take).
 int64_t globalElements(func::FuncOp func, BlockArgument arg) {
+  Type type = arg.getType();
   if (auto global = func.getArgAttrOfType<TypeAttr>(
           arg.getArgNumber(), ParDialect::kGlobalTypeAttrName))
-    return cast<RankedTensorType>(global.getValue()).getNumElements();
-  return cast<RankedTensorType>(arg.getType()).getNumElements();
+    type = global.getValue();
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.hasStaticShape() ? tensor.getNumElements() : 0;
 }
 
 /// The copy of each master the step computes with all step long: the last

@@ -24,8 +24,9 @@ func.func @mask(%m: tensor<4xi1>, %x: tensor<4xf32>, %y: tensor<4xf32>) -> tenso
 
 // -----
 
-// A non-finite standard deviation (JSON has no infinity: it would be null).
-// expected-error @below {{argument #0: par-run would reject this program: inputs[0].init.std: must be a finite number}}
+// A non-finite standard deviation (JSON has no infinity: it would be null)
+// is refused earlier still, by the dialect's verifier of par.init.
+// expected-error @below {{'par.init' of argument #0 must be "normal(STD)", "uniform(LOW, HIGH)", "constant(VALUE)", "zeros" or "ones" with finite numbers, got "normal(inf)"}}
 func.func @std_inf(%w: tensor<4xf32> {par.role = "param", par.init = "normal(inf)"}) -> tensor<4xf32> {
   %s = par.neg %w : tensor<4xf32>
   return %s : tensor<4xf32>
@@ -61,8 +62,9 @@ func.func @partial_input(%w: tensor<4xf32> {par.global_type = tensor<4xf32>, par
 
 // -----
 
-// Inputs are initialized, fed and checkpointed by name.
-// expected-error @below {{argument #1: par-run would reject this program: inputs[1].name: input name 'w' is used twice}}
+// Inputs are initialized, fed and checkpointed by name: the verifier
+// refuses a repeated par.name before the emitter sees it.
+// expected-error @below {{'par.name' of argument #1 is "w", the name of argument #0 too: program inputs need distinct names}}
 func.func @same_name(%a: tensor<4xf32> {par.name = "w"}, %b: tensor<4xf32> {par.name = "w"}) -> tensor<4xf32> {
   %s = par.add %a, %b : tensor<4xf32>
   return %s : tensor<4xf32>

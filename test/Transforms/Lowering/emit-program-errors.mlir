@@ -66,3 +66,13 @@ func.func @caller(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %y : tensor<4xf32>
 }
 
+
+// -----
+
+// A program's inputs are tensors: a bare f64 argument is an error, not a
+// crash (found by mutation testing).
+// expected-error @below {{argument #0 has type 'f64'; a program's inputs and outputs are tensors of static shape (a scalar is a 0-d tensor)}}
+func.func @scalar_argument(%a: f64, %c: tensor<4xf32>) -> tensor<4xf32> {
+  %b = par.add %c, %c : tensor<4xf32>
+  return %b : tensor<4xf32>
+}
