@@ -55,6 +55,21 @@ TEST(DataSource, ReadsOnlyTheBlocksItNeeds) {
   std::remove(path.c_str());
 }
 
+// No timeout (--timeout 0) and timeouts too long to count in nanoseconds
+// wait for the read instead of failing at once.
+TEST(DataSource, TimeoutsOfZeroAndHugeWaitForTheRead) {
+  std::string path = tempPath("small");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "abc";
+  }
+  for (double timeout : {0.0, 1e18, 300.0}) {
+    DataSource data(path, timeout);
+    EXPECT_EQ(data.token(0, 1, 256), 'b') << "timeout " << timeout;
+  }
+  std::remove(path.c_str());
+}
+
 TEST(DataSource, RejectsWhatIsNotARegularFile) {
   std::string dir = tempPath("dir");
   ::mkdir(dir.c_str(), 0700);

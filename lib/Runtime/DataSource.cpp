@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <mutex>
 #include <sys/stat.h>
+#include <system_error>
 #include <thread>
 #include <unistd.h>
 
@@ -37,7 +38,9 @@ static std::string notRegular(const std::string &path, mode_t mode) {
 }
 
 DataSource::DataSource(const std::string &path, double readTimeoutSeconds)
-    : path_(path), timeout_(readTimeoutSeconds) {
+    // Past a year a timeout is "never" (and wait_for's nanoseconds would
+    // overflow).
+    : path_(path), timeout_(readTimeoutSeconds > 3.2e7 ? 0 : readTimeoutSeconds) {
   // Sockets cannot be opened at all, and opening a FIFO could block: name
   // the kind from stat first, then check the descriptor itself, opened
   // without blocking, so a file swapped in between is caught too.
@@ -117,27 +120,33 @@ const DataSource::Block &DataSource::block(int64_t index) const {
   if (fd < 0)
     throw RunError("--data: cannot read " + path_ + ": " +
                    std::strerror(errno));
-  std::thread([read, fd, offset, length] {
-    int64_t got = 0;
-    int error = 0;
-    while (got < length) {
-      ssize_t n = ::pread(fd, read->bytes.data() + got, size_t(length - got),
-                          off_t(offset + got));
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n < 0)
-        error = errno;
-      if (n <= 0)
-        break;
-      got += n;
-    }
+  try {
+    std::thread([read, fd, offset, length] {
+      int64_t got = 0;
+      int error = 0;
+      while (got < length) {
+        ssize_t n = ::pread(fd, read->bytes.data() + got, size_t(length - got),
+                            off_t(offset + got));
+        if (n < 0 && errno == EINTR)
+          continue;
+        if (n < 0)
+          error = errno;
+        if (n <= 0)
+          break;
+        got += n;
+      }
+      ::close(fd);
+      std::lock_guard<std::mutex> lock(read->mutex);
+      read->done = true;
+      read->got = got;
+      read->error = error;
+      read->finished.notify_all();
+    }).detach();
+  } catch (const std::system_error &e) {
     ::close(fd);
-    std::lock_guard<std::mutex> lock(read->mutex);
-    read->done = true;
-    read->got = got;
-    read->error = error;
-    read->finished.notify_all();
-  }).detach();
+    throw RunError("--data: cannot start a reader for " + path_ + ": " +
+                   e.what());
+  }
 
   std::unique_lock<std::mutex> lock(read->mutex);
   auto isDone = [&] { return read->done; };

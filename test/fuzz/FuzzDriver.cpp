@@ -728,7 +728,7 @@ Counts runAll(const Options &o,
       if (!(more = next(child.seed, child.input)))
         break;
       child.log = logDir + "/par-fuzz-driver-" + std::to_string(getpid()) +
-                  "-" + std::to_string(slot++ % 64) + ".log";
+                  "-" + std::to_string(slot++) + ".log";
       std::fflush(nullptr);
       child.pid = fork();
       if (child.pid < 0) {

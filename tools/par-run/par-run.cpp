@@ -620,9 +620,7 @@ int runRank(const Options &o, int rank, int size) {
     tracer = std::make_unique<Tracer>(rank);
   // A read of --data that stalls is an error after --timeout (0: never).
   DataSource data =
-      o.data == "synthetic"
-          ? DataSource()
-          : DataSource(o.data, o.timeout > 0 ? o.timeout : 1e18);
+      o.data == "synthetic" ? DataSource() : DataSource(o.data, o.timeout);
   std::unique_ptr<Device> device = createDevice(o.backend);
   Executor exec(program, *device, *comm, tracer.get());
   const RankClass &rc = exec.rankClass();

@@ -86,15 +86,19 @@ struct Waiting {
 constexpr int kReportTag = 1;
 constexpr int kReportWords = 7;
 
-/// What a rank whose watchdog fired tells the others: what it waits for,
-/// when it started waiting and when it gave up (microseconds since the
-/// epoch: ranks on different hosts share wall-clock time, not a steady
-/// clock).
+/// What a rank tells the others when its watchdog fires (timedOut), or,
+/// on hearing such a report while it waits itself, that it is alive and
+/// waiting (not timedOut): what it waits for, when it started waiting and
+/// when it reported (microseconds since the epoch: ranks on different
+/// hosts share wall-clock time, not a steady clock). Only timed-out
+/// reports name culprits or make a rank the late one; any report proves
+/// its rank alive.
 struct Report {
   int rank = 0;
   Waiting waiting;
   int64_t step = 0;
   int64_t waitStartUs = 0, giveUpUs = 0;
+  bool timedOut = true;
 
   std::array<int64_t, kReportWords> encode() const {
     return {int64_t(waiting.kind),
@@ -103,7 +107,7 @@ struct Report {
             step,
             waitStartUs,
             giveUpUs,
-            0};
+            timedOut ? 1 : 0};
   }
   static Report decode(int rank, const std::array<int64_t, kReportWords> &w) {
     Report r;
@@ -117,6 +121,7 @@ struct Report {
     r.step = w[3];
     r.waitStartUs = w[4];
     r.giveUpUs = w[5];
+    r.timedOut = w[6] != 0;
     return r;
   }
 };
@@ -528,18 +533,24 @@ private:
   /// for a grace period, and let one rank name the ranks that never
   /// reported. Throws CommError on the rank that reports; the others stay
   /// quiet until that rank aborts the job.
-  [[noreturn]] void failed(const char *call, const Waiting &waiting,
-                           int64_t waitStartUs) const {
-    Report mine{rank_, waiting, context.step, waitStartUs, nowUs()};
+  /// Sends `report` to every other rank (non-blocking; the buffers stay in
+  /// sent_ while the sends may be in flight).
+  void sendReport(const Report &report) const {
     for (int r = 0; r < size_; ++r) {
       if (r == rank_)
         continue;
-      sent_.push_back(mine.encode());
+      sent_.push_back(report.encode());
       MPI_Request request;
       if (MPI_Isend(sent_.back().data(), kReportWords, MPI_INT64_T, r,
                     kReportTag, watch_, &request) == MPI_SUCCESS)
         MPI_Request_free(&request);
     }
+  }
+
+  [[noreturn]] void failed(const char *call, const Waiting &waiting,
+                           int64_t waitStartUs) const {
+    Report mine{rank_, waiting, context.step, waitStartUs, nowUs(), true};
+    sendReport(mine);
     auto graceEnd = std::chrono::steady_clock::now() +
                     std::chrono::duration<double>(graceSeconds());
     while (std::chrono::steady_clock::now() < graceEnd) {
@@ -551,16 +562,19 @@ private:
     reports[rank_] = mine;
     reports_.clear();
     incidentEndUs_ = nowUs();
+    aliveSent_ = false;
 
-    // Culprits: ranks some reporter waits for that sent no report; the
-    // lowest rank that waits for one of them speaks for everyone.
+    // Culprits: ranks a timed-out reporter waits for that sent no report
+    // at all; the lowest timed-out rank that waits for one of them speaks
+    // for everyone. A rank that only said it is alive names nobody.
     std::set<int> culprits, witnesses;
     for (const auto &[rank, report] : reports)
-      for (int r : waitedFor(report))
-        if (!reports.count(r)) {
-          culprits.insert(r);
-          witnesses.insert(rank);
-        }
+      if (report.timedOut)
+        for (int r : waitedFor(report))
+          if (!reports.count(r)) {
+            culprits.insert(r);
+            witnesses.insert(rank);
+          }
     std::vector<int> waiters;
     for (const auto &entry : reports)
       waiters.push_back(entry.first);
@@ -576,8 +590,9 @@ private:
           where(timedOut(call) + ": " + rankList(named) +
                 " stalled or failed: " + rankList(witnessList) +
                 verb(witnessList.size(), " waits for ", " wait for ") +
-                (named.size() == 1 ? "it" : "them") + " at a call " +
-                (named.size() == 1 ? "it" : "they") + " never reached (" +
+                (named.size() == 1 ? "it" : "them") + " and " +
+                (named.size() == 1 ? "it sent" : "they sent") +
+                " no word (" +
                 std::to_string(waiters.size()) + " of " +
                 std::to_string(size_) + " ranks reported waiting)"));
     }
@@ -591,10 +606,11 @@ private:
   }
 
   /// Between polls and once a call completed: reports from ranks whose
-  /// watchdog fired. A report that waits for this rank and gave up before
-  /// this wait began means this rank is the late one (even if the call then
-  /// completed); any other report means the job is failing, so a rank still
-  /// waiting joins the exchange at once.
+  /// watchdog fired. A timed-out report that waits for this rank and gave
+  /// up before this wait began means this rank is the late one (even if the
+  /// call then completed). Otherwise a rank still waiting says once that it
+  /// is alive, so that it is never named, and goes on waiting under its own
+  /// timeout.
   void checkReports(const char *call, const Waiting &waiting,
                     int64_t waitStartUs, bool completed) const {
     drainReports();
@@ -603,6 +619,8 @@ private:
     std::vector<int> gaveUp;
     int64_t earliest = INT64_MAX;
     for (const auto &[rank, report] : reports_) {
+      if (!report.timedOut)
+        continue;
       std::vector<int> waited = waitedFor(report);
       if (report.giveUpUs < waitStartUs &&
           std::find(waited.begin(), waited.end(), rank_) != waited.end()) {
@@ -613,6 +631,7 @@ private:
     if (!gaveUp.empty()) {
       reports_.clear();
       incidentEndUs_ = nowUs();
+      aliveSent_ = false;
       char late[32];
       std::snprintf(late, sizeof late, "%.1f",
                     double(waitStartUs - earliest) / 1e6);
@@ -621,8 +640,10 @@ private:
                             " gave up waiting for it " + late +
                             " s before it got here (it stalled or ran slow)"));
     }
-    if (!completed)
-      failed(call, waiting, waitStartUs);
+    if (!completed && !aliveSent_) {
+      sendReport({rank_, waiting, context.step, waitStartUs, nowUs(), false});
+      aliveSent_ = true;
+    }
   }
 
   /// Polls until the requests complete; past the timeout, raises CommError
@@ -672,6 +693,7 @@ private:
   mutable std::map<int, Report> reports_;
   mutable std::deque<std::array<int64_t, kReportWords>> sent_;
   mutable int64_t incidentEndUs_ = 0;
+  mutable bool aliveSent_ = false; // this incident's "alive" report
 };
 
 } // namespace
