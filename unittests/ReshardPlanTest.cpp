@@ -690,3 +690,30 @@ TEST(ReshardCost, CountsWhatTheCollectivesMove) {
   EXPECT_EQ(cost.sentBytes, 0);
   EXPECT_EQ(localShape({3}, {8, 16}, split), (SmallVector<int64_t>{3, 16}));
 }
+
+// An axis of one device moves nothing: between layouts that differ only in
+// such axes (on a dim, moved between dims, or as a partial sum) the plan is
+// empty and costs nothing; with a real axis beside it, only the real axis
+// communicates.
+TEST(ReshardPlan, AxesOfOneDeviceMoveNothing) {
+  std::string error;
+  SmallVector<int64_t> sizes = {1, 2}; // axis 0 has one device
+  ReshardLayout none{{{}, {}}, {}};
+  for (const ReshardLayout &from :
+       {ReshardLayout{{{0}, {}}, {}}, ReshardLayout{{{}, {0}}, {}},
+        ReshardLayout{{{}, {}}, {0}}, none})
+    for (const ReshardLayout &to :
+         {ReshardLayout{{{0}, {}}, {}}, ReshardLayout{{{}, {0}}, {}}, none}) {
+      ReshardPlan plan;
+      ASSERT_TRUE(planReshard(sizes, {8, 16}, from, to, plan, error))
+          << error;
+      EXPECT_TRUE(plan.steps.empty());
+      EXPECT_EQ(reshardCost(sizes, {8, 16}, 4, from, plan).collectives, 0);
+    }
+  ReshardLayout mixed{{{0, 1}, {}}, {}}, real{{{}, {1}}, {}};
+  ReshardPlan plan;
+  ASSERT_TRUE(planReshard(sizes, {8, 16}, mixed, real, plan, error)) << error;
+  ASSERT_EQ(plan.steps.size(), 1u);
+  EXPECT_EQ(plan.steps[0].kind, ReshardStepKind::AllToAll);
+  EXPECT_EQ(plan.steps[0].axes, (SmallVector<int32_t, 2>{1}));
+}

@@ -340,7 +340,20 @@ bool mlir::par::planReshard(ArrayRef<int64_t> axisSizes,
     error = "layout rank differs from the tensor rank";
     return false;
   }
-  Planner planner(axisSizes, shape, from, to, plan);
+  // Axes of one device move nothing: the plan is made without them.
+  auto withoutUnitAxes = [&](const ReshardLayout &layout) {
+    ReshardLayout kept = layout;
+    auto unit = [&](int32_t axis) {
+      return axis >= 0 && size_t(axis) < axisSizes.size() &&
+             axisSizes[axis] == 1;
+    };
+    for (auto &dim : kept.dims)
+      llvm::erase_if(dim, unit);
+    llvm::erase_if(kept.partial, unit);
+    return kept;
+  };
+  ReshardLayout source = withoutUnitAxes(from), target = withoutUnitAxes(to);
+  Planner planner(axisSizes, shape, source, target, plan);
   return planner.run(error);
 }
 

@@ -127,6 +127,11 @@ int32_t ShardingGraph::addNode(Value value, Operation *func, int32_t funcResult,
       auto index = [&](StringAttr axis) {
         return (uint8_t)meshOp.getAxisIndex(axis.getValue());
       };
+      // An axis of one device splits nothing: it is dropped here, so it
+      // never costs a collective or a remark.
+      auto unit = [&](StringAttr axis) {
+        return meshOp.getAxisSizes()[index(axis)] == 1;
+      };
       node.mesh = mesh;
       node.user = true;
       for (auto [d, dim] : llvm::enumerate(sharding.getDims())) {
@@ -138,6 +143,8 @@ int32_t ShardingGraph::addNode(Value value, Operation *func, int32_t funcResult,
         else if (!dim.getAxes().empty())
           state.priority = kUnprioritized;
         for (StringAttr axis : dim.getAxes()) {
+          if (unit(axis))
+            continue;
           state.axes.push_back(index(axis));
           state.origins.push_back(
               {-1, -1, state.userPriority.value_or(kUnprioritized)});
@@ -146,6 +153,8 @@ int32_t ShardingGraph::addNode(Value value, Operation *func, int32_t funcResult,
       for (StringAttr axis : sharding.getReplicatedAxes())
         node.replicated.push_back(index(axis));
       for (StringAttr axis : sharding.getPartialAxes()) {
+        if (unit(axis))
+          continue;
         node.partial.push_back(index(axis));
         node.partialOrigins.push_back(AxisOrigin());
       }
