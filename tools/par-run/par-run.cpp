@@ -81,14 +81,15 @@ options:
                       stops as diverged (default 64)
   --trace FILE        write a Chrome trace (one track per rank for compute
                       and communication), viewable in Perfetto
-  --timeout SECONDS   a collective that does not finish within SECONDS stops
-                      the job with a report (default 300; 0: wait forever)
+  --timeout SECONDS   a collective, or a read of --data, that does not finish
+                      within SECONDS stops the job with a report (default
+                      300; 0: wait forever)
   --dump-outputs FILE write the global value of every output after the last
                       step as JSON (non-finite values as "nan", "inf",
                       "-inf"), with the planned and measured memory of
                       every rank and rank 0's traffic in that step
   --json              print rank 0's log as JSON lines instead of text: one
-                      object per line with "event" start, step, save or end;
+                      object per line with "event" start, step, save, warning or end;
                       numbers at full precision, non-finite ones as "nan",
                       "inf", "-inf" (step: loss, log, tokens_per_s,
                       seconds, peak_bytes, planned_bytes)
