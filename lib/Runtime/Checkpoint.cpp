@@ -735,12 +735,22 @@ std::vector<std::string> publishSave(const std::string &dir, Manifest manifest,
   writeIndex(joinPath(staging, "index.json"), manifest, "manifest");
   try {
     syncDirectory(staging);
-    if (std::rename(staging.c_str(), final.c_str()) != 0)
-      throw CheckpointError("cannot publish " + staging + " as " + final +
-                            ": " + errnoText(errno));
-    crashPoint("staging.renamed");
+  } catch (const FileError &e) {
+    throw CheckpointError(e.what());
+  }
+  if (std::rename(staging.c_str(), final.c_str()) != 0)
+    throw CheckpointError("cannot publish " + staging + " as " + final + ": " +
+                          errnoText(errno));
+  crashPoint("staging.renamed");
+  try {
+    if (failurePoint("staging.renamed"))
+      throw FileError("cannot sync directory " + dir +
+                      ": injected failure (PAR_RUN_INJECT_ERROR)");
     syncDirectory(dir);
   } catch (const FileError &e) {
+    // Not published: the step directory must not stay as a candidate.
+    std::error_code removeError;
+    fs::remove_all(final, removeError);
     throw CheckpointError(e.what());
   }
 

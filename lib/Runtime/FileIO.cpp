@@ -54,21 +54,32 @@ const mode_t processUmask = [] {
 
 void setInjectionRank(int rank) { injectionRank = rank; }
 
-void crashPoint(const std::string &point) {
-  static const char *spec = std::getenv("PAR_RUN_INJECT_CRASH");
+namespace {
+/// True when the environment variable `name` (RANK:POINT or :POINT) names
+/// `point` for this rank.
+bool injectedAt(const char *name, const std::string &point) {
+  const char *spec = std::getenv(name);
   if (!spec || !*spec)
-    return;
+    return false;
   std::string text = spec;
   size_t colon = text.find(':');
   std::string rank = colon == std::string::npos ? "" : text.substr(0, colon);
   std::string where = colon == std::string::npos ? text : text.substr(colon + 1);
-  if (where != point)
-    return;
-  if (!rank.empty() && rank != std::to_string(injectionRank))
-    return;
-  std::fflush(nullptr);
-  ::kill(::getpid(), SIGKILL);
-  ::_exit(137); // not reached
+  return where == point &&
+         (rank.empty() || rank == std::to_string(injectionRank));
+}
+} // namespace
+
+void crashPoint(const std::string &point) {
+  if (injectedAt("PAR_RUN_INJECT_CRASH", point)) {
+    std::fflush(nullptr);
+    ::kill(::getpid(), SIGKILL);
+    ::_exit(137); // not reached
+  }
+}
+
+bool failurePoint(const std::string &point) {
+  return injectedAt("PAR_RUN_INJECT_ERROR", point);
 }
 
 void syncDirectory(const std::string &dir) {
@@ -106,14 +117,20 @@ void writeFileAtomically(const std::string &path,
   if (::fchmod(fd, 0666 & ~processUmask) != 0)
     fail("cannot set its permissions: ", errno);
   crashPoint(base + ".created");
+  if (failurePoint(base + ".created"))
+    fail("injected failure (PAR_RUN_INJECT_ERROR): ", EIO);
   int err = 0;
   for (const Chunk &chunk : chunks)
     if (chunk.size && !writeAll(fd, chunk.data, chunk.size, err))
       fail("", err);
   crashPoint(base + ".written");
+  if (failurePoint(base + ".written"))
+    fail("injected failure (PAR_RUN_INJECT_ERROR): ", EIO);
   if (::fsync(fd) != 0)
     fail("cannot flush it to disk: ", errno);
   crashPoint(base + ".synced");
+  if (failurePoint(base + ".synced"))
+    fail("injected failure (PAR_RUN_INJECT_ERROR): ", EIO);
   if (::close(fd) != 0) {
     fd = -1;
     fail("", errno);
@@ -122,6 +139,11 @@ void writeFileAtomically(const std::string &path,
   if (std::rename(temp.c_str(), path.c_str()) != 0)
     fail("cannot rename " + temp + " over it: ", errno);
   crashPoint(base + ".renamed");
+  // The file is in place; what can still fail is the directory's sync.
+  if (failurePoint(base + ".renamed"))
+    throw FileError("cannot sync directory " + parent +
+                    ": injected failure (PAR_RUN_INJECT_ERROR): " +
+                    errnoText(EIO));
   syncDirectory(parent);
 }
 

@@ -125,6 +125,35 @@ with concurrent.futures.ThreadPoolExecutor(4) as pool:
         failures.extend(problems)
 checked = len(all_cases)
 
+# I/O errors (PAR_RUN_INJECT_ERROR=RANK:POINT, EIO at that point) instead
+# of kills: before the index rename the save fails cleanly and the old
+# checkpoint stays; after it (only the directory sync fails) the new one is
+# published and stays, and the error says so. Either way one error line,
+# and nothing left behind.
+errors = [(1, "shard.written", False), (0, "shard.synced", False),
+          (0, "manifest.written", False), (0, "staging.renamed", False),
+          (0, "index.synced", False), (0, "index.renamed", True)]
+for rank, point, after_publication in errors:
+    label = f"I/O error on rank {rank} at {point}"
+    d = os.path.join(work, "error")
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(base, d)
+    p = run("--load", d, "--steps", "1", "--save", d, expect=1,
+            env={"PAR_RUN_INJECT_ERROR": f"{rank}:{point}"})
+    if p.stderr.count("par-run: error:") != 1 or \
+            "injected failure" not in p.stderr:
+        failures.append(f"{label}: not one clear error line:\n{p.stderr}")
+    if after_publication and "the checkpoint is published" not in p.stderr:
+        failures.append(f"{label}: the error does not say it is published")
+    want = new if after_publication else old
+    if not ckpt_reader.same(ckpt_reader.load(d), want):
+        failures.append(f"{label}: not the {'new' if after_publication else 'old'}"
+                        " checkpoint")
+    if leftovers(d) or (not after_publication and
+                        any(n.startswith("step-3") for n in os.listdir(d))):
+        failures.append(f"{label}: left {leftovers(d) or os.listdir(d)}")
+    checked += 1
+
 # A disk that fills: the ranks' files cannot grow past 256 bytes
 # (PAR_RUN_INJECT_FILE_LIMIT, a file-size limit set after MPI starts).
 d = os.path.join(work, "full")

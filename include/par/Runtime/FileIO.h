@@ -56,6 +56,9 @@ std::string crcHex(uint32_t crc);
 /// setInjectionRank tells the points which rank this process is.
 void setInjectionRank(int rank);
 void crashPoint(const std::string &point);
+/// With PAR_RUN_INJECT_ERROR=RANK:POINT, true at POINT: the caller fails
+/// there as an I/O error would (EIO), through its usual error path.
+bool failurePoint(const std::string &point);
 
 } // namespace par::rt
 
