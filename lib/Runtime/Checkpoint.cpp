@@ -786,9 +786,18 @@ std::vector<std::string> publishSave(const std::string &dir, Manifest manifest,
   std::vector<std::string> removed;
   std::set<std::string> keepNames(retained.begin(), retained.end());
   std::vector<fs::path> doomed;
+  std::vector<fs::path> staleIndexes;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
        it.increment(ec)) {
     std::string entryName = it->path().filename().string();
+    // Temporary index files of killed saves (regular files only).
+    std::error_code statError;
+    if (entryName.rfind("index.json.tmp.", 0) == 0 &&
+        fs::is_regular_file(fs::symlink_status(it->path(), statError)) &&
+        !statError) {
+      staleIndexes.push_back(it->path());
+      continue;
+    }
     std::optional<StepEntry> entry = parseStepName(entryName);
     if (!entry || !isRealDirectory(it->path()))
       continue;
@@ -796,6 +805,10 @@ std::vector<std::string> publishSave(const std::string &dir, Manifest manifest,
                             entry->step > manifest.step))
       continue;
     doomed.push_back(it->path());
+  }
+  for (const fs::path &path : staleIndexes) {
+    std::error_code removeError;
+    fs::remove(path, removeError);
   }
   for (const fs::path &path : doomed) {
     std::string entryName = path.filename().string();
@@ -813,16 +826,6 @@ std::vector<std::string> publishSave(const std::string &dir, Manifest manifest,
     fs::remove_all(victim, removeError);
     if (!removeError)
       removed.push_back(entryName);
-  }
-  // Temporary index files of killed saves (regular files only).
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    std::string entryName = it->path().filename().string();
-    std::error_code statError;
-    if (entryName.rfind("index.json.tmp.", 0) == 0 &&
-        fs::is_regular_file(fs::symlink_status(it->path(), statError)) &&
-        !statError)
-      fs::remove(it->path(), statError);
   }
   crashPoint("pruned");
   return removed;

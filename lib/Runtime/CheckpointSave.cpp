@@ -34,51 +34,23 @@ std::string hexId(int64_t id) {
   return text;
 }
 
-/// Every rank learns whether any rank failed; rank 0 gets the message.
-void agreeOnFailure(Collectives &comm, const std::string &message) {
-  std::vector<int64_t> failed = {message.empty() ? 0 : 1};
-  comm.agree(failed, ReduceOp::Max);
-  if (!failed[0])
-    return;
-  if (comm.worldRank() == 0)
-    throw AgreedError(message);
-  throw ReportedElsewhere();
-}
-
-/// Rank 0's part of a save once every rank has reported: the checksums
-/// into the manifest, then the publication. Returns what went wrong.
-std::string publishFromReports(Executor &exec, const std::string &dir,
-                               int64_t step, int64_t keep,
-                               const std::map<std::string, std::string> &metadata,
-                               const std::string &saveId,
-                               const std::vector<std::string> &reports,
-                               std::vector<std::string> &removed) {
-  std::string what = "cannot save step " + std::to_string(step) + " to " + dir;
-  std::string problem;
+/// Rank 0's part of a save once every rank wrote its file: each rank's
+/// checksums ("CRC KEY" lines) into the manifest, then the publication.
+std::vector<std::string>
+publish(Executor &exec, const std::string &dir, int64_t step, int64_t keep,
+        const std::map<std::string, std::string> &metadata,
+        const std::string &saveId, const std::vector<std::string> &sums) {
   std::map<std::pair<std::string, std::string>, uint32_t> checksums;
-  int failures = 0;
-  for (size_t r = 0; r < reports.size(); ++r) {
-    const std::string &text = reports[r];
-    if (text.rfind("error\n", 0) == 0) {
-      if (failures++ == 0)
-        problem = what + ": rank " + std::to_string(r) + ": " + text.substr(6);
-      continue;
-    }
-    std::istringstream lines(text.substr(3));
+  for (size_t r = 0; r < sums.size(); ++r) {
+    std::istringstream lines(sums[r]);
     std::string line;
     while (std::getline(lines, line)) {
       size_t space = line.find(' ');
-      if (space == std::string::npos)
-        continue;
-      checksums[{shardFileName(int(r)), line.substr(space + 1)}] =
-          uint32_t(std::stoul(line.substr(0, space)));
+      if (space != std::string::npos)
+        checksums[{shardFileName(int(r)), line.substr(space + 1)}] =
+            uint32_t(std::stoul(line.substr(0, space)));
     }
   }
-  if (failures > 1)
-    problem +=
-        " (and " + std::to_string(failures - 1) + " more rank(s) failed)";
-  if (!problem.empty())
-    return problem;
   Manifest manifest;
   manifest.step = step;
   manifest.saveId = saveId;
@@ -88,11 +60,10 @@ std::string publishFromReports(Executor &exec, const std::string &dir,
     for (ShardRecord &shard : record.shards) {
       auto found = checksums.find({shard.file, shard.key});
       if (found == checksums.end())
-        return what + ": no rank wrote " + shard.key + " to " + shard.file;
+        throw RunError("no rank wrote " + shard.key + " to " + shard.file);
       shard.crc32c = found->second;
     }
-  removed = publishSave(dir, std::move(manifest), keep);
-  return "";
+  return publishSave(dir, std::move(manifest), keep);
 }
 
 } // namespace
@@ -105,50 +76,57 @@ SaveResult saveCheckpoint(Executor &exec, Collectives &comm,
   comm.agree(id, ReduceOp::Max);
   std::string saveId = hexId(id[0]);
   std::string what = "cannot save step " + std::to_string(step) + " to " + dir;
-
-  // Rank 0 makes the fresh staging directory the others write into.
   std::string staging = stagingDir(dir, step, saveId);
-  std::string problem;
-  if (rank == 0) {
-    try {
-      beginSave(dir, step, saveId);
-    } catch (const std::exception &e) {
-      problem = e.what();
-    }
-  }
-  agreeOnFailure(comm, problem);
-
-  // Each rank writes its shard file; rank 0 hears how every rank fared.
-  std::string report;
-  try {
-    std::vector<ShardData> shards = exec.paramShards();
-    std::ostringstream sums;
-    sums << "ok\n";
-    if (!shards.empty())
-      for (const auto &[key, crc] :
-           writeShardFile(staging, step, int(rank), saveId, shards))
-        sums << crc << " " << key << "\n";
-    report = sums.str();
-  } catch (const std::exception &e) {
-    report = std::string("error\n") + e.what();
-  }
-  std::vector<std::string> reports = comm.gatherToRoot(report);
-
   SaveResult result;
   result.directory = stepDirName(step, saveId);
-  if (rank == 0) {
-    // Everything rank 0 does here ends in the agreement below, whatever
-    // throws.
-    try {
-      problem = publishFromReports(exec, dir, step, keep, metadata, saveId,
-                                   reports, result.removed);
-    } catch (const std::exception &e) {
-      problem = what + ": " + e.what();
-    }
-    if (!problem.empty())
+  // Messages name the rank themselves.
+  const bool nameRank = false;
+
+  // Rank 0 makes the fresh staging directory the others write into.
+  agreeOnErrors(
+      comm, [&] { if (rank == 0) beginSave(dir, step, saveId); }, nameRank);
+
+  // Each rank writes and checksums its shard file; a failure anywhere
+  // removes the staging directory.
+  std::ostringstream sums;
+  try {
+    agreeOnErrors(
+        comm,
+        [&] {
+          try {
+            std::vector<ShardData> shards = exec.paramShards();
+            if (!shards.empty())
+              for (const auto &[key, crc] :
+                   writeShardFile(staging, step, int(rank), saveId, shards))
+                sums << crc << " " << key << "\n";
+          } catch (const std::exception &e) {
+            throw RunError(what + ": rank " + std::to_string(rank) + ": " +
+                           e.what());
+          }
+        },
+        nameRank);
+  } catch (const AgreedError &) {
+    if (rank == 0)
       abandonSave(dir, step, saveId);
+    throw;
   }
-  agreeOnFailure(comm, problem);
+
+  // Rank 0 publishes; whatever fails there is agreed on like the rest.
+  std::vector<std::string> all = comm.gatherToRoot(sums.str());
+  agreeOnErrors(
+      comm,
+      [&] {
+        if (rank != 0)
+          return;
+        try {
+          result.removed =
+              publish(exec, dir, step, keep, metadata, saveId, all);
+        } catch (const std::exception &e) {
+          abandonSave(dir, step, saveId);
+          throw RunError(what + ": " + e.what());
+        }
+      },
+      nameRank);
   return result;
 }
 

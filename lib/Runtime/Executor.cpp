@@ -401,27 +401,40 @@ bool Executor::outputNonFinite(size_t i) const {
                         spec.sharding, rank_);
 }
 
+/// The value of a 0-d tensor in device memory.
+static double scalarOf(Device &device, const Tensor &t) {
+  std::vector<char> host = device.copyTensorOut(t);
+  return loadElement(t.dtype, host.data(), 0);
+}
+
 std::optional<double> Executor::localScalar(size_t i) const {
   if (class_->outputBuffers[i] < 0 || !program_.outputs[i].globalShape.empty())
     return std::nullopt;
-  Tensor t = output(i);
-  std::vector<char> host = device_.copyTensorOut(t);
-  return loadElement(t.dtype, host.data(), 0);
+  return scalarOf(device_, output(i));
+}
+
+std::optional<double> Executor::inputScalar(size_t i) const {
+  if (class_->inputBuffers[i] < 0 || !program_.inputs[i].globalShape.empty())
+    return std::nullopt;
+  return scalarOf(device_, input(i));
+}
+
+bool Executor::holdsParam(size_t i) const {
+  return program_.inputs[i].role == InputRole::Param &&
+         class_->inputBuffers[i] >= 0;
 }
 
 Executor::State Executor::saveState() const {
   State state(program_.inputs.size());
   for (size_t i = 0; i < program_.inputs.size(); ++i)
-    if (program_.inputs[i].role == InputRole::Param &&
-        class_->inputBuffers[i] >= 0)
+    if (holdsParam(i))
       state[i] = device_.copyTensorOut(input(i));
   return state;
 }
 
 void Executor::restoreState(const State &state) {
   for (size_t i = 0; i < program_.inputs.size() && i < state.size(); ++i)
-    if (program_.inputs[i].role == InputRole::Param &&
-        class_->inputBuffers[i] >= 0)
+    if (holdsParam(i))
       device_.copyTensorIn(input(i), state[i]);
 }
 

@@ -101,7 +101,8 @@ void writeFileAtomically(const std::string &path,
   fs::path target(path);
   std::string parent = target.parent_path().string();
   std::string base = what;
-  // mkstemp: O_CREAT | O_EXCL, which never follows a planted link.
+  // mkostemp replaces the six X's of this template with a fresh name and
+  // opens it O_CREAT | O_EXCL, which never follows a planted link.
   std::string temp = path + ".tmp.XXXXXX";
   int fd = ::mkostemp(temp.data(), O_CLOEXEC);
   if (fd < 0)

@@ -21,13 +21,13 @@
 
 #include <chrono>
 #include <climits>
-#include <cctype>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -137,19 +137,22 @@ void emitJson(const nlohmann::json &event) {
   std::fflush(stdout);
 }
 
-/// One error line, written with one system call so that lines of several
-/// ranks never interleave; "rank N: " is added unless the message already
-/// names the rank.
-void reportError(int rank, const std::string &message, bool nameRank = true) {
-  std::string prefix = "rank " + std::to_string(rank);
-  bool named = message.rfind(prefix, 0) == 0 &&
-               (message.size() == prefix.size() ||
-                !std::isdigit((unsigned char)message[prefix.size()]));
-  std::string line = "par-run: error: " +
-                     (nameRank && !named ? prefix + ": " : std::string()) +
-                     message + "\n";
+/// Writes `line` and a newline to stderr with one system call, so that
+/// lines of several ranks never interleave.
+void writeErrorLine(const std::string &line) {
+  std::string text = line + "\n";
   std::fflush(stdout);
-  (void)!::write(2, line.data(), line.size());
+  (void)!::write(2, text.data(), text.size());
+}
+
+/// One error line; "rank N: " is added unless the message already names
+/// the rank.
+void reportError(int rank, const std::string &message, bool nameRank = true) {
+  writeErrorLine("par-run: error: " +
+                 (nameRank && !namesRank(message, rank)
+                      ? "rank " + std::to_string(rank) + ": "
+                      : std::string()) +
+                 message);
 }
 
 [[noreturn]] void usageError(const std::string &message) {
@@ -407,10 +410,8 @@ void warn(const Options &o, int64_t step, const std::string &message) {
     emitJson({{"event", "warning"}, {"step", step}, {"message", message}});
     return;
   }
-  std::string line = "par-run: warning: step " + std::to_string(step) + ": " +
-                     message + "\n";
-  std::fflush(stdout);
-  (void)!::write(2, line.data(), line.size());
+  writeErrorLine("par-run: warning: step " + std::to_string(step) + ": " +
+                 message);
 }
 
 /// What a step is checked for: the loss, the gradient norm (log.grad_norm),
@@ -419,7 +420,7 @@ void warn(const Options &o, int64_t step, const std::string &message) {
 /// loss_scale.skipped).
 struct Watch {
   int64_t loss = -1, gradNorm = -1, skipped = -1, skippedState = -1;
-  int64_t skippedBefore = -1; // agreed count before the step
+  int64_t skippedBefore = -1; // agreed count before the step (-1: none)
 };
 
 Watch watchedQuantities(const Program &p, int64_t loss) {
@@ -442,18 +443,15 @@ Watch watchedQuantities(const Program &p, int64_t loss) {
 
 constexpr int64_t kNone = INT64_MAX;
 
-/// The count of skipped steps in the state, before a step runs, agreed.
+/// The count of skipped steps in the state before the first step, agreed
+/// (after each step it is that step's log.skipped).
 int64_t skippedCount(Executor &exec, Collectives &comm, const Watch &watch) {
   if (watch.skipped < 0 || watch.skippedState < 0)
     return -1;
   std::vector<int64_t> value = {kNone};
-  if (exec.rankClass().inputBuffers[size_t(watch.skippedState)] >= 0) {
-    std::vector<char> host =
-        exec.device().copyTensorOut(exec.input(size_t(watch.skippedState)));
-    value[0] = int64_t(loadElement(
-        exec.program().inputs[size_t(watch.skippedState)].dtype, host.data(),
-        0));
-  }
+  if (std::optional<double> count =
+          exec.inputScalar(size_t(watch.skippedState)))
+    value[0] = int64_t(*count);
   comm.agree(value, ReduceOp::Min);
   return value[0] == kNone ? -1 : value[0];
 }
@@ -478,7 +476,7 @@ StepHealth checkStep(Executor &exec, Collectives &comm, const Watch &watch) {
   else if (watch.gradNorm >= 0 && exec.outputNonFinite(size_t(watch.gradNorm)))
     badOutput = 1;
   for (size_t i = 0; i < p.inputs.size(); ++i)
-    if (p.inputs[i].role == InputRole::Param && exec.inputNonFinite(i)) {
+    if (exec.holdsParam(i) && exec.inputNonFinite(i)) {
       badState = 2 + int64_t(i);
       break;
     }
@@ -491,12 +489,13 @@ StepHealth checkStep(Executor &exec, Collectives &comm, const Watch &watch) {
   return {values[0], values[1], values[2] == kNone ? -1 : values[2]};
 }
 
-/// Every parameter and optimizer state is finite on every rank.
+/// Every parameter and optimizer state is finite on every rank (before
+/// the first step; after each, the step's check says).
 bool stateFinite(Executor &exec, Collectives &comm) {
   const Program &p = exec.program();
   std::vector<int64_t> bad = {0};
   for (size_t i = 0; i < p.inputs.size() && !bad[0]; ++i)
-    if (p.inputs[i].role == InputRole::Param && exec.inputNonFinite(i))
+    if (exec.holdsParam(i) && exec.inputNonFinite(i))
       bad[0] = 1;
   comm.agree(bad, ReduceOp::Max);
   return !bad[0];
@@ -521,43 +520,13 @@ int64_t firstStepAfter(const CheckpointReader &reader, const Options &o) {
   return reader.step() + 1;
 }
 
-/// Runs `fn` on every rank and agrees on the outcome: when it throws on
-/// any rank, rank 0 throws AgreedError naming the first rank that failed
-/// and how many did; the others throw ReportedElsewhere.
-template <typename Fn> void agreeOnErrors(Collectives &comm, Fn &&fn) {
-  std::string message;
-  try {
-    fn();
-  } catch (const std::exception &e) {
-    message = e.what();
-    if (message.empty())
-      message = "failed";
-  }
-  std::vector<int64_t> failed = {message.empty() ? 0 : 1};
-  comm.agree(failed, ReduceOp::Sum);
-  if (!failed[0])
-    return;
-  std::vector<std::string> all = comm.gatherToRoot(message);
-  if (comm.worldRank() != 0)
-    throw ReportedElsewhere();
-  for (size_t r = 0; r < all.size(); ++r)
-    if (!all[r].empty()) {
-      std::string prefix = "rank " + std::to_string(r);
-      bool named = all[r].rfind(prefix, 0) == 0;
-      throw AgreedError((named ? "" : prefix + ": ") + all[r] +
-                        (failed[0] > 1 ? " (" + std::to_string(failed[0] - 1) +
-                                             " more rank(s) failed too)"
-                                       : ""));
-    }
-}
-
 /// Acts on a step's health as --on-nonfinite says; every rank takes the
-/// same decision from the agreed health. Returns true on a non-finite
-/// event; sets `undo` when the step's update must be undone.
-bool handleNonFinite(const Options &o, const Program &p, const Watch &watch,
+/// same decision from the agreed health. Sets `undo` when the step's
+/// update must be undone; `kept` says which checkpoint a stop leaves.
+void handleNonFinite(const Options &o, const Program &p, const Watch &watch,
                      const StepHealth &health, int64_t step,
                      int64_t &skipsInARow, int64_t &scalingSkips, bool &undo,
-                     int rank, const std::string &kept) {
+                     int rank, const std::function<std::string()> &kept) {
   // A step fp16 loss scaling skipped by design is no event, unless its
   // parameters came out non-finite all the same.
   bool scalingSkip = watch.skippedBefore >= 0 && health.skippedAfter >= 0 &&
@@ -578,7 +547,7 @@ bool handleNonFinite(const Options &o, const Program &p, const Watch &watch,
                         rank == 0 ? "step " + std::to_string(step) + ": " +
                                         what +
                                         "; stopping (--on-nonfinite=stop); " +
-                                        kept
+                                        kept()
                                   : "");
     case Options::NonFinite::Skip:
       undo = true;
@@ -601,9 +570,8 @@ bool handleNonFinite(const Options &o, const Program &p, const Watch &watch,
                         std::to_string(skipsInARow) +
                         " steps in a row were skipped (--max-skipped-steps " +
                         std::to_string(o.maxSkipped) +
-                        "): the run diverged; stopping; " + kept
+                        "): the run diverged; stopping; " + kept()
                   : "");
-  return event;
 }
 
 int runRank(const Options &o, int rank, int size) {
@@ -750,7 +718,11 @@ int runRank(const Options &o, int rank, int size) {
   };
   Watch watch = watchedQuantities(program, loss);
   Executor::State before;
-  int64_t skipsInARow = 0, scalingSkips = 0, nonFiniteEvents = 0;
+  int64_t skipsInARow = 0, scalingSkips = 0;
+  // Whether the parameters and optimizer states are finite now: checked
+  // once here when saves may come, then known from each step's check.
+  bool finiteState = o.save.empty() || stateFinite(exec, *comm);
+  watch.skippedBefore = skippedCount(exec, *comm, watch);
   int64_t lastSaved = -1;
   auto keptCheckpoint = [&]() -> std::string {
     if (o.save.empty())
@@ -765,7 +737,7 @@ int runRank(const Options &o, int rank, int size) {
         {"mesh", meshText(program)},
         {"function", program.function},
         {"program", o.program}};
-    if (!stateFinite(exec, *comm)) {
+    if (!finiteState) {
       std::string message = "not saving step " + std::to_string(step) +
                             " to " + o.save +
                             ": parameters or optimizer states are not "
@@ -796,7 +768,6 @@ int runRank(const Options &o, int rank, int size) {
     double traceStart = tracer ? tracer->now() : 0;
     if (o.onNonFinite == Options::NonFinite::Skip)
       before = exec.saveState();
-    watch.skippedBefore = skippedCount(exec, *comm, watch);
     exec.feedData(data, o.seed, step);
     exec.runStep(step);
     double seconds =
@@ -810,11 +781,13 @@ int runRank(const Options &o, int rank, int size) {
 
     StepHealth health = checkStep(exec, *comm, watch);
     bool undo = false;
-    if (handleNonFinite(o, program, watch, health, step, skipsInARow,
-                        scalingSkips, undo, rank, keptCheckpoint()))
-      ++nonFiniteEvents;
+    handleNonFinite(o, program, watch, health, step, skipsInARow, scalingSkips,
+                    undo, rank, keptCheckpoint);
     if (undo)
-      exec.restoreState(before);
+      exec.restoreState(before); // the state, its skipped count included
+    else
+      watch.skippedBefore = health.skippedAfter;
+    finiteState = health.badState == kNone || (undo && finiteState);
     logStep(step, seconds);
     if (o.saveEvery > 0 && step % o.saveEvery == 0 && step != last)
       save(step, /*final=*/false);

@@ -13,6 +13,7 @@
 #ifndef PAR_RUNTIME_EXECUTOR_H
 #define PAR_RUNTIME_EXECUTOR_H
 
+#include "par/Runtime/Agreement.h"
 #include "par/Runtime/Checkpoint.h"
 #include "par/Runtime/Collectives.h"
 #include "par/Runtime/DataSource.h"
@@ -26,24 +27,6 @@
 #include <vector>
 
 namespace par::rt {
-
-class RunError : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
-
-/// A failure every rank has agreed on (through Collectives::agree): rank 0
-/// throws it with the message, naming the rank that failed; the other ranks
-/// throw ReportedElsewhere and exit non-zero without a message, so the job
-/// reports it once and nobody aborts anybody.
-class AgreedError : public RunError {
-public:
-  using RunError::RunError;
-};
-class ReportedElsewhere : public AgreedError {
-public:
-  ReportedElsewhere() : AgreedError("") {}
-};
 
 /// Calls `fn(localIndex, globalIndex)` for every element of the box
 /// `offsets + [0, localShape)` of a row-major tensor of `globalShape`; local
@@ -85,8 +68,11 @@ public:
   /// infinity (the real elements only; false when the rank holds none).
   bool inputNonFinite(size_t i) const;
   bool outputNonFinite(size_t i) const;
-  /// This rank's value of 0-d output `i`, if it holds it.
+  /// This rank's value of 0-d output / input `i`, if it holds it.
   std::optional<double> localScalar(size_t i) const;
+  std::optional<double> inputScalar(size_t i) const;
+  /// Input `i` is a parameter or optimizer state this rank holds part of.
+  bool holdsParam(size_t i) const;
   /// A copy of every parameter and optimizer state this rank holds, and
   /// its restoration (to undo a step).
   using State = std::vector<std::vector<char>>;
