@@ -126,6 +126,22 @@ bool keepsPartial(const ReshardLayout &from, const ReshardLayout &to) {
 }
 
 /// A row-major mesh (last axis fastest) holding a global `shape` tensor.
+/// An exchange step's flat layout (positions into its axes, dims split by
+/// -1) as mesh axes per dim.
+SmallVector<Axes, 4> exchangeDims(const ReshardStep &step,
+                                  ArrayRef<int64_t> flat) {
+  SmallVector<Axes, 4> dims(1);
+  for (int64_t entry : flat) {
+    if (entry == -1)
+      dims.emplace_back();
+    else if (entry >= 0 && entry < static_cast<int64_t>(step.axes.size()))
+      dims.back().push_back(step.axes[entry]);
+    else
+      dims.back().push_back(-1);
+  }
+  return dims;
+}
+
 class Sim {
 public:
   Sim(ArrayRef<int64_t> axisSizes, ArrayRef<int64_t> shape)
@@ -298,7 +314,8 @@ public:
       error = "no axes";
       return false;
     }
-    bool needsDim = step.kind != ReshardStepKind::AllReduce;
+    bool needsDim = step.kind != ReshardStepKind::AllReduce &&
+                    step.kind != ReshardStepKind::Exchange;
     if (needsDim && (step.dim < 0 || step.dim >= 2)) {
       error = "bad dim";
       return false;
@@ -399,6 +416,38 @@ public:
         out = sourceOf[index] < 0 ? zeros(own.rows, own.cols)
                                   : state[members[sourceOf[index]]];
         break;
+      case ReshardStepKind::Exchange: {
+        // Each element of the target block comes from the member that holds
+        // it and agrees with this device on every other axis.
+        SmallVector<Axes, 4> from = exchangeDims(step, step.source),
+                             to = exchangeDims(step, step.target);
+        if (from.size() != 2 || to.size() != 2) {
+          error = "exchange layouts of the wrong rank";
+          return false;
+        }
+        int64_t sr = shape[0] / shards(from[0]), sc = shape[1] / shards(from[1]);
+        int64_t tr = shape[0] / shards(to[0]), tc = shape[1] / shards(to[1]);
+        int64_t r0 = tr * groupIndex(device, to[0]);
+        int64_t c0 = tc * groupIndex(device, to[1]);
+        out = zeros(tr, tc);
+        for (int64_t r = 0; r < tr; ++r)
+          for (int64_t c = 0; c < tc; ++c) {
+            SmallVector<int64_t> at = coords(device);
+            for (auto [d, index] : {std::pair<int, int64_t>{0, (r0 + r) / sr},
+                                    std::pair<int, int64_t>{1, (c0 + c) / sc}})
+              for (size_t k = from[d].size(); k-- > 0;) {
+                at[from[d][k]] = index % sizes[from[d][k]];
+                index /= sizes[from[d][k]];
+              }
+            const Local &held = state[deviceAt(at)];
+            if (held.rows != sr || held.cols != sc) {
+              error = "exchange source blocks differ from its layout";
+              return false;
+            }
+            out.at(r, c) = held.at((r0 + r) % sr, (c0 + c) % sc);
+          }
+        break;
+      }
       }
       next[device] = std::move(out);
     }
@@ -483,6 +532,22 @@ bool implied(const ReshardStep &step, const ReshardLayout &before,
     }
     after.dims[step.dim] = step.after.dims[step.dim];
     return true;
+  case ReshardStepKind::Exchange: {
+    SmallVector<Axes, 4> from = exchangeDims(step, step.source);
+    if (ArrayRef<Axes>(from) != ArrayRef<Axes>(before.dims)) {
+      error = "the exchange starts from another layout";
+      return false;
+    }
+    for (const Axes &dim : before.dims)
+      for (int32_t axis : dim)
+        if (!llvm::is_contained(step.axes, axis)) {
+          error = "the exchange's axes miss one the value uses";
+          return false;
+        }
+    SmallVector<Axes, 4> to = exchangeDims(step, step.target);
+    after.dims.assign(to.begin(), to.end());
+    return true;
+  }
   }
   return false;
 }
@@ -562,7 +627,7 @@ struct Outcome {
   int failures = 0;
   std::string report;
   /// How often each step kind was run, to show the pairs cover them all.
-  int kindCounts[6] = {0, 0, 0, 0, 0, 0};
+  int kindCounts[7] = {0, 0, 0, 0, 0, 0, 0};
 };
 
 const int maxReported = 20;
@@ -603,7 +668,7 @@ Outcome expectAllPass(ArrayRef<int64_t> axisSizes, ArrayRef<int64_t> shape,
                       int minPairs) {
   Outcome outcome = checkAllPairs(axisSizes, shape);
   ::testing::Test::RecordProperty("pairs", outcome.pairs);
-  for (int kind = 0; kind < 6; ++kind)
+  for (int kind = 0; kind < 7; ++kind)
     ::testing::Test::RecordProperty(
         stringifyReshardStep(static_cast<ReshardStepKind>(kind)),
         outcome.kindCounts[kind]);
@@ -620,7 +685,7 @@ TEST(ReshardPlan, Mesh2x4) { expectAllPass({2, 4}, {8, 16}, 100); }
 
 TEST(ReshardPlan, Mesh2x2x2) {
   Outcome outcome = expectAllPass({2, 2, 2}, {8, 16}, 1000);
-  for (int kind = 0; kind < 6; ++kind)
+  for (int kind = 0; kind < 7; ++kind)
     EXPECT_GT(outcome.kindCounts[kind], 0)
         << "no plan uses "
         << stringifyReshardStep(static_cast<ReshardStepKind>(kind));

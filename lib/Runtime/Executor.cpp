@@ -2,6 +2,8 @@
 
 #include "par/Runtime/Executor.h"
 
+#include "par/Catalogue/Exchange.h"
+
 #include "par/Runtime/Comm/GroupOps.h"
 #include "par/Runtime/Rng.h"
 
@@ -214,6 +216,16 @@ void Executor::countTraffic(const Instruction &inst, const Tensor &in,
   catalogue::Traffic t =
       catalogue::collectiveTraffic(catalogue::spec(inst.op), n, moves);
   traffic_.collectives += 1;
+  if (inst.op == OpCode::Exchange) {
+    // What the busiest member sends or receives, as the compiler states it.
+    exchange::Geometry g;
+    exchange::makeGeometry(comm_.memberShape(inst.attrs.group), in.shape,
+                           out.shape, inst.attrs.source, inst.attrs.target, g);
+    int64_t moved = exchange::busiestMember(g);
+    traffic_.movedElements += moved;
+    traffic_.sentBytes += moved * int64_t(dtypeBytes(in.dtype));
+    return;
+  }
   traffic_.movedElements += int64_t(t.moved) * larger.size();
   traffic_.sentBytes += int64_t(t.share * double(larger.bytes()) + 0.5);
 }

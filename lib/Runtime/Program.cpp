@@ -2,6 +2,8 @@
 
 #include "par/Runtime/Program.h"
 
+#include "par/Catalogue/Exchange.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -187,6 +189,27 @@ Shape readGlobalShape(const Reader &r, const json &object,
            shapeString(shape) + " " + dtypeName(dtype) +
                " is too large: more than 2^60 bytes");
   return shape;
+}
+
+/// An exchange's layouts must fit its group and its buffers: par-run packs
+/// pieces by them.
+static void checkExchange(const Reader &r, const Program &p,
+                          const RankClass &rc, const Instruction &inst,
+                          const std::string &where) {
+  if (inst.operands.size() != 1 || inst.results.size() != 1)
+    r.fail(where, "an exchange reads one buffer and writes one");
+  std::vector<int64_t> sizes;
+  for (const std::string &axis : p.groups[size_t(inst.attrs.group)])
+    sizes.push_back(p.mesh[size_t(p.axisIndex(axis))].size);
+  const Buffer &in = rc.buffers[size_t(inst.operands[0])];
+  const Buffer &out = rc.buffers[size_t(inst.results[0])];
+  if (in.dtype != out.dtype)
+    r.fail(where, "an exchange keeps its element type");
+  exchange::Geometry g;
+  std::string error = exchange::makeGeometry(
+      sizes, in.shape, out.shape, inst.attrs.source, inst.attrs.target, g);
+  if (!error.empty())
+    r.fail(where + ".attrs", error);
 }
 
 /// Reads one instruction's attributes as the op catalogue describes them
@@ -749,6 +772,8 @@ Program parseProgram(const std::string &text, const std::string &path) {
       const json &attrs = ij.contains("attrs") ? ij["attrs"] : json::object();
       AttrDecoder decoder(r, attrs, iw + ".attrs", p);
       catalogue::decodeAttrs(inst.op, decoder, inst.attrs);
+      if (inst.op == catalogue::OpCode::Exchange)
+        checkExchange(r, p, rc, inst, iw);
       rc.instructions.push_back(std::move(inst));
     }
 

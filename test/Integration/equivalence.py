@@ -178,7 +178,7 @@ def main():
             collectives = sum(
                 1 for inst in program["rank_classes"][0]["instructions"]
                 if inst["op"] in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                                  "collective_permute"))
+                                  "collective_permute", "exchange"))
             result = outputs_of(out)
             err = max(compare(base, result), compare_losses(base_losses, losses_of(log)))
             memory = result["memory"]

@@ -63,9 +63,10 @@ enum class OpCode : int {
   AllToAll,
   AllSlice,
   CollectivePermute,
+  Exchange,
   AxisIndex,
 };
-inline constexpr int kNumOps = 44;
+inline constexpr int kNumOps = 45;
 
 enum class CollectiveKind : int {
   Sum = 0,
@@ -222,6 +223,11 @@ inline constexpr AttrSpec kCollectivePermuteAttrs[] = {
     {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0},
     {"pairs", "pairs", AttrKind::Pairs, false, false, 0.0, nullptr, 0},
 };
+inline constexpr AttrSpec kExchangeAttrs[] = {
+    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0},
+    {"source", "source", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+    {"target", "target", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+};
 inline constexpr AttrSpec kAxisIndexAttrs[] = {
     {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0},
 };
@@ -270,6 +276,7 @@ inline constexpr OpSpec kOps[kNumOps] = {
     {OpCode::AllToAll, "all_to_all", 1, 1, 1, 1, false, false, true, true, true, 1, true, kAllToAllAttrs, 3},
     {OpCode::AllSlice, "all_slice", 1, 1, 1, 1, false, false, true, false, true, 0, true, kAllSliceAttrs, 2},
     {OpCode::CollectivePermute, "collective_permute", 1, 1, 1, 1, false, false, true, true, true, 1, false, kCollectivePermuteAttrs, 2},
+    {OpCode::Exchange, "exchange", 1, 1, 1, 1, false, false, true, true, true, 1, false, kExchangeAttrs, 3},
     {OpCode::AxisIndex, "axis_index", 0, 0, 1, 1, false, false, false, false, true, 0, false, kAxisIndexAttrs, 1},
 };
 
@@ -324,9 +331,11 @@ struct Attrs {
   std::vector<int64_t> rhsBatch;
   std::vector<int64_t> rhsContract;
   std::optional<double> scale;
+  std::vector<int64_t> source;
   int64_t splitDim = 0;
   std::vector<int64_t> starts;
   std::vector<int64_t> strides;
+  std::vector<int64_t> target;
   double theta = 0;
   std::vector<double> value;
   double weightDecay = 0;
@@ -427,6 +436,11 @@ void decodeAttrs(OpCode op, Decoder &d, Attrs &a) {
   case OpCode::CollectivePermute:
     d.group(kCollectivePermuteAttrs[0], a.group);
     d.pairs(kCollectivePermuteAttrs[1], a.pairs);
+    return;
+  case OpCode::Exchange:
+    d.group(kExchangeAttrs[0], a.group);
+    d.integers(kExchangeAttrs[1], a.source);
+    d.integers(kExchangeAttrs[2], a.target);
     return;
   case OpCode::AxisIndex:
     d.group(kAxisIndexAttrs[0], a.group);

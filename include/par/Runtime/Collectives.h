@@ -59,6 +59,8 @@ public:
   /// This rank's index in `group`, and the group's size.
   virtual int64_t memberIndex(int64_t group) const = 0;
   virtual int64_t memberCount(int64_t group) const = 0;
+  /// The sizes of the group's axes, in the group's order.
+  virtual std::vector<int64_t> memberShape(int64_t group) const = 0;
 
   // Each collective is issued on `stream` (the device's communication
   // stream; null where work runs when called, as on the CPU backend).
@@ -75,6 +77,14 @@ public:
   virtual void permute(int64_t group,
                        const std::vector<std::pair<int64_t, int64_t>> &pairs,
                        const Tensor &input, Tensor &out, Stream stream) = 0;
+  /// Every member sends `sendBytes[j]` bytes to member j, taken one after
+  /// another from `send` in member order, and receives `receiveBytes[j]`
+  /// bytes from member j into `receive` likewise (par.exchange; host
+  /// memory). Both sides know every count.
+  virtual void exchange(int64_t group, const std::vector<int64_t> &sendBytes,
+                        const void *send,
+                        const std::vector<int64_t> &receiveBytes,
+                        void *receive) = 0;
   /// Non-blocking point-to-point transfers between world ranks, matched
   /// by `tag` (pipeline stages send activations forward and their
   /// gradients backward): both return at once.

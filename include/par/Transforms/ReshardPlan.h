@@ -35,6 +35,7 @@ enum class ReshardStepKind {
   AllSlice,      // append axes to `dim` (local slice, no traffic)
   AllToAll,      // move minor axes from `fromDim` to the end of `dim`
   Permute,       // replace the minor axis of `dim`, axes = {old, new}
+  Exchange,      // any layout to any other, moving only what devices lack
 };
 
 struct ReshardStep {
@@ -46,10 +47,13 @@ struct ReshardStep {
   llvm::SmallVector<int64_t> pairs;
   /// The layout after this step.
   ReshardLayout after;
+  /// Exchange only: the layouts before and after over positions in `axes`
+  /// (par::exchange::flatten's form).
+  llvm::SmallVector<int64_t> source, target;
 };
 
 struct ReshardPlan {
-  llvm::SmallVector<ReshardStep> steps;
+  llvm::SmallVector<ReshardStep, 2> steps;
   /// Set when data is gathered on a dim and then partly sliced away again
   /// (no cheaper sequence of the steps above exists); says which dim and axes.
   std::string gatherThenSlice;
@@ -58,7 +62,10 @@ struct ReshardPlan {
 /// Plans the move of a tensor of global `shape` from `from` to `to` on a mesh
 /// with `axisSizes`. Both layouts must divide `shape` evenly. Fails (setting
 /// `error`) when `to` is partial over axes `from` is not: partial values come
-/// only from the ops that make them.
+/// only from the ops that make them. Once partial sums are resolved, the
+/// rest is the cheaper of the collective sequence (all-to-all, permute,
+/// gather, slice) and one exchange, which moves the least any plan can: the
+/// sequence wins ties.
 bool planReshard(llvm::ArrayRef<int64_t> axisSizes,
                  llvm::ArrayRef<int64_t> shape, const ReshardLayout &from,
                  const ReshardLayout &to, ReshardPlan &plan,

@@ -2,6 +2,8 @@
 
 #include "par/Runtime/Comm/GroupOps.h"
 
+#include "par/Catalogue/Exchange.h"
+
 #include <vector>
 
 namespace par::rt {
@@ -10,6 +12,86 @@ using catalogue::Attrs;
 using catalogue::OpCode;
 
 namespace {
+
+/// par.exchange: packs the pieces each member needs from this one, trades
+/// them in one call and places what arrives (par/Catalogue/Exchange.h says
+/// which piece goes where).
+void runExchange(Collectives &comm, Device &device, const Attrs &a,
+                 const Tensor &in, Tensor &out) {
+  exchange::Geometry g;
+  std::string error = exchange::makeGeometry(comm.memberShape(a.group),
+                                             in.shape, out.shape, a.source,
+                                             a.target, g);
+  if (!error.empty())
+    throw CommError("exchange: " + error);
+  int64_t me = comm.memberIndex(a.group), n = comm.memberCount(a.group);
+  int64_t bytes = int64_t(dtypeBytes(in.dtype));
+  std::vector<int64_t> coords = g.coords(me);
+  std::vector<int64_t> ls = g.local(g.source), lt = g.local(g.target);
+  std::vector<int64_t> held(ls.size()), wanted(lt.size());
+  for (size_t d = 0; d < ls.size(); ++d) {
+    held[d] = g.block(g.source[d], coords) * ls[d];
+    wanted[d] = g.block(g.target[d], coords) * lt[d];
+  }
+  auto minus = [](const std::vector<int64_t> &x,
+                  const std::vector<int64_t> &y) {
+    std::vector<int64_t> z(x);
+    for (size_t d = 0; d < z.size(); ++d)
+      z[d] -= y[d];
+    return z;
+  };
+  std::vector<int64_t> origin(ls.size(), 0);
+  std::vector<char> source = device.copyTensorOut(in);
+  std::vector<char> result(out.bytes());
+  std::vector<exchange::Piece> outgoing, incoming;
+  exchange::sends(g, me, outgoing);
+  exchange::receives(g, me, incoming);
+  std::vector<int64_t> sendBytes(size_t(n), 0), receiveBytes(size_t(n), 0);
+  for (const exchange::Piece &piece : outgoing)
+    if (piece.peer != me)
+      sendBytes[size_t(piece.peer)] += piece.elements() * bytes;
+  for (const exchange::Piece &piece : incoming)
+    if (piece.peer != me)
+      receiveBytes[size_t(piece.peer)] += piece.elements() * bytes;
+  int64_t sendTotal = 0, receiveTotal = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    sendTotal += sendBytes[size_t(j)];
+    receiveTotal += receiveBytes[size_t(j)];
+  }
+  // Outgoing pieces come receiver by receiver: packed in that order.
+  std::vector<char> packed(static_cast<size_t>(sendTotal));
+  std::vector<char> arrived(static_cast<size_t>(receiveTotal));
+  int64_t at = 0;
+  for (const exchange::Piece &piece : outgoing) {
+    if (piece.peer == me)
+      continue;
+    exchange::copyBox(source.data(), in.shape, minus(piece.start, held),
+                      packed.data() + at, piece.size, origin, piece.size,
+                      bytes);
+    at += piece.elements() * bytes;
+  }
+  comm.exchange(a.group, sendBytes, packed.data(), receiveBytes,
+                arrived.data());
+  std::vector<int64_t> next(size_t(n), 0); // where each sender's bytes are
+  for (int64_t j = 0, offset = 0; j < n; ++j) {
+    next[size_t(j)] = offset;
+    offset += receiveBytes[size_t(j)];
+  }
+  for (const exchange::Piece &piece : incoming) {
+    if (piece.peer == me) {
+      exchange::copyBox(source.data(), in.shape, minus(piece.start, held),
+                        result.data(), out.shape, minus(piece.start, wanted),
+                        piece.size, bytes);
+      continue;
+    }
+    int64_t &offset = next[size_t(piece.peer)];
+    exchange::copyBox(arrived.data() + offset, piece.size, origin,
+                      result.data(), out.shape, minus(piece.start, wanted),
+                      piece.size, bytes);
+    offset += piece.elements() * bytes;
+  }
+  device.copyTensorIn(out, result);
+}
 
 GroupOpTable build() {
   GroupOpTable t;
@@ -39,6 +121,10 @@ GroupOpTable build() {
          Tensor &out) {
         comm.permute(a.group, a.pairs, in, out, device.commStream());
       });
+  set(OpCode::Exchange, [](Collectives &comm, Device &device, const Attrs &a,
+                           const Tensor &in, Tensor &out) {
+    runExchange(comm, device, a, in, out);
+  });
   // Each device keeps its own piece: no communication.
   set(OpCode::AllSlice, [](Collectives &comm, Device &device, const Attrs &a,
                            const Tensor &in, Tensor &out) {

@@ -166,6 +166,10 @@ public:
       comms_.push_back(comm);
       indices_.push_back(index);
       sizes_.push_back(groupSize(program, axes));
+      shapes_.emplace_back();
+      for (const std::string &axis : axes)
+        shapes_.back().push_back(
+            program.mesh[size_t(program.axisIndex(axis))].size);
     }
     seqs_.assign(comms_.size(), 0);
     // The watchdog's reports travel on their own communicator, so they can
@@ -189,6 +193,9 @@ public:
     return indices_.at(group);
   }
   int64_t memberCount(int64_t group) const override { return sizes_.at(group); }
+  std::vector<int64_t> memberShape(int64_t group) const override {
+    return shapes_.at(group);
+  }
 
   // MPI runs on the host: the stream is null and work is done on return.
   void allReduce(int64_t group, ReduceOp kind, const Tensor &input, Tensor &out,
@@ -279,6 +286,33 @@ public:
     if (!requests.empty())
       wait(requests.data(), int(requests.size()), "MPI_Isend/MPI_Irecv",
            onGroup(group));
+  }
+
+  void exchange(int64_t group, const std::vector<int64_t> &sendBytes,
+                const void *send, const std::vector<int64_t> &receiveBytes,
+                void *receive) override {
+    int64_t n = sizes_[group];
+    std::vector<int> sendCounts(static_cast<size_t>(n)), sendDispls(sendCounts),
+        receiveCounts(sendCounts), receiveDispls(sendCounts);
+    int64_t sendAt = 0, receiveAt = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      checkCount(sendBytes[size_t(j)]);
+      checkCount(receiveBytes[size_t(j)]);
+      checkCount(sendAt);
+      checkCount(receiveAt);
+      sendCounts[size_t(j)] = int(sendBytes[size_t(j)]);
+      sendDispls[size_t(j)] = int(sendAt);
+      receiveCounts[size_t(j)] = int(receiveBytes[size_t(j)]);
+      receiveDispls[size_t(j)] = int(receiveAt);
+      sendAt += sendBytes[size_t(j)];
+      receiveAt += receiveBytes[size_t(j)];
+    }
+    MPI_Request request;
+    check(MPI_Ialltoallv(send, sendCounts.data(), sendDispls.data(), MPI_BYTE,
+                         receive, receiveCounts.data(), receiveDispls.data(),
+                         MPI_BYTE, comms_[group], &request),
+          "MPI_Ialltoallv");
+    wait(&request, 1, "MPI_Ialltoallv", onGroup(group));
   }
 
   std::unique_ptr<Transfer> send(int64_t toRank, int64_t tag,
@@ -683,6 +717,7 @@ private:
   int rank_ = 0, size_ = 1;
   std::vector<MPI_Comm> comms_;
   std::vector<int64_t> indices_, sizes_;
+  std::vector<std::vector<int64_t>> shapes_; // per group: its axis sizes
   /// colors_[g][r]: rank r's color in the split of group g.
   std::vector<std::vector<int64_t>> colors_;
   MPI_Comm watch_ = MPI_COMM_NULL;

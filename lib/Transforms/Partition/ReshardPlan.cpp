@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "par/Transforms/ReshardPlan.h"
 
+#include "par/Catalogue/Exchange.h"
 #include "par/Catalogue/OpCatalogue.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -33,6 +34,8 @@ const char *mlir::par::stringifyReshardStep(ReshardStepKind kind) {
     return "all_to_all";
   case ReshardStepKind::Permute:
     return "collective_permute";
+  case ReshardStepKind::Exchange:
+    return "exchange";
   }
   return "?";
 }
@@ -79,6 +82,9 @@ private:
   }
 
   void resolvePartials();
+  bool planSequence(std::string &error);
+  ReshardStep exchangeStep(const ReshardLayout &before) const;
+  void pushExchange(const ReshardLayout &before);
   bool moveBetweenDims();
   bool permuteOne();
   void sliceDims(bool onlyFree);
@@ -312,6 +318,63 @@ bool Planner::run(std::string &error) {
     }
   gathered.assign(cur.dims.size(), 0);
   resolvePartials();
+  size_t mark = plan.steps.size();
+  ReshardLayout resolved = cur;
+  if (!planSequence(error)) {
+    // No sequence of the steps above reaches the target: one exchange does.
+    plan.steps.resize(mark);
+    plan.gatherThenSlice.clear();
+    pushExchange(resolved);
+    error.clear();
+    return true;
+  }
+  ReshardPlan sequence;
+  sequence.steps.assign(plan.steps.begin() + mark, plan.steps.end());
+  ReshardPlan single;
+  single.steps.push_back(exchangeStep(resolved));
+  if (reshardCost(axisSizes, shape, 1, resolved, single).sentBytes <
+      reshardCost(axisSizes, shape, 1, resolved, sequence).sentBytes) {
+    plan.steps.resize(mark);
+    plan.gatherThenSlice.clear();
+    plan.steps.push_back(single.steps.front());
+  }
+  return true;
+}
+
+/// One exchange from `before` to the target, over every axis either
+/// layout uses (in mesh order).
+ReshardStep Planner::exchangeStep(const ReshardLayout &before) const {
+  Axes axes;
+  for (const ReshardLayout *layout : {&before, &to})
+    for (const Axes &dim : layout->dims)
+      for (int32_t axis : dim)
+        if (!llvm::is_contained(axes, axis))
+          axes.push_back(axis);
+  llvm::sort(axes);
+  auto positions = [&](const ReshardLayout &layout) {
+    ::par::exchange::Layout out;
+    for (const Axes &dim : layout.dims) {
+      out.emplace_back();
+      for (int32_t axis : dim)
+        out.back().push_back(llvm::find(axes, axis) - axes.begin());
+    }
+    return ::par::exchange::flatten(out);
+  };
+  ReshardLayout after = to;
+  ReshardStep step{ReshardStepKind::Exchange, axes, -1, -1, {}, after};
+  for (int64_t p : positions(before))
+    step.source.push_back(p);
+  for (int64_t p : positions(to))
+    step.target.push_back(p);
+  return step;
+}
+
+void Planner::pushExchange(const ReshardLayout &before) {
+  plan.steps.push_back(exchangeStep(before));
+  cur.dims = to.dims;
+}
+
+bool Planner::planSequence(std::string &error) {
   // Each round gathers axes, so at most one round per axis of the value.
   do {
     while (moveBetweenDims() || permuteOne()) {
@@ -325,7 +388,7 @@ bool Planner::run(std::string &error) {
     sliceDims(/*onlyFree=*/false);
   }
   if (!(cur.dims == to.dims)) {
-    error = "internal error: no collective sequence reaches the target";
+    error = "no collective sequence reaches the target";
     return false;
   }
   cur.partial = to.partial;
@@ -387,6 +450,22 @@ ReshardCost mlir::par::reshardCost(ArrayRef<int64_t> axisSizes,
     };
     int64_t elements = std::max(count(*before), count(step.after));
     before = &step.after;
+    if (step.kind == ReshardStepKind::Exchange) {
+      ::par::exchange::Geometry g;
+      for (int32_t axis : step.axes)
+        g.axisSizes.push_back(axisSizes[axis]);
+      g.shape.assign(shape.begin(), shape.end());
+      size_t rank = shape.size(), numAxes = step.axes.size();
+      (void)::par::exchange::unflatten({step.source.begin(), step.source.end()},
+                                       rank, numAxes, g.source);
+      (void)::par::exchange::unflatten({step.target.begin(), step.target.end()},
+                                       rank, numAxes, g.target);
+      int64_t moved = ::par::exchange::busiestMember(g);
+      ++cost.collectives;
+      cost.movedElements += moved;
+      cost.sentBytes += moved * elementBytes;
+      continue;
+    }
     int64_t group = 1;
     for (int32_t axis : step.axes)
       group *= axisSizes[axis];

@@ -435,6 +435,10 @@ FailureOr<Value> Localizer::lowerPlanned(Operation *op, Value input,
       value = CollectivePermuteOp::create(builder, loc, out, value, meshRef,
                                           axes, step.pairs);
       break;
+    case ReshardStepKind::Exchange:
+      value = ExchangeOp::create(builder, loc, out, value, meshRef, axes,
+                                 step.source, step.target);
+      break;
     }
   }
   if (!target.partial.empty())

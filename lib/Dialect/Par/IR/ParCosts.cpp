@@ -5,6 +5,7 @@
 // (LinearOpInterface).
 //
 //===----------------------------------------------------------------------===//
+#include "par/Dialect/Par/IR/ExchangeGeometry.h"
 #include "par/Catalogue/OpCatalogue.h"
 #include "par/Dialect/Par/IR/ParOps.h"
 
@@ -70,8 +71,8 @@ CollectiveCost CollectiveOpInterface::getCost() {
   auto type = cast<RankedTensorType>(traffic.buffer.getType());
   cost.elements = type.getNumElements();
   cost.bytes = bytesOf(type.getShape(), type.getElementType());
-  cost.volume = int64_t(moved) * cost.elements;
-  cost.sent = (int64_t)(share.share * cost.bytes + 0.5);
+  cost.volume = int64_t(moved * traffic.fraction * double(cost.elements) + 0.5);
+  cost.sent = (int64_t)(share.share * traffic.fraction * cost.bytes + 0.5);
   return cost;
 }
 
@@ -100,6 +101,21 @@ CollectiveTraffic CollectivePermuteOp::getTraffic(int64_t) {
   for (size_t i = 0; i + 1 < pairs.size(); i += 2)
     moves |= pairs[i] != pairs[i + 1];
   return {"collective_permute", getInput(), moves};
+}
+
+CollectiveTraffic ExchangeOp::getTraffic(int64_t) {
+  // The busiest member's elements out of the larger buffer.
+  Value buffer = getInput();
+  if (getResult().getType().getNumElements() >
+      getInput().getType().getNumElements())
+    buffer = getResult();
+  std::string error;
+  FailureOr<::par::exchange::Geometry> g = getExchangeGeometry(*this, error);
+  int64_t elements = cast<RankedTensorType>(buffer.getType()).getNumElements();
+  int64_t moved = succeeded(g) ? ::par::exchange::busiestMember(*g) : 0;
+  CollectiveTraffic traffic{"exchange", buffer, moved > 0};
+  traffic.fraction = elements ? double(moved) / double(elements) : 0.0;
+  return traffic;
 }
 
 CollectiveTraffic AllSliceOp::getTraffic(int64_t) {

@@ -1,4 +1,5 @@
 //===- ParOps.cpp - par op verifiers, type inference, custom syntax -------===//
+#include "par/Dialect/Par/IR/ExchangeGeometry.h"
 #include "par/Dialect/Par/IR/ParOps.h"
 #include "par/Runtime/Program.h"
 
@@ -753,6 +754,7 @@ PAR_GROUP_SIZE(ReduceScatterOp)
 PAR_GROUP_SIZE(AllToAllOp)
 PAR_GROUP_SIZE(AllSliceOp)
 PAR_GROUP_SIZE(CollectivePermuteOp)
+PAR_GROUP_SIZE(ExchangeOp)
 #undef PAR_GROUP_SIZE
 
 LogicalResult AxisIndexOp::verify() {
@@ -835,6 +837,37 @@ LogicalResult CollectivePermuteOp::verify() {
   return success();
 }
 
+FailureOr<::par::exchange::Geometry>
+mlir::par::getExchangeGeometry(ExchangeOp op, std::string &error) {
+  MeshOp mesh = lookupMesh(op, op.getMeshAttr());
+  if (!mesh) {
+    error = "unknown mesh";
+    return failure();
+  }
+  std::vector<int64_t> sizes;
+  for (StringRef axis : op.getAxes().getAsValueRange<StringAttr>())
+    sizes.push_back(mesh.getAxisSize(axis));
+  ArrayRef<int64_t> in = tensorOf(op.getInput()).getShape(),
+                    out = tensorOf(op.getResult()).getShape();
+  ::par::exchange::Geometry g;
+  error = ::par::exchange::makeGeometry(
+      sizes, {in.begin(), in.end()}, {out.begin(), out.end()},
+      {op.getSource().begin(), op.getSource().end()},
+      {op.getTarget().begin(), op.getTarget().end()}, g);
+  if (!error.empty())
+    return failure();
+  return g;
+}
+
+LogicalResult ExchangeOp::verify() {
+  if (failed(verifyGroup(*this, getMeshAttr(), getAxes())))
+    return failure();
+  std::string error;
+  if (failed(getExchangeGeometry(*this, error)))
+    return emitOpError() << error;
+  return success();
+}
+
 /// Checks a point-to-point op's axis and peer coordinate.
 static LogicalResult verifyPeer(Operation *op, FlatSymbolRefAttr mesh,
                                 StringRef axis, int64_t peer, int64_t channel,
@@ -897,6 +930,52 @@ static ParseResult parsePermutePairs(OpAsmParser &parser,
           }))
     return failure();
   pairs = parser.getBuilder().getDenseI64ArrayAttr(flat);
+  return success();
+}
+
+/// `[[0, 1], [], [2]]`: per dim the positions in the op's axes that split
+/// it, stored flat as [0, 1, -1, -1, 2] (par::exchange::flatten).
+static void printExchangeLayout(OpAsmPrinter &printer, Operation *,
+                                DenseI64ArrayAttr layout) {
+  printer << "[[";
+  bool first = true;
+  for (int64_t entry : layout.asArrayRef()) {
+    if (entry == -1) {
+      printer << "], [";
+      first = true;
+      continue;
+    }
+    if (!first)
+      printer << ", ";
+    printer << entry;
+    first = false;
+  }
+  printer << "]]";
+}
+
+static ParseResult parseExchangeLayout(OpAsmParser &parser,
+                                       DenseI64ArrayAttr &layout) {
+  SmallVector<int64_t> flat;
+  bool firstDim = true;
+  if (parser.parseCommaSeparatedList(
+          AsmParser::Delimiter::Square, [&]() -> ParseResult {
+            if (!firstDim)
+              flat.push_back(-1);
+            firstDim = false;
+            return parser.parseCommaSeparatedList(
+                AsmParser::Delimiter::Square, [&]() -> ParseResult {
+                  int64_t axis;
+                  if (parser.parseInteger(axis))
+                    return failure();
+                  if (axis < 0)
+                    return parser.emitError(parser.getCurrentLocation(),
+                                            "axis positions are non-negative");
+                  flat.push_back(axis);
+                  return success();
+                });
+          }))
+    return failure();
+  layout = parser.getBuilder().getDenseI64ArrayAttr(flat);
   return success();
 }
 

@@ -30,6 +30,9 @@ struct CollectiveTraffic {
   std::string name;  // "all_reduce sum", "all_gather", ...
   Value buffer;      // the larger of the operand and the result
   bool moves = true; // false when the attributes move nothing
+  /// The part of the buffer that moves, where the attributes say (an
+  /// exchange moves only what devices lack); 1 for the others.
+  double fraction = 1.0;
 };
 
 /// What one rank moves for one collective op.

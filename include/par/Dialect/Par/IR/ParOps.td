@@ -900,6 +900,38 @@ def Par_CollectivePermuteOp : Par_CollectiveOp<"collective_permute", [Pure,
   }];
 }
 
+def Par_ExchangeOp : Par_CollectiveOp<"exchange", [Pure,
+    SameOperandsAndResultElementType]> {
+  let ringTraffic = 0; // a rank sends what it moves, no more
+  let summary = "move a value between two layouts, sending only what is missing";
+  let description = [{
+    The operand is this device's piece of a global tensor laid out as
+    `source`, the result its piece laid out as `target`; both lists give, per
+    tensor dim, the positions in `axes` that split it, major to minor (the
+    global shape is the operand's times the source splits, and the result's
+    times the target splits). Each device receives exactly the elements of
+    its target piece that it does not hold, each from the member that agrees
+    with it on every axis the source does not split: the least any sequence
+    of collectives can move. The reshard planner uses it where its
+    gather/all-to-all/permute sequence would move more (moving two axes in
+    another order, or an axis that is not the minor one).
+
+    ```mlir
+    %y = par.exchange %x over @mesh ["dp", "tp"] from [[0, 1], [], []] to [[], [], [1, 0]]
+        : (tensor<4x16x16xf32>) -> tensor<16x16x4xf32>
+    ```
+  }];
+  let arguments = (ins Par_AnyTensor:$input, FlatSymbolRefAttr:$mesh,
+                       Par_AxisList:$axes, DenseI64ArrayAttr:$source,
+                       DenseI64ArrayAttr:$target);
+  let results = (outs Par_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh $axes `from` custom<ExchangeLayout>($source)
+    `to` custom<ExchangeLayout>($target) attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
 def Par_AxisIndexOp : Par_Op<"axis_index", [Pure]> {
   let summary = "this device's index in its group over some mesh axes";
   let description = [{

@@ -1,0 +1,335 @@
+//===- Exchange.h - which pieces par.exchange moves between whom -*- C++ -*-===//
+//
+// par.exchange moves a tensor between two layouts over a group of mesh axes
+// by sending each device exactly the elements of its target piece that it
+// does not hold: the least any reshard can move. This header is the one
+// statement of that geometry, read by the compiler (verifier, cost, reshard
+// planner) and by par-run (packing, traffic counters) alike. Plain C++, no
+// MLIR, no exceptions: errors are returned as text.
+//
+// Members of the group are numbered row-major over its axes (first axis
+// major), as every collective numbers them. A layout lists, per tensor dim,
+// the positions (into the group's axes) that split it, major to minor.
+// Where several devices hold a needed element (the source is replicated
+// over some axes), a device receives it from the member that agrees with
+// it on every axis the source layout does not split: each device is served
+// by its own replica, so senders share the work evenly.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_CATALOGUE_EXCHANGE_H
+#define PAR_CATALOGUE_EXCHANGE_H
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace par::exchange {
+
+using Layout = std::vector<std::vector<int64_t>>;
+
+/// The flat form stored in attributes and programs: dims separated by -1,
+/// so [[0, 1], [], [2]] is [0, 1, -1, -1, 2].
+inline std::vector<int64_t> flatten(const Layout &layout) {
+  std::vector<int64_t> flat;
+  for (size_t d = 0; d < layout.size(); ++d) {
+    if (d)
+      flat.push_back(-1);
+    flat.insert(flat.end(), layout[d].begin(), layout[d].end());
+  }
+  return flat;
+}
+
+/// Decodes `flat` for a tensor of `rank` dims over `numAxes` group axes;
+/// returns what is wrong, or an empty string. Each axis splits at most one
+/// dim, once.
+inline std::string unflatten(const std::vector<int64_t> &flat, size_t rank,
+                             size_t numAxes, Layout &layout) {
+  layout.assign(rank == 0 ? 0 : 1, {});
+  std::vector<bool> seen(numAxes, false);
+  for (int64_t entry : flat) {
+    if (entry == -1) {
+      layout.emplace_back();
+      continue;
+    }
+    if (rank == 0)
+      return "a 0-d tensor has no dims to split";
+    if (entry < 0 || size_t(entry) >= numAxes)
+      return "axis position " + std::to_string(entry) +
+             " is outside the group's " + std::to_string(numAxes) + " axes";
+    if (seen[size_t(entry)])
+      return "axis position " + std::to_string(entry) + " splits twice";
+    seen[size_t(entry)] = true;
+    layout.back().push_back(entry);
+  }
+  if (layout.size() != rank)
+    return "the layout has " + std::to_string(layout.size()) +
+           " dims, the tensor " + std::to_string(rank);
+  return "";
+}
+
+struct Geometry {
+  std::vector<int64_t> axisSizes; // per group axis
+  std::vector<int64_t> shape;     // global shape (padded: every split even)
+  Layout source, target;
+
+  int64_t members() const {
+    int64_t n = 1;
+    for (int64_t size : axisSizes)
+      n *= size;
+    return n;
+  }
+  int64_t shards(const std::vector<int64_t> &axes) const {
+    int64_t n = 1;
+    for (int64_t axis : axes)
+      n *= axisSizes[size_t(axis)];
+    return n;
+  }
+  /// Per-device shape under `layout`.
+  std::vector<int64_t> local(const Layout &layout) const {
+    std::vector<int64_t> out(shape);
+    for (size_t d = 0; d < shape.size(); ++d)
+      out[d] /= shards(layout[d]);
+    return out;
+  }
+  std::vector<int64_t> coords(int64_t member) const {
+    std::vector<int64_t> c(axisSizes.size());
+    for (size_t a = axisSizes.size(); a-- > 0;) {
+      c[a] = member % axisSizes[a];
+      member /= axisSizes[a];
+    }
+    return c;
+  }
+  int64_t member(const std::vector<int64_t> &c) const {
+    int64_t m = 0;
+    for (size_t a = 0; a < axisSizes.size(); ++a)
+      m = m * axisSizes[a] + c[a];
+    return m;
+  }
+  /// Index of the block that coordinates `c` hold along a dim split over
+  /// `axes` (row-major over `axes`).
+  int64_t block(const std::vector<int64_t> &axes,
+                const std::vector<int64_t> &c) const {
+    int64_t b = 0;
+    for (int64_t axis : axes)
+      b = b * axisSizes[size_t(axis)] + c[size_t(axis)];
+    return b;
+  }
+  /// Sets the coordinates of `axes` in `c` so that they hold block `b`.
+  void setBlock(const std::vector<int64_t> &axes, int64_t b,
+                std::vector<int64_t> &c) const {
+    for (size_t i = axes.size(); i-- > 0;) {
+      c[size_t(axes[i])] = b % axisSizes[size_t(axes[i])];
+      b /= axisSizes[size_t(axes[i])];
+    }
+  }
+
+  /// What is inconsistent, or an empty string: both layouts must split
+  /// every dim evenly.
+  std::string check() const {
+    if (source.size() != shape.size() || target.size() != shape.size())
+      return "layout rank differs from the tensor rank";
+    for (size_t d = 0; d < shape.size(); ++d)
+      for (const Layout *layout : {&source, &target})
+        if (shape[d] < 0 || shape[d] % shards((*layout)[d]) != 0)
+          return "dim " + std::to_string(d) + " of size " +
+                 std::to_string(shape[d]) + " does not split evenly into " +
+                 std::to_string(shards((*layout)[d])) + " pieces";
+    return "";
+  }
+};
+
+/// The geometry of an exchange from a piece of `inShape` to one of
+/// `outShape` over a group of `axisSizes`, with flat layouts; returns what is
+/// inconsistent, or an empty string.
+inline std::string makeGeometry(const std::vector<int64_t> &axisSizes,
+                                const std::vector<int64_t> &inShape,
+                                const std::vector<int64_t> &outShape,
+                                const std::vector<int64_t> &source,
+                                const std::vector<int64_t> &target,
+                                Geometry &g) {
+  g = Geometry{axisSizes, {}, {}, {}};
+  if (inShape.size() != outShape.size())
+    return "operand and result ranks differ";
+  std::string error =
+      unflatten(source, inShape.size(), axisSizes.size(), g.source);
+  if (!error.empty())
+    return "source layout: " + error;
+  error = unflatten(target, outShape.size(), axisSizes.size(), g.target);
+  if (!error.empty())
+    return "target layout: " + error;
+  for (size_t d = 0; d < inShape.size(); ++d) {
+    int64_t bySource = inShape[d] * g.shards(g.source[d]);
+    int64_t byTarget = outShape[d] * g.shards(g.target[d]);
+    if (bySource != byTarget)
+      return "dim " + std::to_string(d) + " is " + std::to_string(bySource) +
+             " globally by the operand (" + std::to_string(inShape[d]) +
+             " x " + std::to_string(g.shards(g.source[d])) + ") but " +
+             std::to_string(byTarget) + " by the result (" +
+             std::to_string(outShape[d]) + " x " +
+             std::to_string(g.shards(g.target[d])) + ")";
+    g.shape.push_back(bySource);
+  }
+  return "";
+}
+
+/// A box of the global tensor that moves between this device and `peer`.
+struct Piece {
+  int64_t peer;
+  std::vector<int64_t> start, size; // global coordinates
+  int64_t elements() const {
+    int64_t n = 1;
+    for (int64_t s : size)
+      n *= s;
+    return n;
+  }
+};
+
+/// The pieces member `m` assembles its target piece from, in a fixed order
+/// (source blocks row-major over the dims); `peer` is the member that sends
+/// each, `m` itself for what it already holds.
+inline void receives(const Geometry &g, int64_t m, std::vector<Piece> &out) {
+  out.clear();
+  size_t rank = g.shape.size();
+  std::vector<int64_t> ls = g.local(g.source), lt = g.local(g.target);
+  std::vector<int64_t> c = g.coords(m);
+  std::vector<int64_t> t0(rank), first(rank), last(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    if (lt[d] == 0)
+      return;
+    t0[d] = g.block(g.target[d], c) * lt[d];
+    first[d] = t0[d] / ls[d];
+    last[d] = (t0[d] + lt[d] - 1) / ls[d];
+  }
+  std::vector<int64_t> b(first), holder(c);
+  while (true) {
+    Piece piece{0, std::vector<int64_t>(rank), std::vector<int64_t>(rank)};
+    for (size_t d = 0; d < rank; ++d) {
+      g.setBlock(g.source[d], b[d], holder);
+      int64_t lo = std::max(t0[d], b[d] * ls[d]);
+      int64_t hi = std::min(t0[d] + lt[d], (b[d] + 1) * ls[d]);
+      piece.start[d] = lo;
+      piece.size[d] = hi - lo;
+    }
+    piece.peer = g.member(holder);
+    out.push_back(std::move(piece));
+    size_t d = rank;
+    while (d > 0 && b[d - 1] == last[d - 1]) {
+      b[d - 1] = first[d - 1];
+      --d;
+    }
+    if (d == 0)
+      return;
+    ++b[d - 1];
+  }
+}
+
+/// The pieces member `m` sends, receiver by receiver in member order and in
+/// each receiver's own order; `peer` is the receiver (`m` itself for what
+/// it keeps).
+inline void sends(const Geometry &g, int64_t m, std::vector<Piece> &out) {
+  out.clear();
+  std::vector<Piece> wanted;
+  for (int64_t r = 0, n = g.members(); r < n; ++r) {
+    receives(g, r, wanted);
+    for (Piece &piece : wanted)
+      if (piece.peer == m) {
+        piece.peer = r;
+        out.push_back(std::move(piece));
+      }
+  }
+}
+
+/// Elements member `m` sends to and receives from other members.
+struct Volume {
+  int64_t sent = 0, received = 0;
+};
+inline Volume volume(const Geometry &g, int64_t m) {
+  Volume v;
+  std::vector<Piece> pieces;
+  receives(g, m, pieces);
+  for (const Piece &piece : pieces)
+    if (piece.peer != m)
+      v.received += piece.elements();
+  sends(g, m, pieces);
+  for (const Piece &piece : pieces)
+    if (piece.peer != m)
+      v.sent += piece.elements();
+  return v;
+}
+
+/// The most elements any member sends or receives: the exchange's traffic
+/// per rank, as the cost model and par-run's counters state it.
+inline int64_t busiestMember(const Geometry &g) {
+  // Sends are the receives of others: one pass over receivers counts both.
+  int64_t n = g.members();
+  std::vector<int64_t> sent(size_t(n), 0), received(size_t(n), 0);
+  std::vector<Piece> pieces;
+  for (int64_t r = 0; r < n; ++r) {
+    receives(g, r, pieces);
+    for (const Piece &piece : pieces)
+      if (piece.peer != r) {
+        received[size_t(r)] += piece.elements();
+        sent[size_t(piece.peer)] += piece.elements();
+      }
+  }
+  int64_t most = 0;
+  for (int64_t i = 0; i < n; ++i)
+    most = std::max({most, sent[size_t(i)], received[size_t(i)]});
+  return most;
+}
+
+/// Copies the box `size` at `srcStart` of a row-major array of `srcShape`
+/// to `dstStart` of one of `dstShape`; elements are `bytes` wide.
+inline void copyBox(const char *src, const std::vector<int64_t> &srcShape,
+                    const std::vector<int64_t> &srcStart, char *dst,
+                    const std::vector<int64_t> &dstShape,
+                    const std::vector<int64_t> &dstStart,
+                    const std::vector<int64_t> &size, int64_t bytes) {
+  size_t rank = size.size();
+  for (int64_t s : size)
+    if (s == 0)
+      return;
+  if (rank == 0) {
+    std::memcpy(dst, src, size_t(bytes));
+    return;
+  }
+  // Strides in bytes; the innermost dim is copied as one run.
+  std::vector<int64_t> srcStride(rank), dstStride(rank);
+  int64_t ss = bytes, ds = bytes;
+  for (size_t d = rank; d-- > 0;) {
+    srcStride[d] = ss;
+    dstStride[d] = ds;
+    ss *= srcShape[d];
+    ds *= dstShape[d];
+  }
+  int64_t srcBase = 0, dstBase = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    srcBase += srcStart[d] * srcStride[d];
+    dstBase += dstStart[d] * dstStride[d];
+  }
+  int64_t run = size[rank - 1] * bytes;
+  std::vector<int64_t> i(rank, 0);
+  while (true) {
+    int64_t so = srcBase, dO = dstBase;
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      so += i[d] * srcStride[d];
+      dO += i[d] * dstStride[d];
+    }
+    std::memcpy(dst + dO, src + so, size_t(run));
+    size_t d = rank - 1;
+    while (d > 0 && i[d - 1] + 1 == size[d - 1]) {
+      i[d - 1] = 0;
+      --d;
+    }
+    if (d == 0)
+      return;
+    ++i[d - 1];
+  }
+}
+
+} // namespace par::exchange
+
+#endif // PAR_CATALOGUE_EXCHANGE_H
