@@ -11,9 +11,7 @@
 // major), as every collective numbers them. A layout lists, per tensor dim,
 // the positions (into the group's axes) that split it, major to minor.
 // Where several devices hold a needed element (the source is replicated
-// over some axes), a device receives it from the member that agrees with
-// it on every axis the source layout does not split: each device is served
-// by its own replica, so senders share the work evenly.
+// over some axes), assign() spreads the sending over the replicas.
 //
 //===----------------------------------------------------------------------===//
 
@@ -187,11 +185,14 @@ struct Piece {
   }
 };
 
-/// The pieces member `m` assembles its target piece from, in a fixed order
-/// (source blocks row-major over the dims); `peer` is the member that sends
-/// each, `m` itself for what it already holds.
-inline void receives(const Geometry &g, int64_t m, std::vector<Piece> &out) {
+/// The pieces of the global tensor member `m` assembles its target piece
+/// from, in a fixed order (source blocks row-major over the dims), each
+/// with `peer` = -1 and the source block's coordinates on the source axes
+/// set in `holder` (the other coordinates are `m`'s).
+inline void wanted(const Geometry &g, int64_t m, std::vector<Piece> &out,
+                   std::vector<std::vector<int64_t>> &holders) {
   out.clear();
+  holders.clear();
   size_t rank = g.shape.size();
   std::vector<int64_t> ls = g.local(g.source), lt = g.local(g.target);
   std::vector<int64_t> c = g.coords(m);
@@ -205,7 +206,7 @@ inline void receives(const Geometry &g, int64_t m, std::vector<Piece> &out) {
   }
   std::vector<int64_t> b(first), holder(c);
   while (true) {
-    Piece piece{0, std::vector<int64_t>(rank), std::vector<int64_t>(rank)};
+    Piece piece{-1, std::vector<int64_t>(rank), std::vector<int64_t>(rank)};
     for (size_t d = 0; d < rank; ++d) {
       g.setBlock(g.source[d], b[d], holder);
       int64_t lo = std::max(t0[d], b[d] * ls[d]);
@@ -213,8 +214,8 @@ inline void receives(const Geometry &g, int64_t m, std::vector<Piece> &out) {
       piece.start[d] = lo;
       piece.size[d] = hi - lo;
     }
-    piece.peer = g.member(holder);
     out.push_back(std::move(piece));
+    holders.push_back(holder);
     size_t d = rank;
     while (d > 0 && b[d - 1] == last[d - 1]) {
       b[d - 1] = first[d - 1];
@@ -226,59 +227,96 @@ inline void receives(const Geometry &g, int64_t m, std::vector<Piece> &out) {
   }
 }
 
+/// Who sends what to whom: per receiver, its pieces in wanted()'s order
+/// with `peer` the sender (the receiver itself for what it holds). A piece
+/// held by several members (the source is replicated over the axes it
+/// does not split) comes from the one that has sent the least so far,
+/// trying first the replicas that agree with the receiver on those axes
+/// shifted by its index over the source axes: replicas share the sending.
+/// Every rank computes the same assignment.
+inline std::vector<std::vector<Piece>> assign(const Geometry &g) {
+  int64_t n = g.members();
+  std::vector<int64_t> freeAxes;
+  std::vector<bool> splits(g.axisSizes.size(), false);
+  for (const std::vector<int64_t> &axes : g.source)
+    for (int64_t axis : axes)
+      splits[size_t(axis)] = true;
+  int64_t replicas = 1;
+  for (size_t a = 0; a < g.axisSizes.size(); ++a)
+    if (!splits[a]) {
+      freeAxes.push_back(int64_t(a));
+      replicas *= g.axisSizes[a];
+    }
+  std::vector<int64_t> sourceAxes;
+  for (const std::vector<int64_t> &axes : g.source)
+    sourceAxes.insert(sourceAxes.end(), axes.begin(), axes.end());
+  std::vector<int64_t> load(size_t(n), 0);
+  std::vector<std::vector<Piece>> plan(static_cast<size_t>(n));
+  std::vector<std::vector<int64_t>> holders;
+  for (int64_t r = 0; r < n; ++r) {
+    std::vector<Piece> &pieces = plan[size_t(r)];
+    wanted(g, r, pieces, holders);
+    std::vector<int64_t> c = g.coords(r);
+    int64_t shift = g.block(freeAxes, c) + g.block(sourceAxes, c);
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      std::vector<int64_t> &holder = holders[i];
+      if (g.member(holder) == r) {
+        pieces[i].peer = r;
+        continue;
+      }
+      int64_t best = -1;
+      for (int64_t k = 0; k < replicas; ++k) {
+        g.setBlock(freeAxes, (shift + k) % replicas, holder);
+        int64_t candidate = g.member(holder);
+        if (best < 0 || load[size_t(candidate)] < load[size_t(best)])
+          best = candidate;
+      }
+      pieces[i].peer = best;
+      load[size_t(best)] += pieces[i].elements();
+    }
+  }
+  return plan;
+}
+
+/// The pieces member `m` assembles its target piece from, with `peer` the
+/// member that sends each (`m` itself for what it already holds).
+inline void receives(const std::vector<std::vector<Piece>> &plan, int64_t m,
+                     std::vector<Piece> &out) {
+  out = plan[size_t(m)];
+}
+
 /// The pieces member `m` sends, receiver by receiver in member order and in
 /// each receiver's own order; `peer` is the receiver (`m` itself for what
 /// it keeps).
-inline void sends(const Geometry &g, int64_t m, std::vector<Piece> &out) {
+inline void sends(const std::vector<std::vector<Piece>> &plan, int64_t m,
+                  std::vector<Piece> &out) {
   out.clear();
-  std::vector<Piece> wanted;
-  for (int64_t r = 0, n = g.members(); r < n; ++r) {
-    receives(g, r, wanted);
-    for (Piece &piece : wanted)
+  for (size_t r = 0; r < plan.size(); ++r)
+    for (const Piece &piece : plan[r])
       if (piece.peer == m) {
-        piece.peer = r;
-        out.push_back(std::move(piece));
+        out.push_back(piece);
+        out.back().peer = int64_t(r);
       }
-  }
 }
 
-/// Elements member `m` sends to and receives from other members.
-struct Volume {
-  int64_t sent = 0, received = 0;
-};
-inline Volume volume(const Geometry &g, int64_t m) {
-  Volume v;
-  std::vector<Piece> pieces;
-  receives(g, m, pieces);
-  for (const Piece &piece : pieces)
-    if (piece.peer != m)
-      v.received += piece.elements();
-  sends(g, m, pieces);
-  for (const Piece &piece : pieces)
-    if (piece.peer != m)
-      v.sent += piece.elements();
-  return v;
-}
-
-/// The most elements any member sends or receives: the exchange's traffic
-/// per rank, as the cost model and par-run's counters state it.
-inline int64_t busiestMember(const Geometry &g) {
-  // Sends are the receives of others: one pass over receivers counts both.
-  int64_t n = g.members();
-  std::vector<int64_t> sent(size_t(n), 0), received(size_t(n), 0);
-  std::vector<Piece> pieces;
-  for (int64_t r = 0; r < n; ++r) {
-    receives(g, r, pieces);
-    for (const Piece &piece : pieces)
-      if (piece.peer != r) {
-        received[size_t(r)] += piece.elements();
+/// The most elements any member sends to or receives from the others: the
+/// exchange's traffic per rank, as the cost model and par-run's counters
+/// state it.
+inline int64_t busiestMember(const std::vector<std::vector<Piece>> &plan) {
+  std::vector<int64_t> sent(plan.size(), 0), received(plan.size(), 0);
+  for (size_t r = 0; r < plan.size(); ++r)
+    for (const Piece &piece : plan[r])
+      if (piece.peer != int64_t(r)) {
+        received[r] += piece.elements();
         sent[size_t(piece.peer)] += piece.elements();
       }
-  }
   int64_t most = 0;
-  for (int64_t i = 0; i < n; ++i)
-    most = std::max({most, sent[size_t(i)], received[size_t(i)]});
+  for (size_t i = 0; i < plan.size(); ++i)
+    most = std::max({most, sent[i], received[i]});
   return most;
+}
+inline int64_t busiestMember(const Geometry &g) {
+  return busiestMember(assign(g));
 }
 
 /// Copies the box `size` at `srcStart` of a row-major array of `srcShape`

@@ -44,8 +44,9 @@ void runExchange(Collectives &comm, Device &device, const Attrs &a,
   std::vector<char> source = device.copyTensorOut(in);
   std::vector<char> result(out.bytes());
   std::vector<exchange::Piece> outgoing, incoming;
-  exchange::sends(g, me, outgoing);
-  exchange::receives(g, me, incoming);
+  std::vector<std::vector<exchange::Piece>> plan = exchange::assign(g);
+  exchange::sends(plan, me, outgoing);
+  exchange::receives(plan, me, incoming);
   std::vector<int64_t> sendBytes(size_t(n), 0), receiveBytes(size_t(n), 0);
   for (const exchange::Piece &piece : outgoing)
     if (piece.peer != me)
