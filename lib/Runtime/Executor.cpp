@@ -2,8 +2,6 @@
 
 #include "par/Runtime/Executor.h"
 
-#include "par/Catalogue/Exchange.h"
-
 #include "par/Runtime/Comm/GroupOps.h"
 #include "par/Runtime/Rng.h"
 
@@ -218,10 +216,9 @@ void Executor::countTraffic(const Instruction &inst, const Tensor &in,
   traffic_.collectives += 1;
   if (inst.op == OpCode::Exchange) {
     // What the busiest member sends or receives, as the compiler states it.
-    exchange::Geometry g;
-    exchange::makeGeometry(comm_.memberShape(inst.attrs.group), in.shape,
-                           out.shape, inst.attrs.source, inst.attrs.target, g);
-    int64_t moved = exchange::busiestMember(g);
+    int64_t moved = exchangePlan(comm_.memberShape(inst.attrs.group),
+                                 in.shape, out.shape, inst.attrs)
+                        .busiest;
     traffic_.movedElements += moved;
     traffic_.sentBytes += moved * int64_t(dtypeBytes(in.dtype));
     return;

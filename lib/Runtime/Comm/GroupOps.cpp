@@ -4,6 +4,8 @@
 
 #include "par/Catalogue/Exchange.h"
 
+#include <map>
+#include <mutex>
 #include <vector>
 
 namespace par::rt {
@@ -18,12 +20,9 @@ namespace {
 /// which piece goes where).
 void runExchange(Collectives &comm, Device &device, const Attrs &a,
                  const Tensor &in, Tensor &out) {
-  exchange::Geometry g;
-  std::string error = exchange::makeGeometry(comm.memberShape(a.group),
-                                             in.shape, out.shape, a.source,
-                                             a.target, g);
-  if (!error.empty())
-    throw CommError("exchange: " + error);
+  const ExchangePlan &plan =
+      exchangePlan(comm.memberShape(a.group), in.shape, out.shape, a);
+  const exchange::Geometry &g = plan.geometry;
   int64_t me = comm.memberIndex(a.group), n = comm.memberCount(a.group);
   int64_t bytes = int64_t(dtypeBytes(in.dtype));
   std::vector<int64_t> coords = g.coords(me);
@@ -44,9 +43,8 @@ void runExchange(Collectives &comm, Device &device, const Attrs &a,
   std::vector<char> source = device.copyTensorOut(in);
   std::vector<char> result(out.bytes());
   std::vector<exchange::Piece> outgoing, incoming;
-  std::vector<std::vector<exchange::Piece>> plan = exchange::assign(g);
-  exchange::sends(plan, me, outgoing);
-  exchange::receives(plan, me, incoming);
+  exchange::sends(plan.pieces, me, outgoing);
+  exchange::receives(plan.pieces, me, incoming);
   std::vector<int64_t> sendBytes(size_t(n), 0), receiveBytes(size_t(n), 0);
   for (const exchange::Piece &piece : outgoing)
     if (piece.peer != me)
@@ -147,6 +145,28 @@ GroupOpTable build() {
 }
 
 } // namespace
+
+const ExchangePlan &exchangePlan(const std::vector<int64_t> &groupShape,
+                                 const Shape &in, const Shape &out,
+                                 const Attrs &attrs) {
+  // Entries are never erased, so references stay valid after the lock.
+  static std::mutex lock;
+  static std::map<std::vector<std::vector<int64_t>>, ExchangePlan> plans;
+  std::lock_guard<std::mutex> guard(lock);
+  std::vector<std::vector<int64_t>> key = {groupShape, in, out, attrs.source,
+                                           attrs.target};
+  auto it = plans.find(key);
+  if (it != plans.end())
+    return it->second;
+  ExchangePlan plan;
+  std::string error = exchange::makeGeometry(groupShape, in, out, attrs.source,
+                                             attrs.target, plan.geometry);
+  if (!error.empty())
+    throw CommError("exchange: " + error);
+  plan.pieces = exchange::assign(plan.geometry);
+  plan.busiest = exchange::busiestMember(plan.pieces);
+  return plans.emplace(std::move(key), std::move(plan)).first->second;
+}
 
 const GroupOpTable &groupOps() {
   static const GroupOpTable table = build();

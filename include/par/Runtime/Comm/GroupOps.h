@@ -10,6 +10,7 @@
 #ifndef PAR_RUNTIME_COMM_GROUPOPS_H
 #define PAR_RUNTIME_COMM_GROUPOPS_H
 
+#include "par/Catalogue/Exchange.h"
 #include "par/Catalogue/OpCatalogue.h"
 #include "par/Runtime/Collectives.h"
 #include "par/Runtime/Device.h"
@@ -30,6 +31,19 @@ struct GroupOpTable {
 
 /// The entry of every op of the catalogue that reads its group.
 const GroupOpTable &groupOps();
+
+/// A par.exchange's pieces (par/Catalogue/Exchange.h) for a group of
+/// `groupShape` between buffers of `in` and `out`'s shapes: computed once per
+/// distinct exchange and kept, since every step runs the same ones. Throws
+/// CommError when the layouts do not fit.
+struct ExchangePlan {
+  exchange::Geometry geometry;
+  std::vector<std::vector<exchange::Piece>> pieces; // per receiver
+  int64_t busiest = 0; // elements the busiest member sends or receives
+};
+const ExchangePlan &exchangePlan(const std::vector<int64_t> &groupShape,
+                                 const Shape &in, const Shape &out,
+                                 const catalogue::Attrs &attrs);
 
 } // namespace par::rt
 
