@@ -204,6 +204,13 @@ std::map<OpCode, CaseBuilder> cases() {
     c.out = {{t, {3, 6}}};
     return c;
   };
+  m[OpCode::LogSoftmax] = [](DType t, std::mt19937 &rng) {
+    Case c;
+    c.in = {values(t, {3, 6}, rng, -4, 4)};
+    c.attrs.dim = 0;
+    c.out = {{t, {3, 6}}};
+    return c;
+  };
   m[OpCode::LayerNorm] = [](DType t, std::mt19937 &rng) {
     Case c;
     c.in = {values(t, {3, 8}, rng, -2, 2), values(t, {8}, rng, 0.5, 1.5),

@@ -1253,6 +1253,45 @@ TEST(SoftmaxKernel, RejectsMismatches) {
                                 {"softmax:", "float"}));
 }
 
+TEST(LogSoftmaxKernel, EveryDimMatchesReferenceAndStaysFinite) {
+  std::mt19937 rng(21);
+  for (DType dtype : kFloatTypes)
+    for (const Shape &shape : {Shape{13}, Shape{3, 17}, Shape{2, 3, 5}})
+      for (int64_t dim = 0; dim < int64_t(shape.size()); ++dim) {
+        SCOPED_TRACE(describe(dtype, shape) + " dim " + std::to_string(dim));
+        Buffer in = randomFloats(dtype, shape, rng, -5, 5);
+        Buffer out = garbage(dtype, shape);
+        Tensor ti = in.tensor(), to = out.tensor();
+        logSoftmax(ti, dim, to);
+        const int64_t len = shape[dim];
+        int64_t inner = 1;
+        for (size_t d = dim + 1; d < shape.size(); ++d)
+          inner *= shape[d];
+        std::vector<double> want(in.size());
+        for (int64_t i = 0; i < in.size(); ++i) {
+          const int64_t first = i - (i / inner % len) * inner;
+          double mx = -INFINITY, sum = 0;
+          for (int64_t l = 0; l < len; ++l)
+            mx = std::max(mx, in.get(first + l * inner));
+          for (int64_t l = 0; l < len; ++l)
+            sum += std::exp(in.get(first + l * inner) - mx);
+          want[i] = in.get(i) - mx - std::log(sum);
+        }
+        EXPECT_TRUE(near(out, want, rtolFor(dtype), 1e-2));
+      }
+  // Logits far apart: the log of a softmax that underflows would be -inf.
+  Buffer in(DType::F32, {1, 3}), out = garbage(DType::F32, {1, 3});
+  const float values[] = {0, 200, -200};
+  std::copy(values, values + 3, in.as<float>());
+  Tensor ti = in.tensor(), to = out.tensor();
+  logSoftmax(ti, 1, to);
+  EXPECT_TRUE(near(out, {-200.0, 0.0, -400.0}, 1e-6, 0.0));
+  Buffer ints(DType::I32, {3});
+  Tensor tint = ints.tensor();
+  EXPECT_TRUE(throwsKernelError([&] { logSoftmax(tint, 0, tint); },
+                                {"log_softmax:", "float"}));
+}
+
 TEST(NormKernels, LayerNormAndRmsNormMatchReference) {
   std::mt19937 rng(19);
   const float epsilon = 1e-5f;

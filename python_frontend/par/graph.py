@@ -1245,6 +1245,17 @@ def softmax(x, dim: int = -1, *, name=None) -> Tensor:
     return x.graph._add_op("softmax", [x], [(x.shape, x.dtype)], {"dim": dim}, name).result
 
 
+def log_softmax(x, dim: int = -1, *, name=None) -> Tensor:
+    """log(softmax(x)) along `dim`, computed as x - max - log(sum(exp(x - max)))."""
+    x = _check_tensor("log_softmax", "operand", x)
+    _check_dtypes("log_softmax", "operand", x, FLOAT_DTYPES)
+    if x.rank == 0:
+        _fail("log_softmax", f"needs rank >= 1, got {x.type}")
+    dim = _dims("log_softmax", "dim", [dim], x.rank)[0]
+    return x.graph._add_op("log_softmax", [x], [(x.shape, x.dtype)], {"dim": dim},
+                           name).result
+
+
 def _check_norm(op: str, x: Tensor, scales: Sequence[Tuple[str, Tensor]]) -> None:
     _check_dtypes(op, "operand", x, FLOAT_DTYPES)
     if x.rank < 1:
@@ -1446,5 +1457,5 @@ def sharding_constraint(x, spec: SpecLike, *, name=None) -> Tensor:
 OPS = ("add", "sub", "mul", "div", "max", "min", "neg", "exp", "log", "tanh", "sqrt", "rsqrt",
        "gelu", "silu", "relu", "sigmoid", "compare", "select", "convert", "constant",
        "broadcast", "reduce", "transpose", "reshape", "slice", "concat", "dot", "softmax",
-       "layer_norm", "rms_norm", "attention", "embedding", "cross_entropy", "rope", "adamw",
+       "log_softmax", "layer_norm", "rms_norm", "attention", "embedding", "cross_entropy", "rope", "adamw",
        "sgd", "sharding_constraint")

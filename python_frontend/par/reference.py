@@ -284,6 +284,11 @@ def _softmax(x: np.ndarray, dim: int) -> np.ndarray:
     return e / np.sum(e, axis=dim, keepdims=True)
 
 
+def _log_softmax(x: np.ndarray, dim: int) -> np.ndarray:
+    shifted = x - np.max(x, axis=dim, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
+
+
 def _layer_norm(x, gamma, beta, eps):
     mean = np.mean(x, axis=-1, keepdims=True)
     var = np.mean((x - mean) ** 2, axis=-1, keepdims=True)
@@ -418,6 +423,8 @@ def evaluate_op(op: Op, args) -> list:
     with np.errstate(all="ignore"):
         if k == "softmax":
             return [_result(_softmax(args[0], a["dim"]), out.dtype)]
+        if k == "log_softmax":
+            return [_result(_log_softmax(args[0], a["dim"]), out.dtype)]
         if k == "layer_norm":
             return [_result(_layer_norm(*args, a["epsilon"]), out.dtype)]
         if k == "rms_norm":

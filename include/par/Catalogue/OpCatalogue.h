@@ -48,6 +48,7 @@ enum class OpCode : int {
   Concat,
   Dot,
   Softmax,
+  LogSoftmax,
   LayerNorm,
   RmsNorm,
   Attention,
@@ -66,7 +67,7 @@ enum class OpCode : int {
   Exchange,
   AxisIndex,
 };
-inline constexpr int kNumOps = 45;
+inline constexpr int kNumOps = 46;
 
 enum class CollectiveKind : int {
   Sum = 0,
@@ -168,6 +169,9 @@ inline constexpr AttrSpec kDotAttrs[] = {
 inline constexpr AttrSpec kSoftmaxAttrs[] = {
     {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
 };
+inline constexpr AttrSpec kLogSoftmaxAttrs[] = {
+    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+};
 inline constexpr AttrSpec kLayerNormAttrs[] = {
     {"epsilon", "epsilon", AttrKind::Float, false, true, 9.999999747378752e-06, nullptr, 0},
 };
@@ -261,6 +265,7 @@ inline constexpr OpSpec kOps[kNumOps] = {
     {OpCode::Concat, "concat", 1, -1, 1, 1, false, false, false, false, false, 0, false, kConcatAttrs, 1},
     {OpCode::Dot, "dot", 2, 2, 1, 1, false, false, false, false, false, 0, false, kDotAttrs, 4},
     {OpCode::Softmax, "softmax", 1, 1, 1, 1, false, false, false, false, false, 0, false, kSoftmaxAttrs, 1},
+    {OpCode::LogSoftmax, "log_softmax", 1, 1, 1, 1, false, false, false, false, false, 0, false, kLogSoftmaxAttrs, 1},
     {OpCode::LayerNorm, "layer_norm", 3, 3, 1, 1, false, false, false, false, false, 0, false, kLayerNormAttrs, 1},
     {OpCode::RmsNorm, "rms_norm", 2, 2, 1, 1, false, false, false, false, false, 0, false, kRmsNormAttrs, 1},
     {OpCode::Attention, "attention", 3, 4, 1, 1, false, false, false, false, false, 0, false, kAttentionAttrs, 3},
@@ -381,6 +386,9 @@ void decodeAttrs(OpCode op, Decoder &d, Attrs &a) {
     return;
   case OpCode::Softmax:
     d.integer(kSoftmaxAttrs[0], a.dim);
+    return;
+  case OpCode::LogSoftmax:
+    d.integer(kLogSoftmaxAttrs[0], a.dim);
     return;
   case OpCode::LayerNorm:
     d.number(kLayerNormAttrs[0], a.epsilon);

@@ -82,6 +82,8 @@ void dot(const Tensor &lhs, const Tensor &rhs,
 
 // Neural-network ops (float types; ids/labels i32 or i64).
 void softmax(const Tensor &input, int64_t dim, Tensor &out);
+/// x - max - log(sum(exp(x - max))) along `dim`.
+void logSoftmax(const Tensor &input, int64_t dim, Tensor &out);
 /// Over the last dim; gamma/beta are 1-D of that size.
 void layerNorm(const Tensor &input, const Tensor &gamma, const Tensor &beta,
                float epsilon, Tensor &out);

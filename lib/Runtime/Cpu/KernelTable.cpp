@@ -117,6 +117,10 @@ KernelTable build() {
   });
   set(OpCode::Softmax, [](Stream, const Attrs &a, const Tensors &in,
                           Tensors &out) { softmax(in[0], a.dim, out[0]); });
+  set(OpCode::LogSoftmax,
+      [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
+        logSoftmax(in[0], a.dim, out[0]);
+      });
   set(OpCode::LayerNorm,
       [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
         layerNorm(in[0], in[1], in[2], float(a.epsilon), out[0]);

@@ -681,10 +681,11 @@ void dotAs(const Tensor &lhs, const Tensor &rhs,
 // Neural-network helpers
 //===----------------------------------------------------------------------===//
 
-/// Softmax along the middle dim of input viewed as [outer, len, inner]; the
-/// inner positions are processed side by side so memory is read in order.
+/// Softmax (or, with `log`, its logarithm) along the middle dim of input
+/// viewed as [outer, len, inner]; the inner positions are processed side by
+/// side so memory is read in order.
 template <typename T>
-void softmaxAs(const Tensor &input, int64_t dim, Tensor &out) {
+void softmaxAs(const Tensor &input, int64_t dim, bool log, Tensor &out) {
   Input<T> x(input);
   Output<T> y(out);
   const int64_t len = input.shape[dim];
@@ -704,13 +705,17 @@ void softmaxAs(const Tensor &input, int64_t dim, Tensor &out) {
     std::fill(sum.begin(), sum.end(), 0.0);
     for (int64_t l = 0; l < len; ++l)
       for (int64_t i = 0; i < inner; ++i) {
-        T e = std::exp(xs[l * inner + i] - rowMax[i]);
-        ys[l * inner + i] = e;
+        T shifted = xs[l * inner + i] - rowMax[i];
+        T e = std::exp(shifted);
+        ys[l * inner + i] = log ? shifted : e;
         sum[i] += e;
       }
+    for (int64_t i = 0; log && i < inner; ++i)
+      sum[i] = std::log(sum[i]);
     for (int64_t l = 0; l < len; ++l)
       for (int64_t i = 0; i < inner; ++i)
-        ys[l * inner + i] = T(ys[l * inner + i] / sum[i]);
+        ys[l * inner + i] = log ? T(ys[l * inner + i] - sum[i])
+                                : T(ys[l * inner + i] / sum[i]);
   }
   y.commit();
 }
@@ -1256,8 +1261,9 @@ void dot(const Tensor &lhs, const Tensor &rhs,
 // Neural-network ops
 //===----------------------------------------------------------------------===//
 
-void softmax(const Tensor &input, int64_t dim, Tensor &out) {
-  const std::string op = "softmax";
+namespace {
+void softmaxKernel(const std::string &op, const Tensor &input, int64_t dim,
+                   bool log, Tensor &out) {
   checkTensor(op, "input", input);
   checkTensor(op, "out", out);
   checkFloat(op, "input", input);
@@ -1266,8 +1272,17 @@ void softmax(const Tensor &input, int64_t dim, Tensor &out) {
     fail(op, "dim " + std::to_string(dim) + " is outside the rank of " +
                  typeStr(input));
   withFloatCompute(input.dtype, [&](auto tag) {
-    softmaxAs<decltype(tag)>(input, dim, out);
+    softmaxAs<decltype(tag)>(input, dim, log, out);
   });
+}
+} // namespace
+
+void softmax(const Tensor &input, int64_t dim, Tensor &out) {
+  softmaxKernel("softmax", input, dim, /*log=*/false, out);
+}
+
+void logSoftmax(const Tensor &input, int64_t dim, Tensor &out) {
+  softmaxKernel("log_softmax", input, dim, /*log=*/true, out);
 }
 
 namespace {

@@ -537,6 +537,17 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
         accumulate(o.getInput(), mul(y, sub(g, dotted)));
         return success();
       })
+      .Case([&](LogSoftmaxOp o) {
+        // dx = g - exp(y) sum(g) over the dim (exp(y) is the softmax).
+        Value y = o.getResult();
+        int64_t dim = o.getDim();
+        RankedTensorType t = typeOf(y);
+        Value total = broadcast(reduceSum(g, {dim}), t,
+                                complement(t.getRank(), {dim}));
+        accumulate(o.getInput(),
+                   sub(g, mul(ExpOp::create(b, loc, t, y), total)));
+        return success();
+      })
       .Case([&](CrossEntropyOp o) {
         // d logits = (softmax(logits) - onehot(labels)) g / tokens.
         Value logits = o.getLogits();

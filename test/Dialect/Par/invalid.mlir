@@ -543,6 +543,14 @@ func.func @softmax_dim(%x: tensor<8x16xf32>) {
 
 // -----
 
+func.func @log_softmax_dim(%x: tensor<8x16xf32>) {
+  // expected-error @below {{'par.log_softmax' op log_softmax dim 3 is outside the operand's rank 2}}
+  %0 = par.log_softmax %x dim 3 : tensor<8x16xf32>
+  return
+}
+
+// -----
+
 // layer_norm: gamma has the normalized size.
 func.func @layer_norm_gamma(%x: tensor<8x16xf32>, %g: tensor<8xf32>) {
   // expected-error @below {{'par.layer_norm' op gamma must be 1-D of the normalized size 16, got 'tensor<8xf32>'}}

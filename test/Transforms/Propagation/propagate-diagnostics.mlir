@@ -5,22 +5,20 @@
 
 par.mesh @mesh <["dp"=2, "tp"=4]>
 
-// Layer norm over the only sharded dim: the input is gathered.
-// expected-warning @below {{sharding <@mesh, [{}, {}, {"tp"}]> of %arg0 is dropped: par.layer_norm (propagate-diagnostics.mlir:12:8) uses it fully replicated (dim 2 must be replicated for this op)}}
-func.func @layer_norm_sharded_hidden(%x: tensor<4x16x64xf32> {par.sharding = #par.sharding<@mesh, [{}, {}, {"tp"}]>}, %g: tensor<64xf32>, %b: tensor<64xf32>) -> tensor<4x16x64xf32> {
+// Rope over a split head dim (the rotated pairs): the input is gathered.
+// expected-warning @below {{sharding <@mesh, [{}, {}, {}, {"tp"}]> of %arg0 is dropped: par.rope (propagate-diagnostics.mlir:12:8) uses it fully replicated (dim 3 must be replicated for this op)}}
+func.func @rope_split_head_dim(%x: tensor<2x16x4x32xf32> {par.sharding = #par.sharding<@mesh, [{}, {}, {}, {"tp"}]>}) -> tensor<2x16x4x32xf32> {
   // expected-note @below {{used here}}
-  %0 = par.layer_norm %x, %g, %b : tensor<4x16x64xf32>, tensor<64xf32>
-  return %0 : tensor<4x16x64xf32>
+  %0 = par.rope %x : tensor<2x16x4x32xf32>
+  return %0 : tensor<2x16x4x32xf32>
 }
 
 // -----
 
 par.mesh @mesh <["dp"=2, "tp"=4]>
 
-// Softmax over the only sharded dim.
-// expected-warning @below {{of %arg0 is dropped: par.softmax}}
+// Softmax over the only sharded dim keeps it: nothing is dropped.
 func.func @softmax_sharded_dim(%x: tensor<4x16xf32> {par.sharding = #par.sharding<@mesh, [{}, {"tp"}]>}) -> tensor<4x16xf32> {
-  // expected-note @below {{used here}}
   %0 = par.softmax %x dim 1 : tensor<4x16xf32>
   return %0 : tensor<4x16xf32>
 }
@@ -31,7 +29,7 @@ par.mesh @mesh <["dp"=2, "tp"=4]>
 
 // Heads split 4 ways over 2 KV heads: the split does not divide the KV
 // heads, so attention cannot keep it.
-// expected-warning @below {{sharding <@mesh, [{}, {}, {"tp"}, {}]> of %arg0 is dropped: par.attention (propagate-diagnostics.mlir:38:8) uses it fully replicated ({"tp"} does not divide how this op splits dim 2 (sizes 2x4))}}
+// expected-warning @below {{sharding <@mesh, [{}, {}, {"tp"}, {}]> of %arg0 is dropped: par.attention (propagate-diagnostics.mlir:36:8) uses it fully replicated ({"tp"} does not divide how this op splits dim 2 (sizes 2x4))}}
 func.func @attention_heads_not_dividing(%q: tensor<2x16x8x32xf32> {par.sharding = #par.sharding<@mesh, [{}, {}, {"tp"}, {}]>}, %k: tensor<2x16x2x32xf32>, %v: tensor<2x16x2x32xf32>) -> tensor<2x16x8x32xf32> {
   // expected-remark @below {{axes {"tp"} on dim 2 (size 8) of operand 0 %arg0 do not divide how this op splits that dim (2x4); they are not propagated through it}}
   // expected-note @below {{used here}}
@@ -70,7 +68,7 @@ par.mesh @mesh <["dp"=2, "tp"=4]>
 
 // A sharded value feeding a dot only on its contracted dim, against a
 // larger operand that splits the other dim over the same axis.
-// expected-warning @below {{of %arg0 is dropped: par.dot (propagate-diagnostics.mlir:76:8) uses it fully replicated (dim 1 lost a conflict: axis "tp" already splits factor j (dim 1 of operand 1 %arg1))}}
+// expected-warning @below {{of %arg0 is dropped: par.dot (propagate-diagnostics.mlir:74:8) uses it fully replicated (dim 1 lost a conflict: axis "tp" already splits factor j (dim 1 of operand 1 %arg1))}}
 func.func @contracted_dim_loses(%x: tensor<8x16xf32> {par.sharding = #par.sharding<@mesh, [{}, {"tp"}]>}, %w: tensor<16x64xf32> {par.sharding = #par.sharding<@mesh, [{}, {"tp"}]>}) -> tensor<8x64xf32> {
   // expected-note @below {{used here}}
   %0 = par.dot %x, %w contract [1] x [0] : (tensor<8x16xf32>, tensor<16x64xf32>) -> tensor<8x64xf32>

@@ -102,14 +102,14 @@ func.func @layer_norm_batch(%x: tensor<4x16x64xf32> {par.sharding = #par.shardin
   return %0 : tensor<4x16x64xf32>
 }
 
-// Layer norm whose normalized dim is sharded: the op needs it replicated,
-// so the result keeps only the batch split.
+// Layer norm whose normalized dim is sharded: the split is kept (the local
+// form all-reduces row statistics) and gamma and beta follow it.
 // CHECK-LABEL: func.func @layer_norm_sharded_hidden(
 // CHECK-SAME: {par.sharding = #par.sharding<@mesh, [{"dp"}, {}, {"tp"}]>}
-// CHECK-SAME: {par.sharding = #par.sharding<@mesh, [{}]>}
-// CHECK-SAME: {par.sharding = #par.sharding<@mesh, [{}]>}
-// CHECK-SAME: {par.sharding = #par.sharding<@mesh, [{"dp"}, {}, {}]>}
-// CHECK-NEXT: %0 = par.layer_norm %arg0, %arg1, %arg2 {par.sharding = #par.sharding<@mesh, [{"dp"}, {}, {}]>} : tensor<4x16x64xf32>, tensor<64xf32>
+// CHECK-SAME: {par.sharding = #par.sharding<@mesh, [{"tp"}]>}
+// CHECK-SAME: {par.sharding = #par.sharding<@mesh, [{"tp"}]>}
+// CHECK-SAME: {par.sharding = #par.sharding<@mesh, [{"dp"}, {}, {"tp"}]>}
+// CHECK-NEXT: %0 = par.layer_norm %arg0, %arg1, %arg2 {par.sharding = #par.sharding<@mesh, [{"dp"}, {}, {"tp"}]>} : tensor<4x16x64xf32>, tensor<64xf32>
 func.func @layer_norm_sharded_hidden(%x: tensor<4x16x64xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}, {"tp"}]>}, %g: tensor<64xf32>, %b: tensor<64xf32>) -> tensor<4x16x64xf32> {
   %0 = par.layer_norm %x, %g, %b : tensor<4x16x64xf32>, tensor<64xf32>
   return %0 : tensor<4x16x64xf32>
@@ -126,11 +126,11 @@ func.func @rms_norm_backward(%x: tensor<4x64xf32>, %g: tensor<64xf32>) -> (tenso
   return %0 : tensor<4x64xf32>
 }
 
-// Softmax over a sharded dim: that dim needs replication, the rest passes.
+// Softmax over a sharded dim: the split is kept like every other dim's.
 // CHECK-LABEL: func.func @softmax_sharded_dim(
 // CHECK-SAME: {par.sharding = #par.sharding<@mesh, [{"dp"}, {}, {"tp"}]>}
-// CHECK-SAME: {par.sharding = #par.sharding<@mesh, [{"dp"}, {}, {}]>}
-// CHECK-NEXT: %0 = par.softmax %arg0 dim 2 {par.sharding = #par.sharding<@mesh, [{"dp"}, {}, {}]>} : tensor<4x8x16xf32>
+// CHECK-SAME: {par.sharding = #par.sharding<@mesh, [{"dp"}, {}, {"tp"}]>}
+// CHECK-NEXT: %0 = par.softmax %arg0 dim 2 {par.sharding = #par.sharding<@mesh, [{"dp"}, {}, {"tp"}]>} : tensor<4x8x16xf32>
 func.func @softmax_sharded_dim(%x: tensor<4x8x16xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {}, {"tp"}]>}) -> tensor<4x8x16xf32> {
   %0 = par.softmax %x dim 2 : tensor<4x8x16xf32>
   return %0 : tensor<4x8x16xf32>

@@ -134,13 +134,16 @@ func.func @dot(%x: tensor<8x16xf32>, %w: tensor<16x64xf32>, %q: tensor<2x16x8x32
   return
 }
 
-// Normalizations: the normalized dim needs replication.
+// Normalizations: the normalized dim passes through and is reduced
+// internally (a split all-reduces row statistics); gamma and beta share it.
 func.func @norms(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>) {
-  // expected-remark @below {{sharding rule: ([i, j, k]) -> ([i, j, k]) {i=2, j=16 need-replication, k=64}}}
+  // expected-remark @below {{sharding rule: ([i, j, k]) -> ([i, j, k]) {i=2, j=16 internal, k=64}}}
   %0 = par.softmax %x dim 1 : tensor<2x16x64xf32>
-  // expected-remark @below {{sharding rule: ([i, j, k], [k], [k]) -> ([i, j, k]) {i=2, j=16, k=64 need-replication}}}
+  // expected-remark @below {{sharding rule: ([i, j, k]) -> ([i, j, k]) {i=2, j=16, k=64 internal}}}
+  %3 = par.log_softmax %x dim 2 : tensor<2x16x64xf32>
+  // expected-remark @below {{sharding rule: ([i, j, k], [k], [k]) -> ([i, j, k]) {i=2, j=16, k=64 internal}}}
   %1 = par.layer_norm %x, %g, %b : tensor<2x16x64xf32>, tensor<64xf32>
-  // expected-remark @below {{sharding rule: ([i, j, k], [k]) -> ([i, j, k]) {i=2, j=16, k=64 need-replication}}}
+  // expected-remark @below {{sharding rule: ([i, j, k], [k]) -> ([i, j, k]) {i=2, j=16, k=64 internal}}}
   %2 = par.rms_norm %x, %g : tensor<2x16x64xf32>, tensor<64xf32>
   return
 }

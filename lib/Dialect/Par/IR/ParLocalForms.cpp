@@ -366,3 +366,167 @@ LogicalResult ConstantOp::localize(LocalFormContext &context) {
   }
   return context.readLocalPiece(*this, result);
 }
+
+//===----------------------------------------------------------------------===//
+// softmax, log_softmax, layer_norm, rms_norm: a split normalized dim keeps
+// its split; each device reduces its piece and only row statistics travel.
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Row statistics over dim `dim` of a value laid out as `like` whose dim is
+/// split over `axes`: local reductions with padding masked, all-reduced over
+/// the axes, spread back to the full shape. Statistics of narrow floats are
+/// taken in f32 (`widen` converts in, `narrow` back), as the kernels do.
+struct SplitRows {
+  LocalFormContext &ctx;
+  Location loc;
+  Value like;
+  int64_t dim;
+  MeshOp mesh;
+  SmallVector<int32_t> axes;
+  RankedTensorType narrowType, type, rowType;
+  SmallVector<int64_t> others;
+
+  SplitRows(LocalFormContext &ctx, Operation *op, Value like, int64_t dim)
+      : ctx(ctx), loc(op->getLoc()), like(like), dim(dim),
+        mesh(ctx.meshOf(like)) {
+    if (mesh)
+      axes = ctx.splitAxes(like, dim);
+    narrowType = cast<RankedTensorType>(like.getType());
+    Type element = narrowType.getElementType();
+    if (element.getIntOrFloatBitWidth() < 32)
+      element = Float32Type::get(like.getContext());
+    type = RankedTensorType::get(narrowType.getShape(), element);
+    SmallVector<int64_t> rowShape;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (d != dim) {
+        others.push_back(d);
+        rowShape.push_back(type.getDimSize(d));
+      }
+    rowType = RankedTensorType::get(rowShape, element);
+  }
+
+  /// Whether the dim is split (otherwise the op stays as it is).
+  bool split() const { return !axes.empty(); }
+  /// The global size of the normalized dim.
+  int64_t globalSize() { return ctx.globalType(like).getDimSize(dim); }
+
+  Value widen(Value v) {
+    OpBuilder &b = ctx.builder;
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getElementType() == type.getElementType())
+      return v;
+    return ConvertOp::create(
+        b, loc, RankedTensorType::get(t.getShape(), type.getElementType()), v);
+  }
+  Value narrow(Value v) {
+    if (narrowType == type)
+      return v;
+    return ConvertOp::create(ctx.builder, loc, narrowType, v);
+  }
+  /// `kind` over the dim of `v` (of `type`), padding masked with the
+  /// combiner's identity, combined over the axes, times `factor`, spread to
+  /// `type`.
+  Value row(ReduceKind kind, Value v, double factor = 1.0) {
+    OpBuilder &b = ctx.builder;
+    bool max = kind == ReduceKind::max;
+    v = ctx.maskPadding(loc, v, like, {dim},
+                        max ? -std::numeric_limits<double>::infinity() : 0.0);
+    Value r =
+        ReduceOp::create(b, loc, rowType, kind, v, b.getDenseI64ArrayAttr(dim));
+    r = AllReduceOp::create(b, loc, rowType,
+                            max ? CollectiveKind::max : CollectiveKind::sum, r,
+                            mesh.getSymName(), ctx.axisNames(mesh, axes));
+    if (factor != 1.0)
+      r = scaled(b, loc, r, factor);
+    return BroadcastOp::create(b, loc, type, r,
+                               b.getDenseI64ArrayAttr(others));
+  }
+  /// The row mean of `v`: its global sum over the dim divided by its size.
+  Value mean(Value v) {
+    return row(ReduceKind::sum, v, 1.0 / (double)globalSize());
+  }
+  /// A 1-D scale operand (split like the dim) spread to `type`.
+  Value spreadScale(Value scale) {
+    return BroadcastOp::create(ctx.builder, loc, type, widen(scale),
+                               ctx.builder.getDenseI64ArrayAttr({dim}));
+  }
+  /// Makes `value` (of `type`) stand for `op`'s result and erases `op`.
+  void finish(Operation *op, Value value) {
+    value = narrow(value);
+    ctx.replaceValue(op->getResult(0), value, nullptr);
+    op->erase();
+  }
+};
+
+/// softmax (`log` false) or log_softmax over a split dim: the row max and
+/// the row sum of exp(x - max) over all shards.
+LogicalResult localizeSoftmax(LocalFormContext &ctx, Operation *op,
+                              int64_t dim, bool log) {
+  Value input = op->getOperand(0);
+  SplitRows rows(ctx, op, input, dim);
+  if (!rows.split())
+    return success();
+  OpBuilder &b = ctx.builder;
+  Location loc = op->getLoc();
+  b.setInsertionPoint(op);
+  RankedTensorType t = rows.type;
+  Value x = rows.widen(input);
+  Value shifted = SubOp::create(b, loc, t, x, rows.row(ReduceKind::max, x));
+  Value exps = ExpOp::create(b, loc, t, shifted);
+  Value sum = rows.row(ReduceKind::sum, exps);
+  Value result = log ? SubOp::create(b, loc, t, shifted,
+                                     LogOp::create(b, loc, t, sum))
+                           .getResult()
+                     : DivOp::create(b, loc, t, exps, sum).getResult();
+  rows.finish(op, result);
+  return success();
+}
+
+/// layer_norm (`beta` set) or rms_norm over a split last dim:
+/// the mean, then the mean of squared deviations (layer_norm) or the mean
+/// square (rms_norm), each one all-reduce of row sums.
+LogicalResult localizeNorm(LocalFormContext &ctx, Operation *op, Value gamma,
+                           Value beta, double epsilon) {
+  Value input = op->getOperand(0);
+  int64_t last = cast<RankedTensorType>(input.getType()).getRank() - 1;
+  SplitRows rows(ctx, op, input, last);
+  if (!rows.split())
+    return success();
+  OpBuilder &b = ctx.builder;
+  Location loc = op->getLoc();
+  b.setInsertionPoint(op);
+  RankedTensorType t = rows.type;
+  Value x = rows.widen(input);
+  Value centered = beta ? SubOp::create(b, loc, t, x, rows.mean(x)).getResult()
+                        : x;
+  Value var = rows.mean(MulOp::create(b, loc, t, centered, centered));
+  Value r = RsqrtOp::create(
+      b, loc, t,
+      AddOp::create(b, loc, t, var, splatConstant(b, loc, t, epsilon)));
+  Value y = MulOp::create(b, loc, t, MulOp::create(b, loc, t, centered, r),
+                          rows.spreadScale(gamma));
+  if (beta)
+    y = AddOp::create(b, loc, t, y, rows.spreadScale(beta));
+  rows.finish(op, y);
+  return success();
+}
+} // namespace
+
+LogicalResult SoftmaxOp::localize(LocalFormContext &ctx) {
+  return localizeSoftmax(ctx, *this, getDim(), /*log=*/false);
+}
+
+LogicalResult LogSoftmaxOp::localize(LocalFormContext &ctx) {
+  return localizeSoftmax(ctx, *this, getDim(), /*log=*/true);
+}
+
+LogicalResult LayerNormOp::localize(LocalFormContext &ctx) {
+  return localizeNorm(ctx, *this, getGamma(), getBeta(),
+                      getEpsilon().convertToDouble());
+}
+
+LogicalResult RmsNormOp::localize(LocalFormContext &ctx) {
+  return localizeNorm(ctx, *this, getGamma(), Value(),
+                      getEpsilon().convertToDouble());
+}

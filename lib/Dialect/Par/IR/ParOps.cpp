@@ -434,12 +434,22 @@ LogicalResult DotOp::inferReturnTypes(MLIRContext *,
 // Neural-network ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult SoftmaxOp::verify() {
-  int64_t rank = tensorOf(getInput()).getRank();
-  if ((int64_t)getDim() < 0 || (int64_t)getDim() >= rank)
-    return emitOpError() << "softmax dim " << (int64_t)getDim()
-                         << " is outside the operand's rank " << rank;
+/// Checks that a softmax-like op's `dim` names a dimension of its operand.
+static LogicalResult verifySoftmaxDim(Operation *op, Value input,
+                                      int64_t dim) {
+  int64_t rank = tensorOf(input).getRank();
+  if (dim < 0 || dim >= rank)
+    return op->emitOpError() << op->getName().stripDialect() << " dim " << dim
+                             << " is outside the operand's rank " << rank;
   return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return verifySoftmaxDim(*this, getInput(), (int64_t)getDim());
+}
+
+LogicalResult LogSoftmaxOp::verify() {
+  return verifySoftmaxDim(*this, getInput(), (int64_t)getDim());
 }
 
 /// Checks that `scale` is 1-D with the size of `input`'s last dimension.

@@ -217,13 +217,28 @@ ShardingRule DotOp::getShardingRule() {
   return rule;
 }
 
-ShardingRule SoftmaxOp::getShardingRule() {
-  return buildSameShapeRule(getOperation(), {(int64_t)getDim()},
-                            FactorKind::NeedReplication);
+/// Softmax-like ops: every dim pass-through, the normalized one reduced
+/// internally (a split makes the local form all-reduce row statistics).
+static ShardingRule buildSoftmaxRule(Operation *op, int64_t dim) {
+  ShardingRule rule(op);
+  for (auto [d, size] : llvm::enumerate(shapeOf(op->getOperand(0))))
+    rule.addSharedFactor(size, {{0, d}}, {{0, d}}, FactorKind::PassThrough,
+                         (int64_t)d == dim ? FactorCombiner::Internal
+                                           : FactorCombiner::None);
+  return rule;
 }
 
-/// Leading dims pass-through; the last (normalized) dim needs replication and
-/// is shared with the 1-D scale operands 1..numScales.
+ShardingRule SoftmaxOp::getShardingRule() {
+  return buildSoftmaxRule(getOperation(), getDim());
+}
+
+ShardingRule LogSoftmaxOp::getShardingRule() {
+  return buildSoftmaxRule(getOperation(), getDim());
+}
+
+/// Leading dims pass-through; the last (normalized) dim is pass-through,
+/// reduced internally, and shared with the 1-D scale operands 1..numScales
+/// (a split normalized dim splits them alike).
 static ShardingRule buildNormRule(Operation *op, unsigned numScales) {
   ShardingRule rule(op);
   ArrayRef<int64_t> in = shapeOf(op->getOperand(0));
@@ -234,7 +249,7 @@ static ShardingRule buildNormRule(Operation *op, unsigned numScales) {
   for (unsigned s = 1; s <= numScales; ++s)
     operandDims.push_back({s, 0});
   rule.addSharedFactor(in[last], operandDims, {{0, last}},
-                       FactorKind::NeedReplication);
+                       FactorKind::PassThrough, FactorCombiner::Internal);
   return rule;
 }
 

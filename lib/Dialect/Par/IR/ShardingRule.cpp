@@ -115,8 +115,11 @@ void ShardingRule::print(llvm::raw_ostream &os) const {
     os << factorName(f, n) << "=" << factor.size;
     if (factor.positional)
       os << " positional";
-    if (factor.kind == FactorKind::PassThrough)
+    if (factor.kind == FactorKind::PassThrough) {
+      if (factor.combiner == FactorCombiner::Internal)
+        os << " internal";
       return;
+    }
     os << " " << stringifyFactorKind(factor.kind);
     if (factor.combiner != FactorCombiner::None)
       os << "(" << stringifyFactorCombiner(factor.combiner) << ")";
@@ -189,7 +192,13 @@ std::string ShardingRule::check(Operation *op) const {
     else if (factor.kind == FactorKind::Reduction &&
              factor.combiner == FactorCombiner::None)
       os << "reduction factor " << name << " has no combiner";
+    else if (factor.kind == FactorKind::PassThrough &&
+             factor.combiner != FactorCombiner::None &&
+             factor.combiner != FactorCombiner::Internal)
+      os << "pass-through factor " << name << " has a combiner other than "
+         << "internal";
     else if (factor.kind != FactorKind::Reduction &&
+             factor.kind != FactorKind::PassThrough &&
              factor.combiner != FactorCombiner::None)
       os << "factor " << name << " is not a reduction but has a combiner";
     if (!message.empty())

@@ -429,14 +429,38 @@ def Par_DotOp : Par_ComputeOp<"dot", [
 // Neural-network ops
 //===----------------------------------------------------------------------===//
 
-def Par_SoftmaxOp : Par_ComputeOp<"softmax", [SameOperandsAndResultType]> {
+def Par_SoftmaxOp : Par_ComputeOp<"softmax", [SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
   let summary = "softmax along one dimension";
   let description = [{
     ```mlir
     %p = par.softmax %x dim 1 : tensor<8x256xf32>
     ```
-    Sharding rule: the softmax dimension needs replication; the others are
-    pass-through.
+    Sharding rule: every dimension is pass-through; the softmax dimension is
+    normalized internally: split, each device reduces its own piece and
+    only the row statistics travel (an all-reduce max of the row maxima,
+    an all-reduce sum of the sums of exponentials, both of the operand's
+    size divided by the softmax dimension's).
+  }];
+  let arguments = (ins Par_FloatTensor:$input, I64Attr:$dim);
+  let results = (outs Par_FloatTensor:$result);
+  let assemblyFormat = "$input `dim` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Par_LogSoftmaxOp : Par_ComputeOp<"log_softmax", [SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
+  let summary = "log of the softmax along one dimension";
+  let description = [{
+    `x - max(x) - log(sum(exp(x - max(x))))` along `dim`, computed without
+    forming the softmax (finite for any finite logits).
+
+    ```mlir
+    %l = par.log_softmax %x dim 1 : tensor<8x256xf32>
+    ```
+    Sharding rule: as `par.softmax` (the dimension is normalized
+    internally; a split one costs an all-reduce max and an all-reduce sum
+    of the row statistics).
   }];
   let arguments = (ins Par_FloatTensor:$input, I64Attr:$dim);
   let results = (outs Par_FloatTensor:$result);
@@ -445,6 +469,7 @@ def Par_SoftmaxOp : Par_ComputeOp<"softmax", [SameOperandsAndResultType]> {
 }
 
 def Par_LayerNormOp : Par_ComputeOp<"layer_norm", [
+    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>,
     AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>]> {
   let summary = "layer normalization over the last dimension";
   let description = [{
@@ -454,8 +479,11 @@ def Par_LayerNormOp : Par_ComputeOp<"layer_norm", [
     ```mlir
     %y = par.layer_norm %x, %g, %b : tensor<8x16x64xf32>, tensor<64xf32>
     ```
-    Sharding rule: the normalized dimension (shared with gamma and beta)
-    needs replication; leading dimensions are pass-through.
+    Sharding rule: every dimension is pass-through; the normalized one
+    (shared with gamma and beta, which follow its split) is normalized
+    internally: split, each device sums its piece and two all-reduces of
+    the row statistics (the sum, then the sum of squared deviations from
+    the mean: the variance without cancellation) complete them.
   }];
   let arguments = (ins Par_FloatTensor:$input, Par_FloatTensor:$gamma,
                        Par_FloatTensor:$beta,
@@ -468,6 +496,7 @@ def Par_LayerNormOp : Par_ComputeOp<"layer_norm", [
 }
 
 def Par_RmsNormOp : Par_ComputeOp<"rms_norm", [
+    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "RMS normalization over the last dimension";
   let description = [{
@@ -476,7 +505,8 @@ def Par_RmsNormOp : Par_ComputeOp<"rms_norm", [
     ```mlir
     %y = par.rms_norm %x, %g : tensor<8x16x64xf32>, tensor<64xf32>
     ```
-    Sharding rule: as `par.layer_norm`.
+    Sharding rule: as `par.layer_norm`; a split normalized dimension costs
+    one all-reduce of the row sums of squares.
   }];
   let arguments = (ins Par_FloatTensor:$input, Par_FloatTensor:$gamma,
                        DefaultValuedAttr<Par_FiniteF32Attr, "1.0e-6">:$epsilon);

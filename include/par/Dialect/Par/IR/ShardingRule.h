@@ -40,7 +40,10 @@ enum class FactorCombiner {
   Max,
   Min,
   /// The op's partitioned form reduces over the factor itself (with small
-  /// collectives inside); its results are complete, not partial.
+  /// collectives inside); its results are complete, not partial. On a
+  /// reduction factor (cross_entropy's vocabulary) the factor leaves the
+  /// results; on a pass-through one (the normalized dim of softmax and the
+  /// norms) the results keep its split and only row statistics travel.
   Internal,
 };
 
@@ -96,7 +99,8 @@ public:
 
   /// Checks the rule against the op's shapes: factor sizes multiply to each
   /// dimension's size, every factor is used, reduction factors appear in no
-  /// result and only reduction factors carry a combiner. Returns a message
+  /// result and only reduction factors carry a combiner (pass-through ones
+  /// may be internal). Returns a message
   /// describing the first problem, or an empty string.
   std::string check(Operation *op) const;
 
