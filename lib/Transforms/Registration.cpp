@@ -17,6 +17,6 @@ void mlir::par::registerParPassesAndPipelines() {
       "par-partition",
       "Turn a sharded global program into one per-device program: "
       "[--par-zero,] --par-insert-reshards, [--par-sink-partials,] "
-      "--par-to-local",
+      "--par-to-local[, --par-combine-collectives]",
       buildPartitionPipeline);
 }

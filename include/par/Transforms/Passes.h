@@ -86,11 +86,16 @@ struct PartitionPipelineOptions
       llvm::cl::desc("Resolve partial sums after the linear ops that follow "
                      "them (--par-sink-partials)"),
       llvm::cl::init(true)};
+  Option<bool> combineCollectives{
+      *this, "combine-collectives",
+      llvm::cl::desc("Issue independent small all-reduces on one group as "
+                     "one (--par-combine-collectives)"),
+      llvm::cl::init(true)};
 };
 
 /// --par-partition: a sharded global program into one per-device program:
 /// [--par-zero,] --par-insert-reshards, [--par-sink-partials,]
-/// --par-to-local.
+/// --par-to-local[, --par-combine-collectives].
 void buildPartitionPipeline(OpPassManager &pm,
                             const PartitionPipelineOptions &options);
 

@@ -2,8 +2,9 @@
 //
 // A registered pass pipeline (run after --par-propagate): the ZeRO phase of
 // a training step marked with a stage, the reshards the layouts imply,
-// partial sums resolved as late as linearity allows, and the per-device
-// program. See docs/partitioning.md.
+// partial sums resolved as late as linearity allows, the per-device
+// program, and its independent small all-reduces combined. See
+// docs/partitioning.md.
 //
 //===----------------------------------------------------------------------===//
 #include "par/Transforms/Passes.h"
@@ -21,4 +22,6 @@ void mlir::par::buildPartitionPipeline(
   if (options.sinkPartials)
     pm.addPass(createSinkPartialsPass());
   pm.addPass(createToLocalPass());
+  if (options.combineCollectives)
+    pm.addPass(createCombineCollectivesPass());
 }

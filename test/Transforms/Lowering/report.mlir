@@ -35,8 +35,8 @@
 // Z0-NEXT: fragmentation
 // Z0-NEXT: planned peak: [[ARENA:[0-9]+]] bytes
 // Z0-NEXT: model states (parameters + gradients + optimizer states): 16388 bytes = 16.0000 x 1024 parameters + 4 bytes of counters (step, loss scale)
-// Z0: all_reduce sum [dp] 3 1025 2050 3075
-// Z0-NEXT: total 3 1025 2050 3075
+// Z0: all_reduce sum [dp] 2 1025 2050 3075
+// Z0-NEXT: total 2 1025 2050 3075
 //
 // Stage 1: masters and moments split 4 ways; full gradients held until the
 // update (reduce-scattered late); the gathered bf16 copy whole: 4Φ + 3Φ.

@@ -72,8 +72,9 @@ func.func @lazy_partials(%x: tensor<8x16xf32> {par.sharding = #par.sharding<@mes
 
 // Vocabulary-parallel embedding and loss: the lookup shifts ids by the
 // shard's first row (its result is partial over tp), the loss all-reduces
-// the max, the sum of exponentials and the target logit over tp and never
-// gathers the logits; the dp-split mean is scaled by 1/2 and summed over dp.
+// the max, then the sum of exponentials and the target logit together (one
+// all-reduce of both, --par-combine-collectives) over tp and never gathers
+// the logits; the dp-split mean is scaled by 1/2 and summed over dp.
 // CHECK-LABEL: func.func @vocab_parallel(
 // CHECK-NOT: par.all_gather
 // CHECK: %[[I:.*]] = par.axis_index over @mesh ["tp"]
@@ -88,10 +89,10 @@ func.func @lazy_partials(%x: tensor<8x16xf32> {par.sharding = #par.sharding<@mes
 // CHECK-NEXT: %[[M:.*]] = par.reduce max %[[L]] dims [2]
 // CHECK-NEXT: par.all_reduce max %[[M]] over @mesh ["tp"] : tensor<2x8xf32>
 // CHECK: par.exp
-// CHECK: par.all_reduce sum {{.*}} over @mesh ["tp"] : tensor<2x8xf32>
 // CHECK: par.compare eq
 // CHECK: par.select
-// CHECK: par.all_reduce sum {{.*}} over @mesh ["tp"] : tensor<2x8xf32>
+// CHECK: par.concat {{.*}} : (tensor<16xf32>, tensor<16xf32>) -> tensor<32xf32>
+// CHECK-NEXT: par.all_reduce sum {{.*}} over @mesh ["tp"] : tensor<32xf32>
 // CHECK: %[[MEAN:.*]] = par.reduce mean {{.*}} dims [0, 1] : (tensor<2x8xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[H:.*]] = par.constant dense<5.000000e-01> : tensor<f32>
 // CHECK-NEXT: %[[P:.*]] = par.mul %[[MEAN]], %[[H]]

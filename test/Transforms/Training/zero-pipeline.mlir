@@ -7,10 +7,12 @@
 // Data-parallel MLP on dp=4, 1024 parameters (w1 16x32, w2 32x16).
 //
 // Stage 0: the gradients are all-reduced (2 x 1024 elements moved per rank
-// in the usual count: an all-reduce is a reduce-scatter plus an all-gather).
-// COMM0: all_reduce sum [dp] 4 512
-// COMM0: all_reduce sum [dp] 4 512
-// COMM0: total: 3 collective(s), 1025 elements, 4.0 KiB buffers, 6.0 KiB sent per rank
+// in the usual count: an all-reduce is a reduce-scatter plus an all-gather),
+// both in one all-reduce (--par-combine-collectives: independent, same
+// group, same layer), the loss in another.
+// COMM0: all_reduce sum [dp] 4 1 4 B
+// COMM0: all_reduce sum [dp] 4 1024 4.0 KiB
+// COMM0: total: 2 collective(s), 1025 elements, 4.0 KiB buffers, 6.0 KiB sent per rank
 //
 // Stages 1 and 2: each gradient reduce-scattered into the master's split,
 // each master all-gathered once: 2 x 1024 elements, the same bytes sent as

@@ -1,0 +1,254 @@
+//===- CombineCollectives.cpp - --par-combine-collectives -----------------===//
+//
+// Independent all-reduces on the same device group, with the same combiner
+// and element type, are issued as one all-reduce of their concatenated
+// inputs. Grouping is greedy in program order: an all-reduce joins the
+// first group it is compatible with (same key, no dependence on a member's
+// result, the buffer within the limit). The combined all-reduce goes right
+// after the last of the inputs; ops that read a member's result (and their
+// readers) and came before that point move after it, in their order. One
+// group is rewritten at a time and the dependences are taken anew, since
+// combining couples the members' results to all of their inputs.
+//
+//===----------------------------------------------------------------------===//
+#include "par/Dialect/Par/IR/TrainingStep.h"
+#include "par/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/BitVector.h"
+
+#define DEBUG_TYPE "par-combine-collectives"
+
+namespace mlir::par {
+#define GEN_PASS_DEF_COMBINECOLLECTIVESPASS
+#include "par/Transforms/Passes.h.inc"
+} // namespace mlir::par
+
+using namespace mlir;
+using namespace mlir::par;
+
+namespace {
+
+/// What all-reduces must share to travel together.
+struct Key {
+  StringRef mesh;
+  Attribute axes;
+  CollectiveKind kind;
+  Type element;
+  std::optional<Phase> phase;
+  std::optional<int64_t> layer;
+  bool operator==(const Key &other) const {
+    return mesh == other.mesh && axes == other.axes && kind == other.kind &&
+           element == other.element && phase == other.phase &&
+           layer == other.layer;
+  }
+};
+
+struct Group {
+  Key key;
+  SmallVector<AllReduceOp> members;
+  llvm::BitVector memberBits; // over all-reduce numbers
+  int64_t bytes = 0;
+};
+
+class Combiner {
+public:
+  Combiner(Block &block, int64_t maxBytes) : block(block), maxBytes(maxBytes) {}
+  /// Combines what it can; returns the number of all-reduces folded.
+  int64_t run();
+
+private:
+  void analyze();
+  bool rewrite(Group &group);
+
+  Block &block;
+  int64_t maxBytes;
+  DenseMap<Operation *, unsigned> number; // all-reduce -> its number
+  /// Per op: the all-reduces (by number) its results depend on.
+  DenseMap<Operation *, llvm::BitVector> ancestors;
+  SmallVector<Group> groups;
+};
+
+int64_t elementBytesOf(Type type) {
+  return std::max<int64_t>(1, (type.getIntOrFloatBitWidth() + 7) / 8);
+}
+
+void Combiner::analyze() {
+  number.clear();
+  ancestors.clear();
+  groups.clear();
+  SmallVector<AllReduceOp> reduces;
+  for (Operation &op : block)
+    if (auto reduce = dyn_cast<AllReduceOp>(&op);
+        reduce && !isLate(reduce)) {
+      number[reduce] = reduces.size();
+      reduces.push_back(reduce);
+    }
+  unsigned n = reduces.size();
+  for (Operation &op : block) {
+    llvm::BitVector bits(n);
+    op.walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (Operation *owner = block.findAncestorOpInBlock(*def);
+              owner && owner != &op)
+            bits |= ancestors[owner];
+    });
+    if (number.count(&op))
+      bits.set(number[&op]);
+    ancestors[&op] = std::move(bits);
+  }
+
+  for (AllReduceOp reduce : reduces) {
+    auto type = cast<RankedTensorType>(reduce.getInput().getType());
+    Key key{reduce.getMesh(), reduce.getAxes(),  reduce.getKind(),
+            type.getElementType(), getPhase(reduce), getLayer(reduce)};
+    int64_t bytes = type.getNumElements() * elementBytesOf(key.element);
+    if (bytes > maxBytes)
+      continue;
+    llvm::BitVector inputs(n);
+    if (Operation *def = reduce.getInput().getDefiningOp())
+      inputs = ancestors[block.findAncestorOpInBlock(*def)];
+    Group *home = nullptr;
+    for (Group &group : groups)
+      if (group.key == key && group.bytes + bytes <= maxBytes &&
+          !inputs.anyCommon(group.memberBits)) {
+        home = &group;
+        break;
+      }
+    if (!home) {
+      groups.push_back(Group{key, {}, llvm::BitVector(n), 0});
+      home = &groups.back();
+    }
+    home->members.push_back(reduce);
+    home->memberBits.set(number[reduce]);
+    home->bytes += bytes;
+  }
+}
+
+/// One all-reduce for the group, right after the last of its inputs is
+/// computed; each member's result becomes its slice of it, and what reads
+/// the results before that point moves after it. False (and nothing
+/// changed) when a reader to move has side effects.
+bool Combiner::rewrite(Group &group) {
+  Operation *last = nullptr;
+  for (AllReduceOp member : group.members)
+    if (Operation *def = member.getInput().getDefiningOp()) {
+      Operation *owner = block.findAncestorOpInBlock(*def);
+      if (!last || last->isBeforeInBlock(owner))
+        last = owner;
+    }
+  // The readers of the results, transitively, that come before `last`.
+  SmallVector<Operation *> readers;
+  if (last) {
+    llvm::SmallPtrSet<Operation *, 16> reached;
+    for (AllReduceOp member : group.members)
+      reached.insert(member);
+    for (Operation &op : block) {
+      if (&op == last)
+        break;
+      if (reached.contains(&op))
+        continue;
+      bool reads = false;
+      op.walk([&](Operation *nested) {
+        for (Value operand : nested->getOperands())
+          if (Operation *def = operand.getDefiningOp())
+            if (Operation *owner = block.findAncestorOpInBlock(*def))
+              reads |= reached.contains(owner);
+      });
+      if (!reads)
+        continue;
+      if (!isMemoryEffectFree(&op))
+        return false;
+      reached.insert(&op);
+      readers.push_back(&op);
+    }
+  }
+  AllReduceOp lead = group.members.front();
+  OpBuilder b(lead.getContext());
+  if (last)
+    b.setInsertionPointAfter(last);
+  else
+    b.setInsertionPointToStart(&block);
+  Location loc = lead.getLoc();
+  Type element = group.key.element;
+  SmallVector<Value> flat;
+  SmallVector<int64_t> sizes;
+  int64_t total = 0;
+  Operation *begin = nullptr;
+  for (AllReduceOp member : group.members) {
+    auto type = cast<RankedTensorType>(member.getInput().getType());
+    int64_t size = type.getNumElements();
+    Value piece = member.getInput();
+    if (type.getRank() != 1) {
+      piece = ReshapeOp::create(
+          b, loc, RankedTensorType::get({size}, element), piece);
+      if (!begin)
+        begin = piece.getDefiningOp();
+    }
+    flat.push_back(piece);
+    sizes.push_back(size);
+    total += size;
+  }
+  auto combinedType = RankedTensorType::get({total}, element);
+  Value joined = ConcatOp::create(b, loc, combinedType, flat, 0);
+  if (!begin)
+    begin = joined.getDefiningOp();
+  Value reduced =
+      AllReduceOp::create(b, loc, combinedType, group.key.kind, joined,
+                          lead.getMesh(), lead.getAxes());
+  int64_t offset = 0;
+  Operation *tail = nullptr;
+  for (auto [member, size] : llvm::zip(group.members, sizes)) {
+    auto type = cast<RankedTensorType>(member.getResult().getType());
+    Value piece = SliceOp::create(
+        b, loc, RankedTensorType::get({size}, element), reduced,
+        b.getDenseI64ArrayAttr({offset}),
+        b.getDenseI64ArrayAttr({offset + size}), DenseI64ArrayAttr());
+    Value result = piece;
+    if (type.getRank() != 1)
+      result = ReshapeOp::create(b, loc, type, piece);
+    tail = result.getDefiningOp();
+    offset += size;
+    carryMarks(member, result);
+    member.getResult().replaceAllUsesWith(result);
+  }
+  stampMarks(group.key.phase, group.key.layer, begin->getIterator(),
+             std::next(tail->getIterator()));
+  for (AllReduceOp member : group.members)
+    member->erase();
+  // Readers that came before the combined all-reduce follow it, in order.
+  for (Operation *reader : readers) {
+    reader->moveAfter(tail);
+    tail = reader;
+  }
+  return true;
+}
+
+int64_t Combiner::run() {
+  int64_t folded = 0;
+  for (bool changed = true; changed;) {
+    changed = false;
+    analyze();
+    for (Group &group : groups)
+      if (group.members.size() > 1 && rewrite(group)) {
+        folded += group.members.size();
+        changed = true;
+        break;
+      }
+  }
+  return folded;
+}
+
+struct CombineCollectivesPass
+    : public par::impl::CombineCollectivesPassBase<CombineCollectivesPass> {
+  using CombineCollectivesPassBase::CombineCollectivesPassBase;
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (!func.isDeclaration() && !func.getBody().empty())
+        numCombined += Combiner(func.getBody().front(), maxBytes).run();
+  }
+};
+
+} // namespace
