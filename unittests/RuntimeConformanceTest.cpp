@@ -204,6 +204,20 @@ std::map<OpCode, CaseBuilder> cases() {
     c.out = {{t, {3, 6}}};
     return c;
   };
+  m[OpCode::Argmax] = [](DType t, std::mt19937 &rng) {
+    Case c;
+    c.in = {values(t, {3, 6}, rng, -4, 4)};
+    c.attrs.dim = 1;
+    c.out = {{DType::I32, {3}}};
+    return c;
+  };
+  m[OpCode::Argmin] = [](DType t, std::mt19937 &rng) {
+    Case c;
+    c.in = {values(t, {3, 6}, rng, -4, 4)};
+    c.attrs.dim = 0;
+    c.out = {{DType::I64, {6}}};
+    return c;
+  };
   m[OpCode::LogSoftmax] = [](DType t, std::mt19937 &rng) {
     Case c;
     c.in = {values(t, {3, 6}, rng, -4, 4)};

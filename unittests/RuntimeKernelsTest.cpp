@@ -1292,6 +1292,41 @@ TEST(LogSoftmaxKernel, EveryDimMatchesReferenceAndStaysFinite) {
                                 {"log_softmax:", "float"}));
 }
 
+TEST(ArgReduceKernel, FirstExtremeOnTiesAndErrors) {
+  // Rows of a 2x4 tensor along dim 1, and its columns along dim 0.
+  Buffer in(DType::F32, {2, 4});
+  const float values[] = {3, 7, 7, -1, 5, 5, 2, 5};
+  std::copy(values, values + 8, in.as<float>());
+  Buffer rows(DType::I64, {2}), cols(DType::I32, {4});
+  Tensor ti = in.tensor(), tr = rows.tensor(), tc = cols.tensor();
+  argReduce(ti, 1, /*max=*/true, tr);
+  EXPECT_TRUE(equal(rows, {1, 0}));
+  argReduce(ti, 1, /*max=*/false, tr);
+  EXPECT_TRUE(equal(rows, {3, 2}));
+  argReduce(ti, 0, /*max=*/true, tc);
+  EXPECT_TRUE(equal(cols, {1, 0, 0, 1}));
+  // Integers, and a NaN that wins as in reduce max.
+  Buffer ints(DType::I32, {5}), one(DType::I32, {});
+  const int32_t iv[] = {4, -9, 12, 12, -9};
+  std::copy(iv, iv + 5, ints.as<int32_t>());
+  Tensor tint = ints.tensor(), tone = one.tensor();
+  argReduce(tint, 0, /*max=*/false, tone);
+  EXPECT_EQ(one.as<int32_t>()[0], 1);
+  argReduce(tint, 0, /*max=*/true, tone);
+  EXPECT_EQ(one.as<int32_t>()[0], 2);
+  in.as<float>()[2] = NAN;
+  argReduce(ti, 1, /*max=*/false, tr);
+  EXPECT_TRUE(equal(rows, {2, 2}));
+  Buffer wrong(DType::F32, {2});
+  Tensor tw = wrong.tensor();
+  EXPECT_TRUE(throwsKernelError([&] { argReduce(ti, 1, true, tw); },
+                                {"argmax:", "i32 or i64"}));
+  EXPECT_TRUE(throwsKernelError([&] { argReduce(ti, 2, false, tr); },
+                                {"argmin:", "dim 2"}));
+  EXPECT_TRUE(throwsKernelError([&] { argReduce(ti, 0, true, tr); },
+                                {"argmax:", "the input without dim 0"}));
+}
+
 TEST(NormKernels, LayerNormAndRmsNormMatchReference) {
   std::mt19937 rng(19);
   const float epsilon = 1e-5f;

@@ -21,7 +21,8 @@ from . import models, nn, reference
 from .compile import (SGD, AdamW, Executable, Optimizer, RunResult, StepLog, compile,
                       max_relative_error)
 from .driver import Diagnostic, ParError, find_tool, par_opt, par_run
-from .graph import (DTYPES, Graph, Input, Location, Op, Output, Tensor, add, attention, broadcast,
+from .graph import (DTYPES, Graph, Input, Location, Op, Output, Tensor, add, argmax, argmin,
+                    attention, broadcast,
                     compare, concat, constant, convert, cross_entropy, div, dot, embedding, exp,
                     gelu, layer_norm, log, log_softmax, matmul, maximum, minimum, mul, neg, reduce, relu,
                     reshape, rms_norm, rope, rsqrt, select, sgd, adamw, sigmoid, silu, slice,
@@ -37,7 +38,7 @@ __all__ = [
     "Graph", "Tensor", "Op", "Input", "Output", "Location", "DTYPES", "ops",
     "add", "sub", "mul", "div", "maximum", "minimum", "neg", "exp", "log", "tanh", "sqrt",
     "rsqrt", "gelu", "silu", "relu", "sigmoid", "compare", "select", "convert", "constant",
-    "broadcast", "reduce", "transpose", "reshape", "slice", "concat", "dot", "matmul",
+    "broadcast", "reduce", "argmax", "argmin", "transpose", "reshape", "slice", "concat", "dot", "matmul",
     "softmax", "log_softmax", "layer_norm", "rms_norm", "attention", "embedding", "cross_entropy", "rope",
     "adamw", "sgd", "sharding_constraint",
     # sharding

@@ -1079,6 +1079,28 @@ def reduce(x, kind: str = "sum", dims: Optional[Sequence[int]] = None, *, name=N
                            {"kind": kind, "dims": dims}, name).result
 
 
+def _arg_reduce(op: str, x, dim: int, dtype: str, name) -> Tensor:
+    x = _check_tensor(op, "operand", x)
+    _check_dtypes(op, "operand", x, NUMERIC_DTYPES)
+    if x.rank == 0:
+        _fail(op, f"needs rank >= 1, got {x.type}")
+    if dtype not in INT_DTYPES:
+        _fail(op, f"the index type must be one of {', '.join(INT_DTYPES)}, got {dtype!r}")
+    dim = _dims(op, "dim", [dim], x.rank)[0]
+    shape = [n for d, n in enumerate(x.shape) if d != dim]
+    return x.graph._add_op(op, [x], [(shape, dtype)], {"dim": dim}, name).result
+
+
+def argmax(x, dim: int = -1, dtype: str = "i32", *, name=None) -> Tensor:
+    """Index of the largest element along `dim` (the smallest index on ties)."""
+    return _arg_reduce("argmax", x, dim, dtype, name)
+
+
+def argmin(x, dim: int = -1, dtype: str = "i32", *, name=None) -> Tensor:
+    """Index of the smallest element along `dim` (the smallest index on ties)."""
+    return _arg_reduce("argmin", x, dim, dtype, name)
+
+
 def transpose(x, perm: Sequence[int], *, name=None) -> Tensor:
     """Result dim i is operand dim perm[i]."""
     x = _check_tensor("transpose", "operand", x)
@@ -1456,6 +1478,6 @@ def sharding_constraint(x, spec: SpecLike, *, name=None) -> Tensor:
 
 OPS = ("add", "sub", "mul", "div", "max", "min", "neg", "exp", "log", "tanh", "sqrt", "rsqrt",
        "gelu", "silu", "relu", "sigmoid", "compare", "select", "convert", "constant",
-       "broadcast", "reduce", "transpose", "reshape", "slice", "concat", "dot", "softmax",
+       "broadcast", "reduce", "argmax", "argmin", "transpose", "reshape", "slice", "concat", "dot", "softmax",
        "log_softmax", "layer_norm", "rms_norm", "attention", "embedding", "cross_entropy", "rope", "adamw",
        "sgd", "sharding_constraint")

@@ -423,6 +423,14 @@ def evaluate_op(op: Op, args) -> list:
     with np.errstate(all="ignore"):
         if k == "softmax":
             return [_result(_softmax(args[0], a["dim"]), out.dtype)]
+        if k in ("argmax", "argmin"):
+            x = args[0]
+            # The first NaN wins, as in par-run's kernel; else the first extreme.
+            nan = np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool)
+            pick = (np.argmax if k == "argmax" else np.argmin)(x, axis=a["dim"])
+            first_nan = np.argmax(nan, axis=a["dim"])
+            pick = np.where(np.any(nan, axis=a["dim"]), first_nan, pick)
+            return [_result(pick, out.dtype)]
         if k == "log_softmax":
             return [_result(_log_softmax(args[0], a["dim"]), out.dtype)]
         if k == "layer_norm":

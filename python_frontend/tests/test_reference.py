@@ -77,6 +77,8 @@ def _catalogue():
     out(ops.dot(x.reshape(2, 2, 8), y.reshape(2, 2, 8), ([2], [2]), ([0], [0])), "dot")
     out(ops.softmax(x * 4.0, 0), "softmax")
     out(ops.log_softmax(x * 4.0, 1), "log_softmax")
+    out(ops.argmax(x, 1), "argmax")
+    out(ops.argmin(x, 0, "i64"), "argmin")
     gamma = g.param("gamma", [8], init="uniform(0.5, 1.5)")
     beta = g.param("beta", [8], init="normal(0.3)")
     out(ops.layer_norm(x, gamma, beta, 1e-3), "layer_norm")

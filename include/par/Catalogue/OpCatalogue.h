@@ -49,6 +49,8 @@ enum class OpCode : int {
   Dot,
   Softmax,
   LogSoftmax,
+  Argmax,
+  Argmin,
   LayerNorm,
   RmsNorm,
   Attention,
@@ -67,7 +69,7 @@ enum class OpCode : int {
   Exchange,
   AxisIndex,
 };
-inline constexpr int kNumOps = 46;
+inline constexpr int kNumOps = 48;
 
 enum class CollectiveKind : int {
   Sum = 0,
@@ -172,6 +174,12 @@ inline constexpr AttrSpec kSoftmaxAttrs[] = {
 inline constexpr AttrSpec kLogSoftmaxAttrs[] = {
     {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
 };
+inline constexpr AttrSpec kArgmaxAttrs[] = {
+    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+};
+inline constexpr AttrSpec kArgminAttrs[] = {
+    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+};
 inline constexpr AttrSpec kLayerNormAttrs[] = {
     {"epsilon", "epsilon", AttrKind::Float, false, true, 9.999999747378752e-06, nullptr, 0},
 };
@@ -266,6 +274,8 @@ inline constexpr OpSpec kOps[kNumOps] = {
     {OpCode::Dot, "dot", 2, 2, 1, 1, false, false, false, false, false, 0, false, kDotAttrs, 4},
     {OpCode::Softmax, "softmax", 1, 1, 1, 1, false, false, false, false, false, 0, false, kSoftmaxAttrs, 1},
     {OpCode::LogSoftmax, "log_softmax", 1, 1, 1, 1, false, false, false, false, false, 0, false, kLogSoftmaxAttrs, 1},
+    {OpCode::Argmax, "argmax", 1, 1, 1, 1, false, false, false, false, false, 0, false, kArgmaxAttrs, 1},
+    {OpCode::Argmin, "argmin", 1, 1, 1, 1, false, false, false, false, false, 0, false, kArgminAttrs, 1},
     {OpCode::LayerNorm, "layer_norm", 3, 3, 1, 1, false, false, false, false, false, 0, false, kLayerNormAttrs, 1},
     {OpCode::RmsNorm, "rms_norm", 2, 2, 1, 1, false, false, false, false, false, 0, false, kRmsNormAttrs, 1},
     {OpCode::Attention, "attention", 3, 4, 1, 1, false, false, false, false, false, 0, false, kAttentionAttrs, 3},
@@ -389,6 +399,12 @@ void decodeAttrs(OpCode op, Decoder &d, Attrs &a) {
     return;
   case OpCode::LogSoftmax:
     d.integer(kLogSoftmaxAttrs[0], a.dim);
+    return;
+  case OpCode::Argmax:
+    d.integer(kArgmaxAttrs[0], a.dim);
+    return;
+  case OpCode::Argmin:
+    d.integer(kArgminAttrs[0], a.dim);
     return;
   case OpCode::LayerNorm:
     d.number(kLayerNormAttrs[0], a.epsilon);

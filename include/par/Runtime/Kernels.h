@@ -84,6 +84,10 @@ void dot(const Tensor &lhs, const Tensor &rhs,
 void softmax(const Tensor &input, int64_t dim, Tensor &out);
 /// x - max - log(sum(exp(x - max))) along `dim`.
 void logSoftmax(const Tensor &input, int64_t dim, Tensor &out);
+/// The index along `dim` of the largest (`max`) or smallest element of each
+/// row, the first on ties, the first NaN if any; `out` (i32 or i64) is the
+/// input without `dim`.
+void argReduce(const Tensor &input, int64_t dim, bool max, Tensor &out);
 /// Over the last dim; gamma/beta are 1-D of that size.
 void layerNorm(const Tensor &input, const Tensor &gamma, const Tensor &beta,
                float epsilon, Tensor &out);

@@ -117,6 +117,14 @@ KernelTable build() {
   });
   set(OpCode::Softmax, [](Stream, const Attrs &a, const Tensors &in,
                           Tensors &out) { softmax(in[0], a.dim, out[0]); });
+  set(OpCode::Argmax,
+      [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
+        argReduce(in[0], a.dim, /*max=*/true, out[0]);
+      });
+  set(OpCode::Argmin,
+      [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
+        argReduce(in[0], a.dim, /*max=*/false, out[0]);
+      });
   set(OpCode::LogSoftmax,
       [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
         logSoftmax(in[0], a.dim, out[0]);

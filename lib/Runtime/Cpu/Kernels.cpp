@@ -1285,6 +1285,51 @@ void logSoftmax(const Tensor &input, int64_t dim, Tensor &out) {
   softmaxKernel("log_softmax", input, dim, /*log=*/true, out);
 }
 
+void argReduce(const Tensor &input, int64_t dim, bool max, Tensor &out) {
+  const std::string op = max ? "argmax" : "argmin";
+  checkTensor(op, "input", input);
+  checkTensor(op, "out", out);
+  const int64_t rank = int64_t(input.shape.size());
+  if (dim < 0 || dim >= rank)
+    fail(op, "dim " + std::to_string(dim) + " is outside the rank of " +
+                 typeStr(input));
+  if (out.dtype != DType::I32 && out.dtype != DType::I64)
+    fail(op, "indices are i32 or i64, got " + typeStr(out));
+  Shape kept = input.shape;
+  kept.erase(kept.begin() + dim);
+  if (out.shape != kept)
+    fail(op, "out must be " + shapeDesc(kept) + " (the input without dim " +
+                 std::to_string(dim) + "), got " + typeStr(out));
+  const int64_t len = input.shape[dim];
+  const int64_t inner = product(input.shape, dim + 1, input.shape.size());
+  const int64_t outer = product(input.shape, 0, dim);
+  if (len == 0 && out.size() > 0)
+    fail(op, "dim " + std::to_string(dim) + " of " + typeStr(input) +
+                 " is empty: no element to pick");
+  std::vector<int64_t> found(size_t(outer * inner), 0);
+  withNumericCompute(op, input, [&](auto tag) {
+    using T = decltype(tag);
+    Input<T> x(input);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        const T *row = x.data() + o * len * inner + i;
+        T best = row[0];
+        int64_t at = 0;
+        // The first NaN wins (as reduce max/min propagate NaN); otherwise
+        // the first extreme: ties go to the smallest index.
+        for (int64_t l = 1; l < len && !isNaN(best); ++l) {
+          T v = row[l * inner];
+          if (isNaN(v) || (max ? v > best : v < best)) {
+            best = v;
+            at = l;
+          }
+        }
+        found[size_t(o * inner + i)] = at;
+      }
+  });
+  convertBuffer(DType::I64, found.data(), out.dtype, out.data, out.size());
+}
+
 namespace {
 
 /// gamma/beta: 1-D of the normalized size, of the input's type.

@@ -543,6 +543,30 @@ func.func @softmax_dim(%x: tensor<8x16xf32>) {
 
 // -----
 
+func.func @argmax_dim(%x: tensor<8x16xf32>) {
+  // expected-error @below {{'par.argmax' op argmax dim 2 is outside the operand's rank 2}}
+  %0 = par.argmax %x dim 2 : (tensor<8x16xf32>) -> tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @argmin_shape(%x: tensor<8x16xf32>) {
+  // expected-error @below {{'par.argmin' op result shape must be the operand's without dim 1 ('tensor<8xi32>'), got 'tensor<16xi32>'}}
+  %0 = par.argmin %x dim 1 : (tensor<8x16xf32>) -> tensor<16xi32>
+  return
+}
+
+// -----
+
+func.func @argmax_float_index(%x: tensor<8x16xf32>) {
+  // expected-error @below {{'par.argmax' op result #0 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %0 = par.argmax %x dim 1 : (tensor<8x16xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
 func.func @log_softmax_dim(%x: tensor<8x16xf32>) {
   // expected-error @below {{'par.log_softmax' op log_softmax dim 3 is outside the operand's rank 2}}
   %0 = par.log_softmax %x dim 3 : tensor<8x16xf32>

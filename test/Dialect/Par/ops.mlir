@@ -153,6 +153,10 @@ func.func @nn(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>,
   %0 = par.softmax %x dim 2 : tensor<2x16x64xf32>
   // CHECK: par.log_softmax %{{.*}} dim 1 : tensor<2x16x64xf32>
   %ls = par.log_softmax %x dim 1 : tensor<2x16x64xf32>
+  // CHECK: par.argmax %{{.*}} dim 2 : (tensor<2x16x64xf32>) -> tensor<2x16xi32>
+  %am = par.argmax %x dim 2 : (tensor<2x16x64xf32>) -> tensor<2x16xi32>
+  // CHECK: par.argmin %{{.*}} dim 0 : (tensor<2x16x64xf32>) -> tensor<16x64xi64>
+  %an = par.argmin %x dim 0 : (tensor<2x16x64xf32>) -> tensor<16x64xi64>
   // CHECK: par.layer_norm %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x16x64xf32>, tensor<64xf32>
   %1 = par.layer_norm %0, %g, %b : tensor<2x16x64xf32>, tensor<64xf32>
   // CHECK: par.layer_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 1.000000e-03 : f32} : tensor<2x16x64xf32>, tensor<64xf32>

@@ -141,6 +141,10 @@ func.func @norms(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>
   %0 = par.softmax %x dim 1 : tensor<2x16x64xf32>
   // expected-remark @below {{sharding rule: ([i, j, k]) -> ([i, j, k]) {i=2, j=16, k=64 internal}}}
   %3 = par.log_softmax %x dim 2 : tensor<2x16x64xf32>
+  // expected-remark @below {{sharding rule: ([i, j, k]) -> ([i, k]) {i=2, j=16 reduction(internal), k=64}}}
+  %4 = par.argmax %x dim 1 : (tensor<2x16x64xf32>) -> tensor<2x64xi32>
+  // expected-remark @below {{sharding rule: ([i, j, k]) -> ([i, j]) {i=2, j=16, k=64 reduction(internal)}}}
+  %5 = par.argmin %x dim 2 : (tensor<2x16x64xf32>) -> tensor<2x16xi64>
   // expected-remark @below {{sharding rule: ([i, j, k], [k], [k]) -> ([i, j, k]) {i=2, j=16, k=64 internal}}}
   %1 = par.layer_norm %x, %g, %b : tensor<2x16x64xf32>, tensor<64xf32>
   // expected-remark @below {{sharding rule: ([i, j, k], [k]) -> ([i, j, k]) {i=2, j=16, k=64 internal}}}

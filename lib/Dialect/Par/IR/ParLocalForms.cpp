@@ -530,3 +530,66 @@ LogicalResult RmsNormOp::localize(LocalFormContext &ctx) {
   return localizeNorm(ctx, *this, getGamma(), Value(),
                       getEpsilon().convertToDouble());
 }
+
+//===----------------------------------------------------------------------===//
+// argmax, argmin over a split dim: the local extreme and its global index,
+// then one all-reduce of the extremes and one of the indices that hold it.
+//===----------------------------------------------------------------------===//
+
+static LogicalResult localizeArgReduce(LocalFormContext &ctx, Operation *op,
+                                       int64_t dim, bool max) {
+  Value input = op->getOperand(0);
+  MeshOp mesh = ctx.meshOf(input);
+  SmallVector<int32_t> axes =
+      mesh ? ctx.splitAxes(input, dim) : SmallVector<int32_t>();
+  if (axes.empty())
+    return success();
+  OpBuilder &b = ctx.builder;
+  Location loc = op->getLoc();
+  auto inType = cast<RankedTensorType>(input.getType());
+  Value result = op->getResult(0);
+  auto outType = cast<RankedTensorType>(result.getType());
+  Type index = outType.getElementType();
+  b.setInsertionPoint(op);
+  // Padding never wins: -inf for a max search, +inf for a min (an integer
+  // type's extremes), and on a tie a real element has the smaller index.
+  double never = max ? -std::numeric_limits<double>::infinity()
+                     : std::numeric_limits<double>::infinity();
+  Value masked = ctx.maskPadding(loc, input, input, {dim}, never);
+  op->setOperand(0, masked);
+  auto rowType = RankedTensorType::get(outType.getShape(),
+                                       inType.getElementType());
+  Value extreme = ReduceOp::create(b, loc, rowType,
+                                   max ? ReduceKind::max : ReduceKind::min,
+                                   masked, b.getDenseI64ArrayAttr(dim));
+  auto axisNames = ctx.axisNames(mesh, axes);
+  Value best = AllReduceOp::create(
+      b, loc, rowType, max ? CollectiveKind::max : CollectiveKind::min,
+      extreme, mesh.getSymName(), axisNames);
+  b.setInsertionPointAfter(op);
+  // This shard's index is global once offset by its first position.
+  Value start = ctx.shardStart(loc, mesh, axes, inType.getDimSize(dim), index);
+  Value global = AddOp::create(
+      b, loc, outType, result,
+      BroadcastOp::create(b, loc, outType, start, b.getDenseI64ArrayAttr({})));
+  Value holds = CompareOp::create(
+      b, loc, getI1TensorLike(rowType),
+      CompareDirectionAttr::get(b.getContext(), CompareDirection::eq), extreme,
+      best);
+  int64_t size = ctx.globalType(input).getDimSize(dim);
+  Value candidate = SelectOp::create(b, loc, outType, holds, global,
+                                     splatConstant(b, loc, outType, size));
+  Value smallest =
+      AllReduceOp::create(b, loc, outType, CollectiveKind::min, candidate,
+                          mesh.getSymName(), axisNames);
+  ctx.replaceValue(result, smallest, global.getDefiningOp());
+  return success();
+}
+
+LogicalResult ArgMaxOp::localize(LocalFormContext &ctx) {
+  return localizeArgReduce(ctx, *this, getDim(), /*max=*/true);
+}
+
+LogicalResult ArgMinOp::localize(LocalFormContext &ctx) {
+  return localizeArgReduce(ctx, *this, getDim(), /*max=*/false);
+}

@@ -452,6 +452,30 @@ LogicalResult LogSoftmaxOp::verify() {
   return verifySoftmaxDim(*this, getInput(), (int64_t)getDim());
 }
 
+/// An arg-reduction's result is its operand without `dim`.
+static LogicalResult verifyArgReduce(Operation *op, Value input, int64_t dim,
+                                     Value result) {
+  if (failed(verifySoftmaxDim(op, input, dim)))
+    return failure();
+  RankedTensorType in = tensorOf(input), out = tensorOf(result);
+  SmallVector<int64_t> shape(in.getShape());
+  shape.erase(shape.begin() + dim);
+  if (out.getShape() != ArrayRef<int64_t>(shape))
+    return op->emitOpError()
+           << "result shape must be the operand's without dim " << dim
+           << " (" << RankedTensorType::get(shape, out.getElementType())
+           << "), got " << out;
+  return success();
+}
+
+LogicalResult ArgMaxOp::verify() {
+  return verifyArgReduce(*this, getInput(), (int64_t)getDim(), getResult());
+}
+
+LogicalResult ArgMinOp::verify() {
+  return verifyArgReduce(*this, getInput(), (int64_t)getDim(), getResult());
+}
+
 /// Checks that `scale` is 1-D with the size of `input`'s last dimension.
 static LogicalResult verifyNormScale(Operation *op, Value input, Value scale,
                                      StringRef name) {

@@ -236,6 +236,28 @@ ShardingRule LogSoftmaxOp::getShardingRule() {
   return buildSoftmaxRule(getOperation(), getDim());
 }
 
+/// Kept dims pass-through; `dim` a reduction the op completes itself.
+static ShardingRule buildArgReduceRule(Operation *op, int64_t dim) {
+  ShardingRule rule(op);
+  int64_t r = 0;
+  for (auto [d, size] : llvm::enumerate(shapeOf(op->getOperand(0)))) {
+    if ((int64_t)d == dim)
+      rule.addSharedFactor(size, {{0, d}}, {}, FactorKind::Reduction,
+                           FactorCombiner::Internal);
+    else
+      rule.addSharedFactor(size, {{0, d}}, {{0, r++}});
+  }
+  return rule;
+}
+
+ShardingRule ArgMaxOp::getShardingRule() {
+  return buildArgReduceRule(getOperation(), getDim());
+}
+
+ShardingRule ArgMinOp::getShardingRule() {
+  return buildArgReduceRule(getOperation(), getDim());
+}
+
 /// Leading dims pass-through; the last (normalized) dim is pass-through,
 /// reduced internally, and shared with the 1-D scale operands 1..numScales
 /// (a split normalized dim splits them alike).

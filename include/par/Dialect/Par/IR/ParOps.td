@@ -468,6 +468,33 @@ def Par_LogSoftmaxOp : Par_ComputeOp<"log_softmax", [SameOperandsAndResultType,
   let hasVerifier = 1;
 }
 
+class Par_ArgReduceOp<string mnemonic, string extreme>
+    : Par_ComputeOp<mnemonic, [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
+  let summary = "index of the " # extreme # " element along one dimension";
+  let description = [{
+    The result drops dimension `dim` of the operand; each element is the
+    index along `dim` of the }] # extreme # [{ element of its row, the
+    smallest such index on ties (as XLA). The index type is the result's
+    (i32 or i64).
+
+    ```mlir
+    %i = par.}] # mnemonic # [{ %x dim 1 : (tensor<8x256xf32>) -> tensor<8xi32>
+    ```
+    Sharding rule: kept dimensions are pass-through; `dim` is reduced
+    internally: split, each device takes its own extreme and its global
+    index, and two all-reduces of one value per row complete it (the
+    extreme, then the smallest index among the shards that hold it).
+    Padding never wins. The result is an integer and has no gradient.
+  }];
+  let arguments = (ins Par_NumTensor:$input, I64Attr:$dim);
+  let results = (outs Par_IntTensor:$result);
+  let assemblyFormat = "$input `dim` $dim attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Par_ArgMaxOp : Par_ArgReduceOp<"argmax", "largest">;
+def Par_ArgMinOp : Par_ArgReduceOp<"argmin", "smallest">;
+
 def Par_LayerNormOp : Par_ComputeOp<"layer_norm", [
     DeclareOpInterfaceMethods<Par_LocalFormOpInterface>,
     AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>]> {
