@@ -263,6 +263,13 @@ std::map<OpCode, CaseBuilder> cases() {
     c.out = {{t, {5, 3}}};
     return c;
   };
+  m[OpCode::Gather] = [](DType t, std::mt19937 &rng) {
+    Case c; // repeated and out-of-range rows
+    c.in = {values(t, {5, 3}, rng, -2, 2), ints(DType::I64, {4, 1}, rng, -1, 5)};
+    c.attrs.dims = {0};
+    c.out = {{t, {4, 3}}};
+    return c;
+  };
   m[OpCode::CrossEntropy] = [](DType t, std::mt19937 &rng) {
     Case c;
     c.in = {values(t, {4, 7}, rng, -3, 3), ints(DType::I32, {4}, rng, 0, 6)};

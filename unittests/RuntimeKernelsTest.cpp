@@ -1617,6 +1617,88 @@ TEST(ScatterAddKernel, AddsSelectedSlicesAndIgnoresOutOfRange) {
       }
 }
 
+/// out[e, u] = operand at entry e's coordinates and slice position u, 0
+/// outside.
+static std::vector<double> naiveGather(const Buffer &operand,
+                                       const Buffer &indices,
+                                       const std::vector<int64_t> &dims,
+                                       int64_t outSize) {
+  const Shape &shape = operand.shape;
+  const int64_t rank = int64_t(shape.size()), k = int64_t(dims.size());
+  const int64_t entries = indices.size() / k;
+  std::vector<int64_t> rest;
+  for (int64_t d = 0; d < rank; ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end())
+      rest.push_back(d);
+  const int64_t slice = entries ? outSize / entries : 0;
+  std::vector<double> want(size_t(outSize), 0.0);
+  std::vector<int64_t> pos(rank);
+  for (int64_t e = 0; e < entries; ++e)
+    for (int64_t u = 0; u < slice; ++u) {
+      bool inside = true;
+      for (int64_t j = 0; j < k; ++j) {
+        pos[dims[j]] = int64_t(indices.get(e * k + j));
+        inside = inside && pos[dims[j]] >= 0 && pos[dims[j]] < shape[dims[j]];
+      }
+      for (int64_t j = int64_t(rest.size()) - 1, r = u; j >= 0; --j) {
+        pos[rest[j]] = r % shape[rest[j]];
+        r /= shape[rest[j]];
+      }
+      if (!inside)
+        continue;
+      int64_t flat = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        flat = flat * shape[d] + pos[d];
+      want[size_t(e * slice + u)] = operand.get(flat);
+    }
+  return want;
+}
+
+TEST(GatherKernel, ReadsSelectedSlicesAndZerosOutOfRange) {
+  std::mt19937 rng(32);
+  struct Case {
+    Shape operand, entries;
+    std::vector<int64_t> dims;
+  };
+  for (const Case &c : {Case{{11, 5}, {3, 4}, {0}},
+                        Case{{4, 3, 5}, {7}, {0, 2}}, Case{{3, 4, 2}, {5}, {1}},
+                        Case{{6}, {9}, {0}}, Case{{3, 2}, {}, {0, 1}}})
+    for (DType dtype : {DType::F32, DType::BF16, DType::I64})
+      for (DType idType : {DType::I32, DType::I64}) {
+        SCOPED_TRACE(describe(dtype, c.operand) + " entries " +
+                     describe(idType, c.entries));
+        Shape indexShape = c.entries, outShape = c.entries;
+        indexShape.push_back(int64_t(c.dims.size()));
+        for (int64_t d = 0; d < int64_t(c.operand.size()); ++d)
+          if (std::find(c.dims.begin(), c.dims.end(), d) == c.dims.end())
+            outShape.push_back(c.operand[d]);
+        Buffer operand = dtype == DType::I64
+                             ? randomInts(dtype, c.operand, rng, -9, 9)
+                             : randomFloats(dtype, c.operand, rng);
+        Buffer indices = randomInts(idType, indexShape, rng, -1, 4);
+        Buffer out = garbage(dtype, outShape);
+        Tensor to = operand.tensor(), ti = indices.tensor(), tr = out.tensor();
+        gather(to, ti, c.dims, tr);
+        EXPECT_TRUE(
+            equal(out, naiveGather(operand, indices, c.dims, out.size())));
+      }
+}
+
+TEST(GatherKernel, RejectsMismatches) {
+  Buffer operand(DType::F32, {8, 4}), ids(DType::I32, {3, 1}),
+      floatIds(DType::F32, {3, 1}), out(DType::F32, {3, 4}),
+      wrongOut(DType::F32, {3, 5}), intOut(DType::I32, {3, 4});
+  Tensor to = operand.tensor(), ti = ids.tensor(), tf = floatIds.tensor(),
+         tr = out.tensor(), tw = wrongOut.tensor(), tint = intOut.tensor();
+  EXPECT_TRUE(throwsKernelError([&] { gather(to, tf, {0}, tr); },
+                                {"gather:", "indices", "f32"}));
+  EXPECT_TRUE(throwsKernelError([&] { gather(to, ti, {0}, tw); },
+                                {"gather:", "out", "3x4"}));
+  EXPECT_TRUE(
+      throwsKernelError([&] { gather(to, ti, {0}, tint); }, {"gather:"}));
+  EXPECT_TRUE(throwsKernelError([&] { gather(to, ti, {2}, tr); }, {"gather:"}));
+}
+
 TEST(ScatterAddKernel, RejectsMismatches) {
   Buffer operand(DType::F32, {8, 4}), floatIds(DType::F32, {3, 1}),
       ids(DType::I32, {3, 1}), twoCoords(DType::I32, {3, 2}),

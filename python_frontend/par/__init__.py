@@ -24,7 +24,7 @@ from .driver import Diagnostic, ParError, find_tool, par_opt, par_run
 from .graph import (DTYPES, Graph, Input, Location, Op, Output, Tensor, add, argmax, argmin,
                     attention, broadcast,
                     compare, concat, constant, convert, cross_entropy, div, dot, embedding, exp,
-                    gelu, layer_norm, log, log_softmax, matmul, maximum, minimum, mul, neg, reduce, relu,
+                    gather, gelu, layer_norm, log, log_softmax, matmul, maximum, minimum, mul, neg, reduce, relu,
                     reshape, rms_norm, rope, rsqrt, select, sgd, adamw, sigmoid, silu, slice,
                     softmax, sqrt, sub, tanh, transpose, sharding_constraint)
 from .sharding import (Mesh, P, Partial, PartitionSpec, Placement, Replicate, Shard,
@@ -39,7 +39,7 @@ __all__ = [
     "add", "sub", "mul", "div", "maximum", "minimum", "neg", "exp", "log", "tanh", "sqrt",
     "rsqrt", "gelu", "silu", "relu", "sigmoid", "compare", "select", "convert", "constant",
     "broadcast", "reduce", "argmax", "argmin", "transpose", "reshape", "slice", "concat", "dot", "matmul",
-    "softmax", "log_softmax", "layer_norm", "rms_norm", "attention", "embedding", "cross_entropy", "rope",
+    "softmax", "log_softmax", "layer_norm", "rms_norm", "attention", "embedding", "gather", "cross_entropy", "rope",
     "adamw", "sgd", "sharding_constraint",
     # sharding
     "Mesh", "P", "PartitionSpec", "Placement", "Shard", "Replicate", "Partial", "ShardingSpec",

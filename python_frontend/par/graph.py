@@ -1372,6 +1372,25 @@ def embedding(table, ids, *, name=None) -> Tensor:
     return graph._add_op("embedding", [table, ids], [(shape, table.dtype)], {}, name).result
 
 
+def gather(operand, indices, dims: Sequence[int], *, name=None) -> Tensor:
+    """The operand's slices at integer coordinates: `indices` is [N..., k] with
+    one coordinate per dim of `dims` (increasing); the result is [N..., the
+    operand's other dims]; coordinates outside the operand give zeros."""
+    operand = _check_tensor("gather", "operand", operand)
+    indices = _check_tensor("gather", "indices", indices)
+    graph = _same_graph("gather", operand, indices)
+    _check_dtypes("gather", "operand", operand, NUMERIC_DTYPES)
+    _check_dtypes("gather", "indices", indices, INT_DTYPES)
+    dims = _dims("gather", "dims", dims, operand.rank)
+    if not dims or dims != sorted(set(dims)):
+        _fail("gather", f"dims {dims} must be increasing dims of {operand.type}")
+    if indices.rank < 1 or indices.shape[-1] != len(dims):
+        _fail("gather", f"indices {indices.type} must be [entries..., {len(dims)}]")
+    shape = list(indices.shape[:-1]) + [n for d, n in enumerate(operand.shape) if d not in dims]
+    return graph._add_op("gather", [operand, indices], [(shape, operand.dtype)],
+                         {"dims": dims}, name).result
+
+
 def cross_entropy(logits, labels, *, name=None) -> Tensor:
     """Mean over tokens of logsumexp(logits) - logits[label] (0-d)."""
     logits = _check_tensor("cross_entropy", "logits", logits)
@@ -1479,5 +1498,5 @@ def sharding_constraint(x, spec: SpecLike, *, name=None) -> Tensor:
 OPS = ("add", "sub", "mul", "div", "max", "min", "neg", "exp", "log", "tanh", "sqrt", "rsqrt",
        "gelu", "silu", "relu", "sigmoid", "compare", "select", "convert", "constant",
        "broadcast", "reduce", "argmax", "argmin", "transpose", "reshape", "slice", "concat", "dot", "softmax",
-       "log_softmax", "layer_norm", "rms_norm", "attention", "embedding", "cross_entropy", "rope", "adamw",
+       "log_softmax", "layer_norm", "rms_norm", "attention", "embedding", "gather", "cross_entropy", "rope", "adamw",
        "sgd", "sharding_constraint")

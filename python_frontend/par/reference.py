@@ -331,6 +331,21 @@ def _embedding(table, ids):
     return np.where(ok[..., None], rows, 0.0)
 
 
+def _gather(operand, indices, dims):
+    inside = np.ones(indices.shape[:-1], bool)
+    coords = []
+    for j, d in enumerate(dims):
+        c = indices[..., j]
+        inside &= (c >= 0) & (c < operand.shape[d])
+        coords.append(np.where(inside, c, 0))
+    # Move the indexed dims to the front and pick with the coordinates.
+    rest = [d for d in range(operand.ndim) if d not in dims]
+    moved = np.transpose(operand, list(dims) + rest)
+    picked = moved[tuple(np.where(inside, c, 0) for c in coords)]
+    mask = inside.reshape(inside.shape + (1,) * len(rest))
+    return np.where(mask, picked, 0)
+
+
 def _cross_entropy(logits, labels):
     vocab = logits.shape[-1]
     flat = logits.reshape(-1, vocab)
@@ -440,6 +455,8 @@ def evaluate_op(op: Op, args) -> list:
         if k == "attention":
             return [_result(_attention(*args, a["causal"], a["scale"], a["position_offset"]),
                             out.dtype)]
+        if k == "gather":
+            return [_result(_gather(args[0], args[1], a["dims"]), out.dtype)]
         if k == "embedding":
             return [_result(_embedding(*args), out.dtype)]
         if k == "cross_entropy":

@@ -79,6 +79,7 @@ def _catalogue():
     out(ops.log_softmax(x * 4.0, 1), "log_softmax")
     out(ops.argmax(x, 1), "argmax")
     out(ops.argmin(x, 0, "i64"), "argmin")
+    out(ops.gather(x, g.data("at", [5, 1], "i32"), [0]), "gather")
     gamma = g.param("gamma", [8], init="uniform(0.5, 1.5)")
     beta = g.param("beta", [8], init="normal(0.3)")
     out(ops.layer_norm(x, gamma, beta, 1e-3), "layer_norm")

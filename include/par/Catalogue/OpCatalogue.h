@@ -56,6 +56,7 @@ enum class OpCode : int {
   Attention,
   Embedding,
   ScatterAdd,
+  Gather,
   CrossEntropy,
   Rope,
   Adamw,
@@ -69,7 +70,7 @@ enum class OpCode : int {
   Exchange,
   AxisIndex,
 };
-inline constexpr int kNumOps = 48;
+inline constexpr int kNumOps = 49;
 
 enum class CollectiveKind : int {
   Sum = 0,
@@ -194,6 +195,9 @@ inline constexpr AttrSpec kAttentionAttrs[] = {
 inline constexpr AttrSpec kScatterAddAttrs[] = {
     {"dims", "dims", AttrKind::Ints, false, false, 0.0, nullptr, 0},
 };
+inline constexpr AttrSpec kGatherAttrs[] = {
+    {"dims", "dims", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+};
 inline constexpr AttrSpec kRopeAttrs[] = {
     {"theta", "theta", AttrKind::Float, false, true, 10000.0, nullptr, 0},
     {"position_offset", "position_offset", AttrKind::Int, false, true, 0.0, nullptr, 0},
@@ -281,6 +285,7 @@ inline constexpr OpSpec kOps[kNumOps] = {
     {OpCode::Attention, "attention", 3, 4, 1, 1, false, false, false, false, false, 0, false, kAttentionAttrs, 3},
     {OpCode::Embedding, "embedding", 2, 2, 1, 1, false, false, false, false, false, 0, false, nullptr, 0},
     {OpCode::ScatterAdd, "scatter_add", 3, 3, 1, 1, false, false, false, false, false, 0, false, kScatterAddAttrs, 1},
+    {OpCode::Gather, "gather", 2, 2, 1, 1, false, false, false, false, false, 0, false, kGatherAttrs, 1},
     {OpCode::CrossEntropy, "cross_entropy", 2, 2, 1, 1, false, false, false, false, false, 0, false, nullptr, 0},
     {OpCode::Rope, "rope", 1, 2, 1, 1, false, false, false, false, false, 0, false, kRopeAttrs, 2},
     {OpCode::Adamw, "adamw", 6, 6, 3, 3, false, true, false, false, false, 0, false, kAdamwAttrs, 4},
@@ -419,6 +424,9 @@ void decodeAttrs(OpCode op, Decoder &d, Attrs &a) {
     return;
   case OpCode::ScatterAdd:
     d.integers(kScatterAddAttrs[0], a.dims);
+    return;
+  case OpCode::Gather:
+    d.integers(kGatherAttrs[0], a.dims);
     return;
   case OpCode::Rope:
     d.number(kRopeAttrs[0], a.theta);

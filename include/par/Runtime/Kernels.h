@@ -107,6 +107,11 @@ void embedding(const Tensor &table, const Tensor &ids, Tensor &out);
 void scatterAdd(const Tensor &operand, const Tensor &indices,
                 const Tensor &updates, const std::vector<int64_t> &dims,
                 Tensor &out);
+/// The counterpart of scatterAdd: out [entries..., non-indexed dims] holds
+/// the operand's slice at each entry's coordinates, zeros for coordinates
+/// outside the operand.
+void gather(const Tensor &operand, const Tensor &indices,
+            const std::vector<int64_t> &dims, Tensor &out);
 /// Mean over tokens of logsumexp(logits[t, :]) - logits[t, labels[t]];
 /// out is 0-d. Labels outside [0, V) are a KernelError.
 void crossEntropy(const Tensor &logits, const Tensor &labels, Tensor &out);

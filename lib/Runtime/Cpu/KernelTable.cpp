@@ -144,6 +144,10 @@ KernelTable build() {
       [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
         scatterAdd(in[0], in[1], in[2], a.dims, out[0]);
       });
+  set(OpCode::Gather,
+      [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
+        gather(in[0], in[1], a.dims, out[0]);
+      });
   set(OpCode::CrossEntropy,
       [](Stream, const Attrs &, const Tensors &in, Tensors &out) {
         crossEntropy(in[0], in[1], out[0]);

@@ -1402,50 +1402,49 @@ void attention(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
   });
 }
 
-void scatterAdd(const Tensor &operand, const Tensor &indices,
-                const Tensor &updates, const std::vector<int64_t> &dims,
-                Tensor &out) {
-  const std::string op = "scatter_add";
-  checkTensor(op, "operand", operand);
-  checkTensor(op, "indices", indices);
-  checkTensor(op, "updates", updates);
-  checkTensor(op, "out", out);
-  checkIndices(op, "indices", indices);
-  checkSameDType(op, "operand", operand, "out", out);
-  checkSameDType(op, "operand", operand, "updates", updates);
-  if (operand.shape != out.shape)
-    fail(op, "out " + typeStr(out) + " must have the operand's shape " +
-                 typeStr(operand));
-  std::vector<bool> indexed =
-      checkDimList(op, "dims", dims, operand.shape.size());
-  if (dims.empty() || indices.shape.empty() ||
-      indices.shape.back() != int64_t(dims.size()))
-    fail(op, "indices " + typeStr(indices) + " must be [entries..., " +
-                 std::to_string(dims.size()) + "]");
-  // Row-major strides of the operand; an entry's slice walks its other dims.
-  const int64_t rank = int64_t(operand.shape.size());
-  std::vector<int64_t> stride(rank, 1);
-  for (int64_t d = rank - 1; d > 0; --d)
-    stride[d - 1] = stride[d] * operand.shape[d];
-  std::vector<int64_t> sliceDims;
-  Shape expected(indices.shape.begin(), indices.shape.end() - 1);
-  for (int64_t d = 0; d < rank; ++d)
-    if (!indexed[d]) {
-      sliceDims.push_back(d);
-      expected.push_back(operand.shape[d]);
-    }
-  if (updates.shape != expected)
-    fail(op, "updates " + typeStr(updates) + " must be " + shapeDesc(expected));
-  const int64_t k = int64_t(dims.size());
-  const int64_t entries = indices.size() / k;
-  const int64_t sliceSize = entries ? updates.size() / entries : 0;
-  Input<int64_t> index(indices);
-  withNumericCompute(op, operand, [&](auto tag) {
-    using T = decltype(tag);
-    Input<T> base(operand), add(updates);
-    Output<T> result(out);
-    std::copy(base.data(), base.data() + operand.size(), result.data());
+namespace {
+/// The geometry shared by scatter_add and gather: an operand indexed along
+/// `dims` by `[entries..., k]` coordinates, each entry naming the slice over
+/// the other dims, which `slices` ([entries..., non-indexed dims]) holds.
+struct IndexedSlices {
+  std::vector<int64_t> stride;    // the operand's, row-major
+  std::vector<int64_t> sliceDims; // the non-indexed dims, in order
+  int64_t k = 0, entries = 0, sliceSize = 0;
+
+  IndexedSlices(const std::string &op, const Tensor &operand,
+                const Tensor &indices, const std::vector<int64_t> &dims,
+                const std::string &slicesName, const Tensor &slices) {
+    checkIndices(op, "indices", indices);
+    std::vector<bool> indexed =
+        checkDimList(op, "dims", dims, operand.shape.size());
+    if (dims.empty() || indices.shape.empty() ||
+        indices.shape.back() != int64_t(dims.size()))
+      fail(op, "indices " + typeStr(indices) + " must be [entries..., " +
+                   std::to_string(dims.size()) + "]");
+    const int64_t rank = int64_t(operand.shape.size());
+    stride = rowMajorStrides(operand.shape);
+    Shape expected(indices.shape.begin(), indices.shape.end() - 1);
+    for (int64_t d = 0; d < rank; ++d)
+      if (!indexed[d]) {
+        sliceDims.push_back(d);
+        expected.push_back(operand.shape[d]);
+      }
+    if (slices.shape != expected)
+      fail(op, slicesName + " " + typeStr(slices) + " must be " +
+                   shapeDesc(expected));
+    k = int64_t(dims.size());
+    entries = indices.size() / k;
+    sliceSize = entries ? slices.size() / entries : 0;
+  }
+
+  /// Calls fn(e, offsets) for every entry e inside the operand, with the
+  /// operand offset of each element of its slice in row-major order.
+  template <typename Fn>
+  void forEachEntry(const Tensor &operand, const Tensor &indices,
+                    const std::vector<int64_t> &dims, Fn &&fn) const {
+    Input<int64_t> index(indices);
     std::vector<int64_t> pos(sliceDims.size());
+    std::vector<int64_t> offsets(static_cast<size_t>(sliceSize));
     for (int64_t e = 0; e < entries; ++e) {
       int64_t start = 0;
       bool inside = true;
@@ -1456,11 +1455,10 @@ void scatterAdd(const Tensor &operand, const Tensor &indices,
       }
       if (!inside)
         continue;
-      // Walk the slice row-major over the non-indexed dims.
       std::fill(pos.begin(), pos.end(), 0);
       int64_t offset = start;
       for (int64_t i = 0; i < sliceSize; ++i) {
-        result[offset] = wrapAdd(result[offset], add[e * sliceSize + i]);
+        offsets[size_t(i)] = offset;
         for (int64_t j = int64_t(pos.size()) - 1; j >= 0; --j) {
           int64_t d = sliceDims[j];
           offset += stride[d];
@@ -1470,7 +1468,64 @@ void scatterAdd(const Tensor &operand, const Tensor &indices,
           pos[j] = 0;
         }
       }
+      fn(e, offsets);
     }
+  }
+};
+} // namespace
+
+void scatterAdd(const Tensor &operand, const Tensor &indices,
+                const Tensor &updates, const std::vector<int64_t> &dims,
+                Tensor &out) {
+  const std::string op = "scatter_add";
+  checkTensor(op, "operand", operand);
+  checkTensor(op, "indices", indices);
+  checkTensor(op, "updates", updates);
+  checkTensor(op, "out", out);
+  checkSameDType(op, "operand", operand, "out", out);
+  checkSameDType(op, "operand", operand, "updates", updates);
+  if (operand.shape != out.shape)
+    fail(op, "out " + typeStr(out) + " must have the operand's shape " +
+                 typeStr(operand));
+  IndexedSlices geometry(op, operand, indices, dims, "updates", updates);
+  withNumericCompute(op, operand, [&](auto tag) {
+    using T = decltype(tag);
+    Input<T> base(operand), add(updates);
+    Output<T> result(out);
+    std::copy(base.data(), base.data() + operand.size(), result.data());
+    const int64_t n = geometry.sliceSize;
+    geometry.forEachEntry(
+        operand, indices, dims,
+        [&](int64_t e, const std::vector<int64_t> &offsets) {
+          for (int64_t i = 0; i < n; ++i)
+            result[offsets[size_t(i)]] =
+                wrapAdd(result[offsets[size_t(i)]], add[e * n + i]);
+        });
+    result.commit();
+  });
+}
+
+void gather(const Tensor &operand, const Tensor &indices,
+            const std::vector<int64_t> &dims, Tensor &out) {
+  const std::string op = "gather";
+  checkTensor(op, "operand", operand);
+  checkTensor(op, "indices", indices);
+  checkTensor(op, "out", out);
+  checkSameDType(op, "operand", operand, "out", out);
+  IndexedSlices geometry(op, operand, indices, dims, "out", out);
+  withNumericCompute(op, operand, [&](auto tag) {
+    using T = decltype(tag);
+    Input<T> base(operand);
+    Output<T> result(out);
+    // Entries outside the operand read zeros.
+    std::fill(result.data(), result.data() + out.size(), T(0));
+    const int64_t n = geometry.sliceSize;
+    geometry.forEachEntry(
+        operand, indices, dims,
+        [&](int64_t e, const std::vector<int64_t> &offsets) {
+          for (int64_t i = 0; i < n; ++i)
+            result[e * n + i] = base[offsets[size_t(i)]];
+        });
     result.commit();
   });
 }

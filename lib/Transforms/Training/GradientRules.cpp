@@ -575,6 +575,14 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
         return success();
       })
       .Case([&](ScatterAddOp o) { return scatterAddRule(o, g); })
+      .Case([&](GatherOp o) {
+        // d operand: the gradient's slices added back where they were read.
+        RankedTensorType t = typeOf(o.getOperand());
+        accumulate(o.getOperand(),
+                   ScatterAddOp::create(b, loc, t, splat(t, 0.0),
+                                        o.getIndices(), g, o.getDimsAttr()));
+        return success();
+      })
       .Case([&](SliceOp o) {
         if (o.getStrides() &&
             llvm::any_of(*o.getStrides(), [](int64_t s) { return s != 1; }))

@@ -1104,6 +1104,33 @@ func.func @scatter_type(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>, %u: tensor<3x4
 
 // -----
 
+// gather: the result is the entries' shape, then the non-indexed dims.
+func.func @gather_result(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>) -> tensor<3x8xf32> {
+  // expected-error @below {{'par.gather' op result 'tensor<3x8xf32>' must be [3x4]: the index entries' shape, then the operand's non-indexed dimensions}}
+  %0 = par.gather %t[%i] dims [0] : (tensor<8x4xf32>, tensor<3x1xi32>) -> tensor<3x8xf32>
+  return %0 : tensor<3x8xf32>
+}
+
+// -----
+
+// gather: one coordinate per indexed dim.
+func.func @gather_indices(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>) -> tensor<3xf32> {
+  // expected-error @below {{'par.gather' op indices 'tensor<3x1xi32>' must be [entries..., 2]: one coordinate per indexed dimension in the last dimension}}
+  %0 = par.gather %t[%i] dims [0, 1] : (tensor<8x4xf32>, tensor<3x1xi32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// gather: the result has the operand's element type.
+func.func @gather_type(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>) -> tensor<3x4xbf16> {
+  // expected-error @below {{'par.gather' op result 'tensor<3x4xbf16>' must have the operand's element type 'f32'}}
+  %0 = par.gather %t[%i] dims [0] : (tensor<8x4xf32>, tensor<3x1xi32>) -> tensor<3x4xbf16>
+  return %0 : tensor<3x4xbf16>
+}
+
+// -----
+
 // sgd: a momentum needs a momentum buffer.
 func.func @sgd_momentum(%p: tensor<8xf32>, %lr: tensor<f32>) -> tensor<8xf32> {
   // expected-error @below {{'par.sgd' op momentum 5.000000e-01 needs a momentum buffer operand}}

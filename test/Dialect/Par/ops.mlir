@@ -235,7 +235,8 @@ func.func @dim_sharding_attr() attributes {dims = [#par.dim_sharding<{"dp", ?}p2
   return
 }
 
-// scatter_add: one or several indexed dims, integer or float elements.
+// scatter_add and gather: one or several indexed dims, integer or float
+// elements.
 // CHECK-LABEL: func @scatter_add
 func.func @scatter_add(%t: tensor<256x64xf32>, %ids: tensor<2x16x1xi32>, %g: tensor<2x16x64xf32>,
                        %c: tensor<4x3x5xi64>, %at: tensor<7x2xi64>, %u: tensor<7x3xi64>) -> tensor<256x64xf32> {
@@ -243,6 +244,10 @@ func.func @scatter_add(%t: tensor<256x64xf32>, %ids: tensor<2x16x1xi32>, %g: ten
   %0 = par.scatter_add %t[%ids], %g dims [0] : (tensor<256x64xf32>, tensor<2x16x1xi32>, tensor<2x16x64xf32>) -> tensor<256x64xf32>
   // CHECK: par.scatter_add %{{.*}}[%{{.*}}], %{{.*}} dims [0, 2] : (tensor<4x3x5xi64>, tensor<7x2xi64>, tensor<7x3xi64>) -> tensor<4x3x5xi64>
   %1 = par.scatter_add %c[%at], %u dims [0, 2] : (tensor<4x3x5xi64>, tensor<7x2xi64>, tensor<7x3xi64>) -> tensor<4x3x5xi64>
+  // CHECK: par.gather %{{.*}}[%{{.*}}] dims [0] : (tensor<256x64xf32>, tensor<2x16x1xi32>) -> tensor<2x16x64xf32>
+  %2 = par.gather %t[%ids] dims [0] : (tensor<256x64xf32>, tensor<2x16x1xi32>) -> tensor<2x16x64xf32>
+  // CHECK: par.gather %{{.*}}[%{{.*}}] dims [0, 2] : (tensor<4x3x5xi64>, tensor<7x2xi64>) -> tensor<7x3xi64>
+  %3 = par.gather %c[%at] dims [0, 2] : (tensor<4x3x5xi64>, tensor<7x2xi64>) -> tensor<7x3xi64>
   return %0 : tensor<256x64xf32>
 }
 

@@ -181,6 +181,15 @@ func.func @scatter_add(%t: tensor<8x4x6xf32>, %i: tensor<2x3x2xi32>, %u: tensor<
   return
 }
 
+// gather: index entries pass through to the result, the coordinates need
+// replication, indexed dims reduce by sum (other shards read zeros), slice
+// dims pass through.
+func.func @gather(%t: tensor<8x4x6xf32>, %i: tensor<2x3x2xi32>) {
+  // expected-remark @below {{sharding rule: ([l, n, m], [i, j, k]) -> ([i, j, n]) {i=2, j=3, k=2 need-replication, l=8 reduction(sum), m=6 reduction(sum), n=4}}}
+  %0 = par.gather %t[%i] dims [0, 2] : (tensor<8x4x6xf32>, tensor<2x3x2xi32>) -> tensor<2x3x4xf32>
+  return
+}
+
 // cross_entropy: tokens reduce by sum, the vocabulary internally.
 func.func @cross_entropy(%logits: tensor<2x16x256xf32>, %labels: tensor<2x16xi32>) {
   // expected-remark @below {{sharding rule: ([i, j, k], [i, j]) -> ([]) {i=2 reduction(sum), j=16 reduction(sum), k=256 reduction(internal)}}}

@@ -184,6 +184,44 @@ LogicalResult EmbeddingOp::localize(LocalFormContext &ctx) {
   return success();
 }
 
+/// `indices` ([entries..., k] coordinates along `dims` of `operand`)
+/// shifted by this shard's first position along each split dim of `dims`,
+/// so that coordinates in other shards fall outside the local piece and
+/// select nothing; `indices` itself when no indexed dim is split.
+static Value shiftIndices(LocalFormContext &ctx, Location loc, Value operand,
+                          Value indices, ArrayRef<int64_t> dims) {
+  MeshOp mesh = ctx.meshOf(operand);
+  if (!mesh || llvm::none_of(dims, [&](int64_t d) {
+        return !ctx.splitAxes(operand, d).empty();
+      }))
+    return indices;
+  OpBuilder &b = ctx.builder;
+  auto indexType = cast<RankedTensorType>(indices.getType());
+  Type element = indexType.getElementType();
+  auto single = RankedTensorType::get({1}, element);
+  SmallVector<Value> starts;
+  for (int64_t d : dims) {
+    SmallVector<int32_t> axes = ctx.splitAxes(operand, d);
+    if (axes.empty()) {
+      starts.push_back(splatConstant(b, loc, single, 0.0));
+      continue;
+    }
+    int64_t rows = llvm::divideCeil(ctx.globalType(operand).getDimSize(d),
+                                    ctx.numShards(mesh, axes));
+    Value start = ctx.shardStart(loc, mesh, axes, rows, element);
+    starts.push_back(ReshapeOp::create(b, loc, single, start));
+  }
+  Value offsets = starts.front();
+  if (starts.size() > 1)
+    offsets = ConcatOp::create(
+        b, loc, RankedTensorType::get({(int64_t)starts.size()}, element),
+        starts, 0);
+  Value spread =
+      BroadcastOp::create(b, loc, indexType, offsets,
+                          b.getDenseI64ArrayAttr({indexType.getRank() - 1}));
+  return SubOp::create(b, loc, indexType, indices, spread);
+}
+
 /// A shard of rows adds the updates that land in it: indices shift by the
 /// shard's first row along each split indexed dim (the rest fall outside and
 /// add nothing). Split index entries make each shard add its own updates, a
@@ -200,38 +238,9 @@ LogicalResult ScatterAddOp::localize(LocalFormContext &ctx) {
       ctx.maskPadding(loc, updates, updates, entryDims, 0.0));
 
   Value operand = getOperand();
-  if (MeshOp mesh = ctx.meshOf(operand)) {
-    auto indexType = cast<RankedTensorType>(getIndices().getType());
-    Type element = indexType.getElementType();
-    auto single = RankedTensorType::get({1}, element);
-    bool shifted = llvm::any_of(getDims(), [&](int64_t d) {
-      return !ctx.splitAxes(operand, d).empty();
-    });
-    SmallVector<Value> starts;
-    for (int64_t d : shifted ? getDims() : ArrayRef<int64_t>()) {
-      SmallVector<int32_t> axes = ctx.splitAxes(operand, d);
-      if (axes.empty()) {
-        starts.push_back(splatConstant(b, loc, single, 0.0));
-        continue;
-      }
-      int64_t rows = llvm::divideCeil(ctx.globalType(operand).getDimSize(d),
-                                      ctx.numShards(mesh, axes));
-      Value start = ctx.shardStart(loc, mesh, axes, rows, element);
-      starts.push_back(ReshapeOp::create(b, loc, single, start));
-    }
-    if (shifted) {
-      Value offsets = starts.front();
-      if (starts.size() > 1)
-        offsets = ConcatOp::create(
-            b, loc, RankedTensorType::get({(int64_t)starts.size()}, element),
-            starts, 0);
-      Value spread = BroadcastOp::create(
-          b, loc, indexType, offsets,
-          b.getDenseI64ArrayAttr({indexType.getRank() - 1}));
-      getIndicesMutable().assign(
-          SubOp::create(b, loc, indexType, getIndices(), spread));
-    }
-  }
+  Value indices = shiftIndices(ctx, loc, operand, getIndices(), getDims());
+  if (indices != getIndices())
+    getIndicesMutable().assign(indices);
 
   SmallVector<int32_t> axes = axesOver(ctx, updates, entryDims);
   if (axes.empty() || isZeroSplat(operand))
@@ -592,4 +601,22 @@ LogicalResult ArgMaxOp::localize(LocalFormContext &ctx) {
 
 LogicalResult ArgMinOp::localize(LocalFormContext &ctx) {
   return localizeArgReduce(ctx, *this, getDim(), /*max=*/false);
+}
+
+/// A shard of rows reads the slices that lie in it: indices shift by the
+/// shard's first row along each split indexed dim (the rest fall outside
+/// and read zeros, so the result is a partial sum over those axes), and the
+/// padding rows read as zeros, as coordinates past the operand do.
+LogicalResult GatherOp::localize(LocalFormContext &ctx) {
+  OpBuilder &b = ctx.builder;
+  Location loc = getLoc();
+  b.setInsertionPoint(*this);
+  Value operand = getOperand();
+  Value indices = shiftIndices(ctx, loc, operand, getIndices(), getDims());
+  if (indices != getIndices())
+    getIndicesMutable().assign(indices);
+  Value masked = ctx.maskPadding(loc, operand, operand, getDims(), 0.0);
+  if (masked != operand)
+    getOperandMutable().assign(masked);
+  return success();
 }

@@ -551,48 +551,71 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-SmallVector<int64_t> ScatterAddOp::getSliceDims() {
-  auto operand = cast<RankedTensorType>(getOperand().getType());
-  SmallVector<int64_t> dims;
-  for (int64_t d = 0; d < operand.getRank(); ++d)
-    if (!llvm::is_contained(getDims(), d))
-      dims.push_back(d);
-  return dims;
+/// The dims of a rank-`rank` operand not listed in `dims`, in order.
+static SmallVector<int64_t> unindexedDims(int64_t rank, ArrayRef<int64_t> dims) {
+  SmallVector<int64_t> rest;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!llvm::is_contained(dims, d))
+      rest.push_back(d);
+  return rest;
 }
 
-LogicalResult ScatterAddOp::verify() {
-  auto operand = cast<RankedTensorType>(getOperand().getType());
-  auto indices = cast<RankedTensorType>(getIndices().getType());
-  auto updates = cast<RankedTensorType>(getUpdates().getType());
-  ArrayRef<int64_t> dims = getDims();
+SmallVector<int64_t> ScatterAddOp::getSliceDims() {
+  return unindexedDims(tensorOf(getOperand()).getRank(), getDims());
+}
+
+SmallVector<int64_t> GatherOp::getSliceDims() {
+  return unindexedDims(tensorOf(getOperand()).getRank(), getDims());
+}
+
+/// scatter_add and gather: `dims` increasing dims of the operand, indices
+/// `[entries..., k]`, and `slices` (the updates, or the result; `name`)
+/// `[entries..., non-indexed dims]` of the operand's element type.
+static LogicalResult verifyIndexedAccess(Operation *op, Value operandValue,
+                                         Value indicesValue,
+                                         ArrayRef<int64_t> dims,
+                                         Value slicesValue, StringRef name) {
+  RankedTensorType operand = tensorOf(operandValue),
+                   indices = tensorOf(indicesValue),
+                   slices = tensorOf(slicesValue);
   if (dims.empty())
-    return emitOpError() << "needs at least one indexed dimension";
+    return op->emitOpError() << "needs at least one indexed dimension";
   for (auto [i, d] : llvm::enumerate(dims))
     if (d < 0 || d >= operand.getRank() || (i > 0 && d <= dims[i - 1]))
-      return emitOpError() << "dims [" << dims
-                           << "] must be increasing dimensions of the "
-                           << operand.getRank() << "-d operand";
+      return op->emitOpError() << "dims [" << dims
+                               << "] must be increasing dimensions of the "
+                               << operand.getRank() << "-d operand";
   if (indices.getRank() < 1 ||
       indices.getDimSize(indices.getRank() - 1) != (int64_t)dims.size())
-    return emitOpError() << "indices " << indices << " must be [entries..., "
-                         << dims.size()
-                         << "]: one coordinate per indexed "
-                            "dimension in the last dimension";
-  if (updates.getElementType() != operand.getElementType())
-    return emitOpError() << "updates " << updates
-                         << " must have the operand's element type "
-                         << operand.getElementType();
+    return op->emitOpError() << "indices " << indices
+                             << " must be [entries..., " << dims.size()
+                             << "]: one coordinate per indexed "
+                                "dimension in the last dimension";
+  if (slices.getElementType() != operand.getElementType())
+    return op->emitOpError() << name << " " << slices
+                             << " must have the operand's element type "
+                             << operand.getElementType();
   SmallVector<int64_t> expected(indices.getShape().drop_back());
-  for (int64_t d : getSliceDims())
+  for (int64_t d : unindexedDims(operand.getRank(), dims))
     expected.push_back(operand.getDimSize(d));
-  if (updates.getShape() != ArrayRef<int64_t>(expected)) {
-    InFlightDiagnostic diag = emitOpError()
-                              << "updates " << updates << " must be [";
+  if (slices.getShape() != ArrayRef<int64_t>(expected)) {
+    InFlightDiagnostic diag = op->emitOpError()
+                              << name << " " << slices << " must be [";
     llvm::interleave(expected, diag, "x");
     return diag << "]: the index entries' shape, then the operand's "
                    "non-indexed dimensions";
   }
   return success();
+}
+
+LogicalResult ScatterAddOp::verify() {
+  return verifyIndexedAccess(*this, getOperand(), getIndices(), getDims(),
+                             getUpdates(), "updates");
+}
+
+LogicalResult GatherOp::verify() {
+  return verifyIndexedAccess(*this, getOperand(), getIndices(), getDims(),
+                             getResult(), "result");
 }
 
 LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,

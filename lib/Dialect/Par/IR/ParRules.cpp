@@ -336,6 +336,26 @@ ShardingRule ScatterAddOp::getShardingRule() {
   return rule;
 }
 
+ShardingRule GatherOp::getShardingRule() {
+  ShardingRule rule(getOperation());
+  ArrayRef<int64_t> operand = shapeOf(getOperand()),
+                    indices = shapeOf(getIndices());
+  int64_t entries = getNumEntryDims();
+  // Index entries: the result's leading dims.
+  for (int64_t d = 0; d < entries; ++d)
+    rule.addSharedFactor(indices[d], {{1, d}}, {{0, d}});
+  if (indices.back() > 1)
+    rule.addSharedFactor(indices.back(), {{1, entries}}, {},
+                         FactorKind::NeedReplication);
+  // Indexed dims: a shard of rows reads the slices in it, others read zeros.
+  for (int64_t d : getDims())
+    rule.addSharedFactor(operand[d], {{0, d}}, {}, FactorKind::Reduction,
+                         FactorCombiner::Sum);
+  for (auto [i, d] : llvm::enumerate(getSliceDims()))
+    rule.addSharedFactor(operand[d], {{0, d}}, {{0, entries + (int64_t)i}});
+  return rule;
+}
+
 ShardingRule CrossEntropyOp::getShardingRule() {
   ShardingRule rule(getOperation());
   ArrayRef<int64_t> logits = shapeOf(getLogits());

@@ -645,6 +645,51 @@ def Par_ScatterAddOp : Par_ComputeOp<"scatter_add", [DeclareOpInterfaceMethods<P
   let hasVerifier = 1;
 }
 
+def Par_GatherOp : Par_ComputeOp<"gather", [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
+  let summary = "read slices of an operand at integer indices";
+  let description = [{
+    The counterpart of `par.scatter_add`. `dims` lists the operand
+    dimensions that are indexed (k of them, in increasing order).
+    `indices` is `[N..., k]`: each of its N... entries holds k coordinates
+    and selects the slice of the operand along `dims` at those coordinates.
+    The result is `[N..., rest]`, where `rest` are the operand's other
+    dimensions in order: each entry's slice. Coordinates outside the
+    operand select zeros.
+
+    ```mlir
+    // Rows of a table: r[b, s, :] = table[ids[b, s], :].
+    %r = par.gather %table[%ids] dims [0]
+        : (tensor<256x64xf32>, tensor<8x16x1xi32>) -> tensor<8x16x64xf32>
+    ```
+    Sharding rule `([V, h], [b, s, k]) -> ([b, s, h])`: `h` (every
+    non-indexed dim) passes through from the operand to the result, so a
+    split of it is kept; the index entries `b, s` pass through from the
+    indices; the indexed dims are sum reductions (each shard reads the
+    slices that lie in its rows, the others give zeros: the result is a
+    partial sum, as a vocabulary-parallel embedding); `k` needs
+    replication. The gradient of the operand is a `par.scatter_add` of the
+    result's gradient at the same indices.
+  }];
+  let arguments = (ins Par_NumTensor:$operand, Par_IntTensor:$indices,
+                       DenseI64ArrayAttr:$dims);
+  let results = (outs Par_NumTensor:$result);
+  let assemblyFormat = [{
+    $operand `[` $indices `]` `dims` $dims attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// The operand dimensions that are not indexed, in order: the trailing
+    /// dimensions of the result.
+    ::llvm::SmallVector<int64_t> getSliceDims();
+    /// The number of index entries' dimensions (`N...`).
+    int64_t getNumEntryDims() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getIndices().getType())
+                 .getRank() - 1;
+    }
+  }];
+  let hasVerifier = 1;
+}
+
 def Par_CrossEntropyOp : Par_ComputeOp<"cross_entropy", [
     DeclareOpInterfaceMethods<Par_DataOperandOpInterface>,
     DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
