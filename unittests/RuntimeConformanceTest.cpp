@@ -263,6 +263,16 @@ std::map<OpCode, CaseBuilder> cases() {
     c.out = {{t, {5, 3}}};
     return c;
   };
+  m[OpCode::Pad] = [](DType t, std::mt19937 &rng) {
+    Case c;
+    c.in = {values(t, {3, 4}, rng, -2, 2)};
+    c.attrs.low = {1, 0};
+    c.attrs.high = {0, 2};
+    c.attrs.interior = {1, 1};
+    c.attrs.fill = 0.5;
+    c.out = {{t, {6, 9}}};
+    return c;
+  };
   m[OpCode::Gather] = [](DType t, std::mt19937 &rng) {
     Case c; // repeated and out-of-range rows
     c.in = {values(t, {5, 3}, rng, -2, 2), ints(DType::I64, {4, 1}, rng, -1, 5)};

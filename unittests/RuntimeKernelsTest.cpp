@@ -1699,6 +1699,32 @@ TEST(GatherKernel, RejectsMismatches) {
   EXPECT_TRUE(throwsKernelError([&] { gather(to, ti, {2}, tr); }, {"gather:"}));
 }
 
+TEST(PadKernel, LowHighInteriorAndFill) {
+  // [[1, 2, 3], [4, 5, 6]] padded low [1, 0] high [0, 1] interior [0, 1].
+  Buffer in(DType::F32, {2, 3}), out = garbage(DType::F32, {3, 6});
+  const float values[] = {1, 2, 3, 4, 5, 6};
+  std::copy(values, values + 6, in.as<float>());
+  Tensor ti = in.tensor(), to = out.tensor();
+  pad(ti, {1, 0}, {0, 1}, {0, 1}, -1.0, to);
+  EXPECT_TRUE(equal(out, {-1, -1, -1, -1, -1, -1, //
+                          1, -1, 2, -1, 3, -1,    //
+                          4, -1, 5, -1, 6, -1}));
+  // Integers take an infinity as their extreme; no interior given.
+  Buffer ints(DType::I32, {2}), padded(DType::I32, {4});
+  ints.as<int32_t>()[0] = 7;
+  ints.as<int32_t>()[1] = 8;
+  Tensor tin = ints.tensor(), tp = padded.tensor();
+  pad(tin, {1}, {1}, {}, -INFINITY, tp);
+  EXPECT_TRUE(equal(padded, {double(std::numeric_limits<int32_t>::min()), 7,
+                             8, double(std::numeric_limits<int32_t>::min())}));
+  Buffer wrong(DType::F32, {3, 5});
+  Tensor tw = wrong.tensor();
+  EXPECT_TRUE(throwsKernelError([&] { pad(ti, {1, 0}, {0, 1}, {0, 1}, 0, tw); },
+                                {"pad:", "gives 3x6"}));
+  EXPECT_TRUE(throwsKernelError([&] { pad(ti, {-1, 0}, {0, 1}, {}, 0, tw); },
+                                {"pad:", "negative"}));
+}
+
 TEST(ScatterAddKernel, RejectsMismatches) {
   Buffer operand(DType::F32, {8, 4}), floatIds(DType::F32, {3, 1}),
       ids(DType::I32, {3, 1}), twoCoords(DType::I32, {3, 2}),

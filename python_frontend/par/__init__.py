@@ -25,7 +25,7 @@ from .graph import (DTYPES, Graph, Input, Location, Op, Output, Tensor, add, arg
                     attention, broadcast,
                     compare, concat, constant, convert, cross_entropy, div, dot, embedding, exp,
                     gather, gelu, layer_norm, log, log_softmax, matmul, maximum, minimum, mul, neg, reduce, relu,
-                    reshape, rms_norm, rope, rsqrt, select, sgd, adamw, sigmoid, silu, slice,
+                    pad, reshape, rms_norm, rope, rsqrt, select, sgd, adamw, sigmoid, silu, slice,
                     softmax, sqrt, sub, tanh, transpose, sharding_constraint)
 from .sharding import (Mesh, P, Partial, PartitionSpec, Placement, Replicate, Shard,
                        ShardingSpec, constraint, to_spec)
@@ -38,7 +38,7 @@ __all__ = [
     "Graph", "Tensor", "Op", "Input", "Output", "Location", "DTYPES", "ops",
     "add", "sub", "mul", "div", "maximum", "minimum", "neg", "exp", "log", "tanh", "sqrt",
     "rsqrt", "gelu", "silu", "relu", "sigmoid", "compare", "select", "convert", "constant",
-    "broadcast", "reduce", "argmax", "argmin", "transpose", "reshape", "slice", "concat", "dot", "matmul",
+    "broadcast", "reduce", "argmax", "argmin", "transpose", "reshape", "slice", "pad", "concat", "dot", "matmul",
     "softmax", "log_softmax", "layer_norm", "rms_norm", "attention", "embedding", "gather", "cross_entropy", "rope",
     "adamw", "sgd", "sharding_constraint",
     # sharding

@@ -1079,6 +1079,26 @@ def reduce(x, kind: str = "sum", dims: Optional[Sequence[int]] = None, *, name=N
                            {"kind": kind, "dims": dims}, name).result
 
 
+def pad(x, low: Sequence[int], high: Sequence[int], interior: Optional[Sequence[int]] = None,
+        fill: float = 0.0, *, name=None) -> Tensor:
+    """Pads each dim with `low` elements before, `high` after and `interior`
+    between neighbours, all `fill`."""
+    x = _check_tensor("pad", "operand", x)
+    low, high = [int(v) for v in low], [int(v) for v in high]
+    inner = [0] * x.rank if interior is None else [int(v) for v in interior]
+    if not (len(low) == len(high) == len(inner) == x.rank):
+        _fail("pad", f"low, high and interior need one entry per dim of {x.type}")
+    if any(v < 0 for v in low + high + inner):
+        _fail("pad", f"padding must not be negative, got low {low}, high {high}, "
+                     f"interior {inner}")
+    shape = [lo + n + (n - 1 if n > 0 else 0) * i + hi
+             for n, lo, hi, i in zip(x.shape, low, high, inner)]
+    attrs = {"low": low, "high": high, "fill": float(fill)}
+    if interior is not None:
+        attrs["interior"] = inner
+    return x.graph._add_op("pad", [x], [(shape, x.dtype)], attrs, name).result
+
+
 def _arg_reduce(op: str, x, dim: int, dtype: str, name) -> Tensor:
     x = _check_tensor(op, "operand", x)
     _check_dtypes(op, "operand", x, NUMERIC_DTYPES)
@@ -1497,6 +1517,6 @@ def sharding_constraint(x, spec: SpecLike, *, name=None) -> Tensor:
 
 OPS = ("add", "sub", "mul", "div", "max", "min", "neg", "exp", "log", "tanh", "sqrt", "rsqrt",
        "gelu", "silu", "relu", "sigmoid", "compare", "select", "convert", "constant",
-       "broadcast", "reduce", "argmax", "argmin", "transpose", "reshape", "slice", "concat", "dot", "softmax",
+       "broadcast", "reduce", "argmax", "argmin", "transpose", "reshape", "slice", "pad", "concat", "dot", "softmax",
        "log_softmax", "layer_norm", "rms_norm", "attention", "embedding", "gather", "cross_entropy", "rope", "adamw",
        "sgd", "sharding_constraint")

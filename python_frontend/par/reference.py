@@ -428,6 +428,19 @@ def evaluate_op(op: Op, args) -> list:
     if k == "slice":
         index = tuple(slice(s, l, st) for s, l, st in zip(a["starts"], a["limits"], a["strides"]))
         return [args[0][index]]
+    if k == "pad":
+        x = args[0]
+        inner = a.get("interior") or [0] * x.ndim
+        shape = [lo + n + max(n - 1, 0) * i + hi
+                 for n, lo, hi, i in zip(x.shape, a["low"], a["high"], inner)]
+        fill = a["fill"]
+        if x.dtype.kind in "iu" and np.isinf(fill):
+            info = np.iinfo(x.dtype)
+            fill = info.min if fill < 0 else info.max
+        r = np.full(shape, fill, dtype=x.dtype)
+        r[tuple(slice(lo, lo + (n - 1) * (i + 1) + 1 if n else lo, i + 1)
+                for n, lo, i in zip(x.shape, a["low"], inner))] = x
+        return [_result(r, out.dtype)]
     if k == "concat":
         return [np.concatenate(args, axis=a["dim"])]
     if k == "dot":

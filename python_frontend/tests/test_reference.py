@@ -74,6 +74,7 @@ def _catalogue():
     out(ops.transpose(x.reshape(2, 2, 8), [2, 0, 1]), "transpose")
     out(ops.slice(x, [1, 1], [4, 8], [2, 3]), "slice")
     out(ops.concat([x, y[:, :3]], 1), "concat")
+    out(ops.pad(x, [1, 0], [0, 2], [1, 1], fill=0.5), "pad")
     out(ops.dot(x.reshape(2, 2, 8), y.reshape(2, 2, 8), ([2], [2]), ([0], [0])), "dot")
     out(ops.softmax(x * 4.0, 0), "softmax")
     out(ops.log_softmax(x * 4.0, 1), "log_softmax")

@@ -46,6 +46,7 @@ enum class OpCode : int {
   Reshape,
   Slice,
   Concat,
+  Pad,
   Dot,
   Softmax,
   LogSoftmax,
@@ -70,7 +71,7 @@ enum class OpCode : int {
   Exchange,
   AxisIndex,
 };
-inline constexpr int kNumOps = 49;
+inline constexpr int kNumOps = 50;
 
 enum class CollectiveKind : int {
   Sum = 0,
@@ -162,6 +163,12 @@ inline constexpr AttrSpec kSliceAttrs[] = {
 };
 inline constexpr AttrSpec kConcatAttrs[] = {
     {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+};
+inline constexpr AttrSpec kPadAttrs[] = {
+    {"low", "low", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+    {"high", "high", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+    {"interior", "interior", AttrKind::Ints, true, false, 0.0, nullptr, 0},
+    {"fill", "fill", AttrKind::Float, false, true, 0.0, nullptr, 0},
 };
 inline constexpr AttrSpec kDotAttrs[] = {
     {"lhs_batch", "lhs_batch", AttrKind::Ints, true, false, 0.0, nullptr, 0},
@@ -275,6 +282,7 @@ inline constexpr OpSpec kOps[kNumOps] = {
     {OpCode::Reshape, "reshape", 1, 1, 1, 1, false, false, false, false, false, 0, false, nullptr, 0},
     {OpCode::Slice, "slice", 1, 1, 1, 1, false, false, false, false, false, 0, false, kSliceAttrs, 3},
     {OpCode::Concat, "concat", 1, -1, 1, 1, false, false, false, false, false, 0, false, kConcatAttrs, 1},
+    {OpCode::Pad, "pad", 1, 1, 1, 1, false, false, false, false, false, 0, false, kPadAttrs, 4},
     {OpCode::Dot, "dot", 2, 2, 1, 1, false, false, false, false, false, 0, false, kDotAttrs, 4},
     {OpCode::Softmax, "softmax", 1, 1, 1, 1, false, false, false, false, false, 0, false, kSoftmaxAttrs, 1},
     {OpCode::LogSoftmax, "log_softmax", 1, 1, 1, 1, false, false, false, false, false, 0, false, kLogSoftmaxAttrs, 1},
@@ -338,10 +346,14 @@ struct Attrs {
   int64_t dim = 0;
   std::vector<int64_t> dims;
   double epsilon = 0;
+  double fill = 0;
   int64_t group = -1;
+  std::vector<int64_t> high;
+  std::vector<int64_t> interior;
   std::vector<int64_t> lhsBatch;
   std::vector<int64_t> lhsContract;
   std::vector<int64_t> limits;
+  std::vector<int64_t> low;
   double momentum = 0;
   bool nesterov = false;
   std::vector<std::pair<int64_t, int64_t>> pairs;
@@ -392,6 +404,12 @@ void decodeAttrs(OpCode op, Decoder &d, Attrs &a) {
     return;
   case OpCode::Concat:
     d.integer(kConcatAttrs[0], a.dim);
+    return;
+  case OpCode::Pad:
+    d.integers(kPadAttrs[0], a.low);
+    d.integers(kPadAttrs[1], a.high);
+    d.integers(kPadAttrs[2], a.interior);
+    d.number(kPadAttrs[3], a.fill);
     return;
   case OpCode::Dot:
     d.integers(kDotAttrs[0], a.lhsBatch);

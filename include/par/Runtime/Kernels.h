@@ -68,6 +68,12 @@ void reshape(const Tensor &input, Tensor &out);
 /// out[i...] = input[starts + i * strides]; out's shape gives the extent.
 void slice(const Tensor &input, const std::vector<int64_t> &starts,
            const std::vector<int64_t> &strides, Tensor &out);
+/// out = `fill` (an integer type takes an infinity as its extreme) with
+/// input[i...] at low + i * (interior + 1) per dim; `interior` empty means
+/// none.
+void pad(const Tensor &input, const std::vector<int64_t> &low,
+         const std::vector<int64_t> &high,
+         const std::vector<int64_t> &interior, double fill, Tensor &out);
 void concat(const std::vector<Tensor> &inputs, int64_t dim, Tensor &out);
 /// Fills `out` with `value` (splat constant).
 void fill(Tensor &out, double value);

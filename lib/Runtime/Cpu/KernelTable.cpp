@@ -109,6 +109,9 @@ KernelTable build() {
   set(OpCode::Reshape, [](Stream, const Attrs &, const Tensors &in,
                           Tensors &out) { reshape(in[0], out[0]); });
   set(OpCode::Slice, sliceKernel);
+  set(OpCode::Pad, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
+    pad(in[0], a.low, a.high, a.interior, a.fill, out[0]);
+  });
   set(OpCode::Concat, [](Stream, const Attrs &a, const Tensors &in,
                          Tensors &out) { concat(in, a.dim, out[0]); });
   set(OpCode::Dot, [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {

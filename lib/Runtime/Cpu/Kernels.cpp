@@ -1114,6 +1114,73 @@ void slice(const Tensor &input, const std::vector<int64_t> &starts,
     gatherElements(input, offset, srcStrides, out);
 }
 
+void pad(const Tensor &input, const std::vector<int64_t> &low,
+         const std::vector<int64_t> &high,
+         const std::vector<int64_t> &interior, double fill, Tensor &out) {
+  const std::string op = "pad";
+  checkTensor(op, "input", input);
+  checkTensor(op, "out", out);
+  checkSameDType(op, "input", input, "out", out);
+  const size_t rank = input.shape.size();
+  std::vector<int64_t> inner = interior;
+  if (inner.empty())
+    inner.assign(rank, 0);
+  if (low.size() != rank || high.size() != rank || inner.size() != rank)
+    fail(op, "low, high and interior need one entry per dim of " +
+                 typeStr(input));
+  Shape expected(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    if (low[d] < 0 || high[d] < 0 || inner[d] < 0)
+      fail(op, "padding of dim " + std::to_string(d) + " is negative");
+    int64_t n = input.shape[d];
+    expected[d] = low[d] + n + std::max<int64_t>(n - 1, 0) * inner[d] + high[d];
+  }
+  if (out.shape != expected)
+    fail(op, "padding " + typeStr(input) + " gives " + shapeDesc(expected) +
+                 ", but out is " + typeStr(out));
+  // One element of the fill in out's type (an integer type takes an
+  // infinity as its extreme).
+  const size_t bytes = dtypeBytes(out.dtype);
+  std::vector<char> one(bytes);
+  if (isFloat(out.dtype)) {
+    convertBuffer(DType::F64, &fill, out.dtype, one.data(), 1);
+  } else {
+    int64_t value = 0;
+    bool wide = out.dtype == DType::I64;
+    int64_t lo = wide ? std::numeric_limits<int64_t>::min()
+                      : std::numeric_limits<int32_t>::min();
+    int64_t hi = wide ? std::numeric_limits<int64_t>::max()
+                      : std::numeric_limits<int32_t>::max();
+    if (out.dtype == DType::I1)
+      value = fill != 0;
+    else if (std::isnan(fill))
+      value = 0;
+    else if (fill <= double(lo))
+      value = lo;
+    else if (fill >= double(hi))
+      value = hi;
+    else
+      value = int64_t(fill);
+    convertBuffer(DType::I64, &value, out.dtype, one.data(), 1);
+  }
+  char *dst = static_cast<char *>(out.data);
+  for (int64_t i = 0; i < out.size(); ++i)
+    std::memcpy(dst + size_t(i) * bytes, one.data(), bytes);
+  // Each input element lands at low + index * (interior + 1).
+  std::vector<int64_t> outStride = rowMajorStrides(out.shape), step(rank);
+  int64_t base = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    step[d] = outStride[d] * (inner[d] + 1);
+    base += low[d] * outStride[d];
+  }
+  const char *src = static_cast<const char *>(input.data);
+  forEachIndex(input.shape, rowMajorStrides(input.shape), step,
+               [&](int64_t from, int64_t to) {
+                 std::memcpy(dst + size_t(base + to) * bytes,
+                             src + size_t(from) * bytes, bytes);
+               });
+}
+
 void concat(const std::vector<Tensor> &inputs, int64_t dim, Tensor &out) {
   const std::string op = "concat";
   checkTensor(op, "out", out);

@@ -575,6 +575,27 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
         return success();
       })
       .Case([&](ScatterAddOp o) { return scatterAddRule(o, g); })
+      .Case([&](PadOp o) {
+        // The operand landed at low + i * (interior + 1): that strided
+        // slice of the gradient (the fill is a constant).
+        RankedTensorType t = typeOf(o.getInput());
+        SmallVector<int64_t> starts, limits, strides;
+        SmallVector<int64_t> interior = o.getInteriorOrZeros();
+        bool strided = false;
+        for (int64_t d = 0; d < t.getRank(); ++d) {
+          int64_t n = t.getDimSize(d), low = o.getLow()[d];
+          starts.push_back(low);
+          limits.push_back(n == 0 ? low : low + (n - 1) * (interior[d] + 1) + 1);
+          strides.push_back(interior[d] + 1);
+          strided |= interior[d] > 0;
+        }
+        accumulate(o.getInput(),
+                   SliceOp::create(b, loc, t, g, b.getDenseI64ArrayAttr(starts),
+                                   b.getDenseI64ArrayAttr(limits),
+                                   strided ? b.getDenseI64ArrayAttr(strides)
+                                           : DenseI64ArrayAttr()));
+        return success();
+      })
       .Case([&](GatherOp o) {
         // d operand: the gradient's slices added back where they were read.
         RankedTensorType t = typeOf(o.getOperand());
@@ -584,36 +605,31 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
         return success();
       })
       .Case([&](SliceOp o) {
-        if (o.getStrides() &&
-            llvm::any_of(*o.getStrides(), [](int64_t s) { return s != 1; }))
-          return noRule(o, " with strides");
-        // Pad the gradient back with zeros around the slice, dim by dim.
-        RankedTensorType in = typeOf(o.getInput());
-        Value r = g;
+        // The gradient padded back with zeros around the slice, and between
+        // the strided elements.
+        RankedTensorType in = typeOf(o.getInput()), out = typeOf(g);
+        SmallVector<int64_t> strides = o.getStridesOrOnes();
+        SmallVector<int64_t> low, high, interior;
+        bool inner = false;
         for (int64_t d = 0; d < in.getRank(); ++d) {
-          int64_t before = o.getStarts()[d];
-          int64_t after = in.getDimSize(d) - o.getLimits()[d];
-          SmallVector<Value> pieces;
-          auto zeros = [&](int64_t size) {
-            SmallVector<int64_t> shape(typeOf(r).getShape());
-            shape[d] = size;
-            return splat(
-                RankedTensorType::get(shape, typeOf(r).getElementType()), 0.0);
-          };
-          if (before == 0 && after == 0)
-            continue;
-          if (before)
-            pieces.push_back(zeros(before));
-          pieces.push_back(r);
-          if (after)
-            pieces.push_back(zeros(after));
-          SmallVector<int64_t> shape(typeOf(r).getShape());
-          shape[d] = in.getDimSize(d);
-          r = ConcatOp::create(
-              b, loc, RankedTensorType::get(shape, typeOf(r).getElementType()),
-              pieces, (uint64_t)d);
+          int64_t n = out.getDimSize(d), start = o.getStarts()[d];
+          int64_t end = n == 0 ? start : start + (n - 1) * strides[d] + 1;
+          low.push_back(start);
+          high.push_back(in.getDimSize(d) - end);
+          interior.push_back(strides[d] - 1);
+          inner |= n > 1 && strides[d] > 1;
         }
-        accumulate(o.getInput(), r);
+        if (llvm::all_of(low, [](int64_t v) { return v == 0; }) &&
+            llvm::all_of(high, [](int64_t v) { return v == 0; }) && !inner) {
+          accumulate(o.getInput(), g);
+          return success();
+        }
+        accumulate(o.getInput(),
+                   PadOp::create(b, loc, in, g, b.getDenseI64ArrayAttr(low),
+                                 b.getDenseI64ArrayAttr(high),
+                                 inner ? b.getDenseI64ArrayAttr(interior)
+                                       : DenseI64ArrayAttr(),
+                                 b.getF64FloatAttr(0.0)));
         return success();
       })
       .Case([&](ConcatOp o) {

@@ -77,6 +77,11 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
     NamedAttrList attrs;
     attrs.set(ParDialect::kUpdatesAttrName,
               IntegerAttr::get(IntegerType::get(ctx, 64), argIndex));
+    // The new value keeps the layout a user gave the parameter, whatever
+    // layout its gradient arrives in.
+    if (Attribute sharding =
+            func.getArgAttr(argIndex, ParDialect::kShardingAttrName))
+      attrs.set(ParDialect::kShardingAttrName, sharding);
     resultAttrs.push_back(attrs);
   };
 

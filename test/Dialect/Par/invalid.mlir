@@ -1104,6 +1104,33 @@ func.func @scatter_type(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>, %u: tensor<3x4
 
 // -----
 
+// pad: the result size is low + n + (n - 1) * interior + high.
+func.func @pad_result(%x: tensor<4x8xf32>) -> tensor<6x8xf32> {
+  // expected-error @below {{'par.pad' op result type 'tensor<6x8xf32>' should be 'tensor<6x15xf32>'}}
+  %0 = par.pad %x low [1, 0] high [1, 0] interior [0, 1] : (tensor<4x8xf32>) -> tensor<6x8xf32>
+  return %0 : tensor<6x8xf32>
+}
+
+// -----
+
+// pad: no negative padding.
+func.func @pad_negative(%x: tensor<4x8xf32>) -> tensor<3x8xf32> {
+  // expected-error @below {{'par.pad' op padding of dimension 0 must not be negative, got low -1, high 0, interior 0}}
+  %0 = par.pad %x low [-1, 0] high [0, 0] : (tensor<4x8xf32>) -> tensor<3x8xf32>
+  return %0 : tensor<3x8xf32>
+}
+
+// -----
+
+// pad: one entry per dim.
+func.func @pad_rank(%x: tensor<4x8xf32>) -> tensor<5x8xf32> {
+  // expected-error @below {{'par.pad' op low, high and interior need one entry per operand dimension (rank 2)}}
+  %0 = par.pad %x low [1] high [0] : (tensor<4x8xf32>) -> tensor<5x8xf32>
+  return %0 : tensor<5x8xf32>
+}
+
+// -----
+
 // gather: the result is the entries' shape, then the non-indexed dims.
 func.func @gather_result(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>) -> tensor<3x8xf32> {
   // expected-error @below {{'par.gather' op result 'tensor<3x8xf32>' must be [3x4]: the index entries' shape, then the operand's non-indexed dimensions}}

@@ -235,6 +235,16 @@ func.func @dim_sharding_attr() attributes {dims = [#par.dim_sharding<{"dp", ?}p2
   return
 }
 
+// pad: low, high, optional interior, a fill.
+// CHECK-LABEL: func @pad
+func.func @pad(%x: tensor<4x8xf32>, %i: tensor<3xi32>) -> tensor<6x16xf32> {
+  // CHECK: par.pad %{{.*}} low [0, 1] high [2, 0] interior [0, 1] {fill = -1.000000e+00 : f64} : (tensor<4x8xf32>) -> tensor<6x16xf32>
+  %0 = par.pad %x low [0, 1] high [2, 0] interior [0, 1] {fill = -1.0 : f64} : (tensor<4x8xf32>) -> tensor<6x16xf32>
+  // CHECK: par.pad %{{.*}} low [2] high [1] : (tensor<3xi32>) -> tensor<6xi32>
+  %1 = par.pad %i low [2] high [1] : (tensor<3xi32>) -> tensor<6xi32>
+  return %0 : tensor<6x16xf32>
+}
+
 // scatter_add and gather: one or several indexed dims, integer or float
 // elements.
 // CHECK-LABEL: func @scatter_add

@@ -181,6 +181,14 @@ func.func @scatter_add(%t: tensor<8x4x6xf32>, %i: tensor<2x3x2xi32>, %u: tensor<
   return
 }
 
+// pad: unpadded dims pass through; a padded dim is a permutation factor on
+// each side.
+func.func @pad(%x: tensor<4x8xf32>) {
+  // expected-remark @below {{sharding rule: ([i, j]) -> ([i, k]) {i=4, j=8 permutation, k=17 permutation}}}
+  %0 = par.pad %x low [0, 1] high [0, 1] interior [0, 1] : (tensor<4x8xf32>) -> tensor<4x17xf32>
+  return
+}
+
 // gather: index entries pass through to the result, the coordinates need
 // replication, indexed dims reduce by sum (other shards read zeros), slice
 // dims pass through.

@@ -8,15 +8,6 @@ func.func @no_loss(%w: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-func.func @strided(%w: tensor<8xf32>) -> tensor<f32> {
-  // expected-error @+1 {{--par-autodiff: no gradient rule for 'par.slice' with strides; the loss depends on it through a parameter}}
-  %s = par.slice %w starts [0] limits [8] strides [2] : (tensor<8xf32>) -> tensor<4xf32>
-  %l = par.reduce sum %s dims [0] : (tensor<4xf32>) -> tensor<f32>
-  return %l : tensor<f32>
-}
-
-// -----
-
 func.func @optimizer_inside(%w: tensor<4xf32>, %g: tensor<4xf32> {par.role = "data"}, %lr: tensor<f32> {par.role = "data"}) -> tensor<f32> {
   // expected-error @+1 {{--par-autodiff: no gradient rule for 'par.sgd'}}
   %p, %b = par.sgd %w, %g, %w, %lr : tensor<4xf32>, tensor<4xf32>, tensor<f32>

@@ -332,6 +332,37 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+SmallVector<int64_t> PadOp::getInteriorOrZeros() {
+  if (std::optional<ArrayRef<int64_t>> interior = getInterior())
+    return llvm::to_vector(*interior);
+  return SmallVector<int64_t>(getLow().size(), 0);
+}
+
+LogicalResult PadOp::verify() {
+  RankedTensorType in = tensorOf(getInput()), out = tensorOf(getResult());
+  int64_t rank = in.getRank();
+  SmallVector<int64_t> interior = getInteriorOrZeros();
+  if ((int64_t)getLow().size() != rank || (int64_t)getHigh().size() != rank ||
+      (int64_t)interior.size() != rank)
+    return emitOpError() << "low, high and interior need one entry per "
+                            "operand dimension (rank "
+                         << rank << ")";
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t low = getLow()[d], high = getHigh()[d], inner = interior[d];
+    if (low < 0 || high < 0 || inner < 0)
+      return emitOpError() << "padding of dimension " << d
+                           << " must not be negative, got low " << low
+                           << ", high " << high << ", interior " << inner;
+    int64_t n = in.getDimSize(d);
+    shape.push_back(low + n + std::max<int64_t>(n - 1, 0) * inner + high);
+  }
+  if (out.getShape() != ArrayRef<int64_t>(shape))
+    return emitOpError() << "result type " << out << " should be "
+                         << RankedTensorType::get(shape, in.getElementType());
+  return success();
+}
+
 LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> location,
                                          Adaptor adaptor,

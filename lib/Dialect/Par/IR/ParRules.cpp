@@ -176,6 +176,21 @@ ShardingRule SliceOp::getShardingRule() {
   return rule;
 }
 
+ShardingRule PadOp::getShardingRule() {
+  ShardingRule rule(getOperation());
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getResult());
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] == out[d]) {
+      rule.addSharedFactor(in[d], {{0, d}}, {{0, d}});
+      continue;
+    }
+    if (in[d] > 0)
+      rule.addSharedFactor(in[d], {{0, d}}, {}, FactorKind::Permutation);
+    rule.addSharedFactor(out[d], {}, {{0, d}}, FactorKind::Permutation);
+  }
+  return rule;
+}
+
 ShardingRule ConcatOp::getShardingRule() {
   ShardingRule rule(getOperation());
   ArrayRef<int64_t> out = shapeOf(getResult());

@@ -376,6 +376,39 @@ def Par_ConcatOp : Par_ComputeOp<"concat", []> {
   let hasVerifier = 1;
 }
 
+def Par_PadOp : Par_ComputeOp<"pad", [SameOperandsAndResultElementType]> {
+  let summary = "pad with a constant: low, high and interior per dimension";
+  let description = [{
+    Each dimension gets `low` elements before, `high` after and `interior`
+    between every two neighbours (absent: none), all of value `fill`
+    (converted to the element type; an integer tensor takes an infinity as
+    its type's extreme). Result size: low + n + (n - 1) * interior + high.
+
+    ```mlir
+    %y = par.pad %x low [0, 1] high [2, 0] interior [0, 1] {fill = -1.0}
+        : (tensor<4x8xf32>) -> tensor<6x16xf32>
+    ```
+    Sharding rule: unpadded dimensions are pass-through; a padded dimension
+    is a permutation factor on each side (a split of it is gathered before
+    the op). The gradient is the strided slice of the result's gradient
+    that the operand landed on.
+  }];
+  let arguments = (ins Par_AnyTensor:$input, DenseI64ArrayAttr:$low,
+                       DenseI64ArrayAttr:$high,
+                       OptionalAttr<DenseI64ArrayAttr>:$interior,
+                       DefaultValuedAttr<F64Attr, "0.0">:$fill);
+  let results = (outs Par_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `low` $low `high` $high (`interior` $interior^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// The interior padding per dimension (zeros when absent).
+    ::llvm::SmallVector<int64_t> getInteriorOrZeros();
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Contraction
 //===----------------------------------------------------------------------===//
