@@ -235,8 +235,11 @@ public:
       out = r.integers(a[s.key], key(s));
   }
   void number(const catalogue::AttrSpec &s, double &out) {
+    // A float attribute that is an infinity or NaN (pad's fill) is written
+    // as "inf", "-inf" or "nan", as constant elements are.
     if (present(s))
-      out = r.number(a[s.key], key(s));
+      out = a[s.key].is_string() ? r.element(a[s.key], key(s))
+                                 : r.number(a[s.key], key(s));
     else if (s.hasDefault)
       out = s.defaultValue;
   }

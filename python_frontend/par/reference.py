@@ -434,9 +434,13 @@ def evaluate_op(op: Op, args) -> list:
         shape = [lo + n + max(n - 1, 0) * i + hi
                  for n, lo, hi, i in zip(x.shape, a["low"], a["high"], inner)]
         fill = a["fill"]
-        if x.dtype.kind in "iu" and np.isinf(fill):
+        if x.dtype.kind in "iu":
+            # As par-run's kernel: NaN is 0, out of range clamps, else truncates.
             info = np.iinfo(x.dtype)
-            fill = info.min if fill < 0 else info.max
+            fill = (0 if np.isnan(fill) else info.min if fill <= info.min
+                    else info.max if fill >= info.max else int(fill))
+        elif x.dtype == np.bool_:
+            fill = fill != 0
         r = np.full(shape, fill, dtype=x.dtype)
         r[tuple(slice(lo, lo + (n - 1) * (i + 1) + 1 if n else lo, i + 1)
                 for n, lo, i in zip(x.shape, a["low"], inner))] = x

@@ -221,12 +221,13 @@ def CombineCollectivesPass : Pass<"par-combine-collectives", "::mlir::ModuleOp">
     Runs on a per-device program (after `--par-to-local`; the last step of
     `--par-partition`). All-reduces with the same mesh axes, combiner,
     element type, phase and layer, none of which depends on another's result,
-    whose inputs are all computed before any of their results is read,
-    become one all-reduce of their inputs flattened and concatenated;
-    each result is its slice of the combined buffer. A combined buffer
+    become one all-reduce of their inputs flattened and concatenated, right
+    after the last of the inputs (ops that read an earlier member's result
+    before that point move after it); each result is its slice of the
+    combined buffer. A combined buffer
     stays within `max-bytes` (small collectives cost latency, not bandwidth;
-    large gradient buckets are a different trade against overlap). Late ops
-    (ZeRO's gathers) are left alone. The result computes the same values
+    large gradient buckets are a different trade against overlap). Late
+    all-reduces are not combined. The result computes the same values
     with fewer collectives: the vocabulary-parallel cross-entropy issues
     three all-reduces, not four.
 

@@ -1515,10 +1515,11 @@ struct IndexedSlices {
     for (int64_t e = 0; e < entries; ++e) {
       int64_t start = 0;
       bool inside = true;
-      for (int64_t j = 0; j < k; ++j) {
+      for (int64_t j = 0; j < k && inside; ++j) {
         int64_t c = index[e * k + j];
-        inside = inside && c >= 0 && c < operand.shape[dims[j]];
-        start += c * stride[dims[j]];
+        inside = c >= 0 && c < operand.shape[dims[j]];
+        if (inside) // only coordinates in range: no overflow
+          start += c * stride[dims[j]];
       }
       if (!inside)
         continue;

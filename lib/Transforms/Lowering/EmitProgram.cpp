@@ -362,8 +362,16 @@ json Emitter::attribute(Operation *op, const catalogue::AttrSpec &spec) {
     return cast<IntegerAttr>(attr).getInt();
   case AttrKind::Ints:
     return cast<DenseI64ArrayAttr>(attr).asArrayRef();
-  case AttrKind::Float:
-    return cast<FloatAttr>(attr).getValueAsDouble();
+  case AttrKind::Float: {
+    // JSON has no infinities or NaN (pad's fill may be one): strings, as
+    // for constants.
+    double v = cast<FloatAttr>(attr).getValueAsDouble();
+    if (std::isnan(v))
+      return "nan";
+    if (std::isinf(v))
+      return v < 0 ? "-inf" : "inf";
+    return v;
+  }
   case AttrKind::Bool:
     return isa<UnitAttr>(attr) || cast<BoolAttr>(attr).getValue();
   case AttrKind::Enum:

@@ -551,6 +551,14 @@ func.func @argmax_dim(%x: tensor<8x16xf32>) {
 
 // -----
 
+func.func @argmax_empty(%x: tensor<8x0xf32>) {
+  // expected-error @below {{'par.argmax' op dim 1 of 'tensor<8x0xf32>' is empty: there is no element to pick}}
+  %0 = par.argmax %x dim 1 : (tensor<8x0xf32>) -> tensor<8xi32>
+  return
+}
+
+// -----
+
 func.func @argmin_shape(%x: tensor<8x16xf32>) {
   // expected-error @below {{'par.argmin' op result shape must be the operand's without dim 1 ('tensor<8xi32>'), got 'tensor<16xi32>'}}
   %0 = par.argmin %x dim 1 : (tensor<8x16xf32>) -> tensor<16xi32>

@@ -2,10 +2,11 @@
 // argmax/argmin over a split dim keep the split: each device takes its own
 // extreme (padding masked so it never wins) and its global index (local
 // index + the shard's first position); one all-reduce of the extremes and
-// one all-reduce min of the indices of the shards that hold the extreme
-// (others offer the dim size) give the smallest index on ties. One value
-// per row each: 2 elements per device here, where gathering the operand
-// would move 3/4 of 2x64.
+// one all-reduce min of the offers: a holder of the extreme offers its
+// index + the dim size (64), a shard whose extreme is NaN its bare index
+// (the first NaN wins, as unsplit), the others twice the size; the size is
+// taken off a holder's. One value per row each: 2 elements per device here,
+// where gathering the operand would move 3/4 of 2x64.
 
 par.mesh @mesh <["dp"=2, "tp"=4]>
 
@@ -26,8 +27,15 @@ par.mesh @mesh <["dp"=2, "tp"=4]>
 // CHECK: %[[G:.*]] = par.add %[[L]], %{{.*}} : tensor<2xi32>
 // CHECK-NEXT: %[[H:.*]] = par.compare eq, %[[V]], %[[BEST]] : tensor<2xf32>
 // CHECK-NEXT: %[[N:.*]] = par.constant dense<64> : tensor<2xi32>
-// CHECK-NEXT: %[[C:.*]] = par.select %[[H]], %[[G]], %[[N]]
-// CHECK-NEXT: par.all_reduce min %[[C]] over @mesh ["tp"] : tensor<2xi32>
+// CHECK-NEXT: %[[OFF:.*]] = par.add %[[G]], %[[N]] : tensor<2xi32>
+// CHECK-NEXT: %[[N2:.*]] = par.constant dense<128> : tensor<2xi32>
+// CHECK-NEXT: %[[C:.*]] = par.select %[[H]], %[[OFF]], %[[N2]]
+// CHECK-NEXT: %[[NAN:.*]] = par.compare ne, %[[V]], %[[V]] : tensor<2xf32>
+// CHECK-NEXT: %[[C2:.*]] = par.select %[[NAN]], %[[G]], %[[C]]
+// CHECK-NEXT: %[[MIN:.*]] = par.all_reduce min %[[C2]] over @mesh ["tp"] : tensor<2xi32>
+// CHECK: %[[HELD:.*]] = par.compare ge, %[[MIN]], %{{.*}} : tensor<2xi32>
+// CHECK: %[[LESS:.*]] = par.sub %[[MIN]], %{{.*}} : tensor<2xi32>
+// CHECK-NEXT: par.select %[[HELD]], %[[LESS]], %[[MIN]]
 // CHECK: par.argmin %arg0 dim 1 : (tensor<2x16xf32>) -> tensor<2xi64>
 func.func @arg(%x: tensor<4x64xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {"tp"}]>}) -> (tensor<4xi32>, tensor<4xi64>) {
   %0 = par.argmax %x dim 1 : (tensor<4x64xf32>) -> tensor<4xi32>

@@ -585,13 +585,35 @@ static LogicalResult localizeArgReduce(LocalFormContext &ctx, Operation *op,
       b, loc, getI1TensorLike(rowType),
       CompareDirectionAttr::get(b.getContext(), CompareDirection::eq), extreme,
       best);
+  // Candidates: a holder of the extreme offers its index + size, the others
+  // 2 size; a shard whose extreme is NaN (the kernel's first NaN wins, as
+  // reduce max propagates it) offers its index alone, so it beats every
+  // holder. The smallest candidate, less size when it is one of a holder's,
+  // is the first NaN or else the first extreme.
   int64_t size = ctx.globalType(input).getDimSize(dim);
-  Value candidate = SelectOp::create(b, loc, outType, holds, global,
-                                     splatConstant(b, loc, outType, size));
+  auto direction = [&](CompareDirection d) {
+    return CompareDirectionAttr::get(b.getContext(), d);
+  };
+  auto splat = [&](double v) { return splatConstant(b, loc, outType, v); };
+  Value offered = AddOp::create(b, loc, outType, global, splat(double(size)));
+  Value candidate =
+      SelectOp::create(b, loc, outType, holds, offered, splat(2.0 * size));
+  if (isa<FloatType>(inType.getElementType())) {
+    Value isNaN =
+        CompareOp::create(b, loc, getI1TensorLike(rowType),
+                          direction(CompareDirection::ne), extreme, extreme);
+    candidate = SelectOp::create(b, loc, outType, isNaN, global, candidate);
+  }
   Value smallest =
       AllReduceOp::create(b, loc, outType, CollectiveKind::min, candidate,
                           mesh.getSymName(), axisNames);
-  ctx.replaceValue(result, smallest, global.getDefiningOp());
+  Value held = CompareOp::create(b, loc, getI1TensorLike(outType),
+                                 direction(CompareDirection::ge), smallest,
+                                 splat(double(size)));
+  Value picked = SelectOp::create(
+      b, loc, outType, held,
+      SubOp::create(b, loc, outType, smallest, splat(double(size))), smallest);
+  ctx.replaceValue(result, picked, global.getDefiningOp());
   return success();
 }
 

@@ -489,6 +489,10 @@ static LogicalResult verifyArgReduce(Operation *op, Value input, int64_t dim,
   if (failed(verifySoftmaxDim(op, input, dim)))
     return failure();
   RankedTensorType in = tensorOf(input), out = tensorOf(result);
+  if (in.getDimSize(dim) == 0 && in.getNumElements() == 0 &&
+      out.getNumElements() > 0)
+    return op->emitOpError() << "dim " << dim << " of " << in
+                             << " is empty: there is no element to pick";
   SmallVector<int64_t> shape(in.getShape());
   shape.erase(shape.begin() + dim);
   if (out.getShape() != ArrayRef<int64_t>(shape))

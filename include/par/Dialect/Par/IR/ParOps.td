@@ -507,8 +507,9 @@ class Par_ArgReduceOp<string mnemonic, string extreme>
   let description = [{
     The result drops dimension `dim` of the operand; each element is the
     index along `dim` of the }] # extreme # [{ element of its row, the
-    smallest such index on ties (as XLA). The index type is the result's
-    (i32 or i64).
+    smallest such index on ties (as XLA), the first NaN's if the row holds
+    one (as `par.reduce` propagates NaN). The index type is the result's
+    (i32 or i64); `dim` must not be empty.
 
     ```mlir
     %i = par.}] # mnemonic # [{ %x dim 1 : (tensor<8x256xf32>) -> tensor<8xi32>
@@ -516,8 +517,8 @@ class Par_ArgReduceOp<string mnemonic, string extreme>
     Sharding rule: kept dimensions are pass-through; `dim` is reduced
     internally: split, each device takes its own extreme and its global
     index, and two all-reduces of one value per row complete it (the
-    extreme, then the smallest index among the shards that hold it).
-    Padding never wins. The result is an integer and has no gradient.
+    extreme, then the smallest index among the shards that hold it or a
+    NaN). Padding never wins. The result is an integer and has no gradient.
   }];
   let arguments = (ins Par_NumTensor:$input, I64Attr:$dim);
   let results = (outs Par_IntTensor:$result);
