@@ -3,12 +3,15 @@
 // Independent all-reduces on the same device group, with the same combiner
 // and element type, are issued as one all-reduce of their concatenated
 // inputs. Grouping is greedy in program order: an all-reduce joins the
-// first group it is compatible with (same key, no dependence on a member's
-// result, the buffer within the limit). The combined all-reduce goes right
-// after the last of the inputs; ops that read a member's result (and their
-// readers) and came before that point move after it, in their order. One
-// group is rewritten at a time and the dependences are taken anew, since
-// combining couples the members' results to all of their inputs.
+// first group it is compatible with (same key, the buffer within the
+// limit, and neither reaching the other through data). Combining ties
+// every member's result to every member's input, so a group is one node of
+// the dependence graph from then on: reachability between all-reduces is
+// kept closed under each merge, and a merge that would close a cycle (a
+// member reaching the newcomer through another group) is refused. The
+// combined all-reduce goes right after the last of the inputs; ops that
+// read a member's result (and their readers) and came before that point
+// move after it, in their order.
 //
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/TrainingStep.h"
@@ -67,6 +70,9 @@ private:
   DenseMap<Operation *, unsigned> number; // all-reduce -> its number
   /// Per op: the all-reduces (by number) its results depend on.
   DenseMap<Operation *, llvm::BitVector> ancestors;
+  /// Per all-reduce: the all-reduces its result reaches (feeds, through any
+  /// ops), with the groups formed so far contracted to one node each.
+  std::vector<llvm::BitVector> reach;
   SmallVector<Group> groups;
 };
 
@@ -100,6 +106,14 @@ void Combiner::analyze() {
     ancestors[&op] = std::move(bits);
   }
 
+  // reach[i] holds j when i's result flows into j's input.
+  reach.assign(n, llvm::BitVector(n));
+  for (AllReduceOp reduce : reduces)
+    if (Operation *def = reduce.getInput().getDefiningOp())
+      for (unsigned i :
+           ancestors[block.findAncestorOpInBlock(*def)].set_bits())
+        reach[i].set(number[reduce]);
+
   for (AllReduceOp reduce : reduces) {
     auto type = cast<RankedTensorType>(reduce.getInput().getType());
     Key key{reduce.getMesh(), reduce.getAxes(),  reduce.getKind(),
@@ -107,22 +121,37 @@ void Combiner::analyze() {
     int64_t bytes = type.getNumElements() * elementBytesOf(key.element);
     if (bytes > maxBytes)
       continue;
-    llvm::BitVector inputs(n);
-    if (Operation *def = reduce.getInput().getDefiningOp())
-      inputs = ancestors[block.findAncestorOpInBlock(*def)];
+    unsigned x = number[reduce];
     Group *home = nullptr;
-    for (Group &group : groups)
+    for (Group &group : groups) {
+      unsigned first = group.memberBits.find_first();
       if (group.key == key && group.bytes + bytes <= maxBytes &&
-          !inputs.anyCommon(group.memberBits)) {
+          !reach[first].test(x) && !reach[x].anyCommon(group.memberBits)) {
         home = &group;
         break;
       }
+    }
     if (!home) {
       groups.push_back(Group{key, {}, llvm::BitVector(n), 0});
       home = &groups.back();
+    } else {
+      // Contract: the group reaches what any member or the newcomer
+      // reaches, and whatever reaches one of them reaches all of that.
+      unsigned first = home->memberBits.find_first();
+      llvm::BitVector merged = reach[first];
+      merged |= reach[x];
+      llvm::BitVector members = home->memberBits;
+      members.set(x);
+      for (unsigned m : members.set_bits())
+        reach[m] = merged;
+      for (unsigned y = 0; y < n; ++y)
+        if (!members.test(y) && reach[y].anyCommon(members)) {
+          reach[y] |= members;
+          reach[y] |= merged;
+        }
     }
     home->members.push_back(reduce);
-    home->memberBits.set(number[reduce]);
+    home->memberBits.set(x);
     home->bytes += bytes;
   }
 }
@@ -227,17 +256,11 @@ bool Combiner::rewrite(Group &group) {
 }
 
 int64_t Combiner::run() {
+  analyze();
   int64_t folded = 0;
-  for (bool changed = true; changed;) {
-    changed = false;
-    analyze();
-    for (Group &group : groups)
-      if (group.members.size() > 1 && rewrite(group)) {
-        folded += group.members.size();
-        changed = true;
-        break;
-      }
-  }
+  for (Group &group : groups)
+    if (group.members.size() > 1 && rewrite(group))
+      folded += group.members.size();
   return folded;
 }
 

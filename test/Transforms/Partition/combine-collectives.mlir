@@ -92,3 +92,30 @@ func.func @marks(%g0: tensor<8xf32>, %g1: tensor<4x4xf32>, %g2: tensor<8xf32>, %
   %r3 = par.all_reduce sum %g3 over @mesh ["dp"] {par.late, par.layer = 0 : i64, par.phase = #par.phase<backward>} : tensor<8xf32>
   return %r0, %r1, %r2, %r3 : tensor<8xf32>, tensor<4x4xf32>, tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+par.mesh @mesh <["a"=2, "b"=2, "c"=2]>
+
+// Combining ties every member's result to every member's input: %b feeds
+// %g1a, whose group {%g1a, %g1b} feeds %g2a, whose group {%g2a, %g2b}
+// feeds %r. %b and %r are independent as written, but once both groups
+// are combined %r depends on %b: they must stay apart (combining them
+// would close a cycle).
+// CHECK-LABEL: func.func @chain_through_groups(
+// CHECK: par.all_reduce sum %arg0 over @mesh ["c"] : tensor<4xf32>
+// CHECK: par.all_reduce sum %{{.*}} over @mesh ["a"] : tensor<8xf32>
+// CHECK: par.all_reduce sum %{{.*}} over @mesh ["b"] : tensor<8xf32>
+// CHECK: par.all_reduce sum %{{.*}} over @mesh ["c"] : tensor<4xf32>
+func.func @chain_through_groups(%x: tensor<4xf32>, %y: tensor<4xf32>, %z: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %b = par.all_reduce sum %x over @mesh ["c"] : tensor<4xf32>
+  %ia = par.exp %b : tensor<4xf32>
+  %g1a = par.all_reduce sum %ia over @mesh ["a"] : tensor<4xf32>
+  %g1b = par.all_reduce sum %y over @mesh ["a"] : tensor<4xf32>
+  %ib = par.exp %g1b : tensor<4xf32>
+  %g2a = par.all_reduce sum %ib over @mesh ["b"] : tensor<4xf32>
+  %g2b = par.all_reduce sum %z over @mesh ["b"] : tensor<4xf32>
+  %ic = par.exp %g2b : tensor<4xf32>
+  %r = par.all_reduce sum %ic over @mesh ["c"] : tensor<4xf32>
+  return %b, %g1a, %g2a, %r, %g1b, %g2b : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
