@@ -57,6 +57,7 @@ par.mesh @mesh <["dp"=2, "tp"=4]>
 
 // A chain (the second reads the first) and different element types stay
 // apart.
+// SMALL-LABEL: func.func @dependent(
 // CHECK-LABEL: func.func @dependent(
 // CHECK-NOT: par.concat
 // CHECK: par.all_reduce sum %arg0 over @mesh ["tp"] : tensor<8xf32>
