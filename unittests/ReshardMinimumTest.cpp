@@ -144,8 +144,9 @@ void expectMinimal(const std::vector<int64_t> &sizes) {
                       << report;
   // Over one axis the collective sequences are minimal already; over more
   // the exchange takes the moves they overshoot.
-  if (sizes.size() > 1)
+  if (sizes.size() > 1) {
     EXPECT_GT(exchanges, 0);
+  }
   EXPECT_LT(exchanges, pairs);
 }
 

@@ -191,7 +191,7 @@ LogicalResult EmbeddingOp::localize(LocalFormContext &ctx) {
 static Value shiftIndices(LocalFormContext &ctx, Location loc, Value operand,
                           Value indices, ArrayRef<int64_t> dims) {
   MeshOp mesh = ctx.meshOf(operand);
-  if (!mesh || llvm::none_of(dims, [&](int64_t d) {
+  if (!mesh || dims.empty() || llvm::none_of(dims, [&](int64_t d) {
         return !ctx.splitAxes(operand, d).empty();
       }))
     return indices;
@@ -211,11 +211,14 @@ static Value shiftIndices(LocalFormContext &ctx, Location loc, Value operand,
     Value start = ctx.shardStart(loc, mesh, axes, rows, element);
     starts.push_back(ReshapeOp::create(b, loc, single, start));
   }
-  Value offsets = starts.front();
-  if (starts.size() > 1)
-    offsets = ConcatOp::create(
-        b, loc, RankedTensorType::get({(int64_t)starts.size()}, element),
-        starts, 0);
+  Value offsets =
+      starts.size() == 1
+          ? starts[0]
+          : ConcatOp::create(
+                b, loc,
+                RankedTensorType::get({(int64_t)starts.size()}, element),
+                starts, 0)
+                .getResult();
   Value spread =
       BroadcastOp::create(b, loc, indexType, offsets,
                           b.getDenseI64ArrayAttr({indexType.getRank() - 1}));
