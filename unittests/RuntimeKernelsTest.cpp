@@ -1723,6 +1723,14 @@ TEST(PadKernel, LowHighInteriorAndFill) {
                                 {"pad:", "gives 3x6"}));
   EXPECT_TRUE(throwsKernelError([&] { pad(ti, {-1, 0}, {0, 1}, {}, 0, tw); },
                                 {"pad:", "negative"}));
+  // Paddings that wrap int64 to a small size are refused, not written.
+  Buffer empty(DType::F32, {0, 6});
+  Tensor te = empty.tensor();
+  const int64_t huge = std::numeric_limits<int64_t>::max();
+  EXPECT_TRUE(throwsKernelError([&] { pad(ti, {huge, 0}, {huge, 1}, {0, 1}, 0, te); },
+                                {"pad:", "overflows"}));
+  EXPECT_TRUE(throwsKernelError([&] { pad(ti, {0, 0}, {0, 0}, {0, huge}, 0, te); },
+                                {"pad:", "overflows"}));
 }
 
 TEST(ScatterAddKernel, RejectsMismatches) {

@@ -1132,8 +1132,14 @@ void pad(const Tensor &input, const std::vector<int64_t> &low,
   for (size_t d = 0; d < rank; ++d) {
     if (low[d] < 0 || high[d] < 0 || inner[d] < 0)
       fail(op, "padding of dim " + std::to_string(d) + " is negative");
-    int64_t n = input.shape[d];
-    expected[d] = low[d] + n + std::max<int64_t>(n - 1, 0) * inner[d] + high[d];
+    // Computed without overflow: a program may hold any int64.
+    int64_t n = input.shape[d], size = 0;
+    if (__builtin_mul_overflow(std::max<int64_t>(n - 1, 0), inner[d], &size) ||
+        __builtin_add_overflow(size, n, &size) ||
+        __builtin_add_overflow(size, low[d], &size) ||
+        __builtin_add_overflow(size, high[d], &size))
+      fail(op, "padding of dim " + std::to_string(d) + " overflows int64");
+    expected[d] = size;
   }
   if (out.shape != expected)
     fail(op, "padding " + typeStr(input) + " gives " + shapeDesc(expected) +

@@ -3,10 +3,11 @@
 // extreme (padding masked so it never wins) and its global index (local
 // index + the shard's first position); one all-reduce of the extremes and
 // one all-reduce min of the offers: a holder of the extreme offers its
-// index + the dim size (64), a shard whose extreme is NaN its bare index
-// (the first NaN wins, as unsplit), the others twice the size; the size is
-// taken off a holder's. One value per row each: 2 elements per device here,
-// where gathering the operand would move 3/4 of 2x64.
+// index, a shard whose extreme is NaN its index - the dim size (64: the
+// first NaN wins, as unsplit), the others the padded size (past every
+// index); the size is added back to a negative result. One value per row each: 2
+// elements per device here, where gathering the operand would move 3/4 of
+// 2x64.
 
 par.mesh @mesh <["dp"=2, "tp"=4]>
 
@@ -26,16 +27,16 @@ par.mesh @mesh <["dp"=2, "tp"=4]>
 // CHECK-NEXT: %[[I:.*]] = par.axis_index over @mesh ["tp"]
 // CHECK: %[[G:.*]] = par.add %[[L]], %{{.*}} : tensor<2xi32>
 // CHECK-NEXT: %[[H:.*]] = par.compare eq, %[[V]], %[[BEST]] : tensor<2xf32>
-// CHECK-NEXT: %[[N:.*]] = par.constant dense<64> : tensor<2xi32>
-// CHECK-NEXT: %[[OFF:.*]] = par.add %[[G]], %[[N]] : tensor<2xi32>
-// CHECK-NEXT: %[[N2:.*]] = par.constant dense<128> : tensor<2xi32>
-// CHECK-NEXT: %[[C:.*]] = par.select %[[H]], %[[OFF]], %[[N2]]
+// CHECK-NEXT: %[[TOP:.*]] = par.constant dense<64> : tensor<2xi32>
+// CHECK-NEXT: %[[C:.*]] = par.select %[[H]], %[[G]], %[[TOP]]
 // CHECK-NEXT: %[[NAN:.*]] = par.compare ne, %[[V]], %[[V]] : tensor<2xf32>
-// CHECK-NEXT: %[[C2:.*]] = par.select %[[NAN]], %[[G]], %[[C]]
+// CHECK-NEXT: %[[N:.*]] = par.constant dense<64> : tensor<2xi32>
+// CHECK-NEXT: %[[EARLY:.*]] = par.sub %[[G]], %[[N]] : tensor<2xi32>
+// CHECK-NEXT: %[[C2:.*]] = par.select %[[NAN]], %[[EARLY]], %[[C]]
 // CHECK-NEXT: %[[MIN:.*]] = par.all_reduce min %[[C2]] over @mesh ["tp"] : tensor<2xi32>
-// CHECK: %[[HELD:.*]] = par.compare ge, %[[MIN]], %{{.*}} : tensor<2xi32>
-// CHECK: %[[LESS:.*]] = par.sub %[[MIN]], %{{.*}} : tensor<2xi32>
-// CHECK-NEXT: par.select %[[HELD]], %[[LESS]], %[[MIN]]
+// CHECK: %[[NEG:.*]] = par.compare lt, %[[MIN]], %{{.*}} : tensor<2xi32>
+// CHECK: %[[BACK:.*]] = par.add %[[MIN]], %{{.*}} : tensor<2xi32>
+// CHECK-NEXT: par.select %[[NEG]], %[[BACK]], %[[MIN]]
 // CHECK: par.argmin %arg0 dim 1 : (tensor<2x16xf32>) -> tensor<2xi64>
 func.func @arg(%x: tensor<4x64xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {"tp"}]>}) -> (tensor<4xi32>, tensor<4xi64>) {
   %0 = par.argmax %x dim 1 : (tensor<4x64xf32>) -> tensor<4xi32>

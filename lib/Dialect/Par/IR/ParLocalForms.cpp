@@ -588,34 +588,37 @@ static LogicalResult localizeArgReduce(LocalFormContext &ctx, Operation *op,
       b, loc, getI1TensorLike(rowType),
       CompareDirectionAttr::get(b.getContext(), CompareDirection::eq), extreme,
       best);
-  // Candidates: a holder of the extreme offers its index + size, the others
-  // 2 size; a shard whose extreme is NaN (the kernel's first NaN wins, as
-  // reduce max propagates it) offers its index alone, so it beats every
-  // holder. The smallest candidate, less size when it is one of a holder's,
-  // is the first NaN or else the first extreme.
+  // Candidates: a holder of the extreme offers its index, the others the
+  // padded size (past every index); a shard whose extreme is NaN (the
+  // kernel's first NaN wins, as reduce max propagates it) offers its index
+  // - size, below every holder's. The smallest candidate, size added back
+  // when it is negative, is the first NaN or else the first extreme. Every
+  // offer lies in [-size, padded size]: no overflow, and exact in a
+  // program's numbers.
   int64_t size = ctx.globalType(input).getDimSize(dim);
+  int64_t padded = inType.getDimSize(dim) * ctx.numShards(mesh, axes);
   auto direction = [&](CompareDirection d) {
     return CompareDirectionAttr::get(b.getContext(), d);
   };
   auto splat = [&](double v) { return splatConstant(b, loc, outType, v); };
-  Value offered = AddOp::create(b, loc, outType, global, splat(double(size)));
   Value candidate =
-      SelectOp::create(b, loc, outType, holds, offered, splat(2.0 * size));
+      SelectOp::create(b, loc, outType, holds, global, splat(double(padded)));
   if (isa<FloatType>(inType.getElementType())) {
     Value isNaN =
         CompareOp::create(b, loc, getI1TensorLike(rowType),
                           direction(CompareDirection::ne), extreme, extreme);
-    candidate = SelectOp::create(b, loc, outType, isNaN, global, candidate);
+    Value early = SubOp::create(b, loc, outType, global, splat(double(size)));
+    candidate = SelectOp::create(b, loc, outType, isNaN, early, candidate);
   }
   Value smallest =
       AllReduceOp::create(b, loc, outType, CollectiveKind::min, candidate,
                           mesh.getSymName(), axisNames);
-  Value held = CompareOp::create(b, loc, getI1TensorLike(outType),
-                                 direction(CompareDirection::ge), smallest,
-                                 splat(double(size)));
+  Value early = CompareOp::create(b, loc, getI1TensorLike(outType),
+                                  direction(CompareDirection::lt), smallest,
+                                  splat(0.0));
   Value picked = SelectOp::create(
-      b, loc, outType, held,
-      SubOp::create(b, loc, outType, smallest, splat(double(size))), smallest);
+      b, loc, outType, early,
+      AddOp::create(b, loc, outType, smallest, splat(double(size))), smallest);
   ctx.replaceValue(result, picked, global.getDefiningOp());
   return success();
 }
