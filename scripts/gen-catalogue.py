@@ -71,7 +71,10 @@ def attr_kind(records, def_name, op, name):
         def_name = rec["baseAttr"]["def"]
         rec = records[def_name]
         supers = rec["!superclasses"]
-    # Constraints on the value (Par_FiniteF32Attr) keep the base's encoding.
+    # Constraints on the value (Par_FiniteF32Attr) keep the base's encoding;
+    # a float attribute is finite unless its ODS type lets it be inf or nan
+    # (pad's fill), which programs spell "inf", "-inf" and "nan".
+    finite = def_name == "Par_FiniteF32Attr"
     while "ConfinedAttr" in supers:
         def_name = rec["baseAttr"]["def"]
         rec = records[def_name]
@@ -118,7 +121,8 @@ def attr_kind(records, def_name, op, name):
             if def_name == "F32Attr":  # the value an op holds: f32-rounded
                 default = struct.unpack("f", struct.pack("f", default))[0]
     return {"key": key, "ods": name, "kind": kind, "optional": optional,
-            "default": default, "enum": enum, "type": mlir_type}
+            "default": default, "enum": enum, "type": mlir_type,
+            "finite": kind == "float" and finite}
 
 
 def collect(records):
@@ -288,6 +292,7 @@ def emit_header(ops, enums):
     w.append("  double defaultValue;")
     w.append("  const char *const *cases; // Enum: spellings by value")
     w.append("  int numCases;")
+    w.append("  bool finite; // Float: inf and nan are refused")
     w.append("  bool required() const { return !optional && !hasDefault; }")
     w.append("};")
     w.append("")
@@ -322,7 +327,8 @@ def emit_header(ops, enums):
             ncases = len(a["enum"]["cases"]) if a["enum"] else 0
             w.append(f"    {{\"{a['key']}\", \"{a['ods']}\", AttrKind::{kind_names[a['kind']]}, "
                      f"{str(a['optional']).lower()}, {str(has_default).lower()}, "
-                     f"{num(a['default'] if has_default else 0)}, {cases}, {ncases}}},")
+                     f"{num(a['default'] if has_default else 0)}, {cases}, {ncases}, "
+                     f"{str(a['finite']).lower()}}},")
         w.append("};")
     w.append("")
     w.append("inline constexpr OpSpec kOps[kNumOps] = {")

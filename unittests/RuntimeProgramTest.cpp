@@ -769,6 +769,12 @@ TEST(ProgramErrors, Attributes) {
       }),
       names("rank_classes[0].instructions[0] (dot at toy.mlir:3:10).attrs",
             "missing attribute 'rhs_contract'"));
+  // Only a float attribute that may be non-finite (pad's fill) takes "inf".
+  EXPECT_THAT(errorAfter([](json &d) {
+                cls(d)["instructions"][3]["attrs"]["epsilon"] = "inf";
+              }),
+              names("rank_classes[0].instructions[3] (layer_norm).attrs.epsilon",
+                    "must be a finite number"));
   EXPECT_THAT(errorAfter([](json &d) {
                 cls(d)["instructions"][4]["attrs"]["kind"] = "prod";
               }),

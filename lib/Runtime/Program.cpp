@@ -235,11 +235,12 @@ public:
       out = r.integers(a[s.key], key(s));
   }
   void number(const catalogue::AttrSpec &s, double &out) {
-    // A float attribute that is an infinity or NaN (pad's fill) is written
-    // as "inf", "-inf" or "nan", as constant elements are.
+    // A float attribute that may be an infinity or NaN (pad's fill; the
+    // catalogue says which) is written "inf", "-inf" or "nan", as constant
+    // elements are; the others must be finite numbers.
     if (present(s))
-      out = a[s.key].is_string() ? r.element(a[s.key], key(s))
-                                 : r.number(a[s.key], key(s));
+      out = !s.finite && a[s.key].is_string() ? r.element(a[s.key], key(s))
+                                              : r.number(a[s.key], key(s));
     else if (s.hasDefault)
       out = s.defaultValue;
   }

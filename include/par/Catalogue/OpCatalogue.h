@@ -119,6 +119,7 @@ struct AttrSpec {
   double defaultValue;
   const char *const *cases; // Enum: spellings by value
   int numCases;
+  bool finite; // Float: inf and nan are refused
   bool required() const { return !optional && !hasDefault; }
 };
 
@@ -141,118 +142,118 @@ struct OpSpec {
 };
 
 inline constexpr AttrSpec kCompareAttrs[] = {
-    {"direction", "direction", AttrKind::Enum, false, false, 0.0, kCompareDirectionCases, 6},
+    {"direction", "direction", AttrKind::Enum, false, false, 0.0, kCompareDirectionCases, 6, false},
 };
 inline constexpr AttrSpec kConstantAttrs[] = {
-    {"value", "value", AttrKind::Elements, false, false, 0.0, nullptr, 0},
+    {"value", "value", AttrKind::Elements, false, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kBroadcastAttrs[] = {
-    {"dims", "dims", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+    {"dims", "dims", AttrKind::Ints, false, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kReduceAttrs[] = {
-    {"kind", "kind", AttrKind::Enum, false, false, 0.0, kReduceKindCases, 4},
-    {"dims", "dims", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+    {"kind", "kind", AttrKind::Enum, false, false, 0.0, kReduceKindCases, 4, false},
+    {"dims", "dims", AttrKind::Ints, false, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kTransposeAttrs[] = {
-    {"perm", "perm", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+    {"perm", "perm", AttrKind::Ints, false, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kSliceAttrs[] = {
-    {"starts", "starts", AttrKind::Ints, false, false, 0.0, nullptr, 0},
-    {"limits", "limits", AttrKind::Ints, false, false, 0.0, nullptr, 0},
-    {"strides", "strides", AttrKind::Ints, true, false, 0.0, nullptr, 0},
+    {"starts", "starts", AttrKind::Ints, false, false, 0.0, nullptr, 0, false},
+    {"limits", "limits", AttrKind::Ints, false, false, 0.0, nullptr, 0, false},
+    {"strides", "strides", AttrKind::Ints, true, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kConcatAttrs[] = {
-    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kPadAttrs[] = {
-    {"low", "low", AttrKind::Ints, false, false, 0.0, nullptr, 0},
-    {"high", "high", AttrKind::Ints, false, false, 0.0, nullptr, 0},
-    {"interior", "interior", AttrKind::Ints, true, false, 0.0, nullptr, 0},
-    {"fill", "fill", AttrKind::Float, false, true, 0.0, nullptr, 0},
+    {"low", "low", AttrKind::Ints, false, false, 0.0, nullptr, 0, false},
+    {"high", "high", AttrKind::Ints, false, false, 0.0, nullptr, 0, false},
+    {"interior", "interior", AttrKind::Ints, true, false, 0.0, nullptr, 0, false},
+    {"fill", "fill", AttrKind::Float, false, true, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kDotAttrs[] = {
-    {"lhs_batch", "lhs_batch", AttrKind::Ints, true, false, 0.0, nullptr, 0},
-    {"rhs_batch", "rhs_batch", AttrKind::Ints, true, false, 0.0, nullptr, 0},
-    {"lhs_contract", "lhs_contract", AttrKind::Ints, false, false, 0.0, nullptr, 0},
-    {"rhs_contract", "rhs_contract", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+    {"lhs_batch", "lhs_batch", AttrKind::Ints, true, false, 0.0, nullptr, 0, false},
+    {"rhs_batch", "rhs_batch", AttrKind::Ints, true, false, 0.0, nullptr, 0, false},
+    {"lhs_contract", "lhs_contract", AttrKind::Ints, false, false, 0.0, nullptr, 0, false},
+    {"rhs_contract", "rhs_contract", AttrKind::Ints, false, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kSoftmaxAttrs[] = {
-    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kLogSoftmaxAttrs[] = {
-    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kArgmaxAttrs[] = {
-    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kArgminAttrs[] = {
-    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kLayerNormAttrs[] = {
-    {"epsilon", "epsilon", AttrKind::Float, false, true, 9.999999747378752e-06, nullptr, 0},
+    {"epsilon", "epsilon", AttrKind::Float, false, true, 9.999999747378752e-06, nullptr, 0, true},
 };
 inline constexpr AttrSpec kRmsNormAttrs[] = {
-    {"epsilon", "epsilon", AttrKind::Float, false, true, 9.999999974752427e-07, nullptr, 0},
+    {"epsilon", "epsilon", AttrKind::Float, false, true, 9.999999974752427e-07, nullptr, 0, true},
 };
 inline constexpr AttrSpec kAttentionAttrs[] = {
-    {"causal", "causal", AttrKind::Bool, false, true, 0.0, nullptr, 0},
-    {"scale", "scale", AttrKind::Float, true, false, 0.0, nullptr, 0},
-    {"position_offset", "position_offset", AttrKind::Int, false, true, 0.0, nullptr, 0},
+    {"causal", "causal", AttrKind::Bool, false, true, 0.0, nullptr, 0, false},
+    {"scale", "scale", AttrKind::Float, true, false, 0.0, nullptr, 0, true},
+    {"position_offset", "position_offset", AttrKind::Int, false, true, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kScatterAddAttrs[] = {
-    {"dims", "dims", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+    {"dims", "dims", AttrKind::Ints, false, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kGatherAttrs[] = {
-    {"dims", "dims", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+    {"dims", "dims", AttrKind::Ints, false, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kRopeAttrs[] = {
-    {"theta", "theta", AttrKind::Float, false, true, 10000.0, nullptr, 0},
-    {"position_offset", "position_offset", AttrKind::Int, false, true, 0.0, nullptr, 0},
+    {"theta", "theta", AttrKind::Float, false, true, 10000.0, nullptr, 0, true},
+    {"position_offset", "position_offset", AttrKind::Int, false, true, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kAdamwAttrs[] = {
-    {"beta1", "beta1", AttrKind::Float, false, true, 0.8999999761581421, nullptr, 0},
-    {"beta2", "beta2", AttrKind::Float, false, true, 0.9990000128746033, nullptr, 0},
-    {"epsilon", "epsilon", AttrKind::Float, false, true, 9.99999993922529e-09, nullptr, 0},
-    {"weight_decay", "weight_decay", AttrKind::Float, false, true, 0.009999999776482582, nullptr, 0},
+    {"beta1", "beta1", AttrKind::Float, false, true, 0.8999999761581421, nullptr, 0, true},
+    {"beta2", "beta2", AttrKind::Float, false, true, 0.9990000128746033, nullptr, 0, true},
+    {"epsilon", "epsilon", AttrKind::Float, false, true, 9.99999993922529e-09, nullptr, 0, true},
+    {"weight_decay", "weight_decay", AttrKind::Float, false, true, 0.009999999776482582, nullptr, 0, true},
 };
 inline constexpr AttrSpec kSgdAttrs[] = {
-    {"momentum", "momentum", AttrKind::Float, false, true, 0.0, nullptr, 0},
-    {"weight_decay", "weight_decay", AttrKind::Float, false, true, 0.0, nullptr, 0},
-    {"nesterov", "nesterov", AttrKind::Bool, false, true, 0.0, nullptr, 0},
+    {"momentum", "momentum", AttrKind::Float, false, true, 0.0, nullptr, 0, true},
+    {"weight_decay", "weight_decay", AttrKind::Float, false, true, 0.0, nullptr, 0, true},
+    {"nesterov", "nesterov", AttrKind::Bool, false, true, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kAllReduceAttrs[] = {
-    {"kind", "kind", AttrKind::Enum, false, false, 0.0, kCollectiveKindCases, 3},
-    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0},
+    {"kind", "kind", AttrKind::Enum, false, false, 0.0, kCollectiveKindCases, 3, false},
+    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kAllGatherAttrs[] = {
-    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0},
-    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0, false},
+    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kReduceScatterAttrs[] = {
-    {"kind", "kind", AttrKind::Enum, false, false, 0.0, kCollectiveKindCases, 3},
-    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0},
-    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+    {"kind", "kind", AttrKind::Enum, false, false, 0.0, kCollectiveKindCases, 3, false},
+    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0, false},
+    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kAllToAllAttrs[] = {
-    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0},
-    {"split_dim", "split_dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
-    {"concat_dim", "concat_dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0, false},
+    {"split_dim", "split_dim", AttrKind::Int, false, false, 0.0, nullptr, 0, false},
+    {"concat_dim", "concat_dim", AttrKind::Int, false, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kAllSliceAttrs[] = {
-    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0},
-    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0},
+    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0, false},
+    {"dim", "dim", AttrKind::Int, false, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kCollectivePermuteAttrs[] = {
-    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0},
-    {"pairs", "pairs", AttrKind::Pairs, false, false, 0.0, nullptr, 0},
+    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0, false},
+    {"pairs", "pairs", AttrKind::Pairs, false, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kExchangeAttrs[] = {
-    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0},
-    {"source", "source", AttrKind::Ints, false, false, 0.0, nullptr, 0},
-    {"target", "target", AttrKind::Ints, false, false, 0.0, nullptr, 0},
+    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0, false},
+    {"source", "source", AttrKind::Ints, false, false, 0.0, nullptr, 0, false},
+    {"target", "target", AttrKind::Ints, false, false, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kAxisIndexAttrs[] = {
-    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0},
+    {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0, false},
 };
 
 inline constexpr OpSpec kOps[kNumOps] = {
