@@ -1198,6 +1198,27 @@ TEST(DotKernel, RejectsMismatches) {
 // Neural-network ops
 //===----------------------------------------------------------------------===//
 
+/// Per element of `in` (of `shape`): x - max and log(sum(exp(x - max)))
+/// over its row along `dim`, the reference of softmax and log_softmax.
+static std::vector<std::pair<double, double>>
+shiftedAndLogSum(const Buffer &in, const Shape &shape, int64_t dim) {
+  const int64_t len = shape[dim];
+  int64_t inner = 1;
+  for (size_t d = dim + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  std::vector<std::pair<double, double>> rows(in.size());
+  for (int64_t i = 0; i < in.size(); ++i) {
+    const int64_t first = i - (i / inner % len) * inner;
+    double mx = -INFINITY, sum = 0;
+    for (int64_t l = 0; l < len; ++l)
+      mx = std::max(mx, in.get(first + l * inner));
+    for (int64_t l = 0; l < len; ++l)
+      sum += std::exp(in.get(first + l * inner) - mx);
+    rows[i] = {in.get(i) - mx, std::log(sum)};
+  }
+  return rows;
+}
+
 TEST(SoftmaxKernel, EveryDimOfSeveralRanks) {
   std::mt19937 rng(18);
   for (DType dtype : kFloatTypes)
@@ -1209,20 +1230,9 @@ TEST(SoftmaxKernel, EveryDimOfSeveralRanks) {
         Buffer out = garbage(dtype, shape);
         Tensor ti = in.tensor(), to = out.tensor();
         softmax(ti, dim, to);
-        const int64_t len = shape[dim];
-        int64_t inner = 1;
-        for (size_t d = dim + 1; d < shape.size(); ++d)
-          inner *= shape[d];
-        std::vector<double> want(in.size());
-        for (int64_t i = 0; i < in.size(); ++i) {
-          const int64_t first = i - (i / inner % len) * inner;
-          double mx = -INFINITY, sum = 0;
-          for (int64_t l = 0; l < len; ++l)
-            mx = std::max(mx, in.get(first + l * inner));
-          for (int64_t l = 0; l < len; ++l)
-            sum += std::exp(in.get(first + l * inner) - mx);
-          want[i] = std::exp(in.get(i) - mx) / sum;
-        }
+        std::vector<double> want;
+        for (auto [shifted, logSum] : shiftedAndLogSum(in, shape, dim))
+          want.push_back(std::exp(shifted - logSum));
         // The floor covers f16 subnormals among the smallest outputs.
         EXPECT_TRUE(near(out, want, rtolFor(dtype), 1e-3));
       }
@@ -1263,20 +1273,9 @@ TEST(LogSoftmaxKernel, EveryDimMatchesReferenceAndStaysFinite) {
         Buffer out = garbage(dtype, shape);
         Tensor ti = in.tensor(), to = out.tensor();
         logSoftmax(ti, dim, to);
-        const int64_t len = shape[dim];
-        int64_t inner = 1;
-        for (size_t d = dim + 1; d < shape.size(); ++d)
-          inner *= shape[d];
-        std::vector<double> want(in.size());
-        for (int64_t i = 0; i < in.size(); ++i) {
-          const int64_t first = i - (i / inner % len) * inner;
-          double mx = -INFINITY, sum = 0;
-          for (int64_t l = 0; l < len; ++l)
-            mx = std::max(mx, in.get(first + l * inner));
-          for (int64_t l = 0; l < len; ++l)
-            sum += std::exp(in.get(first + l * inner) - mx);
-          want[i] = in.get(i) - mx - std::log(sum);
-        }
+        std::vector<double> want;
+        for (auto [shifted, logSum] : shiftedAndLogSum(in, shape, dim))
+          want.push_back(shifted - logSum);
         EXPECT_TRUE(near(out, want, rtolFor(dtype), 1e-2));
       }
   // Logits far apart: the log of a softmax that underflows would be -inf.

@@ -1278,24 +1278,23 @@ def matmul(x, w, *, name=None) -> Tensor:
 # Neural-network ops
 # ----------------------------------------------------------------------------
 
-def softmax(x, dim: int = -1, *, name=None) -> Tensor:
-    x = _check_tensor("softmax", "operand", x)
-    _check_dtypes("softmax", "operand", x, FLOAT_DTYPES)
+def _along_dim(op: str, x, dim: int, name) -> Tensor:
+    """A float op of the operand's type along one dim (softmax, log_softmax)."""
+    x = _check_tensor(op, "operand", x)
+    _check_dtypes(op, "operand", x, FLOAT_DTYPES)
     if x.rank == 0:
-        _fail("softmax", f"needs rank >= 1, got {x.type}")
-    dim = _dims("softmax", "dim", [dim], x.rank)[0]
-    return x.graph._add_op("softmax", [x], [(x.shape, x.dtype)], {"dim": dim}, name).result
+        _fail(op, f"needs rank >= 1, got {x.type}")
+    dim = _dims(op, "dim", [dim], x.rank)[0]
+    return x.graph._add_op(op, [x], [(x.shape, x.dtype)], {"dim": dim}, name).result
+
+
+def softmax(x, dim: int = -1, *, name=None) -> Tensor:
+    return _along_dim("softmax", x, dim, name)
 
 
 def log_softmax(x, dim: int = -1, *, name=None) -> Tensor:
     """log(softmax(x)) along `dim`, computed as x - max - log(sum(exp(x - max)))."""
-    x = _check_tensor("log_softmax", "operand", x)
-    _check_dtypes("log_softmax", "operand", x, FLOAT_DTYPES)
-    if x.rank == 0:
-        _fail("log_softmax", f"needs rank >= 1, got {x.type}")
-    dim = _dims("log_softmax", "dim", [dim], x.rank)[0]
-    return x.graph._add_op("log_softmax", [x], [(x.shape, x.dtype)], {"dim": dim},
-                           name).result
+    return _along_dim("log_softmax", x, dim, name)
 
 
 def _check_norm(op: str, x: Tensor, scales: Sequence[Tuple[str, Tensor]]) -> None:

@@ -418,8 +418,14 @@ struct SplitRows {
     rowType = RankedTensorType::get(rowShape, element);
   }
 
-  /// Whether the dim is split (otherwise the op stays as it is).
+  /// Whether the dim is split (otherwise the op stays as it is); when it
+  /// is, positions the builder before `op` and gives its operand in the
+  /// statistics' type.
   bool split() const { return !axes.empty(); }
+  Value begin(Operation *op) {
+    ctx.builder.setInsertionPoint(op);
+    return widen(like);
+  }
   /// The global size of the normalized dim.
   int64_t globalSize() { return ctx.globalType(like).getDimSize(dim); }
 
@@ -475,15 +481,13 @@ struct SplitRows {
 /// the row sum of exp(x - max) over all shards.
 LogicalResult localizeSoftmax(LocalFormContext &ctx, Operation *op,
                               int64_t dim, bool log) {
-  Value input = op->getOperand(0);
-  SplitRows rows(ctx, op, input, dim);
+  SplitRows rows(ctx, op, op->getOperand(0), dim);
   if (!rows.split())
     return success();
   OpBuilder &b = ctx.builder;
   Location loc = op->getLoc();
-  b.setInsertionPoint(op);
   RankedTensorType t = rows.type;
-  Value x = rows.widen(input);
+  Value x = rows.begin(op);
   Value shifted = SubOp::create(b, loc, t, x, rows.row(ReduceKind::max, x));
   Value exps = ExpOp::create(b, loc, t, shifted);
   Value sum = rows.row(ReduceKind::sum, exps);
@@ -507,9 +511,8 @@ LogicalResult localizeNorm(LocalFormContext &ctx, Operation *op, Value gamma,
     return success();
   OpBuilder &b = ctx.builder;
   Location loc = op->getLoc();
-  b.setInsertionPoint(op);
   RankedTensorType t = rows.type;
-  Value x = rows.widen(input);
+  Value x = rows.begin(op);
   Value centered = beta ? SubOp::create(b, loc, t, x, rows.mean(x)).getResult()
                         : x;
   Value var = rows.mean(MulOp::create(b, loc, t, centered, centered));
