@@ -1139,6 +1139,26 @@ func.func @pad_rank(%x: tensor<4x8xf32>) -> tensor<5x8xf32> {
 
 // -----
 
+// exchange: the layouts must give one global shape.
+par.mesh @mesh <["x"=2, "y"=2]>
+func.func @exchange_shape(%v: tensor<2x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @below {{'par.exchange' op dim 0 is 8 globally by the operand (2 x 4) but 32 by the result (8 x 4)}}
+  %0 = par.exchange %v over @mesh ["x", "y"] from [[0, 1], []] to [[1, 0], []] : (tensor<2x8xf32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+// exchange: an axis splits one dim once.
+par.mesh @mesh <["x"=2, "y"=2]>
+func.func @exchange_twice(%v: tensor<2x8xf32>) -> tensor<8x2xf32> {
+  // expected-error @below {{'par.exchange' op target layout: axis position 1 splits twice}}
+  %0 = par.exchange %v over @mesh ["x", "y"] from [[0, 1], []] to [[1], [1]] : (tensor<2x8xf32>) -> tensor<8x2xf32>
+  return %0 : tensor<8x2xf32>
+}
+
+// -----
+
 // gather: the result is the entries' shape, then the non-indexed dims.
 func.func @gather_result(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>) -> tensor<3x8xf32> {
   // expected-error @below {{'par.gather' op result 'tensor<3x8xf32>' must be [3x4]: the index entries' shape, then the operand's non-indexed dimensions}}
