@@ -206,8 +206,10 @@ static void checkExchange(const Reader &r, const Program &p,
   if (in.dtype != out.dtype)
     r.fail(where, "an exchange keeps its element type");
   exchange::Geometry g;
+  exchange::IndexMap map{inst.attrs.offsets, inst.attrs.strides,
+                         inst.attrs.sourceSizes, inst.attrs.resultSizes};
   std::string error = exchange::makeGeometry(
-      sizes, in.shape, out.shape, inst.attrs.source, inst.attrs.target, g);
+      sizes, in.shape, out.shape, inst.attrs.source, inst.attrs.target, g, map);
   if (!error.empty())
     r.fail(where + ".attrs", error);
 }

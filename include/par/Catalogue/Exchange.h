@@ -68,10 +68,48 @@ inline std::string unflatten(const std::vector<int64_t> &flat, size_t rank,
   return "";
 }
 
+/// Division rounding toward minus infinity / plus infinity (b > 0).
+inline int64_t floorDiv(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && (a < 0));
+}
+inline int64_t ceilDiv(int64_t a, int64_t b) { return -floorDiv(-a, b); }
+
 struct Geometry {
-  std::vector<int64_t> axisSizes; // per group axis
-  std::vector<int64_t> shape;     // global shape (padded: every split even)
+  std::vector<int64_t> axisSizes;   // per group axis
+  std::vector<int64_t> sourceShape; // global, padded: every split even
+  std::vector<int64_t> targetShape; // likewise
   Layout source, target;
+  /// The index map, per dim: target index t reads source index
+  /// offsets[d] + t * strides[d]. Source indices at or past sourceSizes[d]
+  /// are padding and never read; target indices at or past targetSizes[d],
+  /// and those that read no source element, take the fill. A plain reshard
+  /// is the identity (offset 0, stride 1, both sizes the shape); a slice, a
+  /// pad or one operand of a concat that keeps its split is not.
+  std::vector<int64_t> offsets, strides, sourceSizes, targetSizes;
+
+  /// The identity geometry of a reshard of a tensor of padded `shape`.
+  static Geometry uniform(std::vector<int64_t> axisSizes,
+                          const std::vector<int64_t> &shape, Layout source,
+                          Layout target) {
+    Geometry g;
+    g.axisSizes = std::move(axisSizes);
+    g.sourceShape = g.targetShape = g.sourceSizes = g.targetSizes = shape;
+    g.source = std::move(source);
+    g.target = std::move(target);
+    g.offsets.assign(shape.size(), 0);
+    g.strides.assign(shape.size(), 1);
+    return g;
+  }
+  /// Whether every target element reads the source element of its own index
+  /// (no element takes the fill).
+  bool isIdentity() const {
+    for (size_t d = 0; d < offsets.size(); ++d)
+      if (offsets[d] != 0 || strides[d] != 1 ||
+          sourceSizes[d] != targetSizes[d] || sourceShape[d] != targetShape[d] ||
+          sourceSizes[d] != sourceShape[d])
+        return false;
+    return true;
+  }
 
   int64_t members() const {
     int64_t n = 1;
@@ -85,12 +123,19 @@ struct Geometry {
       n *= axisSizes[size_t(axis)];
     return n;
   }
-  /// Per-device shape under `layout`.
-  std::vector<int64_t> local(const Layout &layout) const {
+  /// Per-device shapes of the source and of the target.
+  std::vector<int64_t> sourceLocal() const { return local(sourceShape, source); }
+  std::vector<int64_t> targetLocal() const { return local(targetShape, target); }
+  std::vector<int64_t> local(const std::vector<int64_t> &shape,
+                             const Layout &layout) const {
     std::vector<int64_t> out(shape);
     for (size_t d = 0; d < shape.size(); ++d)
       out[d] /= shards(layout[d]);
     return out;
+  }
+  /// The global source index that target index `t` of dim `d` reads.
+  int64_t sourceIndex(size_t d, int64_t t) const {
+    return offsets[d] + t * strides[d];
   }
   std::vector<int64_t> coords(int64_t member) const {
     std::vector<int64_t> c(axisSizes.size());
@@ -123,52 +168,100 @@ struct Geometry {
       b /= axisSizes[size_t(axes[i])];
     }
   }
+};
 
-  /// What is inconsistent, or an empty string: both layouts must split
-  /// every dim evenly.
-  std::string check() const {
-    if (source.size() != shape.size() || target.size() != shape.size())
-      return "layout rank differs from the tensor rank";
-    for (size_t d = 0; d < shape.size(); ++d)
-      for (const Layout *layout : {&source, &target})
-        if (shape[d] < 0 || shape[d] % shards((*layout)[d]) != 0)
-          return "dim " + std::to_string(d) + " of size " +
-                 std::to_string(shape[d]) + " does not split evenly into " +
-                 std::to_string(shards((*layout)[d])) + " pieces";
-    return "";
+/// The parts of an index map that a program or an op may give; each list
+/// is empty (the identity's value) or has one entry per dim.
+struct IndexMap {
+  std::vector<int64_t> offsets, strides, sourceSizes, targetSizes;
+  bool empty() const {
+    return offsets.empty() && strides.empty() && sourceSizes.empty() &&
+           targetSizes.empty();
   }
 };
 
 /// The geometry of an exchange from a piece of `inShape` to one of
-/// `outShape` over a group of `axisSizes`, with flat layouts; returns what is
-/// inconsistent, or an empty string.
+/// `outShape` over a group of `axisSizes`, with flat layouts and an index
+/// map; returns what is inconsistent, or an empty string. Without a map the
+/// two layouts must describe the same global shape.
 inline std::string makeGeometry(const std::vector<int64_t> &axisSizes,
                                 const std::vector<int64_t> &inShape,
                                 const std::vector<int64_t> &outShape,
                                 const std::vector<int64_t> &source,
                                 const std::vector<int64_t> &target,
-                                Geometry &g) {
-  g = Geometry{axisSizes, {}, {}, {}};
+                                Geometry &g, const IndexMap &map = {}) {
+  g = Geometry{};
+  g.axisSizes = axisSizes;
   if (inShape.size() != outShape.size())
     return "operand and result ranks differ";
-  std::string error =
-      unflatten(source, inShape.size(), axisSizes.size(), g.source);
+  size_t rank = inShape.size();
+  std::string error = unflatten(source, rank, axisSizes.size(), g.source);
   if (!error.empty())
     return "source layout: " + error;
-  error = unflatten(target, outShape.size(), axisSizes.size(), g.target);
+  error = unflatten(target, rank, axisSizes.size(), g.target);
   if (!error.empty())
     return "target layout: " + error;
-  for (size_t d = 0; d < inShape.size(); ++d) {
-    int64_t bySource = inShape[d] * g.shards(g.source[d]);
-    int64_t byTarget = outShape[d] * g.shards(g.target[d]);
-    if (bySource != byTarget)
+  // Shapes at most 2^60 (par-run's limit) and offsets at most 2^61 keep
+  // every index sum below 2^63.
+  const int64_t limit = int64_t(1) << 60;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t bySource = 0, byTarget = 0;
+    if (__builtin_mul_overflow(inShape[d], g.shards(g.source[d]), &bySource) ||
+        __builtin_mul_overflow(outShape[d], g.shards(g.target[d]),
+                               &byTarget) ||
+        inShape[d] < 0 || outShape[d] < 0 || bySource > limit ||
+        byTarget > limit)
+      return "dim " + std::to_string(d) + " is larger than 2^60 globally";
+    if (map.empty() && bySource != byTarget)
       return "dim " + std::to_string(d) + " is " + std::to_string(bySource) +
              " globally by the operand (" + std::to_string(inShape[d]) +
              " x " + std::to_string(g.shards(g.source[d])) + ") but " +
              std::to_string(byTarget) + " by the result (" +
              std::to_string(outShape[d]) + " x " +
              std::to_string(g.shards(g.target[d])) + ")";
-    g.shape.push_back(bySource);
+    g.sourceShape.push_back(bySource);
+    g.targetShape.push_back(byTarget);
+  }
+  auto given = [&](const std::vector<int64_t> &list, const char *name,
+                   std::vector<int64_t> &out,
+                   const std::vector<int64_t> &otherwise) -> std::string {
+    if (list.empty()) {
+      out = otherwise;
+      return "";
+    }
+    if (list.size() != rank)
+      return std::string(name) + " has " + std::to_string(list.size()) +
+             " entries, the tensor " + std::to_string(rank) + " dims";
+    out = list;
+    return "";
+  };
+  std::vector<int64_t> zeros(rank, 0), ones(rank, 1);
+  for (std::string e :
+       {given(map.offsets, "offsets", g.offsets, zeros),
+        given(map.strides, "strides", g.strides, ones),
+        given(map.sourceSizes, "source_sizes", g.sourceSizes, g.sourceShape),
+        given(map.targetSizes, "result_sizes", g.targetSizes, g.targetShape)})
+    if (!e.empty())
+      return e;
+  for (size_t d = 0; d < rank; ++d) {
+    std::string at = " of dim " + std::to_string(d);
+    if (g.strides[d] < 1 || g.strides[d] > limit)
+      return "stride " + std::to_string(g.strides[d]) + at +
+             " is not in [1, 2^60]";
+    if (g.offsets[d] < -2 * limit || g.offsets[d] > 2 * limit)
+      return "offset " + std::to_string(g.offsets[d]) + at +
+             " is outside [-2^61, 2^61]";
+    if (g.sourceSizes[d] < 0 || g.sourceSizes[d] > g.sourceShape[d])
+      return "source size " + std::to_string(g.sourceSizes[d]) + at +
+             " is outside [0, " + std::to_string(g.sourceShape[d]) + "]";
+    if (g.targetSizes[d] < 0 || g.targetSizes[d] > g.targetShape[d])
+      return "result size " + std::to_string(g.targetSizes[d]) + at +
+             " is outside [0, " + std::to_string(g.targetShape[d]) + "]";
+    int64_t last = 0;
+    if (g.targetSizes[d] > 0 &&
+        (__builtin_mul_overflow(g.targetSizes[d] - 1, g.strides[d], &last) ||
+         __builtin_add_overflow(last, g.offsets[d], &last)))
+      return "the index map" + at + " overflows";
   }
   return "";
 }
@@ -187,43 +280,61 @@ struct Piece {
 
 /// The pieces of the global tensor member `m` assembles its target piece
 /// from, in a fixed order (source blocks row-major over the dims), each
-/// with `peer` = -1 and the source block's coordinates on the source axes
-/// set in `holder` (the other coordinates are `m`'s).
+/// with `peer` = -1, `start` and `size` in target coordinates, and the
+/// source block's coordinates on the source axes set in `holder` (the other
+/// coordinates are `m`'s). Target elements that read no source element are
+/// in no piece.
 inline void wanted(const Geometry &g, int64_t m, std::vector<Piece> &out,
                    std::vector<std::vector<int64_t>> &holders) {
   out.clear();
   holders.clear();
-  size_t rank = g.shape.size();
-  std::vector<int64_t> ls = g.local(g.source), lt = g.local(g.target);
+  size_t rank = g.sourceShape.size();
+  std::vector<int64_t> ls = g.sourceLocal(), lt = g.targetLocal();
   std::vector<int64_t> c = g.coords(m);
-  std::vector<int64_t> t0(rank), first(rank), last(rank);
+  // Per dim, the source blocks this member reads and the target range each
+  // gives: (block, first, end).
+  struct Run {
+    int64_t block, lo, hi;
+  };
+  std::vector<std::vector<Run>> runs(rank);
   for (size_t d = 0; d < rank; ++d) {
-    if (lt[d] == 0)
+    int64_t off = g.offsets[d], st = g.strides[d];
+    int64_t lo = g.block(g.target[d], c) * lt[d];
+    int64_t hi = std::min(lo + lt[d], g.targetSizes[d]);
+    // Only targets that read a real source element: 0 <= off + t*st < size.
+    lo = std::max(lo, ceilDiv(-off, st));
+    hi = std::min(hi, ceilDiv(g.sourceSizes[d] - off, st));
+    if (lo >= hi)
       return;
-    t0[d] = g.block(g.target[d], c) * lt[d];
-    first[d] = t0[d] / ls[d];
-    last[d] = (t0[d] + lt[d] - 1) / ls[d];
+    for (int64_t b = floorDiv(g.sourceIndex(d, lo), ls[d]),
+                 bLast = floorDiv(g.sourceIndex(d, hi - 1), ls[d]);
+         b <= bLast; ++b) {
+      int64_t first = std::max(lo, ceilDiv(b * ls[d] - off, st));
+      int64_t end = std::min(hi, ceilDiv((b + 1) * ls[d] - off, st));
+      if (first < end)
+        runs[d].push_back({b, first, end});
+    }
   }
-  std::vector<int64_t> b(first), holder(c);
+  std::vector<size_t> at(rank, 0);
+  std::vector<int64_t> holder(c);
   while (true) {
     Piece piece{-1, std::vector<int64_t>(rank), std::vector<int64_t>(rank)};
     for (size_t d = 0; d < rank; ++d) {
-      g.setBlock(g.source[d], b[d], holder);
-      int64_t lo = std::max(t0[d], b[d] * ls[d]);
-      int64_t hi = std::min(t0[d] + lt[d], (b[d] + 1) * ls[d]);
-      piece.start[d] = lo;
-      piece.size[d] = hi - lo;
+      const Run &run = runs[d][at[d]];
+      g.setBlock(g.source[d], run.block, holder);
+      piece.start[d] = run.lo;
+      piece.size[d] = run.hi - run.lo;
     }
     out.push_back(std::move(piece));
     holders.push_back(holder);
     size_t d = rank;
-    while (d > 0 && b[d - 1] == last[d - 1]) {
-      b[d - 1] = first[d - 1];
+    while (d > 0 && at[d - 1] + 1 == runs[d - 1].size()) {
+      at[d - 1] = 0;
       --d;
     }
     if (d == 0)
       return;
-    ++b[d - 1];
+    ++at[d - 1];
   }
 }
 
@@ -320,12 +431,14 @@ inline int64_t busiestMember(const Geometry &g) {
 }
 
 /// Copies the box `size` at `srcStart` of a row-major array of `srcShape`
-/// to `dstStart` of one of `dstShape`; elements are `bytes` wide.
+/// to `dstStart` of one of `dstShape`; elements are `bytes` wide. Along dim
+/// d the source is read every `srcStep[d]` elements (all ones when empty).
 inline void copyBox(const char *src, const std::vector<int64_t> &srcShape,
                     const std::vector<int64_t> &srcStart, char *dst,
                     const std::vector<int64_t> &dstShape,
                     const std::vector<int64_t> &dstStart,
-                    const std::vector<int64_t> &size, int64_t bytes) {
+                    const std::vector<int64_t> &size, int64_t bytes,
+                    const std::vector<int64_t> &srcStep = {}) {
   size_t rank = size.size();
   for (int64_t s : size)
     if (s == 0)
@@ -334,20 +447,19 @@ inline void copyBox(const char *src, const std::vector<int64_t> &srcShape,
     std::memcpy(dst, src, size_t(bytes));
     return;
   }
-  // Strides in bytes; the innermost dim is copied as one run.
+  // Strides in bytes; the innermost dim is copied as one run when its
+  // source step is 1.
   std::vector<int64_t> srcStride(rank), dstStride(rank);
-  int64_t ss = bytes, ds = bytes;
+  int64_t ss = bytes, ds = bytes, srcBase = 0, dstBase = 0;
   for (size_t d = rank; d-- > 0;) {
-    srcStride[d] = ss;
+    srcBase += srcStart[d] * ss;
+    dstBase += dstStart[d] * ds;
+    srcStride[d] = ss * (srcStep.empty() ? 1 : srcStep[d]);
     dstStride[d] = ds;
     ss *= srcShape[d];
     ds *= dstShape[d];
   }
-  int64_t srcBase = 0, dstBase = 0;
-  for (size_t d = 0; d < rank; ++d) {
-    srcBase += srcStart[d] * srcStride[d];
-    dstBase += dstStart[d] * dstStride[d];
-  }
+  bool contiguous = srcStride[rank - 1] == bytes;
   int64_t run = size[rank - 1] * bytes;
   std::vector<int64_t> i(rank, 0);
   while (true) {
@@ -356,7 +468,12 @@ inline void copyBox(const char *src, const std::vector<int64_t> &srcShape,
       so += i[d] * srcStride[d];
       dO += i[d] * dstStride[d];
     }
-    std::memcpy(dst + dO, src + so, size_t(run));
+    if (contiguous)
+      std::memcpy(dst + dO, src + so, size_t(run));
+    else
+      for (int64_t k = 0; k < size[rank - 1]; ++k)
+        std::memcpy(dst + dO + k * bytes, src + so + k * srcStride[rank - 1],
+                    size_t(bytes));
     size_t d = rank - 1;
     while (d > 0 && i[d - 1] + 1 == size[d - 1]) {
       i[d - 1] = 0;

@@ -251,6 +251,11 @@ inline constexpr AttrSpec kExchangeAttrs[] = {
     {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0, false},
     {"source", "source", AttrKind::Ints, false, false, 0.0, nullptr, 0, false},
     {"target", "target", AttrKind::Ints, false, false, 0.0, nullptr, 0, false},
+    {"offsets", "offsets", AttrKind::Ints, true, false, 0.0, nullptr, 0, false},
+    {"strides", "strides", AttrKind::Ints, true, false, 0.0, nullptr, 0, false},
+    {"source_sizes", "source_sizes", AttrKind::Ints, true, false, 0.0, nullptr, 0, false},
+    {"result_sizes", "result_sizes", AttrKind::Ints, true, false, 0.0, nullptr, 0, false},
+    {"fill", "fill", AttrKind::Float, false, true, 0.0, nullptr, 0, false},
 };
 inline constexpr AttrSpec kAxisIndexAttrs[] = {
     {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0, false},
@@ -305,7 +310,7 @@ inline constexpr OpSpec kOps[kNumOps] = {
     {OpCode::AllToAll, "all_to_all", 1, 1, 1, 1, false, false, true, true, true, 1, true, kAllToAllAttrs, 3},
     {OpCode::AllSlice, "all_slice", 1, 1, 1, 1, false, false, true, false, true, 0, true, kAllSliceAttrs, 2},
     {OpCode::CollectivePermute, "collective_permute", 1, 1, 1, 1, false, false, true, true, true, 1, false, kCollectivePermuteAttrs, 2},
-    {OpCode::Exchange, "exchange", 1, 1, 1, 1, false, false, true, true, true, 1, false, kExchangeAttrs, 3},
+    {OpCode::Exchange, "exchange", 1, 1, 1, 1, false, false, true, true, true, 1, false, kExchangeAttrs, 8},
     {OpCode::AxisIndex, "axis_index", 0, 0, 1, 1, false, false, false, false, true, 0, false, kAxisIndexAttrs, 1},
 };
 
@@ -357,14 +362,17 @@ struct Attrs {
   std::vector<int64_t> low;
   double momentum = 0;
   bool nesterov = false;
+  std::vector<int64_t> offsets;
   std::vector<std::pair<int64_t, int64_t>> pairs;
   std::vector<int64_t> perm;
   int64_t positionOffset = 0;
   ReduceKind reduceKind = ReduceKind::Sum;
+  std::vector<int64_t> resultSizes;
   std::vector<int64_t> rhsBatch;
   std::vector<int64_t> rhsContract;
   std::optional<double> scale;
   std::vector<int64_t> source;
+  std::vector<int64_t> sourceSizes;
   int64_t splitDim = 0;
   std::vector<int64_t> starts;
   std::vector<int64_t> strides;
@@ -492,6 +500,11 @@ void decodeAttrs(OpCode op, Decoder &d, Attrs &a) {
     d.group(kExchangeAttrs[0], a.group);
     d.integers(kExchangeAttrs[1], a.source);
     d.integers(kExchangeAttrs[2], a.target);
+    d.integers(kExchangeAttrs[3], a.offsets);
+    d.integers(kExchangeAttrs[4], a.strides);
+    d.integers(kExchangeAttrs[5], a.sourceSizes);
+    d.integers(kExchangeAttrs[6], a.resultSizes);
+    d.number(kExchangeAttrs[7], a.fill);
     return;
   case OpCode::AxisIndex:
     d.group(kAxisIndexAttrs[0], a.group);

@@ -26,7 +26,7 @@ void runExchange(Collectives &comm, Device &device, const Attrs &a,
   int64_t me = comm.memberIndex(a.group), n = comm.memberCount(a.group);
   int64_t bytes = int64_t(dtypeBytes(in.dtype));
   std::vector<int64_t> coords = g.coords(me);
-  std::vector<int64_t> ls = g.local(g.source), lt = g.local(g.target);
+  std::vector<int64_t> ls = g.sourceLocal(), lt = g.targetLocal();
   std::vector<int64_t> held(ls.size()), wanted(lt.size());
   for (size_t d = 0; d < ls.size(); ++d) {
     held[d] = g.block(g.source[d], coords) * ls[d];
@@ -39,9 +39,21 @@ void runExchange(Collectives &comm, Device &device, const Attrs &a,
       z[d] -= y[d];
     return z;
   };
+  // A piece's source box starts at the source index of its first target
+  // element, relative to this member's source block.
+  auto sourceAt = [&](const exchange::Piece &piece) {
+    std::vector<int64_t> at(piece.start.size());
+    for (size_t d = 0; d < at.size(); ++d)
+      at[d] = g.sourceIndex(d, piece.start[d]) - held[d];
+    return at;
+  };
   std::vector<int64_t> origin(ls.size(), 0);
   std::vector<char> source = device.copyTensorOut(in);
   std::vector<char> result(out.bytes());
+  // Elements that read no source element hold the fill.
+  if (!g.isIdentity())
+    for (int64_t i = 0, n = out.size(); i < n; ++i)
+      storeElement(out.dtype, result.data(), i, a.fill);
   std::vector<exchange::Piece> outgoing, incoming;
   exchange::sends(plan.pieces, me, outgoing);
   exchange::receives(plan.pieces, me, incoming);
@@ -64,13 +76,15 @@ void runExchange(Collectives &comm, Device &device, const Attrs &a,
   for (const exchange::Piece &piece : outgoing) {
     if (piece.peer == me)
       continue;
-    exchange::copyBox(source.data(), in.shape, minus(piece.start, held),
+    exchange::copyBox(source.data(), in.shape, sourceAt(piece),
                       packed.data() + at, piece.size, origin, piece.size,
-                      bytes);
+                      bytes, g.strides);
     at += piece.elements() * bytes;
   }
-  comm.exchange(a.group, sendBytes, packed.data(), receiveBytes,
-                arrived.data());
+  // Every rank plans alike: when no piece moves, none calls the group.
+  if (plan.busiest > 0)
+    comm.exchange(a.group, sendBytes, packed.data(), receiveBytes,
+                  arrived.data());
   std::vector<int64_t> next(size_t(n), 0); // where each sender's bytes are
   for (int64_t j = 0, offset = 0; j < n; ++j) {
     next[size_t(j)] = offset;
@@ -78,9 +92,9 @@ void runExchange(Collectives &comm, Device &device, const Attrs &a,
   }
   for (const exchange::Piece &piece : incoming) {
     if (piece.peer == me) {
-      exchange::copyBox(source.data(), in.shape, minus(piece.start, held),
+      exchange::copyBox(source.data(), in.shape, sourceAt(piece),
                         result.data(), out.shape, minus(piece.start, wanted),
-                        piece.size, bytes);
+                        piece.size, bytes, g.strides);
       continue;
     }
     int64_t &offset = next[size_t(piece.peer)];
@@ -146,6 +160,10 @@ GroupOpTable build() {
 
 } // namespace
 
+exchange::IndexMap exchangeMap(const catalogue::Attrs &attrs) {
+  return {attrs.offsets, attrs.strides, attrs.sourceSizes, attrs.resultSizes};
+}
+
 const ExchangePlan &exchangePlan(const std::vector<int64_t> &groupShape,
                                  const Shape &in, const Shape &out,
                                  const Attrs &attrs) {
@@ -153,14 +171,17 @@ const ExchangePlan &exchangePlan(const std::vector<int64_t> &groupShape,
   static std::mutex lock;
   static std::map<std::vector<std::vector<int64_t>>, ExchangePlan> plans;
   std::lock_guard<std::mutex> guard(lock);
-  std::vector<std::vector<int64_t>> key = {groupShape, in, out, attrs.source,
-                                           attrs.target};
+  exchange::IndexMap map = exchangeMap(attrs);
+  std::vector<std::vector<int64_t>> key = {
+      groupShape,  in,          out,           attrs.source,   attrs.target,
+      map.offsets, map.strides, map.sourceSizes, map.targetSizes};
   auto it = plans.find(key);
   if (it != plans.end())
     return it->second;
   ExchangePlan plan;
-  std::string error = exchange::makeGeometry(groupShape, in, out, attrs.source,
-                                             attrs.target, plan.geometry);
+  std::string error =
+      exchange::makeGeometry(groupShape, in, out, attrs.source, attrs.target,
+                             plan.geometry, map);
   if (!error.empty())
     throw CommError("exchange: " + error);
   plan.pieces = exchange::assign(plan.geometry);

@@ -451,15 +451,17 @@ ReshardCost mlir::par::reshardCost(ArrayRef<int64_t> axisSizes,
     int64_t elements = std::max(count(*before), count(step.after));
     before = &step.after;
     if (step.kind == ReshardStepKind::Exchange) {
-      ::par::exchange::Geometry g;
+      std::vector<int64_t> groupSizes;
       for (int32_t axis : step.axes)
-        g.axisSizes.push_back(axisSizes[axis]);
-      g.shape.assign(shape.begin(), shape.end());
+        groupSizes.push_back(axisSizes[axis]);
       size_t rank = shape.size(), numAxes = step.axes.size();
+      ::par::exchange::Layout source, target;
       (void)::par::exchange::unflatten({step.source.begin(), step.source.end()},
-                                       rank, numAxes, g.source);
+                                       rank, numAxes, source);
       (void)::par::exchange::unflatten({step.target.begin(), step.target.end()},
-                                       rank, numAxes, g.target);
+                                       rank, numAxes, target);
+      ::par::exchange::Geometry g = ::par::exchange::Geometry::uniform(
+          groupSizes, {shape.begin(), shape.end()}, source, target);
       int64_t moved = ::par::exchange::busiestMember(g);
       ++cost.collectives;
       cost.movedElements += moved;

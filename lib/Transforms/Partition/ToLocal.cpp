@@ -72,6 +72,13 @@ public:
   Value shardStart(Location loc, MeshOp mesh, ArrayRef<int32_t> axes,
                    int64_t localSize, Type elementType) override;
   void replaceValue(Value old, Value replacement, Operation *except) override;
+  void eraseOp(Operation *op) override {
+    for (Value result : op->getResults()) {
+      globals.erase(result);
+      kinds.erase(result);
+    }
+    op->erase();
+  }
   bool isPartial(Value value) override {
     ShardingAttr sharding = globals[value].sharding;
     return sharding && !sharding.getPartialAxes().empty();
@@ -437,7 +444,8 @@ FailureOr<Value> Localizer::lowerPlanned(Operation *op, Value input,
       break;
     case ReshardStepKind::Exchange:
       value = ExchangeOp::create(builder, loc, out, value, meshRef, axes,
-                                 step.source, step.target);
+                                 step.source, step.target, nullptr, nullptr,
+                                 nullptr, nullptr, llvm::APFloat(0.0));
       break;
     }
   }
@@ -517,7 +525,7 @@ LogicalResult Localizer::localizeOpHere(Operation *op) {
            made && made != op; made = made->getNextNode())
         setLate(made);
     replaceValue(op->getResult(0), *moved, nullptr);
-    op->erase();
+    eraseOp(op);
     return success();
   }
 

@@ -429,12 +429,21 @@ bool ShardingGraph::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
     return strategy.better(factsOf(eval.mesh, edge, a),
                            factsOf(eval.mesh, edge, b));
   };
+  // A link group (one index space seen by several tensors) is one factor:
+  // its members' candidates join its first factor's.
+  for (size_t f = 0; f < numFactors; ++f) {
+    int64_t first = edge.factors[f].link;
+    if (first >= 0 && first != (int64_t)f) {
+      candidates[first].append(candidates[f].begin(), candidates[f].end());
+      candidates[f].clear();
+    }
+  }
   eval.choices.resize(numFactors);
   for (size_t f = 0; f < numFactors; ++f) {
     const Factor &factor = edge.factors[f];
     auto &cands = candidates[f];
     if (cands.empty() || factor.kind == FactorKind::NeedReplication ||
-        factor.kind == FactorKind::Permutation)
+        (factor.kind == FactorKind::Permutation && factor.link < 0))
       continue;
     // Compatible candidates (each a prefix of the longest) merge into the
     // longest; otherwise the best-ranked tensor wins and keeps the longest
@@ -510,6 +519,29 @@ bool ShardingGraph::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
         owner[axis] = f;
     }
   }
+  // Every member of a link group takes the group's axes, as many as its
+  // own size holds (a short operand of a concat may take fewer); the first
+  // factor last, since the others copy its choice.
+  auto fit = [&](FactorChoice &choice, int64_t size) {
+    int64_t covered = 1;
+    for (size_t i = 0; i < choice.axes.size(); ++i) {
+      covered *= axisSizes[eval.mesh][choice.axes[i]];
+      if (covered > size) {
+        choice.axes.resize(i);
+        return;
+      }
+    }
+  };
+  for (size_t f = 0; f < numFactors; ++f) {
+    int64_t first = edge.factors[f].link;
+    if (first < 0 || first == (int64_t)f)
+      continue;
+    eval.choices[f] = eval.choices[first];
+    fit(eval.choices[f], edge.factors[f].size);
+  }
+  for (size_t f = 0; f < numFactors; ++f)
+    if (edge.factors[f].link == (int64_t)f)
+      fit(eval.choices[f], edge.factors[f].size);
   return true;
 }
 

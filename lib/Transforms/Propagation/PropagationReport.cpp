@@ -153,7 +153,7 @@ std::string ShardingGraph::dropReason(const Edge &edge, const EdgeEval &eval,
     const Factor &factor = edge.factors[factorId];
     if (factor.kind == FactorKind::NeedReplication)
       return where + " must be replicated for this op";
-    if (factor.kind == FactorKind::Permutation)
+    if (factor.kind == FactorKind::Permutation && factor.link < 0)
       return where + " is sliced or concatenated by this op";
   }
   for (const Leftover &leftover : eval.leftovers)

@@ -40,6 +40,10 @@ std::optional<Row> rowOf(Operation *op) {
   if (!collective)
     return std::nullopt;
   std::optional<CollectiveCost> cost = collective.getCost();
+  // A collective whose attributes move nothing (an exchange whose pieces
+  // are all local) is a local copy: no row.
+  if (!cost->moves)
+    return std::nullopt;
   Row row;
   row.name = cost->name;
   row.axes = cost->axes;

@@ -1,16 +1,5 @@
 // RUN: par-opt %s --par-to-local -split-input-file -verify-diagnostics
 
-// --par-to-local needs the layouts --par-insert-reshards gives: a slice
-// keeps the dims it cuts whole.
-par.mesh @mesh <["x"=2, "y"=4]>
-func.func @sliced_and_split(%v: tensor<8x8xf32>) -> tensor<8x6xf32> {
-  // expected-error @+1 {{dim 1 is sliced and split; slices keep the dims they cut whole (run --par-insert-reshards, or --par-partition, on the global program first)}}
-  %s = par.slice %v starts [0, 0] limits [8, 6] {par.sharding = #par.sharding<@mesh, [{}, {"y"}]>} : (tensor<8x8xf32>) -> tensor<8x6xf32>
-  return %s : tensor<8x6xf32>
-}
-
-// -----
-
 // Only ops that compute partial sums make partial values.
 par.mesh @mesh <["x"=2, "y"=4]>
 func.func @to_partial(%v: tensor<8x8xf32>) -> tensor<8x8xf32> {

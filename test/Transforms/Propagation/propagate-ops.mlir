@@ -174,22 +174,25 @@ func.func @adamw_multi_result(%p: tensor<16x64xf32> {par.sharding = #par.shardin
   return %0#0, %0#1, %0#2 : tensor<16x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>
 }
 
-// Concat: the concatenated dim does not propagate, the others do.
+// Concat: the concatenated dim is one index space for the result and every
+// operand, split alike; an operand too short for the axes takes fewer.
 // CHECK-LABEL: func.func @concat(
 // CHECK-SAME: {par.sharding = #par.sharding<@mesh, [{"dp"}, {"tp"}]>}
-// CHECK-SAME: {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>}
-// CHECK-SAME: {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>}
-// CHECK-NEXT: %0 = par.concat %arg0, %arg1 dim 1 {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>} : (tensor<8x16xf32>, tensor<8x4xf32>) -> tensor<8x20xf32>
-func.func @concat(%a: tensor<8x16xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {"tp"}]>}, %b: tensor<8x4xf32>) -> tensor<8x20xf32> {
-  %0 = par.concat %a, %b dim 1 : (tensor<8x16xf32>, tensor<8x4xf32>) -> tensor<8x20xf32>
-  return %0 : tensor<8x20xf32>
-}
-
-// Slice: whole dims pass, the sliced dim does not.
-// CHECK-LABEL: func.func @slice(
 // CHECK-SAME: {par.sharding = #par.sharding<@mesh, [{"dp"}, {"tp"}]>}
 // CHECK-SAME: {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>}
-// CHECK-NEXT: %0 = par.slice %arg0 starts [0, 4] limits [8, 12] {par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>} : (tensor<8x16xf32>) -> tensor<8x8xf32>
+// CHECK-SAME: {par.sharding = #par.sharding<@mesh, [{"dp"}, {"tp"}]>}
+// CHECK-NEXT: %0 = par.concat %arg0, %arg1, %arg2 dim 1 {par.sharding = #par.sharding<@mesh, [{"dp"}, {"tp"}]>} : (tensor<8x16xf32>, tensor<8x4xf32>, tensor<8x2xf32>) -> tensor<8x22xf32>
+func.func @concat(%a: tensor<8x16xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {"tp"}]>}, %b: tensor<8x4xf32>, %c: tensor<8x2xf32>) -> tensor<8x22xf32> {
+  %0 = par.concat %a, %b, %c dim 1 : (tensor<8x16xf32>, tensor<8x4xf32>, tensor<8x2xf32>) -> tensor<8x22xf32>
+  return %0 : tensor<8x22xf32>
+}
+
+// Slice: whole dims pass, and so does the sliced dim (the operand's and the
+// result's views of one index space).
+// CHECK-LABEL: func.func @slice(
+// CHECK-SAME: {par.sharding = #par.sharding<@mesh, [{"dp"}, {"tp"}]>}
+// CHECK-SAME: {par.sharding = #par.sharding<@mesh, [{"dp"}, {"tp"}]>}
+// CHECK-NEXT: %0 = par.slice %arg0 starts [0, 4] limits [8, 12] {par.sharding = #par.sharding<@mesh, [{"dp"}, {"tp"}]>} : (tensor<8x16xf32>) -> tensor<8x8xf32>
 func.func @slice(%a: tensor<8x16xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {"tp"}]>}) -> tensor<8x8xf32> {
   %0 = par.slice %a starts [0, 4] limits [8, 12] : (tensor<8x16xf32>) -> tensor<8x8xf32>
   return %0 : tensor<8x8xf32>

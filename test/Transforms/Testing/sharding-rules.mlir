@@ -109,16 +109,16 @@ func.func @reshape(%a: tensor<8x16x64xf32>, %b: tensor<128x64xf32>, %c: tensor<6
 
 // slice: untouched dims pass through, sliced dims are permutation factors.
 func.func @slice(%x: tensor<8x16xf32>) {
-  // expected-remark @below {{sharding rule: ([i, j]) -> ([i, k]) {i=8, j=16 permutation, k=8 permutation}}}
+  // expected-remark @below {{sharding rule: ([i, j]) -> ([i, k]) {i=8, j=16 permutation, k=8 permutation~j}}}
   %0 = par.slice %x starts [0, 4] limits [8, 12] : (tensor<8x16xf32>) -> tensor<8x8xf32>
-  // expected-remark @below {{sharding rule: ([i, k]) -> ([j, k]) {i=8 permutation, j=4 permutation, k=16}}}
+  // expected-remark @below {{sharding rule: ([i, k]) -> ([j, k]) {i=8 permutation, j=4 permutation~i, k=16}}}
   %1 = par.slice %x starts [0, 0] limits [8, 16] strides [2, 1] : (tensor<8x16xf32>) -> tensor<4x16xf32>
   return
 }
 
 // concat: the concatenated dim is a permutation factor per tensor.
 func.func @concat(%a: tensor<8x16xf32>, %b: tensor<8x4xf32>) {
-  // expected-remark @below {{sharding rule: ([i, k], [i, l]) -> ([i, j]) {i=8, j=20 permutation, k=16 permutation, l=4 permutation}}}
+  // expected-remark @below {{sharding rule: ([i, k], [i, l]) -> ([i, j]) {i=8, j=20 permutation, k=16 permutation~j, l=4 permutation~j}}}
   %0 = par.concat %a, %b dim 1 : (tensor<8x16xf32>, tensor<8x4xf32>) -> tensor<8x20xf32>
   return
 }
@@ -181,11 +181,14 @@ func.func @scatter_add(%t: tensor<8x4x6xf32>, %i: tensor<2x3x2xi32>, %u: tensor<
   return
 }
 
-// pad: unpadded dims pass through; a padded dim is a permutation factor on
-// each side.
+// pad: unpadded dims pass through; an edge-padded dim is a linked pair of
+// permutation factors (kept split, shifted by low); interior padding needs
+// replication.
 func.func @pad(%x: tensor<4x8xf32>) {
-  // expected-remark @below {{sharding rule: ([i, j]) -> ([i, k]) {i=4, j=8 permutation, k=17 permutation}}}
+  // expected-remark @below {{sharding rule: ([i, j]) -> ([i, k]) {i=4, j=8 need-replication, k=17 need-replication}}}
   %0 = par.pad %x low [0, 1] high [0, 1] interior [0, 1] : (tensor<4x8xf32>) -> tensor<4x17xf32>
+  // expected-remark @below {{sharding rule: ([i, k]) -> ([j, k]) {i=4 permutation, j=7 permutation~i, k=8}}}
+  %1 = par.pad %x low [2, 0] high [1, 0] : (tensor<4x8xf32>) -> tensor<7x8xf32>
   return
 }
 

@@ -73,6 +73,7 @@ CollectiveCost CollectiveOpInterface::getCost() {
   cost.bytes = bytesOf(type.getShape(), type.getElementType());
   cost.volume = int64_t(moved * traffic.fraction * double(cost.elements) + 0.5);
   cost.sent = (int64_t)(share.share * traffic.fraction * cost.bytes + 0.5);
+  cost.moves = traffic.moves;
   return cost;
 }
 

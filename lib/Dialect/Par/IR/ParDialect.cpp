@@ -412,7 +412,9 @@ FactorCombiner mlir::par::getPartialCombiner(Value value) {
   auto ruled = value.getDefiningOp<ShardingRuleOpInterface>();
   if (!ruled)
     return FactorCombiner::Sum;
-  for (const Factor &factor : ruled.getShardingRule().getFactors())
+  // The rule must outlive the loop: getFactors() points into it.
+  ShardingRule rule = ruled.getShardingRule();
+  for (const Factor &factor : rule.getFactors())
     if (factor.kind == FactorKind::Reduction &&
         (factor.combiner == FactorCombiner::Max ||
          factor.combiner == FactorCombiner::Min))

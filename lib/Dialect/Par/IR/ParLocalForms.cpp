@@ -94,27 +94,213 @@ LogicalResult ReduceOp::localize(LocalFormContext &ctx) {
   return success();
 }
 
-/// Split dims are whole (the rule keeps sliced dims unsplit): the local slice
-/// takes the local extent of every split dim.
+namespace {
+/// How a slice, a pad or one operand of a concat keeps a split along the dims
+/// it moves elements on: one par.exchange from the operand's layout to the
+/// result's, in which target index t of dim d reads source index
+/// offsets[d] + t * strides[d] of a source of global shape `sourceShape`.
+/// Dims that neither move elements across shards nor change their split
+/// stay out of the exchange's group: each device keeps its piece of them.
+struct KeptSplit {
+  MeshOp mesh;
+  SmallVector<int32_t> axes;         // the group, in mesh order
+  SmallVector<int64_t> from, to;     // flat layouts (par::exchange::flatten)
+  SmallVector<int64_t> offsets, strides, sourceSizes, resultSizes;
+
+  /// Plans the move of a value laid out as `layoutOf` into `result`'s
+  /// layout; `involved` stays false when no dim that moves is split (the
+  /// op's plain local form is right).
+  KeptSplit(LocalFormContext &ctx, Value layoutOf,
+            ArrayRef<int64_t> sourceShape, Value result,
+            ArrayRef<int64_t> offsetsIn, ArrayRef<int64_t> stridesIn)
+      : offsets(offsetsIn), strides(stridesIn) {
+    mesh = ctx.meshOf(layoutOf) ? ctx.meshOf(layoutOf) : ctx.meshOf(result);
+    if (!mesh)
+      return;
+    ArrayRef<int64_t> globalOut = ctx.globalType(result).getShape();
+    ArrayRef<int64_t> localOut =
+        cast<RankedTensorType>(result.getType()).getShape();
+    int64_t rank = (int64_t)globalOut.size();
+    SmallVector<SmallVector<int32_t>> split(rank), splitOut(rank);
+    SmallVector<bool> inGroup(rank, false);
+    for (int64_t d = 0; d < rank; ++d) {
+      if (ctx.meshOf(layoutOf))
+        split[d] = ctx.splitAxes(layoutOf, d);
+      if (ctx.meshOf(result))
+        splitOut[d] = ctx.splitAxes(result, d);
+      bool moves = offsets[d] != 0 || strides[d] != 1 ||
+                   sourceShape[d] != globalOut[d];
+      inGroup[d] = split[d] != splitOut[d] ||
+                   (moves && (!split[d].empty() || !splitOut[d].empty()));
+      if (inGroup[d]) {
+        axes.append(split[d]);
+        axes.append(splitOut[d]);
+      }
+    }
+    llvm::sort(axes);
+    axes.erase(llvm::unique(axes), axes.end());
+    involved = !axes.empty();
+    auto position = [&](int32_t axis) {
+      return (int64_t)(llvm::find(axes, axis) - axes.begin());
+    };
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d) {
+        from.push_back(-1);
+        to.push_back(-1);
+      }
+      if (inGroup[d]) {
+        for (int32_t axis : split[d])
+          from.push_back(position(axis));
+        for (int32_t axis : splitOut[d])
+          to.push_back(position(axis));
+      }
+      // Outside the group a dim's piece is all the exchange sees of it.
+      sourceSizes.push_back(inGroup[d] ? sourceShape[d]
+                                       : localSize(ctx, layoutOf, d,
+                                                   sourceShape[d]));
+      resultSizes.push_back(inGroup[d] ? globalOut[d] : localOut[d]);
+    }
+  }
+
+  bool involved = false;
+
+  /// The exchange that moves `input` (this device's piece) into the result's
+  /// local type; elements that read nothing hold `fill`.
+  Value build(LocalFormContext &ctx, Location loc, Value input,
+              RankedTensorType type, double fill) {
+    OpBuilder &b = ctx.builder;
+    return ExchangeOp::create(
+        b, loc, type, input, mesh.getSymName(), ctx.axisNames(mesh, axes),
+        from, to, b.getDenseI64ArrayAttr(offsets),
+        b.getDenseI64ArrayAttr(strides), b.getDenseI64ArrayAttr(sourceSizes),
+        b.getDenseI64ArrayAttr(resultSizes), llvm::APFloat(fill));
+  }
+
+private:
+  /// The size of this device's piece of dim `d` (of global size `size`) of
+  /// a value laid out as `layoutOf`, padding included.
+  static int64_t localSize(LocalFormContext &ctx, Value layoutOf, int64_t d,
+                           int64_t size) {
+    MeshOp mesh = ctx.meshOf(layoutOf);
+    if (!mesh)
+      return size;
+    return llvm::divideCeil(size,
+                            ctx.numShards(mesh, ctx.splitAxes(layoutOf, d)));
+  }
+};
+} // namespace
+
+/// A sliced dim that is split keeps its split: one exchange takes
+/// start + t * stride of the operand for each result index t, moving only
+/// what crosses shard boundaries. Otherwise the local slice takes the local
+/// extent of every split (untouched) dim.
 LogicalResult SliceOp::localize(LocalFormContext &ctx) {
   auto local = cast<RankedTensorType>(getInput().getType());
   RankedTensorType global = ctx.globalType(getInput());
-  auto resultType = cast<RankedTensorType>(getResult().getType());
-  RankedTensorType globalResult = ctx.globalType(getResult());
+  KeptSplit kept(ctx, getInput(), global.getShape(), getResult(),
+                 getStarts(), getStridesOrOnes());
+  if (kept.involved) {
+    ctx.builder.setInsertionPoint(*this);
+    Value moved = kept.build(ctx, getLoc(), getInput(),
+                             cast<RankedTensorType>(getResult().getType()),
+                             0.0);
+    ctx.replaceValue(getResult(), moved, nullptr);
+    ctx.eraseOp(*this);
+    return success();
+  }
   SmallVector<int64_t> limits(getLimits());
-  for (int64_t d = 0; d < local.getRank(); ++d)
-    if ((local.getDimSize(d) != global.getDimSize(d) ||
-         resultType.getDimSize(d) != globalResult.getDimSize(d)) &&
-        (getStarts()[d] != 0 || limits[d] != global.getDimSize(d) ||
-         (getStrides() && (*getStrides())[d] != 1)))
-      return emitError() << "dim " << d
-                         << " is sliced and split; slices keep the dims "
-                         << "they cut whole (run --par-insert-reshards, or "
-                            "--par-partition, on the global program first)";
   for (int64_t d = 0; d < local.getRank(); ++d)
     if (local.getDimSize(d) != global.getDimSize(d))
       limits[d] = local.getDimSize(d);
   setLimits(limits);
+  return success();
+}
+
+/// An edge-padded dim that is split keeps its split: one exchange shifts
+/// the operand by `low` (result index t reads t - low) and fills the rest.
+/// Interior padding (on whole dims only) is applied locally first.
+LogicalResult PadOp::localize(LocalFormContext &ctx) {
+  RankedTensorType global = ctx.globalType(getInput());
+  auto local = cast<RankedTensorType>(getInput().getType());
+  SmallVector<int64_t> interior = getInteriorOrZeros();
+  int64_t rank = global.getRank();
+  // The operand after its interior padding: what the exchange reads.
+  SmallVector<int64_t> spread(global.getShape()), spreadLocal(local.getShape());
+  SmallVector<int64_t> offsets(rank, 0), zeros(rank, 0), ones(rank, 1);
+  bool anyInterior = false;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (interior[d] > 0 && spread[d] > 0) {
+      spread[d] += (spread[d] - 1) * interior[d];
+      spreadLocal[d] = spread[d];
+      anyInterior = true;
+    }
+    offsets[d] = -getLow()[d];
+  }
+  KeptSplit kept(ctx, getInput(), spread, getResult(), offsets, ones);
+  if (!kept.involved)
+    return success();
+  OpBuilder &b = ctx.builder;
+  Location loc = getLoc();
+  b.setInsertionPoint(*this);
+  Value input = getInput();
+  if (anyInterior)
+    input = PadOp::create(
+        b, loc, RankedTensorType::get(spreadLocal, local.getElementType()),
+        input, b.getDenseI64ArrayAttr(zeros), b.getDenseI64ArrayAttr(zeros),
+        b.getDenseI64ArrayAttr(interior), getFillAttr());
+  Value moved =
+      kept.build(ctx, loc, input, cast<RankedTensorType>(getResult().getType()),
+                 getFill().convertToDouble());
+  ctx.replaceValue(getResult(), moved, nullptr);
+  ctx.eraseOp(*this);
+  return success();
+}
+
+/// A split concatenated dim stays split: each operand moves into the
+/// result's layout at its offset (one exchange each, zeros elsewhere) and
+/// the pieces add up. Each device receives only what it now owns.
+LogicalResult ConcatOp::localize(LocalFormContext &ctx) {
+  int64_t dim = (int64_t)getDim();
+  RankedTensorType globalOut = ctx.globalType(getResult());
+  auto type = cast<RankedTensorType>(getResult().getType());
+  int64_t rank = globalOut.getRank(), at = 0;
+  SmallVector<KeptSplit, 2> plans;
+  size_t involved = 0;
+  for (Value input : getInputs()) {
+    RankedTensorType global = ctx.globalType(input);
+    SmallVector<int64_t> offsets(rank, 0), ones(rank, 1);
+    offsets[dim] = -at;
+    at += global.getDimSize(dim);
+    plans.emplace_back(ctx, input, global.getShape(), getResult(), offsets,
+                       ones);
+    involved += plans.back().involved;
+  }
+  if (involved == 0)
+    return success();
+  OpBuilder &b = ctx.builder;
+  Location loc = getLoc();
+  b.setInsertionPoint(*this);
+  Value sum;
+  at = 0;
+  for (auto [input, plan] : llvm::zip(getInputs(), plans)) {
+    // An operand laid out like the result, whose dim is whole on both
+    // sides, lands at its offset by local padding.
+    auto local = cast<RankedTensorType>(input.getType());
+    SmallVector<int64_t> low(rank, 0), high(rank, 0);
+    low[dim] = at;
+    high[dim] = type.getDimSize(dim) - at - local.getDimSize(dim);
+    at += local.getDimSize(dim);
+    Value piece =
+        plan.involved
+            ? plan.build(ctx, loc, input, type, 0.0)
+            : PadOp::create(b, loc, type, input, b.getDenseI64ArrayAttr(low),
+                            b.getDenseI64ArrayAttr(high), DenseI64ArrayAttr(),
+                            b.getF64FloatAttr(0.0))
+                  .getResult();
+    sum = sum ? AddOp::create(b, loc, type, sum, piece).getResult() : piece;
+  }
+  ctx.replaceValue(getResult(), sum, nullptr);
+  ctx.eraseOp(*this);
   return success();
 }
 
@@ -349,7 +535,7 @@ LogicalResult CrossEntropyOp::localize(LocalFormContext &ctx) {
     loss = ReduceOp::create(b, loc, getResult().getType(), ReduceKind::mean,
                             perToken, b.getDenseI64ArrayAttr(leading));
     ctx.replaceValue(getResult(), loss, nullptr);
-    (*this)->erase();
+    ctx.eraseOp(*this);
     b.setInsertionPointAfter(loss.getDefiningOp());
   }
   if (!tokenAxes.empty()) {
@@ -473,7 +659,7 @@ struct SplitRows {
   void finish(Operation *op, Value value) {
     value = narrow(value);
     ctx.replaceValue(op->getResult(0), value, nullptr);
-    op->erase();
+    ctx.eraseOp(op);
   }
 };
 

@@ -941,11 +941,18 @@ mlir::par::getExchangeGeometry(ExchangeOp op, std::string &error) {
     sizes.push_back(mesh.getAxisSize(axis));
   ArrayRef<int64_t> in = tensorOf(op.getInput()).getShape(),
                     out = tensorOf(op.getResult()).getShape();
+  auto list = [](std::optional<ArrayRef<int64_t>> values) {
+    return values ? std::vector<int64_t>(values->begin(), values->end())
+                  : std::vector<int64_t>();
+  };
+  ::par::exchange::IndexMap map{list(op.getOffsets()), list(op.getStrides()),
+                                list(op.getSourceSizes()),
+                                list(op.getResultSizes())};
   ::par::exchange::Geometry g;
   error = ::par::exchange::makeGeometry(
       sizes, {in.begin(), in.end()}, {out.begin(), out.end()},
       {op.getSource().begin(), op.getSource().end()},
-      {op.getTarget().begin(), op.getTarget().end()}, g);
+      {op.getTarget().begin(), op.getTarget().end()}, g, map);
   if (!error.empty())
     return failure();
   return g;

@@ -169,9 +169,14 @@ ShardingRule SliceOp::getShardingRule() {
       rule.addSharedFactor(in[d], {{0, d}}, {{0, d}});
       continue;
     }
-    rule.addSharedFactor(in[d], {{0, d}}, {}, FactorKind::Permutation);
+    // The operand's and the result's dim are one index space (the result
+    // reads start + t * stride): split alike, the local form moves what
+    // crosses shard boundaries.
+    int64_t from =
+        rule.addSharedFactor(in[d], {{0, d}}, {}, FactorKind::Permutation);
     if (out[d] > 0)
-      rule.addSharedFactor(out[d], {}, {{0, d}}, FactorKind::Permutation);
+      rule.linkFactors(from, rule.addSharedFactor(out[d], {}, {{0, d}},
+                                                  FactorKind::Permutation));
   }
   return rule;
 }
@@ -184,9 +189,15 @@ ShardingRule PadOp::getShardingRule() {
       rule.addSharedFactor(in[d], {{0, d}}, {{0, d}});
       continue;
     }
-    if (in[d] > 0)
-      rule.addSharedFactor(in[d], {{0, d}}, {}, FactorKind::Permutation);
-    rule.addSharedFactor(out[d], {}, {{0, d}}, FactorKind::Permutation);
+    // Interior padding spreads the elements apart: that dim stays whole.
+    // Edge padding shifts them by `low`, kept split like a slice.
+    FactorKind kind = getInteriorOrZeros()[d] > 0 ? FactorKind::NeedReplication
+                                                  : FactorKind::Permutation;
+    int64_t from =
+        in[d] > 0 ? rule.addSharedFactor(in[d], {{0, d}}, {}, kind) : -1;
+    int64_t to = rule.addSharedFactor(out[d], {}, {{0, d}}, kind);
+    if (from >= 0 && kind == FactorKind::Permutation)
+      rule.linkFactors(from, to);
   }
   return rule;
 }
@@ -203,10 +214,14 @@ ShardingRule ConcatOp::getShardingRule() {
     for (unsigned o = 0; o < getNumOperands(); ++o)
       rule.mapOperand(o, d, factor);
   }
-  rule.addSharedFactor(out[dim], {}, {{0, dim}}, FactorKind::Permutation);
+  // Every operand's piece of the concatenated dim is a view on the result's:
+  // one link group, split alike.
+  int64_t whole =
+      rule.addSharedFactor(out[dim], {}, {{0, dim}}, FactorKind::Permutation);
   for (auto [o, input] : llvm::enumerate(getInputs()))
-    rule.addSharedFactor(shapeOf(input)[dim], {{o, dim}}, {},
-                         FactorKind::Permutation);
+    rule.linkFactors(whole, rule.addSharedFactor(shapeOf(input)[dim],
+                                                 {{o, dim}}, {},
+                                                 FactorKind::Permutation));
   return rule;
 }
 

@@ -48,6 +48,22 @@ int64_t ShardingRule::addSharedFactor(
   return factor;
 }
 
+void ShardingRule::linkFactors(int64_t factor, int64_t other) {
+  int64_t first = factors[factor].link >= 0 ? factors[factor].link : factor;
+  factors[first].link = first;
+  factors[other].link = first;
+}
+
+SmallVector<int64_t, 4> ShardingRule::linkGroup(int64_t factor) const {
+  if (factors[factor].link < 0)
+    return {factor};
+  SmallVector<int64_t, 4> group;
+  for (auto [f, other] : llvm::enumerate(factors))
+    if (other.link == factors[factor].link)
+      group.push_back(f);
+  return group;
+}
+
 StringRef mlir::par::stringifyFactorKind(FactorKind kind) {
   switch (kind) {
   case FactorKind::PassThrough:
@@ -121,6 +137,9 @@ void ShardingRule::print(llvm::raw_ostream &os) const {
       return;
     }
     os << " " << stringifyFactorKind(factor.kind);
+    // A linked factor names the first of its group: "j=14 permutation~i".
+    if (factor.link >= 0 && factor.link != f)
+      os << "~" << factorName(factor.link, n);
     if (factor.combiner != FactorCombiner::None)
       os << "(" << stringifyFactorCombiner(factor.combiner) << ")";
   });
@@ -201,6 +220,10 @@ std::string ShardingRule::check(Operation *op) const {
              factor.kind != FactorKind::PassThrough &&
              factor.combiner != FactorCombiner::None)
       os << "factor " << name << " is not a reduction but has a combiner";
+    else if (factor.link >= 0 && (factor.kind != FactorKind::Permutation ||
+                                  factors[factor.link].link != factor.link))
+      os << "linked factor " << name
+         << " is not a permutation of a well-formed group";
     if (!message.empty())
       return message;
   }
@@ -224,9 +247,18 @@ ShardingRule mlir::par::buildElementwiseRule(Operation *op) {
 
 int64_t ShardingRule::pointsPerDevice(ArrayRef<int64_t> shards) const {
   int64_t points = 1;
+  auto perDevice = [&](int64_t f) {
+    int64_t n = (size_t)f < shards.size() ? std::max<int64_t>(shards[f], 1) : 1;
+    return (factors[f].size + n - 1) / n;
+  };
   for (auto [f, factor] : llvm::enumerate(factors)) {
-    int64_t n = f < shards.size() ? std::max<int64_t>(shards[f], 1) : 1;
-    points *= (factor.size + n - 1) / n;
+    // A link group is one index space: its largest view counts, once.
+    if (factor.link >= 0 && factor.link != (int64_t)f)
+      continue;
+    int64_t most = 0;
+    for (int64_t member : linkGroup(f))
+      most = std::max(most, perDevice(member));
+    points *= most;
   }
   return points;
 }

@@ -51,6 +51,9 @@ struct CollectiveCost {
   /// all-reduce 2(n-1)/n of its buffer, a gather, scatter or all-to-all
   /// (n-1)/n, a permute all of it.
   int64_t sent = 0;
+  /// False when the attributes move nothing between devices (an exchange
+  /// whose every piece is already local): the op is a local copy.
+  bool moves = true;
 };
 
 /// How an op carries partial sums (LinearOpInterface): `Each` ops are linear

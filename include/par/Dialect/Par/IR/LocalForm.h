@@ -53,6 +53,10 @@ public:
   /// differently) in every use but `except`, with the same global layout.
   virtual void replaceValue(Value old, Value replacement,
                             Operation *except) = 0;
+  /// Erases `op` (whose results have no uses left) and forgets what was
+  /// recorded of its results, so that a value later made at the same
+  /// address starts with a clean record.
+  virtual void eraseOp(Operation *op) = 0;
   /// Whether `value` is a partial sum over some mesh axes.
   virtual bool isPartial(Value value) = 0;
   /// Keeps `whole` (a result of `op`, given back its global type) and makes

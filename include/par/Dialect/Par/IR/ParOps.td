@@ -325,9 +325,12 @@ def Par_SliceOp : Par_ComputeOp<"slice", [
     ```mlir
     %s = par.slice %x starts [0, 4] limits [8, 12] : (tensor<8x16xf32>) -> tensor<8x8xf32>
     ```
-    Sharding rule: untouched dimensions are pass-through factors; sliced
-    dimensions are permutation factors (sharding them moves data between
-    shards).
+    Sharding rule: untouched dimensions are pass-through factors; a sliced
+    dimension is a linked pair of permutation factors (the operand's and
+    the result's view of one index space): split, both keep the split, and
+    the local form is one `par.exchange` that moves only the elements that
+    cross shard boundaries (none where the start and stride line up with
+    the shards).
   }];
   let arguments = (ins Par_AnyTensor:$input, DenseI64ArrayAttr:$starts,
                        DenseI64ArrayAttr:$limits,
@@ -350,15 +353,18 @@ def Par_SliceOp : Par_ComputeOp<"slice", [
   let hasVerifier = 1;
 }
 
-def Par_ConcatOp : Par_ComputeOp<"concat", []> {
+def Par_ConcatOp : Par_ComputeOp<"concat", [
+    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
   let summary = "concatenate along one dimension";
   let description = [{
     ```mlir
     %c = par.concat %a, %b dim 1 : (tensor<8x16xf32>, tensor<8x4xf32>) -> tensor<8x20xf32>
     ```
     Sharding rule: other dimensions are pass-through factors shared by all
-    operands; the concatenated dimension is a permutation factor of the
-    result, each operand's part a factor of its own.
+    operands; the concatenated dimension is a link group of permutation
+    factors (the result's and each operand's part): split, the result keeps
+    the split and each device receives only the pieces of each operand that
+    it now owns (one `par.exchange` per operand, summed).
   }];
   let arguments = (ins Variadic<Par_AnyTensor>:$inputs, I64Attr:$dim);
   let results = (outs Par_AnyTensor:$result);
@@ -376,7 +382,8 @@ def Par_ConcatOp : Par_ComputeOp<"concat", []> {
   let hasVerifier = 1;
 }
 
-def Par_PadOp : Par_ComputeOp<"pad", [SameOperandsAndResultElementType]> {
+def Par_PadOp : Par_ComputeOp<"pad", [SameOperandsAndResultElementType,
+    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
   let summary = "pad with a constant: low, high and interior per dimension";
   let description = [{
     Each dimension gets `low` elements before, `high` after and `interior`
@@ -388,9 +395,10 @@ def Par_PadOp : Par_ComputeOp<"pad", [SameOperandsAndResultElementType]> {
     %y = par.pad %x low [0, 1] high [2, 0] interior [0, 1] {fill = -1.0}
         : (tensor<4x8xf32>) -> tensor<6x16xf32>
     ```
-    Sharding rule: unpadded dimensions are pass-through; a padded dimension
-    is a permutation factor on each side (a split of it is gathered before
-    the op). The gradient is the strided slice of the result's gradient
+    Sharding rule: unpadded dimensions are pass-through; an edge-padded
+    dimension is a linked pair of permutation factors, kept split by one
+    `par.exchange` that shifts elements by `low` across shard boundaries;
+    a dimension with interior padding needs replication. The gradient is the strided slice of the result's gradient
     that the operand landed on.
   }];
   let arguments = (ins Par_AnyTensor:$input, DenseI64ArrayAttr:$low,
@@ -1052,14 +1060,33 @@ def Par_ExchangeOp : Par_CollectiveOp<"exchange", [Pure,
     gather/all-to-all/permute sequence would move more (moving two axes in
     another order, or an axis that is not the minor one).
 
+    An index map lets the source and the target be different tensors, for
+    the ops that move elements between shards while keeping a split (slice,
+    pad and concat along a split dim): target index `t` of dim `d` reads
+    source index `offsets[d] + t * strides[d]`; source indices at or past
+    `source_sizes[d]` (the real global size; the rest is padding) are never
+    read, and target elements at or past `result_sizes[d]`, or that read no
+    source element, hold `fill`. Without a map both layouts describe one
+    global shape and nothing is filled.
+
     ```mlir
     %y = par.exchange %x over @mesh ["dp", "tp"] from [[0, 1], [], []] to [[], [], [1, 0]]
         : (tensor<4x16x16xf32>) -> tensor<16x16x4xf32>
+    // x[1:15] of a 16-row tensor split over tp=2, kept split: each device
+    // sends its neighbour one row.
+    %z = par.exchange %w over @mesh ["tp"] from [[0]] to [[0]]
+        {offsets = array<i64: 1>, source_sizes = array<i64: 16>,
+         result_sizes = array<i64: 14>} : (tensor<8xf32>) -> tensor<7xf32>
     ```
   }];
   let arguments = (ins Par_AnyTensor:$input, FlatSymbolRefAttr:$mesh,
                        Par_AxisList:$axes, DenseI64ArrayAttr:$source,
-                       DenseI64ArrayAttr:$target);
+                       DenseI64ArrayAttr:$target,
+                       OptionalAttr<DenseI64ArrayAttr>:$offsets,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides,
+                       OptionalAttr<DenseI64ArrayAttr>:$source_sizes,
+                       OptionalAttr<DenseI64ArrayAttr>:$result_sizes,
+                       DefaultValuedAttr<F64Attr, "0.0">:$fill);
   let results = (outs Par_AnyTensor:$result);
   let assemblyFormat = [{
     $input `over` $mesh $axes `from` custom<ExchangeLayout>($source)

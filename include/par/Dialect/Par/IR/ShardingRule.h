@@ -29,7 +29,11 @@ enum class FactorKind {
   Reduction,
   /// The op cannot run with the factor sharded: it must be replicated.
   NeedReplication,
-  /// Sharding the factor moves data between shards (slice, concat).
+  /// One index space that the op moves elements along (slice, pad and
+  /// concat along a dim): the factors of a link group are its views on each
+  /// tensor, of their own sizes. Sharding the group splits every member over
+  /// the same axes, and the op's local form moves the elements that cross
+  /// shard boundaries. An unlinked permutation factor is never split.
   Permutation,
 };
 
@@ -55,6 +59,9 @@ struct Factor {
   /// position in a sequence, for rope and causal attention): a split of it
   /// makes each device's local form offset its positions.
   bool positional = false;
+  /// The first factor of this factor's link group (itself for that one), or
+  /// -1 when unlinked (ShardingRule::linkFactors).
+  int64_t link = -1;
 };
 
 /// The value padding must hold so that it does not change a reduction with
@@ -85,6 +92,13 @@ public:
                           ArrayRef<std::pair<unsigned, int64_t>> resultDims,
                           FactorKind kind = FactorKind::PassThrough,
                           FactorCombiner combiner = FactorCombiner::None);
+
+  /// Puts permutation factor `other` in `factor`'s link group: both views of
+  /// one index space (a slice's operand and result dim, each operand's and
+  /// the result's concatenated dim), split alike.
+  void linkFactors(int64_t factor, int64_t other);
+  /// The factors of `factor`'s link group (just `factor` when unlinked).
+  SmallVector<int64_t, 4> linkGroup(int64_t factor) const;
 
   /// Marks `factor` positional (Factor::positional).
   void markPositional(int64_t factor) { factors[factor].positional = true; }
