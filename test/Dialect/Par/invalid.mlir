@@ -1159,6 +1159,46 @@ func.func @exchange_twice(%v: tensor<2x8xf32>) -> tensor<8x2xf32> {
 
 // -----
 
+// exchange: an index map gives one entry per dim.
+par.mesh @mesh <["x"=2]>
+func.func @exchange_map_rank(%v: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @below {{'par.exchange' op offsets has 1 entries, the tensor 2 dims}}
+  %0 = par.exchange %v over @mesh ["x"] from [[0], []] to [[0], []] {offsets = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// exchange: strides are positive.
+par.mesh @mesh <["x"=2]>
+func.func @exchange_stride(%v: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @below {{'par.exchange' op stride 0 of dim 0 is not in [1, 2^60]}}
+  %0 = par.exchange %v over @mesh ["x"] from [[0], []] to [[0], []] {strides = array<i64: 0, 1>} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// exchange: a real size fits the padded global size.
+par.mesh @mesh <["x"=2]>
+func.func @exchange_real_size(%v: tensor<4x8xf32>) -> tensor<3x8xf32> {
+  // expected-error @below {{'par.exchange' op source size 9 of dim 0 is outside [0, 8]}}
+  %0 = par.exchange %v over @mesh ["x"] from [[0], []] to [[0], []] {source_sizes = array<i64: 9, 8>, result_sizes = array<i64: 6, 8>} : (tensor<4x8xf32>) -> tensor<3x8xf32>
+  return %0 : tensor<3x8xf32>
+}
+
+// -----
+
+// exchange: the index map stays within int64.
+par.mesh @mesh <["x"=2]>
+func.func @exchange_overflow(%v: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @below {{'par.exchange' op the index map of dim 0 overflows}}
+  %0 = par.exchange %v over @mesh ["x"] from [[0], []] to [[0], []] {offsets = array<i64: 2305843009213693952, 0>, strides = array<i64: 1152921504606846976, 1>} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
 // gather: the result is the entries' shape, then the non-indexed dims.
 func.func @gather_result(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>) -> tensor<3x8xf32> {
   // expected-error @below {{'par.gather' op result 'tensor<3x8xf32>' must be [3x4]: the index entries' shape, then the operand's non-indexed dimensions}}

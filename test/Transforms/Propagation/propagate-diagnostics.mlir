@@ -54,12 +54,12 @@ func.func @reshape_split_not_dividing(%x: tensor<24xf32> {par.sharding = #par.sh
 
 par.mesh @mesh <["dp"=2, "tp"=4]>
 
-// Interior padding of the only sharded dim (edge padding keeps the split).
-// expected-warning @below {{uses it fully replicated (dim 1 must be replicated for this op)}}
-func.func @pad_interior_sharded_dim(%x: tensor<4x16xf32> {par.sharding = #par.sharding<@mesh, [{}, {"tp"}]>}) -> tensor<4x31xf32> {
+// A reshape that regroups the only sharded dim (4 and 3 share no factor).
+// expected-warning @below {{uses it fully replicated (dim 0 must be replicated for this op)}}
+func.func @reshape_sharded_dim(%x: tensor<4x6xf32> {par.sharding = #par.sharding<@mesh, [{"tp"}, {}]>}) -> tensor<3x8xf32> {
   // expected-note @below {{used here}}
-  %0 = par.pad %x low [0, 0] high [0, 0] interior [0, 1] : (tensor<4x16xf32>) -> tensor<4x31xf32>
-  return %0 : tensor<4x31xf32>
+  %0 = par.reshape %x : (tensor<4x6xf32>) -> tensor<3x8xf32>
+  return %0 : tensor<3x8xf32>
 }
 
 // -----

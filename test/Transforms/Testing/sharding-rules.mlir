@@ -181,11 +181,11 @@ func.func @scatter_add(%t: tensor<8x4x6xf32>, %i: tensor<2x3x2xi32>, %u: tensor<
   return
 }
 
-// pad: unpadded dims pass through; an edge-padded dim is a linked pair of
-// permutation factors (kept split, shifted by low); interior padding needs
-// replication.
+// pad: unpadded dims pass through; a padded dim is a linked pair of
+// permutation factors (kept split: spread apart on each shard, shifted by
+// low).
 func.func @pad(%x: tensor<4x8xf32>) {
-  // expected-remark @below {{sharding rule: ([i, j]) -> ([i, k]) {i=4, j=8 need-replication, k=17 need-replication}}}
+  // expected-remark @below {{sharding rule: ([i, j]) -> ([i, k]) {i=4, j=8 permutation, k=17 permutation~j}}}
   %0 = par.pad %x low [0, 1] high [0, 1] interior [0, 1] : (tensor<4x8xf32>) -> tensor<4x17xf32>
   // expected-remark @below {{sharding rule: ([i, k]) -> ([j, k]) {i=4 permutation, j=7 permutation~i, k=8}}}
   %1 = par.pad %x low [2, 0] high [1, 0] : (tensor<4x8xf32>) -> tensor<7x8xf32>

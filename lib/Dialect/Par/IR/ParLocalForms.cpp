@@ -216,9 +216,11 @@ LogicalResult SliceOp::localize(LocalFormContext &ctx) {
   return success();
 }
 
-/// An edge-padded dim that is split keeps its split: one exchange shifts
-/// the operand by `low` (result index t reads t - low) and fills the rest.
-/// Interior padding (on whole dims only) is applied locally first.
+/// A padded dim that is split keeps its split. Each device first spreads
+/// its piece apart (interior padding, plus `interior` fill elements after
+/// its last one, so that the pieces of all devices together are the
+/// interior-padded operand, split alike); one exchange then shifts that by
+/// `low` (result index t reads t - low) and fills the rest.
 LogicalResult PadOp::localize(LocalFormContext &ctx) {
   RankedTensorType global = ctx.globalType(getInput());
   auto local = cast<RankedTensorType>(getInput().getType());
@@ -227,14 +229,21 @@ LogicalResult PadOp::localize(LocalFormContext &ctx) {
   // The operand after its interior padding: what the exchange reads.
   SmallVector<int64_t> spread(global.getShape()), spreadLocal(local.getShape());
   SmallVector<int64_t> offsets(rank, 0), zeros(rank, 0), ones(rank, 1);
+  SmallVector<int64_t> after(rank, 0);
   bool anyInterior = false;
   for (int64_t d = 0; d < rank; ++d) {
-    if (interior[d] > 0 && spread[d] > 0) {
-      spread[d] += (spread[d] - 1) * interior[d];
-      spreadLocal[d] = spread[d];
-      anyInterior = true;
-    }
     offsets[d] = -getLow()[d];
+    if (interior[d] == 0 || spread[d] == 0)
+      continue;
+    anyInterior = true;
+    spread[d] += (spread[d] - 1) * interior[d];
+    if (local.getDimSize(d) == global.getDimSize(d)) {
+      spreadLocal[d] = spread[d];
+      continue;
+    }
+    // A split dim: every piece spreads to size * (interior + 1).
+    after[d] = interior[d];
+    spreadLocal[d] = local.getDimSize(d) * (interior[d] + 1);
   }
   KeptSplit kept(ctx, getInput(), spread, getResult(), offsets, ones);
   if (!kept.involved)
@@ -246,7 +255,7 @@ LogicalResult PadOp::localize(LocalFormContext &ctx) {
   if (anyInterior)
     input = PadOp::create(
         b, loc, RankedTensorType::get(spreadLocal, local.getElementType()),
-        input, b.getDenseI64ArrayAttr(zeros), b.getDenseI64ArrayAttr(zeros),
+        input, b.getDenseI64ArrayAttr(zeros), b.getDenseI64ArrayAttr(after),
         b.getDenseI64ArrayAttr(interior), getFillAttr());
   Value moved =
       kept.build(ctx, loc, input, cast<RankedTensorType>(getResult().getType()),

@@ -189,14 +189,14 @@ ShardingRule PadOp::getShardingRule() {
       rule.addSharedFactor(in[d], {{0, d}}, {{0, d}});
       continue;
     }
-    // Interior padding spreads the elements apart: that dim stays whole.
-    // Edge padding shifts them by `low`, kept split like a slice.
-    FactorKind kind = getInteriorOrZeros()[d] > 0 ? FactorKind::NeedReplication
-                                                  : FactorKind::Permutation;
-    int64_t from =
-        in[d] > 0 ? rule.addSharedFactor(in[d], {{0, d}}, {}, kind) : -1;
-    int64_t to = rule.addSharedFactor(out[d], {}, {{0, d}}, kind);
-    if (from >= 0 && kind == FactorKind::Permutation)
+    // A padded dim is kept split like a slice: each shard spreads its
+    // elements apart (interior padding) and the whole is shifted by `low`.
+    int64_t from = in[d] > 0 ? rule.addSharedFactor(in[d], {{0, d}}, {},
+                                                    FactorKind::Permutation)
+                             : -1;
+    int64_t to =
+        rule.addSharedFactor(out[d], {}, {{0, d}}, FactorKind::Permutation);
+    if (from >= 0)
       rule.linkFactors(from, to);
   }
   return rule;

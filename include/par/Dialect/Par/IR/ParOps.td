@@ -395,11 +395,11 @@ def Par_PadOp : Par_ComputeOp<"pad", [SameOperandsAndResultElementType,
     %y = par.pad %x low [0, 1] high [2, 0] interior [0, 1] {fill = -1.0}
         : (tensor<4x8xf32>) -> tensor<6x16xf32>
     ```
-    Sharding rule: unpadded dimensions are pass-through; an edge-padded
-    dimension is a linked pair of permutation factors, kept split by one
-    `par.exchange` that shifts elements by `low` across shard boundaries;
-    a dimension with interior padding needs replication. The gradient is the strided slice of the result's gradient
-    that the operand landed on.
+    Sharding rule: unpadded dimensions are pass-through; a padded dimension
+    is a linked pair of permutation factors, kept split: each shard spreads
+    its elements apart (interior padding) and one `par.exchange` shifts them
+    by `low` across shard boundaries. The gradient is the strided slice of
+    the result's gradient that the operand landed on.
   }];
   let arguments = (ins Par_AnyTensor:$input, DenseI64ArrayAttr:$low,
                        DenseI64ArrayAttr:$high,
