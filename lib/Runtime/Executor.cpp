@@ -213,16 +213,22 @@ void Executor::countTraffic(const Instruction &inst, const Tensor &in,
     moves |= from != to;
   catalogue::Traffic t =
       catalogue::collectiveTraffic(catalogue::spec(inst.op), n, moves);
-  traffic_.collectives += 1;
   if (inst.op == OpCode::Exchange) {
-    // What the busiest member sends or receives, as the compiler states it.
+    // What the busiest member sends or receives, as the compiler states it;
+    // one whose pieces are all local is a copy, not a collective.
     int64_t moved = exchangePlan(comm_.memberShape(inst.attrs.group),
                                  in.shape, out.shape, inst.attrs)
                         .busiest;
+    if (moved == 0)
+      return;
+    traffic_.collectives += 1;
     traffic_.movedElements += moved;
     traffic_.sentBytes += moved * int64_t(dtypeBytes(in.dtype));
     return;
   }
+  if (!moves)
+    return;
+  traffic_.collectives += 1;
   traffic_.movedElements += int64_t(t.moved) * larger.size();
   traffic_.sentBytes += int64_t(t.share * double(larger.bytes()) + 0.5);
 }

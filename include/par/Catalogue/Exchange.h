@@ -454,7 +454,8 @@ inline void copyBox(const char *src, const std::vector<int64_t> &srcShape,
   for (size_t d = rank; d-- > 0;) {
     srcBase += srcStart[d] * ss;
     dstBase += dstStart[d] * ds;
-    srcStride[d] = ss * (srcStep.empty() ? 1 : srcStep[d]);
+    // A dim of one element is never stepped (its step may be huge).
+    srcStride[d] = ss * (srcStep.empty() || size[d] == 1 ? 1 : srcStep[d]);
     dstStride[d] = ds;
     ss *= srcShape[d];
     ds *= dstShape[d];

@@ -289,6 +289,9 @@ void reportFunction(func::FuncOp func, const MemoryPlan &plan,
   for (Operation *op : plan.instructions)
     if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
       CollectiveCost cost = collective.getCost();
+      // One that moves nothing (its pieces all local) is a copy.
+      if (!cost.moves)
+        continue;
       for (CommRow *row : {&byKind[{cost.name, cost.axes}], &sum}) {
         row->count += 1;
         row->elements += cost.elements;

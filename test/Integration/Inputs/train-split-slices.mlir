@@ -1,5 +1,5 @@
-// Training steps through slices (shifted and strided), an edge pad and a
-// concat along the split dim: each keeps the split and moves only what
+// Training steps through slices (shifted and strided), an edge pad, an
+// interior-only pad and a concat along the split dim: each keeps the split and moves only what
 // crosses shard boundaries (par.exchange), forward and backward (the
 // gradients are a pad, a strided slice and slices, split alike).
 // PASSES: --par-autodiff="optimizer=sgd lr=0.3"
@@ -18,9 +18,10 @@ func.func @train_split_slices(%x: tensor<4x24xf32> {par.role = "data", par.data 
   %t = par.slice %a starts [0, 1] limits [4, 24] strides [1, 2] : (tensor<4x24xf32>) -> tensor<4x12xf32>
   %p = par.pad %t low [0, 3] high [0, 7] {fill = 0.5 : f64} : (tensor<4x12xf32>) -> tensor<4x22xf32>
   %q = par.mul %s, %p : tensor<4x22xf32>
-  %c = par.concat %q, %t, %a dim 1 : (tensor<4x22xf32>, tensor<4x12xf32>, tensor<4x24xf32>) -> tensor<4x58xf32>
-  %h = par.tanh %c : tensor<4x58xf32>
-  %sq = par.mul %h, %h : tensor<4x58xf32>
-  %loss = par.reduce mean %sq dims [0, 1] : (tensor<4x58xf32>) -> tensor<f32>
+  %v = par.pad %t low [0, 0] high [0, 0] interior [0, 1] {fill = -0.25 : f64} : (tensor<4x12xf32>) -> tensor<4x23xf32>
+  %c = par.concat %q, %v, %a dim 1 : (tensor<4x22xf32>, tensor<4x23xf32>, tensor<4x24xf32>) -> tensor<4x69xf32>
+  %h = par.tanh %c : tensor<4x69xf32>
+  %sq = par.mul %h, %h : tensor<4x69xf32>
+  %loss = par.reduce mean %sq dims [0, 1] : (tensor<4x69xf32>) -> tensor<f32>
   return %loss : tensor<f32>
 }

@@ -30,6 +30,11 @@
 // CHECK: == communication of @spread
 // CHECK-NEXT: #  collective
 // CHECK-NEXT: 1  exchange [tp] 4 64 256 B 16 B split-slices.mlir:
+// Interior padding alone still moves elements: 6 columns over 4 spread to
+// pieces of 4 (2 real and their gaps), the result's pieces are 3 wide.
+// CHECK: == communication of @spread_only
+// CHECK-NEXT: #  collective
+// CHECK-NEXT: 1  exchange [tp] 4 {{.*}} split-slices.mlir:
 // Concat: one exchange per operand; each device receives only the columns
 // of each operand that it now owns (the busiest, 12 columns of one).
 // CHECK: == communication of @cat
@@ -51,6 +56,9 @@
 // CHECK-LABEL: func.func @spread(
 // CHECK-NEXT: %[[S:.*]] = par.pad %arg0 low [0, 0] high [0, 1] interior [0, 1] : (tensor<4x8xf32>) -> tensor<4x16xf32>
 // CHECK-NEXT: par.exchange %[[S]] over @mesh ["tp"] {{.*}}offsets = array<i64: 0, -1>, result_sizes = array<i64: 4, 64>, source_sizes = array<i64: 4, 63>
+// CHECK-LABEL: func.func @spread_only(
+// CHECK-NEXT: %[[S:.*]] = par.pad %arg0 low [0, 0] high [0, 1] interior [0, 1] : (tensor<4x2xf32>) -> tensor<4x4xf32>
+// CHECK-NEXT: par.exchange %[[S]] over @mesh ["tp"] {{.*}}result_sizes = array<i64: 4, 11>, source_sizes = array<i64: 4, 11>
 // CHECK-LABEL: func.func @cat(
 // CHECK-NEXT: %[[A:.*]] = par.exchange %arg0 {{.*}}offsets = array<i64: 0, 0>, result_sizes = array<i64: 4, 64>, source_sizes = array<i64: 4, 48>
 // CHECK-NEXT: %[[B:.*]] = par.exchange %arg1 {{.*}}offsets = array<i64: 0, -48>, result_sizes = array<i64: 4, 64>, source_sizes = array<i64: 4, 16>
@@ -76,6 +84,10 @@ func.func @padded(%x: tensor<8x60xf32> {par.sharding = #par.sharding<@mesh, [{"d
 func.func @spread(%x: tensor<8x32xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {"tp"}]>}) -> tensor<8x64xf32> {
   %r = par.pad %x low [0, 1] high [0, 0] interior [0, 1] : (tensor<8x32xf32>) -> tensor<8x64xf32>
   return %r : tensor<8x64xf32>
+}
+func.func @spread_only(%x: tensor<8x6xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {"tp"}]>}) -> tensor<8x11xf32> {
+  %r = par.pad %x low [0, 0] high [0, 0] interior [0, 1] : (tensor<8x6xf32>) -> tensor<8x11xf32>
+  return %r : tensor<8x11xf32>
 }
 func.func @cat(%a: tensor<8x48xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {"tp"}]>}, %b: tensor<8x16xf32> {par.sharding = #par.sharding<@mesh, [{"dp"}, {"tp"}]>}) -> tensor<8x64xf32> {
   %r = par.concat %a, %b dim 1 : (tensor<8x48xf32>, tensor<8x16xf32>) -> tensor<8x64xf32>

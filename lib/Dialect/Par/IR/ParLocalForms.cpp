@@ -109,10 +109,13 @@ struct KeptSplit {
 
   /// Plans the move of a value laid out as `layoutOf` into `result`'s
   /// layout; `involved` stays false when no dim that moves is split (the
-  /// op's plain local form is right).
+  /// op's plain local form is right). A dim marked in `movesAnyway` moves
+  /// even under the identity map (its pieces were spread apart locally,
+  /// so their boundaries are not the result's).
   KeptSplit(LocalFormContext &ctx, Value layoutOf,
             ArrayRef<int64_t> sourceShape, Value result,
-            ArrayRef<int64_t> offsetsIn, ArrayRef<int64_t> stridesIn)
+            ArrayRef<int64_t> offsetsIn, ArrayRef<int64_t> stridesIn,
+            ArrayRef<bool> movesAnyway = {})
       : offsets(offsetsIn), strides(stridesIn) {
     mesh = ctx.meshOf(layoutOf) ? ctx.meshOf(layoutOf) : ctx.meshOf(result);
     if (!mesh)
@@ -129,7 +132,8 @@ struct KeptSplit {
       if (ctx.meshOf(result))
         splitOut[d] = ctx.splitAxes(result, d);
       bool moves = offsets[d] != 0 || strides[d] != 1 ||
-                   sourceShape[d] != globalOut[d];
+                   sourceShape[d] != globalOut[d] ||
+                   (!movesAnyway.empty() && movesAnyway[d]);
       inGroup[d] = split[d] != splitOut[d] ||
                    (moves && (!split[d].empty() || !splitOut[d].empty()));
       if (inGroup[d]) {
@@ -230,6 +234,7 @@ LogicalResult PadOp::localize(LocalFormContext &ctx) {
   SmallVector<int64_t> spread(global.getShape()), spreadLocal(local.getShape());
   SmallVector<int64_t> offsets(rank, 0), zeros(rank, 0), ones(rank, 1);
   SmallVector<int64_t> after(rank, 0);
+  SmallVector<bool> spreadApart(rank, false);
   bool anyInterior = false;
   for (int64_t d = 0; d < rank; ++d) {
     offsets[d] = -getLow()[d];
@@ -241,11 +246,19 @@ LogicalResult PadOp::localize(LocalFormContext &ctx) {
       spreadLocal[d] = spread[d];
       continue;
     }
-    // A split dim: every piece spreads to size * (interior + 1).
+    // A split dim: every piece spreads to size * (interior + 1), whose
+    // boundaries are not the result's even with no edge padding.
     after[d] = interior[d];
     spreadLocal[d] = local.getDimSize(d) * (interior[d] + 1);
+    spreadApart[d] = true;
   }
-  KeptSplit kept(ctx, getInput(), spread, getResult(), offsets, ones);
+  // A result split where the operand is whole moves as well.
+  for (int64_t d = 0; d < rank; ++d)
+    if (interior[d] > 0 && ctx.meshOf(getResult()) &&
+        !ctx.splitAxes(getResult(), d).empty())
+      spreadApart[d] = true;
+  KeptSplit kept(ctx, getInput(), spread, getResult(), offsets, ones,
+                 spreadApart);
   if (!kept.involved)
     return success();
   OpBuilder &b = ctx.builder;
@@ -298,7 +311,7 @@ LogicalResult ConcatOp::localize(LocalFormContext &ctx) {
     SmallVector<int64_t> low(rank, 0), high(rank, 0);
     low[dim] = at;
     high[dim] = type.getDimSize(dim) - at - local.getDimSize(dim);
-    at += local.getDimSize(dim);
+    at += ctx.globalType(input).getDimSize(dim);
     Value piece =
         plan.involved
             ? plan.build(ctx, loc, input, type, 0.0)
