@@ -27,49 +27,76 @@ struct DimCase {
   int64_t sourceSize, targetSize, offset, stride;
 };
 
-/// Runs the exchange of a [d0 x d1] tensor laid out as `source` into
-/// `target` over `axisSizes` with the index map of `dims`, in process;
-/// returns what is wrong, or an empty string.
+/// One source of a rank-2 exchange: its real sizes, its index map and its
+/// layout.
+struct SourceCase {
+  std::vector<int64_t> size, offset, stride;
+  Layout layout;
+};
+
+/// The value source `k` holds at global (i, j) in this test.
+double valueOf(size_t k, int64_t i, int64_t j, int64_t columns) {
+  return double(1000000 * int64_t(k) + 1 + i * columns + j);
+}
+
+/// Runs the exchange of `sources` into a [targetSize] tensor laid out as
+/// `target` over `axisSizes`, in process; returns what is wrong, or an
+/// empty string.
 std::string check(const std::vector<int64_t> &axisSizes,
-                  const std::vector<DimCase> &dims, const Layout &source,
+                  const std::vector<SourceCase> &sources,
+                  const std::vector<int64_t> &targetSize,
                   const Layout &target) {
-  Geometry probe = Geometry::uniform(axisSizes, {1, 1}, source, target);
-  size_t rank = dims.size();
-  std::vector<int64_t> inLocal(rank), outLocal(rank), offsets, strides,
-      sourceSizes, targetSizes;
-  for (size_t d = 0; d < rank; ++d) {
-    int64_t ns = probe.shards(source[d]), nt = probe.shards(target[d]);
-    inLocal[d] = (dims[d].sourceSize + ns - 1) / ns;
-    outLocal[d] = (dims[d].targetSize + nt - 1) / nt;
-    offsets.push_back(dims[d].offset);
-    strides.push_back(dims[d].stride);
-    sourceSizes.push_back(dims[d].sourceSize);
-    targetSizes.push_back(dims[d].targetSize);
+  const size_t rank = 2;
+  Geometry probe = Geometry::uniform(axisSizes, {1, 1}, target, target);
+  std::vector<std::vector<int64_t>> inLocal;
+  std::vector<int64_t> flatSources, outLocal(rank);
+  IndexMap map;
+  for (size_t k = 0; k < sources.size(); ++k) {
+    const SourceCase &src = sources[k];
+    std::vector<int64_t> local(rank);
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t n = probe.shards(src.layout[d]);
+      local[d] = (src.size[d] + n - 1) / n;
+      map.offsets.push_back(src.offset[d]);
+      map.strides.push_back(src.stride[d]);
+      map.sourceSizes.push_back(src.size[d]);
+    }
+    inLocal.push_back(local);
+    if (k)
+      flatSources.push_back(-2);
+    std::vector<int64_t> flat = flatten(src.layout);
+    flatSources.insert(flatSources.end(), flat.begin(), flat.end());
   }
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t n = probe.shards(target[d]);
+    outLocal[d] = (targetSize[d] + n - 1) / n;
+  }
+  map.targetSizes = targetSize;
   Geometry g;
-  std::string error =
-      makeGeometry(axisSizes, inLocal, outLocal, flatten(source),
-                   flatten(target), g,
-                   IndexMap{offsets, strides, sourceSizes, targetSizes});
+  std::string error = makeGeometry(axisSizes, inLocal, outLocal, flatSources,
+                                   flatten(target), g, map);
   if (!error.empty())
     return "makeGeometry: " + error;
-  std::vector<int64_t> ls = g.sourceLocal(), lt = g.targetLocal();
+  std::vector<int64_t> lt = g.targetLocal();
   int64_t members = g.members();
-  // Each member's source piece: real elements 1 + flat global index,
-  // padding garbage.
-  std::vector<std::vector<double>> pieces(size_t(members),
-                                          std::vector<double>(size_t(ls[0] * ls[1])));
-  auto heldStart = [&](int64_t m, size_t d) {
-    return g.block(g.source[d], g.coords(m)) * ls[d];
+  auto heldStart = [&](size_t k, int64_t m, size_t d) {
+    return g.block(g.sources[k].layout[d], g.coords(m)) * inLocal[k][d];
   };
-  for (int64_t m = 0; m < members; ++m)
-    for (int64_t i = 0; i < ls[0]; ++i)
-      for (int64_t j = 0; j < ls[1]; ++j) {
-        int64_t gi = heldStart(m, 0) + i, gj = heldStart(m, 1) + j;
-        bool real = gi < dims[0].sourceSize && gj < dims[1].sourceSize;
-        pieces[size_t(m)][size_t(i * ls[1] + j)] =
-            real ? double(1 + gi * dims[1].sourceSize + gj) : kGarbage;
-      }
+  // Each member's piece of each source: real elements by valueOf, padding
+  // garbage.
+  std::vector<std::vector<std::vector<double>>> pieces(sources.size());
+  for (size_t k = 0; k < sources.size(); ++k)
+    for (int64_t m = 0; m < members; ++m) {
+      std::vector<double> piece(size_t(inLocal[k][0] * inLocal[k][1]));
+      for (int64_t i = 0; i < inLocal[k][0]; ++i)
+        for (int64_t j = 0; j < inLocal[k][1]; ++j) {
+          int64_t gi = heldStart(k, m, 0) + i, gj = heldStart(k, m, 1) + j;
+          bool real = gi < sources[k].size[0] && gj < sources[k].size[1];
+          piece[size_t(i * inLocal[k][1] + j)] =
+              real ? valueOf(k, gi, gj, sources[k].size[1]) : kGarbage;
+        }
+      pieces[k].push_back(std::move(piece));
+    }
   std::vector<std::vector<Piece>> plan = assign(g);
   for (int64_t r = 0; r < members; ++r) {
     std::vector<double> out(size_t(lt[0] * lt[1]), kFill);
@@ -80,12 +107,15 @@ std::string check(const std::vector<int64_t> &axisSizes,
     for (const Piece &piece : plan[size_t(r)]) {
       std::vector<int64_t> from(rank), to(rank);
       for (size_t d = 0; d < rank; ++d) {
-        from[d] = g.sourceIndex(d, piece.start[d]) - heldStart(piece.peer, d);
+        from[d] = g.sourceIndex(piece.source, d, piece.start[d]) -
+                  heldStart(piece.source, piece.peer, d);
         to[d] = piece.start[d] - wantedStart[d];
       }
-      copyBox(reinterpret_cast<const char *>(pieces[size_t(piece.peer)].data()),
-              ls, from, reinterpret_cast<char *>(out.data()), lt, to,
-              piece.size, sizeof(double), g.strides);
+      copyBox(reinterpret_cast<const char *>(
+                  pieces[piece.source][size_t(piece.peer)].data()),
+              inLocal[piece.source], from,
+              reinterpret_cast<char *>(out.data()), lt, to, piece.size,
+              sizeof(double), g.sources[piece.source].strides);
       if (piece.peer != r)
         received += piece.elements();
     }
@@ -93,24 +123,31 @@ std::string check(const std::vector<int64_t> &axisSizes,
     for (int64_t i = 0; i < lt[0]; ++i)
       for (int64_t j = 0; j < lt[1]; ++j) {
         int64_t t[2] = {wantedStart[0] + i, wantedStart[1] + j};
-        int64_t s[2];
-        bool reads = true, held = true;
-        for (size_t d = 0; d < rank; ++d) {
-          s[d] = dims[d].offset + t[d] * dims[d].stride;
-          reads = reads && t[d] < dims[d].targetSize && s[d] >= 0 &&
-                  s[d] < dims[d].sourceSize;
-          held = held && s[d] >= heldStart(r, d) &&
-                 s[d] < heldStart(r, d) + ls[d];
+        double expected = kFill;
+        bool held = false;
+        for (size_t k = 0; k < sources.size() && expected == kFill; ++k) {
+          const SourceCase &src = sources[k];
+          int64_t at[2];
+          bool reads = true;
+          held = true;
+          for (size_t d = 0; d < rank; ++d) {
+            at[d] = src.offset[d] + t[d] * src.stride[d];
+            reads = reads && t[d] < targetSize[d] && at[d] >= 0 &&
+                    at[d] < src.size[d];
+            held = held && at[d] >= heldStart(k, r, d) &&
+                   at[d] < heldStart(k, r, d) + inLocal[k][d];
+          }
+          if (reads) {
+            expected = valueOf(k, at[0], at[1], src.size[1]);
+            lacking += !held;
+          }
         }
-        double expected =
-            reads ? double(1 + s[0] * dims[1].sourceSize + s[1]) : kFill;
         double got = out[size_t(i * lt[1] + j)];
         if (got != expected)
           return "member " + std::to_string(r) + " element (" +
                  std::to_string(t[0]) + ", " + std::to_string(t[1]) +
                  ") is " + std::to_string(got) + ", expected " +
                  std::to_string(expected);
-        lacking += reads && !held;
       }
     if (received != lacking)
       return "member " + std::to_string(r) + " receives " +
@@ -118,6 +155,18 @@ std::string check(const std::vector<int64_t> &axisSizes,
              std::to_string(lacking);
   }
   return "";
+}
+
+/// The single-source form: per dim a map, one layout each side.
+std::string check(const std::vector<int64_t> &axisSizes,
+                  const std::vector<DimCase> &dims, const Layout &source,
+                  const Layout &target) {
+  SourceCase src{{dims[0].sourceSize, dims[1].sourceSize},
+                 {dims[0].offset, dims[1].offset},
+                 {dims[0].stride, dims[1].stride},
+                 source};
+  return check(axisSizes, {src}, {dims[0].targetSize, dims[1].targetSize},
+               target);
 }
 
 TEST(ExchangeMapTest, SlicesShiftsAndPlacements) {
@@ -143,6 +192,46 @@ TEST(ExchangeMapTest, SlicesShiftsAndPlacements) {
                                  << mesh[0] << "), cases " << a << ", " << b;
             ++checked;
           }
+  }
+  EXPECT_GT(checked, 1000);
+}
+
+TEST(ExchangeMapTest, ConcatenatedSources) {
+  // Two or three operands placed side by side along dim 1 (and one along
+  // dim 0), each in its own layout, into every target layout: one exchange.
+  std::vector<std::vector<int64_t>> widths = {
+      {8, 8}, {12, 4}, {5, 9}, {1, 10}, {7, 2, 6}, {3, 3, 3}};
+  std::vector<std::vector<int64_t>> meshes = {{2}, {4}, {3}, {2, 2}};
+  int64_t checked = 0;
+  for (const std::vector<int64_t> &mesh : meshes) {
+    std::vector<Layout> layouts = {{{}, {}}, {{0}, {}}, {{}, {0}}};
+    if (mesh.size() == 2)
+      layouts.insert(layouts.end(),
+                     {{{}, {0, 1}}, {{}, {1, 0}}, {{0}, {1}}, {{1}, {0}}});
+    for (const std::vector<int64_t> &width : widths)
+      for (int64_t concatDim : {0, 1})
+        for (size_t a = 0; a < layouts.size(); ++a)
+          for (size_t b = 0; b < layouts.size(); ++b)
+            for (const Layout &to : layouts) {
+              std::vector<SourceCase> sources;
+              int64_t at = 0;
+              for (size_t k = 0; k < width.size(); ++k) {
+                SourceCase src{{5, 5}, {0, 0}, {1, 1},
+                               layouts[k % 2 ? b : a]};
+                src.size[size_t(concatDim)] = width[k];
+                src.offset[size_t(concatDim)] = -at;
+                at += width[k];
+                sources.push_back(src);
+              }
+              std::vector<int64_t> total = {5, 5};
+              total[size_t(concatDim)] = at;
+              std::string error = check(mesh, sources, total, to);
+              ASSERT_EQ(error, "")
+                  << "mesh of " << mesh.size() << " axes (first " << mesh[0]
+                  << "), " << width.size() << " operands along dim "
+                  << concatDim << ", layouts " << a << ", " << b;
+              ++checked;
+            }
   }
   EXPECT_GT(checked, 1000);
 }

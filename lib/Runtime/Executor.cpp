@@ -203,8 +203,10 @@ void Executor::runStep(int64_t step) {
   device_.synchronize();
 }
 
-void Executor::countTraffic(const Instruction &inst, const Tensor &in,
+void Executor::countTraffic(const Instruction &inst,
+                            const std::vector<Tensor> &inputs,
                             const Tensor &out) {
+  const Tensor &in = inputs[0];
   const Tensor &larger = in.bytes() >= out.bytes() ? in : out;
   int64_t n = comm_.memberCount(inst.attrs.group);
   // A permute whose members all keep their value moves nothing.
@@ -216,8 +218,11 @@ void Executor::countTraffic(const Instruction &inst, const Tensor &in,
   if (inst.op == OpCode::Exchange) {
     // What the busiest member sends or receives, as the compiler states it;
     // one whose pieces are all local is a copy, not a collective.
-    int64_t moved = exchangePlan(comm_.memberShape(inst.attrs.group),
-                                 in.shape, out.shape, inst.attrs)
+    std::vector<Shape> shapes;
+    for (const Tensor &t : inputs)
+      shapes.push_back(t.shape);
+    int64_t moved = exchangePlan(comm_.memberShape(inst.attrs.group), shapes,
+                                 out.shape, inst.attrs)
                         .busiest;
     if (moved == 0)
       return;
@@ -245,16 +250,15 @@ void Executor::execute(const Instruction &inst, size_t index) {
     device_.launch(inst.op, inst.attrs, in, out);
     return;
   }
-  runGroupOp(inst, index, in.empty() ? Tensor{} : in[0],
-             out[0]); // axis_index reads none
+  runGroupOp(inst, index, in, out[0]);
 }
 
 void Executor::runGroupOp(const Instruction &inst, size_t index,
-                          const Tensor &input, Tensor &result) {
+                          const std::vector<Tensor> &inputs, Tensor &result) {
   const Attrs &a = inst.attrs;
   const OpSpec &spec = catalogue::spec(inst.op);
   if (spec.collective)
-    countTraffic(inst, input, result);
+    countTraffic(inst, inputs, result);
   if (spec.communicates) {
     std::string axes;
     for (const std::string &axis : program_.groups[size_t(a.group)])
@@ -265,7 +269,7 @@ void Executor::runGroupOp(const Instruction &inst, size_t index,
                         "] (instruction " + std::to_string(index) +
                         (inst.loc.empty() ? "" : " at " + inst.loc) + ")"};
   }
-  groupOps().lookup(inst.op)(comm_, device_, a, input, result);
+  groupOps().lookup(inst.op)(comm_, device_, a, inputs, result);
 }
 
 int64_t Executor::measuredPeak() const {

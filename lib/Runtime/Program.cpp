@@ -196,20 +196,25 @@ Shape readGlobalShape(const Reader &r, const json &object,
 static void checkExchange(const Reader &r, const Program &p,
                           const RankClass &rc, const Instruction &inst,
                           const std::string &where) {
-  if (inst.operands.size() != 1 || inst.results.size() != 1)
-    r.fail(where, "an exchange reads one buffer and writes one");
+  if (inst.operands.empty() || inst.results.size() != 1)
+    r.fail(where, "an exchange reads one buffer per source and writes one");
   std::vector<int64_t> sizes;
   for (const std::string &axis : p.groups[size_t(inst.attrs.group)])
     sizes.push_back(p.mesh[size_t(p.axisIndex(axis))].size);
-  const Buffer &in = rc.buffers[size_t(inst.operands[0])];
   const Buffer &out = rc.buffers[size_t(inst.results[0])];
-  if (in.dtype != out.dtype)
-    r.fail(where, "an exchange keeps its element type");
+  std::vector<std::vector<int64_t>> inShapes;
+  for (int64_t operand : inst.operands) {
+    const Buffer &in = rc.buffers[size_t(operand)];
+    if (in.dtype != out.dtype)
+      r.fail(where, "an exchange keeps its element type");
+    inShapes.push_back(in.shape);
+  }
   exchange::Geometry g;
   exchange::IndexMap map{inst.attrs.offsets, inst.attrs.strides,
                          inst.attrs.sourceSizes, inst.attrs.resultSizes};
   std::string error = exchange::makeGeometry(
-      sizes, in.shape, out.shape, inst.attrs.source, inst.attrs.target, g, map);
+      sizes, inShapes, out.shape, inst.attrs.source, inst.attrs.target, g,
+      map);
   if (!error.empty())
     r.fail(where + ".attrs", error);
 }

@@ -74,18 +74,28 @@ inline int64_t floorDiv(int64_t a, int64_t b) {
 }
 inline int64_t ceilDiv(int64_t a, int64_t b) { return -floorDiv(-a, b); }
 
+/// One source of an exchange: this device's piece of a global tensor of
+/// padded `shape` laid out as `layout`, and the index map into it: target
+/// index t of dim d reads its index offsets[d] + t * strides[d]. Its indices
+/// at or past sizes[d] are padding and never read.
+struct Source {
+  std::vector<int64_t> shape;
+  Layout layout;
+  std::vector<int64_t> offsets, strides, sizes;
+};
+
 struct Geometry {
-  std::vector<int64_t> axisSizes;   // per group axis
-  std::vector<int64_t> sourceShape; // global, padded: every split even
-  std::vector<int64_t> targetShape; // likewise
-  Layout source, target;
-  /// The index map, per dim: target index t reads source index
-  /// offsets[d] + t * strides[d]. Source indices at or past sourceSizes[d]
-  /// are padding and never read; target indices at or past targetSizes[d],
-  /// and those that read no source element, take the fill. A plain reshard
-  /// is the identity (offset 0, stride 1, both sizes the shape); a slice, a
-  /// pad or one operand of a concat that keeps its split is not.
-  std::vector<int64_t> offsets, strides, sourceSizes, targetSizes;
+  std::vector<int64_t> axisSizes; // per group axis
+  /// What the target reads, in order. A plain reshard has one source and
+  /// the identity map (offset 0, stride 1, size the shape); a slice or a
+  /// pad that keeps its split one with a map; a concat one per operand,
+  /// each placed at its offset. A target element reads the first source
+  /// whose map gives it a real index; one that reads none, or lies at or
+  /// past targetSizes, takes the fill.
+  std::vector<Source> sources;
+  std::vector<int64_t> targetShape; // global, padded: every split even
+  Layout target;
+  std::vector<int64_t> targetSizes;
 
   /// The identity geometry of a reshard of a tensor of padded `shape`.
   static Geometry uniform(std::vector<int64_t> axisSizes,
@@ -93,20 +103,23 @@ struct Geometry {
                           Layout target) {
     Geometry g;
     g.axisSizes = std::move(axisSizes);
-    g.sourceShape = g.targetShape = g.sourceSizes = g.targetSizes = shape;
-    g.source = std::move(source);
+    g.sources.push_back({shape, std::move(source),
+                         std::vector<int64_t>(shape.size(), 0),
+                         std::vector<int64_t>(shape.size(), 1), shape});
+    g.targetShape = g.targetSizes = shape;
     g.target = std::move(target);
-    g.offsets.assign(shape.size(), 0);
-    g.strides.assign(shape.size(), 1);
     return g;
   }
   /// Whether every target element reads the source element of its own index
   /// (no element takes the fill).
   bool isIdentity() const {
-    for (size_t d = 0; d < offsets.size(); ++d)
-      if (offsets[d] != 0 || strides[d] != 1 ||
-          sourceSizes[d] != targetSizes[d] || sourceShape[d] != targetShape[d] ||
-          sourceSizes[d] != sourceShape[d])
+    if (sources.size() != 1)
+      return false;
+    const Source &s = sources[0];
+    for (size_t d = 0; d < s.offsets.size(); ++d)
+      if (s.offsets[d] != 0 || s.strides[d] != 1 ||
+          s.sizes[d] != targetSizes[d] || s.shape[d] != targetShape[d] ||
+          s.sizes[d] != s.shape[d])
         return false;
     return true;
   }
@@ -123,8 +136,10 @@ struct Geometry {
       n *= axisSizes[size_t(axis)];
     return n;
   }
-  /// Per-device shapes of the source and of the target.
-  std::vector<int64_t> sourceLocal() const { return local(sourceShape, source); }
+  /// Per-device shapes of source `k` and of the target.
+  std::vector<int64_t> sourceLocal(size_t k = 0) const {
+    return local(sources[k].shape, sources[k].layout);
+  }
   std::vector<int64_t> targetLocal() const { return local(targetShape, target); }
   std::vector<int64_t> local(const std::vector<int64_t> &shape,
                              const Layout &layout) const {
@@ -133,9 +148,9 @@ struct Geometry {
       out[d] /= shards(layout[d]);
     return out;
   }
-  /// The global source index that target index `t` of dim `d` reads.
-  int64_t sourceIndex(size_t d, int64_t t) const {
-    return offsets[d] + t * strides[d];
+  /// The global index of source `k` that target index `t` of dim `d` reads.
+  int64_t sourceIndex(size_t k, size_t d, int64_t t) const {
+    return sources[k].offsets[d] + t * sources[k].strides[d];
   }
   std::vector<int64_t> coords(int64_t member) const {
     std::vector<int64_t> c(axisSizes.size());
@@ -170,8 +185,9 @@ struct Geometry {
   }
 };
 
-/// The parts of an index map that a program or an op may give; each list
-/// is empty (the identity's value) or has one entry per dim.
+/// The index maps a program or an op gives, all sources' lists
+/// concatenated: each list is empty (the identity's value) or has one entry
+/// per dim and source.
 struct IndexMap {
   std::vector<int64_t> offsets, strides, sourceSizes, targetSizes;
   bool empty() const {
@@ -180,96 +196,151 @@ struct IndexMap {
   }
 };
 
-/// The geometry of an exchange from a piece of `inShape` to one of
-/// `outShape` over a group of `axisSizes`, with flat layouts and an index
-/// map; returns what is inconsistent, or an empty string. Without a map the
-/// two layouts must describe the same global shape.
+/// Splits the flat layouts of several sources, separated by -2.
+inline std::vector<std::vector<int64_t>>
+splitSources(const std::vector<int64_t> &flat) {
+  std::vector<std::vector<int64_t>> out(1);
+  for (int64_t entry : flat) {
+    if (entry == -2)
+      out.emplace_back();
+    else
+      out.back().push_back(entry);
+  }
+  return out;
+}
+
+/// The geometry of an exchange from pieces of `inShapes` (one per source,
+/// laid out as the -2-separated `sources`) to one of `outShape` over a group
+/// of `axisSizes`, with index maps; returns what is inconsistent, or an
+/// empty string. Without a map there is one source, and the two layouts
+/// must describe the same global shape.
+inline std::string makeGeometry(const std::vector<int64_t> &axisSizes,
+                                const std::vector<std::vector<int64_t>> &inShapes,
+                                const std::vector<int64_t> &outShape,
+                                const std::vector<int64_t> &sources,
+                                const std::vector<int64_t> &target,
+                                Geometry &g, const IndexMap &map = {}) {
+  g = Geometry{};
+  g.axisSizes = axisSizes;
+  size_t rank = outShape.size();
+  std::vector<std::vector<int64_t>> layouts = splitSources(sources);
+  if (layouts.size() != inShapes.size())
+    return "there are " + std::to_string(layouts.size()) +
+           " source layouts for " + std::to_string(inShapes.size()) +
+           " operands";
+  if (map.empty() && inShapes.size() != 1)
+    return "several operands need an index map";
+  std::string error = unflatten(target, rank, axisSizes.size(), g.target);
+  if (!error.empty())
+    return "target layout: " + error;
+  // Shapes at most 2^60 (par-run's limit) and offsets at most 2^61 keep
+  // every index sum below 2^63.
+  const int64_t limit = int64_t(1) << 60;
+  auto global = [&](int64_t local, const std::vector<int64_t> &axes,
+                    int64_t &out) {
+    return local >= 0 && !__builtin_mul_overflow(local, g.shards(axes), &out) &&
+           out <= limit;
+  };
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t size = 0;
+    if (!global(outShape[d], g.target[d], size))
+      return "dim " + std::to_string(d) + " is larger than 2^60 globally";
+    g.targetShape.push_back(size);
+  }
+  size_t numSources = inShapes.size(), entries = numSources * rank;
+  auto given = [&](const std::vector<int64_t> &list,
+                   const char *name) -> std::string {
+    if (list.empty() || list.size() == entries)
+      return "";
+    return std::string(name) + " has " + std::to_string(list.size()) +
+           " entries, not " + std::to_string(entries) + " (" +
+           std::to_string(rank) + " dims x " + std::to_string(numSources) +
+           " operand(s))";
+  };
+  for (std::string e : {given(map.offsets, "offsets"),
+                        given(map.strides, "strides"),
+                        given(map.sourceSizes, "source_sizes")})
+    if (!e.empty())
+      return e;
+  if (!map.targetSizes.empty() && map.targetSizes.size() != rank)
+    return "result_sizes has " + std::to_string(map.targetSizes.size()) +
+           " entries, the tensor " + std::to_string(rank) + " dims";
+  g.targetSizes = map.targetSizes.empty() ? g.targetShape : map.targetSizes;
+  for (size_t k = 0; k < numSources; ++k) {
+    std::string which =
+        numSources > 1 ? " of operand " + std::to_string(k) : "";
+    if (inShapes[k].size() != rank)
+      return "operand and result ranks differ";
+    Source source;
+    error = unflatten(layouts[k], rank, axisSizes.size(), source.layout);
+    if (!error.empty())
+      return "source layout" + which + ": " + error;
+    auto pick = [&](const std::vector<int64_t> &list, size_t d,
+                    int64_t otherwise) {
+      return list.empty() ? otherwise : list[k * rank + d];
+    };
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t size = 0;
+      if (!global(inShapes[k][d], source.layout[d], size))
+        return "dim " + std::to_string(d) + which +
+               " is larger than 2^60 globally";
+      if (map.empty() && size != g.targetShape[d])
+        return "dim " + std::to_string(d) + " is " + std::to_string(size) +
+               " globally by the operand (" + std::to_string(inShapes[k][d]) +
+               " x " + std::to_string(g.shards(source.layout[d])) + ") but " +
+               std::to_string(g.targetShape[d]) + " by the result (" +
+               std::to_string(outShape[d]) + " x " +
+               std::to_string(g.shards(g.target[d])) + ")";
+      source.shape.push_back(size);
+      source.offsets.push_back(pick(map.offsets, d, 0));
+      source.strides.push_back(pick(map.strides, d, 1));
+      source.sizes.push_back(pick(map.sourceSizes, d, size));
+    }
+    for (size_t d = 0; d < rank; ++d) {
+      std::string at = " of dim " + std::to_string(d) + which;
+      if (source.strides[d] < 1 || source.strides[d] > limit)
+        return "stride " + std::to_string(source.strides[d]) + at +
+               " is not in [1, 2^60]";
+      if (source.offsets[d] < -2 * limit || source.offsets[d] > 2 * limit)
+        return "offset " + std::to_string(source.offsets[d]) + at +
+               " is outside [-2^61, 2^61]";
+      if (source.sizes[d] < 0 || source.sizes[d] > source.shape[d])
+        return "source size " + std::to_string(source.sizes[d]) + at +
+               " is outside [0, " + std::to_string(source.shape[d]) + "]";
+      int64_t last = 0;
+      if (g.targetSizes[d] > 0 &&
+          (__builtin_mul_overflow(g.targetSizes[d] - 1, source.strides[d],
+                                  &last) ||
+           __builtin_add_overflow(last, source.offsets[d], &last)))
+        return "the index map" + at + " overflows";
+    }
+    g.sources.push_back(std::move(source));
+  }
+  for (size_t d = 0; d < rank; ++d)
+    if (g.targetSizes[d] < 0 || g.targetSizes[d] > g.targetShape[d])
+      return "result size " + std::to_string(g.targetSizes[d]) + " of dim " +
+             std::to_string(d) + " is outside [0, " +
+             std::to_string(g.targetShape[d]) + "]";
+  return "";
+}
+
+/// The single-source form: a reshard, a slice or a pad.
 inline std::string makeGeometry(const std::vector<int64_t> &axisSizes,
                                 const std::vector<int64_t> &inShape,
                                 const std::vector<int64_t> &outShape,
                                 const std::vector<int64_t> &source,
                                 const std::vector<int64_t> &target,
                                 Geometry &g, const IndexMap &map = {}) {
-  g = Geometry{};
-  g.axisSizes = axisSizes;
-  if (inShape.size() != outShape.size())
-    return "operand and result ranks differ";
-  size_t rank = inShape.size();
-  std::string error = unflatten(source, rank, axisSizes.size(), g.source);
-  if (!error.empty())
-    return "source layout: " + error;
-  error = unflatten(target, rank, axisSizes.size(), g.target);
-  if (!error.empty())
-    return "target layout: " + error;
-  // Shapes at most 2^60 (par-run's limit) and offsets at most 2^61 keep
-  // every index sum below 2^63.
-  const int64_t limit = int64_t(1) << 60;
-  for (size_t d = 0; d < rank; ++d) {
-    int64_t bySource = 0, byTarget = 0;
-    if (__builtin_mul_overflow(inShape[d], g.shards(g.source[d]), &bySource) ||
-        __builtin_mul_overflow(outShape[d], g.shards(g.target[d]),
-                               &byTarget) ||
-        inShape[d] < 0 || outShape[d] < 0 || bySource > limit ||
-        byTarget > limit)
-      return "dim " + std::to_string(d) + " is larger than 2^60 globally";
-    if (map.empty() && bySource != byTarget)
-      return "dim " + std::to_string(d) + " is " + std::to_string(bySource) +
-             " globally by the operand (" + std::to_string(inShape[d]) +
-             " x " + std::to_string(g.shards(g.source[d])) + ") but " +
-             std::to_string(byTarget) + " by the result (" +
-             std::to_string(outShape[d]) + " x " +
-             std::to_string(g.shards(g.target[d])) + ")";
-    g.sourceShape.push_back(bySource);
-    g.targetShape.push_back(byTarget);
-  }
-  auto given = [&](const std::vector<int64_t> &list, const char *name,
-                   std::vector<int64_t> &out,
-                   const std::vector<int64_t> &otherwise) -> std::string {
-    if (list.empty()) {
-      out = otherwise;
-      return "";
-    }
-    if (list.size() != rank)
-      return std::string(name) + " has " + std::to_string(list.size()) +
-             " entries, the tensor " + std::to_string(rank) + " dims";
-    out = list;
-    return "";
-  };
-  std::vector<int64_t> zeros(rank, 0), ones(rank, 1);
-  for (std::string e :
-       {given(map.offsets, "offsets", g.offsets, zeros),
-        given(map.strides, "strides", g.strides, ones),
-        given(map.sourceSizes, "source_sizes", g.sourceSizes, g.sourceShape),
-        given(map.targetSizes, "result_sizes", g.targetSizes, g.targetShape)})
-    if (!e.empty())
-      return e;
-  for (size_t d = 0; d < rank; ++d) {
-    std::string at = " of dim " + std::to_string(d);
-    if (g.strides[d] < 1 || g.strides[d] > limit)
-      return "stride " + std::to_string(g.strides[d]) + at +
-             " is not in [1, 2^60]";
-    if (g.offsets[d] < -2 * limit || g.offsets[d] > 2 * limit)
-      return "offset " + std::to_string(g.offsets[d]) + at +
-             " is outside [-2^61, 2^61]";
-    if (g.sourceSizes[d] < 0 || g.sourceSizes[d] > g.sourceShape[d])
-      return "source size " + std::to_string(g.sourceSizes[d]) + at +
-             " is outside [0, " + std::to_string(g.sourceShape[d]) + "]";
-    if (g.targetSizes[d] < 0 || g.targetSizes[d] > g.targetShape[d])
-      return "result size " + std::to_string(g.targetSizes[d]) + at +
-             " is outside [0, " + std::to_string(g.targetShape[d]) + "]";
-    int64_t last = 0;
-    if (g.targetSizes[d] > 0 &&
-        (__builtin_mul_overflow(g.targetSizes[d] - 1, g.strides[d], &last) ||
-         __builtin_add_overflow(last, g.offsets[d], &last)))
-      return "the index map" + at + " overflows";
-  }
-  return "";
+  return makeGeometry(axisSizes, std::vector<std::vector<int64_t>>{inShape},
+                      outShape, source, target, g, map);
 }
 
-/// A box of the global tensor that moves between this device and `peer`.
+/// A box of the target that moves between this device and `peer`, read
+/// from source `source`.
 struct Piece {
   int64_t peer;
-  std::vector<int64_t> start, size; // global coordinates
+  std::vector<int64_t> start, size; // global target coordinates
+  size_t source = 0;
   int64_t elements() const {
     int64_t n = 1;
     for (int64_t s : size)
@@ -278,89 +349,128 @@ struct Piece {
   }
 };
 
-/// The pieces of the global tensor member `m` assembles its target piece
-/// from, in a fixed order (source blocks row-major over the dims), each
-/// with `peer` = -1, `start` and `size` in target coordinates, and the
-/// source block's coordinates on the source axes set in `holder` (the other
+/// The pieces member `m` assembles its target piece from, in a fixed order
+/// (source by source, each's blocks row-major over the dims), each with
+/// `peer` = -1, `start` and `size` in target coordinates, and the source
+/// block's coordinates on the source's axes set in `holder` (the other
 /// coordinates are `m`'s). Target elements that read no source element are
-/// in no piece.
+/// in no piece; one that two sources could give reads the first.
 inline void wanted(const Geometry &g, int64_t m, std::vector<Piece> &out,
                    std::vector<std::vector<int64_t>> &holders) {
   out.clear();
   holders.clear();
-  size_t rank = g.sourceShape.size();
-  std::vector<int64_t> ls = g.sourceLocal(), lt = g.targetLocal();
+  size_t rank = g.targetShape.size();
+  std::vector<int64_t> lt = g.targetLocal();
   std::vector<int64_t> c = g.coords(m);
-  // Per dim, the source blocks this member reads and the target range each
-  // gives: (block, first, end).
-  struct Run {
-    int64_t block, lo, hi;
-  };
-  std::vector<std::vector<Run>> runs(rank);
+  // Per dim, the target range this member owns.
+  std::vector<int64_t> ownLo(rank), ownHi(rank);
   for (size_t d = 0; d < rank; ++d) {
-    int64_t off = g.offsets[d], st = g.strides[d];
-    int64_t lo = g.block(g.target[d], c) * lt[d];
-    int64_t hi = std::min(lo + lt[d], g.targetSizes[d]);
-    // Only targets that read a real source element: 0 <= off + t*st < size.
-    lo = std::max(lo, ceilDiv(-off, st));
-    hi = std::min(hi, ceilDiv(g.sourceSizes[d] - off, st));
-    if (lo >= hi)
-      return;
-    for (int64_t b = floorDiv(g.sourceIndex(d, lo), ls[d]),
-                 bLast = floorDiv(g.sourceIndex(d, hi - 1), ls[d]);
-         b <= bLast; ++b) {
-      int64_t first = std::max(lo, ceilDiv(b * ls[d] - off, st));
-      int64_t end = std::min(hi, ceilDiv((b + 1) * ls[d] - off, st));
-      if (first < end)
-        runs[d].push_back({b, first, end});
-    }
+    ownLo[d] = g.block(g.target[d], c) * lt[d];
+    ownHi[d] = std::min(ownLo[d] + lt[d], g.targetSizes[d]);
   }
-  std::vector<size_t> at(rank, 0);
-  std::vector<int64_t> holder(c);
-  while (true) {
-    Piece piece{-1, std::vector<int64_t>(rank), std::vector<int64_t>(rank)};
-    for (size_t d = 0; d < rank; ++d) {
-      const Run &run = runs[d][at[d]];
-      g.setBlock(g.source[d], run.block, holder);
-      piece.start[d] = run.lo;
-      piece.size[d] = run.hi - run.lo;
+  // What earlier sources gave, per dim, as target ranges; a later source
+  // skips the box they cover (sources of a concat are disjoint along one
+  // dim and whole along the others).
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> taken;
+  for (size_t k = 0; k < g.sources.size(); ++k) {
+    const Source &src = g.sources[k];
+    std::vector<int64_t> ls = g.sourceLocal(k);
+    // Per dim, the source blocks this member reads and the target range
+    // each gives: (block, first, end).
+    struct Run {
+      int64_t block, lo, hi;
+    };
+    std::vector<std::vector<Run>> runs(rank);
+    std::vector<std::pair<int64_t, int64_t>> box(rank);
+    bool empty = false;
+    for (size_t d = 0; d < rank && !empty; ++d) {
+      int64_t off = src.offsets[d], st = src.strides[d];
+      // Only targets that read a real element: 0 <= off + t*st < size.
+      int64_t lo = std::max(ownLo[d], ceilDiv(-off, st));
+      int64_t hi = std::min(ownHi[d], ceilDiv(src.sizes[d] - off, st));
+      box[d] = {lo, hi};
+      if (lo >= hi) {
+        empty = true;
+        break;
+      }
+      for (int64_t b = floorDiv(g.sourceIndex(k, d, lo), ls[d]),
+                   bLast = floorDiv(g.sourceIndex(k, d, hi - 1), ls[d]);
+           b <= bLast; ++b) {
+        int64_t first = std::max(lo, ceilDiv(b * ls[d] - off, st));
+        int64_t end = std::min(hi, ceilDiv((b + 1) * ls[d] - off, st));
+        if (first < end)
+          runs[d].push_back({b, first, end});
+      }
     }
-    out.push_back(std::move(piece));
-    holders.push_back(holder);
-    size_t d = rank;
-    while (d > 0 && at[d - 1] + 1 == runs[d - 1].size()) {
-      at[d - 1] = 0;
-      --d;
+    if (empty)
+      continue;
+    bool overlaps = false;
+    for (const auto &prior : taken) {
+      bool meets = true;
+      for (size_t d = 0; d < rank; ++d)
+        meets = meets && std::max(prior[d].first, box[d].first) <
+                             std::min(prior[d].second, box[d].second);
+      overlaps = overlaps || meets;
     }
-    if (d == 0)
-      return;
-    ++at[d - 1];
+    if (overlaps)
+      continue; // sources must not overlap: makeGeometry's callers ensure it
+    taken.push_back(box);
+    std::vector<size_t> at(rank, 0);
+    std::vector<int64_t> holder(c);
+    while (true) {
+      Piece piece{-1, std::vector<int64_t>(rank), std::vector<int64_t>(rank),
+                  k};
+      for (size_t d = 0; d < rank; ++d) {
+        const Run &run = runs[d][at[d]];
+        g.setBlock(src.layout[d], run.block, holder);
+        piece.start[d] = run.lo;
+        piece.size[d] = run.hi - run.lo;
+      }
+      out.push_back(std::move(piece));
+      holders.push_back(holder);
+      size_t d = rank;
+      while (d > 0 && at[d - 1] + 1 == runs[d - 1].size()) {
+        at[d - 1] = 0;
+        --d;
+      }
+      if (d == 0)
+        break;
+      ++at[d - 1];
+    }
   }
 }
 
 /// Who sends what to whom: per receiver, its pieces in wanted()'s order
 /// with `peer` the sender (the receiver itself for what it holds). A piece
-/// held by several members (the source is replicated over the axes it
-/// does not split) comes from the one that has sent the least so far,
-/// trying first the replicas that agree with the receiver on those axes
-/// shifted by its index over the source axes: replicas share the sending.
-/// Every rank computes the same assignment.
+/// held by several members (its source is replicated over the axes it does
+/// not split) comes from the one that has sent the least so far, trying
+/// first the replicas that agree with the receiver on those axes shifted by
+/// its index over the source axes: replicas share the sending. Every rank
+/// computes the same assignment.
 inline std::vector<std::vector<Piece>> assign(const Geometry &g) {
   int64_t n = g.members();
-  std::vector<int64_t> freeAxes;
-  std::vector<bool> splits(g.axisSizes.size(), false);
-  for (const std::vector<int64_t> &axes : g.source)
-    for (int64_t axis : axes)
-      splits[size_t(axis)] = true;
-  int64_t replicas = 1;
-  for (size_t a = 0; a < g.axisSizes.size(); ++a)
-    if (!splits[a]) {
-      freeAxes.push_back(int64_t(a));
-      replicas *= g.axisSizes[a];
-    }
-  std::vector<int64_t> sourceAxes;
-  for (const std::vector<int64_t> &axes : g.source)
-    sourceAxes.insert(sourceAxes.end(), axes.begin(), axes.end());
+  // Per source: the axes it does not split, their count of replicas, and
+  // the axes it splits.
+  struct Spread {
+    std::vector<int64_t> freeAxes, splitAxes;
+    int64_t replicas = 1;
+  };
+  std::vector<Spread> spreads;
+  for (const Source &src : g.sources) {
+    Spread spread;
+    std::vector<bool> splits(g.axisSizes.size(), false);
+    for (const std::vector<int64_t> &axes : src.layout)
+      for (int64_t axis : axes) {
+        splits[size_t(axis)] = true;
+        spread.splitAxes.push_back(axis);
+      }
+    for (size_t a = 0; a < g.axisSizes.size(); ++a)
+      if (!splits[a]) {
+        spread.freeAxes.push_back(int64_t(a));
+        spread.replicas *= g.axisSizes[a];
+      }
+    spreads.push_back(std::move(spread));
+  }
   std::vector<int64_t> load(size_t(n), 0);
   std::vector<std::vector<Piece>> plan(static_cast<size_t>(n));
   std::vector<std::vector<int64_t>> holders;
@@ -368,16 +478,18 @@ inline std::vector<std::vector<Piece>> assign(const Geometry &g) {
     std::vector<Piece> &pieces = plan[size_t(r)];
     wanted(g, r, pieces, holders);
     std::vector<int64_t> c = g.coords(r);
-    int64_t shift = g.block(freeAxes, c) + g.block(sourceAxes, c);
     for (size_t i = 0; i < pieces.size(); ++i) {
       std::vector<int64_t> &holder = holders[i];
       if (g.member(holder) == r) {
         pieces[i].peer = r;
         continue;
       }
+      const Spread &spread = spreads[pieces[i].source];
+      int64_t shift =
+          g.block(spread.freeAxes, c) + g.block(spread.splitAxes, c);
       int64_t best = -1;
-      for (int64_t k = 0; k < replicas; ++k) {
-        g.setBlock(freeAxes, (shift + k) % replicas, holder);
+      for (int64_t k = 0; k < spread.replicas; ++k) {
+        g.setBlock(spread.freeAxes, (shift + k) % spread.replicas, holder);
         int64_t candidate = g.member(holder);
         if (best < 0 || load[size_t(candidate)] < load[size_t(best)])
           best = candidate;

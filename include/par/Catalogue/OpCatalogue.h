@@ -310,7 +310,7 @@ inline constexpr OpSpec kOps[kNumOps] = {
     {OpCode::AllToAll, "all_to_all", 1, 1, 1, 1, false, false, true, true, true, 1, true, kAllToAllAttrs, 3},
     {OpCode::AllSlice, "all_slice", 1, 1, 1, 1, false, false, true, false, true, 0, true, kAllSliceAttrs, 2},
     {OpCode::CollectivePermute, "collective_permute", 1, 1, 1, 1, false, false, true, true, true, 1, false, kCollectivePermuteAttrs, 2},
-    {OpCode::Exchange, "exchange", 1, 1, 1, 1, false, false, true, true, true, 1, false, kExchangeAttrs, 8},
+    {OpCode::Exchange, "exchange", 1, -1, 1, 1, false, false, true, true, true, 1, false, kExchangeAttrs, 8},
     {OpCode::AxisIndex, "axis_index", 0, 0, 1, 1, false, false, false, false, true, 0, false, kAxisIndexAttrs, 1},
 };
 

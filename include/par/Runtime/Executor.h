@@ -106,9 +106,9 @@ public:
 private:
   void execute(const Instruction &inst, size_t index);
   /// Ops that read a communicator group: collectives and axis_index.
-  void runGroupOp(const Instruction &inst, size_t index, const Tensor &input,
-                  Tensor &result);
-  void countTraffic(const Instruction &inst, const Tensor &in,
+  void runGroupOp(const Instruction &inst, size_t index,
+                  const std::vector<Tensor> &inputs, Tensor &result);
+  void countTraffic(const Instruction &inst, const std::vector<Tensor> &inputs,
                     const Tensor &out);
   std::string where(size_t index) const;
 

@@ -19,18 +19,25 @@ namespace {
 /// them in one call and places what arrives (par/Catalogue/Exchange.h says
 /// which piece goes where).
 void runExchange(Collectives &comm, Device &device, const Attrs &a,
-                 const Tensor &in, Tensor &out) {
+                 const std::vector<Tensor> &in, Tensor &out) {
+  std::vector<Shape> inShapes;
+  for (const Tensor &t : in)
+    inShapes.push_back(t.shape);
   const ExchangePlan &plan =
-      exchangePlan(comm.memberShape(a.group), in.shape, out.shape, a);
+      exchangePlan(comm.memberShape(a.group), inShapes, out.shape, a);
   const exchange::Geometry &g = plan.geometry;
   int64_t me = comm.memberIndex(a.group), n = comm.memberCount(a.group);
-  int64_t bytes = int64_t(dtypeBytes(in.dtype));
+  int64_t bytes = int64_t(dtypeBytes(out.dtype));
   std::vector<int64_t> coords = g.coords(me);
-  std::vector<int64_t> ls = g.sourceLocal(), lt = g.targetLocal();
-  std::vector<int64_t> held(ls.size()), wanted(lt.size());
-  for (size_t d = 0; d < ls.size(); ++d) {
-    held[d] = g.block(g.source[d], coords) * ls[d];
+  std::vector<int64_t> lt = g.targetLocal(), wanted(lt.size());
+  for (size_t d = 0; d < lt.size(); ++d)
     wanted[d] = g.block(g.target[d], coords) * lt[d];
+  // Per source, where this member's block starts.
+  std::vector<std::vector<int64_t>> held(g.sources.size());
+  for (size_t k = 0; k < g.sources.size(); ++k) {
+    std::vector<int64_t> ls = g.sourceLocal(k);
+    for (size_t d = 0; d < ls.size(); ++d)
+      held[k].push_back(g.block(g.sources[k].layout[d], coords) * ls[d]);
   }
   auto minus = [](const std::vector<int64_t> &x,
                   const std::vector<int64_t> &y) {
@@ -40,19 +47,29 @@ void runExchange(Collectives &comm, Device &device, const Attrs &a,
     return z;
   };
   // A piece's source box starts at the source index of its first target
-  // element, relative to this member's source block.
+  // element, relative to this member's block of that source.
   auto sourceAt = [&](const exchange::Piece &piece) {
     std::vector<int64_t> at(piece.start.size());
     for (size_t d = 0; d < at.size(); ++d)
-      at[d] = g.sourceIndex(d, piece.start[d]) - held[d];
+      at[d] = g.sourceIndex(piece.source, d, piece.start[d]) -
+              held[piece.source][d];
     return at;
   };
-  std::vector<int64_t> origin(ls.size(), 0);
-  std::vector<char> source = device.copyTensorOut(in);
+  std::vector<int64_t> origin(lt.size(), 0);
+  std::vector<std::vector<char>> sources;
+  for (const Tensor &t : in)
+    sources.push_back(device.copyTensorOut(t));
+  auto copyFromSource = [&](const exchange::Piece &piece, char *dst,
+                            const std::vector<int64_t> &dstShape,
+                            const std::vector<int64_t> &dstStart) {
+    exchange::copyBox(sources[piece.source].data(), in[piece.source].shape,
+                      sourceAt(piece), dst, dstShape, dstStart, piece.size,
+                      bytes, g.sources[piece.source].strides);
+  };
   std::vector<char> result(out.bytes());
   // Elements that read no source element hold the fill.
   if (!g.isIdentity())
-    for (int64_t i = 0, n = out.size(); i < n; ++i)
+    for (int64_t i = 0, count = out.size(); i < count; ++i)
       storeElement(out.dtype, result.data(), i, a.fill);
   std::vector<exchange::Piece> outgoing, incoming;
   exchange::sends(plan.pieces, me, outgoing);
@@ -76,9 +93,7 @@ void runExchange(Collectives &comm, Device &device, const Attrs &a,
   for (const exchange::Piece &piece : outgoing) {
     if (piece.peer == me)
       continue;
-    exchange::copyBox(source.data(), in.shape, sourceAt(piece),
-                      packed.data() + at, piece.size, origin, piece.size,
-                      bytes, g.strides);
+    copyFromSource(piece, packed.data() + at, piece.size, origin);
     at += piece.elements() * bytes;
   }
   // Every rank plans alike: when no piece moves, none calls the group.
@@ -92,9 +107,8 @@ void runExchange(Collectives &comm, Device &device, const Attrs &a,
   }
   for (const exchange::Piece &piece : incoming) {
     if (piece.peer == me) {
-      exchange::copyBox(source.data(), in.shape, sourceAt(piece),
-                        result.data(), out.shape, minus(piece.start, wanted),
-                        piece.size, bytes, g.strides);
+      copyFromSource(piece, result.data(), out.shape,
+                     minus(piece.start, wanted));
       continue;
     }
     int64_t &offset = next[size_t(piece.peer)];
@@ -112,35 +126,40 @@ GroupOpTable build() {
     t.kernels[size_t(op)] = kernel;
   };
   set(OpCode::AllReduce, [](Collectives &comm, Device &device, const Attrs &a,
-                            const Tensor &in, Tensor &out) {
-    comm.allReduce(a.group, a.collectiveKind, in, out, device.commStream());
+                            const std::vector<Tensor> &in, Tensor &out) {
+    comm.allReduce(a.group, a.collectiveKind, in[0], out, device.commStream());
   });
   set(OpCode::AllGather, [](Collectives &comm, Device &device, const Attrs &a,
-                            const Tensor &in, Tensor &out) {
+                            const std::vector<Tensor> &ins, Tensor &out) {
+    const Tensor &in = ins[0];
     comm.allGather(a.group, a.dim, in, out, device.commStream());
   });
   set(OpCode::ReduceScatter, [](Collectives &comm, Device &device,
-                                const Attrs &a, const Tensor &in, Tensor &out) {
+                                const Attrs &a, const std::vector<Tensor> &ins, Tensor &out) {
+    const Tensor &in = ins[0];
     comm.reduceScatter(a.group, a.collectiveKind, a.dim, in, out,
                        device.commStream());
   });
   set(OpCode::AllToAll, [](Collectives &comm, Device &device, const Attrs &a,
-                           const Tensor &in, Tensor &out) {
+                           const std::vector<Tensor> &ins, Tensor &out) {
+    const Tensor &in = ins[0];
     comm.allToAll(a.group, a.splitDim, a.concatDim, in, out,
                   device.commStream());
   });
   set(OpCode::CollectivePermute,
-      [](Collectives &comm, Device &device, const Attrs &a, const Tensor &in,
+      [](Collectives &comm, Device &device, const Attrs &a, const std::vector<Tensor> &ins,
          Tensor &out) {
+    const Tensor &in = ins[0];
         comm.permute(a.group, a.pairs, in, out, device.commStream());
       });
   set(OpCode::Exchange, [](Collectives &comm, Device &device, const Attrs &a,
-                           const Tensor &in, Tensor &out) {
+                           const std::vector<Tensor> &in, Tensor &out) {
     runExchange(comm, device, a, in, out);
   });
   // Each device keeps its own piece: no communication.
   set(OpCode::AllSlice, [](Collectives &comm, Device &device, const Attrs &a,
-                           const Tensor &in, Tensor &out) {
+                           const std::vector<Tensor> &ins, Tensor &out) {
+    const Tensor &in = ins[0];
     std::vector<char> whole = device.copyTensorOut(in);
     std::vector<char> pieces(in.bytes());
     splitPieces(Tensor{in.dtype, in.shape, whole.data()}, a.dim,
@@ -150,7 +169,7 @@ GroupOpTable build() {
                   out.bytes());
   });
   set(OpCode::AxisIndex, [](Collectives &comm, Device &device, const Attrs &a,
-                            const Tensor &, Tensor &out) {
+                            const std::vector<Tensor> &, Tensor &out) {
     std::vector<char> host(out.bytes());
     storeElement(out.dtype, host.data(), 0, double(comm.memberIndex(a.group)));
     device.copyTensorIn(out, host);
@@ -165,16 +184,18 @@ exchange::IndexMap exchangeMap(const catalogue::Attrs &attrs) {
 }
 
 const ExchangePlan &exchangePlan(const std::vector<int64_t> &groupShape,
-                                 const Shape &in, const Shape &out,
-                                 const Attrs &attrs) {
+                                 const std::vector<Shape> &in,
+                                 const Shape &out, const Attrs &attrs) {
   // Entries are never erased, so references stay valid after the lock.
   static std::mutex lock;
   static std::map<std::vector<std::vector<int64_t>>, ExchangePlan> plans;
   std::lock_guard<std::mutex> guard(lock);
   exchange::IndexMap map = exchangeMap(attrs);
   std::vector<std::vector<int64_t>> key = {
-      groupShape,  in,          out,           attrs.source,   attrs.target,
+      groupShape,  out,         attrs.source,    attrs.target,
       map.offsets, map.strides, map.sourceSizes, map.targetSizes};
+  for (const Shape &shape : in)
+    key.push_back(shape);
   auto it = plans.find(key);
   if (it != plans.end())
     return it->second;

@@ -1162,8 +1162,28 @@ func.func @exchange_twice(%v: tensor<2x8xf32>) -> tensor<8x2xf32> {
 // exchange: an index map gives one entry per dim.
 par.mesh @mesh <["x"=2]>
 func.func @exchange_map_rank(%v: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @below {{'par.exchange' op offsets has 1 entries, the tensor 2 dims}}
+  // expected-error @below {{'par.exchange' op offsets has 1 entries, not 2 (2 dims x 1 operand(s))}}
   %0 = par.exchange %v over @mesh ["x"] from [[0], []] to [[0], []] {offsets = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// exchange: one source layout per operand.
+par.mesh @mesh <["x"=2]>
+func.func @exchange_sources(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x16xf32> {
+  // expected-error @below {{'par.exchange' op there are 1 source layouts for 2 operands}}
+  %0 = par.exchange %a, %b over @mesh ["x"] from [[0], []] to [[0], []] {offsets = array<i64: 0, 0, 0, -8>} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// exchange: several operands are placed by an index map.
+par.mesh @mesh <["x"=2]>
+func.func @exchange_no_map(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @below {{'par.exchange' op several operands need an index map}}
+  %0 = par.exchange %a, %b over @mesh ["x"] from [[0], []], [[0], []] to [[0], []] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
 

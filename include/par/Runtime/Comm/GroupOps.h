@@ -19,10 +19,11 @@
 
 namespace par::rt {
 
-/// Runs one group op: `input` (unused by axis_index) into `result`.
+/// Runs one group op: `inputs` (none for axis_index, one per source for an
+/// exchange, one for the others) into `result`.
 using GroupKernel = void (*)(Collectives &comm, Device &device,
-                             const catalogue::Attrs &attrs, const Tensor &input,
-                             Tensor &result);
+                             const catalogue::Attrs &attrs,
+                             const std::vector<Tensor> &inputs, Tensor &result);
 
 struct GroupOpTable {
   std::array<GroupKernel, catalogue::kNumOps> kernels{};
@@ -33,7 +34,8 @@ struct GroupOpTable {
 const GroupOpTable &groupOps();
 
 /// A par.exchange's pieces (par/Catalogue/Exchange.h) for a group of
-/// `groupShape` between buffers of `in` and `out`'s shapes: computed once per
+/// `groupShape` between buffers of `in`'s shapes (one per source) and
+/// `out`'s: computed once per
 /// distinct exchange and kept, since every step runs the same ones. Throws
 /// CommError when the layouts do not fit.
 struct ExchangePlan {
@@ -44,7 +46,8 @@ struct ExchangePlan {
 /// The index map an exchange's attributes give (empty lists: identity).
 exchange::IndexMap exchangeMap(const catalogue::Attrs &attrs);
 const ExchangePlan &exchangePlan(const std::vector<int64_t> &groupShape,
-                                 const Shape &in, const Shape &out,
+                                 const std::vector<Shape> &in,
+                                 const Shape &out,
                                  const catalogue::Attrs &attrs);
 
 } // namespace par::rt

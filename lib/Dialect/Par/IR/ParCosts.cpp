@@ -105,11 +105,12 @@ CollectiveTraffic CollectivePermuteOp::getTraffic(int64_t) {
 }
 
 CollectiveTraffic ExchangeOp::getTraffic(int64_t) {
-  // The busiest member's elements out of the larger buffer.
-  Value buffer = getInput();
-  if (getResult().getType().getNumElements() >
-      getInput().getType().getNumElements())
-    buffer = getResult();
+  // The busiest member's elements out of the largest buffer.
+  Value buffer = getResult();
+  for (Value input : getInputs())
+    if (cast<RankedTensorType>(input.getType()).getNumElements() >
+        cast<RankedTensorType>(buffer.getType()).getNumElements())
+      buffer = input;
   std::string error;
   FailureOr<::par::exchange::Geometry> g = getExchangeGeometry(*this, error);
   int64_t elements = cast<RankedTensorType>(buffer.getType()).getNumElements();

@@ -95,51 +95,62 @@ LogicalResult ReduceOp::localize(LocalFormContext &ctx) {
 }
 
 namespace {
-/// How a slice, a pad or one operand of a concat keeps a split along the dims
-/// it moves elements on: one par.exchange from the operand's layout to the
-/// result's, in which target index t of dim d reads source index
-/// offsets[d] + t * strides[d] of a source of global shape `sourceShape`.
-/// Dims that neither move elements across shards nor change their split
-/// stay out of the exchange's group: each device keeps its piece of them.
+/// What one source of a kept split reads: a value laid out as `layoutOf`, of
+/// global shape `shape`, where target index t of dim d reads index
+/// offsets[d] + t * strides[d].
+struct MovedInput {
+  Value layoutOf;
+  SmallVector<int64_t> shape, offsets, strides;
+};
+
+/// How a slice, a pad or a concat keeps a split along the dims it moves
+/// elements on: one par.exchange from its operands' layouts to the
+/// result's, reading each operand through its index map. Dims that neither
+/// move elements across shards nor change their split stay out of the
+/// exchange's group: each device keeps its piece of them.
 struct KeptSplit {
   MeshOp mesh;
-  SmallVector<int32_t> axes;         // the group, in mesh order
-  SmallVector<int64_t> from, to;     // flat layouts (par::exchange::flatten)
+  SmallVector<int32_t> axes;     // the group, in mesh order
+  SmallVector<int64_t> from, to; // flat layouts, sources separated by -2
   SmallVector<int64_t> offsets, strides, sourceSizes, resultSizes;
 
-  /// Plans the move of a value laid out as `layoutOf` into `result`'s
-  /// layout; `involved` stays false when no dim that moves is split (the
-  /// op's plain local form is right). A dim marked in `movesAnyway` moves
-  /// even under the identity map (its pieces were spread apart locally,
-  /// so their boundaries are not the result's).
-  KeptSplit(LocalFormContext &ctx, Value layoutOf,
-            ArrayRef<int64_t> sourceShape, Value result,
-            ArrayRef<int64_t> offsetsIn, ArrayRef<int64_t> stridesIn,
-            ArrayRef<bool> movesAnyway = {})
-      : offsets(offsetsIn), strides(stridesIn) {
-    mesh = ctx.meshOf(layoutOf) ? ctx.meshOf(layoutOf) : ctx.meshOf(result);
+  /// Plans the move of `inputs` into `result`'s layout; `involved` stays
+  /// false when no dim that moves is split (the op's plain local form is
+  /// right). A dim marked in `movesAnyway` moves even under the identity
+  /// map (its pieces were spread apart locally, so their boundaries are
+  /// not the result's).
+  KeptSplit(LocalFormContext &ctx, ArrayRef<MovedInput> inputs, Value result,
+            ArrayRef<bool> movesAnyway = {}) {
+    mesh = ctx.meshOf(result);
+    for (const MovedInput &input : inputs)
+      if (!mesh)
+        mesh = ctx.meshOf(input.layoutOf);
     if (!mesh)
       return;
     ArrayRef<int64_t> globalOut = ctx.globalType(result).getShape();
     ArrayRef<int64_t> localOut =
         cast<RankedTensorType>(result.getType()).getShape();
     int64_t rank = (int64_t)globalOut.size();
-    SmallVector<SmallVector<int32_t>> split(rank), splitOut(rank);
+    auto splitOf = [&](Value value, int64_t d) {
+      return ctx.meshOf(value) ? ctx.splitAxes(value, d)
+                               : SmallVector<int32_t>();
+    };
     SmallVector<bool> inGroup(rank, false);
     for (int64_t d = 0; d < rank; ++d) {
-      if (ctx.meshOf(layoutOf))
-        split[d] = ctx.splitAxes(layoutOf, d);
-      if (ctx.meshOf(result))
-        splitOut[d] = ctx.splitAxes(result, d);
-      bool moves = offsets[d] != 0 || strides[d] != 1 ||
-                   sourceShape[d] != globalOut[d] ||
-                   (!movesAnyway.empty() && movesAnyway[d]);
-      inGroup[d] = split[d] != splitOut[d] ||
-                   (moves && (!split[d].empty() || !splitOut[d].empty()));
-      if (inGroup[d]) {
-        axes.append(split[d]);
-        axes.append(splitOut[d]);
+      SmallVector<int32_t> splitOut = splitOf(result, d);
+      for (const MovedInput &input : inputs) {
+        SmallVector<int32_t> split = splitOf(input.layoutOf, d);
+        bool moves = input.offsets[d] != 0 || input.strides[d] != 1 ||
+                     input.shape[d] != globalOut[d] ||
+                     (!movesAnyway.empty() && movesAnyway[d]);
+        inGroup[d] = inGroup[d] || split != splitOut ||
+                     (moves && (!split.empty() || !splitOut.empty()));
       }
+      if (!inGroup[d])
+        continue;
+      axes.append(splitOut);
+      for (const MovedInput &input : inputs)
+        axes.append(splitOf(input.layoutOf, d));
     }
     llvm::sort(axes);
     axes.erase(llvm::unique(axes), axes.end());
@@ -147,34 +158,41 @@ struct KeptSplit {
     auto position = [&](int32_t axis) {
       return (int64_t)(llvm::find(axes, axis) - axes.begin());
     };
-    for (int64_t d = 0; d < rank; ++d) {
-      if (d) {
-        from.push_back(-1);
-        to.push_back(-1);
+    auto layout = [&](Value value, SmallVectorImpl<int64_t> &flat) {
+      for (int64_t d = 0; d < rank; ++d) {
+        if (d)
+          flat.push_back(-1);
+        if (inGroup[d])
+          for (int32_t axis : splitOf(value, d))
+            flat.push_back(position(axis));
       }
-      if (inGroup[d]) {
-        for (int32_t axis : split[d])
-          from.push_back(position(axis));
-        for (int32_t axis : splitOut[d])
-          to.push_back(position(axis));
-      }
+    };
+    layout(result, to);
+    for (auto [k, input] : llvm::enumerate(inputs)) {
+      if (k)
+        from.push_back(-2);
+      layout(input.layoutOf, from);
+      offsets.append(input.offsets);
+      strides.append(input.strides);
       // Outside the group a dim's piece is all the exchange sees of it.
-      sourceSizes.push_back(inGroup[d] ? sourceShape[d]
-                                       : localSize(ctx, layoutOf, d,
-                                                   sourceShape[d]));
-      resultSizes.push_back(inGroup[d] ? globalOut[d] : localOut[d]);
+      for (int64_t d = 0; d < rank; ++d)
+        sourceSizes.push_back(inGroup[d] ? input.shape[d]
+                                         : localSize(ctx, input.layoutOf, d,
+                                                     input.shape[d]));
     }
+    for (int64_t d = 0; d < rank; ++d)
+      resultSizes.push_back(inGroup[d] ? globalOut[d] : localOut[d]);
   }
 
   bool involved = false;
 
-  /// The exchange that moves `input` (this device's piece) into the result's
-  /// local type; elements that read nothing hold `fill`.
-  Value build(LocalFormContext &ctx, Location loc, Value input,
+  /// The exchange that moves `inputs` (this device's pieces) into the
+  /// result's local type; elements that read nothing hold `fill`.
+  Value build(LocalFormContext &ctx, Location loc, ValueRange inputs,
               RankedTensorType type, double fill) {
     OpBuilder &b = ctx.builder;
     return ExchangeOp::create(
-        b, loc, type, input, mesh.getSymName(), ctx.axisNames(mesh, axes),
+        b, loc, type, inputs, mesh.getSymName(), ctx.axisNames(mesh, axes),
         from, to, b.getDenseI64ArrayAttr(offsets),
         b.getDenseI64ArrayAttr(strides), b.getDenseI64ArrayAttr(sourceSizes),
         b.getDenseI64ArrayAttr(resultSizes), llvm::APFloat(fill));
@@ -201,8 +219,10 @@ private:
 LogicalResult SliceOp::localize(LocalFormContext &ctx) {
   auto local = cast<RankedTensorType>(getInput().getType());
   RankedTensorType global = ctx.globalType(getInput());
-  KeptSplit kept(ctx, getInput(), global.getShape(), getResult(),
-                 getStarts(), getStridesOrOnes());
+  KeptSplit kept(ctx,
+                 {MovedInput{getInput(), to_vector(global.getShape()),
+                             to_vector(getStarts()), getStridesOrOnes()}},
+                 getResult());
   if (kept.involved) {
     ctx.builder.setInsertionPoint(*this);
     Value moved = kept.build(ctx, getLoc(), getInput(),
@@ -257,8 +277,8 @@ LogicalResult PadOp::localize(LocalFormContext &ctx) {
     if (interior[d] > 0 && ctx.meshOf(getResult()) &&
         !ctx.splitAxes(getResult(), d).empty())
       spreadApart[d] = true;
-  KeptSplit kept(ctx, getInput(), spread, getResult(), offsets, ones,
-                 spreadApart);
+  KeptSplit kept(ctx, {MovedInput{getInput(), spread, offsets, ones}},
+                 getResult(), spreadApart);
   if (!kept.involved)
     return success();
   OpBuilder &b = ctx.builder;
@@ -278,50 +298,32 @@ LogicalResult PadOp::localize(LocalFormContext &ctx) {
   return success();
 }
 
-/// A split concatenated dim stays split: each operand moves into the
-/// result's layout at its offset (one exchange each, zeros elsewhere) and
-/// the pieces add up. Each device receives only what it now owns.
+/// A split concatenated dim stays split: one exchange reads every operand
+/// at its offset (result index t of the dim reads t - start of the operand
+/// that covers it), so each device receives only the pieces it now owns,
+/// all in one call.
 LogicalResult ConcatOp::localize(LocalFormContext &ctx) {
   int64_t dim = (int64_t)getDim();
   RankedTensorType globalOut = ctx.globalType(getResult());
-  auto type = cast<RankedTensorType>(getResult().getType());
   int64_t rank = globalOut.getRank(), at = 0;
-  SmallVector<KeptSplit, 2> plans;
-  size_t involved = 0;
+  SmallVector<MovedInput> inputs;
   for (Value input : getInputs()) {
     RankedTensorType global = ctx.globalType(input);
-    SmallVector<int64_t> offsets(rank, 0), ones(rank, 1);
-    offsets[dim] = -at;
+    MovedInput moved{input, to_vector(global.getShape()),
+                     SmallVector<int64_t>(rank, 0),
+                     SmallVector<int64_t>(rank, 1)};
+    moved.offsets[dim] = -at;
     at += global.getDimSize(dim);
-    plans.emplace_back(ctx, input, global.getShape(), getResult(), offsets,
-                       ones);
-    involved += plans.back().involved;
+    inputs.push_back(std::move(moved));
   }
-  if (involved == 0)
+  KeptSplit kept(ctx, inputs, getResult());
+  if (!kept.involved)
     return success();
-  OpBuilder &b = ctx.builder;
-  Location loc = getLoc();
-  b.setInsertionPoint(*this);
-  Value sum;
-  at = 0;
-  for (auto [input, plan] : llvm::zip(getInputs(), plans)) {
-    // An operand laid out like the result, whose dim is whole on both
-    // sides, lands at its offset by local padding.
-    auto local = cast<RankedTensorType>(input.getType());
-    SmallVector<int64_t> low(rank, 0), high(rank, 0);
-    low[dim] = at;
-    high[dim] = type.getDimSize(dim) - at - local.getDimSize(dim);
-    at += ctx.globalType(input).getDimSize(dim);
-    Value piece =
-        plan.involved
-            ? plan.build(ctx, loc, input, type, 0.0)
-            : PadOp::create(b, loc, type, input, b.getDenseI64ArrayAttr(low),
-                            b.getDenseI64ArrayAttr(high), DenseI64ArrayAttr(),
-                            b.getF64FloatAttr(0.0))
-                  .getResult();
-    sum = sum ? AddOp::create(b, loc, type, sum, piece).getResult() : piece;
-  }
-  ctx.replaceValue(getResult(), sum, nullptr);
+  ctx.builder.setInsertionPoint(*this);
+  Value moved =
+      kept.build(ctx, getLoc(), getInputs(),
+                 cast<RankedTensorType>(getResult().getType()), 0.0);
+  ctx.replaceValue(getResult(), moved, nullptr);
   ctx.eraseOp(*this);
   return success();
 }

@@ -939,8 +939,12 @@ mlir::par::getExchangeGeometry(ExchangeOp op, std::string &error) {
   std::vector<int64_t> sizes;
   for (StringRef axis : op.getAxes().getAsValueRange<StringAttr>())
     sizes.push_back(mesh.getAxisSize(axis));
-  ArrayRef<int64_t> in = tensorOf(op.getInput()).getShape(),
-                    out = tensorOf(op.getResult()).getShape();
+  std::vector<std::vector<int64_t>> in;
+  for (Value input : op.getInputs()) {
+    ArrayRef<int64_t> shape = tensorOf(input).getShape();
+    in.emplace_back(shape.begin(), shape.end());
+  }
+  ArrayRef<int64_t> out = tensorOf(op.getResult()).getShape();
   auto list = [](std::optional<ArrayRef<int64_t>> values) {
     return values ? std::vector<int64_t>(values->begin(), values->end())
                   : std::vector<int64_t>();
@@ -950,7 +954,7 @@ mlir::par::getExchangeGeometry(ExchangeOp op, std::string &error) {
                                 list(op.getResultSizes())};
   ::par::exchange::Geometry g;
   error = ::par::exchange::makeGeometry(
-      sizes, {in.begin(), in.end()}, {out.begin(), out.end()},
+      sizes, in, {out.begin(), out.end()},
       {op.getSource().begin(), op.getSource().end()},
       {op.getTarget().begin(), op.getTarget().end()}, g, map);
   if (!error.empty())
@@ -1075,6 +1079,40 @@ static ParseResult parseExchangeLayout(OpAsmParser &parser,
           }))
     return failure();
   layout = parser.getBuilder().getDenseI64ArrayAttr(flat);
+  return success();
+}
+
+/// `[[0], []], [[1], []]`: one layout per operand, stored flat with -2
+/// between them.
+static void printExchangeSources(OpAsmPrinter &printer, Operation *op,
+                                 DenseI64ArrayAttr sources) {
+  ArrayRef<int64_t> flat = sources.asArrayRef();
+  size_t begin = 0;
+  for (size_t i = 0; i <= flat.size(); ++i) {
+    if (i < flat.size() && flat[i] != -2)
+      continue;
+    if (begin)
+      printer << ", ";
+    printExchangeLayout(
+        printer, op,
+        DenseI64ArrayAttr::get(op->getContext(), flat.slice(begin, i - begin)));
+    begin = i + 1;
+  }
+}
+
+static ParseResult parseExchangeSources(OpAsmParser &parser,
+                                        DenseI64ArrayAttr &sources) {
+  SmallVector<int64_t> flat;
+  int64_t count = 0;
+  do {
+    DenseI64ArrayAttr layout;
+    if (parseExchangeLayout(parser, layout))
+      return failure();
+    if (count++)
+      flat.push_back(-2);
+    flat.append(layout.asArrayRef().begin(), layout.asArrayRef().end());
+  } while (succeeded(parser.parseOptionalComma()));
+  sources = parser.getBuilder().getDenseI64ArrayAttr(flat);
   return success();
 }
 

@@ -363,8 +363,8 @@ def Par_ConcatOp : Par_ComputeOp<"concat", [
     Sharding rule: other dimensions are pass-through factors shared by all
     operands; the concatenated dimension is a link group of permutation
     factors (the result's and each operand's part): split, the result keeps
-    the split and each device receives only the pieces of each operand that
-    it now owns (one `par.exchange` per operand, summed).
+    the split and one `par.exchange` reads every operand at its offset, so
+    each device receives only the pieces it now owns, in one call.
   }];
   let arguments = (ins Variadic<Par_AnyTensor>:$inputs, I64Attr:$dim);
   let results = (outs Par_AnyTensor:$result);
@@ -1069,6 +1069,13 @@ def Par_ExchangeOp : Par_CollectiveOp<"exchange", [Pure,
     source element, hold `fill`. Without a map both layouts describe one
     global shape and nothing is filled.
 
+    Several operands (a concat along a split dim) each have their own
+    layout after `from` (separated by commas; stored flat with -2 between
+    them) and their own map (the map lists hold one entry per dim and
+    operand, operand by operand): a target element reads the first operand
+    whose map gives it a real index, and every device receives all its
+    pieces in one call.
+
     ```mlir
     %y = par.exchange %x over @mesh ["dp", "tp"] from [[0, 1], [], []] to [[], [], [1, 0]]
         : (tensor<4x16x16xf32>) -> tensor<16x16x4xf32>
@@ -1079,7 +1086,7 @@ def Par_ExchangeOp : Par_CollectiveOp<"exchange", [Pure,
          result_sizes = array<i64: 14>} : (tensor<8xf32>) -> tensor<7xf32>
     ```
   }];
-  let arguments = (ins Par_AnyTensor:$input, FlatSymbolRefAttr:$mesh,
+  let arguments = (ins Variadic<Par_AnyTensor>:$inputs, FlatSymbolRefAttr:$mesh,
                        Par_AxisList:$axes, DenseI64ArrayAttr:$source,
                        DenseI64ArrayAttr:$target,
                        OptionalAttr<DenseI64ArrayAttr>:$offsets,
@@ -1089,7 +1096,7 @@ def Par_ExchangeOp : Par_CollectiveOp<"exchange", [Pure,
                        DefaultValuedAttr<F64Attr, "0.0">:$fill);
   let results = (outs Par_AnyTensor:$result);
   let assemblyFormat = [{
-    $input `over` $mesh $axes `from` custom<ExchangeLayout>($source)
+    $inputs `over` $mesh $axes `from` custom<ExchangeSources>($source)
     `to` custom<ExchangeLayout>($target) attr-dict
     `:` functional-type(operands, results)
   }];
