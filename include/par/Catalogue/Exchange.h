@@ -86,12 +86,12 @@ struct Source {
 
 struct Geometry {
   std::vector<int64_t> axisSizes; // per group axis
-  /// What the target reads, in order. A plain reshard has one source and
-  /// the identity map (offset 0, stride 1, size the shape); a slice or a
-  /// pad that keeps its split one with a map; a concat one per operand,
-  /// each placed at its offset. A target element reads the first source
-  /// whose map gives it a real index; one that reads none, or lies at or
-  /// past targetSizes, takes the fill.
+  /// What the target reads. A plain reshard has one source and the
+  /// identity map (offset 0, stride 1, size the shape); a slice or a pad
+  /// that keeps its split one with a map; a concat one per operand, each
+  /// placed at its offset. Sources give disjoint boxes of the target
+  /// (makeGeometry checks); an element that reads none, or lies at or past
+  /// targetSizes, takes the fill.
   std::vector<Source> sources;
   std::vector<int64_t> targetShape; // global, padded: every split even
   Layout target;
@@ -321,6 +321,28 @@ inline std::string makeGeometry(const std::vector<int64_t> &axisSizes,
       return "result size " + std::to_string(g.targetSizes[d]) + " of dim " +
              std::to_string(d) + " is outside [0, " +
              std::to_string(g.targetShape[d]) + "]";
+  // Sources give disjoint boxes of the target (a concat's operands).
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> boxes;
+  for (const Source &src : g.sources) {
+    std::vector<std::pair<int64_t, int64_t>> box;
+    for (size_t d = 0; d < rank; ++d)
+      box.push_back({std::max<int64_t>(0, ceilDiv(-src.offsets[d],
+                                                  src.strides[d])),
+                     std::min(g.targetSizes[d],
+                              ceilDiv(src.sizes[d] - src.offsets[d],
+                                      src.strides[d]))});
+    for (size_t j = 0; j < boxes.size(); ++j) {
+      bool meets = true;
+      for (size_t d = 0; d < rank; ++d)
+        meets = meets && std::max(boxes[j][d].first, box[d].first) <
+                             std::min(boxes[j][d].second, box[d].second);
+      if (meets)
+        return "operands " + std::to_string(j) + " and " +
+               std::to_string(boxes.size()) +
+               " give overlapping parts of the result";
+    }
+    boxes.push_back(std::move(box));
+  }
   return "";
 }
 
@@ -354,7 +376,7 @@ struct Piece {
 /// `peer` = -1, `start` and `size` in target coordinates, and the source
 /// block's coordinates on the source's axes set in `holder` (the other
 /// coordinates are `m`'s). Target elements that read no source element are
-/// in no piece; one that two sources could give reads the first.
+/// in no piece.
 inline void wanted(const Geometry &g, int64_t m, std::vector<Piece> &out,
                    std::vector<std::vector<int64_t>> &holders) {
   out.clear();
@@ -368,10 +390,6 @@ inline void wanted(const Geometry &g, int64_t m, std::vector<Piece> &out,
     ownLo[d] = g.block(g.target[d], c) * lt[d];
     ownHi[d] = std::min(ownLo[d] + lt[d], g.targetSizes[d]);
   }
-  // What earlier sources gave, per dim, as target ranges; a later source
-  // skips the box they cover (sources of a concat are disjoint along one
-  // dim and whole along the others).
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> taken;
   for (size_t k = 0; k < g.sources.size(); ++k) {
     const Source &src = g.sources[k];
     std::vector<int64_t> ls = g.sourceLocal(k);
@@ -381,14 +399,12 @@ inline void wanted(const Geometry &g, int64_t m, std::vector<Piece> &out,
       int64_t block, lo, hi;
     };
     std::vector<std::vector<Run>> runs(rank);
-    std::vector<std::pair<int64_t, int64_t>> box(rank);
     bool empty = false;
     for (size_t d = 0; d < rank && !empty; ++d) {
       int64_t off = src.offsets[d], st = src.strides[d];
       // Only targets that read a real element: 0 <= off + t*st < size.
       int64_t lo = std::max(ownLo[d], ceilDiv(-off, st));
       int64_t hi = std::min(ownHi[d], ceilDiv(src.sizes[d] - off, st));
-      box[d] = {lo, hi};
       if (lo >= hi) {
         empty = true;
         break;
@@ -404,17 +420,6 @@ inline void wanted(const Geometry &g, int64_t m, std::vector<Piece> &out,
     }
     if (empty)
       continue;
-    bool overlaps = false;
-    for (const auto &prior : taken) {
-      bool meets = true;
-      for (size_t d = 0; d < rank; ++d)
-        meets = meets && std::max(prior[d].first, box[d].first) <
-                             std::min(prior[d].second, box[d].second);
-      overlaps = overlaps || meets;
-    }
-    if (overlaps)
-      continue; // sources must not overlap: makeGeometry's callers ensure it
-    taken.push_back(box);
     std::vector<size_t> at(rank, 0);
     std::vector<int64_t> holder(c);
     while (true) {

@@ -147,10 +147,9 @@ GroupOpTable build() {
                   device.commStream());
   });
   set(OpCode::CollectivePermute,
-      [](Collectives &comm, Device &device, const Attrs &a, const std::vector<Tensor> &ins,
-         Tensor &out) {
-    const Tensor &in = ins[0];
-        comm.permute(a.group, a.pairs, in, out, device.commStream());
+      [](Collectives &comm, Device &device, const Attrs &a,
+         const std::vector<Tensor> &ins, Tensor &out) {
+        comm.permute(a.group, a.pairs, ins[0], out, device.commStream());
       });
   set(OpCode::Exchange, [](Collectives &comm, Device &device, const Attrs &a,
                            const std::vector<Tensor> &in, Tensor &out) {

@@ -1189,6 +1189,16 @@ func.func @exchange_no_map(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4
 
 // -----
 
+// exchange: operands give disjoint parts of the result.
+par.mesh @mesh <["x"=2]>
+func.func @exchange_overlap(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @below {{'par.exchange' op operands 0 and 1 give overlapping parts of the result}}
+  %0 = par.exchange %a, %b over @mesh ["x"] from [[0], []], [[0], []] to [[0], []] {offsets = array<i64: 0, 0, 0, -5>} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
 // exchange: strides are positive.
 par.mesh @mesh <["x"=2]>
 func.func @exchange_stride(%v: tensor<4x8xf32>) -> tensor<4x8xf32> {

@@ -1049,11 +1049,11 @@ def Par_ExchangeOp : Par_CollectiveOp<"exchange", [Pure,
   let ringTraffic = 0; // a rank sends what it moves, no more
   let summary = "move a value between two layouts, sending only what is missing";
   let description = [{
-    The operand is this device's piece of a global tensor laid out as
-    `source`, the result its piece laid out as `target`; both lists give, per
-    tensor dim, the positions in `axes` that split it, major to minor (the
-    global shape is the operand's times the source splits, and the result's
-    times the target splits). Each device receives exactly the elements of
+    The operand (or each operand, below) is this device's piece of a
+    global tensor laid out as `source`, the result its piece laid out as
+    `target`; both lists give, per tensor dim, the positions in `axes` that
+    split it, major to minor (the global shape is the operand's times the
+    source splits, and the result's times the target splits). Each device receives exactly the elements of
     its target piece that it does not hold, each from the member that agrees
     with it on every axis the source does not split: the least any sequence
     of collectives can move. The reshard planner uses it where its
@@ -1072,9 +1072,8 @@ def Par_ExchangeOp : Par_CollectiveOp<"exchange", [Pure,
     Several operands (a concat along a split dim) each have their own
     layout after `from` (separated by commas; stored flat with -2 between
     them) and their own map (the map lists hold one entry per dim and
-    operand, operand by operand): a target element reads the first operand
-    whose map gives it a real index, and every device receives all its
-    pieces in one call.
+    operand, operand by operand); the operands give disjoint parts of the
+    result, and every device receives all its pieces in one call.
 
     ```mlir
     %y = par.exchange %x over @mesh ["dp", "tp"] from [[0, 1], [], []] to [[], [], [1, 0]]
