@@ -210,8 +210,7 @@ static void checkExchange(const Reader &r, const Program &p,
     inShapes.push_back(in.shape);
   }
   exchange::Geometry g;
-  exchange::IndexMap map{inst.attrs.offsets, inst.attrs.strides,
-                         inst.attrs.sourceSizes, inst.attrs.resultSizes};
+  exchange::IndexMap map = exchange::IndexMap::of(inst.attrs);
   std::string error = exchange::makeGeometry(
       sizes, inShapes, out.shape, inst.attrs.source, inst.attrs.target, g,
       map);

@@ -194,6 +194,11 @@ struct IndexMap {
     return offsets.empty() && strides.empty() && sourceSizes.empty() &&
            targetSizes.empty();
   }
+  /// The map a program instruction's decoded attributes give (the
+  /// catalogue's Attrs: offsets, strides, sourceSizes, resultSizes).
+  template <typename Attrs> static IndexMap of(const Attrs &a) {
+    return {a.offsets, a.strides, a.sourceSizes, a.resultSizes};
+  }
 };
 
 /// Splits the flat layouts of several sources, separated by -2.

@@ -178,10 +178,6 @@ GroupOpTable build() {
 
 } // namespace
 
-exchange::IndexMap exchangeMap(const catalogue::Attrs &attrs) {
-  return {attrs.offsets, attrs.strides, attrs.sourceSizes, attrs.resultSizes};
-}
-
 const ExchangePlan &exchangePlan(const std::vector<int64_t> &groupShape,
                                  const std::vector<Shape> &in,
                                  const Shape &out, const Attrs &attrs) {
@@ -189,7 +185,7 @@ const ExchangePlan &exchangePlan(const std::vector<int64_t> &groupShape,
   static std::mutex lock;
   static std::map<std::vector<std::vector<int64_t>>, ExchangePlan> plans;
   std::lock_guard<std::mutex> guard(lock);
-  exchange::IndexMap map = exchangeMap(attrs);
+  exchange::IndexMap map = exchange::IndexMap::of(attrs);
   std::vector<std::vector<int64_t>> key = {
       groupShape,  out,         attrs.source,    attrs.target,
       map.offsets, map.strides, map.sourceSizes, map.targetSizes};

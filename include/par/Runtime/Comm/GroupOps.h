@@ -43,8 +43,6 @@ struct ExchangePlan {
   std::vector<std::vector<exchange::Piece>> pieces; // per receiver
   int64_t busiest = 0; // elements the busiest member sends or receives
 };
-/// The index map an exchange's attributes give (empty lists: identity).
-exchange::IndexMap exchangeMap(const catalogue::Attrs &attrs);
 const ExchangePlan &exchangePlan(const std::vector<int64_t> &groupShape,
                                  const std::vector<Shape> &in,
                                  const Shape &out,

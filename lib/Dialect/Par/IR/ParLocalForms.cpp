@@ -272,11 +272,6 @@ LogicalResult PadOp::localize(LocalFormContext &ctx) {
     spreadLocal[d] = local.getDimSize(d) * (interior[d] + 1);
     spreadApart[d] = true;
   }
-  // A result split where the operand is whole moves as well.
-  for (int64_t d = 0; d < rank; ++d)
-    if (interior[d] > 0 && ctx.meshOf(getResult()) &&
-        !ctx.splitAxes(getResult(), d).empty())
-      spreadApart[d] = true;
   KeptSplit kept(ctx, {MovedInput{getInput(), spread, offsets, ones}},
                  getResult(), spreadApart);
   if (!kept.involved)
