@@ -1219,6 +1219,36 @@ func.func @exchange_real_size(%v: tensor<4x8xf32>) -> tensor<3x8xf32> {
 
 // -----
 
+// exchange: the result's real sizes give one entry per dim and fit its
+// padded global size.
+par.mesh @mesh <["x"=2]>
+func.func @exchange_result_sizes(%v: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @below {{'par.exchange' op result_sizes has 1 entries, the tensor 2 dims}}
+  %0 = par.exchange %v over @mesh ["x"] from [[0], []] to [[0], []] {result_sizes = array<i64: 8>} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+par.mesh @mesh <["x"=2]>
+func.func @exchange_result_size(%v: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @below {{'par.exchange' op result size 9 of dim 0 is outside [0, 8]}}
+  %0 = par.exchange %v over @mesh ["x"] from [[0], []] to [[0], []] {result_sizes = array<i64: 9, 8>} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// exchange: offsets stay within [-2^61, 2^61].
+par.mesh @mesh <["x"=2]>
+func.func @exchange_offset(%v: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @below {{'par.exchange' op offset -4611686018427387904 of dim 0 is outside [-2^61, 2^61]}}
+  %0 = par.exchange %v over @mesh ["x"] from [[0], []] to [[0], []] {offsets = array<i64: -4611686018427387904, 0>} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
 // exchange: the index map stays within int64.
 par.mesh @mesh <["x"=2]>
 func.func @exchange_overflow(%v: tensor<4x8xf32>) -> tensor<4x8xf32> {
