@@ -92,7 +92,7 @@ def main():
 
     print(f"{'model':<6} {'Φ':>14} {'N':>5} {'ZeRO':>4} | {'params':>9} {'grads':>9} "
           f"{'opt st.':>9} {'activ.':>9} {'temps':>9} {'peak':>9} GiB | "
-          f"{'states/Φ':>8} {'formula':>8} {'ratio':>6} | {'moved/Φ':>7} {'formula':>7} "
+          f"{'states/Φ':>8} {'formula':>8} {'ratio':>7} | {'moved/Φ':>7} {'formula':>7} "
           f"{'ratio':>6} | {'compile s':>9}")
     for name in args.models.split(","):
         layers, width, heads = SHAPES[name]
@@ -126,7 +126,7 @@ def main():
                 print(f"{name:<6} {phi:>14,} {n:>5} {stage:>4} | {gib(r['parameters'])} "
                       f"{gib(r['gradients'])} {gib(r['optimizer states'])} "
                       f"{gib(r['activations'])} {gib(r['temporaries most live'])} {gib(r['peak'])}     | "
-                      f"{states / phi:8.3f} {expect / phi:8.3f} {states / expect:6.3f} | "
+                      f"{states / phi:8.3f} {expect / phi:8.3f} {states / expect:7.4f} | "
                       f"{moved / phi:7.3f} {expect_moved / phi:7.3f} {ratio_moved} | "
                       f"{seconds:9.1f}", flush=True)
     return 0

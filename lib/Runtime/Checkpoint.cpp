@@ -504,6 +504,42 @@ std::string shardKey(const std::string &name, const Slice &slice) {
   return key + ":" + shapeString(slice.shape);
 }
 
+std::vector<FlatBox> flatRangeBoxes(const Shape &shape, int64_t begin,
+                                    int64_t end) {
+  std::vector<FlatBox> boxes;
+  size_t rank = shape.size();
+  if (rank == 0) {
+    if (begin < end)
+      boxes.push_back({begin, Slice{}});
+    return boxes;
+  }
+  for (int64_t pos = begin; pos < end;) {
+    // Widen over trailing dims while the range covers them whole from pos.
+    size_t d = rank - 1;
+    int64_t block = 1;
+    while (d > 0 && pos % (block * shape[d]) == 0 &&
+           end - pos >= block * shape[d]) {
+      block *= shape[d];
+      --d;
+    }
+    Slice slice;
+    slice.offsets.assign(rank, 0);
+    slice.shape = shape;
+    int64_t rest = pos;
+    for (size_t k = rank; k-- > 0;) {
+      slice.offsets[k] = rest % shape[k];
+      rest /= shape[k];
+    }
+    int64_t count = std::min((end - pos) / block, shape[d] - slice.offsets[d]);
+    for (size_t k = 0; k < d; ++k)
+      slice.shape[k] = 1;
+    slice.shape[d] = count;
+    boxes.push_back({pos, slice});
+    pos += count * block;
+  }
+  return boxes;
+}
+
 std::map<std::string, uint32_t>
 writeShardFile(const std::string &dir, int64_t step, int rank,
                const std::string &saveId,

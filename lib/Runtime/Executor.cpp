@@ -100,9 +100,13 @@ void Executor::initParams(uint64_t seed) {
     uint64_t stream = streamOf(spec.name);
     const InitSpec &init = spec.init;
     std::vector<char> host(t.bytes(), 0); // padding starts as zeros
+    // A flat view's elements past the view are padding too.
+    int64_t real = numElements(spec.savedShape());
     forEachInSlice(
         spec.globalShape, offsets, local, t.shape, [&](int64_t l, int64_t g) {
           double value = 0;
+          if (g >= real)
+            return;
           switch (init.kind) {
           case InitSpec::Normal:
             value = init.a * randomNormal(seed, stream, uint64_t(g));
@@ -323,6 +327,7 @@ std::vector<double> Executor::gatherOutput(size_t i) {
           global[size_t(g)] = partial ? global[size_t(g)] + value : value;
         });
   }
+  global.resize(size_t(numElements(spec.savedShape()))); // a view's padding
   return global;
 }
 
@@ -345,6 +350,22 @@ std::vector<ShardData> Executor::paramShards() const {
     auto host = std::make_shared<std::vector<char>>(device_.copyTensorOut(t));
     shard.data = host->data();
     shard.storage = host;
+    if (spec.view) {
+      // A flat view's piece, a contiguous range, saved as boxes of the view
+      // (the padding at its end is not saved).
+      int64_t begin = shard.slice.offsets[0];
+      for (const FlatBox &box : flatRangeBoxes(
+               *spec.view, begin,
+               std::min(begin + shard.slice.shape[0], numElements(*spec.view)))) {
+        ShardData part = shard;
+        part.globalShape = *spec.view;
+        part.slice = box.slice;
+        part.data =
+            host->data() + size_t(box.begin - begin) * dtypeBytes(t.dtype);
+        shards.push_back(part);
+      }
+      continue;
+    }
     if (shard.slice.shape != t.shape) {
       // Only the real elements of a padded buffer are saved.
       auto compact = std::make_shared<std::vector<char>>(
@@ -366,18 +387,32 @@ std::map<std::string, TensorRecord> Executor::checkpointRecords() const {
       continue;
     TensorRecord &record = records[spec.name];
     record.dtype = spec.dtype;
-    record.globalShape = spec.globalShape;
+    record.globalShape = spec.savedShape();
     for (int64_t r = 0; r < program_.numRanks; ++r) {
       if (!firstReplica(program_, spec.sharding, r, false))
         continue;
-      ShardRecord shard;
-      localSlice(program_, spec.globalShape, spec.sharding, r,
-                 shard.slice.offsets, shard.slice.shape);
-      if (numElements(shard.slice.shape) == 0)
+      Slice local;
+      localSlice(program_, spec.globalShape, spec.sharding, r, local.offsets,
+                 local.shape);
+      if (numElements(local.shape) == 0)
         continue;
-      shard.file = shardFileName(int(r));
-      shard.key = shardKey(spec.name, shard.slice);
-      record.shards.push_back(shard);
+      std::vector<Slice> slices{local};
+      if (spec.view) {
+        // As paramShards saves a flat view's piece: boxes of the view.
+        slices.clear();
+        for (const FlatBox &box : flatRangeBoxes(
+                 *spec.view, local.offsets[0],
+                 std::min(local.offsets[0] + local.shape[0],
+                          numElements(*spec.view))))
+          slices.push_back(box.slice);
+      }
+      for (const Slice &slice : slices) {
+        ShardRecord shard;
+        shard.slice = slice;
+        shard.file = shardFileName(int(r));
+        shard.key = shardKey(spec.name, shard.slice);
+        record.shards.push_back(shard);
+      }
     }
   }
   return records;
@@ -467,6 +502,18 @@ void Executor::loadParams(CheckpointReader &reader) {
                slice.shape);
     Tensor t = input(i);
     std::vector<char> host(t.bytes(), 0);
+    if (spec.view) {
+      // A flat view's piece: read box by box of the view.
+      int64_t begin = slice.offsets[0];
+      for (const FlatBox &box : flatRangeBoxes(
+               *spec.view, begin,
+               std::min(begin + slice.shape[0], numElements(*spec.view))))
+        reader.read(spec.name, spec.dtype, *spec.view, box.slice,
+                    host.data() +
+                        size_t(box.begin - begin) * dtypeBytes(t.dtype));
+      device_.copyTensorIn(t, host);
+      continue;
+    }
     if (slice.shape == t.shape) {
       reader.read(spec.name, spec.dtype, spec.globalShape, slice, host.data());
       device_.copyTensorIn(t, host);

@@ -191,6 +191,23 @@ Shape readGlobalShape(const Reader &r, const json &object,
   return shape;
 }
 
+/// An input's or output's optional `view`: non-negative sizes whose
+/// product is at most the element count of its flat (rank-1) global shape
+/// (the elements past it are padding).
+std::optional<Shape> readView(const Reader &r, const json &object,
+                              const std::string &where,
+                              const Shape &globalShape) {
+  if (!object.contains("view"))
+    return std::nullopt;
+  Shape view = readShape(r, object, where, "view");
+  int64_t elements = elementsUpTo(view, kMaxBufferElements * kMaxDevices);
+  if (globalShape.size() != 1 || elements < 0 || elements > globalShape[0])
+    r.fail(Reader::join(where, "view"),
+           shapeString(view) + " must have at most as many elements as " +
+               "the flat global shape, a rank-1 " + shapeString(globalShape));
+  return view;
+}
+
 /// An exchange's layouts must fit its group and its buffers: par-run packs
 /// pieces by them.
 static void checkExchange(const Reader &r, const Program &p,
@@ -532,6 +549,7 @@ Program parseProgram(const std::string &text, const std::string &path) {
     spec.dtype = r.dtype(in, w);
     spec.globalShape = readGlobalShape(r, in, w, spec.dtype);
     readSharding(r, in, w, p, spec.globalShape.size(), spec.sharding);
+    spec.view = readView(r, in, w, spec.globalShape);
     if (!spec.sharding.partial.empty())
       r.fail(w + ".sharding.partial",
              "inputs hold whole values, not partial sums");
@@ -603,6 +621,7 @@ Program parseProgram(const std::string &text, const std::string &path) {
     spec.dtype = r.dtype(out, w);
     spec.globalShape = readGlobalShape(r, out, w, spec.dtype);
     readSharding(r, out, w, p, spec.globalShape.size(), spec.sharding);
+    spec.view = readView(r, out, w, spec.globalShape);
     if (out.contains("updates")) {
       std::string target = r.string(out, w, "updates");
       for (size_t j = 0; j < p.inputs.size(); ++j)
@@ -617,6 +636,11 @@ Program parseProgram(const std::string &text, const std::string &path) {
                                    " cannot replace input '" + target +
                                    "' of " + shapeString(in.globalShape) + " " +
                                    dtypeName(in.dtype));
+      if (in.view != spec.view)
+        r.fail(w + ".view", "output '" + spec.name + "' must view input '" +
+                                target + "' as it does, " +
+                                (in.view ? shapeString(*in.view)
+                                         : std::string("without a view")));
     }
     p.outputs.push_back(std::move(spec));
   }

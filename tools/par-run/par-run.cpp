@@ -808,7 +808,7 @@ int runRank(const Options &o, int rank, int size) {
         for (double v : value)
           values.push_back(jsonNumber(v));
         outputs[program.outputs[i].name] = {
-            {"shape", program.outputs[i].globalShape},
+            {"shape", program.outputs[i].savedShape()},
             {"dtype", dtypeName(program.outputs[i].dtype)},
             {"values", std::move(values)}};
       }

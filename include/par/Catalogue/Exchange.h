@@ -552,6 +552,32 @@ inline int64_t busiestMember(const Geometry &g) {
   return busiestMember(assign(g));
 }
 
+/// A lower bound on busiestMember(g) in O(members x rank), where that
+/// takes O(members x pieces): for one source read without an index map (a
+/// reshard), the most target elements a member lacks (its target box less
+/// its own source box); 0 for other geometries.
+inline int64_t mostLackedElements(const Geometry &g) {
+  if (!g.isIdentity())
+    return 0;
+  const Source &src = g.sources[0];
+  std::vector<int64_t> lt = g.targetLocal(), ls = g.sourceLocal(0);
+  int64_t most = 0;
+  for (int64_t m = 0; m < g.members(); ++m) {
+    std::vector<int64_t> c = g.coords(m);
+    int64_t wants = 1, holds = 1;
+    for (size_t d = 0; d < lt.size(); ++d) {
+      int64_t tLo = g.block(g.target[d], c) * lt[d];
+      int64_t tHi = std::min(tLo + lt[d], g.targetSizes[d]);
+      int64_t sLo = g.block(src.layout[d], c) * ls[d];
+      int64_t sHi = std::min(sLo + ls[d], src.sizes[d]);
+      wants *= std::max<int64_t>(0, tHi - tLo);
+      holds *= std::max<int64_t>(0, std::min(tHi, sHi) - std::max(tLo, sLo));
+    }
+    most = std::max(most, wants - holds);
+  }
+  return most;
+}
+
 /// Copies the box `size` at `srcStart` of a row-major array of `srcShape`
 /// to `dstStart` of one of `dstShape`; elements are `bytes` wide. Along dim
 /// d the source is read every `srcStep[d]` elements (all ones when empty).

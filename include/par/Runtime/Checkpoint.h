@@ -43,6 +43,20 @@ struct Slice {
   Shape shape;
 };
 
+/// A box of a tensor's shape and the row-major (flat) index of its first
+/// element; the box's elements are contiguous in row-major order.
+struct FlatBox {
+  int64_t begin = 0;
+  Slice slice;
+};
+
+/// The flat index range [begin, end) of a tensor of `shape` (0 <= begin,
+/// end <= its element count) as boxes of that shape, in order: at most
+/// 2 * rank - 1 of them. A flat view's shard (ZeRO's flattened split) is
+/// saved and loaded as these boxes, so checkpoints keep the view's layout.
+std::vector<FlatBox> flatRangeBoxes(const Shape &shape, int64_t begin,
+                                    int64_t end);
+
 /// One shard a rank saves: its slice of the global tensor `name`.
 struct ShardData {
   std::string name;

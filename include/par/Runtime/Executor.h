@@ -89,7 +89,8 @@ public:
   /// the canary the arena was filled with: the measured peak memory.
   int64_t measuredPeak() const;
   /// Global value of output `i`, assembled on rank 0 from every rank's
-  /// slice (partial sums added). Empty on other ranks. Collective.
+  /// slice (partial sums added; a flat view's padding dropped). Empty on
+  /// other ranks. Collective.
   std::vector<double> gatherOutput(size_t i);
 
   /// What this rank's collectives moved in the last step: their number,

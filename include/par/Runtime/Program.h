@@ -108,6 +108,11 @@ struct InputSpec {
   InitSpec init;                    // params
   DataKind data = DataKind::Random; // data inputs
   int64_t vocab = 256;              // tokens / targets
+  /// A flat (rank-1) tensor's `view`: the shape it is a row-major view of,
+  /// which initialization, checkpoints and dumps see.
+  std::optional<Shape> view;
+  /// The shape a checkpoint holds: the view, else the global shape.
+  const Shape &savedShape() const { return view ? *view : globalShape; }
 };
 
 struct OutputSpec {
@@ -116,6 +121,8 @@ struct OutputSpec {
   Shape globalShape;
   ShardingSpec sharding;
   int64_t updates = -1; // index of the input this output replaces after a step
+  std::optional<Shape> view; // as InputSpec::view
+  const Shape &savedShape() const { return view ? *view : globalShape; }
 };
 
 struct Buffer {

@@ -202,6 +202,9 @@ LogicalResult Emitter::describeInputs(json &doc,
                {"dtype", dtypeOf(global)},
                {"global_shape", global.getShape()},
                {"sharding", shardingJson(sharding, global.getRank())}};
+    if (auto view = func.getArgAttrOfType<DenseI64ArrayAttr>(
+            i, ParDialect::kViewAttrName))
+      in["view"] = view.asArrayRef();
     bool isInt = isa<IntegerType>(global.getElementType());
     bool isParam = isParameter(func, i);
     if (isParam) {
@@ -282,15 +285,20 @@ LogicalResult Emitter::describeOutputs(json &doc) {
                 {"dtype", dtypeOf(global)},
                 {"global_shape", global.getShape()},
                 {"sharding", shardingJson(sharding, global.getRank())}};
+    if (auto view = func.getResultAttrOfType<DenseI64ArrayAttr>(
+            i, ParDialect::kViewAttrName))
+      out["view"] = view.asArrayRef();
     if (std::optional<unsigned> updates = getUpdatedArgument(func, i)) {
       int64_t target = *updates;
       const json &in = inputs[target];
       if (in["role"] != "param" || in["dtype"] != out["dtype"] ||
           in["global_shape"] != out["global_shape"] ||
-          in["sharding"] != out["sharding"])
+          in["sharding"] != out["sharding"] ||
+          in.value("view", json()) != out.value("view", json()))
         return func.emitError()
                << "result #" << i << " updates argument #" << target
-               << ", which must be a parameter of the same type and sharding";
+               << ", which must be a parameter of the same type, sharding "
+                  "and view";
       out["updates"] = in["name"];
     }
     outputs.push_back(out);

@@ -58,9 +58,18 @@ struct Classified {
   int64_t counterBytes = 0;
 };
 
-/// Global elements of a tensor argument; 0 for anything else (the
-/// emitter, not the report, says what a program cannot take).
+/// Global elements of a tensor argument (its view's, for a flat one); 0
+/// for anything else (the emitter, not the report, says what a program
+/// cannot take).
 int64_t globalElements(func::FuncOp func, BlockArgument arg) {
+  // A flat view's padding is no parameter.
+  if (std::optional<SmallVector<int64_t>> view =
+          getViewShape(func, arg.getArgNumber())) {
+    int64_t elements = 1;
+    for (int64_t size : *view)
+      elements *= size;
+    return elements;
+  }
   Type type = arg.getType();
   if (auto global = func.getArgAttrOfType<TypeAttr>(
           arg.getArgNumber(), ParDialect::kGlobalTypeAttrName))

@@ -43,6 +43,23 @@ const char *mlir::par::stringifyReshardStep(ReshardStepKind kind) {
 namespace {
 using Axes = SmallVector<int32_t, 2>;
 
+/// The geometry of an exchange step of a tensor of `shape`.
+static ::par::exchange::Geometry exchangeGeometry(ArrayRef<int64_t> axisSizes,
+                                                  ArrayRef<int64_t> shape,
+                                                  const ReshardStep &step) {
+  std::vector<int64_t> groupSizes;
+  for (int32_t axis : step.axes)
+    groupSizes.push_back(axisSizes[axis]);
+  size_t rank = shape.size(), numAxes = step.axes.size();
+  ::par::exchange::Layout source, target;
+  (void)::par::exchange::unflatten({step.source.begin(), step.source.end()},
+                                   rank, numAxes, source);
+  (void)::par::exchange::unflatten({step.target.begin(), step.target.end()},
+                                   rank, numAxes, target);
+  return ::par::exchange::Geometry::uniform(
+      groupSizes, {shape.begin(), shape.end()}, source, target);
+}
+
 class Planner {
 public:
   Planner(ArrayRef<int64_t> axisSizes, ArrayRef<int64_t> shape,
@@ -332,8 +349,14 @@ bool Planner::run(std::string &error) {
   sequence.steps.assign(plan.steps.begin() + mark, plan.steps.end());
   ReshardPlan single;
   single.steps.push_back(exchangeStep(resolved));
-  if (reshardCost(axisSizes, shape, 1, resolved, single).sentBytes <
-      reshardCost(axisSizes, shape, 1, resolved, sequence).sentBytes) {
+  // The exchange is priced piece by piece only when it may win: it
+  // receives at least what some member lacks.
+  int64_t sequenceBytes =
+      reshardCost(axisSizes, shape, 1, resolved, sequence).sentBytes;
+  if (sequenceBytes > ::par::exchange::mostLackedElements(exchangeGeometry(
+                          axisSizes, shape, single.steps.front())) &&
+      reshardCost(axisSizes, shape, 1, resolved, single).sentBytes <
+          sequenceBytes) {
     plan.steps.resize(mark);
     plan.gatherThenSlice.clear();
     plan.steps.push_back(single.steps.front());
@@ -451,18 +474,8 @@ ReshardCost mlir::par::reshardCost(ArrayRef<int64_t> axisSizes,
     int64_t elements = std::max(count(*before), count(step.after));
     before = &step.after;
     if (step.kind == ReshardStepKind::Exchange) {
-      std::vector<int64_t> groupSizes;
-      for (int32_t axis : step.axes)
-        groupSizes.push_back(axisSizes[axis]);
-      size_t rank = shape.size(), numAxes = step.axes.size();
-      ::par::exchange::Layout source, target;
-      (void)::par::exchange::unflatten({step.source.begin(), step.source.end()},
-                                       rank, numAxes, source);
-      (void)::par::exchange::unflatten({step.target.begin(), step.target.end()},
-                                       rank, numAxes, target);
-      ::par::exchange::Geometry g = ::par::exchange::Geometry::uniform(
-          groupSizes, {shape.begin(), shape.end()}, source, target);
-      int64_t moved = ::par::exchange::busiestMember(g);
+      int64_t moved = ::par::exchange::busiestMember(
+          exchangeGeometry(axisSizes, shape, step));
       ++cost.collectives;
       cost.movedElements += moved;
       cost.sentBytes += moved * elementBytes;

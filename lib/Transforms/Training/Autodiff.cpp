@@ -43,6 +43,7 @@ LogicalResult Differentiator::run() {
   stamper.phase = Phase::forward;
   for (Operation &op : body.without_terminator())
     setPhase(&op, Phase::forward);
+  flattenForZero();
   FloatType low;
   if (config.precision == Precision::bf16)
     low = b.getBF16Type();

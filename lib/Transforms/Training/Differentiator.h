@@ -133,6 +133,11 @@ private:
   DenseMap<Value, Value> lowCopies;
   DenseSet<Operation *> copyOps;
 
+  /// FlatViews.cpp: with ZeRO over a data axis of N devices (the mesh's
+  /// one axis of more than one), makes each parameter none of whose dims
+  /// divides by N a flat argument (par.view) read through a reshape.
+  void flattenForZero();
+
   /// Mixed precision: computes the forward pass in `low`: every fp32
   /// argument is converted once at the top, every fp32 value becomes `low`,
   /// and the loss is converted back. Returns the fp32 loss.

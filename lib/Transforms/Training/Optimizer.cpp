@@ -54,12 +54,18 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
   SmallVector<Value> results{loss};
   SmallVector<NamedAttrList> resultAttrs(1);
   resultAttrs[0].set(ParDialect::kNameAttrName, StringAttr::get(ctx, "loss"));
-  auto addState = [&](Type type, const std::string &name) -> BlockArgument {
+  // A state of parameter `of` (if any) is flat when the parameter is, with
+  // the same view.
+  auto addState = [&](Type type, const std::string &name,
+                      std::optional<unsigned> of = {}) -> BlockArgument {
     unsigned index = func.getNumArguments();
     NamedAttrList attrs;
     attrs.set(ParDialect::kNameAttrName, StringAttr::get(ctx, name));
     attrs.set(ParDialect::kRoleAttrName, StringAttr::get(ctx, "param"));
     attrs.set(ParDialect::kInitAttrName, StringAttr::get(ctx, "zeros"));
+    if (of)
+      if (Attribute view = func.getArgAttr(*of, ParDialect::kViewAttrName))
+        attrs.set(ParDialect::kViewAttrName, view);
     if (failed(func.insertArgument(index, type, attrs.getDictionary(ctx), loc)))
       return BlockArgument();
     return body.getArgument(index);
@@ -82,6 +88,8 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
     if (Attribute sharding =
             func.getArgAttr(argIndex, ParDialect::kShardingAttrName))
       attrs.set(ParDialect::kShardingAttrName, sharding);
+    if (Attribute view = func.getArgAttr(argIndex, ParDialect::kViewAttrName))
+      attrs.set(ParDialect::kViewAttrName, view);
     resultAttrs.push_back(attrs);
   };
 
@@ -169,7 +177,7 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
         // Plain SGD (momentum 0) keeps no momentum buffer.
         BlockArgument buf;
         if (config.momentum != 0)
-          buf = addState(param.getType(), nameOf(i) + ".momentum");
+          buf = addState(param.getType(), nameOf(i) + ".momentum", i);
         auto sgd = SgdOp::create(
             b, loc, param.getType(), buf ? param.getType() : Type(), param,
             grads[k], buf, lr, b.getF32FloatAttr(config.momentum),
@@ -180,8 +188,8 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
           update(sgd.getNewMomentum(), buf.getArgNumber());
         continue;
       }
-      BlockArgument m = addState(param.getType(), nameOf(i) + ".m");
-      BlockArgument v = addState(param.getType(), nameOf(i) + ".v");
+      BlockArgument m = addState(param.getType(), nameOf(i) + ".m", i);
+      BlockArgument v = addState(param.getType(), nameOf(i) + ".v", i);
       auto adam = AdamWOp::create(
           b, loc, param.getType(), param.getType(), param.getType(), param,
           grads[k], m, v, lr, t, b.getF32FloatAttr(config.beta1),

@@ -35,26 +35,37 @@ namespace mlir::par {
 using namespace mlir;
 using namespace mlir::par;
 
-/// `layout` with `axis` appended (minor) to the first dim whose per-device
-/// size it divides, else to the first dim with at least as many elements
-/// per device as the axis has devices (padded). A tensor with no such dim
-/// (smaller than the axis in every dim) stays as it is.
+/// `layout` with `axis` appended (minor) to the dim where it leaves the
+/// fewest elements per device (ceil(local / n) times the other dims' local
+/// sizes; the first such dim on a tie, so a dim that divides wins). A
+/// tensor with no dim of more than one element per device (a scalar) stays
+/// as it is. --par-autodiff makes a parameter none of whose dims divides a
+/// flat view (par.view), so its one dim splits with less than n elements
+/// of padding.
 static ShardingAttr withAxis(ShardingAttr layout, RankedTensorType type,
                              MeshOp mesh, StringAttr axis) {
   MLIRContext *ctx = layout.getContext();
   SmallVector<DimShardingAttr> dims(layout.getDims());
   int64_t n = mesh.getAxisSize(axis.getValue());
+  SmallVector<int64_t> local;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    local.push_back(type.getDimSize(d) / mesh.getNumShards(dims[d].getAxes()));
   int64_t chosen = -1;
-  for (int pass = 0; pass < 2 && chosen < 0; ++pass)
-    for (int64_t d = 0; d < type.getRank(); ++d) {
-      int64_t local = type.getDimSize(d) / mesh.getNumShards(dims[d].getAxes());
-      if (local > 1 && local >= n && (pass == 1 || local % n == 0)) {
-        chosen = d;
-        break;
-      }
+  double fewest = 0;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (local[d] <= 1)
+      continue;
+    double perDevice = double((local[d] + n - 1) / n);
+    for (int64_t e = 0; e < type.getRank(); ++e)
+      if (e != d)
+        perDevice *= double(local[e]);
+    if (chosen < 0 || perDevice < fewest) {
+      chosen = d;
+      fewest = perDevice;
     }
+  }
   if (chosen < 0)
-    return layout; // nothing to split (a scalar, or smaller than the axis)
+    return layout; // nothing to split (a scalar, or one element a device)
   SmallVector<StringAttr> axes(dims[chosen].getAxes());
   axes.push_back(axis);
   dims[chosen] =
@@ -195,6 +206,30 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
     if (uses.empty())
       continue;
     if (stage == 3) {
+      // A flat master's copy is read through its view (ops marked
+      // par.view_of, each reading the one before): the view's readers are
+      // the uses, and each gather below gets a copy of the view.
+      auto isView = [&](Operation *op) {
+        return getViewOf(op) == int64_t(param.getArgNumber());
+      };
+      SmallVector<OpOperand *> direct;
+      DenseMap<Operation *, SmallVector<Operation *>> chainOf; // by last op
+      for (OpOperand *use : uses) {
+        if (!isView(use->getOwner())) {
+          direct.push_back(use);
+          continue;
+        }
+        SmallVector<Operation *> chain{use->getOwner()};
+        while (chain.back()->getResult(0).hasOneUse() &&
+               isView(*chain.back()->getUsers().begin()))
+          chain.push_back(*chain.back()->getUsers().begin());
+        for (OpOperand &viewUse : chain.back()->getResult(0).getUses())
+          if (inPhase(viewUse.getOwner(), Phase::forward) ||
+              inPhase(viewUse.getOwner(), Phase::backward))
+            direct.push_back(&viewUse);
+        chainOf[chain.back()] = std::move(chain);
+      }
+      uses = std::move(direct);
       // One gather for the forward uses and one for the backward uses,
       // each issued just before its first use and dead after its last.
       for (Phase phase : {Phase::forward, Phase::backward}) {
@@ -210,9 +245,31 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
             first = use->getOwner();
         Value gathered =
             constrain(working, layout, first, /*isLate=*/true, phase);
-        for (OpOperand *use : inPhaseUses)
-          use->set(gathered);
+        DenseMap<Operation *, Value> viewed; // this gather's view copies
+        for (OpOperand *use : inPhaseUses) {
+          auto chain = chainOf.find(use->get().getDefiningOp());
+          if (chain == chainOf.end()) {
+            use->set(gathered);
+            continue;
+          }
+          Value &copy = viewed[chain->first];
+          if (!copy) {
+            b.setInsertionPoint(first);
+            copy = gathered;
+            for (Operation *op : chain->second) {
+              Operation *clone = b.clone(*op);
+              clone->setOperand(0, copy);
+              setPhase(clone, phase);
+              copy = clone->getResult(0);
+            }
+          }
+          use->set(copy);
+        }
       }
+      for (auto &[last, chain] : chainOf)
+        for (Operation *op : llvm::reverse(chain))
+          if (op->use_empty())
+            op->erase();
       continue;
     }
     // Stages 1 and 2: one gathered copy for the whole step, so no op is

@@ -135,6 +135,11 @@ Linearity DivOp::getLinearity(unsigned operand) {
   return operand == 0 ? Linearity::Each : Linearity::None;
 }
 
+Linearity PadOp::getLinearity(unsigned) {
+  // Padding with zeros adds zeros: the partial sums' pads sum to the pad.
+  return getFill().isZero() ? Linearity::Each : Linearity::None;
+}
+
 Linearity ReduceOp::getLinearity(unsigned) {
   return getKind() == ReduceKind::sum || getKind() == ReduceKind::mean
              ? Linearity::Each

@@ -63,6 +63,54 @@ static LogicalResult verifyGlobalAttr(Operation *op, NamedAttribute attr,
   return success();
 }
 
+/// `par.view` on an argument or result of `type` (the global type: a
+/// partitioned function records it in par.global_type): the shape the
+/// first elements of a flat tensor are a row-major view of.
+static LogicalResult verifyView(Operation *op, Attribute value, Type type,
+                                const std::string &what) {
+  auto view = dyn_cast<DenseI64ArrayAttr>(value);
+  if (!view)
+    return op->emitError() << "'" << ParDialect::kViewAttrName << "' of "
+                           << what << " must be an array<i64: ...> shape, got "
+                           << value;
+  int64_t elements = 1;
+  for (int64_t size : view.asArrayRef()) {
+    if (size < 0 || (size > 0 && elements > (int64_t(1) << 62) / size))
+      return op->emitError()
+             << "'" << ParDialect::kViewAttrName << "' of " << what
+             << " must list non-negative sizes whose product fits int64, got "
+             << value;
+    elements *= size;
+  }
+  auto tensor = dyn_cast_or_null<RankedTensorType>(type);
+  if (!tensor || tensor.getRank() != 1 || tensor.isDynamicDim(0) ||
+      tensor.getDimSize(0) < elements)
+    return op->emitError() << "'" << ParDialect::kViewAttrName << "' of "
+                           << what << " views " << elements
+                           << " elements as " << value
+                           << ": the tensor must be flat (rank 1) with at "
+                              "least that many, got "
+                           << type;
+  return success();
+}
+
+/// The global type of argument (or result) `index` of `op`: its
+/// par.global_type when the function is partitioned, else its own type;
+/// null when `op` is not a function with that many.
+static Type globalTypeOf(Operation *op, unsigned index, bool isArg) {
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function ||
+      index >= (isArg ? function.getNumArguments() : function.getNumResults()))
+    return nullptr;
+  DictionaryAttr attrs =
+      isArg ? function.getArgAttrDict(index) : function.getResultAttrDict(index);
+  if (attrs)
+    if (auto global = attrs.getAs<TypeAttr>(ParDialect::kGlobalTypeAttrName))
+      return global.getValue();
+  return isArg ? function.getArgumentTypes()[index]
+               : function.getResultTypes()[index];
+}
+
 /// Parses an init spec: normal(STD), uniform(LOW,HIGH), constant(V), zeros,
 /// ones, with finite numbers (a program file has no spelling for others).
 /// Shared with the program emitter through parseInitSpec.
@@ -209,13 +257,13 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == kGradientOfAttrName ||
-      attr.getName() == kCopyOfAttrName) {
+      attr.getName() == kCopyOfAttrName || attr.getName() == kViewOfAttrName) {
     SmallVector<int64_t> params;
     if (auto list = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
         list && attr.getName() == kGradientOfAttrName)
       params.assign(list.asArrayRef().begin(), list.asArrayRef().end());
     else if (auto index = dyn_cast<IntegerAttr>(attr.getValue());
-             index && attr.getName() == kCopyOfAttrName)
+             index && attr.getName() != kGradientOfAttrName)
       params.push_back(index.getInt());
     else
       return op->emitError() << "'" << attr.getName().getValue() << "' must be "
@@ -297,6 +345,9 @@ LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
                                cast<StringAttr>(attr.getValue()).getValue());
   if (known)
     return runtime;
+  if (attr.getName() == kViewAttrName)
+    return verifyView(op, attr.getValue(), globalTypeOf(op, argIndex, true),
+                      "argument #" + std::to_string(argIndex));
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute '"
                            << attr.getName().getValue() << "' on argument #"
@@ -329,6 +380,10 @@ LogicalResult ParDialect::verifyRegionResultAttribute(Operation *op,
                         /*isArg=*/false, known);
   if (known)
     return runtime;
+  if (attr.getName() == kViewAttrName)
+    return verifyView(op, attr.getValue(),
+                      globalTypeOf(op, resultIndex, false),
+                      "result #" + std::to_string(resultIndex));
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute '"
                            << attr.getName().getValue() << "' on result #"

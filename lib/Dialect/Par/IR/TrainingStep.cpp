@@ -61,6 +61,25 @@ void mlir::par::setCopyOf(Operation *op, int64_t master) {
               IntegerAttr::get(IntegerType::get(op->getContext(), 64), master));
 }
 
+std::optional<int64_t> mlir::par::getViewOf(Operation *op) {
+  if (auto attr = op->getAttrOfType<IntegerAttr>(ParDialect::kViewOfAttrName))
+    return attr.getInt();
+  return std::nullopt;
+}
+
+void mlir::par::setViewOf(Operation *op, int64_t master) {
+  op->setAttr(ParDialect::kViewOfAttrName,
+              IntegerAttr::get(IntegerType::get(op->getContext(), 64), master));
+}
+
+std::optional<SmallVector<int64_t>>
+mlir::par::getViewShape(FunctionOpInterface func, unsigned arg) {
+  if (auto view = func.getArgAttrOfType<DenseI64ArrayAttr>(
+          arg, ParDialect::kViewAttrName))
+    return SmallVector<int64_t>(view.asArrayRef());
+  return std::nullopt;
+}
+
 void mlir::par::carryMarks(Operation *from, Value to) {
   Operation *def = to.getDefiningOp();
   if (!from || !def || def == from ||
@@ -70,6 +89,8 @@ void mlir::par::carryMarks(Operation *from, Value to) {
     addGradientOf(def, param);
   if (std::optional<int64_t> master = getCopyOf(from))
     setCopyOf(def, *master);
+  if (std::optional<int64_t> master = getViewOf(from))
+    setViewOf(def, *master);
   if (std::optional<Phase> phase = getPhase(from))
     if (!getPhase(def))
       setPhase(def, *phase);

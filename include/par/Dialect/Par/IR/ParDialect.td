@@ -70,6 +70,14 @@ def Par_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kDataAttrName = "par.data";
     static constexpr ::llvm::StringLiteral kVocabAttrName = "par.vocab";
     static constexpr ::llvm::StringLiteral kUpdatesAttrName = "par.updates";
+    /// On a flat (rank-1) parameter, state or the result that replaces it:
+    /// the shape its first elements are a row-major view of (the rest is
+    /// padding). Initialization, checkpoints and dumped outputs see the
+    /// tensor in this shape (ZeRO's flattened split).
+    static constexpr ::llvm::StringLiteral kViewAttrName = "par.view";
+    /// On each op of the view that reads a flat master's working copy in
+    /// its view shape (--par-autodiff's slice and reshape).
+    static constexpr ::llvm::StringLiteral kViewOfAttrName = "par.view_of";
 
   private:
     /// Registers the attributes (defined beside their storage classes).

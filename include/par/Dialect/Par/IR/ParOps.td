@@ -383,7 +383,8 @@ def Par_ConcatOp : Par_ComputeOp<"concat", [
 }
 
 def Par_PadOp : Par_ComputeOp<"pad", [SameOperandsAndResultElementType,
-    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
+    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>,
+    DeclareOpInterfaceMethods<Par_LinearOpInterface, ["getLinearity"]>]> {
   let summary = "pad with a constant: low, high and interior per dimension";
   let description = [{
     Each dimension gets `low` elements before, `high` after and `interior`

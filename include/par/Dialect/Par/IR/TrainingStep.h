@@ -9,7 +9,11 @@
 //                    unscaling and clipping of it in the optimizer phase);
 //   par.copy_of      (N : i64) on an op whose result is the copy of master
 //                    weight N that the step computes with (the
-//                    low-precision convert; ZeRO's gathered copy).
+//                    low-precision convert; ZeRO's gathered copy);
+//   par.view_of      (N : i64) on each op of the view that reads flat
+//                    master N's working copy in the shape of its par.view
+//                    (a slice of the real elements when the flat tensor is
+//                    padded, then a reshape; each reads the one before).
 // The passes after autodiff keep the marks: an op made in place of another
 // takes its phase, the op that produces a replacement value takes the
 // marks of the value it replaces, and a reshard takes the earliest phase of
@@ -51,8 +55,16 @@ void addGradientOf(Operation *op, int64_t param);
 std::optional<int64_t> getCopyOf(Operation *op);
 void setCopyOf(Operation *op, int64_t master);
 
+/// The flat master (argument number) whose view `op` is part of.
+std::optional<int64_t> getViewOf(Operation *op);
+void setViewOf(Operation *op, int64_t master);
+/// The shape argument `arg` of `func` is a flat view of (`par.view`), if
+/// it is one.
+std::optional<SmallVector<int64_t>> getViewShape(FunctionOpInterface func,
+                                                 unsigned arg);
+
 /// `to` (a replacement of `from`'s result) carries `from`'s value marks
-/// (gradient_of, copy_of), and its defining op `from`'s phase if it has
+/// (gradient_of, copy_of, view_of), and its defining op `from`'s phase if it has
 /// none. Nothing when `to` is a block argument or an operand of `from`
 /// (a move that changed nothing).
 void carryMarks(Operation *from, Value to);
