@@ -1045,6 +1045,58 @@ func.func @updates_out_of_range(%x: tensor<4xf32>) -> (tensor<4xf32> {par.update
 
 // -----
 
+// par.view: the shape a flat tensor's first elements are a row-major view of.
+// expected-error @below {{'par.view' of argument #0 must be an array<i64: ...> shape, got [2, 3]}}
+func.func @view_type(%x: tensor<6xf32> {par.view = [2, 3]}) -> tensor<6xf32> {
+  return %x : tensor<6xf32>
+}
+
+// -----
+
+// expected-error @below {{'par.view' of argument #0 must list non-negative sizes whose product fits int64, got array<i64: 2, -3>}}
+func.func @view_negative(%x: tensor<6xf32> {par.view = array<i64: 2, -3>}) -> tensor<6xf32> {
+  return %x : tensor<6xf32>
+}
+
+// -----
+
+// expected-error @below {{'par.view' of argument #0 must list non-negative sizes whose product fits int64, got array<i64: 4294967296, 4294967296>}}
+func.func @view_overflow(%x: tensor<6xf32> {par.view = array<i64: 4294967296, 4294967296>}) -> tensor<6xf32> {
+  return %x : tensor<6xf32>
+}
+
+// -----
+
+// expected-error @below {{'par.view' of argument #0 views 8 elements as array<i64: 2, 4>: the tensor must be flat (rank 1) with at least that many, got 'tensor<6xf32>'}}
+func.func @view_too_many(%x: tensor<6xf32> {par.view = array<i64: 2, 4>}) -> tensor<6xf32> {
+  return %x : tensor<6xf32>
+}
+
+// -----
+
+// expected-error @below {{'par.view' of result #0 views 6 elements as array<i64: 2, 3>: the tensor must be flat (rank 1) with at least that many, got 'tensor<2x3xf32>'}}
+func.func @view_not_flat(%x: tensor<2x3xf32>) -> (tensor<2x3xf32> {par.view = array<i64: 2, 3>}) {
+  return %x : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @view_of_type(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'par.view_of' must be an argument number, got "a"}}
+  %0 = par.neg %a {par.view_of = "a"} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @view_of_arg(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'par.view_of' names argument 2, which the function does not have}}
+  %0 = par.neg %a {par.view_of = 2} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
 // Runtime attributes are argument or result attributes, not both.
 // expected-error @below {{unknown par attribute 'par.role' on result #0}}
 func.func @role_on_result(%x: tensor<4xf32>) -> (tensor<4xf32> {par.role = "param"}) {

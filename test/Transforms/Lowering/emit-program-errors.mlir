@@ -50,10 +50,18 @@ func.func @float_tokens(%x: tensor<4xf32> {par.role = "data", par.data = "tokens
 // -----
 
 // An update replaces a parameter of the same type.
-// expected-error @below {{result #0 updates argument #0, which must be a parameter of the same type and sharding}}
+// expected-error @below {{result #0 updates argument #0, which must be a parameter of the same type, sharding and view}}
 func.func @update_type(%x: tensor<4xf32>) -> (tensor<2xf32> {par.updates = 0}) {
   %y = par.slice %x starts [0] limits [2] : (tensor<4xf32>) -> tensor<2xf32>
   return %y : tensor<2xf32>
+}
+
+// -----
+
+// ... and views it in the same shape (checkpoints hold the view).
+// expected-error @below {{result #0 updates argument #0, which must be a parameter of the same type, sharding and view}}
+func.func @update_view(%x: tensor<6xf32> {par.view = array<i64: 2, 3>}) -> (tensor<6xf32> {par.updates = 0, par.view = array<i64: 3, 2>}) {
+  return %x : tensor<6xf32>
 }
 
 // -----
