@@ -201,10 +201,15 @@ std::optional<Shape> readView(const Reader &r, const json &object,
     return std::nullopt;
   Shape view = readShape(r, object, where, "view");
   int64_t elements = elementsUpTo(view, kMaxBufferElements * kMaxDevices);
-  if (globalShape.size() != 1 || elements < 0 || elements > globalShape[0])
+  if (globalShape.size() != 1)
     r.fail(Reader::join(where, "view"),
-           shapeString(view) + " must have at most as many elements as " +
-               "the flat global shape, a rank-1 " + shapeString(globalShape));
+           "a view needs a flat (rank-1) global shape, not " +
+               (globalShape.empty() ? std::string("a scalar")
+                                    : shapeString(globalShape)));
+  if (elements < 0 || elements > globalShape[0])
+    r.fail(Reader::join(where, "view"),
+           shapeString(view) + " has more elements than the flat global " +
+               "shape " + shapeString(globalShape));
   return view;
 }
 
