@@ -8,6 +8,7 @@
 // the planner's or the exchange's code.
 //
 //===----------------------------------------------------------------------===//
+#include "par/Catalogue/Exchange.h"
 #include "par/Transforms/ReshardPlan.h"
 
 #include "gtest/gtest.h"
@@ -148,6 +149,29 @@ void expectMinimal(const std::vector<int64_t> &sizes) {
     EXPECT_GT(exchanges, 0);
   }
   EXPECT_LT(exchanges, pairs);
+}
+
+// The planner prices an exchange piece by piece only when its lower bound
+// (mostLackedElements, per member in O(rank)) says it may win: the bound
+// is this test's minimum, and never above the exchange's exact traffic.
+TEST(ReshardMinimum, ExchangeLowerBound) {
+  const std::vector<int64_t> sizes = {2, 3}, shape = {12, 6, 12};
+  std::vector<Dims> layouts = allLayouts(2);
+  for (const Dims &from : layouts)
+    for (const Dims &to : layouts) {
+      ::par::exchange::Layout source(from.size()), target(to.size());
+      for (size_t d = 0; d < from.size(); ++d) {
+        source[d].assign(from[d].begin(), from[d].end());
+        target[d].assign(to[d].begin(), to[d].end());
+      }
+      ::par::exchange::Geometry g =
+          ::par::exchange::Geometry::uniform(sizes, shape, source, target);
+      int64_t bound = ::par::exchange::mostLackedElements(g);
+      ASSERT_EQ(bound, minimumElements(sizes, shape, from, to))
+          << str(from) << " -> " << str(to);
+      ASSERT_LE(bound, ::par::exchange::busiestMember(g))
+          << str(from) << " -> " << str(to);
+    }
 }
 
 TEST(ReshardMinimum, Mesh2) { expectMinimal({2}); }

@@ -1012,4 +1012,51 @@ TEST_F(CheckpointTest, CorruptShardHeader) {
   expectGridBox(readW(reader, bottom), bottom);
 }
 
+// A flat range as boxes of a shape: for every range of small shapes of rank
+// 0-4 (sizes 1-3, and a 0-size dim), the boxes are in order, each contiguous
+// in row-major order where the one before ends, within the shape, and cover
+// the range exactly, with at most 2 * rank - 1 of them.
+TEST(FlatRangeBoxes, CoverEveryRangeInOrder) {
+  std::vector<Shape> shapes{{}, {0}, {3}, {2, 0}, {1, 3}, {3, 2}, {2, 3, 2},
+                            {3, 1, 2}, {2, 2, 3, 2}, {3, 3, 3}};
+  for (const Shape &shape : shapes) {
+    int64_t n = 1;
+    for (int64_t s : shape)
+      n *= s;
+    std::vector<int64_t> strides(shape.size(), 1);
+    for (size_t d = shape.size(); d-- > 1;)
+      strides[d - 1] = strides[d] * shape[d];
+    for (int64_t begin = 0; begin <= n; ++begin)
+      for (int64_t end = begin; end <= n; ++end) {
+        std::vector<FlatBox> boxes = flatRangeBoxes(shape, begin, end);
+        int64_t at = begin;
+        for (const FlatBox &box : boxes) {
+          ASSERT_EQ(box.begin, at);
+          ASSERT_EQ(box.slice.offsets.size(), shape.size());
+          ASSERT_EQ(box.slice.shape.size(), shape.size());
+          int64_t first = 0, count = 1;
+          bool whole = true; // dims after a dim of more than one element
+          for (size_t d = 0; d < shape.size(); ++d) {
+            ASSERT_GE(box.slice.offsets[d], 0);
+            ASSERT_LE(box.slice.offsets[d] + box.slice.shape[d], shape[d]);
+            first += box.slice.offsets[d] * strides[d];
+            count *= box.slice.shape[d];
+            // Contiguous: after the first dim that takes more than one
+            // element, every dim is whole.
+            if (!whole)
+              ASSERT_EQ(box.slice.shape[d], shape[d]);
+            if (box.slice.shape[d] > 1)
+              whole = false;
+          }
+          ASSERT_EQ(first, at);
+          ASSERT_GT(count, 0);
+          at += count;
+        }
+        ASSERT_EQ(at, end) << "range [" << begin << ", " << end << ")";
+        ASSERT_LE(boxes.size(),
+                  std::max<size_t>(1, 2 * shape.size()) - (shape.empty() ? 0 : 1));
+      }
+  }
+}
+
 } // namespace
