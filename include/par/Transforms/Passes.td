@@ -415,6 +415,13 @@ def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
 
     `zero=1|2|3` marks the step for ZeRO over `data-axis` (par.zero,
     par.data_axis); --par-partition applies it after propagation (--par-zero).
+    When the data axis is the mesh's only axis of more than one device (N
+    devices), a parameter without a user sharding that has rank 2 or more
+    and no dim divisible by N, or fewer elements than N, becomes a flat
+    argument (par.view = its shape; padded to N elements when smaller) read
+    through a view marked par.view_of, so its gradient and optimizer states
+    are flat too and ZeRO splits them in pieces of ceil(numel / N)
+    (docs/training.md, "Flattened views").
 
     ```sh
     par-opt model.mlir --par-autodiff="optimizer=adamw lr=3e-4" --mesh=dp=2,tp=4 \
@@ -463,9 +470,9 @@ def ZeroPass : Pass<"par-zero", "::mlir::ModuleOp"> {
     For a function marked by `--par-autodiff=zero=N` (the first step of
     --par-partition runs this pass), after --par-propagate: the master
     weights and optimizer states get their propagated layout plus the data
-    axis on one more dim (the first that divides evenly, else the first at
-    least as large as the axis, padded; a tensor smaller than the axis in
-    every dim stays replicated); each gradient, as
+    axis on one more dim (the one where it leaves the fewest elements per
+    device: one that divides evenly when there is one, else a padded one;
+    a flat parameter, par.view, splits its one dim); each gradient, as
     the backward pass produces it, is constrained to that layout, so the
     partitioner reduce-scatters it (after the backward pass for stage 1, as
     soon as it is produced for stages 2 and 3) and what the step does to it
@@ -474,7 +481,8 @@ def ZeroPass : Pass<"par-zero", "::mlir::ModuleOp"> {
     the shard, the norm's partial sums are all-reduced as scalars; the
     working copy of the parameters is all-gathered once at the
     top of the step (stages 1, 2) or just before each use, forward and
-    backward (stage 3). Collectives from constraints marked `par.late` are
+    backward (stage 3; a flat parameter's view, the ops marked
+    par.view_of, is copied after each gather). Collectives from constraints marked `par.late` are
     issued by --par-schedule just before their first use. Per step each
     rank sends 2 parameter counts of elements (stages 1, 2: reduce-scatter
     and all-gather) or 3 (stage 3: two all-gathers and a reduce-scatter).
