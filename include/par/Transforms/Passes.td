@@ -415,10 +415,11 @@ def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
 
     `zero=1|2|3` marks the step for ZeRO over `data-axis` (par.zero,
     par.data_axis); --par-partition applies it after propagation (--par-zero).
-    When the data axis is the mesh's only axis of more than one device (N
-    devices), a parameter without a user sharding that has rank 2 or more
-    and no dim divisible by N, or fewer elements than N, becomes a flat
-    argument (par.view = its shape; padded to N elements when smaller) read
+    With N > 1 devices on the data axis, a parameter without a user
+    sharding that propagation leaves unsplit (asked on a copy of the
+    forward function when other axes have more than one device) and that
+    has rank 2 or more and no dim divisible by N, or fewer elements than
+    N, becomes a flat argument (par.view = its shape; padded to N elements when smaller) read
     through a view marked par.view_of, so its gradient and optimizer states
     are flat too and ZeRO splits them in pieces of ceil(numel / N)
     (docs/training.md, "Flattened views").

@@ -17,49 +17,84 @@
 // the view; the rest is padding), so a checkpoint written with the flat
 // split loads on any mesh.
 //
-// Only where the data axis is the mesh's one axis of more than one device:
-// before propagation a parameter's split over the other axes is not known,
-// and a flat tensor could keep only a split of its view's major dim.
+// On a mesh with other axes of more than one device, only parameters that
+// propagation leaves unsplit are flattened (a flat tensor could keep only a
+// split of its view's major dim): before the step is built, propagation
+// runs on a copy of the forward function to say which those are.
 //
 //===----------------------------------------------------------------------===//
 #include "Differentiator.h"
 
+#include "par/Transforms/Propagation.h"
+
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/BitVector.h"
 
 using namespace mlir;
 using namespace mlir::par;
 using namespace mlir::par::autodiff;
 
-/// The size of the data axis when it is the only axis of the module's one
-/// mesh that has it with more than one device; 1 otherwise.
-static int64_t flatDegree(func::FuncOp func, StringRef dataAxis) {
+/// The module's one mesh that has the data axis, or null.
+static MeshOp dataMesh(func::FuncOp func, StringRef dataAxis) {
   auto module = func->getParentOfType<ModuleOp>();
   if (!module)
-    return 1;
+    return nullptr;
   MeshOp mesh;
   for (MeshOp candidate : module.getOps<MeshOp>()) {
     if (candidate.getAxisIndex(dataAxis) < 0)
       continue;
     if (mesh)
-      return 1; // which mesh the parameters use is propagation's choice
+      return nullptr; // which mesh the parameters use is propagation's choice
     mesh = candidate;
   }
-  if (!mesh)
-    return 1; // --par-zero says the data axis is missing
-  for (Attribute axis : mesh.getAxisNames()) {
-    StringRef name = cast<StringAttr>(axis).getValue();
-    if (name != dataAxis && mesh.getAxisSize(name) > 1)
-      return 1;
+  return mesh;
+}
+
+/// Which arguments of `func` propagation leaves unsplit (no axis on any
+/// dim): it runs on a copy of the function in a scratch module with the
+/// meshes, its diagnostics kept from the user (the step's own propagation
+/// reports them).
+static llvm::BitVector unsplitArguments(func::FuncOp func) {
+  MLIRContext *ctx = func.getContext();
+  OwningOpRef<ModuleOp> scratch = ModuleOp::create(func.getLoc());
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(scratch->getBody());
+  for (MeshOp mesh : func->getParentOfType<ModuleOp>().getOps<MeshOp>())
+    b.clone(*mesh);
+  auto copy = cast<func::FuncOp>(b.clone(*func));
+  {
+    ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
+    propagateShardings(*scratch, /*explain=*/nullptr);
   }
-  return mesh.getAxisSize(dataAxis);
+  llvm::BitVector unsplit(func.getNumArguments(), true);
+  for (unsigned i = 0; i < copy.getNumArguments(); ++i)
+    if (auto layout = copy.getArgAttrOfType<ShardingAttr>(
+            i, ParDialect::kShardingAttrName))
+      for (DimShardingAttr dim : layout.getDims())
+        if (!dim.getAxes().empty())
+          unsplit.reset(i);
+  return unsplit;
 }
 
 void Differentiator::flattenForZero() {
   if (config.zero == 0)
     return;
-  int64_t n = flatDegree(func, config.dataAxis);
+  MeshOp mesh = dataMesh(func, config.dataAxis);
+  if (!mesh)
+    return; // --par-zero says the data axis is missing
+  int64_t n = mesh.getAxisSize(config.dataAxis);
   if (n <= 1)
     return;
+  bool otherAxes = false;
+  for (Attribute axis : mesh.getAxisNames()) {
+    StringRef name = cast<StringAttr>(axis).getValue();
+    otherAxes |= name != config.dataAxis && mesh.getAxisSize(name) > 1;
+  }
+  llvm::BitVector unsplit = otherAxes
+                                ? unsplitArguments(func)
+                                : llvm::BitVector(func.getNumArguments(), true);
   Block &body = func.getBody().front();
   b.setInsertionPointToStart(&body);
   bool changed = false;
@@ -69,8 +104,8 @@ void Differentiator::flattenForZero() {
     auto role = func.getArgAttrOfType<StringAttr>(i, ParDialect::kRoleAttrName);
     if (!type || !isFloat(arg) || (role && role.getValue() != "param") ||
         type.getRank() == 0 || !type.hasStaticShape() ||
-        // A layout the user gave is kept.
-        func.getArgAttr(i, ParDialect::kShardingAttrName))
+        // A layout the user gave, or one propagation would, is kept.
+        func.getArgAttr(i, ParDialect::kShardingAttrName) || !unsplit[i])
       continue;
     int64_t numel = type.getNumElements();
     // Flat when no dim divides by N (a flat tensor of at least N elements

@@ -37,11 +37,12 @@ using namespace mlir::par;
 
 /// `layout` with `axis` appended (minor) to the dim where it leaves the
 /// fewest elements per device (ceil(local / n) times the other dims' local
-/// sizes; the first such dim on a tie, so a dim that divides wins). A
-/// tensor with no dim of more than one element per device (a scalar) stays
-/// as it is. --par-autodiff makes a parameter none of whose dims divides a
-/// flat view (par.view), so its one dim splits with less than n elements
-/// of padding.
+/// sizes; the first such dim on a tie, so a dim that divides wins), among
+/// the dims with at least n elements per device. A tensor with no such dim
+/// stays as it is. --par-autodiff makes a parameter none of whose dims
+/// divides, or with fewer than n elements, a flat view (par.view) of at
+/// least n elements, so its one dim splits with less than n elements of
+/// padding.
 static ShardingAttr withAxis(ShardingAttr layout, RankedTensorType type,
                              MeshOp mesh, StringAttr axis) {
   MLIRContext *ctx = layout.getContext();
@@ -53,8 +54,8 @@ static ShardingAttr withAxis(ShardingAttr layout, RankedTensorType type,
   int64_t chosen = -1;
   double fewest = 0;
   for (int64_t d = 0; d < type.getRank(); ++d) {
-    if (local[d] <= 1)
-      continue;
+    if (local[d] < n || local[d] <= 1)
+      continue; // a dim never has more pieces than elements
     double perDevice = double((local[d] + n - 1) / n);
     for (int64_t e = 0; e < type.getRank(); ++e)
       if (e != d)

@@ -5,8 +5,10 @@
 // on dp=4) are padded to one element a device; the rest split a dim (with
 // padding: the 10-element bias on dp=4, 8 and 3).
 // Ten AdamW steps with gradient clipping must match one rank: the losses,
-// every parameter and both moments (dumped in their view shapes). dp=2,tp=2
-// has two axes of more than one device, so nothing is flattened there.
+// every parameter and both moments (dumped in their view shapes). With
+// tensor parallelism only what propagation leaves unsplit is flat: on
+// dp=4,tp=2 w1's columns split over tp and carry b1 and w2 with them, while
+// 5 x 2, 3 and 2 x 3 are flat; on dp=2,tp=2 every dim divides.
 // PASSES: --par-autodiff="optimizer=adamw lr=0.05 weight-decay=0.01 clip=0.5 zero=3"
 // STEPS: 10
 // SHARDING: dp=2 | %x=[{"dp"}, {}]
@@ -14,6 +16,7 @@
 // SHARDING: dp=8 | %x=[{"dp"}, {}]
 // SHARDING: dp=3 | %x=[{"dp"}, {}]
 // SHARDING: dp=2,tp=2 | %x=[{"dp"}, {}] %w1=[{}, {"tp"}]
+// SHARDING: dp=4,tp=2 | %x=[{"dp"}, {}] %w1=[{}, {"tp"}]
 func.func @train_flat(%x: tensor<8x6xf32> {par.role = "data", par.data = "random"},
                       %w1: tensor<6x10xf32> {par.name = "w1", par.init = "normal(0.4)"},
                       %b1: tensor<10xf32> {par.name = "b1", par.init = "normal(0.1)"},
