@@ -281,10 +281,21 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
         first = use->getOwner();
     Value gathered =
         constrain(working, layout, first, /*isLate=*/false, Phase::forward);
-    // The gathered copy is the working copy now.
+    // The gathered copy is the working copy now; a flat master's is the
+    // end of its view (the ops marked par.view_of), which the step reads.
     setCopyOf(gathered.getDefiningOp(), param.getArgNumber());
     for (OpOperand *use : uses)
       use->set(gathered);
+    Operation *viewEnd = nullptr;
+    for (Value at = gathered; at.hasOneUse();) {
+      Operation *user = *at.getUsers().begin();
+      if (getViewOf(user) != int64_t(param.getArgNumber()))
+        break;
+      viewEnd = user;
+      at = user->getResult(0);
+    }
+    if (viewEnd)
+      setCopyOf(viewEnd, param.getArgNumber());
   }
 
   // Everything computed from the split gradients before the updates loses
