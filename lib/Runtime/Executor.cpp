@@ -88,6 +88,16 @@ static void copyBox(const Shape &box, const Shape &buffer, size_t elementBytes,
   });
 }
 
+/// The real part of a flat view's piece `local` (a range of the flat
+/// tensor) as boxes of the view: the padding past the view is left out.
+static std::vector<FlatBox> viewBoxes(const InputSpec &spec,
+                                      const Slice &local) {
+  int64_t begin = local.offsets[0];
+  return flatRangeBoxes(
+      *spec.view, begin,
+      std::min(begin + local.shape[0], numElements(*spec.view)));
+}
+
 void Executor::initParams(uint64_t seed) {
   for (size_t i = 0; i < program_.inputs.size(); ++i) {
     const InputSpec &spec = program_.inputs[i];
@@ -353,15 +363,12 @@ std::vector<ShardData> Executor::paramShards() const {
     if (spec.view) {
       // A flat view's piece, a contiguous range, saved as boxes of the view
       // (the padding at its end is not saved).
-      int64_t begin = shard.slice.offsets[0];
-      for (const FlatBox &box : flatRangeBoxes(
-               *spec.view, begin,
-               std::min(begin + shard.slice.shape[0], numElements(*spec.view)))) {
+      for (const FlatBox &box : viewBoxes(spec, shard.slice)) {
         ShardData part = shard;
         part.globalShape = *spec.view;
         part.slice = box.slice;
-        part.data =
-            host->data() + size_t(box.begin - begin) * dtypeBytes(t.dtype);
+        part.data = host->data() + size_t(box.begin - shard.slice.offsets[0]) *
+                                       dtypeBytes(t.dtype);
         shards.push_back(part);
       }
       continue;
@@ -400,10 +407,7 @@ std::map<std::string, TensorRecord> Executor::checkpointRecords() const {
       if (spec.view) {
         // As paramShards saves a flat view's piece: boxes of the view.
         slices.clear();
-        for (const FlatBox &box : flatRangeBoxes(
-                 *spec.view, local.offsets[0],
-                 std::min(local.offsets[0] + local.shape[0],
-                          numElements(*spec.view))))
+        for (const FlatBox &box : viewBoxes(spec, local))
           slices.push_back(box.slice);
       }
       for (const Slice &slice : slices) {
@@ -504,13 +508,10 @@ void Executor::loadParams(CheckpointReader &reader) {
     std::vector<char> host(t.bytes(), 0);
     if (spec.view) {
       // A flat view's piece: read box by box of the view.
-      int64_t begin = slice.offsets[0];
-      for (const FlatBox &box : flatRangeBoxes(
-               *spec.view, begin,
-               std::min(begin + slice.shape[0], numElements(*spec.view))))
+      for (const FlatBox &box : viewBoxes(spec, slice))
         reader.read(spec.name, spec.dtype, *spec.view, box.slice,
-                    host.data() +
-                        size_t(box.begin - begin) * dtypeBytes(t.dtype));
+                    host.data() + size_t(box.begin - slice.offsets[0]) *
+                                      dtypeBytes(t.dtype));
       device_.copyTensorIn(t, host);
       continue;
     }

@@ -559,6 +559,9 @@ Program parseProgram(const std::string &text, const std::string &path) {
       r.fail(w + ".sharding.partial",
              "inputs hold whole values, not partial sums");
     std::string role = r.string(in, w, "role");
+    if (spec.view && role != "param")
+      r.fail(w + ".view", "only parameters are flat views (data fills its "
+                          "global shape)");
     if (role == "param") {
       spec.role = InputRole::Param;
       const json &init = r.field(in, w, "init");

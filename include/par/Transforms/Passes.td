@@ -472,8 +472,10 @@ def ZeroPass : Pass<"par-zero", "::mlir::ModuleOp"> {
     --par-partition runs this pass), after --par-propagate: the master
     weights and optimizer states get their propagated layout plus the data
     axis on one more dim (the one where it leaves the fewest elements per
-    device: one that divides evenly when there is one, else a padded one;
-    a flat parameter, par.view, splits its one dim); each gradient, as
+    device: one that divides evenly when there is one, else a padded one,
+    among the dims with at least as many elements per device as the axis
+    has devices; a tensor with none stays replicated; a flat parameter,
+    par.view, splits its one dim); each gradient, as
     the backward pass produces it, is constrained to that layout, so the
     partitioner reduce-scatters it (after the backward pass for stage 1, as
     soon as it is produced for stages 2 and 3) and what the step does to it

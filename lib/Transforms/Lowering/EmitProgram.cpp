@@ -202,11 +202,15 @@ LogicalResult Emitter::describeInputs(json &doc,
                {"dtype", dtypeOf(global)},
                {"global_shape", global.getShape()},
                {"sharding", shardingJson(sharding, global.getRank())}};
-    if (auto view = func.getArgAttrOfType<DenseI64ArrayAttr>(
-            i, ParDialect::kViewAttrName))
-      in["view"] = view.asArrayRef();
     bool isInt = isa<IntegerType>(global.getElementType());
     bool isParam = isParameter(func, i);
+    if (std::optional<SmallVector<int64_t>> view = getViewShape(func, i)) {
+      if (!isParam)
+        return func.emitError()
+               << "argument #" << i
+               << " is data with a par.view: only parameters are flat views";
+      in["view"] = *view;
+    }
     if (isParam) {
       if (isInt)
         return func.emitError()

@@ -64,12 +64,8 @@ struct Classified {
 int64_t globalElements(func::FuncOp func, BlockArgument arg) {
   // A flat view's padding is no parameter.
   if (std::optional<SmallVector<int64_t>> view =
-          getViewShape(func, arg.getArgNumber())) {
-    int64_t elements = 1;
-    for (int64_t size : *view)
-      elements *= size;
-    return elements;
-  }
+          getViewShape(func, arg.getArgNumber()))
+    return ShapedType::getNumElements(*view);
   Type type = arg.getType();
   if (auto global = func.getArgAttrOfType<TypeAttr>(
           arg.getArgNumber(), ParDialect::kGlobalTypeAttrName))

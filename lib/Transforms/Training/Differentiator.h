@@ -133,9 +133,10 @@ private:
   DenseMap<Value, Value> lowCopies;
   DenseSet<Operation *> copyOps;
 
-  /// FlatViews.cpp: with ZeRO over a data axis of N devices (the mesh's
-  /// one axis of more than one), makes each parameter none of whose dims
-  /// divides by N a flat argument (par.view) read through a reshape.
+  /// FlatViews.cpp: with ZeRO over a data axis of N > 1 devices, makes
+  /// each parameter that propagation leaves unsplit and that has no dim
+  /// divisible by N (or fewer than N elements) a flat argument (par.view)
+  /// read through a view (a slice when padded, a reshape; par.view_of).
   void flattenForZero();
 
   /// Mixed precision: computes the forward pass in `low`: every fp32

@@ -96,7 +96,6 @@ void Differentiator::flattenForZero() {
                                 ? unsplitArguments(func)
                                 : llvm::BitVector(func.getNumArguments(), true);
   Block &body = func.getBody().front();
-  b.setInsertionPointToStart(&body);
   bool changed = false;
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
@@ -118,6 +117,18 @@ void Differentiator::flattenForZero() {
     if (!small && (divides || type.getRank() == 1 || numel <= 1))
       continue;
     int64_t flatSize = small ? n : numel;
+    // The view goes just before the parameter's first use: the reverse
+    // sweep then makes the flat gradient (the view's gradient) right after
+    // that use's gradient, so ZeRO 2-3 reduce-scatter it there instead of
+    // holding every full-size gradient to the end of the backward pass.
+    Operation *first = nullptr;
+    for (Operation *user : arg.getUsers())
+      if (!first || user->isBeforeInBlock(first))
+        first = user;
+    if (first)
+      b.setInsertionPoint(first);
+    else
+      b.setInsertionPointToStart(&body);
     arg.setType(RankedTensorType::get({flatSize}, type.getElementType()));
     SmallVector<Operation *> view;
     if (flatSize != numel)

@@ -64,8 +64,8 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
     attrs.set(ParDialect::kRoleAttrName, StringAttr::get(ctx, "param"));
     attrs.set(ParDialect::kInitAttrName, StringAttr::get(ctx, "zeros"));
     if (of)
-      if (Attribute view = func.getArgAttr(*of, ParDialect::kViewAttrName))
-        attrs.set(ParDialect::kViewAttrName, view);
+      if (std::optional<SmallVector<int64_t>> view = getViewShape(func, *of))
+        attrs.set(ParDialect::kViewAttrName, b.getDenseI64ArrayAttr(*view));
     if (failed(func.insertArgument(index, type, attrs.getDictionary(ctx), loc)))
       return BlockArgument();
     return body.getArgument(index);
@@ -88,8 +88,9 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
     if (Attribute sharding =
             func.getArgAttr(argIndex, ParDialect::kShardingAttrName))
       attrs.set(ParDialect::kShardingAttrName, sharding);
-    if (Attribute view = func.getArgAttr(argIndex, ParDialect::kViewAttrName))
-      attrs.set(ParDialect::kViewAttrName, view);
+    if (std::optional<SmallVector<int64_t>> view =
+            getViewShape(func, argIndex))
+      attrs.set(ParDialect::kViewAttrName, b.getDenseI64ArrayAttr(*view));
     resultAttrs.push_back(attrs);
   };
 

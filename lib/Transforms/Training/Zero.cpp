@@ -51,15 +51,15 @@ static ShardingAttr withAxis(ShardingAttr layout, RankedTensorType type,
   SmallVector<int64_t> local;
   for (int64_t d = 0; d < type.getRank(); ++d)
     local.push_back(type.getDimSize(d) / mesh.getNumShards(dims[d].getAxes()));
-  int64_t chosen = -1;
-  double fewest = 0;
+  int64_t chosen = -1, fewest = 0;
   for (int64_t d = 0; d < type.getRank(); ++d) {
     if (local[d] < n || local[d] <= 1)
       continue; // a dim never has more pieces than elements
-    double perDevice = double((local[d] + n - 1) / n);
+    // Elements per device (a shape fits int64: so does any part of it).
+    int64_t perDevice = (local[d] + n - 1) / n;
     for (int64_t e = 0; e < type.getRank(); ++e)
       if (e != d)
-        perDevice *= double(local[e]);
+        perDevice *= local[e];
     if (chosen < 0 || perDevice < fewest) {
       chosen = d;
       fewest = perDevice;

@@ -1097,6 +1097,22 @@ func.func @view_of_arg(%a: tensor<8xf32>) -> tensor<8xf32> {
 
 // -----
 
+func.func @view_of_op(%a: tensor<8xf32> {par.view = array<i64: 2, 4>}) -> tensor<8xf32> {
+  // expected-error @below {{'par.view_of' marks a par.slice or par.reshape of a flat parameter's view, not 'par.neg'}}
+  %0 = par.neg %a {par.view_of = 0} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @view_of_no_view(%a: tensor<8xf32>) -> tensor<2x4xf32> {
+  // expected-error @below {{'par.view_of' names argument 0, which has no 'par.view'}}
+  %0 = par.reshape %a {par.view_of = 0} : (tensor<8xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
 // Runtime attributes are argument or result attributes, not both.
 // expected-error @below {{unknown par attribute 'par.role' on result #0}}
 func.func @role_on_result(%x: tensor<4xf32>) -> (tensor<4xf32> {par.role = "param"}) {

@@ -84,3 +84,11 @@ func.func @scalar_argument(%a: f64, %c: tensor<4xf32>) -> tensor<4xf32> {
   %b = par.add %c, %c : tensor<4xf32>
   return %b : tensor<4xf32>
 }
+
+// -----
+
+// Only parameters are flat views: data fills its whole global shape.
+// expected-error @below {{argument #0 is data with a par.view: only parameters are flat views}}
+func.func @data_view(%x: tensor<6xf32> {par.role = "data", par.view = array<i64: 2, 3>}) -> tensor<6xf32> {
+  return %x : tensor<6xf32>
+}

@@ -82,7 +82,11 @@ static LogicalResult verifyView(Operation *op, Attribute value, Type type,
              << value;
     elements *= size;
   }
-  auto tensor = dyn_cast_or_null<RankedTensorType>(type);
+  if (!type)
+    return op->emitError() << "'" << ParDialect::kViewAttrName
+                           << "' is an attribute of function arguments and "
+                              "results";
+  auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || tensor.getRank() != 1 || tensor.isDynamicDim(0) ||
       tensor.getDimSize(0) < elements)
     return op->emitError() << "'" << ParDialect::kViewAttrName << "' of "
@@ -281,6 +285,20 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
         return op->emitError()
                << "'" << attr.getName().getValue() << "' names argument "
                << param << ", which the function does not have";
+    // A view reads one value (the flat copy, or the op before it in the
+    // view) of a flat argument.
+    if (attr.getName() == kViewOfAttrName) {
+      if (!isa<SliceOp, ReshapeOp>(op))
+        return op->emitError() << "'" << kViewOfAttrName
+                               << "' marks a par.slice or par.reshape of a "
+                                  "flat parameter's view, not '"
+                               << op->getName() << "'";
+      if (!function.getArgAttr(params.front(), kViewAttrName))
+        return op->emitError()
+               << "'" << kViewOfAttrName << "' names argument "
+               << params.front() << ", which has no '" << kViewAttrName
+               << "'";
+    }
     return success();
   }
   if (attr.getName() != kShardingAttrName)
