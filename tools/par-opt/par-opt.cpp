@@ -29,8 +29,9 @@ static llvm::cl::OptionCategory parCategory("par options");
 static llvm::cl::opt<std::string> meshOption(
     "mesh",
     llvm::cl::desc("Create or override the module's device mesh before any "
-                   "pass: sizes like 4x4x2 (axes named x, y, z) or named axes "
-                   "like dp=2,tp=4,pp=4"),
+                   "pass: named axes like dp=2,tp=4,pp=4, or sizes like "
+                   "4x4x2 that resize the module's axes in order and keep "
+                   "their names (extra sizes add axes x, y, z)"),
     llvm::cl::value_desc("spec"), llvm::cl::init(""),
     llvm::cl::cat(parCategory));
 

@@ -11,13 +11,17 @@ include "mlir/Pass/PassBase.td"
 def SetMeshPass : Pass<"par-set-mesh", "::mlir::ModuleOp"> {
   let summary = "Create or override the module's mesh";
   let description = [{
-    Gives the module the mesh described by `mesh` (`4x4x2`, axes named x, y,
-    z, or `dp=2,tp=4,pp=4`). A module without a `par.mesh` gets
-    `par.mesh @mesh`; a module with one keeps its name and gets the new axes;
-    a module with several is an error, since which to override is ambiguous.
-    Shardings naming axes the new mesh lacks fail verification afterwards,
-    with the offending value's location. `par-opt --mesh=SPEC` runs this pass
-    first.
+    Gives the module the mesh described by `mesh`: named axes
+    (`dp=2,tp=4,pp=4`) replace the mesh's axes; positional sizes (`4x4x2`)
+    resize its axes in order and keep their names (a module without a mesh:
+    the axes its shardings name on @mesh, in the order they first appear),
+    and further sizes add axes named x, y, z, w (a0, a1, ... past four, or
+    when the name is taken). Fewer sizes than the axes the shardings use is
+    an error that lists them. A module without a `par.mesh` gets
+    `par.mesh @mesh`; a module with one keeps its name; a module with
+    several is an error, since which to override is ambiguous. Shardings
+    naming axes the new mesh lacks fail verification afterwards, with the
+    offending value's location. `par-opt --mesh=SPEC` runs this pass first.
 
     ```mlir
     // par-opt --mesh=dp=2,tp=4

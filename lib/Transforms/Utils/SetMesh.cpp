@@ -1,8 +1,12 @@
 //===- SetMesh.cpp - create or override the module's mesh -----------------===//
 #include "par/Dialect/Par/IR/MeshSpec.h"
+#include "par/Dialect/Par/IR/ParOps.h"
 #include "par/Transforms/Passes.h"
 
+#include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
 
 #define DEBUG_TYPE "par-set-mesh"
 
@@ -13,6 +17,75 @@ namespace mlir::par {
 
 using namespace mlir;
 using namespace mlir::par;
+
+/// The axes of mesh @`mesh` that shardings in `module` name (on ops,
+/// function arguments and results, nested in any attribute), in the order
+/// they first appear.
+static SmallVector<StringRef> axesInUse(ModuleOp module, StringRef mesh) {
+  llvm::SetVector<StringRef> used;
+  auto note = [&](Attribute attr) {
+    attr.walk([&](ShardingAttr sharding) {
+      if (sharding.getMesh().getValue() != mesh)
+        return;
+      for (StringAttr axis : sharding.getShardingAxes())
+        used.insert(axis.getValue());
+      for (StringAttr axis : sharding.getReplicatedAxes())
+        used.insert(axis.getValue());
+      for (StringAttr axis : sharding.getPartialAxes())
+        used.insert(axis.getValue());
+    });
+  };
+  module.walk([&](Operation *op) {
+    if (op != module.getOperation())
+      note(op->getAttrDictionary());
+  });
+  return SmallVector<StringRef>(used.begin(), used.end());
+}
+
+/// Names for positional sizes `axes` over a mesh whose axes are `old` (in
+/// order; the axes shardings name, for a mesh not declared yet): the old
+/// names in order, then the default names the old ones do not take.
+static SmallVector<Attribute> positionalNames(Builder &b,
+                                              ArrayRef<MeshAxisSpec> axes,
+                                              ArrayRef<StringRef> old) {
+  SmallVector<Attribute> names;
+  llvm::StringSet<> taken;
+  for (StringRef name : old)
+    taken.insert(name);
+  for (size_t i = 0, next = 0; i < axes.size(); ++i) {
+    std::string name = i < old.size() ? old[i].str() : axes[i].name;
+    while (i >= old.size() && taken.contains(name))
+      name = "a" + std::to_string(next++);
+    taken.insert(name);
+    names.push_back(b.getStringAttr(name));
+  }
+  return names;
+}
+
+/// Checks that positional sizes cover every axis shardings use: `used`
+/// must all be among the first `count` of `order`.
+static LogicalResult coversUsedAxes(Operation *at, StringRef spec,
+                                    size_t count, ArrayRef<StringRef> order,
+                                    ArrayRef<StringRef> used,
+                                    StringRef meshName) {
+  size_t needed = 0;
+  for (StringRef axis : used)
+    needed = std::max<size_t>(needed, llvm::find(order, axis) - order.begin() + 1);
+  if (needed <= count)
+    return success();
+  InFlightDiagnostic diag = at->emitError()
+                            << "--mesh=" << spec << " gives " << count
+                            << " size(s), but the shardings use axes";
+  for (StringRef name : used)
+    diag << " \"" << name << "\"";
+  diag << " of @" << meshName << ", which takes positional sizes in the order";
+  for (StringRef name : order)
+    diag << " \"" << name << "\"";
+  diag << ": give at least " << needed << " sizes, or name the axes (--mesh=";
+  for (auto [i, name] : llvm::enumerate(used))
+    diag << (i ? "," : "") << name << "=N";
+  return diag << ")";
+}
 
 namespace {
 struct SetMeshPass : public par::impl::SetMeshPassBase<SetMeshPass> {
@@ -50,14 +123,41 @@ struct SetMeshPass : public par::impl::SetMeshPassBase<SetMeshPass> {
       return signalPassFailure();
     }
     if (meshes.size() == 1) {
-      meshes.front().setAxisNamesAttr(nameAttr);
-      meshes.front().setAxisSizesAttr(sizeAttr);
+      MeshOp existing = meshes.front();
+      if (isPositionalMeshSpec(mesh)) {
+        // Positional sizes resize the mesh's axes in order and keep their
+        // names; further sizes add axes (with a default name it lacks).
+        SmallVector<StringRef> old(
+            existing.getAxisNames().getAsValueRange<StringAttr>());
+        SmallVector<StringRef> used =
+            axesInUse(module, existing.getSymName());
+        llvm::sort(used, [&](StringRef x, StringRef y) {
+          return llvm::find(old, x) < llvm::find(old, y);
+        });
+        if (failed(coversUsedAxes(existing, mesh, axes.size(), old, used,
+                                  existing.getSymName())))
+          return signalPassFailure();
+        nameAttr = b.getArrayAttr(positionalNames(b, axes, old));
+      }
+      existing.setAxisNamesAttr(nameAttr);
+      existing.setAxisSizesAttr(sizeAttr);
       return;
     }
     if (SymbolTable::lookupSymbolIn(module, "mesh")) {
       module.emitError() << "--mesh would create @mesh, but another symbol "
                             "already has that name";
       return signalPassFailure();
+    }
+    if (isPositionalMeshSpec(mesh)) {
+      // No mesh declared: the axes shardings name on @mesh take the
+      // positional sizes in the order they first appear.
+      SmallVector<StringRef> used = axesInUse(module, "mesh");
+      Operation *at = module.getBody()->empty()
+                          ? module.getOperation()
+                          : &module.getBody()->front();
+      if (failed(coversUsedAxes(at, mesh, axes.size(), used, used, "mesh")))
+        return signalPassFailure();
+      nameAttr = b.getArrayAttr(positionalNames(b, axes, used));
     }
     OpBuilder builder = OpBuilder::atBlockBegin(module.getBody());
     MeshOp::create(builder, module.getLoc(), "mesh", nameAttr, sizeAttr);

@@ -7,6 +7,10 @@
 
 using namespace mlir::par;
 
+bool mlir::par::isPositionalMeshSpec(const std::string &spec) {
+  return spec.find('=') == std::string::npos;
+}
+
 std::vector<std::string> mlir::par::defaultAxisNames(size_t numAxes) {
   static const char *const shortNames[] = {"x", "y", "z", "w"};
   std::vector<std::string> names;
@@ -71,7 +75,7 @@ bool mlir::par::parseMeshSpec(const std::string &spec,
     devices *= size;
     return true;
   };
-  if (spec.find('=') == std::string::npos) {
+  if (isPositionalMeshSpec(spec)) {
     std::vector<std::string> sizes = split(spec, 'x');
     std::vector<std::string> names = defaultAxisNames(sizes.size());
     for (size_t i = 0; i < sizes.size(); ++i) {

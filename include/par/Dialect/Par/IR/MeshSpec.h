@@ -20,6 +20,9 @@ struct MeshAxisSpec {
 bool parseMeshSpec(const std::string &spec, std::vector<MeshAxisSpec> &axes,
                    std::string &error);
 
+/// Whether `spec` gives positional sizes (`4x4x2`) rather than named axes.
+bool isPositionalMeshSpec(const std::string &spec);
+
 /// Names given to positional axes: x, y, z, w for up to four axes, else a0,
 /// a1, ...
 std::vector<std::string> defaultAxisNames(size_t numAxes);
