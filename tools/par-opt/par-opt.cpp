@@ -53,8 +53,40 @@ static llvm::cl::opt<bool> reportOption(
                    "(--par-report)"),
     llvm::cl::init(false), llvm::cl::cat(parCategory));
 
+/// What --help says first: par's options and passes by task.
+static const char *const overview =
+    "par compiler driver: the par dialect and its passes\n\n"
+    "par's options and passes by task (each pass is listed with its options "
+    "under 'Compiler passes to run' below; docs/getting-started.md):\n"
+    "  plan       --mesh=SPEC, --par-propagate, --par-explain-sharding, "
+    "--par-summary\n"
+    "  train      --par-autodiff=\"optimizer=adamw zero=N ...\", --par-zero\n"
+    "  partition  --par-partition (--par-zero, --par-insert-reshards, "
+    "--par-sink-partials,\n"
+    "             --par-to-local, --par-combine-collectives)\n"
+    "  emit       --emit-program=FILE (--par-schedule, --par-emit-program)\n"
+    "  report     --report, --par-comm-report, --par-memory-plan\n"
+    "LLVM code-generation options that do not apply to par are listed by "
+    "--help-hidden only.";
+
+/// LLVM's libraries register code-generation options (targets, profiling,
+/// debug info) that par-opt links in but never uses: hidden from --help
+/// (still listed by --help-hidden). Called before MLIR registers its own
+/// options, which stay visible.
+static void hideLinkedOptions() {
+  for (auto &entry : llvm::cl::getRegisteredOptions()) {
+    llvm::cl::Option *option = entry.second;
+    if (llvm::is_contained(option->Categories, &parCategory) ||
+        !llvm::is_contained(option->Categories,
+                            &llvm::cl::getGeneralCategory()))
+      continue;
+    option->setHiddenFlag(llvm::cl::Hidden);
+  }
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
+  hideLinkedOptions();
 
   DialectRegistry registry;
   registry.insert<par::ParDialect, func::FuncDialect>();
@@ -65,9 +97,8 @@ int main(int argc, char **argv) {
   registerInlinerPass();
   registerSymbolDCEPass();
 
-  auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
-      argc, argv, "par compiler driver: the par dialect and its passes",
-      registry);
+  auto [inputFilename, outputFilename] =
+      registerAndParseCLIOptions(argc, argv, overview, registry);
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
 
   // Diagnostics name the op and its location; dumping the whole enclosing op
