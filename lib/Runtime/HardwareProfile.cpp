@@ -1,0 +1,248 @@
+//===- HardwareProfile.cpp - Hardware profiles: parse, presets, costs -----===//
+#include "par/Runtime/HardwareProfile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+using nlohmann::json;
+
+namespace par::rt {
+
+namespace {
+
+/// The built-in presets (profiles/*.json), embedded at configure time.
+const std::vector<std::pair<std::string, const char *>> &presets() {
+  static const std::vector<std::pair<std::string, const char *>> table = {
+#include "HardwareProfilePresets.inc"
+  };
+  return table;
+}
+
+/// Reads fields of one JSON document, naming `source` and the path in
+/// every error.
+class Reader {
+public:
+  explicit Reader(std::string source) : source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const std::string &path,
+                         const std::string &message) const {
+    throw ProfileError(source_ + ": " + (path.empty() ? "" : path + ": ") +
+                       message);
+  }
+  const json &field(const json &object, const std::string &path,
+                    const char *key) const {
+    if (!object.is_object())
+      fail(path, "expected an object, got " + object.dump());
+    auto it = object.find(key);
+    if (it == object.end())
+      fail(path, std::string("missing field '") + key + "'");
+    return *it;
+  }
+  std::string string(const json &value, const std::string &path) const {
+    if (!value.is_string())
+      fail(path, "expected a string, got " + value.dump());
+    return value.get<std::string>();
+  }
+  /// A finite number > 0 (>= 0 with `zeroOk`).
+  double positive(const json &value, const std::string &path,
+                  bool zeroOk = false) const {
+    if (!value.is_number() || !std::isfinite(value.get<double>()) ||
+        value.get<double>() < 0 || (!zeroOk && value.get<double>() == 0))
+      fail(path, std::string("expected a ") +
+                     (zeroOk ? "non-negative" : "positive") + " number, got " +
+                     value.dump());
+    return value.get<double>();
+  }
+  /// An integer in [1, 2^62].
+  int64_t count(const json &value, const std::string &path) const {
+    if (!value.is_number_integer() || value.get<int64_t>() < 1 ||
+        value.get<int64_t>() > (int64_t(1) << 62))
+      fail(path, "expected a positive integer, got " + value.dump());
+    return value.get<int64_t>();
+  }
+
+private:
+  std::string source_;
+};
+
+std::string join(const std::string &path, const std::string &key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+} // namespace
+
+HardwareProfile parseHardwareProfile(const std::string &text,
+                                     const std::string &source) {
+  Reader r(source);
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error &e) {
+    r.fail("", std::string("not valid JSON: ") + e.what());
+  }
+  if (!doc.is_object())
+    r.fail("", "expected an object, got " + doc.dump());
+  static const char *const known[] = {
+      "name",   "description",      "devices_per_node", "memory_bytes",
+      "peak_flops", "efficiency",   "memory_bandwidth", "links",
+      "algorithm_factors", "placement"};
+  for (auto it = doc.begin(); it != doc.end(); ++it)
+    if (std::find(std::begin(known), std::end(known), it.key()) ==
+        std::end(known))
+      r.fail(it.key(), "unknown field (a misspelling would silently take "
+                       "a default)");
+
+  HardwareProfile p;
+  p.name = r.string(r.field(doc, "", "name"), "name");
+  if (doc.contains("description"))
+    p.description = r.string(doc["description"], "description");
+  p.devicesPerNode =
+      r.count(r.field(doc, "", "devices_per_node"), "devices_per_node");
+  p.memoryBytes = r.count(r.field(doc, "", "memory_bytes"), "memory_bytes");
+  p.memoryBandwidth =
+      r.positive(r.field(doc, "", "memory_bandwidth"), "memory_bandwidth");
+
+  const json &peaks = r.field(doc, "", "peak_flops");
+  if (!peaks.is_object() || peaks.empty())
+    r.fail("peak_flops", "expected an object of FLOP/s by element type "
+                         "(f32, bf16, ...), got " +
+                             peaks.dump());
+  for (auto it = peaks.begin(); it != peaks.end(); ++it) {
+    std::optional<DType> dtype = parseDType(it.key());
+    std::string path = join("peak_flops", it.key());
+    if (!dtype)
+      r.fail(path, "'" + it.key() + "' is not an element type (f32, f16, "
+                   "bf16, f64, i64, i32, i1)");
+    p.peakFlops[*dtype] = r.positive(it.value(), path);
+  }
+
+  const json &efficiency = r.field(doc, "", "efficiency");
+  for (auto [key, out] : {std::pair<const char *, double *>{
+                              "gemm", &p.gemmEfficiency},
+                          {"memory_bound", &p.memoryBoundEfficiency}}) {
+    std::string path = join("efficiency", key);
+    *out = r.positive(r.field(efficiency, "efficiency", key), path);
+    if (*out > 1)
+      r.fail(path, "a fraction of the peak is at most 1, got " +
+                       efficiency[key].dump());
+  }
+
+  const json &links = r.field(doc, "", "links");
+  if (!links.is_array() || links.empty() || links.size() > 2)
+    r.fail("links", "expected 1 or 2 link levels (inside a node, then "
+                    "across nodes), got " +
+                        links.dump());
+  for (size_t i = 0; i < links.size(); ++i) {
+    std::string path = "links[" + std::to_string(i) + "]";
+    LinkLevel level;
+    level.name = r.string(r.field(links[i], path, "name"), join(path, "name"));
+    level.bandwidth = r.positive(r.field(links[i], path, "bandwidth"),
+                                 join(path, "bandwidth"));
+    level.latency = r.positive(r.field(links[i], path, "latency"),
+                               join(path, "latency"), /*zeroOk=*/true);
+    p.links.push_back(level);
+  }
+
+  // NCCL's bus-bandwidth factors unless the profile measured others.
+  p.algorithmFactors = {{CollectiveKind::AllReduce, 2.0},
+                        {CollectiveKind::AllGather, 1.0},
+                        {CollectiveKind::ReduceScatter, 1.0},
+                        {CollectiveKind::AllToAll, 1.0}};
+  if (doc.contains("algorithm_factors")) {
+    const json &factors = doc["algorithm_factors"];
+    if (!factors.is_object())
+      r.fail("algorithm_factors", "expected an object, got " + factors.dump());
+    static const std::pair<const char *, CollectiveKind> kinds[] = {
+        {"all_reduce", CollectiveKind::AllReduce},
+        {"all_gather", CollectiveKind::AllGather},
+        {"reduce_scatter", CollectiveKind::ReduceScatter},
+        {"all_to_all", CollectiveKind::AllToAll}};
+    for (auto it = factors.begin(); it != factors.end(); ++it) {
+      std::string path = join("algorithm_factors", it.key());
+      auto kind = std::find_if(std::begin(kinds), std::end(kinds),
+                               [&](const auto &k) { return it.key() == k.first; });
+      if (kind == std::end(kinds))
+        r.fail(path, "'" + it.key() + "' is not all_reduce, all_gather, "
+                     "reduce_scatter or all_to_all");
+      p.algorithmFactors[kind->second] = r.positive(it.value(), path);
+    }
+  }
+  if (doc.contains("placement")) {
+    std::string placement = r.string(doc["placement"], "placement");
+    if (placement != "minor_first" && placement != "major_first")
+      r.fail("placement", "expected \"minor_first\" or \"major_first\", got \"" +
+                              placement + "\"");
+    p.minorFirst = placement == "minor_first";
+  }
+  return p;
+}
+
+HardwareProfile loadHardwareProfile(const std::string &nameOrPath) {
+  for (const auto &[name, text] : presets())
+    if (name == nameOrPath)
+      return parseHardwareProfile(text, "preset " + name);
+  std::ifstream in(nameOrPath);
+  if (!in) {
+    std::string names;
+    for (const std::string &name : hardwareProfilePresets())
+      names += (names.empty() ? "" : ", ") + name;
+    throw ProfileError("hardware profile '" + nameOrPath +
+                       "' is neither a preset (" + names +
+                       ") nor a readable file");
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return parseHardwareProfile(text.str(), nameOrPath);
+}
+
+std::vector<std::string> hardwareProfilePresets() {
+  std::vector<std::string> names;
+  for (const auto &entry : presets())
+    names.push_back(entry.first);
+  return names;
+}
+
+double HardwareProfile::peak(DType dtype) const {
+  auto it = peakFlops.find(dtype);
+  if (it == peakFlops.end())
+    throw ProfileError("hardware profile '" + name + "' gives no peak_flops "
+                       "for " + dtypeName(dtype));
+  return it->second;
+}
+
+std::vector<size_t>
+HardwareProfile::axisLevels(const std::vector<int64_t> &axisSizes) const {
+  std::vector<size_t> levels(axisSizes.size(), 0);
+  // The devices a group of an axis spans: its size times the sizes of the
+  // axes laid out inside it.
+  double span = 1;
+  for (size_t k = 0; k < axisSizes.size(); ++k) {
+    size_t a = minorFirst ? axisSizes.size() - 1 - k : k;
+    span *= double(axisSizes[a]);
+    levels[a] = span <= double(devicesPerNode) || links.size() == 1 ? 0 : 1;
+  }
+  return levels;
+}
+
+double HardwareProfile::collectiveSeconds(CollectiveKind kind,
+                                          int64_t groupSize, size_t level,
+                                          double bytes) const {
+  if (groupSize <= 1)
+    return 0;
+  if (level >= links.size())
+    throw ProfileError("hardware profile '" + name + "' has " +
+                       std::to_string(links.size()) + " link level(s), not " +
+                       std::to_string(level + 1));
+  const LinkLevel &link = links[level];
+  double n = double(groupSize);
+  double factor = algorithmFactors.at(kind);
+  // A ring takes n - 1 steps per pass; an all-reduce makes two passes.
+  double steps = (kind == CollectiveKind::AllReduce ? 2 : 1) * (n - 1);
+  return steps * link.latency + factor * (n - 1) / n * bytes / link.bandwidth;
+}
+
+} // namespace par::rt
