@@ -83,6 +83,9 @@ TEST(HardwareProfile, AxesFillNodesMinorFirst) {
   EXPECT_EQ(p.axisLevels({2, 2, 4}), (std::vector<size_t>{1, 1, 0}));
   EXPECT_EQ(p.axisLevels({2, 2}), (std::vector<size_t>{0, 0}));
   EXPECT_EQ(p.axisLevels({8}), (std::vector<size_t>{1}));
+  // A 3-device axis on 4-device nodes: its groups straddle two nodes.
+  EXPECT_EQ(p.axisLevels({3}), (std::vector<size_t>{1}));
+  EXPECT_EQ(p.axisLevels({3, 1}), (std::vector<size_t>{1, 0}));
   HardwareProfile q =
       parseHardwareProfile(with("name", R"("q", "placement": "major_first")"),
                            "q.json");
@@ -91,8 +94,9 @@ TEST(HardwareProfile, AxesFillNodesMinorFirst) {
 
 TEST(HardwareProfile, PresetsLoadByName) {
   std::vector<std::string> names = hardwareProfilePresets();
-  ASSERT_EQ(names.size(), 3u);
-  EXPECT_EQ(names.front(), "h100-8x-ib400");
+  EXPECT_EQ(names, (std::vector<std::string>{"a100-8x-ib200", "cpu-local",
+                                             "h100-8x-ib400"}));
+  EXPECT_EQ(defaultHardwareProfile(), "h100-8x-ib400");
   for (const std::string &name : names) {
     HardwareProfile p = loadHardwareProfile(name);
     EXPECT_EQ(p.name, name);
@@ -134,13 +138,31 @@ TEST(HardwareProfile, ErrorsNameTheSourceAndPath) {
   EXPECT_EQ(errorOf(with("name", R"("n", "algorithm_factors": {"broadcast": 1})")),
             "p.json: algorithm_factors.broadcast: 'broadcast' is not "
             "all_reduce, all_gather, reduce_scatter or all_to_all");
+  EXPECT_EQ(errorOf(with("name", R"("n", "name": "m")")),
+            "p.json: field 'name' is given twice");
+  EXPECT_EQ(errorOf(with("efficiency", R"({"gemm": 0.5, "memory_bound": 1, "gem": 1})")),
+            "p.json: efficiency.gem: unknown field (a misspelling would "
+            "silently take a default)");
+  EXPECT_EQ(errorOf(with("links", R"([{"name": "l", "bandwidth": 1, "latency": 0, "lat": 1}])")),
+            "p.json: links[0].lat: unknown field (a misspelling would "
+            "silently take a default)");
+  EXPECT_NE(errorOf(with("memory_bandwidth", "1e400"))
+                .find("p.json: not valid JSON: [json.exception.out_of_range."
+                      "406] number overflow parsing '1e400'"),
+            std::string::npos);
+  EXPECT_EQ(errorOf(with("memory_bytes", "2.5")),
+            "p.json: memory_bytes: expected a positive integer, got 2.5");
+  // An integral float (as Python writes 8e10) is an integer.
+  EXPECT_EQ(parseHardwareProfile(with("memory_bytes", "8.0e10"), "p.json")
+                .memoryBytes,
+            80000000000);
   try {
     loadHardwareProfile("/nonexistent/profile.json");
     FAIL() << "no error";
   } catch (const ProfileError &e) {
     EXPECT_EQ(std::string(e.what()),
               "hardware profile '/nonexistent/profile.json' is neither a "
-              "preset (h100-8x-ib400, a100-8x-ib200, cpu-local) nor a "
+              "preset (a100-8x-ib200, cpu-local, h100-8x-ib400) nor a "
               "readable file");
   }
 }

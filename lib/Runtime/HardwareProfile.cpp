@@ -3,8 +3,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -50,19 +52,32 @@ public:
   /// A finite number > 0 (>= 0 with `zeroOk`).
   double positive(const json &value, const std::string &path,
                   bool zeroOk = false) const {
-    if (!value.is_number() || !std::isfinite(value.get<double>()) ||
-        value.get<double>() < 0 || (!zeroOk && value.get<double>() == 0))
-      fail(path, std::string("expected a ") +
-                     (zeroOk ? "non-negative" : "positive") + " number, got " +
-                     value.dump());
+    std::string want = std::string("expected a ") +
+                       (zeroOk ? "non-negative" : "positive") + " number";
+    if (value.is_number() && !std::isfinite(value.get<double>()))
+      fail(path, want + ", got one out of range");
+    if (!value.is_number() || value.get<double>() < 0 ||
+        (!zeroOk && value.get<double>() == 0))
+      fail(path, want + ", got " + value.dump());
     return value.get<double>();
   }
-  /// An integer in [1, 2^62].
+  /// An integer in [1, 2^62], written as an integer or as a float with an
+  /// integral value (8.0e10).
   int64_t count(const json &value, const std::string &path) const {
-    if (!value.is_number_integer() || value.get<int64_t>() < 1 ||
-        value.get<int64_t>() > (int64_t(1) << 62))
+    double x = value.is_number() ? value.get<double>() : 0;
+    if (!value.is_number() || !(x >= 1 && x <= 0x1p62) || std::floor(x) != x)
       fail(path, "expected a positive integer, got " + value.dump());
-    return value.get<int64_t>();
+    return value.is_number_integer() ? value.get<int64_t>() : int64_t(x);
+  }
+  /// Fails on a member of `object` not in `known`: a misspelled optional
+  /// field would otherwise take its default silently.
+  void onlyKnown(const json &object, const std::string &path,
+                 std::initializer_list<const char *> known) const {
+    for (auto it = object.begin(); it != object.end(); ++it)
+      if (std::none_of(known.begin(), known.end(),
+                       [&](const char *k) { return it.key() == k; }))
+        fail(path.empty() ? it.key() : path + "." + it.key(),
+             "unknown field (a misspelling would silently take a default)");
   }
 
 private:
@@ -79,22 +94,33 @@ HardwareProfile parseHardwareProfile(const std::string &text,
                                      const std::string &source) {
   Reader r(source);
   json doc;
+  // A key given twice would keep its last value silently: refused.
+  std::vector<std::set<std::string>> keys;
+  std::string repeated;
+  auto seen = [&](int, json::parse_event_t event, json &parsed) {
+    if (event == json::parse_event_t::object_start)
+      keys.emplace_back();
+    else if (event == json::parse_event_t::object_end && !keys.empty())
+      keys.pop_back();
+    else if (event == json::parse_event_t::key && !keys.empty() &&
+             !keys.back().insert(parsed.get<std::string>()).second &&
+             repeated.empty())
+      repeated = parsed.get<std::string>();
+    return true;
+  };
   try {
-    doc = json::parse(text);
-  } catch (const json::parse_error &e) {
+    doc = json::parse(text, seen);
+  } catch (const json::exception &e) { // syntax, or a number out of range
     r.fail("", std::string("not valid JSON: ") + e.what());
   }
+  if (!repeated.empty())
+    r.fail("", "field '" + repeated + "' is given twice");
   if (!doc.is_object())
     r.fail("", "expected an object, got " + doc.dump());
-  static const char *const known[] = {
-      "name",   "description",      "devices_per_node", "memory_bytes",
-      "peak_flops", "efficiency",   "memory_bandwidth", "links",
-      "algorithm_factors", "placement"};
-  for (auto it = doc.begin(); it != doc.end(); ++it)
-    if (std::find(std::begin(known), std::end(known), it.key()) ==
-        std::end(known))
-      r.fail(it.key(), "unknown field (a misspelling would silently take "
-                       "a default)");
+  r.onlyKnown(doc, "",
+              {"name", "description", "devices_per_node", "memory_bytes",
+               "peak_flops", "efficiency", "memory_bandwidth", "links",
+               "algorithm_factors", "placement"});
 
   HardwareProfile p;
   p.name = r.string(r.field(doc, "", "name"), "name");
@@ -121,6 +147,8 @@ HardwareProfile parseHardwareProfile(const std::string &text,
   }
 
   const json &efficiency = r.field(doc, "", "efficiency");
+  r.field(efficiency, "efficiency", "gemm"); // an object, or the error says
+  r.onlyKnown(efficiency, "efficiency", {"gemm", "memory_bound"});
   for (auto [key, out] : {std::pair<const char *, double *>{
                               "gemm", &p.gemmEfficiency},
                           {"memory_bound", &p.memoryBoundEfficiency}}) {
@@ -140,6 +168,7 @@ HardwareProfile parseHardwareProfile(const std::string &text,
     std::string path = "links[" + std::to_string(i) + "]";
     LinkLevel level;
     level.name = r.string(r.field(links[i], path, "name"), join(path, "name"));
+    r.onlyKnown(links[i], path, {"name", "bandwidth", "latency"});
     level.bandwidth = r.positive(r.field(links[i], path, "bandwidth"),
                                  join(path, "bandwidth"));
     level.latency = r.positive(r.field(links[i], path, "latency"),
@@ -199,6 +228,8 @@ HardwareProfile loadHardwareProfile(const std::string &nameOrPath) {
   return parseHardwareProfile(text.str(), nameOrPath);
 }
 
+std::string defaultHardwareProfile() { return "h100-8x-ib400"; }
+
 std::vector<std::string> hardwareProfilePresets() {
   std::vector<std::string> names;
   for (const auto &entry : presets())
@@ -223,7 +254,12 @@ HardwareProfile::axisLevels(const std::vector<int64_t> &axisSizes) const {
   for (size_t k = 0; k < axisSizes.size(); ++k) {
     size_t a = minorFirst ? axisSizes.size() - 1 - k : k;
     span *= double(axisSizes[a]);
-    levels[a] = span <= double(devicesPerNode) || links.size() == 1 ? 0 : 1;
+    // Inside a node when the groups tile the nodes: a span that does not
+    // divide the node (a 3-device axis on 8-device nodes) has groups that
+    // straddle two.
+    bool inside = span <= double(devicesPerNode) &&
+                  devicesPerNode % int64_t(span) == 0;
+    levels[a] = inside || links.size() == 1 ? 0 : 1;
   }
   return levels;
 }

@@ -31,7 +31,8 @@ static llvm::cl::opt<std::string> meshOption(
     llvm::cl::desc("Create or override the module's device mesh before any "
                    "pass: named axes like dp=2,tp=4,pp=4, or sizes like "
                    "4x4x2 that resize the module's axes in order and keep "
-                   "their names (extra sizes add axes x, y, z)"),
+                   "their names (extra sizes add axes named by position: x, "
+                   "y, z, w; a0, a1, ... past four)"),
     llvm::cl::value_desc("spec"), llvm::cl::init(""),
     llvm::cl::cat(parCategory));
 
@@ -76,7 +77,8 @@ static const char *const overview =
 static void hideLinkedOptions() {
   for (auto &entry : llvm::cl::getRegisteredOptions()) {
     llvm::cl::Option *option = entry.second;
-    if (llvm::is_contained(option->Categories, &parCategory) ||
+    if (option->getOptionHiddenFlag() != llvm::cl::NotHidden ||
+        llvm::is_contained(option->Categories, &parCategory) ||
         !llvm::is_contained(option->Categories,
                             &llvm::cl::getGeneralCategory()))
       continue;

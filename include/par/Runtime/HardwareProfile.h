@@ -61,8 +61,9 @@ struct HardwareProfile {
   /// Peak FLOP/s for `dtype`; throws ProfileError when the profile has none.
   double peak(DType dtype) const;
   /// The link level each axis's groups span when the mesh's devices are
-  /// laid out over the nodes in `placement` order: inside a node (0) when a
-  /// group's devices fit in one, else across nodes.
+  /// laid out over the nodes in `placement` order: inside a node (0) when
+  /// every group's devices fit in one (the devices an axis's groups span
+  /// divide the node), else across nodes.
   std::vector<size_t> axisLevels(const std::vector<int64_t> &axisSizes) const;
   /// Seconds a ring collective of `kind` over `groupSize` devices on link
   /// `level` takes for a buffer of `bytes` per device: a latency per ring
@@ -78,8 +79,10 @@ HardwareProfile parseHardwareProfile(const std::string &text,
                                      const std::string &source);
 /// A built-in preset by name, else a JSON file at that path.
 HardwareProfile loadHardwareProfile(const std::string &nameOrPath);
-/// The built-in presets' names; the first is the default.
+/// The built-in presets' names (every profiles/*.json), in name order.
 std::vector<std::string> hardwareProfilePresets();
+/// The preset used when none is named: h100-8x-ib400.
+std::string defaultHardwareProfile();
 
 } // namespace par::rt
 

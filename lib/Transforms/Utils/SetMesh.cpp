@@ -18,11 +18,17 @@ namespace mlir::par {
 using namespace mlir;
 using namespace mlir::par;
 
-/// The axes of mesh @`mesh` that shardings in `module` name (on ops,
-/// function arguments and results, nested in any attribute), in the order
-/// they first appear.
+/// The axes of mesh @`mesh` that `module` names, in the order they first
+/// appear: in shardings (on ops, function arguments and results, nested in
+/// any attribute) and in the groups of collectives, axis indices and
+/// point-to-point transfers (a partitioned module's).
 static SmallVector<StringRef> axesInUse(ModuleOp module, StringRef mesh) {
   llvm::SetVector<StringRef> used;
+  auto noteAxes = [&](FlatSymbolRefAttr of, ArrayAttr axes) {
+    if (of && of.getValue() == mesh && axes)
+      for (auto axis : axes.getAsValueRange<StringAttr>())
+        used.insert(axis);
+  };
   auto note = [&](Attribute attr) {
     attr.walk([&](ShardingAttr sharding) {
       if (sharding.getMesh().getValue() != mesh)
@@ -35,9 +41,21 @@ static SmallVector<StringRef> axesInUse(ModuleOp module, StringRef mesh) {
         used.insert(axis.getValue());
     });
   };
-  module.walk([&](Operation *op) {
-    if (op != module.getOperation())
-      note(op->getAttrDictionary());
+  // Pre-order: a function's signature before its body.
+  module.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op == module.getOperation())
+      return;
+    note(op->getAttrDictionary());
+    if (auto collective = dyn_cast<CollectiveOpInterface>(op))
+      noteAxes(collective.getMeshAttr(), collective.getAxes());
+    else if (auto index = dyn_cast<AxisIndexOp>(op))
+      noteAxes(index.getMeshAttr(), index.getAxes());
+    else if (auto send = dyn_cast<SendOp>(op))
+      noteAxes(send.getMeshAttr(),
+               ArrayAttr::get(op->getContext(), {send.getAxisAttr()}));
+    else if (auto recv = dyn_cast<RecvOp>(op))
+      noteAxes(recv.getMeshAttr(),
+               ArrayAttr::get(op->getContext(), {recv.getAxisAttr()}));
   });
   return SmallVector<StringRef>(used.begin(), used.end());
 }
@@ -68,14 +86,17 @@ static LogicalResult coversUsedAxes(Operation *at, StringRef spec,
                                     size_t count, ArrayRef<StringRef> order,
                                     ArrayRef<StringRef> used,
                                     StringRef meshName) {
+  // An axis the mesh lacks is verification's to report, at the value.
   size_t needed = 0;
   for (StringRef axis : used)
-    needed = std::max<size_t>(needed, llvm::find(order, axis) - order.begin() + 1);
+    if (llvm::is_contained(order, axis))
+      needed = std::max<size_t>(needed,
+                                llvm::find(order, axis) - order.begin() + 1);
   if (needed <= count)
     return success();
   InFlightDiagnostic diag = at->emitError()
                             << "--mesh=" << spec << " gives " << count
-                            << " size(s), but the shardings use axes";
+                            << " size(s), but the module uses axes";
   for (StringRef name : used)
     diag << " \"" << name << "\"";
   diag << " of @" << meshName << ", which takes positional sizes in the order";
