@@ -52,13 +52,12 @@ public:
   /// A finite number > 0 (>= 0 with `zeroOk`).
   double positive(const json &value, const std::string &path,
                   bool zeroOk = false) const {
-    std::string want = std::string("expected a ") +
-                       (zeroOk ? "non-negative" : "positive") + " number";
-    if (value.is_number() && !std::isfinite(value.get<double>()))
-      fail(path, want + ", got one out of range");
+    // JSON has no infinities or NaN; an overflowing literal fails to parse.
     if (!value.is_number() || value.get<double>() < 0 ||
         (!zeroOk && value.get<double>() == 0))
-      fail(path, want + ", got " + value.dump());
+      fail(path, std::string("expected a ") +
+                     (zeroOk ? "non-negative" : "positive") + " number, got " +
+                     value.dump());
     return value.get<double>();
   }
   /// An integer in [1, 2^62], written as an integer or as a float with an

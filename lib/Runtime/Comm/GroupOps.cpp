@@ -135,9 +135,9 @@ GroupOpTable build() {
     comm.allGather(a.group, a.dim, in, out, device.commStream());
   });
   set(OpCode::ReduceScatter, [](Collectives &comm, Device &device,
-                                const Attrs &a, const std::vector<Tensor> &ins, Tensor &out) {
-    const Tensor &in = ins[0];
-    comm.reduceScatter(a.group, a.collectiveKind, a.dim, in, out,
+                                const Attrs &a, const std::vector<Tensor> &in,
+                                Tensor &out) {
+    comm.reduceScatter(a.group, a.collectiveKind, a.dim, in[0], out,
                        device.commStream());
   });
   set(OpCode::AllToAll, [](Collectives &comm, Device &device, const Attrs &a,

@@ -87,11 +87,8 @@ void Differentiator::flattenForZero() {
   int64_t n = mesh.getAxisSize(config.dataAxis);
   if (n <= 1)
     return;
-  bool otherAxes = false;
-  for (Attribute axis : mesh.getAxisNames()) {
-    StringRef name = cast<StringAttr>(axis).getValue();
-    otherAxes |= name != config.dataAxis && mesh.getAxisSize(name) > 1;
-  }
+  // Other axes of more than one device: propagation may split over them.
+  bool otherAxes = mesh.getNumDevices() != n;
   llvm::BitVector unsplit = otherAxes
                                 ? unsplitArguments(func)
                                 : llvm::BitVector(func.getNumArguments(), true);
@@ -113,10 +110,9 @@ void Differentiator::flattenForZero() {
     // splits its dim as it is.
     bool divides =
         llvm::any_of(type.getShape(), [&](int64_t s) { return s % n == 0; });
-    bool small = numel > 1 && numel < n;
-    if (!small && (divides || type.getRank() == 1 || numel <= 1))
+    if (numel <= 1 || (numel >= n && (type.getRank() == 1 || divides)))
       continue;
-    int64_t flatSize = small ? n : numel;
+    int64_t flatSize = std::max(numel, n);
     // The view goes just before the parameter's first use: the reverse
     // sweep then makes the flat gradient (the view's gradient) right after
     // that use's gradient, so ZeRO 2-3 reduce-scatter it there instead of

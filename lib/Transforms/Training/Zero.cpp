@@ -79,6 +79,28 @@ static ShardingAttr withAxis(ShardingAttr layout, RankedTensorType type,
                            layout.getPartialAxes());
 }
 
+/// The view of flat master `param` that starts at `op` (ops marked
+/// par.view_of it, each the one reader of the one before), or nothing when
+/// `op` is not part of one.
+static SmallVector<Operation *> viewChain(Operation *op, int64_t param) {
+  SmallVector<Operation *> chain;
+  while (op && getViewOf(op) == param) {
+    chain.push_back(op);
+    Value result = op->getResult(0);
+    op = result.hasOneUse() ? *result.getUsers().begin() : nullptr;
+  }
+  return chain;
+}
+
+/// The first (in block order) op that owns one of `uses`.
+static Operation *firstOwner(ArrayRef<OpOperand *> uses) {
+  Operation *first = uses.front()->getOwner();
+  for (OpOperand *use : uses)
+    if (use->getOwner()->isBeforeInBlock(first))
+      first = use->getOwner();
+  return first;
+}
+
 static bool usesAxis(ShardingAttr layout, StringAttr axis) {
   for (DimShardingAttr dim : layout.getDims())
     if (llvm::is_contained(dim.getAxes(), axis))
@@ -210,20 +232,15 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
       // A flat master's copy is read through its view (ops marked
       // par.view_of, each reading the one before): the view's readers are
       // the uses, and each gather below gets a copy of the view.
-      auto isView = [&](Operation *op) {
-        return getViewOf(op) == int64_t(param.getArgNumber());
-      };
       SmallVector<OpOperand *> direct;
       DenseMap<Operation *, SmallVector<Operation *>> chainOf; // by last op
       for (OpOperand *use : uses) {
-        if (!isView(use->getOwner())) {
+        SmallVector<Operation *> chain =
+            viewChain(use->getOwner(), param.getArgNumber());
+        if (chain.empty()) {
           direct.push_back(use);
           continue;
         }
-        SmallVector<Operation *> chain{use->getOwner()};
-        while (chain.back()->getResult(0).hasOneUse() &&
-               isView(*chain.back()->getUsers().begin()))
-          chain.push_back(*chain.back()->getUsers().begin());
         for (OpOperand &viewUse : chain.back()->getResult(0).getUses())
           if (inPhase(viewUse.getOwner(), Phase::forward) ||
               inPhase(viewUse.getOwner(), Phase::backward))
@@ -240,10 +257,7 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
             inPhaseUses.push_back(use);
         if (inPhaseUses.empty())
           continue;
-        Operation *first = inPhaseUses.front()->getOwner();
-        for (OpOperand *use : inPhaseUses)
-          if (use->getOwner()->isBeforeInBlock(first))
-            first = use->getOwner();
+        Operation *first = firstOwner(inPhaseUses);
         Value gathered =
             constrain(working, layout, first, /*isLate=*/true, phase);
         DenseMap<Operation *, Value> viewed; // this gather's view copies
@@ -275,27 +289,18 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
     }
     // Stages 1 and 2: one gathered copy for the whole step, so no op is
     // partitioned around the split master instead.
-    Operation *first = uses.front()->getOwner();
-    for (OpOperand *use : uses)
-      if (use->getOwner()->isBeforeInBlock(first))
-        first = use->getOwner();
-    Value gathered =
-        constrain(working, layout, first, /*isLate=*/false, Phase::forward);
+    Value gathered = constrain(working, layout, firstOwner(uses),
+                               /*isLate=*/false, Phase::forward);
     // The gathered copy is the working copy now; a flat master's is the
     // end of its view (the ops marked par.view_of), which the step reads.
     setCopyOf(gathered.getDefiningOp(), param.getArgNumber());
     for (OpOperand *use : uses)
       use->set(gathered);
-    Operation *viewEnd = nullptr;
-    for (Value at = gathered; at.hasOneUse();) {
-      Operation *user = *at.getUsers().begin();
-      if (getViewOf(user) != int64_t(param.getArgNumber()))
-        break;
-      viewEnd = user;
-      at = user->getResult(0);
-    }
-    if (viewEnd)
-      setCopyOf(viewEnd, param.getArgNumber());
+    if (gathered.hasOneUse())
+      if (SmallVector<Operation *> view = viewChain(
+              *gathered.getUsers().begin(), param.getArgNumber());
+          !view.empty())
+        setCopyOf(view.back(), param.getArgNumber());
   }
 
   // Everything computed from the split gradients before the updates loses

@@ -29,6 +29,10 @@ static SmallVector<StringRef> axesInUse(ModuleOp module, StringRef mesh) {
       for (auto axis : axes.getAsValueRange<StringAttr>())
         used.insert(axis);
   };
+  auto noteAxis = [&](FlatSymbolRefAttr of, StringRef axis) {
+    if (of && of.getValue() == mesh)
+      used.insert(axis);
+  };
   auto note = [&](Attribute attr) {
     attr.walk([&](ShardingAttr sharding) {
       if (sharding.getMesh().getValue() != mesh)
@@ -51,11 +55,9 @@ static SmallVector<StringRef> axesInUse(ModuleOp module, StringRef mesh) {
     else if (auto index = dyn_cast<AxisIndexOp>(op))
       noteAxes(index.getMeshAttr(), index.getAxes());
     else if (auto send = dyn_cast<SendOp>(op))
-      noteAxes(send.getMeshAttr(),
-               ArrayAttr::get(op->getContext(), {send.getAxisAttr()}));
+      noteAxis(send.getMeshAttr(), send.getAxis());
     else if (auto recv = dyn_cast<RecvOp>(op))
-      noteAxes(recv.getMeshAttr(),
-               ArrayAttr::get(op->getContext(), {recv.getAxisAttr()}));
+      noteAxis(recv.getMeshAttr(), recv.getAxis());
   });
   return SmallVector<StringRef>(used.begin(), used.end());
 }
