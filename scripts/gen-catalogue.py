@@ -179,6 +179,7 @@ def collect(records):
             "communicates": collective and bool(rec.get("communicates", 0)),
             "traffic_moved": int(rec.get("trafficMoved", 0)) if collective else 0,
             "ring_traffic": collective and bool(rec.get("ringTraffic", 0)),
+            "flops_per_element": int(rec.get("flopsPerElement", 0)),
             "group": any(a["kind"] == "group" for a in attrs),
             "summary": rec.get("summary") or "",
         })
@@ -310,6 +311,7 @@ def emit_header(ops, enums):
     w.append("  bool usesGroup;    // reads its communicator group (collectives, axis_index)")
     w.append("  int trafficMoved;  // collectives: elements moved per call, in buffers")
     w.append("  bool ringTraffic;  // collectives: a rank sends (n-1)/n of what is moved")
+    w.append("  int flopsPerElement; // compute ops: FLOPs per element of the largest tensor")
     w.append("  const AttrSpec *attrs;")
     w.append("  int numAttrs;")
     w.append("};")
@@ -340,6 +342,7 @@ def emit_header(ops, enums):
                  f"{str(op['in_place']).lower()}, {str(op['collective']).lower()}, "
                  f"{str(op['communicates']).lower()}, {str(op['group']).lower()}, "
                  f"{op['traffic_moved']}, {str(op['ring_traffic']).lower()}, "
+                 f"{op['flops_per_element']}, "
                  f"{attrs}, {len(op['attrs'])}}},")
     w.append("};")
     w.append("")

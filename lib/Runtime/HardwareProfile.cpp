@@ -227,6 +227,18 @@ HardwareProfile loadHardwareProfile(const std::string &nameOrPath) {
   return parseHardwareProfile(text.str(), nameOrPath);
 }
 
+std::optional<HardwareProfile>
+tryLoadHardwareProfile(const std::string &nameOrPath, std::string &error) {
+  try {
+    return loadHardwareProfile(nameOrPath);
+  } catch (const ProfileError &e) {
+    error = e.what();
+  } catch (const std::exception &e) {
+    error = nameOrPath + ": " + e.what();
+  }
+  return std::nullopt;
+}
+
 std::string defaultHardwareProfile() { return "h100-8x-ib400"; }
 
 std::vector<std::string> hardwareProfilePresets() {

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -80,6 +81,10 @@ HardwareProfile parseHardwareProfile(const std::string &text,
 /// A built-in preset by name, else a JSON file at that path.
 HardwareProfile loadHardwareProfile(const std::string &nameOrPath);
 /// The built-in presets' names (every profiles/*.json), in name order.
+/// loadHardwareProfile for code built without exceptions (the compiler):
+/// nullopt with the error's message in `error`.
+std::optional<HardwareProfile>
+tryLoadHardwareProfile(const std::string &nameOrPath, std::string &error);
 std::vector<std::string> hardwareProfilePresets();
 /// The preset used when none is named: h100-8x-ib400.
 std::string defaultHardwareProfile();

@@ -330,6 +330,13 @@ def ReportPass : Pass<"par-report", "::mlir::ModuleOp"> {
     reduce-scatter to the update); activations are forward values the
     backward pass reads. See docs/training.md.
 
+    For a partitioned function, last, the predicted time of one call on a
+    hardware profile (docs/auto-shard.md): compute (each op's FLOPs at the
+    GEMM or memory-bound share of the peak, or its bytes over the memory
+    bandwidth), communication (each collective's alpha-beta time on the
+    link level its axes span), the part of it exposed, the step, the model
+    FLOPs (global shapes, par.model_flops) and MFU.
+
     `par-opt --report` schedules and prints this to standard error after
     all other passes.
   }];
@@ -341,6 +348,10 @@ def ReportPass : Pass<"par-report", "::mlir::ModuleOp"> {
            "Byte alignment of every buffer in the arena">,
     Option<"toStderr", "to-stderr", "bool", /*default=*/"false",
            "Print to standard error instead of standard output">,
+    Option<"hardware", "hardware", "std::string", /*default=*/"\"\"",
+           "Hardware profile of the predicted step (a preset or a JSON "
+           "file; default: the one --auto-shard planned with, else "
+           "h100-8x-ib400)">,
   ];
 }
 

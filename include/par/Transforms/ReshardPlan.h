@@ -86,6 +86,15 @@ llvm::SmallVector<int64_t> localShape(llvm::ArrayRef<int64_t> axisSizes,
 /// (an all-reduce twice its buffer) and the bytes one rank sends.
 struct ReshardCost {
   int64_t collectives = 0, movedElements = 0, sentBytes = 0;
+  /// Per step that communicates: its kind and axes, the devices in each of
+  /// its groups, the larger of its per-device buffers before and after,
+  /// and the bytes one rank sends (what a time model prices).
+  struct Step {
+    ReshardStepKind kind;
+    llvm::SmallVector<int32_t, 2> axes;
+    int64_t group = 1, bufferBytes = 0, sentBytes = 0;
+  };
+  llvm::SmallVector<Step, 2> steps;
 };
 ReshardCost reshardCost(llvm::ArrayRef<int64_t> axisSizes,
                         llvm::ArrayRef<int64_t> shape, int64_t elementBytes,

@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/TrainingStep.h"
+#include "par/Transforms/CostModel.h"
 #include "par/Transforms/MemoryPlan.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReportFormat.h"
@@ -200,6 +201,10 @@ struct CommRow {
   int64_t count = 0, elements = 0, volume = 0, bytes = 0, sent = 0;
 };
 
+void printTraffic(
+    const std::map<std::pair<std::string, std::string>, CommRow> &byKind,
+    const CommRow &sum, llvm::raw_ostream &os);
+
 void reportFunction(func::FuncOp func, const MemoryPlan &plan,
                     llvm::raw_ostream &os) {
   Classified classes = classify(func, plan);
@@ -309,6 +314,12 @@ void reportFunction(func::FuncOp func, const MemoryPlan &plan,
     os << "  no collectives\n";
     return;
   }
+  printTraffic(byKind, sum, os);
+}
+
+void printTraffic(
+    const std::map<std::pair<std::string, std::string>, CommRow> &byKind,
+    const CommRow &sum, llvm::raw_ostream &os) {
   os << llvm::format("  %-22s %-10s %6s %14s %14s %14s\n", "collective", "axes",
                      "count", "elements", "moved", "sent bytes");
   for (auto &[key, row] : byKind)
@@ -324,8 +335,46 @@ void reportFunction(func::FuncOp func, const MemoryPlan &plan,
         "algorithms)\n";
 }
 
-struct ReportPass : public par::impl::ReportPassBase<ReportPass> {
+struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
   using ReportPassBase::ReportPassBase;
+
+  /// The predicted time of one call on the hardware profile: this pass's
+  /// `hardware`, else the one --auto-shard planned with, else the default.
+  LogicalResult reportPrediction(func::FuncOp func, llvm::raw_ostream &os) {
+    ModuleOp module = getOperation();
+    std::string profile = hardware;
+    if (profile.empty())
+      if (auto plan = module->getAttrOfType<DictionaryAttr>(
+              ParDialect::kAutoShardAttrName))
+        if (auto name = plan.getAs<StringAttr>("hardware"))
+          profile = name.str();
+    SmallVector<int64_t> axisSizes;
+    for (MeshOp mesh : module.getOps<MeshOp>()) {
+      for (int64_t size : mesh.getAxisSizes())
+        axisSizes.push_back(size);
+      break;
+    }
+    FailureOr<MachineModel> machine = MachineModel::load(
+        profile, axisSizes, [&] { return module.emitError("--par-report: "); });
+    if (failed(machine))
+      return failure();
+    StepPrediction p = predictStep(func, *machine);
+    os << "predicted step on '" << machine->profile().name << "' ("
+       << machine->numDevices() << " devices; docs/auto-shard.md):\n";
+    os << llvm::format("  %-22s %14.6g s\n", "compute", p.computeSeconds);
+    os << llvm::format("  %-22s %14.6g s  (%lld collectives, %lld bytes "
+                       "sent per device)\n",
+                       "communication", p.commSeconds,
+                       (long long)p.collectives, (long long)p.sentBytes);
+    os << llvm::format("  %-22s %14.6g s  (collectives run between compute "
+                       "ops)\n",
+                       "exposed communication", p.exposedCommSeconds);
+    os << llvm::format("  %-22s %14.6g s\n", "step", p.stepSeconds);
+    os << llvm::format("  %-22s %14.6g    (device: %.6g)\n",
+                       "model FLOPs", p.modelFlops, p.deviceFlops);
+    os << llvm::format("  %-22s %13.2f %%\n", "MFU", 100 * p.mfu);
+    return success();
+  }
 
   void runOnOperation() override {
     if (failed(checkAlignment(getOperation(), "par-report", alignment)))
@@ -339,6 +388,9 @@ struct ReportPass : public par::impl::ReportPassBase<ReportPass> {
       if (failed(plan))
         return signalPassFailure();
       reportFunction(func, *plan, os);
+      if (func->hasAttr(ParDialect::kPartitionedAttrName) &&
+          failed(reportPrediction(func, os)))
+        return signalPassFailure();
     }
     os.flush();
   }

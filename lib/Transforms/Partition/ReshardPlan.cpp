@@ -473,17 +473,19 @@ ReshardCost mlir::par::reshardCost(ArrayRef<int64_t> axisSizes,
     };
     int64_t elements = std::max(count(*before), count(step.after));
     before = &step.after;
+    int64_t group = 1;
+    for (int32_t axis : step.axes)
+      group *= axisSizes[axis];
     if (step.kind == ReshardStepKind::Exchange) {
       int64_t moved = ::par::exchange::busiestMember(
           exchangeGeometry(axisSizes, shape, step));
       ++cost.collectives;
       cost.movedElements += moved;
       cost.sentBytes += moved * elementBytes;
+      cost.steps.push_back({step.kind, step.axes, group,
+                            elements * elementBytes, moved * elementBytes});
       continue;
     }
-    int64_t group = 1;
-    for (int32_t axis : step.axes)
-      group *= axisSizes[axis];
     const ::par::catalogue::OpSpec *spec =
         ::par::catalogue::findOp(stringifyReshardStep(step.kind));
     // A permute whose members all keep their piece moves nothing.
@@ -492,11 +494,14 @@ ReshardCost mlir::par::reshardCost(ArrayRef<int64_t> axisSizes,
       moves |= step.pairs[i] != step.pairs[i + 1];
     ::par::catalogue::Traffic traffic =
         ::par::catalogue::collectiveTraffic(*spec, group, moves);
+    int64_t sent = int64_t(traffic.share * double(elements * elementBytes) + 0.5);
     if (spec->communicates)
       ++cost.collectives;
+    if (traffic.moved > 0)
+      cost.steps.push_back(
+          {step.kind, step.axes, group, elements * elementBytes, sent});
     cost.movedElements += int64_t(traffic.moved) * elements;
-    cost.sentBytes +=
-        int64_t(traffic.share * double(elements * elementBytes) + 0.5);
+    cost.sentBytes += sent;
   }
   return cost;
 }

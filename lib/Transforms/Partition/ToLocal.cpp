@@ -543,6 +543,9 @@ LogicalResult Localizer::run() {
     return success();
   // The runtime's view of the arguments comes from global types.
   inferInputRoles(func);
+  func->setAttr(ParDialect::kModelFlopsAttrName,
+                FloatAttr::get(Float64Type::get(func.getContext()),
+                               totalFlops(func)));
   Block &body = func.getBody().front();
   for (BlockArgument arg : body.getArguments())
     if (failed(recordAndCheck(arg, func,

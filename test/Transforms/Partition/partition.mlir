@@ -12,7 +12,9 @@ par.mesh @mesh <["dp"=2, "tp"=4]>
 // CHECK-SAME: %arg0: tensor<4x16xf32> {par.global_sharding = #par.sharding<@mesh, [{"dp"}, {}]>, par.global_type = tensor<8x16xf32>}
 // CHECK-SAME: %arg1: tensor<16x16xf32>
 // CHECK-SAME: %arg2: tensor<16x16xf32>
-// CHECK-SAME: -> (tensor<4x16xf32> {{.*}}) attributes {par.partitioned}
+// Model FLOPs on global shapes: two 8x16x64 products (2 each) and a GELU
+// over 8x64 (8 each): 2 x 16384 + 4096.
+// CHECK-SAME: -> (tensor<4x16xf32> {{.*}}) attributes {par.model_flops = 3.686400e+04 : f64, par.partitioned}
 // CHECK-NOT: par.all_
 // CHECK: par.gelu
 // CHECK-NEXT: %[[Y:.*]] = par.dot {{.*}} -> tensor<4x16xf32>

@@ -41,16 +41,68 @@ int64_t mlir::par::bytesOf(llvm::ArrayRef<int64_t> shape, Type elementType) {
 }
 
 //===----------------------------------------------------------------------===//
-// Collectives
+// Compute
 //===----------------------------------------------------------------------===//
 
-/// The catalogue's entry of a collective (generated from the same ODS).
+/// The catalogue's entry of an op (generated from the same ODS).
 static const ::par::catalogue::OpSpec &catalogueSpec(Operation *op) {
   const ::par::catalogue::OpSpec *spec =
       ::par::catalogue::findOp(op->getName().stripDialect().str().c_str());
-  assert(spec && "a collective missing from the generated catalogue");
+  assert(spec && "an op missing from the generated catalogue");
   return *spec;
 }
+
+static double elementsOf(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type && type.hasStaticShape() ? double(type.getNumElements()) : 0.0;
+}
+
+OpWork mlir::par::elementWork(Operation *op) {
+  // Ops the catalogue does not list never run (sharding constraints and
+  // reshards become collectives or nothing): no work.
+  const ::par::catalogue::OpSpec *spec =
+      ::par::catalogue::findOp(op->getName().stripDialect().str().c_str());
+  if (!spec)
+    return {};
+  double largest = 0;
+  for (Value operand : op->getOperands())
+    largest = std::max(largest, elementsOf(operand));
+  for (Value result : op->getResults())
+    largest = std::max(largest, elementsOf(result));
+  return {spec->flopsPerElement * largest, false};
+}
+
+double mlir::par::totalFlops(Operation *root) {
+  double flops = 0;
+  root->walk(
+      [&](ShardingRuleOpInterface op) { flops += op.getWork().flops; });
+  return flops;
+}
+
+OpWork DotOp::getWork() {
+  // One point per combination of batch, free and contracted indices: the
+  // product of the rule's factor sizes.
+  double points = 1;
+  ShardingRule rule = getShardingRule();
+  for (const Factor &factor : rule.getFactors())
+    points *= double(factor.size);
+  return {catalogueSpec(getOperation()).flopsPerElement * points, true};
+}
+
+OpWork AttentionOp::getWork() {
+  // q [B, S, H, D] against k [B, T, Hkv, D] gives B x H x S x T scores of D
+  // products each, then as many rows of T weights times v's Dv columns.
+  ArrayRef<int64_t> q = getQ().getType().getShape(),
+                    v = getV().getType().getShape();
+  double rows = double(q[0]) * double(q[2]) * double(q[1]) * double(v[1]);
+  double perElement = catalogueSpec(getOperation()).flopsPerElement;
+  return {perElement * rows * double(q[3] + v[3]), true};
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
 
 bool CollectiveOpInterface::communicates() {
   return catalogueSpec(getOperation()).communicates;

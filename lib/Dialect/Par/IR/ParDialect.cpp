@@ -252,6 +252,20 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                              << attr.getValue();
     return success();
   }
+  if (attr.getName() == kModelFlopsAttrName) {
+    auto flops = dyn_cast<FloatAttr>(attr.getValue());
+    if (!flops || !isa<FunctionOpInterface>(op) ||
+        !(flops.getValueAsDouble() >= 0))
+      return op->emitError() << "'" << kModelFlopsAttrName
+                             << "' is a non-negative float on a function";
+    return success();
+  }
+  if (attr.getName() == kAutoShardAttrName) {
+    if (!isa<DictionaryAttr>(attr.getValue()) || !isa<ModuleOp>(op))
+      return op->emitError() << "'" << kAutoShardAttrName
+                             << "' is a dictionary on the module";
+    return success();
+  }
   if (attr.getName() == kLayerAttrName) {
     auto layer = dyn_cast<IntegerAttr>(attr.getValue());
     if (!layer || layer.getInt() < 0)

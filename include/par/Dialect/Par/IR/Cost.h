@@ -9,6 +9,7 @@
 #ifndef PAR_DIALECT_PAR_IR_COST_H
 #define PAR_DIALECT_PAR_IR_COST_H
 
+#include "mlir/IR/Operation.h"
 #include "mlir/IR/Types.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -55,6 +56,22 @@ struct CollectiveCost {
   /// whose every piece is already local): the op is a local copy.
   bool moves = true;
 };
+
+/// What a compute op does on its global shapes (ShardingRuleOpInterface's
+/// getWork): floating-point operations, and whether they run as a matrix
+/// product (a GEMM reaches a different share of the peak than the
+/// memory-bound ops). Splitting a factor of the op's rule over n devices
+/// divides the FLOPs by n.
+struct OpWork {
+  double flops = 0;
+  bool matmul = false;
+};
+
+/// The default work of a compute op: the catalogue's flopsPerElement times
+/// the elements of its largest operand or result.
+OpWork elementWork(Operation *op);
+/// FLOPs of the compute ops nested in `root`, each op's work once.
+double totalFlops(Operation *root);
 
 /// How an op carries partial sums (LinearOpInterface): `Each` ops are linear
 /// in one operand when the others are fixed (sum_i(x_i) * y = sum_i(x_i * y));

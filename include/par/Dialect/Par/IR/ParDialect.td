@@ -54,6 +54,14 @@ def Par_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kLayerAttrName = "par.layer";
     static constexpr ::llvm::StringLiteral kPartitionedAttrName =
         "par.partitioned";
+    /// On a partitioned function: the FLOPs of one call on global shapes
+    /// (each compute op's work once), what MFU is measured against.
+    static constexpr ::llvm::StringLiteral kModelFlopsAttrName =
+        "par.model_flops";
+    /// On the module: what --auto-shard planned with and chose (hardware
+    /// profile, memory limit, axis roles, ZeRO stage, predicted step).
+    static constexpr ::llvm::StringLiteral kAutoShardAttrName =
+        "par.auto_shard";
     /// On the arguments and results of a partitioned function: the global
     /// type and the sharding that the local value is a piece of.
     static constexpr ::llvm::StringLiteral kGlobalTypeAttrName =

@@ -16,6 +16,13 @@ def Par_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
     InterfaceMethod<
       "Returns the factor mapping of this op's operands and results.",
       "::mlir::par::ShardingRule", "getShardingRule", (ins)>,
+    InterfaceMethod<[{
+      The op's work on global shapes (Cost.h): FLOPs, and whether they run
+      as a matrix product. Splitting a factor of the rule over n devices
+      divides it by n. By default the catalogue's `flopsPerElement` times
+      the elements of the op's largest tensor.
+    }], "::mlir::par::OpWork", "getWork", (ins), "",
+      "return ::mlir::par::elementWork($_op);">,
   ];
 }
 

@@ -44,9 +44,18 @@ def Par_Index : Type<
 }
 
 // Compute ops state their factor mapping; the rule lives in ParRules.cpp.
-class Par_ComputeOp<string mnemonic, list<Trait> traits = []>
+// `overrides` names the interface's default methods an op defines itself
+// (getWork: ops whose FLOPs are not a count per element).
+class Par_ComputeOp<string mnemonic, list<Trait> traits = [],
+                    list<string> overrides = []>
     : Par_Op<mnemonic, !listconcat(traits, [Pure,
-        DeclareOpInterfaceMethods<Par_ShardingRuleOpInterface>])>;
+        DeclareOpInterfaceMethods<Par_ShardingRuleOpInterface, overrides>])> {
+  // FLOPs per element of the op's largest tensor (ShardingRuleOpInterface's
+  // getWork by default; the cost model and the catalogue read it): 0 for
+  // ops that only move data, 1 for an arithmetic op, more for ops that do
+  // several per element (conventional counts: a transcendental is one).
+  int flopsPerElement = 1;
+}
 
 //===----------------------------------------------------------------------===//
 // Mesh
@@ -143,10 +152,16 @@ def Par_TanhOp : Par_UnaryOp<"tanh", "tanh(x)">;
 def Par_SqrtOp : Par_UnaryOp<"sqrt", "sqrt(x)">;
 def Par_RsqrtOp : Par_UnaryOp<"rsqrt", "1 / sqrt(x)">;
 def Par_GeluOp : Par_UnaryOp<"gelu",
-    "0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))">;
-def Par_SiluOp : Par_UnaryOp<"silu", "x * sigmoid(x)">;
+    "0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))"> {
+  let flopsPerElement = 8;
+}
+def Par_SiluOp : Par_UnaryOp<"silu", "x * sigmoid(x)"> {
+  let flopsPerElement = 4;
+}
 def Par_ReluOp : Par_UnaryOp<"relu", "max(x, 0)", Par_NumTensor>;
-def Par_SigmoidOp : Par_UnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
+def Par_SigmoidOp : Par_UnaryOp<"sigmoid", "1 / (1 + exp(-x))"> {
+  let flopsPerElement = 4;
+}
 
 def Par_CompareOp : Par_ElementwiseOp<"compare", [SameTypeOperands,
     TypesMatchWith<"result is an i1 tensor of the operands' shape", "lhs",
@@ -185,6 +200,7 @@ def Par_SelectOp : Par_ElementwiseOp<"select", [Par_InPlace,
 def Par_ConvertOp : Par_ElementwiseOp<"convert", [
     AllShapesMatch<["input", "result"]>,
     DeclareOpInterfaceMethods<Par_LinearOpInterface, ["getLinearity"]>]> {
+  let flopsPerElement = 0;
   let summary = "elementwise element-type conversion";
   let description = [{
     Converts each element to the result's element type (round to nearest
@@ -201,6 +217,7 @@ def Par_ConvertOp : Par_ElementwiseOp<"convert", [
 
 def Par_ConstantOp : Par_ComputeOp<"constant", [ConstantLike,
     InferTypeOpAdaptor, DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
+  let flopsPerElement = 0;
   let summary = "a tensor constant";
   let description = [{
     ```mlir
@@ -219,6 +236,7 @@ def Par_ConstantOp : Par_ComputeOp<"constant", [ConstantLike,
 //===----------------------------------------------------------------------===//
 
 def Par_BroadcastOp : Par_ComputeOp<"broadcast", [SameOperandsAndResultElementType]> {
+  let flopsPerElement = 0;
   let summary = "broadcast_in_dim: place operand dims at result positions";
   let description = [{
     Operand dimension `i` becomes result dimension `dims[i]` (strictly
@@ -270,6 +288,7 @@ def Par_ReduceOp : Par_ComputeOp<"reduce", [
 }
 
 def Par_TransposeOp : Par_ComputeOp<"transpose", [Par_LinearOpInterface]> {
+  let flopsPerElement = 0;
   let summary = "permute dimensions";
   let description = [{
     Result dimension `i` is operand dimension `perm[i]`.
@@ -297,6 +316,7 @@ def Par_TransposeOp : Par_ComputeOp<"transpose", [Par_LinearOpInterface]> {
 
 def Par_ReshapeOp : Par_ComputeOp<"reshape", [SameOperandsAndResultElementType,
     Par_LinearOpInterface]> {
+  let flopsPerElement = 0;
   let summary = "reshape to a shape with the same element count";
   let description = [{
     Row-major reshape.
@@ -317,6 +337,7 @@ def Par_ReshapeOp : Par_ComputeOp<"reshape", [SameOperandsAndResultElementType,
 
 def Par_SliceOp : Par_ComputeOp<"slice", [
     DeclareOpInterfaceMethods<Par_LocalFormOpInterface>, Par_LinearOpInterface]> {
+  let flopsPerElement = 0;
   let summary = "static strided slice";
   let description = [{
     Takes elements `starts[d], starts[d] + strides[d], ...` below
@@ -355,6 +376,7 @@ def Par_SliceOp : Par_ComputeOp<"slice", [
 
 def Par_ConcatOp : Par_ComputeOp<"concat", [
     DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
+  let flopsPerElement = 0;
   let summary = "concatenate along one dimension";
   let description = [{
     ```mlir
@@ -385,6 +407,7 @@ def Par_ConcatOp : Par_ComputeOp<"concat", [
 def Par_PadOp : Par_ComputeOp<"pad", [SameOperandsAndResultElementType,
     DeclareOpInterfaceMethods<Par_LocalFormOpInterface>,
     DeclareOpInterfaceMethods<Par_LinearOpInterface, ["getLinearity"]>]> {
+  let flopsPerElement = 0;
   let summary = "pad with a constant: low, high and interior per dimension";
   let description = [{
     Each dimension gets `low` elements before, `high` after and `interior`
@@ -423,7 +446,10 @@ def Par_PadOp : Par_ComputeOp<"pad", [SameOperandsAndResultElementType,
 //===----------------------------------------------------------------------===//
 
 def Par_DotOp : Par_ComputeOp<"dot", [
-    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>, Par_LinearOpInterface]> {
+    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>, Par_LinearOpInterface],
+    ["getWork"]> {
+  // A multiply and an add per point of batch x free x contracted dims.
+  let flopsPerElement = 2;
   let summary = "general contraction with batch and contracting dims";
   let description = [{
     Result dimensions are the batch dimensions (in `batch` order), then the
@@ -473,6 +499,7 @@ def Par_DotOp : Par_ComputeOp<"dot", [
 
 def Par_SoftmaxOp : Par_ComputeOp<"softmax", [SameOperandsAndResultType,
     DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
+  let flopsPerElement = 5;
   let summary = "softmax along one dimension";
   let description = [{
     ```mlir
@@ -492,6 +519,7 @@ def Par_SoftmaxOp : Par_ComputeOp<"softmax", [SameOperandsAndResultType,
 
 def Par_LogSoftmaxOp : Par_ComputeOp<"log_softmax", [SameOperandsAndResultType,
     DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
+  let flopsPerElement = 5;
   let summary = "log of the softmax along one dimension";
   let description = [{
     `x - max(x) - log(sum(exp(x - max(x))))` along `dim`, computed without
@@ -541,6 +569,7 @@ def Par_ArgMinOp : Par_ArgReduceOp<"argmin", "smallest">;
 def Par_LayerNormOp : Par_ComputeOp<"layer_norm", [
     DeclareOpInterfaceMethods<Par_LocalFormOpInterface>,
     AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>]> {
+  let flopsPerElement = 8;
   let summary = "layer normalization over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * gamma + beta`, statistics over the
@@ -568,6 +597,7 @@ def Par_LayerNormOp : Par_ComputeOp<"layer_norm", [
 def Par_RmsNormOp : Par_ComputeOp<"rms_norm", [
     DeclareOpInterfaceMethods<Par_LocalFormOpInterface>,
     AllTypesMatch<["input", "result"]>]> {
+  let flopsPerElement = 5;
   let summary = "RMS normalization over the last dimension";
   let description = [{
     `x / sqrt(mean(x^2) + epsilon) * gamma`, over the last dimension.
@@ -586,7 +616,9 @@ def Par_RmsNormOp : Par_ComputeOp<"rms_norm", [
 }
 
 def Par_AttentionOp : Par_ComputeOp<"attention", [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>,
-    AllTypesMatch<["q", "result"]>, AllTypesMatch<["k", "v"]>]> {
+    AllTypesMatch<["q", "result"]>, AllTypesMatch<["k", "v"]>], ["getWork"]> {
+  // Per point of its two products (scores, then scores x values).
+  let flopsPerElement = 2;
   let summary = "scaled dot-product attention with grouped KV heads";
   let description = [{
     Layout `[batch, seq, heads, head_dim]`. `q` has `H` heads, `k` and `v`
@@ -620,6 +652,7 @@ def Par_AttentionOp : Par_ComputeOp<"attention", [DeclareOpInterfaceMethods<Par_
 def Par_EmbeddingOp : Par_ComputeOp<"embedding", [
     DeclareOpInterfaceMethods<Par_DataOperandOpInterface>,
     DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
+  let flopsPerElement = 0;
   let summary = "row lookup in an embedding table";
   let description = [{
     `result[i..., :] = table[ids[i...], :]`; ids outside `[0, V)` give zeros.
@@ -689,6 +722,7 @@ def Par_ScatterAddOp : Par_ComputeOp<"scatter_add", [DeclareOpInterfaceMethods<P
 }
 
 def Par_GatherOp : Par_ComputeOp<"gather", [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
+  let flopsPerElement = 0;
   let summary = "read slices of an operand at integer indices";
   let description = [{
     The counterpart of `par.scatter_add`. `dims` lists the operand
@@ -736,6 +770,7 @@ def Par_GatherOp : Par_ComputeOp<"gather", [DeclareOpInterfaceMethods<Par_LocalF
 def Par_CrossEntropyOp : Par_ComputeOp<"cross_entropy", [
     DeclareOpInterfaceMethods<Par_DataOperandOpInterface>,
     DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
+  let flopsPerElement = 5;
   let summary = "softmax cross-entropy, mean over tokens";
   let description = [{
     `mean over tokens of (logsumexp(logits[t, :]) - logits[t, labels[t]])`;
@@ -765,6 +800,7 @@ def Par_CrossEntropyOp : Par_ComputeOp<"cross_entropy", [
 }
 
 def Par_RopeOp : Par_ComputeOp<"rope", [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>, AllTypesMatch<["input", "result"]>]> {
+  let flopsPerElement = 6;
   let summary = "rotary position embedding";
   let description = [{
     Layout `[batch, seq, heads, head_dim]`, `head_dim` even. Position `p`
@@ -797,6 +833,7 @@ def Par_AdamWOp : Par_ComputeOp<"adamw", [Par_InPlace,
                               ["getStates", "getNewStates"]>,
     AllTypesMatch<["param", "m", "v", "new_param", "new_m", "new_v"]>,
     AllShapesMatch<["param", "grad"]>]> {
+  let flopsPerElement = 16;
   let summary = "one AdamW update of a parameter and its moments";
   let description = [{
     With `t = step` (1-based) and learning rate `lr` (0-d tensors):
@@ -828,6 +865,7 @@ def Par_SgdOp : Par_ComputeOp<"sgd", [Par_InPlace,
     DeclareOpInterfaceMethods<Par_OptimizerUpdateOpInterface,
                               ["getStates", "getNewStates"]>,
     AllTypesMatch<["param", "new_param"]>, AllShapesMatch<["param", "grad"]>]> {
+  let flopsPerElement = 4;
   let summary = "one SGD update, with or without momentum";
   let description = [{
     `b' = momentum b + (g + wd p)`, `p' = p - lr b'` (with `nesterov`:

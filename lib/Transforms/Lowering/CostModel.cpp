@@ -1,0 +1,206 @@
+//===- CostModel.cpp - predicted step time of a plan on a machine ---------===//
+#include "par/Transforms/CostModel.h"
+
+#include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Transforms/MemoryPlan.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::par;
+namespace rt = ::par::rt;
+
+MachineModel::MachineModel(rt::HardwareProfile profile,
+                           ArrayRef<int64_t> axisSizes)
+    : hw(std::move(profile)), sizes(axisSizes) {
+  levels = hw.axisLevels(std::vector<int64_t>(sizes.begin(), sizes.end()));
+}
+
+FailureOr<MachineModel>
+MachineModel::load(StringRef nameOrPath, ArrayRef<int64_t> axisSizes,
+                   function_ref<InFlightDiagnostic()> emitError) {
+  std::string error;
+  std::string name = nameOrPath.empty() ? rt::defaultHardwareProfile()
+                                        : nameOrPath.str();
+  std::optional<rt::HardwareProfile> profile =
+      rt::tryLoadHardwareProfile(name, error);
+  if (!profile)
+    return emitError() << error;
+  return MachineModel(std::move(*profile), axisSizes);
+}
+
+int64_t MachineModel::numDevices() const {
+  int64_t n = 1;
+  for (int64_t size : sizes)
+    n *= size;
+  return n;
+}
+
+double MachineModel::peakFlops(Type elementType) const {
+  std::optional<rt::DType> dtype;
+  if (std::optional<ProgramDType> name = programDType(elementType))
+    dtype = rt::parseDType(name->name.str());
+  if (dtype) {
+    auto it = hw.peakFlops.find(*dtype);
+    if (it != hw.peakFlops.end())
+      return it->second;
+  }
+  auto f32 = hw.peakFlops.find(rt::DType::F32);
+  if (f32 != hw.peakFlops.end())
+    return f32->second;
+  // A profile lists at least one element type (the parser checks it).
+  return hw.peakFlops.begin()->second;
+}
+
+double MachineModel::computeSeconds(const OpWork &work, double bytes,
+                                    Type elementType) const {
+  double peak = peakFlops(elementType);
+  if (work.matmul)
+    return work.flops / (peak * hw.gemmEfficiency);
+  double flopSeconds = work.flops / (peak * hw.memoryBoundEfficiency);
+  double byteSeconds =
+      bytes / (hw.memoryBandwidth * hw.memoryBoundEfficiency);
+  return std::max(flopSeconds, byteSeconds);
+}
+
+double MachineModel::collectiveSeconds(StringRef name, ArrayRef<int32_t> axes,
+                                       double bufferBytes,
+                                       double sentBytes) const {
+  int64_t group = 1;
+  size_t level = 0;
+  for (int32_t axis : axes) {
+    group *= sizes[axis];
+    level = std::max(level, levels[axis]);
+  }
+  if (group <= 1)
+    return 0;
+  std::optional<rt::CollectiveKind> kind =
+      llvm::StringSwitch<std::optional<rt::CollectiveKind>>(name)
+          .Case("all_reduce", rt::CollectiveKind::AllReduce)
+          .Case("all_gather", rt::CollectiveKind::AllGather)
+          .Case("reduce_scatter", rt::CollectiveKind::ReduceScatter)
+          .Case("all_to_all", rt::CollectiveKind::AllToAll)
+          .Default(std::nullopt);
+  if (kind)
+    return hw.collectiveSeconds(*kind, group, level, bufferBytes);
+  // Point to point (a permute, an exchange): one message per peer at most,
+  // what a rank sends over the link.
+  const rt::LinkLevel &link = hw.links[level];
+  return sentBytes == 0 ? 0 : link.latency + sentBytes / link.bandwidth;
+}
+
+double MachineModel::reshardSeconds(const ReshardCost &cost) const {
+  double seconds = 0;
+  for (const ReshardCost::Step &step : cost.steps)
+    seconds += collectiveSeconds(stringifyReshardStep(step.kind), step.axes,
+                                 double(step.bufferBytes),
+                                 double(step.sentBytes));
+  return seconds;
+}
+
+/// Bytes of every ranked tensor an op reads and writes.
+static double touchedBytes(Operation *op) {
+  double bytes = 0;
+  auto add = [&](Value value) {
+    if (auto type = dyn_cast<RankedTensorType>(value.getType()))
+      if (type.hasStaticShape())
+        bytes += double(bytesOf(type.getShape(), type.getElementType()));
+  };
+  for (Value operand : op->getOperands())
+    add(operand);
+  for (Value result : op->getResults())
+    add(result);
+  return bytes;
+}
+
+/// The element type an op computes in: its first result's.
+static Type computeType(Operation *op) {
+  for (Value value : llvm::concat<Value>(op->getResults(), op->getOperands()))
+    if (auto type = dyn_cast<RankedTensorType>(value.getType()))
+      return type.getElementType();
+  return {};
+}
+
+/// The mesh axis indices `collective` runs over.
+static SmallVector<int32_t> axisIndices(CollectiveOpInterface collective) {
+  SmallVector<int32_t> indices;
+  auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(
+      collective, collective.getMeshAttr());
+  if (!mesh)
+    return indices;
+  for (StringAttr axis : collective.getAxes().getAsRange<StringAttr>())
+    if (int64_t index = mesh.getAxisIndex(axis.getValue()); index >= 0)
+      indices.push_back(int32_t(index));
+  return indices;
+}
+
+StepPrediction mlir::par::predictStep(func::FuncOp func,
+                                      const MachineModel &machine) {
+  StepPrediction p;
+  func.walk([&](Operation *op) {
+    if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
+      CollectiveCost cost = collective.getCost();
+      if (!cost.moves || cost.sent == 0)
+        return;
+      ++p.collectives;
+      p.sentBytes += cost.sent;
+      p.commSeconds += machine.collectiveSeconds(
+          op->getName().stripDialect(), axisIndices(collective),
+          double(cost.bytes), double(cost.sent));
+      return;
+    }
+    auto rule = dyn_cast<ShardingRuleOpInterface>(op);
+    if (!rule)
+      return;
+    OpWork work = rule.getWork();
+    p.deviceFlops += work.flops;
+    p.computeSeconds +=
+        machine.computeSeconds(work, touchedBytes(op), computeType(op));
+  });
+  p.exposedCommSeconds = p.commSeconds;
+  p.stepSeconds = p.computeSeconds + p.exposedCommSeconds;
+  if (auto flops = func->getAttrOfType<FloatAttr>(
+          ParDialect::kModelFlopsAttrName))
+    p.modelFlops = flops.getValueAsDouble();
+  if (p.modelFlops > 0 && p.stepSeconds > 0) {
+    // The peak of the type the model's products run in: the first matmul's.
+    Type type;
+    func.walk([&](ShardingRuleOpInterface op) {
+      if (!type && op.getWork().matmul)
+        type = computeType(op);
+    });
+    double peak = type ? machine.peakFlops(type)
+                       : machine.peakFlops(Float32Type::get(func.getContext()));
+    p.mfu = p.modelFlops /
+            (p.stepSeconds * double(machine.numDevices()) * peak);
+  }
+  return p;
+}
+
+std::optional<int64_t> mlir::par::parseByteSize(StringRef text) {
+  text = text.trim();
+  size_t digits = 0;
+  while (digits < text.size() &&
+         (isdigit(text[digits]) || text[digits] == '.'))
+    ++digits;
+  double number;
+  if (digits == 0 || text.take_front(digits).getAsDouble(number))
+    return std::nullopt;
+  double unit = llvm::StringSwitch<double>(text.drop_front(digits).trim())
+                    .Case("", 1)
+                    .Cases("B", "b", 1)
+                    .Cases("KB", "kB", 1e3)
+                    .Case("MB", 1e6)
+                    .Case("GB", 1e9)
+                    .Case("TB", 1e12)
+                    .Case("KiB", 1024.0)
+                    .Case("MiB", 1024.0 * 1024)
+                    .Case("GiB", 1024.0 * 1024 * 1024)
+                    .Case("TiB", 1024.0 * 1024 * 1024 * 1024)
+                    .Default(-1);
+  if (unit < 0 || number * unit < 1 || number * unit > 9.2e18)
+    return std::nullopt;
+  return int64_t(number * unit);
+}
