@@ -57,23 +57,39 @@ TEST_F(ShardingRuleTest, DotHasReductionFactor) {
                         "reduction(sum)}");
 }
 
-TEST_F(ShardingRuleTest, FlopsFromTheRule) {
+TEST_F(ShardingRuleTest, WorkWithTheOp) {
   Operation *op = firstOp(
       "(%x: tensor<8x16xf32>, %w: tensor<16x64xf32>) -> tensor<8x64xf32>",
       "%y = par.dot %x, %w contract [1] x [0] : (tensor<8x16xf32>, "
       "tensor<16x64xf32>) -> tensor<8x64xf32>\nreturn %y : tensor<8x64xf32>");
-  ShardingRule rule = cast<ShardingRuleOpInterface>(op).getShardingRule();
-  // 2 M N K for the whole dot; split i 2-way and k 4-way: an eighth each;
-  // an uneven split (i over 3) rounds up, as the padded shard computes.
-  EXPECT_EQ(rule.flopsPerDevice(), 2 * 8 * 64 * 16);
-  EXPECT_EQ(rule.flopsPerDevice({2, 1, 4}), 2 * 4 * 64 * 4);
+  auto dot = cast<ShardingRuleOpInterface>(op);
+  ShardingRule rule = dot.getShardingRule();
+  // 2 M N K for the whole dot, a matrix product; split i 2-way and k
+  // 4-way: an eighth of the points each; an uneven split (i over 3) rounds
+  // up, as the padded shard computes.
+  EXPECT_EQ(dot.getWork().flops, 2.0 * 8 * 64 * 16);
+  EXPECT_TRUE(dot.getWork().matmul);
+  EXPECT_EQ(rule.pointsPerDevice({2, 1, 4}), 4 * 64 * 4);
   EXPECT_EQ(rule.pointsPerDevice({3, 1, 1}), 3 * 64 * 16);
+  // Element-wise ops: the catalogue's FLOPs per element.
   Operation *add = firstOp(
       "(%x: tensor<8x16xf32>) -> tensor<8x16xf32>",
       "%y = par.add %x, %x : tensor<8x16xf32>\nreturn %y : tensor<8x16xf32>");
-  EXPECT_EQ(
-      cast<ShardingRuleOpInterface>(add).getShardingRule().flopsPerDevice(),
-      8 * 16);
+  EXPECT_EQ(cast<ShardingRuleOpInterface>(add).getWork().flops, 8.0 * 16);
+  EXPECT_FALSE(cast<ShardingRuleOpInterface>(add).getWork().matmul);
+  Operation *gelu = firstOp(
+      "(%x: tensor<8x16xf32>) -> tensor<8x16xf32>",
+      "%y = par.gelu %x : tensor<8x16xf32>\nreturn %y : tensor<8x16xf32>");
+  EXPECT_EQ(cast<ShardingRuleOpInterface>(gelu).getWork().flops, 8.0 * 8 * 16);
+  // Attention: B H S T (D + Dv) products of two FLOPs, grouped KV heads
+  // included (q has 4 heads, k and v 2).
+  Operation *attention = firstOp(
+      "(%q: tensor<2x8x4x16xf32>, %k: tensor<2x6x2x16xf32>, %v: "
+      "tensor<2x6x2x16xf32>) -> tensor<2x8x4x16xf32>",
+      "%o = par.attention %q, %k, %v : tensor<2x8x4x16xf32>, "
+      "tensor<2x6x2x16xf32>\nreturn %o : tensor<2x8x4x16xf32>");
+  EXPECT_EQ(cast<ShardingRuleOpInterface>(attention).getWork().flops,
+            2.0 * 2 * 4 * 8 * 6 * (16 + 16));
 }
 
 // A planner asks the sharding graph what an assignment of mesh axes to an

@@ -263,14 +263,6 @@ int64_t ShardingRule::pointsPerDevice(ArrayRef<int64_t> shards) const {
   return points;
 }
 
-int64_t ShardingRule::flopsPerDevice(ArrayRef<int64_t> shards) const {
-  bool contracts = llvm::any_of(factors, [](const Factor &factor) {
-    return factor.kind == FactorKind::Reduction &&
-           factor.combiner == FactorCombiner::Sum;
-  });
-  return (contracts ? 2 : 1) * pointsPerDevice(shards);
-}
-
 double mlir::par::paddingIdentity(FactorCombiner combiner) {
   switch (combiner) {
   case FactorCombiner::Sum:

@@ -120,12 +120,9 @@ public:
 
   /// The op's iteration space on one device when factor f is split into
   /// `shards[f]` pieces (1 for every factor when empty): the product of the
-  /// factor sizes, each rounded up (padding computes too).
+  /// factor sizes, each rounded up (padding computes too). An op's work
+  /// (ShardingRuleOpInterface::getWork) scales with it.
   int64_t pointsPerDevice(ArrayRef<int64_t> shards = {}) const;
-  /// FLOPs of the op on one device, estimated from its rule: one per point
-  /// of the iteration space, two (a multiply and an add) when a factor is
-  /// summed away (contractions). The planner's compute cost.
-  int64_t flopsPerDevice(ArrayRef<int64_t> shards = {}) const;
 
   /// Prints `([i, k], [k, j]) -> ([i, j]) {i=8, j=64, k=16 reduction(sum)}`.
   void print(llvm::raw_ostream &os) const;
