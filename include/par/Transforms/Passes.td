@@ -35,6 +35,44 @@ def SetMeshPass : Pass<"par-set-mesh", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::par::ParDialect"];
 }
 
+def AutoShardPass : Pass<"auto-shard", "::mlir::ModuleOp"> {
+  let summary = "Choose every value's sharding from a cost model (ILP, CBC)";
+  let description = [{
+    Plans the shardings of every function on the module's one mesh
+    (docs/auto-shard.md). Each mesh axis of more than one device is placed
+    by an integer program solved exactly with COIN-OR CBC (largest axis
+    first, given the axes already placed): each op chooses which factor of
+    its sharding rule the axis splits (or none), each argument which dim;
+    the objective is the predicted time (each op's work under its split,
+    and every reshard between the layout a value is produced in and the one
+    its reader needs, priced by the hardware profile), under a row that
+    bounds the per-device bytes of arguments, gradients and activations.
+    User shardings (arguments, results, constraints) are kept. Every value
+    gets a closed sharding, and a `par.sharding_constraint` marks each
+    planned reshard, so --par-propagate and --par-partition do what was
+    planned. The plan is then partitioned on a copy and its memory planned:
+    a training step whose ZeRO stage the user left open gets the smallest
+    stage (over the data axis) that fits; when none does, the error names
+    the smallest per-device memory found. The module records the plan in
+    `par.auto_shard` (profile, limit, axis roles, ZeRO stage, predicted
+    step and memory), which --report prints.
+
+    ```sh
+    par-opt model.mlir --auto-shard --mesh=4x4x2 --report -o plan.mlir
+    par-opt model.mlir --auto-shard="hardware=a100-8x-ib200 memory=40GiB" --mesh=dp=8,tp=8
+    ```
+  }];
+  let options = [
+    Option<"hardware", "hardware", "std::string", /*default=*/"\"\"",
+           "Hardware profile: a preset (h100-8x-ib400, a100-8x-ib200, "
+           "cpu-local) or a JSON file; default h100-8x-ib400">,
+    Option<"memory", "memory", "std::string", /*default=*/"\"\"",
+           "Per-device memory limit (40GiB, 80GB, bytes); default the "
+           "profile's memory_bytes">,
+  ];
+  let dependentDialects = ["::mlir::par::ParDialect"];
+}
+
 def SummaryPass : Pass<"par-summary", "::mlir::ModuleOp"> {
   let summary = "Print a summary of meshes, functions and shardings";
   let description = [{
