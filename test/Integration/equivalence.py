@@ -77,6 +77,21 @@ def annotate(text, assignments):
     return text
 
 
+# `// SHARDING: MESH | auto`: no annotations; --auto-shard plans the model
+# on a profile where compute is slow next to the links, so the plan splits.
+AUTO = "auto"
+AUTO_PROFILE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                            "profiles", "slow-compute.json")
+
+
+def plan_inputs(text, assignments):
+    """The source to compile and the passes that plan it: the model with the
+    annotations of a sharding line, or as it is with --auto-shard."""
+    if assignments == AUTO:
+        return text, [f"--auto-shard=hardware={AUTO_PROFILE}"]
+    return annotate(text, assignments), []
+
+
 def parse_shardings(text):
     configs = []
     for line in text.splitlines():
@@ -84,6 +99,9 @@ def parse_shardings(text):
         if not m:
             continue
         mesh = m.group(1).strip()
+        if m.group(2).strip() == "auto":
+            configs.append((mesh, AUTO))
+            continue
         assignments = re.findall(r"%(\w+)=(\[.*?\])(?=\s+%|\s*$)", m.group(2).strip())
         configs.append((mesh, assignments))
     return configs
@@ -163,9 +181,11 @@ def main():
             src = os.path.join(args.work, f"{name}.{i}.mlir")
             prog = os.path.join(args.work, f"{name}.{i}.json")
             out = os.path.join(args.work, f"{name}.{i}.out.json")
+            auto = assignments == AUTO
+            source, plan = plan_inputs(text, assignments)
             with open(src, "w") as f:
-                f.write(annotate(text, assignments))
-            ok = run([par_opt, src, f"--mesh={mesh}", *passes, "--par-propagate", "--par-partition",
+                f.write(source)
+            ok = run([par_opt, src, f"--mesh={mesh}", *passes, *plan, "--par-propagate", "--par-partition",
                       f"--emit-program={prog}", "-o", os.devnull],
                      f"{name}: compile for {mesh}") is not None
             log = ok and run([par_run, prog, "--steps", steps, "--log-every", "1",
@@ -185,7 +205,8 @@ def main():
             peak_ok = all(m == memory["planned"] for m in memory["measured"])
             passed = err < args.tolerance and peak_ok
             failures += not passed
-            print(f"{name:<22} {mesh:<16} {ranks_of(mesh):>5} {collectives:>11} "
+            label = f"{mesh} auto" if auto else mesh
+            print(f"{name:<22} {label:<16} {ranks_of(mesh):>5} {collectives:>11} "
                   f"{err:>12.3e} {str(peak_ok):>11}  {'PASS' if passed else 'FAIL'}")
     print(f"{failures} failure(s)", flush=True)
     return 1 if failures else 0

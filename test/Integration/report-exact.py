@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from equivalence import annotate, model_files, parse_shardings  # noqa: E402
+from equivalence import model_files, parse_shardings, plan_inputs  # noqa: E402
 
 
 def report_numbers(text):
@@ -52,10 +52,11 @@ def main():
             src = os.path.join(args.work, f"{name}.{i}.mlir")
             prog = os.path.join(args.work, f"{name}.{i}.json")
             out = os.path.join(args.work, f"{name}.{i}.out.json")
+            source, plan = plan_inputs(text, assignments)
             with open(src, "w") as f:
-                f.write(annotate(text, assignments))
+                f.write(source)
             compiled = subprocess.run(
-                [tool("par-opt"), src, f"--mesh={mesh}", *passes, "--par-propagate",
+                [tool("par-opt"), src, f"--mesh={mesh}", *passes, *plan, "--par-propagate",
                  "--par-partition", "--report", f"--emit-program={prog}", "-o", os.devnull],
                 capture_output=True, text=True)
             ran = compiled.returncode == 0 and subprocess.run(

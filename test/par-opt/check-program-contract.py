@@ -48,8 +48,9 @@ def cases(root):
         passes = shlex.split(passes.group(1)) if passes else []
         yield name, model, passes
         for i, (mesh, assignments) in enumerate(equivalence.parse_shardings(text)):
-            yield f"{name}.{i}", (model, equivalence.annotate(text, assignments)), \
-                [f"--mesh={mesh}"] + passes + partition
+            source, plan = equivalence.plan_inputs(text, assignments)
+            yield f"{name}.{i}", (model, source), \
+                [f"--mesh={mesh}"] + passes + plan + partition
 
 
 def emit(work, name, source, flags):

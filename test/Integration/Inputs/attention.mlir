@@ -8,6 +8,7 @@
 // SHARDING: sp=4 | %x=[{}, {"sp"}, {}]
 // SHARDING: dp=2,sp=2,tp=2 | %x=[{"dp"}, {"sp"}, {}] %wq=[{}, {"tp"}, {}]
 // SHARDING: tp=8 | %wq=[{}, {"tp"}, {}]
+// SHARDING: tp=4 | auto
 func.func @attention(%x: tensor<8x16x32xf32> {par.role = "data", par.data = "random"},
                      %wq: tensor<32x8x8xf32> {par.init = "normal(0.3)"},
                      %wk: tensor<32x4x8xf32> {par.init = "normal(0.3)"},

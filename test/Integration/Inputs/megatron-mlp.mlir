@@ -3,6 +3,8 @@
 // SHARDING: dp=2,tp=2 | %x=[{"dp"}, {}] %w1=[{}, {"tp"}] %w2=[{"tp"}, {}]
 // SHARDING: dp=2,tp=4 | %x=[{"dp"}, {}] %w1=[{}, {"tp"}] %w2=[{"tp"}, {}]
 // SHARDING: x=8 | %w1=[{}, {"x"}]
+// SHARDING: x=2 | auto
+// SHARDING: x=8 | auto
 func.func @mlp(%x: tensor<8x16xf32> {par.role = "data", par.data = "random"},
                %w1: tensor<16x64xf32> {par.init = "normal(0.25)"},
                %w2: tensor<64x16xf32> {par.init = "normal(0.125)"})

@@ -9,6 +9,7 @@
 // SHARDING: dp=4 | %ids=[{"dp"}, {}] %labels=[{"dp"}, {}]
 // SHARDING: tp=2 | %wq=[{}, {"tp"}, {}] %wk=[{}, {"tp"}, {}] %wv=[{}, {"tp"}, {}] %wo=[{"tp"}, {}, {}] %w1=[{}, {"tp"}] %w2=[{"tp"}, {}]
 // SHARDING: dp=2,tp=2 | %ids=[{"dp"}, {}] %labels=[{"dp"}, {}] %wq=[{}, {"tp"}, {}] %wk=[{}, {"tp"}, {}] %wv=[{}, {"tp"}, {}] %wo=[{"tp"}, {}, {}] %w1=[{}, {"tp"}] %w2=[{"tp"}, {}]
+// SHARDING: dp=2,tp=2 | auto
 // SHARDING: dp=2,tp=4 | %ids=[{"dp"}, {}] %labels=[{"dp"}, {}] %wte=[{"tp"}, {}] %w1=[{}, {"tp"}] %w2=[{"tp"}, {}]
 func.func @train_gpt(%ids: tensor<4x8xi32>, %labels: tensor<4x8xi32>,
                      %wte: tensor<32x16xf32> {par.name = "wte", par.init = "normal(0.3)"},

@@ -9,6 +9,8 @@
 // SHARDING: tp=2 | %wq=[{}, {"tp"}, {}] %wk=[{}, {"tp"}, {}] %wv=[{}, {"tp"}, {}] %wo=[{"tp"}, {}, {}] %wg=[{}, {"tp"}] %wu=[{}, {"tp"}] %wd=[{"tp"}, {}]
 // SHARDING: dp=2,tp=2 | %ids=[{"dp"}, {}] %labels=[{"dp"}, {}] %wq=[{}, {"tp"}, {}] %wk=[{}, {"tp"}, {}] %wv=[{}, {"tp"}, {}] %wo=[{"tp"}, {}, {}] %wg=[{}, {"tp"}] %wu=[{}, {"tp"}] %wd=[{"tp"}, {}] %wte=[{"tp"}, {}]
 // SHARDING: dp=4,tp=2 | %ids=[{"dp"}, {}] %labels=[{"dp"}, {}] %wq=[{}, {"tp"}, {}] %wk=[{}, {"tp"}, {}] %wv=[{}, {"tp"}, {}] %wo=[{"tp"}, {}, {}]
+// SHARDING: dp=2,tp=2 | auto
+// SHARDING: dp=2,tp=4 | auto
 func.func @train_llama(%ids: tensor<4x8xi32>, %labels: tensor<4x8xi32>,
                        %wte: tensor<32x16xf32> {par.name = "wte", par.init = "normal(0.3)"},
                        %g1: tensor<16xf32> {par.name = "norm1", par.init = "ones"},

@@ -157,11 +157,11 @@ func.func @norms(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>
 // them).
 func.func @attention(%q: tensor<2x16x8x32xf32>, %k: tensor<2x16x2x32xf32>, %v: tensor<2x16x2x32xf32>,
                      %k1: tensor<2x16x1x32xf32>, %kf: tensor<2x16x8x32xf32>) {
-  // expected-remark @below {{sharding rule: ([i, j, lm, n], [i, k, l, n], [i, k, l, o]) -> ([i, j, lm, o]) {i=2, j=16 positional, k=16 need-replication, l=2, m=4, n=32 need-replication, o=32}}}
+  // expected-remark @below {{sharding rule: ([i, j, lm, n], [i, k, l, n], [i, k, l, o]) -> ([i, j, lm, o]) {i=2, j=16 positional, k=16 need-replication, l=2, m=4, n=32 need-replication, o=32 need-replication}}}
   %0 = par.attention %q, %k, %v causal : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32>
-  // expected-remark @below {{sharding rule: ([i, j, l, m], [i, k, 1, m], [i, k, 1, n]) -> ([i, j, l, n]) {i=2, j=16, k=16 need-replication, l=8, m=32 need-replication, n=32}}}
+  // expected-remark @below {{sharding rule: ([i, j, l, m], [i, k, 1, m], [i, k, 1, n]) -> ([i, j, l, n]) {i=2, j=16, k=16 need-replication, l=8, m=32 need-replication, n=32 need-replication}}}
   %1 = par.attention %q, %k1, %k1 : tensor<2x16x8x32xf32>, tensor<2x16x1x32xf32>
-  // expected-remark @below {{sharding rule: ([i, j, l, m], [i, k, l, m], [i, k, l, n]) -> ([i, j, l, n]) {i=2, j=16, k=16 need-replication, l=8, m=32 need-replication, n=32}}}
+  // expected-remark @below {{sharding rule: ([i, j, l, m], [i, k, l, m], [i, k, l, n]) -> ([i, j, l, n]) {i=2, j=16, k=16 need-replication, l=8, m=32 need-replication, n=32 need-replication}}}
   %2 = par.attention %q, %kf, %kf : tensor<2x16x8x32xf32>, tensor<2x16x8x32xf32>
   return
 }

@@ -330,7 +330,9 @@ ShardingRule AttentionOp::getShardingRule() {
   if (group > 1)
     rule.addSharedFactor(group, {{0, 2}}, {{0, 2}});
   rule.addSharedFactor(q[3], {{0, 3}, {1, 3}}, {}, FactorKind::NeedReplication);
-  rule.addSharedFactor(k[3], {{2, 3}}, {{0, 3}});
+  // The value columns: the op keeps q, k, v and the result of one type, so
+  // they cannot split apart from q's head dim.
+  rule.addSharedFactor(k[3], {{2, 3}}, {{0, 3}}, FactorKind::NeedReplication);
   return rule;
 }
 
