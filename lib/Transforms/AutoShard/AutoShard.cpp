@@ -29,6 +29,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 
 #include <coin/Cbc_C_Interface.h>
@@ -92,11 +93,24 @@ using LayoutChoices =
     llvm::MapVector<std::string, std::pair<ReshardLayout, SmallVector<int>>,
                     std::map<std::string, unsigned>>;
 
+/// What an axis may split: anything, or only the data inputs (data
+/// parallel: parameters and their states stay whole over it), or only the
+/// parameters (tensor parallel: the data inputs stay whole).
+enum class AxisUse { Free, Data, Tensor };
+
+/// Bytes of `type` laid out as `layout` on one device.
+static int64_t localBytes(ArrayRef<int64_t> axisSizes, RankedTensorType type,
+                          const ReshardLayout &layout) {
+  return bytesOf(localShape(axisSizes, type.getShape(), layout),
+                 type.getElementType());
+}
+
 class Planner {
 public:
   Planner(func::FuncOp func, MeshOp mesh, const MachineModel &machine,
-          int64_t memoryLimit)
-      : func(func), mesh(mesh), machine(machine), memoryLimit(memoryLimit) {}
+          int64_t memoryLimit, ArrayRef<AxisUse> axisUses)
+      : func(func), mesh(mesh), machine(machine), memoryLimit(memoryLimit),
+        axisUses(axisUses) {}
 
   LogicalResult build();
   /// Places every axis of more than one device; fails with a diagnostic.
@@ -131,6 +145,7 @@ private:
   mutable MeshOp mesh;
   const MachineModel &machine;
   int64_t memoryLimit;
+  SmallVector<AxisUse> axisUses;
   std::vector<Tensor> tensors;
   std::vector<Node> nodes;
   /// Per tensor, its readers.
@@ -301,8 +316,11 @@ void Planner::candidates(Node &node, int32_t axis) {
   node.choices.assign(1, -1);
   if (!node.op) {
     const Tensor &tensor = tensors[node.argTensor];
+    AxisUse use = axisUses[axis];
+    bool allowed = use == AxisUse::Free ||
+                   (use == AxisUse::Data) != tensor.parameter;
     for (auto [d, size] : llvm::enumerate(tensor.type.getShape()))
-      if (size % (n * shardsOf(node.factorAxes[d])) == 0)
+      if (allowed && size % (n * shardsOf(node.factorAxes[d])) == 0)
         node.choices.push_back(d);
   } else {
     const ShardingRule &rule = *node.rule;
@@ -363,17 +381,18 @@ void Planner::candidates(Node &node, int32_t axis) {
   });
 }
 
-/// Bytes of `type` laid out as `layout` on one device.
-static int64_t localBytes(ArrayRef<int64_t> axisSizes, RankedTensorType type,
-                          const ReshardLayout &layout) {
-  return bytesOf(localShape(axisSizes, type.getShape(), layout),
-                 type.getElementType());
-}
-
 double Planner::nodeSeconds(const Node &node, int32_t axis,
                             int64_t choice) const {
-  if (!node.op)
-    return 0;
+  if (!node.op) {
+    // Each step feeds every device its piece of each data input (at least
+    // one pass over its bytes); parameters stay where they are.
+    const Tensor &tensor = tensors[node.argTensor];
+    if (tensor.parameter)
+      return 0;
+    double bytes = double(localBytes(machine.axisSizes(), tensor.type,
+                                     layoutOf(node, true, 0, axis, choice)));
+    return machine.computeSeconds({}, bytes, tensor.type.getElementType());
+  }
   const ShardingRule &rule = *node.rule;
   SmallVector<int64_t> shards;
   for (auto [f, axes] : llvm::enumerate(node.factorAxes)) {
@@ -682,7 +701,9 @@ void Planner::writeBack() {
 SmallVector<std::string> Planner::axisRoles() const {
   SmallVector<std::string> roles(machine.axisSizes().size());
   for (auto [a, role] : llvm::enumerate(roles)) {
-    bool data = false, tensor = false;
+    // What the axis splits among the arguments: data inputs, weights (read
+    // outside the optimizer phase), or only optimizer states (as ZeRO).
+    bool data = false, weights = false, states = false;
     for (const Node &node : nodes) {
       if (node.op)
         continue;
@@ -690,16 +711,27 @@ SmallVector<std::string> Planner::axisRoles() const {
       bool used = llvm::any_of(node.factorAxes, [&](const Axes &axes) {
         return llvm::is_contained(axes, int32_t(a));
       });
-      if (used && arg.parameter)
-        tensor = true;
-      else if (used)
+      if (!used)
+        continue;
+      if (!arg.parameter)
         data = true;
+      else if (llvm::any_of(arg.value.getUsers(), [](Operation *user) {
+                 return !inPhase(user, Phase::optimizer);
+               }))
+        weights = true;
+      else
+        states = true;
     }
-    role = axisSize(a) == 1      ? "unused (one device)"
-           : data && tensor      ? "data and tensor"
-           : data                ? "data"
-           : tensor              ? "tensor"
-                                 : "replicated";
+    SmallVector<StringRef> parts;
+    if (data)
+      parts.push_back("data");
+    if (weights)
+      parts.push_back("tensor");
+    if (states)
+      parts.push_back("optimizer states");
+    role = axisSize(a) == 1 ? "unused"
+           : parts.empty()  ? "replicated"
+                            : llvm::join(parts, "+");
   }
   return roles;
 }
@@ -743,9 +775,65 @@ FailureOr<Exact> evaluate(ModuleOp module, const MachineModel &machine,
   return exact;
 }
 
+/// One plan considered: what each axis may split, and the ZeRO stage.
+struct Candidate {
+  SmallVector<AxisUse> uses;
+  int64_t zero = 0;
+  SmallVector<std::string> roles;
+  double plannedSeconds = 0;
+  std::optional<Exact> exact;
+  std::string error;
+
+  std::string name(MeshOp mesh) const {
+    std::string text;
+    for (auto [a, role] : llvm::enumerate(roles)) {
+      if (mesh.getAxisSizes()[a] == 1)
+        continue;
+      text += (text.empty() ? "" : " ") +
+              cast<StringAttr>(mesh.getAxisNames()[a]).getValue().str() + ":" +
+              role;
+    }
+    if (text.empty())
+      text = "replicated";
+    return text + (zero ? " zero=" + std::to_string(zero) : "");
+  }
+};
+
 struct AutoShardPass
     : public mlir::par::impl::AutoShardPassBase<AutoShardPass> {
   using AutoShardPassBase::AutoShardPassBase;
+
+  /// Plans every function of `module` in place under `uses`; the training
+  /// steps whose ZeRO stage is open are collected in `open`.
+  LogicalResult planModule(ModuleOp module, const MachineModel &machine,
+                           int64_t limit, Candidate &candidate,
+                           SmallVector<func::FuncOp> *open) {
+    MeshOp mesh = *module.getOps<MeshOp>().begin();
+    candidate.plannedSeconds = 0;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isDeclaration())
+        continue;
+      Planner planner(func, mesh, machine, limit, candidate.uses);
+      if (failed(planner.build()) || failed(planner.solve()))
+        return failure();
+      planner.writeBack();
+      candidate.plannedSeconds += planner.predictedSeconds;
+      candidate.roles = planner.axisRoles();
+      bool training = false;
+      func.walk([&](Operation *op) { training |= getPhase(op).has_value(); });
+      if (open && training && !func->hasAttr(ParDialect::kZeroAttrName))
+        open->push_back(func);
+    }
+    return success();
+  }
+
+  /// The first axis a plan uses for data.
+  static std::optional<int32_t> dataAxis(const Candidate &candidate) {
+    for (auto [a, role] : llvm::enumerate(candidate.roles))
+      if (StringRef(role).starts_with("data"))
+        return int32_t(a);
+    return std::nullopt;
+  }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -775,83 +863,174 @@ struct AutoShardPass
       limit = *parsed;
     }
 
-    double ilpSeconds = 0;
-    SmallVector<std::string> roles(mesh.getNumAxes(), "replicated");
-    SmallVector<func::FuncOp> steps;
-    for (auto func : module.getOps<func::FuncOp>()) {
-      if (func.isDeclaration())
-        continue;
-      Planner planner(func, mesh, *machine, limit);
-      if (failed(planner.build()) || failed(planner.solve()))
-        return signalPassFailure();
-      planner.writeBack();
-      ilpSeconds += planner.predictedSeconds;
-      roles = planner.axisRoles();
-      bool training = false;
-      func.walk([&](Operation *op) { training |= getPhase(op).has_value(); });
-      if (training && !func->hasAttr(ParDialect::kZeroAttrName))
-        steps.push_back(func);
+    // The plans considered: every axis free (the integer program decides),
+    // then each axis restricted to data or to tensor parallelism (pure data
+    // parallel, pure tensor parallel, Megatron's data x tensor), each with
+    // every ZeRO stage a training step left open can take. All are
+    // partitioned and their memory planned; the fastest that fits wins.
+    SmallVector<int32_t> splitAxes;
+    for (auto [a, size] : llvm::enumerate(mesh.getAxisSizes()))
+      if (size > 1)
+        splitAxes.push_back(int32_t(a));
+    SmallVector<Candidate> plans;
+    Candidate free;
+    free.uses.assign(mesh.getNumAxes(), AxisUse::Free);
+    plans.push_back(free);
+    if (splitAxes.size() <= 4)
+      for (unsigned mask = 0; mask < (1u << splitAxes.size()); ++mask) {
+        Candidate restricted = free;
+        for (auto [i, a] : llvm::enumerate(splitAxes))
+          restricted.uses[a] =
+              mask & (1u << i) ? AxisUse::Tensor : AxisUse::Data;
+        plans.push_back(restricted);
+      }
+
+    SmallVector<Candidate> considered;
+    for (auto [i, plan] : llvm::enumerate(plans)) {
+      OwningOpRef<ModuleOp> copy = module.clone();
+      SmallVector<func::FuncOp> open;
+      std::string error;
+      {
+        // The free plan's errors are the user's; a restricted plan that
+        // cannot be made is just not an alternative.
+        std::optional<ScopedDiagnosticHandler> quiet;
+        if (i > 0)
+          quiet.emplace(module.getContext(), [&](Diagnostic &diag) {
+            if (error.empty())
+              error = diag.str();
+            return success();
+          });
+        if (failed(planModule(*copy, *machine, limit, plan, &open))) {
+          if (i == 0)
+            return signalPassFailure();
+          continue;
+        }
+      }
+      std::optional<int32_t> axis = dataAxis(plan);
+      int64_t lastStage = open.empty() || !axis ? 0 : 3;
+      for (int64_t stage = 0; stage <= lastStage; ++stage) {
+        Candidate variant = plan;
+        variant.zero = stage;
+        MeshOp copyMesh = *copy->getOps<MeshOp>().begin();
+        if (stage > 0)
+          for (func::FuncOp func : open)
+            setZero(func, stage,
+                    cast<StringAttr>(copyMesh.getAxisNames()[*axis])
+                        .getValue());
+        std::string why;
+        FailureOr<Exact> exact = evaluate(*copy, *machine, why);
+        if (succeeded(exact))
+          variant.exact = *exact;
+        else
+          variant.error = why.empty() ? "does not partition" : why;
+        // A stage that changes nothing (the plan already splits what ZeRO
+        // would) is not another plan.
+        if (stage > 0 && variant.exact && !considered.empty() &&
+            considered.back().exact &&
+            considered.back().exact->arenaBytes == variant.exact->arenaBytes &&
+            considered.back().exact->stepSeconds == variant.exact->stepSeconds)
+          continue;
+        if (i == 0 && stage == 0 && !variant.exact) {
+          module.emitError() << "--auto-shard: the plan does not partition: "
+                             << variant.error;
+          return signalPassFailure();
+        }
+        // The same plan twice (a restriction the free plan met anyway).
+        std::string name = variant.name(mesh);
+        if (llvm::none_of(considered, [&](const Candidate &c) {
+              return c.name(mesh) == name;
+            }))
+          considered.push_back(variant);
+      }
     }
 
-    // The memory planner has the last word: the smallest ZeRO stage over
-    // the data axis that fits, when the user left the stage open.
-    std::string error;
-    FailureOr<Exact> exact = evaluate(module, *machine, error);
-    if (failed(exact)) {
-      module.emitError() << "--auto-shard: the plan does not partition: "
-                         << error;
-      return signalPassFailure();
-    }
-    int64_t zero = 0;
-    std::optional<int32_t> dataAxis;
-    for (auto [a, role] : llvm::enumerate(roles))
-      if (!dataAxis && StringRef(role).starts_with("data"))
-        dataAxis = int32_t(a);
-    int64_t needed = exact->arenaBytes;
-    while (exact->arenaBytes > limit && dataAxis && !steps.empty() &&
-           zero < 3) {
-      ++zero;
-      StringRef axisName =
-          cast<StringAttr>(mesh.getAxisNames()[*dataAxis]).getValue();
-      for (func::FuncOp func : steps)
-        setZero(func, zero, axisName);
-      exact = evaluate(module, *machine, error);
-      if (failed(exact)) {
-        module.emitError() << "--auto-shard: the plan with ZeRO stage "
-                           << zero << " does not partition: " << error;
-        return signalPassFailure();
-      }
-      needed = std::min(needed, exact->arenaBytes);
-    }
-    if (exact->arenaBytes > limit) {
-      module.emitError() << "--auto-shard: no plan found fits in " << limit
-                         << " bytes per device: the best needs " << needed
-                         << " bytes (a mesh of "
+    auto fits = [&](const Candidate &c) {
+      return c.exact && c.exact->arenaBytes <= limit;
+    };
+    auto faster = [&](const Candidate &a, const Candidate &b) {
+      if (fits(a) != fits(b))
+        return fits(a);
+      if (!a.exact || !b.exact)
+        return bool(a.exact);
+      if (fits(a))
+        return a.exact->stepSeconds < b.exact->stepSeconds;
+      return a.exact->arenaBytes < b.exact->arenaBytes;
+    };
+    llvm::stable_sort(considered, faster);
+    const Candidate &best = considered.front();
+    if (!fits(best)) {
+      module.emitError() << "--auto-shard: no plan fits in " << limit
+                         << " bytes per device: the smallest found needs "
+                         << (best.exact ? best.exact->arenaBytes : 0)
+                         << " bytes (" << best.name(mesh) << ", on "
                          << machine->numDevices()
-                         << " devices; give more devices, memory=, or a "
-                            "lower precision)";
+                         << " devices); give more devices, a larger memory=, "
+                            "or a lower precision";
       return signalPassFailure();
     }
+
+    // The winner, planned again on the module itself.
+    Candidate chosen = best;
+    SmallVector<func::FuncOp> open;
+    if (failed(planModule(module, *machine, limit, chosen, &open)))
+      return signalPassFailure();
+    if (best.zero > 0)
+      for (func::FuncOp func : open)
+        setZero(func, best.zero,
+                cast<StringAttr>(mesh.getAxisNames()[*dataAxis(best)])
+                    .getValue());
 
     MLIRContext *ctx = module.getContext();
     Builder b(ctx);
     SmallVector<NamedAttribute> axes;
-    for (auto [a, role] : llvm::enumerate(roles))
+    for (auto [a, role] : llvm::enumerate(best.roles))
       axes.push_back(b.getNamedAttr(
           cast<StringAttr>(mesh.getAxisNames()[a]).getValue(),
           b.getStringAttr(role)));
+    SmallVector<Attribute> alternatives;
+    for (const Candidate &other : ArrayRef(considered).drop_front().take_front(5)) {
+      std::string reason;
+      llvm::raw_string_ostream os(reason);
+      if (!other.exact)
+        os << "does not partition: " << other.error;
+      else if (!fits(other))
+        os << "needs " << other.exact->arenaBytes << " bytes per device, over "
+           << "the limit";
+      else
+        os << llvm::format("slower by %.1f%%",
+                           100 * (other.exact->stepSeconds /
+                                      best.exact->stepSeconds -
+                                  1));
+      SmallVector<NamedAttribute> entry = {
+          b.getNamedAttr("plan", b.getStringAttr(other.name(mesh))),
+          b.getNamedAttr("step_seconds",
+                         b.getF64FloatAttr(other.exact
+                                               ? other.exact->stepSeconds
+                                               : 0)),
+          b.getNamedAttr("memory_bytes",
+                         b.getI64IntegerAttr(other.exact
+                                                 ? other.exact->arenaBytes
+                                                 : 0)),
+          b.getNamedAttr("reason", b.getStringAttr(reason))};
+      alternatives.push_back(b.getDictionaryAttr(entry));
+    }
+    std::string profile =
+        hardware.empty() ? machine->profile().name : std::string(hardware);
     SmallVector<NamedAttribute> record = {
-        b.getNamedAttr("hardware", b.getStringAttr(machine->profile().name)),
+        b.getNamedAttr("hardware", b.getStringAttr(profile)),
         b.getNamedAttr("memory_limit", b.getI64IntegerAttr(limit)),
+        b.getNamedAttr("plan", b.getStringAttr(best.name(mesh))),
         b.getNamedAttr("axes", b.getDictionaryAttr(axes)),
-        b.getNamedAttr("zero", b.getI64IntegerAttr(zero)),
-        b.getNamedAttr("planned_seconds", b.getF64FloatAttr(ilpSeconds)),
+        b.getNamedAttr("zero", b.getI64IntegerAttr(best.zero)),
+        b.getNamedAttr("planned_seconds",
+                       b.getF64FloatAttr(best.plannedSeconds)),
         b.getNamedAttr("step_seconds",
-                       b.getF64FloatAttr(exact->stepSeconds)),
-        b.getNamedAttr("memory_bytes", b.getI64IntegerAttr(exact->arenaBytes)),
+                       b.getF64FloatAttr(best.exact->stepSeconds)),
+        b.getNamedAttr("memory_bytes",
+                       b.getI64IntegerAttr(best.exact->arenaBytes)),
+        b.getNamedAttr("considered", b.getI64IntegerAttr(considered.size())),
+        b.getNamedAttr("alternatives", b.getArrayAttr(alternatives)),
     };
-    if (!hardware.empty() && hardware != machine->profile().name)
-      record[0] = b.getNamedAttr("hardware", b.getStringAttr(hardware));
     module->setAttr(ParDialect::kAutoShardAttrName,
                     b.getDictionaryAttr(record));
   }

@@ -338,6 +338,55 @@ void printTraffic(
 struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
   using ReportPassBase::ReportPassBase;
 
+  /// What --auto-shard chose (par.auto_shard) and the best alternatives it
+  /// considered, each with why it lost.
+  void reportPlan(DictionaryAttr plan, llvm::raw_ostream &os) {
+    auto text = [&](StringRef key) {
+      auto value = plan.getAs<StringAttr>(key);
+      return value ? value.str() : std::string("?");
+    };
+    auto integer = [&](StringRef key) {
+      auto value = plan.getAs<IntegerAttr>(key);
+      return value ? value.getInt() : int64_t(0);
+    };
+    auto number = [&](StringRef key) {
+      auto value = plan.getAs<FloatAttr>(key);
+      return value ? value.getValueAsDouble() : 0.0;
+    };
+    os << "auto-shard plan on '" << text("hardware") << "' (limit "
+       << humanBytes(integer("memory_limit")) << " per device; "
+       << integer("considered") << " plans considered):\n";
+    os << "  chosen: " << text("plan") << " (ZeRO stage " << integer("zero")
+       << ")\n";
+    os << "  axes:";
+    if (auto axes = plan.getAs<DictionaryAttr>("axes"))
+      for (NamedAttribute axis : axes)
+        if (auto role = dyn_cast<StringAttr>(axis.getValue()))
+          os << " " << axis.getName().getValue() << "=" << role.getValue();
+    os << "\n";
+    os << llvm::format("  predicted step %.6g s (the integer program's "
+                       "estimate: %.6g s), memory ",
+                       number("step_seconds"), number("planned_seconds"))
+       << humanBytes(integer("memory_bytes")) << " per device\n";
+    auto alternatives = plan.getAs<ArrayAttr>("alternatives");
+    if (!alternatives || alternatives.empty())
+      return;
+    os << llvm::format("  %-32s %12s %12s  %s\n", "alternative", "step (s)",
+                       "memory", "why not");
+    for (auto entry : alternatives.getAsRange<DictionaryAttr>()) {
+      auto str = [&](StringRef key) {
+        auto value = entry.getAs<StringAttr>(key);
+        return value ? value.str() : std::string();
+      };
+      auto step = entry.getAs<FloatAttr>("step_seconds");
+      auto bytes = entry.getAs<IntegerAttr>("memory_bytes");
+      os << llvm::format("  %-32s %12.6g %12s  %s\n", str("plan").c_str(),
+                         step ? step.getValueAsDouble() : 0.0,
+                         humanBytes(bytes ? bytes.getInt() : 0).c_str(),
+                         str("reason").c_str());
+    }
+  }
+
   /// The predicted time of one call on the hardware profile: this pass's
   /// `hardware`, else the one --auto-shard planned with, else the default.
   LogicalResult reportPrediction(func::FuncOp func, llvm::raw_ostream &os) {
@@ -380,6 +429,9 @@ struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
     if (failed(checkAlignment(getOperation(), "par-report", alignment)))
       return signalPassFailure();
     llvm::raw_ostream &os = toStderr ? llvm::errs() : llvm::outs();
+    if (auto plan = getOperation()->getAttrOfType<DictionaryAttr>(
+            ParDialect::kAutoShardAttrName))
+      reportPlan(plan, os);
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isDeclaration())
         continue;
