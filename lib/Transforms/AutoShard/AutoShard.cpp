@@ -322,6 +322,10 @@ void Planner::candidates(Node &node, int32_t axis) {
     for (auto [d, size] : llvm::enumerate(tensor.type.getShape()))
       if (allowed && size % (n * shardsOf(node.factorAxes[d])) == 0)
         node.choices.push_back(d);
+    // A data-parallel axis splits each data input, on its batch (first)
+    // dim where it can.
+    if (use == AxisUse::Data && node.choices.size() > 1)
+      node.choices.assign(1, node.choices[1]);
   } else {
     const ShardingRule &rule = *node.rule;
     auto majorFactorsUnsplittable = [&](int64_t f) {

@@ -371,7 +371,7 @@ struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
     auto alternatives = plan.getAs<ArrayAttr>("alternatives");
     if (!alternatives || alternatives.empty())
       return;
-    os << llvm::format("  %-32s %12s %12s  %s\n", "alternative", "step (s)",
+    os << llvm::format("  %-44s %12s %12s  %s\n", "alternative", "step (s)",
                        "memory", "why not");
     for (auto entry : alternatives.getAsRange<DictionaryAttr>()) {
       auto str = [&](StringRef key) {
@@ -380,7 +380,7 @@ struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
       };
       auto step = entry.getAs<FloatAttr>("step_seconds");
       auto bytes = entry.getAs<IntegerAttr>("memory_bytes");
-      os << llvm::format("  %-32s %12.6g %12s  %s\n", str("plan").c_str(),
+      os << llvm::format("  %-44s %12.6g %12s  %s\n", str("plan").c_str(),
                          step ? step.getValueAsDouble() : 0.0,
                          humanBytes(bytes ? bytes.getInt() : 0).c_str(),
                          str("reason").c_str());
