@@ -25,17 +25,30 @@ import par  # noqa: E402
 from par import P, models
 
 
-def build(mesh: par.Mesh, batch: int, seq: int) -> par.Graph:
+def build(mesh: par.Mesh, batch: int, seq: int, annotate: bool = True) -> par.Graph:
     shardings = {}
-    if "tp" in mesh.axis_names:
+    if not annotate:
+        pass
+    elif "tp" in mesh.axis_names:
         shardings.update(models.tensor_parallel("tp"))
-    if mesh.size > 1:
+    if annotate and mesh.size > 1:
         token_spec = P("dp" if "dp" in mesh.axis_names else None,
                        "sp" if "sp" in mesh.axis_names else None)
         shardings.update({"tokens": token_spec, "targets": token_spec})
     return models.loss_graph(models.GPT(models.GPT2_CONFIGS["tiny"]), batch, seq,
                              mesh=mesh if mesh.size > 1 else None, shardings=shardings,
                              name="gpt_tiny")
+
+
+def auto_shard_plan(report: str) -> str:
+    """The plan section --report prints for --auto-shard."""
+    lines = report.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("auto-shard plan")), None)
+    if start is None:
+        return "(no auto-shard plan in the report)"
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")),
+               len(lines))
+    return "\n".join(lines[start:end])
 
 
 def describe_plan(exe: par.Executable, mesh: par.Mesh) -> None:
@@ -96,6 +109,10 @@ def main() -> int:
     parser.add_argument("--data", default=str(ROOT / "data" / "tiny-corpus.txt"))
     parser.add_argument("--no-check", action="store_true",
                         help="skip the one-rank run that checks the losses")
+    parser.add_argument("--auto", nargs="?", const="hardware=cpu-local", default=None,
+                        metavar="OPTIONS",
+                        help="no hand annotations: par-opt --auto-shard plans the mesh "
+                             "(default options: hardware=cpu-local)")
     args = parser.parse_args()
 
     mesh = par.Mesh.parse(args.mesh)
@@ -104,7 +121,10 @@ def main() -> int:
     every = max(1, args.steps // 16)
     try:
         print(f"== compiling the training step of GPT-tiny for {args.mesh} ==")
-        exe = par.compile(build(mesh, args.batch, args.seq), mesh=mesh, optimizer=optimizer)
+        exe = par.compile(build(mesh, args.batch, args.seq, annotate=args.auto is None),
+                          mesh=mesh, optimizer=optimizer, auto_shard=args.auto or False)
+        if args.auto is not None:
+            print(auto_shard_plan(exe.comm_report))
         describe_plan(exe, mesh)
         print(f"\n== training: {args.steps} steps of {args.batch}x{args.seq} tokens from "
               f"{Path(args.data).name}, {exe.num_ranks} ranks ==")

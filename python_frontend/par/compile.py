@@ -418,6 +418,7 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
             workdir: Union[str, os.PathLike, None] = None,
             partition: Optional[bool] = None,
             optimizer: Optional[Optimizer] = None,
+            auto_shard: Union[bool, str] = False,
             extra_args: Sequence[str] = (), timeout: Optional[float] = 300) -> Executable:
     """Writes the graph's MLIR, runs par-opt (--par-propagate --par-partition
     --emit-program on a mesh of more than one device; the unsharded program
@@ -429,6 +430,9 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
     `optimizer`: compile a training step (par.AdamW(...), par.SGD(...)):
     gradients of the loss and the update, optimizer states as new
     parameters; run() then trains.
+    `auto_shard`: let par-opt --auto-shard choose the shardings around the
+    graph's own (True, or its options: "hardware=cpu-local memory=8GiB");
+    the plan and its alternatives are in the Executable's report.
     """
     graph = graph_or_model
     if not isinstance(graph, Graph):
@@ -451,8 +455,14 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
         constrained = any(op.kind == "sharding_constraint" and id(op) in live for op in graph.ops)
         partition = (mesh is not None and mesh.size > 1) or constrained
     args = [optimizer.pass_option()] if optimizer is not None else []
+    if auto_shard:
+        args.append("--auto-shard" if auto_shard is True else f"--auto-shard={auto_shard}")
+        partition = True
     if partition:
         args += ["--par-propagate", "--par-partition", "--par-comm-report"]
+    if auto_shard:
+        # The plan, its alternatives and the predicted step, on stdout.
+        args += ["--par-schedule", "--par-report"]
     args += [f"--emit-program={program}", "-o", os.devnull, *extra_args]
     try:
         report = par_opt(mlir, args, source_name=str(source), timeout=timeout)

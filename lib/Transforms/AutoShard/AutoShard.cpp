@@ -93,6 +93,70 @@ using LayoutChoices =
     llvm::MapVector<std::string, std::pair<ReshardLayout, SmallVector<int>>,
                     std::map<std::string, unsigned>>;
 
+/// A 0-1 program built in memory and handed to CBC whole (adding rows and
+/// columns to a CBC model one by one copies it each time).
+class IntegerProgram {
+public:
+  int addColumn(double cost, bool integer) {
+    objective.push_back(cost);
+    integers.push_back(integer);
+    columnEntries.emplace_back();
+    return int(objective.size() - 1);
+  }
+  /// sense: 'E' (= rhs) or 'L' (<= rhs).
+  void addRow(ArrayRef<int> columns, ArrayRef<double> coefs, char sense,
+              double rhs) {
+    int row = int(rowLower.size());
+    rowLower.push_back(sense == 'E' ? rhs : -COIN_DBL_MAX_VALUE);
+    rowUpper.push_back(rhs);
+    for (auto [column, coef] : llvm::zip(columns, coefs))
+      columnEntries[column].push_back({row, coef});
+  }
+  double &cost(int column) { return objective[column]; }
+  size_t numColumns() const { return objective.size(); }
+
+  /// Solves to optimality: the column values and the objective, or
+  /// nullopt when the program has no solution.
+  std::optional<std::pair<std::vector<double>, double>> solve() const {
+    std::vector<CoinBigIndex> start = {0};
+    std::vector<int> index;
+    std::vector<double> value;
+    for (const auto &entries : columnEntries) {
+      for (auto [row, coef] : entries) {
+        index.push_back(row);
+        value.push_back(coef);
+      }
+      start.push_back(CoinBigIndex(index.size()));
+    }
+    std::vector<double> lower(objective.size(), 0.0),
+        upper(objective.size(), 1.0);
+    Cbc_Model *model = Cbc_newModel();
+    auto release = llvm::make_scope_exit([&] { Cbc_deleteModel(model); });
+    Cbc_setLogLevel(model, 0);
+    Cbc_loadProblem(model, int(objective.size()), int(rowLower.size()),
+                    start.data(), index.data(), value.data(), lower.data(),
+                    upper.data(), objective.data(), rowLower.data(),
+                    rowUpper.data());
+    for (auto [column, integer] : llvm::enumerate(integers))
+      if (integer)
+        Cbc_setInteger(model, int(column));
+    Cbc_solve(model);
+    if (Cbc_isProvenInfeasible(model) || !Cbc_isProvenOptimal(model))
+      return std::nullopt;
+    const double *solution = Cbc_getColSolution(model);
+    return std::make_pair(
+        std::vector<double>(solution, solution + objective.size()),
+        Cbc_getObjValue(model));
+  }
+
+private:
+  static constexpr double COIN_DBL_MAX_VALUE =
+      std::numeric_limits<double>::max();
+  std::vector<double> objective, rowLower, rowUpper;
+  std::vector<bool> integers;
+  std::vector<SmallVector<std::pair<int, double>, 4>> columnEntries;
+};
+
 /// What an axis may split: anything, or only the data inputs (data
 /// parallel: parameters and their states stay whole over it), or only the
 /// parameters (tensor parallel: the data inputs stay whole).
@@ -478,16 +542,10 @@ double Planner::reshardSeconds(const Tensor &tensor, const ReshardLayout &from,
 }
 
 LogicalResult Planner::solveAxis(int32_t axis) {
-  Cbc_Model *model = Cbc_newModel();
-  auto release = llvm::make_scope_exit([&] { Cbc_deleteModel(model); });
-  Cbc_setLogLevel(model, 0);
-  std::vector<double> objective;
+  IntegerProgram program;
   double fixedSeconds = 0; // costs no choice of this axis changes
   auto addCol = [&](double cost, bool integer) {
-    Cbc_addCol(model, "", 0.0, 1.0, 0.0, integer ? 1 : 0, 0, nullptr,
-               nullptr);
-    objective.push_back(cost);
-    return int(objective.size() - 1);
+    return program.addColumn(cost, integer);
   };
   // x[n][k]: node n takes choice k.
   std::vector<SmallVector<int, 4>> x(nodes.size());
@@ -496,9 +554,9 @@ LogicalResult Planner::solveAxis(int32_t axis) {
     for (int64_t choice : node.choices)
       x[n].push_back(addCol(nodeSeconds(node, axis, choice), true));
     SmallVector<double> ones(x[n].size(), 1.0);
-    Cbc_addRow(model, "", int(x[n].size()), x[n].data(), ones.data(), 'E', 1);
+    program.addRow(x[n], ones, 'E', 1);
   }
-  std::vector<double> memory(objective.size(), 0.0);
+  std::vector<double> memory(program.numColumns(), 0.0);
   for (auto [n, node] : llvm::enumerate(nodes))
     for (auto [k, choice] : llvm::enumerate(node.choices))
       memory[x[n][k]] = double(nodeBytes(node, axis, choice));
@@ -543,7 +601,7 @@ LogicalResult Planner::solveAxis(int32_t axis) {
             if (cols.empty())
               fixedSeconds += cost;
             for (int col : cols)
-              objective[col] += cost;
+              program.cost(col) += cost;
           }
         continue;
       }
@@ -564,8 +622,7 @@ LogicalResult Planner::solveAxis(int32_t axis) {
           pairs.push_back(col);
           coefs.push_back(-1.0);
         }
-        Cbc_addRow(model, "", int(pairs.size()), pairs.data(), coefs.data(),
-                   'E', 0);
+        program.addRow(pairs, coefs, 'E', 0);
       };
       for (auto [i, f] : llvm::enumerate(from))
         tie(rowsFrom[i], f.second.second);
@@ -581,16 +638,13 @@ LogicalResult Planner::solveAxis(int32_t axis) {
         cols.push_back(int(col));
         coefs.push_back(bytes);
       }
-    Cbc_addRow(model, "memory", int(cols.size()), cols.data(), coefs.data(),
-               'L', double(memoryLimit));
+    program.addRow(cols, coefs, 'L', double(memoryLimit));
   }
-  for (auto [col, cost] : llvm::enumerate(objective))
-    Cbc_setObjCoeff(model, int(col), cost);
-  Cbc_solve(model);
-  if (Cbc_isProvenInfeasible(model) || !Cbc_isProvenOptimal(model))
+  auto result = program.solve();
+  if (!result)
     return failure();
-  const double *solution = Cbc_getColSolution(model);
-  predictedSeconds = Cbc_getObjValue(model) + fixedSeconds;
+  const std::vector<double> &solution = result->first;
+  predictedSeconds = result->second + fixedSeconds;
   double bytes = 0;
   for (auto [col, b] : llvm::enumerate(memory))
     bytes += b * solution[col];
