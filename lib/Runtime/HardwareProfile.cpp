@@ -119,7 +119,7 @@ HardwareProfile parseHardwareProfile(const std::string &text,
   r.onlyKnown(doc, "",
               {"name", "description", "devices_per_node", "memory_bytes",
                "peak_flops", "efficiency", "memory_bandwidth", "links",
-               "algorithm_factors", "placement"});
+               "algorithm_factors", "placement", "op_overhead"});
 
   HardwareProfile p;
   p.name = r.string(r.field(doc, "", "name"), "name");
@@ -130,6 +130,8 @@ HardwareProfile parseHardwareProfile(const std::string &text,
   p.memoryBytes = r.count(r.field(doc, "", "memory_bytes"), "memory_bytes");
   p.memoryBandwidth =
       r.positive(r.field(doc, "", "memory_bandwidth"), "memory_bandwidth");
+  if (doc.contains("op_overhead"))
+    p.opOverhead = r.positive(doc["op_overhead"], "op_overhead", true);
 
   const json &peaks = r.field(doc, "", "peak_flops");
   if (!peaks.is_object() || peaks.empty())

@@ -51,6 +51,8 @@ struct HardwareProfile {
   std::map<DType, double> peakFlops;
   double gemmEfficiency = 1, memoryBoundEfficiency = 1;
   double memoryBandwidth = 0; // bytes per second per device
+  /// Seconds each op costs beyond its work (a kernel launch, a dispatch).
+  double opOverhead = 0;
   /// Inside a node, then across nodes (one level: every device alike).
   std::vector<LinkLevel> links;
   /// Multiplies (n-1)/n of the buffer a collective moves per device.

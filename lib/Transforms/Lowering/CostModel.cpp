@@ -58,11 +58,11 @@ double MachineModel::computeSeconds(const OpWork &work, double bytes,
                                     Type elementType) const {
   double peak = peakFlops(elementType);
   if (work.matmul)
-    return work.flops / (peak * hw.gemmEfficiency);
+    return hw.opOverhead + work.flops / (peak * hw.gemmEfficiency);
   double flopSeconds = work.flops / (peak * hw.memoryBoundEfficiency);
   double byteSeconds =
       bytes / (hw.memoryBandwidth * hw.memoryBoundEfficiency);
-  return std::max(flopSeconds, byteSeconds);
+  return hw.opOverhead + std::max(flopSeconds, byteSeconds);
 }
 
 double MachineModel::collectiveSeconds(StringRef name, ArrayRef<int32_t> axes,
