@@ -118,3 +118,27 @@ def test_json_step_lines_keep_full_precision():
     assert steps[1].loss != steps[1].loss  # NaN
     assert steps[0].text() == ("step 4  loss 2.612346e-05  grad_norm inf  900 tokens/s  "
                                "2.00 ms  peak 2.0 KiB (plan 4.0 KiB)")
+
+
+@pytest.mark.usefixtures("need_par_run")
+def test_auto_shard_plan_trains_like_one_rank(tmp_path):
+    # No annotations: --auto-shard chooses every sharding (on a profile where
+    # splitting pays, so the plan is sharded), the report carries the plan,
+    # and the sharded run equals one rank.
+    profile = Path(__file__).resolve().parents[2] / "test" / "Integration" / "profiles" / \
+        "slow-compute.json"
+    opt = par.AdamW(lr=3e-3, clip=1.0)
+    mesh = par.Mesh({"dp": 2, "tp": 2})
+    graph = models.loss_graph(models.GPT(models.GPT2_CONFIGS["tiny"]), 4, 16, mesh=mesh,
+                              name="gpt_tiny")
+    auto = par.compile(graph, mesh=mesh, optimizer=opt, workdir=tmp_path / "a",
+                       auto_shard=f"hardware={profile}")
+    assert "auto-shard plan on 'slow-compute'" in auto.comm_report
+    assert "predicted step on 'slow-compute'" in auto.comm_report
+    # The plan splits the work: collectives run.
+    assert "all_" in auto.comm_report or "reduce_scatter" in auto.comm_report
+    single = par.compile(_gpt(None), optimizer=opt, workdir=tmp_path / "1")
+    a = auto.run(steps=4, data=str(CORPUS), log_every=1)
+    b = single.run(steps=4, data=str(CORPUS), log_every=1)
+    for x, y in zip(a.losses, b.losses):
+        assert abs(x - y) <= 1e-4 * abs(y)

@@ -1076,6 +1076,7 @@ struct AutoShardPass
         hardware.empty() ? machine->profile().name : std::string(hardware);
     SmallVector<NamedAttribute> record = {
         b.getNamedAttr("hardware", b.getStringAttr(profile)),
+        b.getNamedAttr("profile", b.getStringAttr(machine->profile().name)),
         b.getNamedAttr("memory_limit", b.getI64IntegerAttr(limit)),
         b.getNamedAttr("plan", b.getStringAttr(best.name(mesh))),
         b.getNamedAttr("axes", b.getDictionaryAttr(axes)),

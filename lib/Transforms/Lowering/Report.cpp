@@ -353,7 +353,7 @@ struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
       auto value = plan.getAs<FloatAttr>(key);
       return value ? value.getValueAsDouble() : 0.0;
     };
-    os << "auto-shard plan on '" << text("hardware") << "' (limit "
+    os << "auto-shard plan on '" << text("profile") << "' (limit "
        << humanBytes(integer("memory_limit")) << " per device; "
        << integer("considered") << " plans considered):\n";
     os << "  chosen: " << text("plan") << " (ZeRO stage " << integer("zero")

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""--auto-shard: planner time against depth, and plans against hand plans.
+
+Two tables:
+
+  depth  GPT-1.3B-wide training steps (AdamW) of 1, 2, 4, ... layers on a
+         mesh (default dp=8,tp=8 on h100-8x-ib400): ops in the step, the
+         planner's wall time (-mlir-timing, AutoShardPass), the plan chosen,
+         its predicted step time and MFU.
+  hand   every integration model with hand shardings (`// SHARDING:` lines
+         of test/Integration/Inputs): the predicted step of the hand plan
+         against the auto plan on the same mesh and profile (--report), the
+         ratio auto / hand, and a summary (how many are no slower, the
+         geometric mean and the worst ratio).
+
+  bench_autoshard.py [--layers 1,2,4] [--mesh dp=8,tp=8] [--hardware NAME]
+                     [--skip-depth] [--skip-hand] [--keep DIR]
+"""
+
+import argparse
+import math
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python_frontend"))
+sys.path.insert(0, os.path.join(ROOT, "test", "Integration"))
+import equivalence  # noqa: E402
+from par import models  # noqa: E402
+
+
+def par_opt_path():
+    built = os.path.join(os.environ.get("PAR_BUILD_DIR", os.path.join(ROOT, "build")),
+                         "bin", "par-opt")
+    return built if os.path.exists(built) else shutil.which("par-opt")
+
+
+def predicted_step(report):
+    steps = re.findall(r"^\s+step\s+([0-9.e+-]+) s", report, re.M)
+    mfu = re.findall(r"^\s+MFU\s+([0-9.]+) %", report, re.M)
+    return (float(steps[-1]) if steps else None, float(mfu[-1]) if mfu else None)
+
+
+def depth_table(args, par_opt, work):
+    print(f"== planner time against depth: GPT 1.3B width (h=2048, 16 heads, 4h MLP), "
+          f"batch {args.batch} x {args.seq}, AdamW, mesh {args.mesh}, {args.hardware} ==")
+    print(f"{'layers':>6} {'ops':>6} {'plan (s)':>9} {'s/layer':>8} "
+          f"{'step (s)':>10} {'MFU %':>6}  plan")
+    for layers in [int(n) for n in args.layers.split(",")]:
+        config = models.GPTConfig(vocab_size=50304, block_size=args.seq, n_layer=layers,
+                                  n_head=16, n_embd=2048)
+        graph = models.loss_graph(models.GPT(config), args.batch, args.seq, name="gpt")
+        path = os.path.join(work, f"gpt-{layers}.mlir")
+        with open(path, "w") as f:
+            f.write(graph.to_mlir())
+        step = subprocess.run([par_opt, path, f"--mesh={args.mesh}",
+                               "--par-autodiff=optimizer=adamw", "-o", path + ".step"],
+                              capture_output=True, text=True, check=True)
+        del step
+        ops = sum(1 for line in open(path + ".step") if re.search(r"= par\.", line))
+        start = time.perf_counter()
+        planned = subprocess.run([par_opt, path + ".step", f"--auto-shard=hardware={args.hardware}",
+                                  "-mlir-timing", "-o", path + ".plan"],
+                                 capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        if planned.returncode:
+            print(f"{layers:>6} {ops:>6} failed: {planned.stderr.strip()[:200]}")
+            continue
+        timing = re.search(r"([0-9.]+) \(\s*[0-9.]+%\)\s+AutoShardPass", planned.stderr)
+        seconds = float(timing.group(1)) if timing else wall
+        report = subprocess.run([par_opt, path + ".plan", "--par-propagate", "--par-partition",
+                                 "--par-report", "-o", os.devnull],
+                                capture_output=True, text=True)
+        step_s, mfu = predicted_step(report.stdout)
+        plan = re.search(r'plan = "([^"]*)"', open(path + ".plan").readline())
+        print(f"{layers:>6} {ops:>6} {seconds:>9.2f} {seconds / layers:>8.2f} "
+              f"{step_s or 0:>10.4g} {mfu or 0:>6.1f}  {plan.group(1) if plan else '?'}",
+              flush=True)
+
+
+def hand_table(args, par_opt, work):
+    print(f"\n== auto plans against the hand plans of the integration models "
+          f"({args.hardware}) ==")
+    print(f"{'model':<28} {'mesh':<16} {'hand (s)':>11} {'auto (s)':>11} {'auto/hand':>9}")
+    inputs = os.path.join(ROOT, "test", "Integration", "Inputs")
+    ratios = []
+    for model in equivalence.model_files([inputs, os.path.join(inputs, "mixed")]):
+        name = os.path.basename(model)
+        text = open(model).read()
+        passes = re.search(r"//\s*PASSES:\s*(.*)", text)
+        passes = shlex.split(passes.group(1)) if passes else []
+        for i, (mesh, assignments) in enumerate(equivalence.parse_shardings(text)):
+            if assignments == equivalence.AUTO:
+                continue
+            src = os.path.join(work, f"{name}.{i}.mlir")
+            report = f"--par-report=hardware={args.hardware}"
+            with open(src, "w") as f:
+                f.write(equivalence.annotate(text, assignments))
+            hand = subprocess.run([par_opt, src, f"--mesh={mesh}", *passes, "--par-propagate",
+                                   "--par-partition", report, "-o", os.devnull],
+                                  capture_output=True, text=True)
+            with open(src, "w") as f:
+                f.write(text)
+            auto = subprocess.run([par_opt, src, f"--mesh={mesh}", *passes,
+                                   f"--auto-shard=hardware={args.hardware}", "--par-propagate",
+                                   "--par-partition", report, "-o", os.devnull],
+                                  capture_output=True, text=True)
+            h, a = predicted_step(hand.stdout)[0], predicted_step(auto.stdout)[0]
+            if not h or not a:
+                print(f"{name:<28} {mesh:<16} failed: {(hand.stderr + auto.stderr)[:160]}")
+                continue
+            ratios.append(a / h)
+            print(f"{name:<28} {mesh:<16} {h:>11.4g} {a:>11.4g} {a / h:>9.3f}", flush=True)
+    if ratios:
+        no_slower = sum(r <= 1 + 1e-6 for r in ratios)
+        geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        print(f"{len(ratios)} model/mesh pairs: auto no slower than hand in {no_slower}, "
+              f"geometric mean auto/hand {geo:.3f}, worst {max(ratios):.3f}, "
+              f"best {min(ratios):.3f}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", default="1,2,4")
+    parser.add_argument("--mesh", default="dp=8,tp=8")
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--seq", type=int, default=2048)
+    parser.add_argument("--hardware", default="h100-8x-ib400")
+    parser.add_argument("--skip-depth", action="store_true")
+    parser.add_argument("--skip-hand", action="store_true")
+    parser.add_argument("--keep", help="directory to keep the generated files in")
+    args = parser.parse_args()
+    par_opt = par_opt_path()
+    if not par_opt:
+        raise SystemExit("par-opt not found: build par (scripts/build.sh) first")
+    work = args.keep or tempfile.mkdtemp(prefix="par-bench-autoshard-")
+    os.makedirs(work, exist_ok=True)
+    if not args.skip_depth:
+        depth_table(args, par_opt, work)
+    if not args.skip_hand:
+        hand_table(args, par_opt, work)
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
