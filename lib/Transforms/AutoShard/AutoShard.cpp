@@ -86,6 +86,10 @@ struct Node {
   /// Candidates for the axis being placed: -1 (none) or a factor.
   SmallVector<int64_t> choices;
   int64_t chosen = -1;
+  /// The node whose choices this one shares (itself for a representative),
+  /// and for a representative how many nodes share them.
+  int32_t rep = -1;
+  int64_t copies = 1;
 };
 
 /// Distinct layouts of one tensor, each with the choices that give it.
@@ -131,7 +135,7 @@ public:
     std::vector<double> lower(objective.size(), 0.0),
         upper(objective.size(), 1.0);
     Cbc_Model *model = Cbc_newModel();
-    auto release = llvm::make_scope_exit([&] { Cbc_deleteModel(model); });
+    llvm::scope_exit release([&] { Cbc_deleteModel(model); });
     Cbc_setLogLevel(model, 0);
     Cbc_loadProblem(model, int(objective.size()), int(rowLower.size()),
                     start.data(), index.data(), value.data(), lower.data(),
@@ -177,6 +181,11 @@ public:
         axisUses(axisUses) {}
 
   LogicalResult build();
+  /// Finds repeated structure (the layers of a model, forward, backward and
+  /// optimizer alike): nodes of one op with the same attributes and types
+  /// whose operands come from nodes that are themselves copies share their
+  /// choices, so each integer program is as large as one copy.
+  void cluster();
   /// Places every axis of more than one device; fails with a diagnostic.
   LogicalResult solve();
   void writeBack();
@@ -333,7 +342,117 @@ LogicalResult Planner::build() {
           llvm::any_of(tensor.value.getUsers(), [](Operation *user) {
             return inPhase(user, Phase::backward);
           });
+  cluster();
   return success();
+}
+
+void Planner::cluster() {
+  // An op of a model layer (par.layer, set by the frontend and carried to
+  // the gradients) is known by its place in its layer: the k-th op of
+  // layer 5 copies the k-th op of layer 4 when both read the same places
+  // of their layers (or of the layers at the same distance).
+  auto layerOf = [](Operation *op) -> std::optional<int64_t> {
+    if (auto layer = op->getAttrOfType<IntegerAttr>(ParDialect::kLayerAttrName))
+      return layer.getInt();
+    return std::nullopt;
+  };
+  llvm::DenseMap<int64_t, int64_t> counts;
+  llvm::DenseMap<Operation *, int64_t> place;
+  for (Node &node : nodes)
+    if (node.op)
+      if (std::optional<int64_t> layer = layerOf(node.op))
+        place[node.op] = counts[*layer]++;
+  llvm::StringMap<int32_t> seen;
+  for (auto [n, node] : llvm::enumerate(nodes)) {
+    if (!node.op)
+      continue;
+    std::string signature;
+    llvm::raw_string_ostream os(signature);
+    std::optional<int64_t> layer = layerOf(node.op);
+    if (layer)
+      os << "layer op " << place[node.op] << " ";
+    os << node.op->getName();
+    // Marks that name a layer or an argument (which parameter a value is
+    // the gradient, copy or view of) differ between copies.
+    for (NamedAttribute attr : node.op->getAttrs())
+      if (!llvm::is_contained(
+              {ParDialect::kLayerAttrName, ParDialect::kGradientOfAttrName,
+               ParDialect::kCopyOfAttrName, ParDialect::kViewOfAttrName},
+              attr.getName().getValue()))
+        os << " " << attr.getName().getValue() << "=" << attr.getValue();
+    for (Type type : node.op->getResultTypes())
+      os << " ->" << type;
+    // Operands: a node's representative, or an argument read here first
+    // (numbered by first appearance, so that x*x and a*b differ).
+    SmallVector<int32_t> fresh;
+    for (auto [slot, t] : llvm::enumerate(node.inputs)) {
+      os << " |";
+      if (t < 0) {
+        os << node.op->getOperand(slot).getType();
+        continue;
+      }
+      Node &producer = nodes[tensors[t].node];
+      if (!producer.op && producer.rep < 0) {
+        auto it = llvm::find(fresh, tensors[t].node);
+        os << "arg#" << (it - fresh.begin()) << " " << tensors[t].type << " "
+           << tensors[t].parameter;
+        // Its attributes but its name: a sharding or role must match.
+        unsigned number = cast<BlockArgument>(tensors[t].value).getArgNumber();
+        for (NamedAttribute attr : func.getArgAttrDict(number)
+                                       ? func.getArgAttrDict(number).getValue()
+                                       : ArrayRef<NamedAttribute>())
+          if (attr.getName() != ParDialect::kNameAttrName)
+            os << " " << attr.getName().getValue() << "=" << attr.getValue();
+        if (it == fresh.end())
+          fresh.push_back(tensors[t].node);
+        continue;
+      }
+      std::optional<int64_t> from =
+          producer.op ? layerOf(producer.op) : std::nullopt;
+      if (layer && from)
+        os << "layer " << (*from - *layer) << " op " << place[producer.op];
+      else
+        os << "n" << producer.rep;
+      os << "." << tensors[t].output << " " << tensors[t].type;
+    }
+    auto [it, inserted] = seen.try_emplace(signature, int32_t(n));
+    // Only copies share choices: ops of different layers, or ops that read
+    // different values (two equal ops on the same values, or two equal
+    // constants, may each want their own layout).
+    if (!inserted) {
+      const Node &other = nodes[it->second];
+      std::optional<int64_t> otherLayer = layerOf(other.op);
+      bool copy = layer && otherLayer && *layer != *otherLayer;
+      for (auto [mine, theirs] : llvm::zip(node.inputs, other.inputs))
+        copy |= mine >= 0 && theirs >= 0 &&
+                tensors[mine].node != tensors[theirs].node;
+      if (!copy) {
+        // This op stands for the later ones of its kind.
+        it->second = int32_t(n);
+        inserted = true;
+      }
+    }
+    int32_t rep = it->second;
+    node.rep = rep;
+    if (!inserted)
+      ++nodes[rep].copies;
+    // Arguments read first here copy the arguments the representative read
+    // at the same places.
+    for (auto [slot, t] : llvm::enumerate(node.inputs)) {
+      if (t < 0)
+        continue;
+      Node &producer = nodes[tensors[t].node];
+      if (producer.op || producer.rep >= 0)
+        continue;
+      int32_t mine = tensors[nodes[rep].inputs[slot]].node;
+      producer.rep = inserted ? tensors[t].node : nodes[mine].rep;
+      if (!inserted)
+        ++nodes[producer.rep].copies;
+    }
+  }
+  for (auto [n, node] : llvm::enumerate(nodes))
+    if (node.rep < 0)
+      node.rep = int32_t(n);
 }
 
 ReshardLayout Planner::layoutOf(const Node &node, bool output, unsigned slot,
@@ -547,26 +666,56 @@ LogicalResult Planner::solveAxis(int32_t axis) {
   auto addCol = [&](double cost, bool integer) {
     return program.addColumn(cost, integer);
   };
-  // x[n][k]: node n takes choice k.
+  // x[n][k]: node n takes choice k; copies share their representative's.
   std::vector<SmallVector<int, 4>> x(nodes.size());
+  std::vector<double> memory;
   for (auto [n, node] : llvm::enumerate(nodes)) {
+    if (node.rep != int32_t(n))
+      continue;
     candidates(node, axis);
-    for (int64_t choice : node.choices)
-      x[n].push_back(addCol(nodeSeconds(node, axis, choice), true));
+    double copies = double(node.copies);
+    for (int64_t choice : node.choices) {
+      x[n].push_back(addCol(copies * nodeSeconds(node, axis, choice), true));
+      memory.push_back(copies * double(nodeBytes(node, axis, choice)));
+    }
     SmallVector<double> ones(x[n].size(), 1.0);
     program.addRow(x[n], ones, 'E', 1);
   }
-  std::vector<double> memory(program.numColumns(), 0.0);
   for (auto [n, node] : llvm::enumerate(nodes))
-    for (auto [k, choice] : llvm::enumerate(node.choices))
-      memory[x[n][k]] = double(nodeBytes(node, axis, choice));
+    if (node.rep != int32_t(n)) {
+      node.choices = nodes[node.rep].choices;
+      x[n] = x[node.rep];
+    }
 
-  // Edges: producer output layouts against the layouts readers need.
-  for (auto [t, tensor] : llvm::enumerate(tensors)) {
+  // Edges: producer output layouts against the layouts readers need, once
+  // per distinct (producer, reader) pair of representatives, times the
+  // number of copies.
+  struct EdgeGroup {
+    int32_t tensor;
+    Use use;
+    double copies = 0;
+  };
+  using EdgeKey = std::tuple<int32_t, unsigned, int32_t, unsigned, std::string>;
+  llvm::MapVector<EdgeKey, EdgeGroup, std::map<EdgeKey, unsigned>> groups;
+  for (auto [t, tensor] : llvm::enumerate(tensors))
+    for (const Use &use : uses[t]) {
+      int32_t reader = use.node < 0 ? -1 : nodes[use.node].rep;
+      auto key = std::make_tuple(nodes[tensor.node].rep, tensor.output, reader,
+                                 use.input,
+                                 use.node < 0 ? layoutKey(use.fixed) : "");
+      EdgeGroup &group = groups[key];
+      if (group.copies == 0) {
+        group.tensor = int32_t(t);
+        group.use = use;
+      }
+      group.copies += 1;
+    }
+  for (auto &[key, group] : groups) {
+    const Tensor &tensor = tensors[group.tensor];
+    const Use &use = group.use;
     const Node &producer = nodes[tensor.node];
     // Distinct produced layouts, each with the choices giving it.
-    LayoutChoices
-        from;
+    LayoutChoices from;
     for (auto [k, choice] : llvm::enumerate(producer.choices)) {
       ReshardLayout layout =
           layoutOf(producer, true, tensor.output, axis, choice);
@@ -574,9 +723,8 @@ LogicalResult Planner::solveAxis(int32_t axis) {
       entry.first = layout;
       entry.second.push_back(x[tensor.node][k]);
     }
-    for (const Use &use : uses[t]) {
-      LayoutChoices
-          to;
+    {
+      LayoutChoices to;
       if (use.node < 0) {
         to[layoutKey(use.fixed)].first = use.fixed;
       } else {
@@ -596,7 +744,8 @@ LogicalResult Planner::solveAxis(int32_t axis) {
       if (from.size() == 1 || to.size() == 1) {
         for (auto &[fk, fv] : from)
           for (auto &[tk, tv] : to) {
-            double cost = reshardSeconds(tensor, fv.first, tv.first);
+            double cost =
+                group.copies * reshardSeconds(tensor, fv.first, tv.first);
             ArrayRef<int> cols = from.size() == 1 ? tv.second : fv.second;
             if (cols.empty())
               fixedSeconds += cost;
@@ -609,8 +758,8 @@ LogicalResult Planner::solveAxis(int32_t axis) {
       std::vector<SmallVector<int>> rowsFrom(from.size()), rowsTo(to.size());
       for (auto [i, f] : llvm::enumerate(from))
         for (auto [j, g] : llvm::enumerate(to)) {
-          int e = addCol(reshardSeconds(tensor, f.second.first,
-                                        g.second.first),
+          int e = addCol(group.copies * reshardSeconds(tensor, f.second.first,
+                                                       g.second.first),
                          false);
           memory.push_back(0);
           rowsFrom[i].push_back(e);
