@@ -50,10 +50,12 @@ def AutoShardPass : Pass<"auto-shard", "::mlir::ModuleOp"> {
     User shardings (arguments, results, constraints) are kept. Every value
     gets a closed sharding, and a `par.sharding_constraint` marks each
     planned reshard, so --par-propagate and --par-partition do what was
-    planned. The plan is then partitioned on a copy and its memory planned:
-    a training step whose ZeRO stage the user left open gets the smallest
-    stage (over the data axis) that fits; when none does, the error names
-    the smallest per-device memory found. The module records the plan in
+    planned. Whole plans are compared exactly: the free program's, and one
+    per split of the axes between data and tensor parallelism, each with
+    every ZeRO stage (over its data axis) a training step left open; each
+    is partitioned on a copy and its memory planned, and the fastest that
+    fits the limit wins. When none fits, the error names the smallest
+    per-device memory found. The module records the plan in
     `par.auto_shard` (profile, limit, axis roles, ZeRO stage, predicted
     step and memory), which --report prints.
 

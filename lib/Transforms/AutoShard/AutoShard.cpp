@@ -58,11 +58,16 @@ struct Tensor {
   /// A user's sharding: the axes it puts on each dim (and partial), which
   /// the plan must reproduce.
   std::optional<ReshardLayout> pinned;
+  /// Per dim of `pinned`: open (`?`), so the plan may add axes the user did
+  /// not place elsewhere.
+  SmallVector<bool> pinnedOpen;
   /// A constant: any layout is free (each device builds its piece).
   bool constant = false;
   /// Parameter (persists with a gradient), or a forward value the backward
   /// pass reads (an activation).
   bool parameter = false, activation = false;
+  /// An argument some op's result is the gradient of (par.gradient_of).
+  bool hasGradient = false;
 };
 
 /// Who reads a tensor in a layout of their choosing.
@@ -97,6 +102,10 @@ using LayoutChoices =
     llvm::MapVector<std::string, std::pair<ReshardLayout, SmallVector<int>>,
                     std::map<std::string, unsigned>>;
 
+/// The cost of a move that does not exist (a value made partial): large
+/// enough never to be chosen, small enough to keep the program well scaled.
+constexpr double kImpossible = 1e6;
+
 /// A 0-1 program built in memory and handed to CBC whole (adding rows and
 /// columns to a CBC model one by one copies it each time).
 class IntegerProgram {
@@ -122,6 +131,8 @@ public:
   /// Solves to optimality: the column values and the objective, or
   /// nullopt when the program has no solution.
   std::optional<std::pair<std::vector<double>, double>> solve() const {
+    if (objective.empty())
+      return std::make_pair(std::vector<double>(), 0.0);
     std::vector<CoinBigIndex> start = {0};
     std::vector<int> index;
     std::vector<double> value;
@@ -132,6 +143,10 @@ public:
       }
       start.push_back(CoinBigIndex(index.size()));
     }
+    // Costs in microseconds: the solver's tolerances are absolute.
+    std::vector<double> scaled(objective);
+    for (double &cost : scaled)
+      cost *= 1e6;
     std::vector<double> lower(objective.size(), 0.0),
         upper(objective.size(), 1.0);
     Cbc_Model *model = Cbc_newModel();
@@ -139,7 +154,7 @@ public:
     Cbc_setLogLevel(model, 0);
     Cbc_loadProblem(model, int(objective.size()), int(rowLower.size()),
                     start.data(), index.data(), value.data(), lower.data(),
-                    upper.data(), objective.data(), rowLower.data(),
+                    upper.data(), scaled.data(), rowLower.data(),
                     rowUpper.data());
     for (auto [column, integer] : llvm::enumerate(integers))
       if (integer)
@@ -150,7 +165,7 @@ public:
     const double *solution = Cbc_getColSolution(model);
     return std::make_pair(
         std::vector<double>(solution, solution + objective.size()),
-        Cbc_getObjValue(model));
+        Cbc_getObjValue(model) / 1e6);
   }
 
 private:
@@ -268,7 +283,11 @@ LogicalResult Planner::build() {
     tensor.type = type;
     tensor.node = node;
     tensor.output = output;
-    tensor.pinned = pinnedLayout(getValueSharding(value), mesh);
+    ShardingAttr sharding = getValueSharding(value);
+    tensor.pinned = pinnedLayout(sharding, mesh);
+    if (sharding)
+      for (DimShardingAttr dim : sharding.getDims())
+        tensor.pinnedOpen.push_back(dim.isOpen());
     tensorOf[value] = int32_t(tensors.size());
     tensors.push_back(tensor);
     return int32_t(tensors.size() - 1);
@@ -334,6 +353,14 @@ LogicalResult Planner::build() {
       use.fixed.dims.resize(tensors[t].type.getRank());
     uses[t].push_back(use);
   }
+  // Arguments with a gradient (weights, not optimizer states).
+  func.walk([&](Operation *op) {
+    if (auto of = op->getAttrOfType<DenseI64ArrayAttr>(
+            ParDialect::kGradientOfAttrName))
+      for (int64_t arg : of.asArrayRef())
+        if (arg >= 0 && arg < int64_t(func.getNumArguments()))
+          tensors[tensorOf.lookup(func.getArgument(arg))].hasGradient = true;
+  });
   // Activations: forward values the backward pass reads.
   for (Tensor &tensor : tensors)
     if (Operation *def = tensor.value.getDefiningOp())
@@ -467,15 +494,13 @@ ReshardLayout Planner::layoutOf(const Node &node, bool output, unsigned slot,
     return layout;
   }
   auto axesOf = [&](int64_t factor) {
-    Axes axes = node.factorAxes[factor];
-    // A link group splits alike: its leader holds the choice.
+    // A link group splits alike: its leader holds the axes and the choice.
     int64_t leader = node.rule->getFactor(factor).link;
     if (leader < 0)
       leader = factor;
+    Axes axes = node.factorAxes[leader];
     if (leader == choice)
       axes.push_back(extra);
-    else if (leader != factor)
-      axes = node.factorAxes[leader];
     return axes;
   };
   const TensorFactors &mapping = output
@@ -505,10 +530,6 @@ void Planner::candidates(Node &node, int32_t axis) {
     for (auto [d, size] : llvm::enumerate(tensor.type.getShape()))
       if (allowed && size % (n * shardsOf(node.factorAxes[d])) == 0)
         node.choices.push_back(d);
-    // A data-parallel axis splits each data input, on its batch (first)
-    // dim where it can.
-    if (use == AxisUse::Data && node.choices.size() > 1)
-      node.choices.assign(1, node.choices[1]);
   } else {
     const ShardingRule &rule = *node.rule;
     auto majorFactorsUnsplittable = [&](int64_t f) {
@@ -556,16 +577,28 @@ void Planner::candidates(Node &node, int32_t axis) {
       if (!tensor.pinned)
         continue;
       ReshardLayout layout = layoutOf(node, true, slot, axis, choice);
-      for (auto [d, dim] : llvm::enumerate(tensor.pinned->dims))
-        if (llvm::is_contained(dim, axis) !=
-            llvm::is_contained(layout.dims[d], axis))
+      bool placed = llvm::is_contained(tensor.pinned->partial, axis);
+      for (const auto &dim : tensor.pinned->dims)
+        placed |= llvm::is_contained(dim, axis);
+      for (auto [d, dim] : llvm::enumerate(tensor.pinned->dims)) {
+        bool user = llvm::is_contained(dim, axis);
+        bool plan = llvm::is_contained(layout.dims[d], axis);
+        // An open dim takes an axis the user placed nowhere.
+        bool open = d < tensor.pinnedOpen.size() && tensor.pinnedOpen[d];
+        if (user != plan && !(plan && open && !placed))
           return true;
+      }
       if (llvm::is_contained(tensor.pinned->partial, axis) !=
           llvm::is_contained(layout.partial, axis))
         return true;
     }
     return false;
   });
+  // A data-parallel axis splits each data input, on the first dim it can
+  // (the batch).
+  if (!node.op && axisUses[axis] == AxisUse::Data && node.choices.size() > 1 &&
+      !tensors[node.argTensor].parameter)
+    node.choices.assign(1, node.choices[1]);
 }
 
 double Planner::nodeSeconds(const Node &node, int32_t axis,
@@ -632,7 +665,7 @@ int64_t Planner::nodeBytes(const Node &node, int32_t axis,
     int64_t b = localBytes(machine.axisSizes(), tensor.type,
                            layoutOf(node, true, slot, axis, choice));
     // A parameter has a gradient of its layout.
-    bytes += tensor.parameter ? 2 * b : b;
+    bytes += tensor.hasGradient ? 2 * b : b;
   }
   return bytes;
 }
@@ -655,7 +688,7 @@ double Planner::reshardSeconds(const Tensor &tensor, const ReshardLayout &from,
         reshardCost(machine.axisSizes(), tensor.type.getShape(),
                     elementBytes(tensor.type.getElementType()), from, plan));
   else
-    seconds = 1e30; // never chosen: the move does not exist
+    seconds = kImpossible; // never chosen: the move does not exist
   reshardCache[key] = seconds;
   return seconds;
 }
@@ -799,6 +832,7 @@ LogicalResult Planner::solveAxis(int32_t axis) {
     bytes += b * solution[col];
   predictedMemory = int64_t(bytes + 0.5);
   for (auto [n, node] : llvm::enumerate(nodes)) {
+    node.chosen = -1;
     for (auto [k, choice] : llvm::enumerate(node.choices))
       if (solution[x[n][k]] > 0.5)
         node.chosen = choice;
@@ -831,11 +865,6 @@ LogicalResult Planner::solve() {
                                  "axis '"
                               << mesh.getAxisNames()[axis]
                               << "' has no solution";
-  }
-  if (order.empty()) {
-    // One device: nothing to place, but the prediction still holds.
-    for (Node &node : nodes)
-      candidates(node, 0), node.choices.assign(1, -1);
   }
   return success();
 }
@@ -1115,6 +1144,7 @@ struct AutoShardPass
       }
       std::optional<int32_t> axis = dataAxis(plan);
       int64_t lastStage = open.empty() || !axis ? 0 : 3;
+      std::optional<Exact> previous; // this plan's previous stage
       for (int64_t stage = 0; stage <= lastStage; ++stage) {
         Candidate variant = plan;
         variant.zero = stage;
@@ -1132,22 +1162,28 @@ struct AutoShardPass
           variant.error = why.empty() ? "does not partition" : why;
         // A stage that changes nothing (the plan already splits what ZeRO
         // would) is not another plan.
-        if (stage > 0 && variant.exact && !considered.empty() &&
-            considered.back().exact &&
-            considered.back().exact->arenaBytes == variant.exact->arenaBytes &&
-            considered.back().exact->stepSeconds == variant.exact->stepSeconds)
+        if (stage > 0 && variant.exact && previous &&
+            previous->arenaBytes == variant.exact->arenaBytes &&
+            previous->stepSeconds == variant.exact->stepSeconds)
           continue;
+        previous = variant.exact;
         if (i == 0 && stage == 0 && !variant.exact) {
           module.emitError() << "--auto-shard: the plan does not partition: "
                              << variant.error;
           return signalPassFailure();
         }
-        // The same plan twice (a restriction the free plan met anyway).
+        // The same plan twice (a restriction the free plan met anyway, or
+        // plans whose arguments split alike): the faster stays.
         std::string name = variant.name(mesh);
-        if (llvm::none_of(considered, [&](const Candidate &c) {
-              return c.name(mesh) == name;
-            }))
+        auto same = llvm::find_if(considered, [&](const Candidate &c) {
+          return c.name(mesh) == name;
+        });
+        if (same == considered.end())
           considered.push_back(variant);
+        else if (variant.exact &&
+                 (!same->exact ||
+                  variant.exact->stepSeconds < same->exact->stepSeconds))
+          *same = variant;
       }
     }
 

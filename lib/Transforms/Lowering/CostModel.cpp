@@ -40,7 +40,9 @@ int64_t MachineModel::numDevices() const {
 
 double MachineModel::peakFlops(Type elementType) const {
   std::optional<rt::DType> dtype;
-  if (std::optional<ProgramDType> name = programDType(elementType))
+  if (!elementType)
+    ; // no tensor: the f32 peak
+  else if (std::optional<ProgramDType> name = programDType(elementType))
     dtype = rt::parseDType(name->name.str());
   if (dtype) {
     auto it = hw.peakFlops.find(*dtype);
@@ -71,6 +73,10 @@ double MachineModel::collectiveSeconds(StringRef name, ArrayRef<int32_t> axes,
   int64_t group = 1;
   size_t level = 0;
   for (int32_t axis : axes) {
+    // An axis of another mesh than the one the model was bound to: as if
+    // inside a node, with its size unknown (the report binds one mesh).
+    if (axis < 0 || size_t(axis) >= sizes.size())
+      continue;
     group *= sizes[axis];
     level = std::max(level, levels[axis]);
   }
