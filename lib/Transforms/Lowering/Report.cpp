@@ -394,9 +394,17 @@ struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
     std::string profile = hardware;
     if (profile.empty())
       if (auto plan = module->getAttrOfType<DictionaryAttr>(
-              ParDialect::kAutoShardAttrName))
-        if (auto name = plan.getAs<StringAttr>("hardware"))
+              ParDialect::kAutoShardAttrName)) {
+        // The profile the plan was made with; a file that is not found
+        // from here (a relative path) falls back to its name, a preset.
+        auto file = plan.getAs<StringAttr>("hardware");
+        auto name = plan.getAs<StringAttr>("profile");
+        std::string ignored;
+        if (file && ::par::rt::tryLoadHardwareProfile(file.str(), ignored))
+          profile = file.str();
+        else if (name && ::par::rt::tryLoadHardwareProfile(name.str(), ignored))
           profile = name.str();
+      }
     SmallVector<int64_t> axisSizes;
     for (MeshOp mesh : module.getOps<MeshOp>()) {
       for (int64_t size : mesh.getAxisSizes())
