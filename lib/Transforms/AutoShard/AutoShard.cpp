@@ -30,6 +30,7 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 
 #include <coin/Cbc_C_Interface.h>
@@ -1257,8 +1258,14 @@ struct AutoShardPass
           b.getNamedAttr("reason", b.getStringAttr(reason))};
       alternatives.push_back(b.getDictionaryAttr(entry));
     }
-    std::string profile =
-        hardware.empty() ? machine->profile().name : std::string(hardware);
+    // The profile as a later --report can find it: a preset's name, or the
+    // file's absolute path.
+    std::string profile = machine->profile().name;
+    if (!hardware.empty() && llvm::sys::fs::exists(hardware)) {
+      SmallString<256> path(hardware);
+      llvm::sys::fs::make_absolute(path);
+      profile = path.str().str();
+    }
     SmallVector<NamedAttribute> record = {
         b.getNamedAttr("hardware", b.getStringAttr(profile)),
         b.getNamedAttr("profile", b.getStringAttr(machine->profile().name)),
