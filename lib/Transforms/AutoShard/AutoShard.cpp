@@ -1047,6 +1047,8 @@ struct AutoShardPass
                            SmallVector<func::FuncOp> *open) {
     MeshOp mesh = *module.getOps<MeshOp>().begin();
     candidate.plannedSeconds = 0;
+    candidate.roles.clear();
+    bool rolesFromStep = false;
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isDeclaration())
         continue;
@@ -1055,9 +1057,13 @@ struct AutoShardPass
         return failure();
       planner.writeBack();
       candidate.plannedSeconds += planner.predictedSeconds;
-      candidate.roles = planner.axisRoles();
       bool training = false;
       func.walk([&](Operation *op) { training |= getPhase(op).has_value(); });
+      // The roles (and the data axis ZeRO splits over) are the training
+      // step's; without one, the first function's.
+      if (candidate.roles.empty() || (training && !rolesFromStep))
+        candidate.roles = planner.axisRoles();
+      rolesFromStep |= training;
       if (open && training && !func->hasAttr(ParDialect::kZeroAttrName))
         open->push_back(func);
     }
