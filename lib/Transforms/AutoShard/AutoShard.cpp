@@ -235,6 +235,8 @@ private:
   const MachineModel &machine;
   int64_t memoryLimit;
   SmallVector<AxisUse> axisUses;
+  /// The axes placed so far, in order.
+  SmallVector<int32_t> placed;
   std::vector<Tensor> tensors;
   std::vector<Node> nodes;
   /// Per tensor, its readers.
@@ -760,7 +762,16 @@ LogicalResult Planner::solveAxis(int32_t axis) {
     {
       LayoutChoices to;
       if (use.node < 0) {
-        to[layoutKey(use.fixed)].first = use.fixed;
+        // A fixed layout as far as the axes placed so far and this one go:
+        // the axes still to come are priced when they are placed.
+        ReshardLayout fixed = use.fixed;
+        auto later = [&](int32_t a) {
+          return a != axis && !llvm::is_contained(placed, a);
+        };
+        for (auto &dim : fixed.dims)
+          llvm::erase_if(dim, later);
+        llvm::erase_if(fixed.partial, later);
+        to[layoutKey(fixed)].first = fixed;
       } else {
         const Node &reader = nodes[use.node];
         bool update = use.input == ~0u; // an update: its argument's layout
@@ -840,6 +851,7 @@ LogicalResult Planner::solveAxis(int32_t axis) {
     if (node.chosen >= 0)
       node.factorAxes[node.chosen].push_back(axis);
   }
+  placed.push_back(axis);
   return success();
 }
 
