@@ -208,7 +208,6 @@ public:
   /// The role of each axis (data, tensor, unused) from what it splits.
   SmallVector<std::string> axisRoles() const;
   double predictedSeconds = 0;
-  int64_t predictedMemory = 0;
 
 private:
   int64_t axisSize(int32_t axis) const { return machine.axisSizes()[axis]; }
@@ -348,8 +347,8 @@ LogicalResult Planner::build() {
       continue;
     }
     Use use{-1, 0, {}};
-    auto sharding =
-        func.getResultAttrOfType<ShardingAttr>(i, ParDialect::kShardingAttrName);
+    auto sharding = func.getResultAttrOfType<ShardingAttr>(
+        i, ParDialect::kShardingAttrName);
     if (std::optional<ReshardLayout> pinned = pinnedLayout(sharding, mesh))
       use.fixed = *pinned;
     else
@@ -358,11 +357,9 @@ LogicalResult Planner::build() {
   }
   // Arguments with a gradient (weights, not optimizer states).
   func.walk([&](Operation *op) {
-    if (auto of = op->getAttrOfType<DenseI64ArrayAttr>(
-            ParDialect::kGradientOfAttrName))
-      for (int64_t arg : of.asArrayRef())
-        if (arg >= 0 && arg < int64_t(func.getNumArguments()))
-          tensors[tensorOf.lookup(func.getArgument(arg))].hasGradient = true;
+    for (int64_t arg : getGradientOf(op))
+      if (arg >= 0 && arg < int64_t(func.getNumArguments()))
+        tensors[tensorOf.lookup(func.getArgument(arg))].hasGradient = true;
   });
   // Activations: forward values the backward pass reads.
   for (Tensor &tensor : tensors)
@@ -381,16 +378,11 @@ void Planner::cluster() {
   // the gradients) is known by its place in its layer: the k-th op of
   // layer 5 copies the k-th op of layer 4 when both read the same places
   // of their layers (or of the layers at the same distance).
-  auto layerOf = [](Operation *op) -> std::optional<int64_t> {
-    if (auto layer = op->getAttrOfType<IntegerAttr>(ParDialect::kLayerAttrName))
-      return layer.getInt();
-    return std::nullopt;
-  };
   llvm::DenseMap<int64_t, int64_t> counts;
   llvm::DenseMap<Operation *, int64_t> place;
   for (Node &node : nodes)
     if (node.op)
-      if (std::optional<int64_t> layer = layerOf(node.op))
+      if (std::optional<int64_t> layer = getLayer(node.op))
         place[node.op] = counts[*layer]++;
   llvm::StringMap<int32_t> seen;
   for (auto [n, node] : llvm::enumerate(nodes)) {
@@ -398,7 +390,7 @@ void Planner::cluster() {
       continue;
     std::string signature;
     llvm::raw_string_ostream os(signature);
-    std::optional<int64_t> layer = layerOf(node.op);
+    std::optional<int64_t> layer = getLayer(node.op);
     if (layer)
       os << "layer op " << place[node.op] << " ";
     os << node.op->getName();
@@ -438,7 +430,7 @@ void Planner::cluster() {
         continue;
       }
       std::optional<int64_t> from =
-          producer.op ? layerOf(producer.op) : std::nullopt;
+          producer.op ? getLayer(producer.op) : std::nullopt;
       if (layer && from)
         os << "layer " << (*from - *layer) << " op " << place[producer.op];
       else
@@ -451,7 +443,7 @@ void Planner::cluster() {
     // constants, may each want their own layout).
     if (!inserted) {
       const Node &other = nodes[it->second];
-      std::optional<int64_t> otherLayer = layerOf(other.op);
+      std::optional<int64_t> otherLayer = getLayer(other.op);
       bool copy = layer && otherLayer && *layer != *otherLayer;
       for (auto [mine, theirs] : llvm::zip(node.inputs, other.inputs))
         copy |= mine >= 0 && theirs >= 0 &&
@@ -506,9 +498,8 @@ ReshardLayout Planner::layoutOf(const Node &node, bool output, unsigned slot,
       axes.push_back(extra);
     return axes;
   };
-  const TensorFactors &mapping = output
-                                     ? node.rule->getResultMappings()[slot]
-                                     : node.rule->getOperandMappings()[slot];
+  const TensorFactors &mapping = output ? node.rule->getResultMappings()[slot]
+                                        : node.rule->getOperandMappings()[slot];
   for (const DimFactors &dim : mapping) {
     layout.dims.emplace_back();
     for (int64_t factor : dim)
@@ -528,8 +519,8 @@ void Planner::candidates(Node &node, int32_t axis) {
   if (!node.op) {
     const Tensor &tensor = tensors[node.argTensor];
     AxisUse use = axisUses[axis];
-    bool allowed = use == AxisUse::Free ||
-                   (use == AxisUse::Data) != tensor.parameter;
+    bool allowed =
+        use == AxisUse::Free || (use == AxisUse::Data) != tensor.parameter;
     for (auto [d, size] : llvm::enumerate(tensor.type.getShape()))
       if (allowed && size % (n * shardsOf(node.factorAxes[d])) == 0)
         node.choices.push_back(d);
@@ -566,9 +557,9 @@ void Planner::candidates(Node &node, int32_t axis) {
         continue;
       bool divides = true;
       for (int64_t member : rule.linkGroup(f))
-        divides &= rule.getFactor(member).size %
-                       (n * shardsOf(node.factorAxes[f])) ==
-                   0;
+        divides &=
+            rule.getFactor(member).size % (n * shardsOf(node.factorAxes[f])) ==
+            0;
       if (divides)
         node.choices.push_back(f);
     }
@@ -631,9 +622,9 @@ double Planner::nodeSeconds(const Node &node, int32_t axis,
     ArrayRef<int32_t> slots = output ? node.outputs : node.inputs;
     for (auto [slot, t] : llvm::enumerate(slots))
       if (t >= 0) {
-        double b = double(localBytes(machine.axisSizes(), tensors[t].type,
-                                     layoutOf(node, output, slot, axis,
-                                              choice)));
+        double b =
+            double(localBytes(machine.axisSizes(), tensors[t].type,
+                              layoutOf(node, output, slot, axis, choice)));
         bytes += b;
         largest = std::max(largest, b);
       }
@@ -651,8 +642,8 @@ double Planner::nodeSeconds(const Node &node, int32_t axis,
       continue;
     double rows = largest / double(std::max<int64_t>(factor.size, 1)) *
                   double(shardsOf(axes));
-    seconds += machine.collectiveSeconds("all_reduce", axes, 2 * rows,
-                                         2 * rows);
+    seconds +=
+        machine.collectiveSeconds("all_reduce", axes, 2 * rows, 2 * rows);
   }
   return seconds;
 }
@@ -677,8 +668,8 @@ double Planner::reshardSeconds(const Tensor &tensor, const ReshardLayout &from,
                                const ReshardLayout &to) {
   if (from == to || tensor.constant)
     return 0;
-  auto key = std::make_tuple(int32_t(&tensor - tensors.data()),
-                             layoutKey(from), layoutKey(to));
+  auto key = std::make_tuple(int32_t(&tensor - tensors.data()), layoutKey(from),
+                             layoutKey(to));
   auto it = reshardCache.find(key);
   if (it != reshardCache.end())
     return it->second;
@@ -699,9 +690,6 @@ double Planner::reshardSeconds(const Tensor &tensor, const ReshardLayout &from,
 LogicalResult Planner::solveAxis(int32_t axis) {
   IntegerProgram program;
   double fixedSeconds = 0; // costs no choice of this axis changes
-  auto addCol = [&](double cost, bool integer) {
-    return program.addColumn(cost, integer);
-  };
   // x[n][k]: node n takes choice k; copies share their representative's.
   std::vector<SmallVector<int, 4>> x(nodes.size());
   std::vector<double> memory;
@@ -711,7 +699,8 @@ LogicalResult Planner::solveAxis(int32_t axis) {
     candidates(node, axis);
     double copies = double(node.copies);
     for (int64_t choice : node.choices) {
-      x[n].push_back(addCol(copies * nodeSeconds(node, axis, choice), true));
+      x[n].push_back(
+          program.addColumn(copies * nodeSeconds(node, axis, choice), true));
       memory.push_back(copies * double(nodeBytes(node, axis, choice)));
     }
     SmallVector<double> ones(x[n].size(), 1.0);
@@ -736,9 +725,9 @@ LogicalResult Planner::solveAxis(int32_t axis) {
   for (auto [t, tensor] : llvm::enumerate(tensors))
     for (const Use &use : uses[t]) {
       int32_t reader = use.node < 0 ? -1 : nodes[use.node].rep;
-      auto key = std::make_tuple(nodes[tensor.node].rep, tensor.output, reader,
-                                 use.input,
-                                 use.node < 0 ? layoutKey(use.fixed) : "");
+      auto key =
+          std::make_tuple(nodes[tensor.node].rep, tensor.output, reader,
+                          use.input, use.node < 0 ? layoutKey(use.fixed) : "");
       EdgeGroup &group = groups[key];
       if (group.copies == 0) {
         group.tensor = int32_t(t);
@@ -759,70 +748,69 @@ LogicalResult Planner::solveAxis(int32_t axis) {
       entry.first = layout;
       entry.second.push_back(x[tensor.node][k]);
     }
-    {
-      LayoutChoices to;
-      if (use.node < 0) {
-        // A fixed layout as far as the axes placed so far and this one go:
-        // the axes still to come are priced when they are placed.
-        ReshardLayout fixed = use.fixed;
-        auto later = [&](int32_t a) {
-          return a != axis && !llvm::is_contained(placed, a);
-        };
-        for (auto &dim : fixed.dims)
-          llvm::erase_if(dim, later);
-        llvm::erase_if(fixed.partial, later);
-        to[layoutKey(fixed)].first = fixed;
-      } else {
-        const Node &reader = nodes[use.node];
-        bool update = use.input == ~0u; // an update: its argument's layout
-        for (auto [k, choice] : llvm::enumerate(reader.choices)) {
-          ReshardLayout layout =
-              update ? layoutOf(reader, true, 0, axis, choice)
-                     : layoutOf(reader, false, use.input, axis, choice);
-          auto &entry = to[layoutKey(layout)];
-          entry.first = layout;
-          entry.second.push_back(x[use.node][k]);
-        }
-      }
-      // One side with one layout: the cost lands on the other side's
-      // choices (or is fixed when neither side chooses).
-      if (from.size() == 1 || to.size() == 1) {
-        for (auto &[fk, fv] : from)
-          for (auto &[tk, tv] : to) {
-            double cost =
-                group.copies * reshardSeconds(tensor, fv.first, tv.first);
-            ArrayRef<int> cols = from.size() == 1 ? tv.second : fv.second;
-            if (cols.empty())
-              fixedSeconds += cost;
-            for (int col : cols)
-              program.cost(col) += cost;
-          }
-        continue;
-      }
-      // e[i][j] for each pair; rows tie them to both sides' choices.
-      std::vector<SmallVector<int>> rowsFrom(from.size()), rowsTo(to.size());
-      for (auto [i, f] : llvm::enumerate(from))
-        for (auto [j, g] : llvm::enumerate(to)) {
-          int e = addCol(group.copies * reshardSeconds(tensor, f.second.first,
-                                                       g.second.first),
-                         false);
-          memory.push_back(0);
-          rowsFrom[i].push_back(e);
-          rowsTo[j].push_back(e);
-        }
-      auto tie = [&](SmallVector<int> pairs, ArrayRef<int> choices) {
-        SmallVector<double> coefs(pairs.size(), 1.0);
-        for (int col : choices) {
-          pairs.push_back(col);
-          coefs.push_back(-1.0);
-        }
-        program.addRow(pairs, coefs, 'E', 0);
+    LayoutChoices to;
+    if (use.node < 0) {
+      // A fixed layout as far as the axes placed so far and this one go:
+      // the axes still to come are priced when they are placed.
+      ReshardLayout fixed = use.fixed;
+      auto later = [&](int32_t a) {
+        return a != axis && !llvm::is_contained(placed, a);
       };
-      for (auto [i, f] : llvm::enumerate(from))
-        tie(rowsFrom[i], f.second.second);
-      for (auto [j, g] : llvm::enumerate(to))
-        tie(rowsTo[j], g.second.second);
+      for (auto &dim : fixed.dims)
+        llvm::erase_if(dim, later);
+      llvm::erase_if(fixed.partial, later);
+      to[layoutKey(fixed)].first = fixed;
+    } else {
+      const Node &reader = nodes[use.node];
+      bool update = use.input == ~0u; // an update: its argument's layout
+      for (auto [k, choice] : llvm::enumerate(reader.choices)) {
+        ReshardLayout layout =
+            update ? layoutOf(reader, true, 0, axis, choice)
+                   : layoutOf(reader, false, use.input, axis, choice);
+        auto &entry = to[layoutKey(layout)];
+        entry.first = layout;
+        entry.second.push_back(x[use.node][k]);
+      }
     }
+    // One side with one layout: the cost lands on the other side's
+    // choices (or is fixed when neither side chooses).
+    if (from.size() == 1 || to.size() == 1) {
+      for (auto &[fk, fv] : from)
+        for (auto &[tk, tv] : to) {
+          double cost =
+              group.copies * reshardSeconds(tensor, fv.first, tv.first);
+          ArrayRef<int> cols = from.size() == 1 ? tv.second : fv.second;
+          if (cols.empty())
+            fixedSeconds += cost;
+          for (int col : cols)
+            program.cost(col) += cost;
+        }
+      continue;
+    }
+    // e[i][j] for each pair; rows tie them to both sides' choices.
+    std::vector<SmallVector<int>> rowsFrom(from.size()), rowsTo(to.size());
+    for (auto [i, f] : llvm::enumerate(from))
+      for (auto [j, g] : llvm::enumerate(to)) {
+        int e = program.addColumn(group.copies * reshardSeconds(tensor,
+                                                                f.second.first,
+                                                                g.second.first),
+                                  false);
+        memory.push_back(0);
+        rowsFrom[i].push_back(e);
+        rowsTo[j].push_back(e);
+      }
+    auto tie = [&](SmallVector<int> pairs, ArrayRef<int> choices) {
+      SmallVector<double> coefs(pairs.size(), 1.0);
+      for (int col : choices) {
+        pairs.push_back(col);
+        coefs.push_back(-1.0);
+      }
+      program.addRow(pairs, coefs, 'E', 0);
+    };
+    for (auto [i, f] : llvm::enumerate(from))
+      tie(rowsFrom[i], f.second.second);
+    for (auto [j, g] : llvm::enumerate(to))
+      tie(rowsTo[j], g.second.second);
   }
   if (memoryLimit > 0) {
     SmallVector<int> cols;
@@ -839,10 +827,6 @@ LogicalResult Planner::solveAxis(int32_t axis) {
     return failure();
   const std::vector<double> &solution = result->first;
   predictedSeconds = result->second + fixedSeconds;
-  double bytes = 0;
-  for (auto [col, b] : llvm::enumerate(memory))
-    bytes += b * solution[col];
-  predictedMemory = int64_t(bytes + 0.5);
   for (auto [n, node] : llvm::enumerate(nodes)) {
     node.chosen = -1;
     for (auto [k, choice] : llvm::enumerate(node.choices))
@@ -860,9 +844,8 @@ LogicalResult Planner::solve() {
   for (auto [a, size] : llvm::enumerate(machine.axisSizes()))
     if (size > 1)
       order.push_back(int32_t(a));
-  llvm::stable_sort(order, [&](int32_t a, int32_t b) {
-    return axisSize(a) > axisSize(b);
-  });
+  llvm::stable_sort(
+      order, [&](int32_t a, int32_t b) { return axisSize(a) > axisSize(b); });
   for (int32_t axis : order) {
     if (succeeded(solveAxis(axis)))
       continue;
@@ -874,10 +857,10 @@ LogicalResult Planner::solve() {
     LogicalResult result = solveAxis(axis);
     memoryLimit = limit;
     if (failed(result))
-      return func.emitError() << "--auto-shard: the integer program for mesh "
-                                 "axis '"
-                              << mesh.getAxisNames()[axis]
-                              << "' has no solution";
+      return func.emitError()
+             << "--auto-shard: the integer program for mesh "
+                "axis '"
+             << mesh.getAxisNames()[axis] << "' has no solution";
   }
   return success();
 }
@@ -892,8 +875,8 @@ ShardingAttr Planner::toAttr(const ReshardLayout &layout) const {
   };
   SmallVector<DimShardingAttr> dims;
   for (const auto &dim : layout.dims)
-    dims.push_back(DimShardingAttr::get(ctx, names(dim), /*isClosed=*/true,
-                                        std::nullopt));
+    dims.push_back(
+        DimShardingAttr::get(ctx, names(dim), /*isClosed=*/true, std::nullopt));
   return ShardingAttr::get(ctx, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
                            dims, {}, names(layout.partial));
 }
@@ -922,9 +905,8 @@ void Planner::writeBack() {
         Operation *copy = b.clone(*tensor.value.getDefiningOp());
         moved = copy->getResult(0);
       } else {
-        moved = ShardingConstraintOp::create(b, reader.op->getLoc(),
-                                             tensor.type, tensor.value,
-                                             toAttr(needed));
+        moved = ShardingConstraintOp::create(
+            b, reader.op->getLoc(), tensor.type, tensor.value, toAttr(needed));
         if (std::optional<Phase> phase = getPhase(reader.op))
           setPhase(moved.getDefiningOp(), *phase);
       }
@@ -1170,9 +1152,9 @@ struct AutoShardPass
         MeshOp copyMesh = *copy->getOps<MeshOp>().begin();
         if (stage > 0)
           for (func::FuncOp func : open)
-            setZero(func, stage,
-                    cast<StringAttr>(copyMesh.getAxisNames()[*axis])
-                        .getValue());
+            setZero(
+                func, stage,
+                cast<StringAttr>(copyMesh.getAxisNames()[*axis]).getValue());
         std::string why;
         FailureOr<Exact> exact = evaluate(*copy, *machine, why);
         if (succeeded(exact))
@@ -1187,8 +1169,8 @@ struct AutoShardPass
           continue;
         previous = variant.exact;
         if (i == 0 && stage == 0 && !variant.exact) {
-          module.emitError() << "--auto-shard: the plan does not partition: "
-                             << variant.error;
+          module.emitError()
+              << "--auto-shard: the plan does not partition: " << variant.error;
           return signalPassFailure();
         }
         // The same plan twice (a restriction the free plan met anyway, or
@@ -1238,19 +1220,20 @@ struct AutoShardPass
       return signalPassFailure();
     if (best.zero > 0)
       for (func::FuncOp func : open)
-        setZero(func, best.zero,
-                cast<StringAttr>(mesh.getAxisNames()[*dataAxis(best)])
-                    .getValue());
+        setZero(
+            func, best.zero,
+            cast<StringAttr>(mesh.getAxisNames()[*dataAxis(best)]).getValue());
 
     MLIRContext *ctx = module.getContext();
     Builder b(ctx);
     SmallVector<NamedAttribute> axes;
     for (auto [a, role] : llvm::enumerate(best.roles))
-      axes.push_back(b.getNamedAttr(
-          cast<StringAttr>(mesh.getAxisNames()[a]).getValue(),
-          b.getStringAttr(role)));
+      axes.push_back(
+          b.getNamedAttr(cast<StringAttr>(mesh.getAxisNames()[a]).getValue(),
+                         b.getStringAttr(role)));
     SmallVector<Attribute> alternatives;
-    for (const Candidate &other : ArrayRef(considered).drop_front().take_front(5)) {
+    for (const Candidate &other :
+         ArrayRef(considered).drop_front().take_front(5)) {
       std::string reason;
       llvm::raw_string_ostream os(reason);
       if (!other.exact)
@@ -1259,20 +1242,17 @@ struct AutoShardPass
         os << "needs " << other.exact->arenaBytes << " bytes per device, over "
            << "the limit";
       else
-        os << llvm::format("slower by %.1f%%",
-                           100 * (other.exact->stepSeconds /
-                                      best.exact->stepSeconds -
-                                  1));
+        os << llvm::format(
+            "slower by %.1f%%",
+            100 * (other.exact->stepSeconds / best.exact->stepSeconds - 1));
       SmallVector<NamedAttribute> entry = {
           b.getNamedAttr("plan", b.getStringAttr(other.name(mesh))),
-          b.getNamedAttr("step_seconds",
-                         b.getF64FloatAttr(other.exact
-                                               ? other.exact->stepSeconds
-                                               : 0)),
-          b.getNamedAttr("memory_bytes",
-                         b.getI64IntegerAttr(other.exact
-                                                 ? other.exact->arenaBytes
-                                                 : 0)),
+          b.getNamedAttr(
+              "step_seconds",
+              b.getF64FloatAttr(other.exact ? other.exact->stepSeconds : 0)),
+          b.getNamedAttr(
+              "memory_bytes",
+              b.getI64IntegerAttr(other.exact ? other.exact->arenaBytes : 0)),
           b.getNamedAttr("reason", b.getStringAttr(reason))};
       alternatives.push_back(b.getDictionaryAttr(entry));
     }

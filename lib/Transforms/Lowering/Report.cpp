@@ -391,28 +391,39 @@ struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
   /// `hardware`, else the one --auto-shard planned with, else the default.
   LogicalResult reportPrediction(func::FuncOp func, llvm::raw_ostream &os) {
     ModuleOp module = getOperation();
-    std::string profile = hardware;
-    if (profile.empty())
+    // This pass's profile, else the one the plan was made with (its file,
+    // or when that is not found from here, a relative path, its name),
+    // else the default.
+    SmallVector<std::string> choices;
+    if (!hardware.empty()) {
+      choices.push_back(hardware);
+    } else {
       if (auto plan = module->getAttrOfType<DictionaryAttr>(
-              ParDialect::kAutoShardAttrName)) {
-        // The profile the plan was made with; a file that is not found
-        // from here (a relative path) falls back to its name, a preset.
-        auto file = plan.getAs<StringAttr>("hardware");
-        auto name = plan.getAs<StringAttr>("profile");
-        std::string ignored;
-        if (file && ::par::rt::tryLoadHardwareProfile(file.str(), ignored))
-          profile = file.str();
-        else if (name && ::par::rt::tryLoadHardwareProfile(name.str(), ignored))
-          profile = name.str();
-      }
+              ParDialect::kAutoShardAttrName))
+        for (StringRef key : {"hardware", "profile"})
+          if (auto name = plan.getAs<StringAttr>(key))
+            choices.push_back(name.str());
+      choices.push_back(""); // the default preset
+    }
     SmallVector<int64_t> axisSizes;
     for (MeshOp mesh : module.getOps<MeshOp>()) {
       for (int64_t size : mesh.getAxisSizes())
         axisSizes.push_back(size);
       break;
     }
-    FailureOr<MachineModel> machine = MachineModel::load(
-        profile, axisSizes, [&] { return module.emitError("--par-report: "); });
+    FailureOr<MachineModel> machine = failure();
+    for (auto [i, choice] : llvm::enumerate(choices)) {
+      // Only the last choice reports why it does not load.
+      std::optional<ScopedDiagnosticHandler> quiet;
+      if (i + 1 < choices.size())
+        quiet.emplace(module.getContext(),
+                      [](Diagnostic &) { return success(); });
+      machine = MachineModel::load(choice, axisSizes, [&] {
+        return module.emitError("--par-report: ");
+      });
+      if (succeeded(machine))
+        break;
+    }
     if (failed(machine))
       return failure();
     StepPrediction p = predictStep(func, *machine);
@@ -421,14 +432,14 @@ struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
     os << llvm::format("  %-22s %14.6g s\n", "compute", p.computeSeconds);
     os << llvm::format("  %-22s %14.6g s  (%lld collectives, %lld bytes "
                        "sent per device)\n",
-                       "communication", p.commSeconds,
-                       (long long)p.collectives, (long long)p.sentBytes);
+                       "communication", p.commSeconds, (long long)p.collectives,
+                       (long long)p.sentBytes);
     os << llvm::format("  %-22s %14.6g s  (collectives run between compute "
                        "ops)\n",
                        "exposed communication", p.exposedCommSeconds);
     os << llvm::format("  %-22s %14.6g s\n", "step", p.stepSeconds);
-    os << llvm::format("  %-22s %14.6g    (device: %.6g)\n",
-                       "model FLOPs", p.modelFlops, p.deviceFlops);
+    os << llvm::format("  %-22s %14.6g    (device: %.6g)\n", "model FLOPs",
+                       p.modelFlops, p.deviceFlops);
     os << llvm::format("  %-22s %13.2f %%\n", "MFU", 100 * p.mfu);
     return success();
   }

@@ -18,15 +18,24 @@ void mlir::par::setPhase(Operation *op, Phase phase) {
               PhaseAttr::get(op->getContext(), phase));
 }
 
-std::optional<int64_t> mlir::par::getLayer(Operation *op) {
-  if (auto attr = op->getAttrOfType<IntegerAttr>(ParDialect::kLayerAttrName))
+/// An integer mark on an op (a layer, the argument a copy or view is of).
+static std::optional<int64_t> getIntMark(Operation *op, StringRef name) {
+  if (auto attr = op->getAttrOfType<IntegerAttr>(name))
     return attr.getInt();
   return std::nullopt;
 }
 
+static void setIntMark(Operation *op, StringRef name, int64_t value) {
+  op->setAttr(name,
+              IntegerAttr::get(IntegerType::get(op->getContext(), 64), value));
+}
+
+std::optional<int64_t> mlir::par::getLayer(Operation *op) {
+  return getIntMark(op, ParDialect::kLayerAttrName);
+}
+
 void mlir::par::setLayer(Operation *op, int64_t layer) {
-  op->setAttr(ParDialect::kLayerAttrName,
-              IntegerAttr::get(IntegerType::get(op->getContext(), 64), layer));
+  setIntMark(op, ParDialect::kLayerAttrName, layer);
 }
 
 SmallVector<int64_t> mlir::par::getGradientOf(Operation *op) {
@@ -51,25 +60,19 @@ void mlir::par::addGradientOf(Operation *op, int64_t param) {
 }
 
 std::optional<int64_t> mlir::par::getCopyOf(Operation *op) {
-  if (auto attr = op->getAttrOfType<IntegerAttr>(ParDialect::kCopyOfAttrName))
-    return attr.getInt();
-  return std::nullopt;
+  return getIntMark(op, ParDialect::kCopyOfAttrName);
 }
 
 void mlir::par::setCopyOf(Operation *op, int64_t master) {
-  op->setAttr(ParDialect::kCopyOfAttrName,
-              IntegerAttr::get(IntegerType::get(op->getContext(), 64), master));
+  setIntMark(op, ParDialect::kCopyOfAttrName, master);
 }
 
 std::optional<int64_t> mlir::par::getViewOf(Operation *op) {
-  if (auto attr = op->getAttrOfType<IntegerAttr>(ParDialect::kViewOfAttrName))
-    return attr.getInt();
-  return std::nullopt;
+  return getIntMark(op, ParDialect::kViewOfAttrName);
 }
 
 void mlir::par::setViewOf(Operation *op, int64_t master) {
-  op->setAttr(ParDialect::kViewOfAttrName,
-              IntegerAttr::get(IntegerType::get(op->getContext(), 64), master));
+  setIntMark(op, ParDialect::kViewOfAttrName, master);
 }
 
 std::optional<SmallVector<int64_t>>
