@@ -132,6 +132,8 @@ TEST(HardwareProfile, ErrorsNameTheSourceAndPath) {
   EXPECT_EQ(errorOf(with("name", R"("n", "memory_byte": 3)")),
             "p.json: memory_byte: unknown field (a misspelling would silently "
             "take a default)");
+  EXPECT_EQ(errorOf(with("name", R"("n", "op_overhead": -1e-6)")),
+            "p.json: op_overhead: expected a non-negative number, got -1e-06");
   EXPECT_EQ(errorOf(with("name", R"("n", "placement": "sideways")")),
             "p.json: placement: expected \"minor_first\" or \"major_first\", "
             "got \"sideways\"");
