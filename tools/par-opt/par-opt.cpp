@@ -49,9 +49,10 @@ static llvm::cl::opt<bool> reportOption(
     llvm::cl::desc("After all other passes, order the ops (--par-schedule) "
                    "and print per-device memory by category (parameters, "
                    "gradients, optimizer states, activations, temporaries) "
-                   "against the planned peak, and communication per step by "
-                   "collective and mesh axes, to standard error "
-                   "(--par-report)"),
+                   "against the planned peak, communication per step by "
+                   "collective and mesh axes, the predicted step time and "
+                   "MFU on a hardware profile, and the --auto-shard plan "
+                   "with its alternatives, to standard error (--par-report)"),
     llvm::cl::init(false), llvm::cl::cat(parCategory));
 
 /// What --help says first: par's options and passes by task.
