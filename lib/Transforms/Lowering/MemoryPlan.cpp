@@ -193,25 +193,31 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
   std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
     return plan.buffers[a].bytes > plan.buffers[b].bytes;
   });
+  // The placed blocks are kept in order of (offset, end), so one scan
+  // from the bottom meets the blocks that overlap in time in address order
+  // and stops at the first gap that fits.
   SmallVector<unsigned> placed;
+  auto below = [&](unsigned a, unsigned b) {
+    const PlannedBuffer &x = plan.buffers[a], &y = plan.buffers[b];
+    return std::make_pair(x.offset, x.bytes) <
+           std::make_pair(y.offset, y.bytes);
+  };
   for (unsigned id : order) {
     PlannedBuffer &buffer = plan.buffers[id];
-    SmallVector<std::pair<int64_t, int64_t>> taken;
-    for (unsigned other : placed) {
-      const PlannedBuffer &o = plan.buffers[other];
-      if (o.bytes && o.first <= buffer.until && buffer.first <= o.until)
-        taken.push_back({o.offset, o.offset + o.bytes});
-    }
-    llvm::sort(taken);
     int64_t offset = 0;
-    for (auto [begin, finish] : taken) {
-      if (offset + buffer.bytes <= begin)
-        break;
-      offset = std::max(offset, alignUp(finish, alignment));
-    }
-    buffer.offset = buffer.bytes ? offset : 0;
+    if (buffer.bytes)
+      for (unsigned other : placed) {
+        const PlannedBuffer &o = plan.buffers[other];
+        if (!(o.first <= buffer.until && buffer.first <= o.until))
+          continue;
+        if (offset + buffer.bytes <= o.offset)
+          break;
+        offset = std::max(offset, alignUp(o.offset + o.bytes, alignment));
+      }
+    buffer.offset = offset;
     plan.arenaBytes = std::max(plan.arenaBytes, buffer.offset + buffer.bytes);
-    placed.push_back(id);
+    if (buffer.bytes)
+      placed.insert(llvm::upper_bound(placed, id, below), id);
   }
   for (PlannedBuffer &buffer : plan.buffers)
     if (buffer.reuses >= 0)

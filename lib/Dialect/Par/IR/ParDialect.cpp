@@ -90,8 +90,8 @@ static LogicalResult verifyView(Operation *op, Attribute value, Type type,
   if (!tensor || tensor.getRank() != 1 || tensor.isDynamicDim(0) ||
       tensor.getDimSize(0) < elements)
     return op->emitError() << "'" << ParDialect::kViewAttrName << "' of "
-                           << what << " views " << elements
-                           << " elements as " << value
+                           << what << " views " << elements << " elements as "
+                           << value
                            << ": the tensor must be flat (rank 1) with at "
                               "least that many, got "
                            << type;
@@ -106,8 +106,8 @@ static Type globalTypeOf(Operation *op, unsigned index, bool isArg) {
   if (!function ||
       index >= (isArg ? function.getNumArguments() : function.getNumResults()))
     return nullptr;
-  DictionaryAttr attrs =
-      isArg ? function.getArgAttrDict(index) : function.getResultAttrDict(index);
+  DictionaryAttr attrs = isArg ? function.getArgAttrDict(index)
+                               : function.getResultAttrDict(index);
   if (attrs)
     if (auto global = attrs.getAs<TypeAttr>(ParDialect::kGlobalTypeAttrName))
       return global.getValue();
@@ -262,8 +262,8 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kAutoShardAttrName) {
     if (!isa<DictionaryAttr>(attr.getValue()) || !isa<ModuleOp>(op))
-      return op->emitError() << "'" << kAutoShardAttrName
-                             << "' is a dictionary on the module";
+      return op->emitError()
+             << "'" << kAutoShardAttrName << "' is a dictionary on the module";
     return success();
   }
   if (attr.getName() == kLayerAttrName) {
@@ -310,8 +310,7 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
       if (!function.getArgAttr(params.front(), kViewAttrName))
         return op->emitError()
                << "'" << kViewOfAttrName << "' names argument "
-               << params.front() << ", which has no '" << kViewAttrName
-               << "'";
+               << params.front() << ", which has no '" << kViewAttrName << "'";
     }
     return success();
   }
@@ -340,24 +339,45 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
 
 /// Program inputs are found by name (checkpoints, updates): an argument's
 /// par.name may be neither another argument's nor the name an unnamed
-/// argument gets in the program ("argN").
-static LogicalResult verifyUniqueArgName(Operation *op, unsigned argIndex,
-                                         StringRef name) {
+/// argument gets in the program ("argN"). The whole signature is checked
+/// once, from the first named argument, in one pass.
+static LogicalResult verifyUniqueArgName(Operation *op, unsigned argIndex) {
   auto function = dyn_cast<FunctionOpInterface>(op);
   if (!function)
     return success();
-  for (unsigned j = 0, e = function.getNumArguments(); j < e; ++j) {
-    if (j == argIndex)
+  auto nameOf = [&](unsigned j) {
+    return function.getArgAttrOfType<StringAttr>(j, ParDialect::kNameAttrName);
+  };
+  for (unsigned j = 0; j < argIndex; ++j)
+    if (nameOf(j))
+      return success(); // checked from argument #j
+  unsigned numArgs = function.getNumArguments();
+  llvm::StringMap<unsigned> first;
+  for (unsigned i = argIndex; i < numArgs; ++i) {
+    StringAttr name = nameOf(i);
+    if (!name)
       continue;
-    auto other =
-        function.getArgAttrOfType<StringAttr>(j, ParDialect::kNameAttrName);
-    bool clash = other ? other.getValue() == name && j < argIndex
-                       : name == "arg" + std::to_string(j);
+    // The earliest other argument this name clashes with: a named one
+    // before it, or an unnamed one whose default name it takes.
+    std::optional<unsigned> clash;
+    bool byDefault = false;
+    auto seen = first.try_emplace(name.getValue(), i);
+    if (!seen.second)
+      clash = seen.first->second;
+    unsigned number;
+    StringRef digits = name.getValue();
+    if (digits.consume_front("arg") && !digits.empty() &&
+        digits.front() != '+' && !digits.getAsInteger(10, number) &&
+        std::to_string(number) == digits && number != i && number < numArgs &&
+        !nameOf(number) && (!clash || number < *clash)) {
+      clash = number;
+      byDefault = true;
+    }
     if (clash)
       return op->emitError()
-             << "'" << ParDialect::kNameAttrName << "' of argument #"
-             << argIndex << " is \"" << name << "\", the "
-             << (other ? "" : "default ") << "name of argument #" << j
+             << "'" << ParDialect::kNameAttrName << "' of argument #" << i
+             << " is \"" << name.getValue() << "\", the "
+             << (byDefault ? "default " : "") << "name of argument #" << *clash
              << " too: program inputs need distinct names";
   }
   return success();
@@ -373,8 +393,7 @@ LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
   LogicalResult runtime = verifyRuntimeAttr(
       op, attr, "argument #" + std::to_string(argIndex), /*isArg=*/true, known);
   if (known && succeeded(runtime) && attr.getName() == kNameAttrName)
-    return verifyUniqueArgName(op, argIndex,
-                               cast<StringAttr>(attr.getValue()).getValue());
+    return verifyUniqueArgName(op, argIndex);
   if (known)
     return runtime;
   if (attr.getName() == kViewAttrName)
@@ -413,8 +432,7 @@ LogicalResult ParDialect::verifyRegionResultAttribute(Operation *op,
   if (known)
     return runtime;
   if (attr.getName() == kViewAttrName)
-    return verifyView(op, attr.getValue(),
-                      globalTypeOf(op, resultIndex, false),
+    return verifyView(op, attr.getValue(), globalTypeOf(op, resultIndex, false),
                       "result #" + std::to_string(resultIndex));
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute '"
