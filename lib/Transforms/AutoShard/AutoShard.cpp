@@ -29,6 +29,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -189,6 +190,32 @@ static int64_t localBytes(ArrayRef<int64_t> axisSizes, RankedTensorType type,
                  type.getElementType());
 }
 
+/// Per-device bytes a plan keeps, by the memory report's categories, and
+/// the part of each that a ZeRO stage over the data axis would divide (what
+/// the plan does not already split over it).
+struct Footprint {
+  int64_t weights = 0, gradients = 0, states = 0, other = 0;
+  int64_t zeroWeights = 0, zeroGradients = 0, zeroStates = 0;
+  /// The stage-3 all-gathers of the weights, forward and backward.
+  double gatherSeconds = 0;
+  int64_t dataSize = 1;
+
+  int64_t bytes(int64_t stage) const {
+    auto divided = [&](int64_t part) { return part - part / dataSize; };
+    int64_t total = weights + gradients + states + other;
+    if (stage >= 1)
+      total -= divided(zeroStates);
+    if (stage >= 2)
+      total -= divided(zeroGradients);
+    if (stage >= 3)
+      total -= divided(zeroWeights);
+    return total;
+  }
+  double extraSeconds(int64_t stage) const {
+    return stage >= 3 ? gatherSeconds : 0;
+  }
+};
+
 class Planner {
 public:
   Planner(func::FuncOp func, MeshOp mesh, const MachineModel &machine,
@@ -207,6 +234,8 @@ public:
   void writeBack();
   /// The role of each axis (data, tensor, unused) from what it splits.
   SmallVector<std::string> axisRoles() const;
+  /// What the plan keeps per device, with ZeRO over `dataAxis` (if any).
+  Footprint footprint(std::optional<int32_t> dataAxis) const;
   double predictedSeconds = 0;
 
 private:
@@ -967,6 +996,43 @@ SmallVector<std::string> Planner::axisRoles() const {
   return roles;
 }
 
+Footprint Planner::footprint(std::optional<int32_t> dataAxis) const {
+  Footprint f;
+  if (dataAxis)
+    f.dataSize = axisSize(*dataAxis);
+  for (const Node &node : nodes)
+    for (auto [slot, t] : llvm::enumerate(node.outputs)) {
+      const Tensor &tensor = tensors[t];
+      ReshardLayout layout = layoutOf(node, true, slot, -1, -1);
+      int64_t b = localBytes(machine.axisSizes(), tensor.type, layout);
+      if (node.op) {
+        if (tensor.activation)
+          f.other += b;
+        continue;
+      }
+      bool split = dataAxis && llvm::any_of(layout.dims, [&](const Axes &d) {
+                     return llvm::is_contained(d, *dataAxis);
+                   });
+      int64_t zeroable = split ? 0 : b;
+      if (!tensor.parameter) {
+        f.other += b; // a data input
+      } else if (tensor.hasGradient) {
+        f.weights += b;
+        f.gradients += b;
+        f.zeroWeights += zeroable;
+        f.zeroGradients += zeroable;
+        if (zeroable && dataAxis)
+          f.gatherSeconds += 2 * machine.collectiveSeconds(
+                                     "all_gather", {*dataAxis}, double(b),
+                                     double(b) / double(f.dataSize));
+      } else {
+        f.states += b;
+        f.zeroStates += zeroable;
+      }
+    }
+  return f;
+}
+
 /// What the partitioned plan of `module` needs: the largest arena of any
 /// function and the slowest predicted call.
 struct Exact {
@@ -1006,14 +1072,38 @@ FailureOr<Exact> evaluate(ModuleOp module, const MachineModel &machine,
   return exact;
 }
 
+/// A module planned under one restriction of the axes, shared by the ZeRO
+/// stages tried on it.
+struct PlannedModule {
+  OwningOpRef<ModuleOp> module;
+  /// The training steps whose ZeRO stage is open, and the data axis.
+  SmallVector<func::FuncOp> open;
+  std::optional<int32_t> dataAxis;
+};
+
 /// One plan considered: what each axis may split, and the ZeRO stage.
 struct Candidate {
   SmallVector<AxisUse> uses;
   int64_t zero = 0;
   SmallVector<std::string> roles;
   double plannedSeconds = 0;
+  /// The planner's estimate: the integer program's time and the bytes the
+  /// plan keeps (arguments, gradients, activations) under this stage.
+  double estimatedSeconds = 0;
+  int64_t estimatedBytes = 0;
+  std::shared_ptr<PlannedModule> planned;
+  /// The exact check (partitioned, scheduled, memory planned), once made.
+  bool checked = false;
   std::optional<Exact> exact;
   std::string error;
+
+  double seconds() const {
+    return exact ? exact->stepSeconds : estimatedSeconds;
+  }
+  int64_t bytes() const { return exact ? exact->arenaBytes : estimatedBytes; }
+  bool fits(int64_t limit) const {
+    return (!checked || exact) && bytes() <= limit;
+  }
 
   std::string name(MeshOp mesh) const {
     std::string text;
@@ -1030,19 +1120,35 @@ struct Candidate {
   }
 };
 
+/// How many plans that fit are checked exactly, best estimate first: the
+/// check partitions the whole module, so its cost grows with the model
+/// while the integer programs do not.
+constexpr int kExactChecks = 4;
+
+/// The first axis a plan uses for data.
+static std::optional<int32_t> dataAxisOf(ArrayRef<std::string> roles) {
+  for (auto [a, role] : llvm::enumerate(roles))
+    if (StringRef(role).starts_with("data"))
+      return int32_t(a);
+  return std::nullopt;
+}
+
 struct AutoShardPass
     : public mlir::par::impl::AutoShardPassBase<AutoShardPass> {
   using AutoShardPassBase::AutoShardPassBase;
 
   /// Plans every function of `module` in place under `uses`; the training
-  /// steps whose ZeRO stage is open are collected in `open`.
+  /// steps whose ZeRO stage is open are collected in `open`, and the
+  /// footprint of the first of them (else of the largest function) in
+  /// `footprint`.
   LogicalResult planModule(ModuleOp module, const MachineModel &machine,
                            int64_t limit, Candidate &candidate,
-                           SmallVector<func::FuncOp> *open) {
+                           SmallVector<func::FuncOp> *open,
+                           Footprint *footprint = nullptr) {
     MeshOp mesh = *module.getOps<MeshOp>().begin();
     candidate.plannedSeconds = 0;
     candidate.roles.clear();
-    bool rolesFromStep = false;
+    bool rolesFromStep = false, footprintFromStep = false;
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isDeclaration())
         continue;
@@ -1058,18 +1164,47 @@ struct AutoShardPass
       if (candidate.roles.empty() || (training && !rolesFromStep))
         candidate.roles = planner.axisRoles();
       rolesFromStep |= training;
-      if (open && training && !func->hasAttr(ParDialect::kZeroAttrName))
+      bool isOpen = training && !func->hasAttr(ParDialect::kZeroAttrName);
+      if (open && isOpen)
         open->push_back(func);
+      if (footprint && !footprintFromStep) {
+        Footprint f = planner.footprint(dataAxisOf(planner.axisRoles()));
+        if (isOpen || f.bytes(0) > footprint->bytes(0))
+          *footprint = f;
+        footprintFromStep = isOpen;
+      }
     }
     return success();
   }
 
-  /// The first axis a plan uses for data.
-  static std::optional<int32_t> dataAxis(const Candidate &candidate) {
-    for (auto [a, role] : llvm::enumerate(candidate.roles))
-      if (StringRef(role).starts_with("data"))
-        return int32_t(a);
-    return std::nullopt;
+  /// Gives the open training steps of a candidate's module its ZeRO stage
+  /// (the stages of one plan share the module).
+  static void setStage(const Candidate &candidate) {
+    PlannedModule &planned = *candidate.planned;
+    MeshOp mesh = *planned.module->getOps<MeshOp>().begin();
+    for (func::FuncOp func : planned.open) {
+      if (candidate.zero > 0) {
+        setZero(func, candidate.zero,
+                cast<StringAttr>(mesh.getAxisNames()[*planned.dataAxis])
+                    .getValue());
+      } else {
+        func->removeAttr(ParDialect::kZeroAttrName);
+        func->removeAttr(ParDialect::kDataAxisAttrName);
+      }
+    }
+  }
+
+  /// Partitions a candidate's module with its ZeRO stage and plans its
+  /// memory.
+  void check(Candidate &candidate, const MachineModel &machine) {
+    candidate.checked = true;
+    setStage(candidate);
+    std::string why;
+    FailureOr<Exact> exact = evaluate(*candidate.planned->module, machine, why);
+    if (succeeded(exact))
+      candidate.exact = *exact;
+    else
+      candidate.error = why.empty() ? "does not partition" : why;
   }
 
   void runOnOperation() override {
@@ -1103,13 +1238,15 @@ struct AutoShardPass
     // The plans considered: every axis free (the integer program decides),
     // then each axis restricted to data or to tensor parallelism (pure data
     // parallel, pure tensor parallel, Megatron's data x tensor), each with
-    // every ZeRO stage a training step left open can take. All are
-    // partitioned and their memory planned; the fastest that fits wins.
+    // every ZeRO stage a training step left open can take. Each is
+    // estimated by the planner; the best estimates are checked exactly
+    // (partitioned and memory planned), and the fastest checked plan that
+    // fits wins.
     SmallVector<int32_t> splitAxes;
     for (auto [a, size] : llvm::enumerate(mesh.getAxisSizes()))
       if (size > 1)
         splitAxes.push_back(int32_t(a));
-    SmallVector<Candidate> plans;
+    std::vector<Candidate> plans;
     Candidate free;
     free.uses.assign(mesh.getNumAxes(), AxisUse::Free);
     plans.push_back(free);
@@ -1122,57 +1259,38 @@ struct AutoShardPass
         plans.push_back(restricted);
       }
 
-    SmallVector<Candidate> considered;
+    std::vector<Candidate> considered;
     for (auto [i, plan] : llvm::enumerate(plans)) {
-      OwningOpRef<ModuleOp> copy = module.clone();
-      SmallVector<func::FuncOp> open;
-      std::string error;
+      auto planned = std::make_shared<PlannedModule>();
+      planned->module = module.clone();
+      Footprint footprint;
       {
         // The free plan's errors are the user's; a restricted plan that
         // cannot be made is just not an alternative.
         std::optional<ScopedDiagnosticHandler> quiet;
         if (i > 0)
-          quiet.emplace(module.getContext(), [&](Diagnostic &diag) {
-            if (error.empty())
-              error = diag.str();
-            return success();
-          });
-        if (failed(planModule(*copy, *machine, limit, plan, &open))) {
+          quiet.emplace(module.getContext(),
+                        [&](Diagnostic &) { return success(); });
+        if (failed(planModule(*planned->module, *machine, limit, plan,
+                              &planned->open, &footprint))) {
           if (i == 0)
             return signalPassFailure();
           continue;
         }
       }
-      std::optional<int32_t> axis = dataAxis(plan);
-      int64_t lastStage = open.empty() || !axis ? 0 : 3;
-      std::optional<Exact> previous; // this plan's previous stage
+      planned->dataAxis = dataAxisOf(plan.roles);
+      plan.planned = planned;
+      int64_t lastStage = planned->open.empty() || !planned->dataAxis ? 0 : 3;
       for (int64_t stage = 0; stage <= lastStage; ++stage) {
         Candidate variant = plan;
         variant.zero = stage;
-        MeshOp copyMesh = *copy->getOps<MeshOp>().begin();
-        if (stage > 0)
-          for (func::FuncOp func : open)
-            setZero(
-                func, stage,
-                cast<StringAttr>(copyMesh.getAxisNames()[*axis]).getValue());
-        std::string why;
-        FailureOr<Exact> exact = evaluate(*copy, *machine, why);
-        if (succeeded(exact))
-          variant.exact = *exact;
-        else
-          variant.error = why.empty() ? "does not partition" : why;
-        // A stage that changes nothing (the plan already splits what ZeRO
-        // would) is not another plan.
-        if (stage > 0 && variant.exact && previous &&
-            previous->arenaBytes == variant.exact->arenaBytes &&
-            previous->stepSeconds == variant.exact->stepSeconds)
+        variant.estimatedSeconds =
+            plan.plannedSeconds + footprint.extraSeconds(stage);
+        variant.estimatedBytes = footprint.bytes(stage);
+        // A stage that divides nothing more (the plan already splits what
+        // ZeRO would) is not another plan.
+        if (stage > 0 && variant.estimatedBytes == footprint.bytes(stage - 1))
           continue;
-        previous = variant.exact;
-        if (i == 0 && stage == 0 && !variant.exact) {
-          module.emitError()
-              << "--auto-shard: the plan does not partition: " << variant.error;
-          return signalPassFailure();
-        }
         // The same plan twice (a restriction the free plan met anyway, or
         // plans whose arguments split alike): the faster stays.
         std::string name = variant.name(mesh);
@@ -1181,48 +1299,67 @@ struct AutoShardPass
         });
         if (same == considered.end())
           considered.push_back(variant);
-        else if (variant.exact &&
-                 (!same->exact ||
-                  variant.exact->stepSeconds < same->exact->stepSeconds))
+        else if (variant.estimatedSeconds < same->estimatedSeconds)
           *same = variant;
       }
     }
 
-    auto fits = [&](const Candidate &c) {
-      return c.exact && c.exact->arenaBytes <= limit;
-    };
-    auto faster = [&](const Candidate &a, const Candidate &b) {
-      if (fits(a) != fits(b))
-        return fits(a);
-      if (!a.exact || !b.exact)
+    // Fitting plans first, then the faster, then the smaller.
+    auto better = [&](const Candidate &a, const Candidate &b) {
+      if (a.fits(limit) != b.fits(limit))
+        return a.fits(limit);
+      if (a.checked && b.checked && !a.exact != !b.exact)
         return bool(a.exact);
-      if (fits(a))
-        return a.exact->stepSeconds < b.exact->stepSeconds;
-      return a.exact->arenaBytes < b.exact->arenaBytes;
+      if (a.fits(limit))
+        return a.seconds() < b.seconds();
+      return a.bytes() < b.bytes();
     };
-    llvm::stable_sort(considered, faster);
+    llvm::stable_sort(considered, better);
+    // Checked first: the best stage of each planned module (the plans
+    // differ most between modules), then the other stages.
+    SmallVector<Candidate *> order;
+    llvm::SmallPtrSet<PlannedModule *, 8> first;
+    for (Candidate &candidate : considered)
+      if (candidate.fits(limit) && first.insert(candidate.planned.get()).second)
+        order.push_back(&candidate);
+    for (Candidate &candidate : considered)
+      if (!llvm::is_contained(order, &candidate))
+        order.push_back(&candidate);
+    int fitting = 0, checks = 0;
+    for (Candidate *candidate : order) {
+      if (fitting >= kExactChecks)
+        break;
+      check(*candidate, *machine);
+      ++checks;
+      fitting += candidate->exact && candidate->exact->arenaBytes <= limit;
+    }
+    // Checked plans are ranked by their exact figures, ahead of the
+    // estimates of the others.
+    llvm::stable_sort(considered, [&](const Candidate &a, const Candidate &b) {
+      if (a.checked != b.checked)
+        return a.checked;
+      return better(a, b);
+    });
     const Candidate &best = considered.front();
-    if (!fits(best)) {
+    if (!best.exact) {
+      module.emitError() << "--auto-shard: the plan does not partition: "
+                         << best.error;
+      return signalPassFailure();
+    }
+    if (!best.fits(limit)) {
       module.emitError() << "--auto-shard: no plan fits in " << limit
                          << " bytes per device: the smallest found needs "
-                         << (best.exact ? best.exact->arenaBytes : 0)
-                         << " bytes (" << best.name(mesh) << ", on "
-                         << machine->numDevices()
+                         << best.exact->arenaBytes << " bytes ("
+                         << best.name(mesh) << ", on " << machine->numDevices()
                          << " devices); give more devices, a larger memory=, "
                             "or a lower precision";
       return signalPassFailure();
     }
 
-    // The winner, planned again on the module itself.
-    Candidate chosen = best;
-    SmallVector<func::FuncOp> open;
-    if (failed(planModule(module, *machine, limit, chosen, &open)))
-      return signalPassFailure();
-    if (best.zero > 0)
-      for (func::FuncOp func : open)
-        setZero(
-            func, best.zero,
-            cast<StringAttr>(mesh.getAxisNames()[*dataAxis(best)]).getValue());
+    // The winner's planned module becomes the module.
+    setStage(best);
+    module.getBodyRegion().takeBody(best.planned->module->getBodyRegion());
+    mesh = *module.getOps<MeshOp>().begin();
 
     MLIRContext *ctx = module.getContext();
     Builder b(ctx);
@@ -1236,23 +1373,24 @@ struct AutoShardPass
          ArrayRef(considered).drop_front().take_front(5)) {
       std::string reason;
       llvm::raw_string_ostream os(reason);
-      if (!other.exact)
+      StringRef estimate = other.checked ? "" : " (the planner's estimate)";
+      if (other.checked && !other.exact)
         os << "does not partition: " << other.error;
-      else if (!fits(other))
-        os << "needs " << other.exact->arenaBytes << " bytes per device, over "
-           << "the limit";
+      else if (!other.fits(limit))
+        os << "needs " << other.bytes() << " bytes per device, over the limit"
+           << estimate;
+      else if (other.seconds() < best.seconds())
+        os << "not checked: the planner's estimate ranks it below the "
+           << checks << " plans checked";
       else
-        os << llvm::format(
-            "slower by %.1f%%",
-            100 * (other.exact->stepSeconds / best.exact->stepSeconds - 1));
+        os << llvm::format("slower by %.1f%%",
+                           100 * (other.seconds() / best.seconds() - 1))
+           << estimate;
       SmallVector<NamedAttribute> entry = {
           b.getNamedAttr("plan", b.getStringAttr(other.name(mesh))),
-          b.getNamedAttr(
-              "step_seconds",
-              b.getF64FloatAttr(other.exact ? other.exact->stepSeconds : 0)),
-          b.getNamedAttr(
-              "memory_bytes",
-              b.getI64IntegerAttr(other.exact ? other.exact->arenaBytes : 0)),
+          b.getNamedAttr("step_seconds", b.getF64FloatAttr(other.seconds())),
+          b.getNamedAttr("memory_bytes", b.getI64IntegerAttr(other.bytes())),
+          b.getNamedAttr("checked", b.getBoolAttr(other.checked)),
           b.getNamedAttr("reason", b.getStringAttr(reason))};
       alternatives.push_back(b.getDictionaryAttr(entry));
     }
@@ -1278,6 +1416,7 @@ struct AutoShardPass
         b.getNamedAttr("memory_bytes",
                        b.getI64IntegerAttr(best.exact->arenaBytes)),
         b.getNamedAttr("considered", b.getI64IntegerAttr(considered.size())),
+        b.getNamedAttr("checked", b.getI64IntegerAttr(checks)),
         b.getNamedAttr("alternatives", b.getArrayAttr(alternatives)),
     };
     module->setAttr(ParDialect::kAutoShardAttrName,
