@@ -171,6 +171,11 @@ TEST(ReshardMinimum, ExchangeLowerBound) {
           << str(from) << " -> " << str(to);
       ASSERT_LE(bound, ::par::exchange::busiestMember(g))
           << str(from) << " -> " << str(to);
+      // The traffic counted without building the pieces is the traffic of
+      // the pieces par-run sends.
+      ASSERT_EQ(::par::exchange::busiestMember(g),
+                ::par::exchange::busiestMember(::par::exchange::assign(g)))
+          << str(from) << " -> " << str(to);
     }
 }
 

@@ -1,4 +1,5 @@
-//===- Exchange.h - which pieces par.exchange moves between whom -*- C++ -*-===//
+//===- Exchange.h - which pieces par.exchange moves between whom -*- C++
+//-*-===//
 //
 // par.exchange moves a tensor between two layouts over a group of mesh axes
 // by sending each device exactly the elements of its target piece that it
@@ -140,7 +141,9 @@ struct Geometry {
   std::vector<int64_t> sourceLocal(size_t k = 0) const {
     return local(sources[k].shape, sources[k].layout);
   }
-  std::vector<int64_t> targetLocal() const { return local(targetShape, target); }
+  std::vector<int64_t> targetLocal() const {
+    return local(targetShape, target);
+  }
   std::vector<int64_t> local(const std::vector<int64_t> &shape,
                              const Layout &layout) const {
     std::vector<int64_t> out(shape);
@@ -219,12 +222,11 @@ splitSources(const std::vector<int64_t> &flat) {
 /// of `axisSizes`, with index maps; returns what is inconsistent, or an
 /// empty string. Without a map there is one source, and the two layouts
 /// must describe the same global shape.
-inline std::string makeGeometry(const std::vector<int64_t> &axisSizes,
-                                const std::vector<std::vector<int64_t>> &inShapes,
-                                const std::vector<int64_t> &outShape,
-                                const std::vector<int64_t> &sources,
-                                const std::vector<int64_t> &target,
-                                Geometry &g, const IndexMap &map = {}) {
+inline std::string makeGeometry(
+    const std::vector<int64_t> &axisSizes,
+    const std::vector<std::vector<int64_t>> &inShapes,
+    const std::vector<int64_t> &outShape, const std::vector<int64_t> &sources,
+    const std::vector<int64_t> &target, Geometry &g, const IndexMap &map = {}) {
   g = Geometry{};
   g.axisSizes = axisSizes;
   size_t rank = outShape.size();
@@ -262,9 +264,9 @@ inline std::string makeGeometry(const std::vector<int64_t> &axisSizes,
            std::to_string(rank) + " dims x " + std::to_string(numSources) +
            " operand(s))";
   };
-  for (std::string e : {given(map.offsets, "offsets"),
-                        given(map.strides, "strides"),
-                        given(map.sourceSizes, "source_sizes")})
+  for (std::string e :
+       {given(map.offsets, "offsets"), given(map.strides, "strides"),
+        given(map.sourceSizes, "source_sizes")})
     if (!e.empty())
       return e;
   if (!map.targetSizes.empty() && map.targetSizes.size() != rank)
@@ -331,11 +333,10 @@ inline std::string makeGeometry(const std::vector<int64_t> &axisSizes,
   for (const Source &src : g.sources) {
     std::vector<std::pair<int64_t, int64_t>> box;
     for (size_t d = 0; d < rank; ++d)
-      box.push_back({std::max<int64_t>(0, ceilDiv(-src.offsets[d],
-                                                  src.strides[d])),
-                     std::min(g.targetSizes[d],
-                              ceilDiv(src.sizes[d] - src.offsets[d],
-                                      src.strides[d]))});
+      box.push_back(
+          {std::max<int64_t>(0, ceilDiv(-src.offsets[d], src.strides[d])),
+           std::min(g.targetSizes[d],
+                    ceilDiv(src.sizes[d] - src.offsets[d], src.strides[d]))});
     for (size_t j = 0; j < boxes.size(); ++j) {
       bool meets = true;
       for (size_t d = 0; d < rank; ++d)
@@ -356,8 +357,8 @@ inline std::string makeGeometry(const std::vector<int64_t> &axisSizes,
                                 const std::vector<int64_t> &inShape,
                                 const std::vector<int64_t> &outShape,
                                 const std::vector<int64_t> &source,
-                                const std::vector<int64_t> &target,
-                                Geometry &g, const IndexMap &map = {}) {
+                                const std::vector<int64_t> &target, Geometry &g,
+                                const IndexMap &map = {}) {
   return makeGeometry(axisSizes, std::vector<std::vector<int64_t>>{inShape},
                       outShape, source, target, g, map);
 }
@@ -376,88 +377,105 @@ struct Piece {
   }
 };
 
-/// The pieces member `m` assembles its target piece from, in a fixed order
-/// (source by source, each's blocks row-major over the dims), each with
-/// `peer` = -1, `start` and `size` in target coordinates, and the source
-/// block's coordinates on the source's axes set in `holder` (the other
-/// coordinates are `m`'s). Target elements that read no source element are
-/// in no piece.
-inline void wanted(const Geometry &g, int64_t m, std::vector<Piece> &out,
-                   std::vector<std::vector<int64_t>> &holders) {
-  out.clear();
-  holders.clear();
+/// Reusable buffers of visitWanted().
+struct WantedScratch {
+  struct Run {
+    int64_t block, lo, hi;
+  };
+  std::vector<int64_t> lt, c, ownLo, ownHi, ls, holder, lo, size;
+  std::vector<std::vector<Run>> runs;
+  std::vector<size_t> at;
+};
+
+/// Calls `visit(k, holder, lo, size)` for each piece member `m` assembles
+/// its target piece from, in a fixed order (source by source, each's blocks
+/// row-major over the dims): the piece reads source `k`, starts at `lo` and
+/// spans `size` in target coordinates, and `holder` has the source block's
+/// coordinates on the source's axes (the other coordinates are `m`'s).
+/// Target elements that read no source element are in no piece.
+template <typename Visit>
+void visitWanted(const Geometry &g, int64_t m, WantedScratch &w, Visit visit) {
   size_t rank = g.targetShape.size();
-  std::vector<int64_t> lt = g.targetLocal();
-  std::vector<int64_t> c = g.coords(m);
+  w.lt = g.targetLocal();
+  w.c = g.coords(m);
   // Per dim, the target range this member owns.
-  std::vector<int64_t> ownLo(rank), ownHi(rank);
+  w.ownLo.assign(rank, 0);
+  w.ownHi.assign(rank, 0);
   for (size_t d = 0; d < rank; ++d) {
-    ownLo[d] = g.block(g.target[d], c) * lt[d];
-    ownHi[d] = std::min(ownLo[d] + lt[d], g.targetSizes[d]);
+    w.ownLo[d] = g.block(g.target[d], w.c) * w.lt[d];
+    w.ownHi[d] = std::min(w.ownLo[d] + w.lt[d], g.targetSizes[d]);
   }
+  w.runs.resize(rank);
+  w.lo.assign(rank, 0);
+  w.size.assign(rank, 0);
   for (size_t k = 0; k < g.sources.size(); ++k) {
     const Source &src = g.sources[k];
-    std::vector<int64_t> ls = g.sourceLocal(k);
+    w.ls = g.sourceLocal(k);
     // Per dim, the source blocks this member reads and the target range
     // each gives: (block, first, end).
-    struct Run {
-      int64_t block, lo, hi;
-    };
-    std::vector<std::vector<Run>> runs(rank);
     bool empty = false;
     for (size_t d = 0; d < rank && !empty; ++d) {
-      int64_t off = src.offsets[d], st = src.strides[d];
+      w.runs[d].clear();
+      int64_t off = src.offsets[d], st = src.strides[d], ls = w.ls[d];
       // Only targets that read a real element: 0 <= off + t*st < size.
-      int64_t lo = std::max(ownLo[d], ceilDiv(-off, st));
-      int64_t hi = std::min(ownHi[d], ceilDiv(src.sizes[d] - off, st));
+      int64_t lo = std::max(w.ownLo[d], ceilDiv(-off, st));
+      int64_t hi = std::min(w.ownHi[d], ceilDiv(src.sizes[d] - off, st));
       if (lo >= hi) {
         empty = true;
         break;
       }
-      for (int64_t b = floorDiv(g.sourceIndex(k, d, lo), ls[d]),
-                   bLast = floorDiv(g.sourceIndex(k, d, hi - 1), ls[d]);
+      for (int64_t b = floorDiv(g.sourceIndex(k, d, lo), ls),
+                   bLast = floorDiv(g.sourceIndex(k, d, hi - 1), ls);
            b <= bLast; ++b) {
-        int64_t first = std::max(lo, ceilDiv(b * ls[d] - off, st));
-        int64_t end = std::min(hi, ceilDiv((b + 1) * ls[d] - off, st));
+        int64_t first = std::max(lo, ceilDiv(b * ls - off, st));
+        int64_t end = std::min(hi, ceilDiv((b + 1) * ls - off, st));
         if (first < end)
-          runs[d].push_back({b, first, end});
+          w.runs[d].push_back({b, first, end});
       }
     }
     if (empty)
       continue;
-    std::vector<size_t> at(rank, 0);
-    std::vector<int64_t> holder(c);
+    w.at.assign(rank, 0);
+    w.holder = w.c;
     while (true) {
-      Piece piece{-1, std::vector<int64_t>(rank), std::vector<int64_t>(rank),
-                  k};
       for (size_t d = 0; d < rank; ++d) {
-        const Run &run = runs[d][at[d]];
-        g.setBlock(src.layout[d], run.block, holder);
-        piece.start[d] = run.lo;
-        piece.size[d] = run.hi - run.lo;
+        const WantedScratch::Run &run = w.runs[d][w.at[d]];
+        g.setBlock(src.layout[d], run.block, w.holder);
+        w.lo[d] = run.lo;
+        w.size[d] = run.hi - run.lo;
       }
-      out.push_back(std::move(piece));
-      holders.push_back(holder);
+      visit(k, w.holder, w.lo, w.size);
       size_t d = rank;
-      while (d > 0 && at[d - 1] + 1 == runs[d - 1].size()) {
-        at[d - 1] = 0;
+      while (d > 0 && w.at[d - 1] + 1 == w.runs[d - 1].size()) {
+        w.at[d - 1] = 0;
         --d;
       }
       if (d == 0)
         break;
-      ++at[d - 1];
+      ++w.at[d - 1];
     }
   }
 }
 
-/// Who sends what to whom: per receiver, its pieces in wanted()'s order
-/// with `peer` the sender (the receiver itself for what it holds). A piece
-/// held by several members (its source is replicated over the axes it does
-/// not split) comes from the one that has sent the least so far, trying
-/// first the replicas that agree with the receiver on those axes shifted by
-/// its index over the source axes: replicas share the sending. Every rank
-/// computes the same assignment.
-inline std::vector<std::vector<Piece>> assign(const Geometry &g) {
+/// The pieces member `m` assembles its target piece from (visitWanted's),
+/// each with `peer` = -1, and the holders' coordinates.
+inline void wanted(const Geometry &g, int64_t m, std::vector<Piece> &out,
+                   std::vector<std::vector<int64_t>> &holders) {
+  out.clear();
+  holders.clear();
+  WantedScratch w;
+  visitWanted(g, m, w,
+              [&](size_t k, const std::vector<int64_t> &holder,
+                  const std::vector<int64_t> &lo,
+                  const std::vector<int64_t> &size) {
+                out.push_back(Piece{-1, lo, size, k});
+                holders.push_back(holder);
+              });
+}
+
+/// The sender assign() picks for each piece, receiver by receiver:
+/// calls `visit(receiver, piece index, sender, elements)`.
+template <typename Visit> void visitSenders(const Geometry &g, Visit visit) {
   int64_t n = g.members();
   // Per source: the axes it does not split, their count of replicas, and
   // the axes it splits.
@@ -481,33 +499,55 @@ inline std::vector<std::vector<Piece>> assign(const Geometry &g) {
       }
     spreads.push_back(std::move(spread));
   }
-  std::vector<int64_t> load(size_t(n), 0);
-  std::vector<std::vector<Piece>> plan(static_cast<size_t>(n));
-  std::vector<std::vector<int64_t>> holders;
+  std::vector<int64_t> load(size_t(n), 0), holder;
+  WantedScratch w;
   for (int64_t r = 0; r < n; ++r) {
-    std::vector<Piece> &pieces = plan[size_t(r)];
-    wanted(g, r, pieces, holders);
     std::vector<int64_t> c = g.coords(r);
-    for (size_t i = 0; i < pieces.size(); ++i) {
-      std::vector<int64_t> &holder = holders[i];
-      if (g.member(holder) == r) {
-        pieces[i].peer = r;
-        continue;
-      }
-      const Spread &spread = spreads[pieces[i].source];
-      int64_t shift =
-          g.block(spread.freeAxes, c) + g.block(spread.splitAxes, c);
-      int64_t best = -1;
-      for (int64_t k = 0; k < spread.replicas; ++k) {
-        g.setBlock(spread.freeAxes, (shift + k) % spread.replicas, holder);
-        int64_t candidate = g.member(holder);
-        if (best < 0 || load[size_t(candidate)] < load[size_t(best)])
-          best = candidate;
-      }
-      pieces[i].peer = best;
-      load[size_t(best)] += pieces[i].elements();
-    }
+    size_t index = 0;
+    visitWanted(
+        g, r, w,
+        [&](size_t k, const std::vector<int64_t> &held,
+            const std::vector<int64_t> &, const std::vector<int64_t> &size) {
+          int64_t elements = 1;
+          for (int64_t s : size)
+            elements *= s;
+          int64_t sender = g.member(held);
+          if (sender != r) {
+            const Spread &spread = spreads[k];
+            holder = held;
+            int64_t shift =
+                g.block(spread.freeAxes, c) + g.block(spread.splitAxes, c);
+            int64_t best = -1;
+            for (int64_t j = 0; j < spread.replicas; ++j) {
+              g.setBlock(spread.freeAxes, (shift + j) % spread.replicas,
+                         holder);
+              int64_t candidate = g.member(holder);
+              if (best < 0 || load[size_t(candidate)] < load[size_t(best)])
+                best = candidate;
+            }
+            sender = best;
+            load[size_t(best)] += elements;
+          }
+          visit(r, index++, sender, elements);
+        });
   }
+}
+
+/// Who sends what to whom: per receiver, its pieces in wanted()'s order
+/// with `peer` the sender (the receiver itself for what it holds). A piece
+/// held by several members (its source is replicated over the axes it does
+/// not split) comes from the one that has sent the least so far, trying
+/// first the replicas that agree with the receiver on those axes shifted by
+/// its index over the source axes: replicas share the sending. Every rank
+/// computes the same assignment.
+inline std::vector<std::vector<Piece>> assign(const Geometry &g) {
+  std::vector<std::vector<Piece>> plan(static_cast<size_t>(g.members()));
+  std::vector<std::vector<int64_t>> holders;
+  for (int64_t r = 0; r < g.members(); ++r)
+    wanted(g, r, plan[size_t(r)], holders);
+  visitSenders(g, [&](int64_t r, size_t i, int64_t sender, int64_t) {
+    plan[size_t(r)][i].peer = sender;
+  });
   return plan;
 }
 
@@ -548,8 +588,20 @@ inline int64_t busiestMember(const std::vector<std::vector<Piece>> &plan) {
     most = std::max({most, sent[i], received[i]});
   return most;
 }
+/// The same figure from the geometry, without building the pieces.
 inline int64_t busiestMember(const Geometry &g) {
-  return busiestMember(assign(g));
+  std::vector<int64_t> sent(size_t(g.members()), 0),
+      received(size_t(g.members()), 0);
+  visitSenders(g, [&](int64_t r, size_t, int64_t sender, int64_t elements) {
+    if (sender != r) {
+      received[size_t(r)] += elements;
+      sent[size_t(sender)] += elements;
+    }
+  });
+  int64_t most = 0;
+  for (size_t i = 0; i < sent.size(); ++i)
+    most = std::max({most, sent[i], received[i]});
+  return most;
 }
 
 /// A lower bound on busiestMember(g) in O(members x rank), where that

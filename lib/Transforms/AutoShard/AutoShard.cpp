@@ -216,12 +216,17 @@ struct Footprint {
   }
 };
 
+/// Seconds of a reshard by (shape and element type, from, to): the same
+/// move of the same tensor type recurs in every layer and in every plan.
+using ReshardTimes = llvm::StringMap<double>;
+
 class Planner {
 public:
   Planner(func::FuncOp func, MeshOp mesh, const MachineModel &machine,
-          int64_t memoryLimit, ArrayRef<AxisUse> axisUses)
+          int64_t memoryLimit, ArrayRef<AxisUse> axisUses,
+          ReshardTimes &reshardTimes)
       : func(func), mesh(mesh), machine(machine), memoryLimit(memoryLimit),
-        axisUses(axisUses) {}
+        axisUses(axisUses), reshardCache(reshardTimes) {}
 
   LogicalResult build();
   /// Finds repeated structure (the layers of a model, forward, backward and
@@ -270,7 +275,7 @@ private:
   /// Per tensor, its readers.
   std::vector<SmallVector<Use, 2>> uses;
   llvm::DenseMap<Value, int32_t> tensorOf;
-  std::map<std::tuple<int32_t, std::string, std::string>, double> reshardCache;
+  ReshardTimes &reshardCache;
 };
 
 std::string layoutKey(const ReshardLayout &layout) {
@@ -697,8 +702,9 @@ double Planner::reshardSeconds(const Tensor &tensor, const ReshardLayout &from,
                                const ReshardLayout &to) {
   if (from == to || tensor.constant)
     return 0;
-  auto key = std::make_tuple(int32_t(&tensor - tensors.data()), layoutKey(from),
-                             layoutKey(to));
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << tensor.type << " " << layoutKey(from) << " " << layoutKey(to);
   auto it = reshardCache.find(key);
   if (it != reshardCache.end())
     return it->second;
@@ -914,8 +920,13 @@ void Planner::writeBack() {
   auto finalLayout = [&](const Tensor &tensor) {
     return layoutOf(nodes[tensor.node], true, tensor.output, -1, -1);
   };
-  for (const Tensor &tensor : tensors)
-    setValueSharding(tensor.value, toAttr(finalLayout(tensor)));
+  SignatureAttrs signature(func);
+  for (const Tensor &tensor : tensors) {
+    if (auto arg = dyn_cast<BlockArgument>(tensor.value))
+      signature.setArgSharding(arg.getArgNumber(), toAttr(finalLayout(tensor)));
+    else
+      setValueSharding(tensor.value, toAttr(finalLayout(tensor)));
+  }
   OpBuilder b(func.getContext());
   for (auto [t, tensor] : llvm::enumerate(tensors)) {
     ReshardLayout produced = finalLayout(tensor);
@@ -950,12 +961,13 @@ void Planner::writeBack() {
     ReshardLayout layout;
     if (std::optional<unsigned> arg = getUpdatedArgument(func, i))
       layout = finalLayout(tensors[nodes[*arg].argTensor]);
-    else if (func.getResultAttr(i, ParDialect::kShardingAttrName))
+    else if (signature.result(i).get(ParDialect::kShardingAttrName))
       continue;
     else
       layout.dims.resize(cast<RankedTensorType>(returned.getType()).getRank());
-    func.setResultAttr(i, ParDialect::kShardingAttrName, toAttr(layout));
+    signature.setResultSharding(i, toAttr(layout));
   }
+  signature.write();
 }
 
 SmallVector<std::string> Planner::axisRoles() const {
@@ -1045,6 +1057,8 @@ FailureOr<Exact> evaluate(ModuleOp module, const MachineModel &machine,
                           std::string &error) {
   OwningOpRef<ModuleOp> clone = module.clone();
   PassManager pm(module.getContext());
+  // The plan is verified when the pipeline runs on the module itself.
+  pm.enableVerifier(false);
   pm.addPass(createPropagatePass());
   buildPartitionPipeline(pm, PartitionPipelineOptions{});
   pm.addPass(createSchedulePass());
@@ -1124,6 +1138,9 @@ struct Candidate {
 /// check partitions the whole module, so its cost grows with the model
 /// while the integer programs do not.
 constexpr int kExactChecks = 4;
+/// A plan whose estimate is this many times the best checked plan's time
+/// is not checked.
+constexpr double kCheckMargin = 1.5;
 
 /// The first axis a plan uses for data.
 static std::optional<int32_t> dataAxisOf(ArrayRef<std::string> roles) {
@@ -1136,6 +1153,9 @@ static std::optional<int32_t> dataAxisOf(ArrayRef<std::string> roles) {
 struct AutoShardPass
     : public mlir::par::impl::AutoShardPassBase<AutoShardPass> {
   using AutoShardPassBase::AutoShardPassBase;
+
+  /// Reshard times shared by every plan of one run (one mesh, one profile).
+  ReshardTimes reshardTimes;
 
   /// Plans every function of `module` in place under `uses`; the training
   /// steps whose ZeRO stage is open are collected in `open`, and the
@@ -1152,7 +1172,7 @@ struct AutoShardPass
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isDeclaration())
         continue;
-      Planner planner(func, mesh, machine, limit, candidate.uses);
+      Planner planner(func, mesh, machine, limit, candidate.uses, reshardTimes);
       if (failed(planner.build()) || failed(planner.solve()))
         return failure();
       planner.writeBack();
@@ -1209,6 +1229,7 @@ struct AutoShardPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    reshardTimes.clear();
     auto meshes = llvm::to_vector(module.getOps<MeshOp>());
     if (meshes.size() != 1) {
       module.emitError() << "--auto-shard: plans over one device mesh; the "
@@ -1325,14 +1346,54 @@ struct AutoShardPass
     for (Candidate &candidate : considered)
       if (!llvm::is_contained(order, &candidate))
         order.push_back(&candidate);
+    // A check also measures what the estimate leaves out for its module
+    // (temporaries, the exact lifetimes): the module's other stages are
+    // estimated again with it, and not checked when they cannot fit.
     int fitting = 0, checks = 0;
+    std::optional<double> bestChecked;
+    llvm::DenseMap<PlannedModule *, int64_t> unmodelled;
+    SmallVector<Candidate *> skipped;
+    auto checkOne = [&](Candidate &candidate) {
+      check(candidate, *machine);
+      ++checks;
+      if (candidate.exact) {
+        int64_t missing =
+            candidate.exact->arenaBytes - candidate.estimatedBytes;
+        auto [it, inserted] =
+            unmodelled.try_emplace(candidate.planned.get(), missing);
+        if (!inserted)
+          it->second = std::max(it->second, missing);
+      }
+      if (candidate.exact && candidate.exact->arenaBytes <= limit) {
+        ++fitting;
+        bestChecked =
+            std::min(bestChecked.value_or(candidate.exact->stepSeconds),
+                     candidate.exact->stepSeconds);
+      }
+    };
     for (Candidate *candidate : order) {
       if (fitting >= kExactChecks)
         break;
-      check(*candidate, *machine);
-      ++checks;
-      fitting += candidate->exact && candidate->exact->arenaBytes <= limit;
+      // Far slower by its estimate than a plan checked to fit: not a
+      // contender (the estimates are within tens of percent of the
+      // checked figures).
+      if (bestChecked &&
+          candidate->estimatedSeconds > kCheckMargin * *bestChecked)
+        continue;
+      auto it = unmodelled.find(candidate->planned.get());
+      if (it != unmodelled.end() &&
+          candidate->estimatedBytes + it->second > limit)
+        candidate->estimatedBytes += it->second;
+      if (!candidate->fits(limit)) {
+        skipped.push_back(candidate);
+        continue;
+      }
+      checkOne(*candidate);
     }
+    // Nothing checked fits: the estimates may be wrong too.
+    for (Candidate *candidate : skipped)
+      if (fitting == 0)
+        checkOne(*candidate);
     // Checked plans are ranked by their exact figures, ahead of the
     // estimates of the others.
     llvm::stable_sort(considered, [&](const Candidate &a, const Candidate &b) {

@@ -12,6 +12,7 @@
 
 #include "par/Catalogue/Exchange.h"
 #include "par/Catalogue/OpCatalogue.h"
+#include "par/Dialect/Par/IR/ExchangeGeometry.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -477,8 +478,8 @@ ReshardCost mlir::par::reshardCost(ArrayRef<int64_t> axisSizes,
     for (int32_t axis : step.axes)
       group *= axisSizes[axis];
     if (step.kind == ReshardStepKind::Exchange) {
-      int64_t moved = ::par::exchange::busiestMember(
-          exchangeGeometry(axisSizes, shape, step));
+      int64_t moved =
+          exchangeTraffic(exchangeGeometry(axisSizes, shape, step));
       ++cost.collectives;
       cost.movedElements += moved;
       cost.sentBytes += moved * elementBytes;

@@ -677,21 +677,11 @@ ShardingAttr ShardingGraph::toAttr(const Node &node) const {
 }
 
 void ShardingGraph::writeBack() {
-  // Function argument and result attributes are rebuilt once per function:
-  // setting them one by one copies the whole list each time.
-  llvm::MapVector<Operation *, std::pair<SmallVector<NamedAttrList>,
-                                         SmallVector<NamedAttrList>>>
-      funcAttrs;
-  auto attrsOf = [&](Operation * op) -> auto & {
-    auto [it, inserted] = funcAttrs.try_emplace(op);
-    if (inserted) {
-      auto func = cast<func::FuncOp>(op);
-      for (unsigned i = 0; i < func.getNumArguments(); ++i)
-        it->second.first.emplace_back(func.getArgAttrDict(i));
-      for (unsigned i = 0; i < func.getNumResults(); ++i)
-        it->second.second.emplace_back(func.getResultAttrDict(i));
-    }
-    return it->second;
+  // Function argument and result attributes are rebuilt once per function.
+  llvm::MapVector<Operation *, SignatureAttrs> funcAttrs;
+  auto attrsOf = [&](Operation *op) -> SignatureAttrs & {
+    return funcAttrs.try_emplace(op, cast<FunctionOpInterface>(op))
+        .first->second;
   };
   for (const Node &node : nodes) {
     if (node.mesh < 0)
@@ -702,21 +692,13 @@ void ShardingGraph::writeBack() {
       setValueSharding(node.value, attr);
       continue;
     }
-    auto &[argAttrs, resultAttrs] = attrsOf(node.func);
-    NamedAttrList &list =
-        arg ? argAttrs[arg.getArgNumber()] : resultAttrs[node.funcResult];
-    list.set(ParDialect::kShardingAttrName, attr);
+    if (arg)
+      attrsOf(node.func).setArgSharding(arg.getArgNumber(), attr);
+    else
+      attrsOf(node.func).setResultSharding(node.funcResult, attr);
   }
-  for (auto &[op, lists] : funcAttrs) {
-    auto func = cast<func::FuncOp>(op);
-    SmallVector<DictionaryAttr> args, results;
-    for (NamedAttrList &list : lists.first)
-      args.push_back(list.getDictionary(ctx));
-    for (NamedAttrList &list : lists.second)
-      results.push_back(list.getDictionary(ctx));
-    func.setAllArgAttrs(args);
-    func.setAllResultAttrs(results);
-  }
+  for (auto &entry : funcAttrs)
+    entry.second.write();
 }
 
 void mlir::par::propagateShardings(ModuleOp module,

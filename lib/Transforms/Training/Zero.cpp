@@ -139,12 +139,15 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
   // An argument now laid out as `layout`: the function result that
   // replaces it takes the same layout (propagation lays out what computes
   // it).
+  // (Written to the signature at once at the end: nothing here reads an
+  // argument's layout after changing it.)
+  SignatureAttrs signature(func);
   auto relayoutArgument = [&](BlockArgument arg, ShardingAttr layout) {
-    setValueSharding(arg, layout);
+    signature.setArgSharding(arg.getArgNumber(), layout);
     auto it = resultOf.find(arg.getArgNumber());
     if (it == resultOf.end())
       return;
-    func.setResultAttr(it->second, ParDialect::kShardingAttrName, layout);
+    signature.setResultSharding(it->second, layout);
   };
 
   // What --par-autodiff marked: each parameter's gradient as the backward
@@ -328,6 +331,7 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
       }
     }
   }
+  signature.write();
   changed = !scatteredGrads.empty();
   return success();
 }

@@ -166,7 +166,7 @@ CollectiveTraffic ExchangeOp::getTraffic(int64_t) {
   std::string error;
   FailureOr<::par::exchange::Geometry> g = getExchangeGeometry(*this, error);
   int64_t elements = cast<RankedTensorType>(buffer.getType()).getNumElements();
-  int64_t moved = succeeded(g) ? ::par::exchange::busiestMember(*g) : 0;
+  int64_t moved = succeeded(g) ? exchangeTraffic(*g) : 0;
   CollectiveTraffic traffic{"exchange", buffer, moved > 0};
   traffic.fraction = elements ? double(moved) / double(elements) : 0.0;
   return traffic;

@@ -527,6 +527,32 @@ FactorCombiner mlir::par::getPartialCombiner(Value value) {
   return FactorCombiner::Sum;
 }
 
+SignatureAttrs::SignatureAttrs(FunctionOpInterface func) : func(func) {
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    args.emplace_back(func.getArgAttrDict(i));
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+    results.emplace_back(func.getResultAttrDict(i));
+}
+
+void SignatureAttrs::setArgSharding(unsigned i, ShardingAttr sharding) {
+  args[i].set(ParDialect::kShardingAttrName, sharding);
+}
+
+void SignatureAttrs::setResultSharding(unsigned i, ShardingAttr sharding) {
+  results[i].set(ParDialect::kShardingAttrName, sharding);
+}
+
+void SignatureAttrs::write() {
+  MLIRContext *ctx = func.getContext();
+  SmallVector<DictionaryAttr> argDicts, resultDicts;
+  for (NamedAttrList &list : args)
+    argDicts.push_back(list.getDictionary(ctx));
+  for (NamedAttrList &list : results)
+    resultDicts.push_back(list.getDictionary(ctx));
+  func.setAllArgAttrs(argDicts);
+  func.setAllResultAttrs(resultDicts);
+}
+
 void mlir::par::setValueSharding(Value value, ShardingAttr sharding) {
   if (auto arg = dyn_cast<BlockArgument>(value)) {
     auto function =

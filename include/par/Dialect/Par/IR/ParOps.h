@@ -4,6 +4,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "par/Dialect/Par/IR/ParDialect.h"
@@ -41,6 +42,23 @@ ShardingAttr getValueSharding(Value value);
 /// Records `sharding` for `value` where getValueSharding reads it. Block
 /// arguments of anything but a function are left alone.
 void setValueSharding(Value value, ShardingAttr sharding);
+
+/// The argument and result attributes of one function, changed in memory
+/// and written back at once by write(): setting them one at a time copies
+/// the function's whole list of argument (or result) attributes each time.
+class SignatureAttrs {
+public:
+  explicit SignatureAttrs(FunctionOpInterface func);
+  NamedAttrList &arg(unsigned i) { return args[i]; }
+  NamedAttrList &result(unsigned i) { return results[i]; }
+  void setArgSharding(unsigned i, ShardingAttr sharding);
+  void setResultSharding(unsigned i, ShardingAttr sharding);
+  void write();
+
+private:
+  FunctionOpInterface func;
+  SmallVector<NamedAttrList> args, results;
+};
 
 /// How the partial results `value` holds combine: the combiner of the
 /// reduction factors of the op that produced it (max/min for reduce max/min),
