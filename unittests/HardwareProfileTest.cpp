@@ -170,3 +170,30 @@ TEST(HardwareProfile, ErrorsNameTheSourceAndPath) {
 }
 
 } // namespace
+
+// What par-run --calibrate writes reads back as the same profile.
+TEST(HardwareProfile, JsonRoundTrips) {
+  for (const std::string &name : hardwareProfilePresets()) {
+    HardwareProfile p = loadHardwareProfile(name);
+    p.algorithmFactors[CollectiveKind::AllToAll] = 1.25;
+    p.minorFirst = false;
+    HardwareProfile q = parseHardwareProfile(hardwareProfileJson(p), name);
+    EXPECT_EQ(q.name, p.name);
+    EXPECT_EQ(q.description, p.description);
+    EXPECT_EQ(q.devicesPerNode, p.devicesPerNode);
+    EXPECT_EQ(q.memoryBytes, p.memoryBytes);
+    EXPECT_EQ(q.peakFlops, p.peakFlops);
+    EXPECT_EQ(q.gemmEfficiency, p.gemmEfficiency);
+    EXPECT_EQ(q.memoryBoundEfficiency, p.memoryBoundEfficiency);
+    EXPECT_EQ(q.memoryBandwidth, p.memoryBandwidth);
+    EXPECT_EQ(q.opOverhead, p.opOverhead);
+    ASSERT_EQ(q.links.size(), p.links.size());
+    for (size_t i = 0; i < p.links.size(); ++i) {
+      EXPECT_EQ(q.links[i].name, p.links[i].name);
+      EXPECT_EQ(q.links[i].bandwidth, p.links[i].bandwidth);
+      EXPECT_EQ(q.links[i].latency, p.links[i].latency);
+    }
+    EXPECT_EQ(q.algorithmFactors, p.algorithmFactors);
+    EXPECT_EQ(q.minorFirst, p.minorFirst);
+  }
+}

@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "par/Runtime/Calibrate.h"
 #include "par/Runtime/Comm/MpiCollectives.h"
 #include "par/Runtime/Program.h"
 
@@ -71,26 +72,6 @@ const char *mpiName(Kind kind) {
 
 double busFactor(Kind kind, int n) {
   return kind == Kind::AllReduce ? 2.0 * (n - 1) / n : double(n - 1) / n;
-}
-
-/// The smallest program the runtime accepts: n ranks on one axis, one
-/// group over it, nothing to run.
-std::string worldProgram(int n) {
-  std::string ranks;
-  for (int r = 0; r < n; ++r)
-    ranks += (r ? ", " : "") + std::to_string(r);
-  return R"({"format": "par-program", "version": 1, "function": "bench",
-    "mesh": {"name": "world", "axes": [{"name": "x", "size": )" +
-         std::to_string(n) + R"(}]},
-    "num_ranks": )" +
-         std::to_string(n) + R"(,
-    "groups": [["x"]],
-    "memory": {"alignment": 64},
-    "inputs": [], "outputs": [],
-    "rank_classes": [{"ranks": [)" +
-         ranks + R"(],
-      "arena_bytes": 0, "peak_live_bytes": 0, "buffers": [],
-      "inputs": [], "outputs": [], "instructions": []}]})";
 }
 
 double median(std::vector<double> v) {
@@ -268,7 +249,7 @@ int main(int argc, char **argv) {
 
   int status = 0;
   try {
-    Program program = parseProgram(worldProgram(n), "<collectives-bench>");
+    Program program = worldProgram(n);
     std::unique_ptr<Collectives> comm = createMpiCollectives(program, 120.0);
     Bench bench(*comm, rank, n);
     double start = MPI_Wtime();

@@ -241,6 +241,41 @@ tryLoadHardwareProfile(const std::string &nameOrPath, std::string &error) {
   return std::nullopt;
 }
 
+std::string hardwareProfileJson(const HardwareProfile &p) {
+  json doc = json::object();
+  doc["name"] = p.name;
+  if (!p.description.empty())
+    doc["description"] = p.description;
+  doc["devices_per_node"] = p.devicesPerNode;
+  doc["memory_bytes"] = p.memoryBytes;
+  json peaks = json::object();
+  for (const auto &[dtype, flops] : p.peakFlops)
+    peaks[dtypeName(dtype)] = flops;
+  doc["peak_flops"] = peaks;
+  doc["efficiency"] = {{"gemm", p.gemmEfficiency},
+                       {"memory_bound", p.memoryBoundEfficiency}};
+  doc["op_overhead"] = p.opOverhead;
+  doc["memory_bandwidth"] = p.memoryBandwidth;
+  json links = json::array();
+  for (const LinkLevel &link : p.links)
+    links.push_back({{"name", link.name},
+                     {"bandwidth", link.bandwidth},
+                     {"latency", link.latency}});
+  doc["links"] = links;
+  static const std::pair<CollectiveKind, const char *> kinds[] = {
+      {CollectiveKind::AllReduce, "all_reduce"},
+      {CollectiveKind::AllGather, "all_gather"},
+      {CollectiveKind::ReduceScatter, "reduce_scatter"},
+      {CollectiveKind::AllToAll, "all_to_all"}};
+  json factors = json::object();
+  for (const auto &[kind, key] : kinds)
+    if (auto it = p.algorithmFactors.find(kind); it != p.algorithmFactors.end())
+      factors[key] = it->second;
+  doc["algorithm_factors"] = factors;
+  doc["placement"] = p.minorFirst ? "minor_first" : "major_first";
+  return doc.dump(2) + "\n";
+}
+
 std::string defaultHardwareProfile() { return "h100-8x-ib400"; }
 
 std::vector<std::string> hardwareProfilePresets() {

@@ -12,6 +12,7 @@
 #include "par/Runtime/Checkpoint.h"
 #include "par/Runtime/CheckpointSave.h"
 #include "par/Runtime/FileIO.h"
+#include "par/Runtime/Calibrate.h"
 #include "par/Runtime/Comm/MpiCollectives.h"
 #include "par/Runtime/Executor.h"
 #include "par/Runtime/Program.h"
@@ -40,9 +41,14 @@ using namespace par::rt;
 namespace {
 
 const char *kUsage = R"(usage: par-run PROGRAM [options]
+       par-run --calibrate [-np N] -o PROFILE.json
 
 Runs a program written by `par-opt --emit-program=PROGRAM` on one rank per
 device of its mesh (CPU backend: OpenBLAS kernels, MPI collectives).
+With --calibrate, measures this machine on N ranks (default 1) instead:
+GEMM FLOP/s per float type, memory bandwidth, the cost of an op, and each
+collective's latency and bandwidth; writes them as a hardware profile that
+`par-opt --auto-shard="hardware=PROFILE.json"` and `--par-report` read.
 
 options:
   -np N               ranks to start through mpirun (default: the program's
@@ -93,6 +99,10 @@ options:
                       numbers at full precision, non-finite ones as "nan",
                       "inf", "-inf" (step: loss, log, tokens_per_s,
                       seconds, peak_bytes, planned_bytes)
+  --calibrate         measure this machine into a hardware profile (above)
+  -o, --output FILE   where --calibrate writes the profile
+  --min-time SECONDS  --calibrate: how long each measurement repeats
+                      (default 0.2)
   --help              show this text
   --version           show the program format version this par-run reads
 
@@ -116,6 +126,9 @@ struct Options {
   int64_t maxSkipped = 64;
   double timeout = 300;
   bool json = false;
+  bool calibrate = false;
+  std::string output;
+  double minTime = 0.2;
 };
 
 /// Exit code of a run stopped by a non-finite value.
@@ -213,7 +226,20 @@ Options parseOptions(int argc, char **argv, std::vector<std::string> &rest) {
       o.json = true;
       continue;
     }
-    if (flag == "--backend")
+    if (flag == "--calibrate") {
+      if (hasValue)
+        usageError("--calibrate takes no value");
+      o.calibrate = true;
+    } else if (flag == "-o" || flag == "--output")
+      o.output = next();
+    else if (flag == "--min-time") {
+      std::string text = next();
+      char *end = nullptr;
+      o.minTime = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end || !(o.minTime > 0) || o.minTime > 60)
+        usageError("--min-time expects seconds in (0, 60], got '" + text +
+                   "'");
+    } else if (flag == "--backend")
       o.backend = next();
     else if (flag == "--steps")
       o.steps = parseInt(flag, next(), 0);
@@ -261,8 +287,18 @@ Options parseOptions(int argc, char **argv, std::vector<std::string> &rest) {
     if (!hasValue && rest.size() == before + 1 && arg != o.program)
       rest.push_back(argv[i]);
   }
-  if (o.program.empty())
+  if (o.calibrate) {
+    if (!o.program.empty())
+      usageError("--calibrate measures the machine and runs no program (got '" +
+                 o.program + "')");
+    if (o.output.empty())
+      usageError("--calibrate needs -o FILE, where the profile is written");
+  } else if (!o.output.empty()) {
+    usageError("-o is --calibrate's output; a run writes with --save, "
+               "--dump-outputs or --trace");
+  } else if (o.program.empty()) {
     usageError("no program given");
+  }
   if (o.backend != "cpu" && o.backend != "cuda")
     usageError("--backend must be cpu or cuda, got '" + o.backend + "'");
   if (o.saveEvery > 0 && o.save.empty())
@@ -318,13 +354,13 @@ std::string human(int64_t bytes) {
 }
 
 /// Starts the ranks through mpirun; returns only on failure to exec.
-int launch(const Options &o, const Program &program,
+int launch(const Options &o, int64_t ranks,
            const std::vector<std::string> &rest) {
   std::string mpirun = findOnPath("mpirun");
   if (mpirun.empty()) {
     std::cerr << "par-run: error: mpirun is not on PATH; install Open MPI "
                  "(openmpi-bin) or start the ranks yourself: mpirun -np "
-              << program.numRanks << " par-run " << o.program << "\n";
+              << ranks << " par-run " << o.program << "\n";
     return 1;
   }
   char self[4096];
@@ -343,7 +379,7 @@ int launch(const Options &o, const Program &program,
                                    "btl",
                                    "self,vader",
                                    "-np",
-                                   std::to_string(program.numRanks),
+                                   std::to_string(ranks),
                                    self};
   args.insert(args.end(), rest.begin(), rest.end());
   setenv("PAR_RUN_LAUNCHED", "1", 1);
@@ -883,6 +919,43 @@ int runRank(const Options &o, int rank, int size) {
   return 0;
 }
 
+/// --calibrate on every rank: rank 0 writes the profile (atomically: a
+/// temporary file renamed over the target).
+int calibrateRanks(const Options &o, int rank, int size) {
+  Program world = worldProgram(size);
+  std::unique_ptr<Collectives> comm = createMpiCollectives(world, o.timeout);
+  CalibrationOptions options;
+  options.minSeconds = o.minTime;
+  std::string stem = o.output.substr(o.output.find_last_of('/') + 1);
+  options.name = stem.substr(0, stem.rfind(".json"));
+  HardwareProfile profile =
+      calibrate(*comm, options, rank == 0 ? &std::cout : nullptr);
+  int code = 0;
+  if (rank == 0) {
+    std::string temporary = o.output + ".tmp";
+    {
+      std::ofstream out(temporary, std::ios::trunc);
+      out << hardwareProfileJson(profile);
+      out.close();
+      if (!out)
+        code = 1;
+    }
+    if (code || std::rename(temporary.c_str(), o.output.c_str()) != 0) {
+      reportError(rank, "--calibrate: cannot write '" + o.output +
+                            "': " + std::strerror(errno),
+                  /*nameRank=*/false);
+      std::remove(temporary.c_str());
+      code = 1;
+    } else {
+      std::cout << "par-run: wrote hardware profile '" << profile.name
+                << "' to " << o.output << "\n";
+    }
+  }
+  comm->barrier();
+  comm.reset();
+  return code;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -900,6 +973,19 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (o.calibrate && !underLauncher()) {
+    // The profile's directory must be writable before the measuring.
+    size_t slash = o.output.find_last_of('/');
+    std::string dir = slash == std::string::npos ? "."
+                      : slash == 0               ? "/"
+                                                 : o.output.substr(0, slash);
+    if (access(dir.c_str(), W_OK) != 0) {
+      std::cerr << "par-run: error: --calibrate: cannot write '" << o.output
+                << "': " << std::strerror(errno) << "\n";
+      return 1;
+    }
+    return launch(o, o.np > 0 ? o.np : 1, rest);
+  }
   if (!underLauncher()) {
     // Everything that can be checked before starting ranks is checked here.
     Program program;
@@ -923,7 +1009,7 @@ int main(int argc, char **argv) {
                    "par-opt --mesh=...\n";
       return 1;
     }
-    return launch(o, program, rest);
+    return launch(o, program.numRanks, rest);
   }
 
   auto [rank, size] = initMpi(&argc, &argv);
@@ -937,7 +1023,7 @@ int main(int argc, char **argv) {
   }
   int code = 0;
   try {
-    code = runRank(o, rank, size);
+    code = o.calibrate ? calibrateRanks(o, rank, size) : runRank(o, rank, size);
   } catch (const CommError &e) {
     reportError(rank, e.what());
     // Give the other ranks of the group time to report their side.

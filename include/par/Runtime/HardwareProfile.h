@@ -8,7 +8,7 @@
 // an all-reduce moves 2(n-1)/n of its buffer, an all-gather, a
 // reduce-scatter and an all-to-all (n-1)/n, as NCCL's bus bandwidth
 // counts them). The planner's cost model reads it; `par-run --calibrate`
-// will write one from measurements. Profiles are JSON (docs/auto-shard.md,
+// writes one from measurements (Calibrate.h). Profiles are JSON (docs/auto-shard.md,
 // "Hardware profiles"); the presets in profiles/ are built in by name.
 //
 // No MLIR: the compiler and the runtime both link it. Errors throw
@@ -80,6 +80,8 @@ struct HardwareProfile {
 /// bandwidth: expected a positive number, got \"fast\"").
 HardwareProfile parseHardwareProfile(const std::string &text,
                                      const std::string &source);
+/// The profile as JSON that parseHardwareProfile reads back unchanged.
+std::string hardwareProfileJson(const HardwareProfile &profile);
 /// A built-in preset by name, else a JSON file at that path.
 HardwareProfile loadHardwareProfile(const std::string &nameOrPath);
 /// The built-in presets' names (every profiles/*.json), in name order.
