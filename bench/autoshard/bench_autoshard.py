@@ -18,6 +18,7 @@ Two tables:
 """
 
 import argparse
+import dataclasses
 import math
 import os
 import re
@@ -84,6 +85,67 @@ def depth_table(args, par_opt, work):
               flush=True)
 
 
+# The benchmark's model shapes: GPT-3's 1.3B ("XL"), 6.7B and 175B
+# (Brown et al., table 2.1) and Llama 2's 7B and 70B.
+MODEL_SHAPES = {
+    "gpt-1.3b": lambda: models.GPT(models.GPTConfig(
+        vocab_size=50304, block_size=2048, n_layer=24, n_head=16, n_embd=2048, dtype="bf16")),
+    "gpt-6.7b": lambda: models.GPT(models.GPTConfig(
+        vocab_size=50304, block_size=2048, n_layer=32, n_head=32, n_embd=4096, dtype="bf16")),
+    "gpt-175b": lambda: models.GPT(models.GPTConfig(
+        vocab_size=50304, block_size=2048, n_layer=96, n_head=96, n_embd=12288, dtype="bf16")),
+    "llama-7b": lambda: models.Llama(dataclasses.replace(
+        models.LLAMA_CONFIGS["7B"], max_seq=2048, dtype="bf16")),
+    "llama-70b": lambda: models.Llama(dataclasses.replace(
+        models.LLAMA_CONFIGS["70B"], max_seq=2048, dtype="bf16")),
+}
+MESHES = {8: "8", 64: "8x8", 512: "64x8", 1024: "128x8"}
+
+
+def models_table(args, par_opt, work):
+    print(f"\n== planner time, predicted step and plan: model shapes (bf16, AdamW, "
+          f"sequences of {args.seq}, a batch of max(8, devices/8) sequences) on "
+          f"{args.hardware} ==")
+    print(f"{'model':<10} {'devices':>7} {'mesh':>6} {'ops':>6} {'plan (s)':>9} "
+          f"{'checked':>7} {'step (s)':>9} {'MFU %':>6}  plan")
+    for name in args.models.split(","):
+        for devices in [int(n) for n in args.devices.split(",")]:
+            batch = max(8, devices // 8)
+            graph = models.loss_graph(MODEL_SHAPES[name](), batch, args.seq,
+                                      name=name.replace("-", "_").replace(".", "_"))
+            path = os.path.join(work, f"{name}-{devices}.mlir")
+            with open(path, "w") as f:
+                f.write(graph.to_mlir())
+            subprocess.run([par_opt, path, f"--mesh={MESHES[devices]}",
+                            "--par-autodiff=optimizer=adamw", "-o", path + ".step"],
+                           capture_output=True, text=True, check=True)
+            ops = sum(1 for line in open(path + ".step") if re.search(r"= par\.", line))
+            start = time.perf_counter()
+            planned = subprocess.run([par_opt, path + ".step",
+                                      f"--auto-shard=hardware={args.hardware}",
+                                      "-mlir-timing", "-o", path + ".plan"],
+                                     capture_output=True, text=True)
+            wall = time.perf_counter() - start
+            timing = re.search(r"([0-9.]+) \(\s*[0-9.]+%\)\s+AutoShardPass", planned.stderr)
+            seconds = float(timing.group(1)) if timing else wall
+            row = f"{name:<10} {devices:>7} {MESHES[devices]:>6} {ops:>6} {seconds:>9.2f}"
+            if planned.returncode:
+                why = re.search(r"error: (.*)", planned.stderr)
+                print(f"{row} {'':>7} {'-':>9} {'-':>6}  "
+                      f"{(why.group(1) if why else planned.stderr.strip())[:150]}", flush=True)
+                continue
+            head = open(path + ".plan").readline()
+            checked = re.search(r"\} *\], axes = .*? checked = ([0-9]+)", head)
+            plan = re.search(r'plan = "([^"]*)", planned', head)
+            report = subprocess.run([par_opt, path + ".plan", "--par-propagate",
+                                     "--par-partition", "--par-report", "-o", os.devnull],
+                                    capture_output=True, text=True)
+            step_s, mfu = predicted_step(report.stdout)
+            print(f"{row} {checked.group(1) if checked else '?':>7} "
+                  f"{step_s or 0:>9.4g} {mfu or 0:>6.1f}  "
+                  f"{plan.group(1) if plan else '?'}", flush=True)
+
+
 def hand_table(args, par_opt, work):
     print(f"\n== auto plans against the hand plans of the integration models "
           f"({args.hardware}) ==")
@@ -134,6 +196,9 @@ def main():
     parser.add_argument("--hardware", default="h100-8x-ib400")
     parser.add_argument("--skip-depth", action="store_true")
     parser.add_argument("--skip-hand", action="store_true")
+    parser.add_argument("--skip-models", action="store_true")
+    parser.add_argument("--models", default=",".join(MODEL_SHAPES))
+    parser.add_argument("--devices", default="8,64,512,1024")
     parser.add_argument("--keep", help="directory to keep the generated files in")
     args = parser.parse_args()
     par_opt = par_opt_path()
@@ -143,6 +208,8 @@ def main():
     os.makedirs(work, exist_ok=True)
     if not args.skip_depth:
         depth_table(args, par_opt, work)
+    if not args.skip_models:
+        models_table(args, par_opt, work)
     if not args.skip_hand:
         hand_table(args, par_opt, work)
     if not args.keep:

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "par/Runtime/Calibrate.h"
+#include "par/Catalogue/OpCatalogue.h"
 #include "par/Runtime/Kernels.h"
 
 #include <unistd.h>
@@ -72,7 +73,9 @@ public:
     return double(ns[0]) * 1e-9;
   }
 
-  /// FLOP/s of an n x n x n product of `dtype` through the runtime's dot.
+  /// FLOP/s of n x n x n products of `dtype` through the runtime's dot,
+  /// over the three forms a training step runs (forward A B, the
+  /// gradients A^T B and A B^T): the mean of their times.
   double gemmRate(DType dtype, int64_t n) {
     std::vector<char> a(size_t(n * n) * dtypeBytes(dtype), 0),
         b(a.size(), 0), c(a.size(), 0);
@@ -80,9 +83,23 @@ public:
         out{dtype, {n, n}, c.data()};
     fill(lhs, 0.5);
     fill(rhs, 0.25);
-    double t = best([&] { dot(lhs, rhs, {}, {}, {1}, {0}, out); },
-                    options.minSeconds);
-    return 2.0 * double(n) * double(n) * double(n) / t;
+    double total = 0;
+    for (auto [l, r] : {std::pair<int64_t, int64_t>{1, 0}, {0, 0}, {1, 1}})
+      total += best([&] { dot(lhs, rhs, {}, {}, {l}, {r}, out); },
+                    options.minSeconds / 3);
+    return 3 * 2.0 * double(n) * double(n) * double(n) / total;
+  }
+
+  /// Element-wise FLOP/s as the catalogue counts them (flopsPerElement) of
+  /// a GELU over `elements` f32, cache-resident.
+  double mathRate(int64_t elements) {
+    std::vector<float> x(size_t(elements), 0.5f), y(x);
+    Tensor in{DType::F32, {elements}, x.data()},
+        out{DType::F32, {elements}, y.data()};
+    double t = best([&] { unary(UnaryKind::Gelu, in, out); },
+                    options.minSeconds / 2);
+    const catalogue::OpSpec *gelu = catalogue::findOp("gelu");
+    return double(gelu ? gelu->flopsPerElement : 1) * double(elements) / t;
   }
 
   /// Bytes per second an element-wise add of `elements` f32 moves (two
@@ -215,16 +232,26 @@ HardwareProfile calibrate(Collectives &comm, const CalibrationOptions &options,
                   dtypeName(dtype), (long long)size, rate * 1e-9);
     say(line);
   }
-  // The measured rates are what the kernels reach: efficiencies of 1.
+  // The measured GEMM rate is what the kernel reaches: efficiency 1. The
+  // element-wise math rate against it is the memory-bound efficiency; the
+  // bandwidth is stated so that bandwidth x efficiency is the measured one.
   p.gemmEfficiency = 1;
-  p.memoryBoundEfficiency = 1;
   auto [bandwidth, overhead] = c.elementwise(int64_t(8) << 20);
-  p.memoryBandwidth = bandwidth;
+  double math = c.mathRate(int64_t(1) << 18);
+  p.memoryBoundEfficiency = std::clamp(math / p.peakFlops[DType::F32], 1e-4, 1.0);
+  p.memoryBandwidth = bandwidth / p.memoryBoundEfficiency;
   p.opOverhead = overhead;
+  std::snprintf(line, sizeof line, "  add f32 8Mi elements   %10.2f GB/s\n",
+                bandwidth * 1e-9);
+  say(line);
   std::snprintf(line, sizeof line,
-                "  add f32 8Mi elements   %10.2f GB/s\n"
+                "  gelu f32 256Ki         %10.2f GFLOP/s (%.4f of the f32 GEMM "
+                "rate)\n",
+                math * 1e-9, p.memoryBoundEfficiency);
+  say(line);
+  std::snprintf(line, sizeof line,
                 "  add f32 1 element      %10.3f us (the overhead of an op)\n",
-                bandwidth * 1e-9, overhead * 1e6);
+                overhead * 1e6);
   say(line);
 
   LinkLevel link{"shared-memory", bandwidth, 0};
