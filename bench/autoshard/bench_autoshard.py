@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""--auto-shard: planner time against depth, and plans against hand plans.
+"""--auto-shard: planner time against depth and model size, and plans against hand plans.
 
-Two tables:
+Three tables:
 
   depth  GPT-1.3B-wide training steps (AdamW) of 1, 2, 4, ... layers on a
          mesh (default dp=8,tp=8 on h100-8x-ib400): ops in the step, the
          planner's wall time (-mlir-timing, AutoShardPass), the plan chosen,
          its predicted step time and MFU.
+  models GPT 1.3B/6.7B/175B and Llama 7B/70B shapes (bf16, AdamW) on 8, 64,
+         512 and 1,024 devices (meshes 8, 8x8, 64x8, 128x8): ops, planner
+         wall time, plans checked exactly, predicted step and MFU, plan.
   hand   every integration model with hand shardings (`// SHARDING:` lines
          of test/Integration/Inputs): the predicted step of the hand plan
          against the auto plan on the same mesh and profile (--report), the
@@ -14,7 +17,8 @@ Two tables:
          geometric mean and the worst ratio).
 
   bench_autoshard.py [--layers 1,2,4] [--mesh dp=8,tp=8] [--hardware NAME]
-                     [--skip-depth] [--skip-hand] [--keep DIR]
+                     [--models gpt-1.3b,...] [--devices 8,64,512,1024]
+                     [--skip-depth] [--skip-models] [--skip-hand] [--keep DIR]
 """
 
 import argparse

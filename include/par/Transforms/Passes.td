@@ -50,14 +50,18 @@ def AutoShardPass : Pass<"auto-shard", "::mlir::ModuleOp"> {
     User shardings (arguments, results, constraints) are kept. Every value
     gets a closed sharding, and a `par.sharding_constraint` marks each
     planned reshard, so --par-propagate and --par-partition do what was
-    planned. Whole plans are compared exactly: the free program's, and one
-    per split of the axes between data and tensor parallelism, each with
-    every ZeRO stage (over its data axis) a training step left open; each
-    is partitioned on a copy and its memory planned, and the fastest that
-    fits the limit wins. When none fits, the error names the smallest
-    per-device memory found. The module records the plan in
-    `par.auto_shard` (profile, limit, axis roles, ZeRO stage, predicted
-    step and memory), which --report prints.
+    planned. Whole plans are compared: the free program's, and one per
+    split of the axes between data and tensor parallelism, each with every
+    ZeRO stage (over its data axis) a training step left open. Each is
+    estimated (the program's time, the bytes it keeps per device); the
+    best estimates are then checked (partitioned on a copy, scheduled and
+    memory planned) until three fit, and the fastest checked plan that fits
+    the limit wins. When none fits, every plan is checked and the error
+    names the smallest per-device memory found. The module records the
+    plan in `par.auto_shard` (profile, limit, axis roles, ZeRO stage,
+    predicted step and memory, plans considered and checked, the best
+    alternatives), which --report prints. Profiles of this machine come
+    from `par-run --calibrate`.
 
     ```sh
     par-opt model.mlir --auto-shard --mesh=4x4x2 --report -o plan.mlir

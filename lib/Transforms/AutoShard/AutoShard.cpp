@@ -1137,7 +1137,7 @@ struct Candidate {
 /// How many plans that fit are checked exactly, best estimate first: the
 /// check partitions the whole module, so its cost grows with the model
 /// while the integer programs do not.
-constexpr int kExactChecks = 4;
+constexpr int kExactChecks = 3;
 /// A plan whose estimate is this many times the best checked plan's time
 /// is not checked.
 constexpr double kCheckMargin = 1.5;
