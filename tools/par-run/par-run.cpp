@@ -928,6 +928,8 @@ int calibrateRanks(const Options &o, int rank, int size) {
   options.minSeconds = o.minTime;
   std::string stem = o.output.substr(o.output.find_last_of('/') + 1);
   options.name = stem.substr(0, stem.rfind(".json"));
+  if (options.name.empty())
+    options.name = "calibrated";
   HardwareProfile profile =
       calibrate(*comm, options, rank == 0 ? &std::cout : nullptr);
   int code = 0;

@@ -170,7 +170,9 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
     if (!param)
       continue;
     auto type = cast<RankedTensorType>(param.getType());
-    ShardingAttr layout = getValueSharding(param);
+    // (Through the signature: an earlier update may have relaid it out.)
+    ShardingAttr layout = dyn_cast_or_null<ShardingAttr>(
+        signature.arg(param.getArgNumber()).get(ParDialect::kShardingAttrName));
     if (!layout)
       continue; // not propagated: nothing to build on
     MeshOp mesh = lookupMesh(func, layout.getMesh());
