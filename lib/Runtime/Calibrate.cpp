@@ -77,8 +77,8 @@ public:
   /// over the three forms a training step runs (forward A B, the
   /// gradients A^T B and A B^T): the mean of their times.
   double gemmRate(DType dtype, int64_t n) {
-    std::vector<char> a(size_t(n * n) * dtypeBytes(dtype), 0),
-        b(a.size(), 0), c(a.size(), 0);
+    std::vector<char> a(size_t(n * n) * dtypeBytes(dtype), 0), b(a.size(), 0),
+        c(a.size(), 0);
     Tensor lhs{dtype, {n, n}, a.data()}, rhs{dtype, {n, n}, b.data()},
         out{dtype, {n, n}, c.data()};
     fill(lhs, 0.5);
@@ -96,8 +96,8 @@ public:
     std::vector<float> x(size_t(elements), 0.5f), y(x);
     Tensor in{DType::F32, {elements}, x.data()},
         out{DType::F32, {elements}, y.data()};
-    double t = best([&] { unary(UnaryKind::Gelu, in, out); },
-                    options.minSeconds / 2);
+    double t =
+        best([&] { unary(UnaryKind::Gelu, in, out); }, options.minSeconds / 2);
     const catalogue::OpSpec *gelu = catalogue::findOp("gelu");
     return double(gelu ? gelu->flopsPerElement : 1) * double(elements) / t;
   }
@@ -106,11 +106,11 @@ public:
   /// reads, one write), and the seconds of the add on one element.
   std::pair<double, double> elementwise(int64_t elements) {
     std::vector<float> x(size_t(elements), 1.0f), y(x), z(x);
-    Tensor a{DType::F32, {elements}, x.data()}, b{DType::F32, {elements},
-                                                  y.data()},
+    Tensor a{DType::F32, {elements}, x.data()},
+        b{DType::F32, {elements}, y.data()},
         out{DType::F32, {elements}, z.data()};
-    double t = best([&] { binary(BinaryKind::Add, a, b, out); },
-                    options.minSeconds);
+    double t =
+        best([&] { binary(BinaryKind::Add, a, b, out); }, options.minSeconds);
     float u = 1, v = 2, w = 0;
     Tensor one{DType::F32, {1}, &u}, two{DType::F32, {1}, &v},
         sum{DType::F32, {1}, &w};
@@ -184,20 +184,6 @@ std::pair<double, double> fitLine(const std::vector<double> &x,
   return {(st - b * sx) / sw, b};
 }
 
-const char *kindName(CollectiveKind kind) {
-  switch (kind) {
-  case CollectiveKind::AllReduce:
-    return "all_reduce";
-  case CollectiveKind::AllGather:
-    return "all_gather";
-  case CollectiveKind::ReduceScatter:
-    return "reduce_scatter";
-  case CollectiveKind::AllToAll:
-    return "all_to_all";
-  }
-  return "";
-}
-
 } // namespace
 
 HardwareProfile calibrate(Collectives &comm, const CalibrationOptions &options,
@@ -214,10 +200,13 @@ HardwareProfile calibrate(Collectives &comm, const CalibrationOptions &options,
   p.memoryBytes = pages > 0 && pageSize > 0
                       ? int64_t(pages) * int64_t(pageSize) / n
                       : int64_t(4) << 30;
-  char line[160];
-  auto say = [&](const char *text) {
-    if (log)
-      *log << text << std::flush;
+  // One line of the table (rank 0's log), printf-style.
+  auto say = [&](const char *format, auto... values) {
+    if (!log)
+      return;
+    char line[200];
+    std::snprintf(line, sizeof line, format, values...);
+    *log << line << std::flush;
   };
 
   say("par-run --calibrate: what one rank does while every rank works\n");
@@ -227,10 +216,8 @@ HardwareProfile calibrate(Collectives &comm, const CalibrationOptions &options,
                              {DType::F16, 512}}) {
     double rate = c.gemmRate(dtype, size);
     p.peakFlops[dtype] = rate;
-    std::snprintf(line, sizeof line,
-                  "  gemm %-5s %4lld^3       %10.2f GFLOP/s\n",
-                  dtypeName(dtype), (long long)size, rate * 1e-9);
-    say(line);
+    say("  gemm %-5s %4lld^3       %10.2f GFLOP/s\n", dtypeName(dtype),
+        (long long)size, rate * 1e-9);
   }
   // The measured GEMM rate is what the kernel reaches: efficiency 1. The
   // element-wise math rate against it is the memory-bound efficiency; the
@@ -238,45 +225,31 @@ HardwareProfile calibrate(Collectives &comm, const CalibrationOptions &options,
   p.gemmEfficiency = 1;
   auto [bandwidth, overhead] = c.elementwise(int64_t(8) << 20);
   double math = c.mathRate(int64_t(1) << 18);
-  p.memoryBoundEfficiency = std::clamp(math / p.peakFlops[DType::F32], 1e-4, 1.0);
+  p.memoryBoundEfficiency =
+      std::clamp(math / p.peakFlops[DType::F32], 1e-4, 1.0);
   p.memoryBandwidth = bandwidth / p.memoryBoundEfficiency;
   p.opOverhead = overhead;
-  std::snprintf(line, sizeof line, "  add f32 8Mi elements   %10.2f GB/s\n",
-                bandwidth * 1e-9);
-  say(line);
-  std::snprintf(line, sizeof line,
-                "  gelu f32 256Ki         %10.2f GFLOP/s (%.4f of the f32 GEMM "
-                "rate)\n",
-                math * 1e-9, p.memoryBoundEfficiency);
-  say(line);
-  std::snprintf(line, sizeof line,
-                "  add f32 1 element      %10.3f us (the overhead of an op)\n",
-                overhead * 1e6);
-  say(line);
+  say("  add f32 8Mi elements   %10.2f GB/s\n", bandwidth * 1e-9);
+  say("  gelu f32 256Ki         %10.2f GFLOP/s (%.4f of the f32 GEMM "
+      "rate)\n",
+      math * 1e-9, p.memoryBoundEfficiency);
+  say("  add f32 1 element      %10.3f us (the overhead of an op)\n",
+      overhead * 1e6);
 
   LinkLevel link{"shared-memory", bandwidth, 0};
-  p.algorithmFactors = {{CollectiveKind::AllReduce, 2.0},
-                        {CollectiveKind::AllGather, 1.0},
-                        {CollectiveKind::ReduceScatter, 1.0},
-                        {CollectiveKind::AllToAll, 1.0}};
   if (n > 1) {
     double share = double(n - 1) / double(n);
     std::vector<double> sizes;
     for (int64_t bytes = 4096; bytes <= options.maxBytes; bytes *= 4)
       sizes.push_back(double(bytes));
-    std::snprintf(line, sizeof line, "  %-15s %12s %12s\n", "collective",
-                  "bytes", "time (us)");
-    say(line);
+    say("  %-15s %12s %12s\n", "collective", "bytes", "time (us)");
     std::map<CollectiveKind, std::pair<double, double>> fits;
-    for (CollectiveKind kind :
-         {CollectiveKind::AllReduce, CollectiveKind::AllGather,
-          CollectiveKind::ReduceScatter, CollectiveKind::AllToAll}) {
+    for (CollectiveKind kind : kCollectiveKinds) {
       std::vector<double> times;
       for (double bytes : sizes) {
         times.push_back(c.collective(kind, int64_t(bytes)));
-        std::snprintf(line, sizeof line, "  %-15s %12.0f %12.1f\n",
-                      kindName(kind), bytes, times.back() * 1e6);
-        say(line);
+        say("  %-15s %12.0f %12.1f\n", collectiveKindName(kind), bytes,
+            times.back() * 1e6);
       }
       auto [a, b] = fitLine(sizes, times);
       fits[kind] = {std::max(a, 0.0), std::max(b, 1e-15)};
@@ -289,14 +262,12 @@ HardwareProfile calibrate(Collectives &comm, const CalibrationOptions &options,
     for (auto &[kind, fit] : fits)
       if (kind != CollectiveKind::AllReduce)
         p.algorithmFactors[kind] = fit.second * link.bandwidth / share;
-    std::snprintf(line, sizeof line,
-                  "  link: latency %.2f us, bandwidth %.2f GB/s; factors "
-                  "all_gather %.2f, reduce_scatter %.2f, all_to_all %.2f\n",
-                  link.latency * 1e6, link.bandwidth * 1e-9,
-                  p.algorithmFactors[CollectiveKind::AllGather],
-                  p.algorithmFactors[CollectiveKind::ReduceScatter],
-                  p.algorithmFactors[CollectiveKind::AllToAll]);
-    say(line);
+    say("  link: latency %.2f us, bandwidth %.2f GB/s; factors "
+        "all_gather %.2f, reduce_scatter %.2f, all_to_all %.2f\n",
+        link.latency * 1e6, link.bandwidth * 1e-9,
+        p.algorithmFactors[CollectiveKind::AllGather],
+        p.algorithmFactors[CollectiveKind::ReduceScatter],
+        p.algorithmFactors[CollectiveKind::AllToAll]);
   }
   p.links.push_back(link);
   return p;

@@ -177,28 +177,17 @@ HardwareProfile parseHardwareProfile(const std::string &text,
     p.links.push_back(level);
   }
 
-  // NCCL's bus-bandwidth factors unless the profile measured others.
-  p.algorithmFactors = {{CollectiveKind::AllReduce, 2.0},
-                        {CollectiveKind::AllGather, 1.0},
-                        {CollectiveKind::ReduceScatter, 1.0},
-                        {CollectiveKind::AllToAll, 1.0}};
   if (doc.contains("algorithm_factors")) {
     const json &factors = doc["algorithm_factors"];
     if (!factors.is_object())
       r.fail("algorithm_factors", "expected an object, got " + factors.dump());
-    static const std::pair<const char *, CollectiveKind> kinds[] = {
-        {"all_reduce", CollectiveKind::AllReduce},
-        {"all_gather", CollectiveKind::AllGather},
-        {"reduce_scatter", CollectiveKind::ReduceScatter},
-        {"all_to_all", CollectiveKind::AllToAll}};
     for (auto it = factors.begin(); it != factors.end(); ++it) {
       std::string path = join("algorithm_factors", it.key());
-      auto kind = std::find_if(std::begin(kinds), std::end(kinds),
-                               [&](const auto &k) { return it.key() == k.first; });
-      if (kind == std::end(kinds))
+      std::optional<CollectiveKind> kind = collectiveKindNamed(it.key());
+      if (!kind)
         r.fail(path, "'" + it.key() + "' is not all_reduce, all_gather, "
                      "reduce_scatter or all_to_all");
-      p.algorithmFactors[kind->second] = r.positive(it.value(), path);
+      p.algorithmFactors[*kind] = r.positive(it.value(), path);
     }
   }
   if (doc.contains("placement")) {
@@ -262,18 +251,33 @@ std::string hardwareProfileJson(const HardwareProfile &p) {
                      {"bandwidth", link.bandwidth},
                      {"latency", link.latency}});
   doc["links"] = links;
-  static const std::pair<CollectiveKind, const char *> kinds[] = {
-      {CollectiveKind::AllReduce, "all_reduce"},
-      {CollectiveKind::AllGather, "all_gather"},
-      {CollectiveKind::ReduceScatter, "reduce_scatter"},
-      {CollectiveKind::AllToAll, "all_to_all"}};
   json factors = json::object();
-  for (const auto &[kind, key] : kinds)
-    if (auto it = p.algorithmFactors.find(kind); it != p.algorithmFactors.end())
-      factors[key] = it->second;
+  for (const auto &[kind, factor] : p.algorithmFactors)
+    factors[collectiveKindName(kind)] = factor;
   doc["algorithm_factors"] = factors;
   doc["placement"] = p.minorFirst ? "minor_first" : "major_first";
   return doc.dump(2) + "\n";
+}
+
+const char *collectiveKindName(CollectiveKind kind) {
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return "all_reduce";
+  case CollectiveKind::AllGather:
+    return "all_gather";
+  case CollectiveKind::ReduceScatter:
+    return "reduce_scatter";
+  case CollectiveKind::AllToAll:
+    return "all_to_all";
+  }
+  return "";
+}
+
+std::optional<CollectiveKind> collectiveKindNamed(const std::string &name) {
+  for (CollectiveKind kind : kCollectiveKinds)
+    if (name == collectiveKindName(kind))
+      return kind;
+  return std::nullopt;
 }
 
 std::string defaultHardwareProfile() { return "h100-8x-ib400"; }

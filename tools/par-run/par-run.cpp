@@ -230,7 +230,9 @@ Options parseOptions(int argc, char **argv, std::vector<std::string> &rest) {
       if (hasValue)
         usageError("--calibrate takes no value");
       o.calibrate = true;
-    } else if (flag == "-o" || flag == "--output")
+      continue;
+    }
+    if (flag == "-o" || flag == "--output")
       o.output = next();
     else if (flag == "--min-time") {
       std::string text = next();

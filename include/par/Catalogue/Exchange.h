@@ -457,24 +457,9 @@ void visitWanted(const Geometry &g, int64_t m, WantedScratch &w, Visit visit) {
   }
 }
 
-/// The pieces member `m` assembles its target piece from (visitWanted's),
-/// each with `peer` = -1, and the holders' coordinates.
-inline void wanted(const Geometry &g, int64_t m, std::vector<Piece> &out,
-                   std::vector<std::vector<int64_t>> &holders) {
-  out.clear();
-  holders.clear();
-  WantedScratch w;
-  visitWanted(g, m, w,
-              [&](size_t k, const std::vector<int64_t> &holder,
-                  const std::vector<int64_t> &lo,
-                  const std::vector<int64_t> &size) {
-                out.push_back(Piece{-1, lo, size, k});
-                holders.push_back(holder);
-              });
-}
-
-/// The sender assign() picks for each piece, receiver by receiver:
-/// calls `visit(receiver, piece index, sender, elements)`.
+/// Each member's pieces (visitWanted's, receiver by receiver) with the
+/// member that sends each, as assign() describes: calls
+/// `visit(receiver, sender, source, lo, size, elements)`.
 template <typename Visit> void visitSenders(const Geometry &g, Visit visit) {
   int64_t n = g.members();
   // Per source: the axes it does not split, their count of replicas, and
@@ -503,11 +488,10 @@ template <typename Visit> void visitSenders(const Geometry &g, Visit visit) {
   WantedScratch w;
   for (int64_t r = 0; r < n; ++r) {
     std::vector<int64_t> c = g.coords(r);
-    size_t index = 0;
     visitWanted(
         g, r, w,
         [&](size_t k, const std::vector<int64_t> &held,
-            const std::vector<int64_t> &, const std::vector<int64_t> &size) {
+            const std::vector<int64_t> &lo, const std::vector<int64_t> &size) {
           int64_t elements = 1;
           for (int64_t s : size)
             elements *= s;
@@ -528,12 +512,12 @@ template <typename Visit> void visitSenders(const Geometry &g, Visit visit) {
             sender = best;
             load[size_t(best)] += elements;
           }
-          visit(r, index++, sender, elements);
+          visit(r, sender, k, lo, size, elements);
         });
   }
 }
 
-/// Who sends what to whom: per receiver, its pieces in wanted()'s order
+/// Who sends what to whom: per receiver, its pieces in visitWanted()'s order
 /// with `peer` the sender (the receiver itself for what it holds). A piece
 /// held by several members (its source is replicated over the axes it does
 /// not split) comes from the one that has sent the least so far, trying
@@ -542,11 +526,10 @@ template <typename Visit> void visitSenders(const Geometry &g, Visit visit) {
 /// computes the same assignment.
 inline std::vector<std::vector<Piece>> assign(const Geometry &g) {
   std::vector<std::vector<Piece>> plan(static_cast<size_t>(g.members()));
-  std::vector<std::vector<int64_t>> holders;
-  for (int64_t r = 0; r < g.members(); ++r)
-    wanted(g, r, plan[size_t(r)], holders);
-  visitSenders(g, [&](int64_t r, size_t i, int64_t sender, int64_t) {
-    plan[size_t(r)][i].peer = sender;
+  visitSenders(g, [&](int64_t r, int64_t sender, size_t k,
+                      const std::vector<int64_t> &lo,
+                      const std::vector<int64_t> &size, int64_t) {
+    plan[size_t(r)].push_back(Piece{sender, lo, size, k});
   });
   return plan;
 }
@@ -592,7 +575,9 @@ inline int64_t busiestMember(const std::vector<std::vector<Piece>> &plan) {
 inline int64_t busiestMember(const Geometry &g) {
   std::vector<int64_t> sent(size_t(g.members()), 0),
       received(size_t(g.members()), 0);
-  visitSenders(g, [&](int64_t r, size_t, int64_t sender, int64_t elements) {
+  visitSenders(g, [&](int64_t r, int64_t sender, size_t,
+                      const std::vector<int64_t> &,
+                      const std::vector<int64_t> &, int64_t elements) {
     if (sender != r) {
       received[size_t(r)] += elements;
       sent[size_t(sender)] += elements;

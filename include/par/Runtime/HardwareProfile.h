@@ -43,6 +43,14 @@ struct LinkLevel {
 };
 
 enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, AllToAll };
+/// Every kind, in that order.
+constexpr CollectiveKind kCollectiveKinds[] = {
+    CollectiveKind::AllReduce, CollectiveKind::AllGather,
+    CollectiveKind::ReduceScatter, CollectiveKind::AllToAll};
+/// The op's name: all_reduce, all_gather, reduce_scatter, all_to_all.
+const char *collectiveKindName(CollectiveKind kind);
+/// The kind of that name, if any.
+std::optional<CollectiveKind> collectiveKindNamed(const std::string &name);
 
 struct HardwareProfile {
   std::string name, description;
@@ -56,7 +64,12 @@ struct HardwareProfile {
   /// Inside a node, then across nodes (one level: every device alike).
   std::vector<LinkLevel> links;
   /// Multiplies (n-1)/n of the buffer a collective moves per device.
-  std::map<CollectiveKind, double> algorithmFactors;
+  /// NCCL's bus-bandwidth factors unless a profile gives others.
+  std::map<CollectiveKind, double> algorithmFactors = {
+      {CollectiveKind::AllReduce, 2.0},
+      {CollectiveKind::AllGather, 1.0},
+      {CollectiveKind::ReduceScatter, 1.0},
+      {CollectiveKind::AllToAll, 1.0}};
   /// Mesh axes fill the hierarchy minor-first (the last axes inside a
   /// node), or major-first.
   bool minorFirst = true;

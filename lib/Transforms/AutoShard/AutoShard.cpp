@@ -1092,11 +1092,12 @@ FailureOr<Exact> evaluate(ModuleOp module, const MachineModel &machine,
 /// stages tried on it.
 struct PlannedModule {
   OwningOpRef<ModuleOp> module;
-  /// The training steps whose ZeRO stage is open, and the data axis.
-  SmallVector<func::FuncOp> open;
-  std::optional<int32_t> dataAxis;
-  /// Each open step's own par.data_axis (null: none), which stage 0 keeps.
-  SmallVector<Attribute> dataAxisBefore;
+  /// The training steps whose ZeRO stage is open, each with its own
+  /// par.data_axis (null: none), which stage 0 keeps.
+  SmallVector<std::pair<func::FuncOp, Attribute>> open;
+  /// What the plan keeps per device: the first open step's, else the
+  /// largest function's.
+  Footprint footprint;
 };
 
 /// One plan considered: what each axis may split, and the ZeRO stage.
@@ -1161,19 +1162,16 @@ struct AutoShardPass
   /// Reshard times shared by every plan of one run (one mesh, one profile).
   ReshardTimes reshardTimes;
 
-  /// Plans every function of `module` in place under `uses`; the training
-  /// steps whose ZeRO stage is open are collected in `open`, and the
-  /// footprint of the first of them (else of the largest function) in
-  /// `footprint`.
-  LogicalResult planModule(ModuleOp module, const MachineModel &machine,
-                           int64_t limit, Candidate &candidate,
-                           SmallVector<func::FuncOp> *open,
-                           Footprint *footprint = nullptr) {
-    MeshOp mesh = *module.getOps<MeshOp>().begin();
+  /// Plans every function of `planned.module` in place under the
+  /// candidate's axis uses, and records its roles and time, the open
+  /// training steps and the footprint.
+  LogicalResult planModule(PlannedModule &planned, const MachineModel &machine,
+                           int64_t limit, Candidate &candidate) {
+    MeshOp mesh = *planned.module->getOps<MeshOp>().begin();
     candidate.plannedSeconds = 0;
     candidate.roles.clear();
     bool rolesFromStep = false, footprintFromStep = false;
-    for (auto func : module.getOps<func::FuncOp>()) {
+    for (auto func : planned.module->getOps<func::FuncOp>()) {
       if (func.isDeclaration())
         continue;
       Planner planner(func, mesh, machine, limit, candidate.uses, reshardTimes);
@@ -1185,18 +1183,20 @@ struct AutoShardPass
           std::max(candidate.plannedSeconds, planner.predictedSeconds);
       bool training = false;
       func.walk([&](Operation *op) { training |= getPhase(op).has_value(); });
+      SmallVector<std::string> roles = planner.axisRoles();
       // The roles (and the data axis ZeRO splits over) are the training
       // step's; without one, the first function's.
       if (candidate.roles.empty() || (training && !rolesFromStep))
-        candidate.roles = planner.axisRoles();
+        candidate.roles = roles;
       rolesFromStep |= training;
       bool isOpen = training && !func->hasAttr(ParDialect::kZeroAttrName);
-      if (open && isOpen)
-        open->push_back(func);
-      if (footprint && !footprintFromStep) {
-        Footprint f = planner.footprint(dataAxisOf(planner.axisRoles()));
-        if (isOpen || f.bytes(0) > footprint->bytes(0))
-          *footprint = f;
+      if (isOpen)
+        planned.open.push_back(
+            {func, func->getAttr(ParDialect::kDataAxisAttrName)});
+      if (!footprintFromStep) {
+        Footprint f = planner.footprint(dataAxisOf(roles));
+        if (isOpen || f.bytes(0) > planned.footprint.bytes(0))
+          planned.footprint = f;
         footprintFromStep = isOpen;
       }
     }
@@ -1208,12 +1208,12 @@ struct AutoShardPass
   static void setStage(const Candidate &candidate) {
     PlannedModule &planned = *candidate.planned;
     MeshOp mesh = *planned.module->getOps<MeshOp>().begin();
-    for (auto [func, before] :
-         llvm::zip(planned.open, planned.dataAxisBefore)) {
+    for (auto [func, before] : planned.open) {
       if (candidate.zero > 0) {
-        setZero(func, candidate.zero,
-                cast<StringAttr>(mesh.getAxisNames()[*planned.dataAxis])
-                    .getValue());
+        setZero(
+            func, candidate.zero,
+            cast<StringAttr>(mesh.getAxisNames()[*dataAxisOf(candidate.roles)])
+                .getValue());
       } else {
         func->removeAttr(ParDialect::kZeroAttrName);
         if (before)
@@ -1294,7 +1294,6 @@ struct AutoShardPass
     for (auto [i, plan] : llvm::enumerate(plans)) {
       auto planned = std::make_shared<PlannedModule>();
       planned->module = module.clone();
-      Footprint footprint;
       {
         // The free plan's errors are the user's; a restricted plan that
         // cannot be made is just not an alternative.
@@ -1302,19 +1301,16 @@ struct AutoShardPass
         if (i > 0)
           quiet.emplace(module.getContext(),
                         [&](Diagnostic &) { return success(); });
-        if (failed(planModule(*planned->module, *machine, limit, plan,
-                              &planned->open, &footprint))) {
+        if (failed(planModule(*planned, *machine, limit, plan))) {
           if (i == 0)
             return signalPassFailure();
           continue;
         }
       }
-      planned->dataAxis = dataAxisOf(plan.roles);
-      for (func::FuncOp func : planned->open)
-        planned->dataAxisBefore.push_back(
-            func->getAttr(ParDialect::kDataAxisAttrName));
       plan.planned = planned;
-      int64_t lastStage = planned->open.empty() || !planned->dataAxis ? 0 : 3;
+      const Footprint &footprint = planned->footprint;
+      int64_t lastStage =
+          planned->open.empty() || !dataAxisOf(plan.roles) ? 0 : 3;
       for (int64_t stage = 0; stage <= lastStage; ++stage) {
         Candidate variant = plan;
         variant.zero = stage;

@@ -82,14 +82,8 @@ double MachineModel::collectiveSeconds(StringRef name, ArrayRef<int32_t> axes,
   }
   if (group <= 1)
     return 0;
-  std::optional<rt::CollectiveKind> kind =
-      llvm::StringSwitch<std::optional<rt::CollectiveKind>>(name)
-          .Case("all_reduce", rt::CollectiveKind::AllReduce)
-          .Case("all_gather", rt::CollectiveKind::AllGather)
-          .Case("reduce_scatter", rt::CollectiveKind::ReduceScatter)
-          .Case("all_to_all", rt::CollectiveKind::AllToAll)
-          .Default(std::nullopt);
-  if (kind)
+  if (std::optional<rt::CollectiveKind> kind =
+          rt::collectiveKindNamed(name.str()))
     return hw.collectiveSeconds(*kind, group, level, bufferBytes);
   // Point to point (a permute, an exchange): one message per peer at most,
   // what a rank sends over the link.
