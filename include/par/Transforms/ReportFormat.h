@@ -1,4 +1,4 @@
-//===- ReportFormat.h - byte counts as reports print them -------*- C++ -*-===//
+//===- ReportFormat.h - bytes and times as reports print them ---*- C++ -*-===//
 #ifndef PAR_TRANSFORMS_REPORTFORMAT_H
 #define PAR_TRANSFORMS_REPORTFORMAT_H
 
@@ -11,6 +11,10 @@ namespace mlir::par {
 
 /// `bytes` with a binary unit: "512 B", "1.5 KiB", "2.0 MiB", "1.25 GiB".
 std::string humanBytes(int64_t bytes);
+
+/// `seconds` (>= 0) to three significant digits in a unit that keeps it
+/// readable: "0 s", "12.3 us", "4.56 ms", "1.23 s".
+std::string humanSeconds(double seconds);
 
 } // namespace mlir::par
 

@@ -31,6 +31,8 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 
@@ -237,6 +239,20 @@ public:
   /// Places every axis of more than one device; fails with a diagnostic.
   LogicalResult solve();
   void writeBack();
+  /// Records on each value what its layout beat (`par.planned`): called
+  /// for the chosen plan only, after writeBack.
+  void writeRecords();
+  /// Per node, the best single change of the plan at it, the plan's other
+  /// choices held: one axis moved to another factor (dim) or dropped.
+  struct Move {
+    int32_t axis = -1; // -1: the node has no other layout
+    int64_t from = -1, to = -1;
+    /// Seconds and per-device bytes it adds per step at this node (one
+    /// copy of a repeated layer).
+    double seconds = 0;
+    int64_t bytes = 0;
+  };
+  std::vector<Move> bestMoves();
   /// The role of each axis (data, tensor, unused) from what it splits.
   SmallVector<std::string> axisRoles() const;
   /// What the plan keeps per device, with ZeRO over `dataAxis` (if any).
@@ -261,6 +277,13 @@ private:
   double reshardSeconds(const Tensor &tensor, const ReshardLayout &from,
                         const ReshardLayout &to);
   LogicalResult solveAxis(int32_t axis);
+  /// The seconds `node` costs with `axis` on `choice` (its other axes as
+  /// planned): its compute and the reshards of what it reads and of what
+  /// reads it, every other node as planned.
+  double localSeconds(const Node &node, int32_t n, int32_t axis,
+                      int64_t choice);
+  /// The layout reader `use` needs, as planned.
+  ReshardLayout neededLayout(const Use &use) const;
   ShardingAttr toAttr(const ReshardLayout &layout) const;
 
   mutable func::FuncOp func;
@@ -274,6 +297,8 @@ private:
   std::vector<Node> nodes;
   /// Per tensor, its readers.
   std::vector<SmallVector<Use, 2>> uses;
+  /// Per argument node, the returned values that update it.
+  std::vector<SmallVector<int32_t, 1>> updates;
   llvm::DenseMap<Value, int32_t> tensorOf;
   ReshardTimes &reshardCache;
 };
@@ -367,6 +392,7 @@ LogicalResult Planner::build() {
     nodes.push_back(std::move(node));
   }
   uses.resize(tensors.size());
+  updates.resize(nodes.size());
   for (auto [n, node] : llvm::enumerate(nodes))
     for (auto [slot, t] : llvm::enumerate(node.inputs))
       if (t >= 0)
@@ -378,6 +404,7 @@ LogicalResult Planner::build() {
     int32_t t = tensorOf.lookup(returned);
     if (std::optional<unsigned> arg = getUpdatedArgument(func, i)) {
       uses[t].push_back({int32_t(*arg), ~0u, {}});
+      updates[*arg].push_back(t);
       continue;
     }
     Use use{-1, 0, {}};
@@ -916,10 +943,79 @@ ShardingAttr Planner::toAttr(const ReshardLayout &layout) const {
                            dims, {}, names(layout.partial));
 }
 
+ReshardLayout Planner::neededLayout(const Use &use) const {
+  if (use.node < 0)
+    return use.fixed;
+  const Node &reader = nodes[use.node];
+  if (use.input == ~0u) // an update: its argument's layout
+    return layoutOf(reader, true, 0, -1, -1);
+  return layoutOf(reader, false, use.input, -1, -1);
+}
+
+double Planner::localSeconds(const Node &node, int32_t n, int32_t axis,
+                             int64_t choice) {
+  double seconds = nodeSeconds(node, axis, choice);
+  for (auto [slot, t] : llvm::enumerate(node.inputs))
+    if (t >= 0)
+      seconds += reshardSeconds(
+          tensors[t],
+          layoutOf(nodes[tensors[t].node], true, tensors[t].output, -1, -1),
+          layoutOf(node, false, slot, axis, choice));
+  for (auto [slot, t] : llvm::enumerate(node.outputs)) {
+    ReshardLayout produced = layoutOf(node, true, slot, axis, choice);
+    for (const Use &use : uses[t])
+      seconds += reshardSeconds(tensors[t], produced, neededLayout(use));
+  }
+  // An argument's updates arrive in its layout.
+  for (int32_t t : updates[n])
+    seconds += reshardSeconds(
+        tensors[t],
+        layoutOf(nodes[tensors[t].node], true, tensors[t].output, -1, -1),
+        layoutOf(node, true, 0, axis, choice));
+  return seconds;
+}
+
+std::vector<Planner::Move> Planner::bestMoves() {
+  std::vector<Move> moves(nodes.size());
+  for (auto [n, node] : llvm::enumerate(nodes)) {
+    if (node.rep != int32_t(n))
+      continue;
+    Move &best = moves[n];
+    for (int32_t axis : placed) {
+      int64_t from = -1;
+      for (auto [f, axes] : llvm::enumerate(node.factorAxes))
+        if (llvm::is_contained(axes, axis))
+          from = int64_t(f);
+      // As planned (the axes in their order), then with the axis taken
+      // out and put on each other candidate in turn.
+      double base = localSeconds(node, int32_t(n), axis, -1);
+      int64_t baseBytes = nodeBytes(node, axis, -1);
+      SmallVector<Axes> kept = node.factorAxes;
+      if (from >= 0)
+        llvm::erase(node.factorAxes[from], axis);
+      candidates(node, axis);
+      for (int64_t choice : node.choices) {
+        if (choice == from)
+          continue;
+        double seconds =
+            localSeconds(node, int32_t(n), axis, choice) - base;
+        if (best.axis < 0 || seconds < best.seconds)
+          best = {axis, from, choice, seconds,
+                  nodeBytes(node, axis, choice) - baseBytes};
+      }
+      node.factorAxes = std::move(kept);
+    }
+  }
+  for (auto [n, node] : llvm::enumerate(nodes))
+    moves[n] = moves[node.rep];
+  return moves;
+}
+
 void Planner::writeBack() {
   auto finalLayout = [&](const Tensor &tensor) {
     return layoutOf(nodes[tensor.node], true, tensor.output, -1, -1);
   };
+  MLIRContext *ctx = func.getContext();
   SignatureAttrs signature(func);
   for (const Tensor &tensor : tensors) {
     if (auto arg = dyn_cast<BlockArgument>(tensor.value))
@@ -927,7 +1023,10 @@ void Planner::writeBack() {
     else
       setValueSharding(tensor.value, toAttr(finalLayout(tensor)));
   }
-  OpBuilder b(func.getContext());
+  DictionaryAttr readerNeeds = DictionaryAttr::get(
+      ctx, {NamedAttribute(StringAttr::get(ctx, "reader"), UnitAttr::get(ctx))});
+  OpBuilder b(ctx);
+
   for (auto [t, tensor] : llvm::enumerate(tensors)) {
     ReshardLayout produced = finalLayout(tensor);
     for (const Use &use : uses[t]) {
@@ -951,6 +1050,8 @@ void Planner::writeBack() {
           setPhase(moved.getDefiningOp(), *phase);
       }
       setValueSharding(moved, toAttr(needed));
+      moved.getDefiningOp()->setAttr(ParDialect::kPlannedAttrName,
+                                     ArrayAttr::get(ctx, {readerNeeds}));
       reader.op->setOperand(use.input, moved);
     }
   }
@@ -967,6 +1068,51 @@ void Planner::writeBack() {
       layout.dims.resize(cast<RankedTensorType>(returned.getType()).getRank());
     signature.setResultSharding(i, toAttr(layout));
   }
+  signature.write();
+}
+
+void Planner::writeRecords() {
+  // What each value's layout beat: the best move at its producer.
+  MLIRContext *ctx = func.getContext();
+  std::vector<Move> moves = bestMoves();
+  auto record = [&](const Tensor &tensor) -> DictionaryAttr {
+    Node &node = nodes[tensor.node];
+    const Move &move = moves[tensor.node];
+    Builder b(ctx);
+    SmallVector<NamedAttribute> entries;
+    // The axes a user placed are theirs (the plan only keeps them).
+    if (tensor.pinned)
+      entries.push_back(b.getNamedAttr("annotated", toAttr(*tensor.pinned)));
+    if (move.axis < 0)
+      return b.getDictionaryAttr(entries);
+    SmallVector<Axes> kept = node.factorAxes;
+    if (move.from >= 0)
+      llvm::erase(node.factorAxes[move.from], move.axis);
+    ReshardLayout other =
+        layoutOf(node, true, tensor.output, move.axis, move.to);
+    node.factorAxes = std::move(kept);
+    entries.push_back(b.getNamedAttr("beat", toAttr(other)));
+    entries.push_back(b.getNamedAttr("by", b.getF64FloatAttr(move.seconds)));
+    if (move.bytes != 0)
+      entries.push_back(
+          b.getNamedAttr("bytes", b.getI64IntegerAttr(move.bytes)));
+    return b.getDictionaryAttr(entries);
+  };
+  SignatureAttrs signature(func);
+  llvm::DenseMap<Operation *, SmallVector<Attribute>> records;
+  for (const Tensor &tensor : tensors) {
+    if (auto arg = dyn_cast<BlockArgument>(tensor.value)) {
+      signature.arg(arg.getArgNumber())
+          .set(ParDialect::kPlannedAttrName, record(tensor));
+      continue;
+    }
+    Operation *op = tensor.value.getDefiningOp();
+    SmallVector<Attribute> &entries = records[op];
+    entries.resize(op->getNumResults(), DictionaryAttr::get(ctx));
+    entries[tensor.output] = record(tensor);
+  }
+  for (auto &[op, entries] : records)
+    op->setAttr(ParDialect::kPlannedAttrName, ArrayAttr::get(ctx, entries));
   signature.write();
 }
 
@@ -1098,6 +1244,8 @@ struct PlannedModule {
   /// What the plan keeps per device: the first open step's, else the
   /// largest function's.
   Footprint footprint;
+  /// The planner of each function, for the records of the chosen plan.
+  std::vector<std::unique_ptr<Planner>> planners;
 };
 
 /// One plan considered: what each axis may split, and the ZeRO stage.
@@ -1155,6 +1303,60 @@ static std::optional<int32_t> dataAxisOf(ArrayRef<std::string> roles) {
   return std::nullopt;
 }
 
+/// The name an axis `--mesh` named by position takes from its role: dp
+/// (data), tp (tensor), os (optimizer states only), rep (replicated); an
+/// axis with several roles joins them (dp_tp).
+static std::string roleName(StringRef role) {
+  SmallVector<StringRef> parts;
+  role.split(parts, '+');
+  std::string name;
+  for (StringRef part : parts) {
+    StringRef word = llvm::StringSwitch<StringRef>(part)
+                         .Case("data", "dp")
+                         .Case("tensor", "tp")
+                         .Case("optimizer states", "os")
+                         .Case("replicated", "rep")
+                         .Default("");
+    if (word.empty())
+      return "";
+    name += (name.empty() ? "" : "_") + word.str();
+  }
+  return name;
+}
+
+/// Renames the axes of `mesh` that par named by position (x, y, ...) after
+/// the roles the plan gives them, keeping names unique on the mesh.
+static void nameAxesByRole(MeshOp mesh, ArrayRef<std::string> roles) {
+  auto unnamed = mesh->getAttrOfType<DenseI64ArrayAttr>(
+      ParDialect::kUnnamedAxesAttrName);
+  if (!unnamed)
+    return;
+  llvm::StringSet<> taken;
+  for (auto name : mesh.getAxisNames().getAsValueRange<StringAttr>())
+    taken.insert(name);
+  SmallVector<std::pair<StringAttr, StringAttr>> renamed;
+  SmallVector<int64_t> left;
+  for (int64_t axis : unnamed.asArrayRef()) {
+    std::string name = roleName(roles[axis]);
+    if (name.empty()) {
+      left.push_back(axis); // unused: keeps its name
+      continue;
+    }
+    std::string unique = name;
+    for (int n = 2; taken.contains(unique); ++n)
+      unique = name + std::to_string(n);
+    taken.insert(unique);
+    auto old = cast<StringAttr>(mesh.getAxisNames()[axis]);
+    renamed.push_back({old, StringAttr::get(mesh.getContext(), unique)});
+  }
+  renameMeshAxes(mesh, renamed);
+  if (left.empty())
+    mesh->removeAttr(ParDialect::kUnnamedAxesAttrName);
+  else
+    mesh->setAttr(ParDialect::kUnnamedAxesAttrName,
+                  DenseI64ArrayAttr::get(mesh.getContext(), left));
+}
+
 struct AutoShardPass
     : public mlir::par::impl::AutoShardPassBase<AutoShardPass> {
   using AutoShardPassBase::AutoShardPassBase;
@@ -1174,7 +1376,9 @@ struct AutoShardPass
     for (auto func : planned.module->getOps<func::FuncOp>()) {
       if (func.isDeclaration())
         continue;
-      Planner planner(func, mesh, machine, limit, candidate.uses, reshardTimes);
+      Planner &planner = *planned.planners.emplace_back(
+          std::make_unique<Planner>(func, mesh, machine, limit, candidate.uses,
+                                    reshardTimes));
       if (failed(planner.build()) || failed(planner.solve()))
         return failure();
       planner.writeBack();
@@ -1430,14 +1634,12 @@ struct AutoShardPass
     setStage(best);
     module.getBodyRegion().takeBody(best.planned->module->getBodyRegion());
     mesh = *module.getOps<MeshOp>().begin();
+    for (auto &planner : best.planned->planners)
+      planner->writeRecords();
 
     MLIRContext *ctx = module.getContext();
     Builder b(ctx);
-    SmallVector<NamedAttribute> axes;
-    for (auto [a, role] : llvm::enumerate(best.roles))
-      axes.push_back(
-          b.getNamedAttr(cast<StringAttr>(mesh.getAxisNames()[a]).getValue(),
-                         b.getStringAttr(role)));
+    // The alternatives keep the names the axes had when they were planned.
     SmallVector<Attribute> alternatives;
     for (const Candidate &other :
          ArrayRef(considered).drop_front().take_front(5)) {
@@ -1464,6 +1666,12 @@ struct AutoShardPass
           b.getNamedAttr("reason", b.getStringAttr(reason))};
       alternatives.push_back(b.getDictionaryAttr(entry));
     }
+    nameAxesByRole(mesh, best.roles);
+    SmallVector<NamedAttribute> axes;
+    for (auto [a, role] : llvm::enumerate(best.roles))
+      axes.push_back(
+          b.getNamedAttr(cast<StringAttr>(mesh.getAxisNames()[a]).getValue(),
+                         b.getStringAttr(role)));
     // The profile as a later --report can find it: a preset's name, or the
     // file's absolute path.
     std::string profile = machine->profile().name;

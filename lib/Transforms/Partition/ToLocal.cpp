@@ -564,7 +564,9 @@ LogicalResult Localizer::run() {
 
   // Arguments: local types; the global type and sharding stay as attributes.
   auto recordGlobal = [&](NamedAttrList &attrs, const GlobalInfo &info) {
+    // Shardings and --auto-shard's records describe global values.
     attrs.erase(ParDialect::kShardingAttrName);
+    attrs.erase(ParDialect::kPlannedAttrName);
     attrs.set(ParDialect::kGlobalTypeAttrName, TypeAttr::get(info.type));
     if (info.sharding)
       attrs.set(ParDialect::kGlobalShardingAttrName, info.sharding);
@@ -584,8 +586,10 @@ LogicalResult Localizer::run() {
     if (failed(localizeOp(op)))
       return failure();
   }
-  for (Operation &op : body)
+  for (Operation &op : body) {
     op.removeAttr(ParDialect::kShardingAttrName);
+    op.removeAttr(ParDialect::kPlannedAttrName);
+  }
 
   // Results: returned values take the result layouts (already so after
   // --par-insert-reshards).

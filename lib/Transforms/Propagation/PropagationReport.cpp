@@ -5,9 +5,11 @@
 // carry, and the --par-explain-sharding report.
 //
 //===----------------------------------------------------------------------===//
+#include "par/Transforms/ReportFormat.h"
 #include "par/Transforms/ShardingGraph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 
 using namespace mlir;
@@ -253,6 +255,41 @@ void ShardingGraph::emitDiagnostics() {
   }
 }
 
+/// What --auto-shard's choice of a value's layout beat (its `par.planned`
+/// record): the best other layout at the value's producer, every other
+/// choice of the plan held, and what it would add per step.
+static void explainPlanned(llvm::raw_ostream &os, DictionaryAttr planned) {
+  os << "      auto-shard: ";
+  auto beat = planned.getAs<ShardingAttr>("beat");
+  auto by = planned.getAs<FloatAttr>("by");
+  if (planned.get("reader")) {
+    os << "the layout its reader needs\n";
+    return;
+  }
+  if (!beat || !by) {
+    os << (planned.get("annotated") ? "kept as annotated"
+                                    : "no other layout was possible")
+       << "\n";
+    return;
+  }
+  std::string text;
+  llvm::raw_string_ostream(text) << beat;
+  StringRef bare(text);
+  bare.consume_front("#par.sharding");
+  double seconds = by.getValueAsDouble();
+  os << "beat " << bare << ", " << humanSeconds(std::abs(seconds)) << " "
+     << (seconds >= 0 ? "slower" : "faster") << " per step here";
+  int64_t bytes = 0;
+  if (auto extra = planned.getAs<IntegerAttr>("bytes"))
+    bytes = extra.getInt();
+  if (bytes != 0)
+    os << ", " << humanBytes(std::abs(bytes))
+       << (bytes > 0 ? " more" : " less") << " per device";
+  if (seconds < 0)
+    os << " (the plan as a whole is better with this layout)";
+  os << "\n";
+}
+
 void ShardingGraph::explain(llvm::raw_ostream &os) {
   evaluateFinal();
   os << "== sharding explanation ==\n";
@@ -285,6 +322,23 @@ void ShardingGraph::explain(llvm::raw_ostream &os) {
         if (Operation *def = node.value.getDefiningOp())
           os << " = " << def->getName().getStringRef();
       os << " : " << shardingText(node) << "  (" << locText(node.loc) << ")\n";
+      // A sharding --auto-shard wrote is its choice, not the user's.
+      // (the axes the user annotated on it stay theirs).
+      DictionaryAttr planned = node.value ? getPlanned(node.value) : nullptr;
+      auto annotated =
+          planned ? planned.getAs<ShardingAttr>("annotated") : nullptr;
+      auto userOrigin = [&](int64_t d, uint8_t axis) -> StringRef {
+        if (!planned)
+          return "annotated";
+        if (!annotated)
+          return "chosen by auto-shard";
+        StringAttr name = axisNames[node.mesh][axis];
+        bool user = d < 0 ? llvm::is_contained(annotated.getPartialAxes(), name)
+                    : d < int64_t(annotated.getDims().size()) &&
+                          llvm::is_contained(annotated.getDims()[d].getAxes(),
+                                             name);
+        return user ? "annotated" : "chosen by auto-shard";
+      };
       bool any = false;
       for (auto [d, dim] : llvm::enumerate(node.dims)) {
         for (auto [axis, origin] : llvm::zip(dim.axes, dim.origins)) {
@@ -292,7 +346,7 @@ void ShardingGraph::explain(llvm::raw_ostream &os) {
           os << "      dim " << d << " "
              << axesText(node.mesh, ArrayRef<uint8_t>(axis)) << ": ";
           if (origin.isUser())
-            os << "annotated\n";
+            os << userOrigin(d, axis) << "\n";
           else
             os << "from " << originChain(nodeId, axis) << "\n";
         }
@@ -302,14 +356,19 @@ void ShardingGraph::explain(llvm::raw_ostream &os) {
         os << "      partial over "
            << axesText(node.mesh, ArrayRef<uint8_t>(axis)) << ": ";
         if (origin.isUser())
-          os << "annotated\n";
+          os << userOrigin(-1, axis) << "\n";
         else
           os << "reduced dim split by " << opText(edges[origin.edge].op)
              << ", axis from " << originChain(origin.source, axis) << "\n";
       }
       if (!any)
         os << "      replicated: "
-           << (node.user ? "annotated so" : "no sharding reaches it") << "\n";
+           << (annotated || (!planned && node.user) ? "annotated so"
+               : planned ? "chosen by auto-shard"
+                         : "no sharding reaches it")
+           << "\n";
+      if (planned)
+        explainPlanned(os, planned);
     }
     bool header = false;
     for (int32_t edgeId : members.second) {

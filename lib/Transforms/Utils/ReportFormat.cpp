@@ -1,4 +1,4 @@
-//===- ReportFormat.cpp - byte counts as reports print them ---------------===//
+//===- ReportFormat.cpp - bytes and times as reports print them -----------===//
 #include "par/Transforms/ReportFormat.h"
 
 #include "llvm/Support/Format.h"
@@ -18,5 +18,19 @@ std::string mlir::par::humanBytes(int64_t bytes) {
     os << llvm::format("%.1f MiB", bytes / (1024.0 * 1024));
   else
     os << llvm::format("%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+  return text;
+}
+
+std::string mlir::par::humanSeconds(double seconds) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (seconds == 0)
+    os << "0 s";
+  else if (seconds < 1e-3)
+    os << llvm::format("%.3g us", seconds * 1e6);
+  else if (seconds < 1)
+    os << llvm::format("%.3g ms", seconds * 1e3);
+  else
+    os << llvm::format("%.3g s", seconds);
   return text;
 }

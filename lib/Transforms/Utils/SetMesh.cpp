@@ -161,6 +161,19 @@ struct SetMeshPass : public par::impl::SetMeshPassBase<SetMeshPass> {
                                   existing.getSymName())))
           return signalPassFailure();
         nameAttr = b.getArrayAttr(positionalNames(b, axes, old));
+        // Axes named by par stay so (a later --mesh keeps them unnamed);
+        // those added here are too.
+        SmallVector<int64_t> unnamed;
+        if (auto before = existing->getAttrOfType<DenseI64ArrayAttr>(
+                ParDialect::kUnnamedAxesAttrName))
+          for (int64_t axis : before.asArrayRef())
+            if (axis < int64_t(axes.size()))
+              unnamed.push_back(axis);
+        for (size_t i = old.size(); i < axes.size(); ++i)
+          unnamed.push_back(int64_t(i));
+        setUnnamed(existing, unnamed);
+      } else {
+        setUnnamed(existing, {});
       }
       existing.setAxisNamesAttr(nameAttr);
       existing.setAxisSizesAttr(sizeAttr);
@@ -171,6 +184,7 @@ struct SetMeshPass : public par::impl::SetMeshPassBase<SetMeshPass> {
                             "already has that name";
       return signalPassFailure();
     }
+    SmallVector<int64_t> unnamed;
     if (isPositionalMeshSpec(mesh)) {
       // No mesh declared: the axes shardings name on @mesh take the
       // positional sizes in the order they first appear.
@@ -181,9 +195,22 @@ struct SetMeshPass : public par::impl::SetMeshPassBase<SetMeshPass> {
       if (failed(coversUsedAxes(at, mesh, axes.size(), used, used, "mesh")))
         return signalPassFailure();
       nameAttr = b.getArrayAttr(positionalNames(b, axes, used));
+      for (size_t i = used.size(); i < axes.size(); ++i)
+        unnamed.push_back(int64_t(i));
     }
     OpBuilder builder = OpBuilder::atBlockBegin(module.getBody());
-    MeshOp::create(builder, module.getLoc(), "mesh", nameAttr, sizeAttr);
+    setUnnamed(MeshOp::create(builder, module.getLoc(), "mesh", nameAttr,
+                              sizeAttr),
+               unnamed);
+  }
+
+  /// Marks the axes of `mesh` that par named (by position).
+  static void setUnnamed(MeshOp mesh, ArrayRef<int64_t> axes) {
+    if (axes.empty())
+      mesh->removeAttr(ParDialect::kUnnamedAxesAttrName);
+    else
+      mesh->setAttr(ParDialect::kUnnamedAxesAttrName,
+                    DenseI64ArrayAttr::get(mesh.getContext(), axes));
   }
 };
 } // namespace

@@ -1409,3 +1409,30 @@ func.func @gradient_of_no_result(%a: tensor<8xf32>) {
   // expected-error @below {{'par.gradient_of' marks a result, but the op has none}}
   "func.return"() {par.gradient_of = array<i64: 0>} : () -> ()
 }
+
+// -----
+
+// expected-error @below {{'par.unnamed_axes' names axis 2, which the mesh does not have}}
+par.mesh @mesh <["x"=2, "y"=2]> {par.unnamed_axes = array<i64: 0, 2>}
+
+// -----
+
+// expected-error @below {{'par.unnamed_axes' is an array<i64: ...> of axis numbers on a par.mesh}}
+func.func @unnamed_axes_not_mesh() attributes {par.unnamed_axes = array<i64: 0>} {
+  return
+}
+
+// -----
+
+func.func @planned_count(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'par.planned' lists one dictionary per result}}
+  %0 = par.neg %a {par.planned = [{}, {}]} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// expected-error @below {{'par.planned' on argument #0 is a dictionary}}
+func.func @planned_arg(%a: tensor<8xf32> {par.planned = 1}) -> tensor<8xf32> {
+  return %a : tensor<8xf32>
+}

@@ -2,6 +2,7 @@
 #include "par/Dialect/Par/IR/ParDialect.h"
 #include "par/Dialect/Par/IR/ParOps.h"
 
+#include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include <cmath>
@@ -266,6 +267,28 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
              << "'" << kAutoShardAttrName << "' is a dictionary on the module";
     return success();
   }
+  if (attr.getName() == kUnnamedAxesAttrName) {
+    auto mesh = dyn_cast<MeshOp>(op);
+    auto axes = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!mesh || !axes)
+      return op->emitError() << "'" << kUnnamedAxesAttrName
+                             << "' is an array<i64: ...> of axis numbers on a "
+                                "par.mesh";
+    for (int64_t axis : axes.asArrayRef())
+      if (axis < 0 || axis >= int64_t(mesh.getAxisSizes().size()))
+        return op->emitError() << "'" << kUnnamedAxesAttrName
+                               << "' names axis " << axis
+                               << ", which the mesh does not have";
+    return success();
+  }
+  if (attr.getName() == kPlannedAttrName) {
+    auto list = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!list || list.size() != op->getNumResults() ||
+        !llvm::all_of(list, llvm::IsaPred<DictionaryAttr>))
+      return op->emitError() << "'" << kPlannedAttrName
+                             << "' lists one dictionary per result";
+    return success();
+  }
   if (attr.getName() == kLayerAttrName) {
     auto layer = dyn_cast<IntegerAttr>(attr.getValue());
     if (!layer || layer.getInt() < 0)
@@ -396,6 +419,12 @@ LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
     return verifyUniqueArgName(op, argIndex);
   if (known)
     return runtime;
+  if (attr.getName() == kPlannedAttrName) {
+    if (!isa<DictionaryAttr>(attr.getValue()))
+      return op->emitError() << "'" << kPlannedAttrName << "' on argument #"
+                             << argIndex << " is a dictionary";
+    return success();
+  }
   if (attr.getName() == kViewAttrName)
     return verifyView(op, attr.getValue(), globalTypeOf(op, argIndex, true),
                       "argument #" + std::to_string(argIndex));
@@ -495,6 +524,50 @@ void mlir::par::setResultSharding(Operation *op, unsigned resultIdx,
               ArrayAttr::get(op->getContext(), list));
 }
 
+void mlir::par::renameMeshAxes(
+    MeshOp mesh, ArrayRef<std::pair<StringAttr, StringAttr>> renamed) {
+  auto rename = [&](StringAttr axis) {
+    for (auto [from, to] : renamed)
+      if (axis == from)
+        return to;
+    return axis;
+  };
+  auto renameAll = [&](ArrayRef<StringAttr> axes) {
+    return llvm::map_to_vector(axes, rename);
+  };
+  StringAttr meshName = mesh.getSymNameAttr();
+  AttrTypeReplacer replacer;
+  replacer.addReplacement(
+      [&](ShardingAttr sharding) -> std::pair<Attribute, WalkResult> {
+        if (sharding.getMesh().getAttr() != meshName)
+          return {sharding, WalkResult::skip()};
+        SmallVector<DimShardingAttr> dims;
+        for (DimShardingAttr dim : sharding.getDims())
+          dims.push_back(DimShardingAttr::get(sharding.getContext(),
+                                              renameAll(dim.getAxes()),
+                                              dim.getIsClosed(),
+                                              dim.getPriority()));
+        return {ShardingAttr::get(sharding.getContext(), sharding.getMesh(),
+                                  dims,
+                                  renameAll(sharding.getReplicatedAxes()),
+                                  renameAll(sharding.getPartialAxes())),
+                WalkResult::skip()};
+      });
+  Operation *around = SymbolTable::getNearestSymbolTable(mesh);
+  replacer.recursivelyReplaceElementsIn(around, /*replaceAttrs=*/true,
+                                        /*replaceLocs=*/false,
+                                        /*replaceTypes=*/false);
+  around->walk([&](FunctionOpInterface func) {
+    if (auto axis = func->getAttrOfType<StringAttr>(
+            ParDialect::kDataAxisAttrName))
+      func->setAttr(ParDialect::kDataAxisAttrName, rename(axis));
+  });
+  SmallVector<Attribute> names;
+  for (auto name : mesh.getAxisNames().getAsRange<StringAttr>())
+    names.push_back(rename(name));
+  mesh.setAxisNamesAttr(ArrayAttr::get(mesh.getContext(), names));
+}
+
 ShardingAttr mlir::par::getValueSharding(Value value) {
   if (auto arg = dyn_cast<BlockArgument>(value)) {
     auto function =
@@ -511,6 +584,23 @@ ShardingAttr mlir::par::getValueSharding(Value value) {
   if (auto reshard = dyn_cast<ReshardOp>(op))
     return reshard.getSharding();
   return getResultSharding(op, result.getResultNumber());
+}
+
+DictionaryAttr mlir::par::getPlanned(Value value) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto function =
+        dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+    if (!function || arg.getOwner() != &function.getFunctionBody().front())
+      return nullptr;
+    return function.getArgAttrOfType<DictionaryAttr>(
+        arg.getArgNumber(), ParDialect::kPlannedAttrName);
+  }
+  auto result = cast<OpResult>(value);
+  auto list = result.getOwner()->getAttrOfType<ArrayAttr>(
+      ParDialect::kPlannedAttrName);
+  if (!list || result.getResultNumber() >= list.size())
+    return nullptr;
+  return dyn_cast<DictionaryAttr>(list[result.getResultNumber()]);
 }
 
 FactorCombiner mlir::par::getPartialCombiner(Value value) {

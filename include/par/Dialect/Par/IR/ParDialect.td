@@ -62,6 +62,15 @@ def Par_Dialect : Dialect {
     /// profile, memory limit, axis roles, ZeRO stage, predicted step).
     static constexpr ::llvm::StringLiteral kAutoShardAttrName =
         "par.auto_shard";
+    /// On a value's producer (one entry per result) or a function
+    /// argument: --auto-shard chose its sharding; a dictionary with the
+    /// best other layout (`beat`) and its extra seconds per step (`by`),
+    /// empty when there was no other (--par-explain-sharding prints it).
+    static constexpr ::llvm::StringLiteral kPlannedAttrName = "par.planned";
+    /// On a par.mesh: the axes --mesh named by position (x, y, ...), which
+    /// --auto-shard renames by the role it gives them.
+    static constexpr ::llvm::StringLiteral kUnnamedAxesAttrName =
+        "par.unnamed_axes";
     /// On the arguments and results of a partitioned function: the global
     /// type and the sharding that the local value is a piece of.
     static constexpr ::llvm::StringLiteral kGlobalTypeAttrName =

@@ -28,6 +28,13 @@ namespace mlir::par {
 /// Finds the `par.mesh` named `mesh` in the symbol table around `from`.
 MeshOp lookupMesh(Operation *from, FlatSymbolRefAttr mesh);
 
+/// Renames axes of `mesh` in the module around it, before partitioning:
+/// the mesh's own names, every sharding on the mesh (wherever an attribute
+/// holds one) and the functions' `par.data_axis`. `renamed` pairs each old
+/// name with its new one; the new names must be free on the mesh.
+void renameMeshAxes(MeshOp mesh,
+                    ArrayRef<std::pair<StringAttr, StringAttr>> renamed);
+
 /// The sharding of result `resultIdx` of `op` (from the `par.sharding` op
 /// attribute), or null when it has none.
 ShardingAttr getResultSharding(Operation *op, unsigned resultIdx);
@@ -39,6 +46,10 @@ void setResultSharding(Operation *op, unsigned resultIdx,
 /// argument, the `sharding` of a sharding_constraint/reshard result, or the
 /// `par.sharding` attribute of any other op result. Null when there is none.
 ShardingAttr getValueSharding(Value value);
+/// What --auto-shard recorded for `value` (`par.planned`): null when it
+/// did not choose the value's sharding.
+DictionaryAttr getPlanned(Value value);
+
 /// Records `sharding` for `value` where getValueSharding reads it. Block
 /// arguments of anything but a function are left alone.
 void setValueSharding(Value value, ShardingAttr sharding);
