@@ -55,12 +55,16 @@ def AutoShardPass : Pass<"auto-shard", "::mlir::ModuleOp"> {
     ZeRO stage (over its data axis) a training step left open. Each is
     estimated (the program's time, the bytes it keeps per device); the
     best estimates are then checked (partitioned on a copy, scheduled and
-    memory planned) until three fit, and the fastest checked plan that fits
-    the limit wins. When none fits, every plan is checked and the error
-    names the smallest per-device memory found. The module records the
-    plan in `par.auto_shard` (profile, limit, axis roles, ZeRO stage,
-    predicted step and memory, plans considered and checked, the best
-    alternatives), which --report prints. Profiles of this machine come
+    memory planned) until three fit, then only those estimated faster than
+    the best checked, and the fastest checked plan that fits the limit
+    wins. When none fits, every plan is checked and the error names the
+    smallest per-device memory found. The module records the plan in
+    `par.auto_shard` (profile, limit, axis roles, ZeRO stage, predicted
+    step and memory, plans considered and checked, the best alternatives),
+    which --report prints; each value records the best other layout at its
+    producer and what it would add (`par.planned`), which
+    --par-explain-sharding prints. Mesh axes that --mesh named by position
+    are renamed by their role (dp, tp, ...). Profiles of this machine come
     from `par-run --calibrate`.
 
     ```sh

@@ -1287,9 +1287,10 @@ struct Candidate {
   }
 };
 
-/// How many plans that fit are checked exactly, best estimate first: the
-/// check partitions the whole module, so its cost grows with the model
-/// while the integer programs do not.
+/// How many plans that fit are checked exactly, best estimate first (then
+/// only plans estimated faster than the best checked): the check
+/// partitions the whole module, so its cost grows with the model while the
+/// integer programs do not.
 constexpr int kExactChecks = 3;
 /// A plan whose estimate is this many times the best checked plan's time
 /// is not checked.
@@ -1585,8 +1586,11 @@ struct AutoShardPass
       }
     };
     for (Candidate *candidate : order) {
-      if (fitting >= kExactChecks)
-        break;
+      // Enough plans checked: only one estimated faster than the best
+      // checked may still win.
+      if (fitting >= kExactChecks &&
+          !(bestChecked && candidate->estimatedSeconds < *bestChecked))
+        continue;
       // Far slower by its estimate than a plan checked to fit: not a
       // contender (the estimates are within tens of percent of the
       // checked figures).
