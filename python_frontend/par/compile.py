@@ -45,7 +45,8 @@ class Optimizer:
     `decay_steps` (0: constant). `precision="bf16"` or `"fp16"` computes
     in low precision with fp32 master weights (fp16 with dynamic loss
     scaling). `zero=1|2|3` splits the optimizer states, gradients and
-    parameters over `data_axis` (ZeRO)."""
+    parameters over `data_axis` (ZeRO). `remat="full"` keeps each layer's
+    input and output only and recomputes the rest in the backward pass."""
     kind: str = "adamw"
     lr: float = 1e-3
     weight_decay: float = 0.0
@@ -62,6 +63,7 @@ class Optimizer:
     scale_window: int = 1000       # fp16: clean steps before the scale doubles
     zero: int = 0                  # ZeRO stage 0-3 over data_axis
     data_axis: str = "dp"
+    remat: str = "none"            # none or full
 
     def pass_option(self) -> str:
         return (f"--par-autodiff=optimizer={self.kind} lr={self.lr!r} "
@@ -70,7 +72,7 @@ class Optimizer:
                 f"clip={self.clip!r} warmup={self.warmup} decay-steps={self.decay_steps} "
                 f"min-lr-ratio={self.min_lr_ratio!r} precision={self.precision} "
                 f"loss-scale={self.loss_scale!r} scale-window={self.scale_window} "
-                f"zero={self.zero} data-axis={self.data_axis}")
+                f"zero={self.zero} data-axis={self.data_axis} remat={self.remat}")
 
 
 def AdamW(lr: float = 1e-3, **kw) -> Optimizer:
@@ -419,6 +421,7 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
             partition: Optional[bool] = None,
             optimizer: Optional[Optimizer] = None,
             auto_shard: Union[bool, str] = False,
+            remat: Optional[str] = None,
             extra_args: Sequence[str] = (), timeout: Optional[float] = 300) -> Executable:
     """Writes the graph's MLIR, runs par-opt (--par-propagate --par-partition
     --emit-program on a mesh of more than one device; the unsharded program
@@ -433,6 +436,8 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
     `auto_shard`: let par-opt --auto-shard choose the shardings around the
     graph's own (True, or its options: "hardware=cpu-local memory=8GiB");
     the plan and its alternatives are in the Executable's report.
+    `remat`: rematerialization of a training step ("none" or "full"; the
+    optimizer's own `remat` otherwise).
     """
     graph = graph_or_model
     if not isinstance(graph, Graph):
@@ -454,6 +459,10 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
         live = graph._live_ops()
         constrained = any(op.kind == "sharding_constraint" and id(op) in live for op in graph.ops)
         partition = (mesh is not None and mesh.size > 1) or constrained
+    if remat is not None:
+        if optimizer is None:
+            raise ValueError("compile: remat= applies to a training step; give optimizer=")
+        optimizer = dataclasses.replace(optimizer, remat=remat)
     args = [optimizer.pass_option()] if optimizer is not None else []
     if auto_shard:
         args.append("--auto-shard" if auto_shard is True else f"--auto-shard={auto_shard}")

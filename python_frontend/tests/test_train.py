@@ -91,10 +91,31 @@ def test_zero3_flattened_views_match_one_rank(tmp_path):
     assert max(rest.values()) < 1e-4, rest
 
 
+@pytest.mark.usefixtures("need_par_run")
+def test_full_remat_trains_exactly_like_the_plain_step(tmp_path):
+    # remat="full" recomputes each layer in the backward pass: the same
+    # kernels on the same inputs, so the same losses and outputs, with
+    # fewer activation buffers kept from the forward pass.
+    mesh = par.Mesh({"dp": 2, "tp": 2})
+    opt = par.AdamW(lr=3e-3)
+    plain = par.compile(_gpt(mesh), mesh=mesh, optimizer=opt, workdir=tmp_path / "p")
+    remat = par.compile(_gpt(mesh), mesh=mesh, optimizer=opt, remat="full",
+                        workdir=tmp_path / "r")
+    a = plain.run(steps=3, data=str(CORPUS), log_every=1)
+    b = remat.run(steps=3, data=str(CORPUS), log_every=1)
+    assert a.losses == b.losses
+    for name, value in a.outputs.items():
+        assert (b.outputs[name] == value).all(), name
+    with pytest.raises(ValueError, match="remat= applies to a training step"):
+        par.compile(_gpt(None), remat="full", workdir=tmp_path / "x")
+
+
 def test_optimizer_pass_option():
     text = par.AdamW(lr=0.5, clip=2.0, warmup=4).pass_option()
     assert text.startswith("--par-autodiff=optimizer=adamw lr=0.5 ")
     assert "clip=2.0" in text and "warmup=4" in text
+    assert text.endswith(" remat=none")
+    assert par.AdamW(remat="full").pass_option().endswith(" remat=full")
 
 
 def test_step_lines_with_logged_values():

@@ -487,6 +487,13 @@ def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
     are flat too and ZeRO splits them in pieces of ceil(numel / N)
     (docs/training.md, "Flattened views").
 
+    `remat=full`: each model layer (the forward ops marked `par.layer`)
+    keeps only its input (what its ops read from outside it) and the values
+    that leave it; the backward pass recomputes the rest of what it reads,
+    with copies of the layer's ops (`par.recomputed`, issued just before
+    their first use) placed before the first backward op that needs them
+    (docs/training.md, "Rematerialization").
+
     ```sh
     par-opt model.mlir --par-autodiff="optimizer=adamw lr=3e-4" --mesh=dp=2,tp=4 \
         --par-propagate --par-partition --emit-program=train.parprog
@@ -524,6 +531,9 @@ def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
            "ZeRO stage 0-3 over the data axis, applied by --par-partition">,
     Option<"dataAxis", "data-axis", "std::string", /*default=*/"\"dp\"",
            "The data-parallel mesh axis ZeRO splits over">,
+    Option<"remat", "remat", "std::string", /*default=*/"\"none\"",
+           "Rematerialization: none, or full (each layer keeps its input "
+           "and output; the backward pass recomputes the rest)">,
   ];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }

@@ -88,13 +88,16 @@ void ShardingGraph::keepRepresentable(const Edge &edge, EdgeEval &eval) const {
 int64_t ShardingGraph::insertReshards() {
   evaluateFinal();
   OpBuilder builder(ctx);
-  DenseMap<std::pair<Value, Attribute>, Value> cache;
+  DenseMap<std::tuple<Value, Attribute, unsigned>, Value> cache;
   int64_t inserted = 0;
 
   // One reshard per (value, target), right after the value is defined so
-  // that it dominates every use and its collective can start early.
-  auto reshardOf = [&](Value value, ShardingAttr target) -> Value {
-    auto key = std::make_pair(value, Attribute(target));
+  // that it dominates every use and its collective can start early. Ops
+  // issued late (recomputed ones) get their own, issued late too: one
+  // shared with the forward pass would live until the backward.
+  auto reshardOf = [&](Value value, ShardingAttr target,
+                       bool late = false) -> Value {
+    auto key = std::make_tuple(value, Attribute(target), unsigned(late));
     if (Value cached = cache.lookup(key))
       return cached;
     if (auto arg = dyn_cast<BlockArgument>(value))
@@ -102,6 +105,8 @@ int64_t ShardingGraph::insertReshards() {
     else
       builder.setInsertionPointAfter(value.getDefiningOp());
     Value result = ReshardOp::create(builder, value.getLoc(), value, target);
+    if (late)
+      setLate(result.getDefiningOp());
     ++inserted;
     cache[key] = result;
     return result;
@@ -169,7 +174,8 @@ int64_t ShardingGraph::insertReshards() {
       if (sameLayout(nodes[edge.slots[slot]], dims, {}))
         continue;
       OpOperand &use = edge.op->getOpOperand(slot);
-      use.set(reshardOf(use.get(), makeAttr(eval.mesh, dims, {})));
+      use.set(reshardOf(use.get(), makeAttr(eval.mesh, dims, {}),
+                        isLate(edge.op)));
     }
 
     // Results: what the op produces (partial over split reductions); an

@@ -533,7 +533,17 @@ LogicalResult Localizer::localizeOpHere(Operation *op) {
   // Ops whose per-device form differs build it themselves (ParLocalForms.cpp).
   if (auto form = dyn_cast<LocalFormOpInterface>(op)) {
     LLVM_DEBUG(llvm::dbgs() << "local form of " << *op << "\n");
-    return form.localize(*this);
+    if (!isLate(op))
+      return form.localize(*this);
+    // A late op's local form (a recomputed one's) is issued late too.
+    Block *block = op->getBlock();
+    Operation *before = op->getPrevNode(), *after = op->getNextNode();
+    if (failed(form.localize(*this)))
+      return failure();
+    for (Operation *made = before ? before->getNextNode() : &block->front();
+         made && made != after; made = made->getNextNode())
+      setLate(made);
+    return success();
   }
   return success();
 }

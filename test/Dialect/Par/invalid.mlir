@@ -1436,3 +1436,11 @@ func.func @planned_count(%a: tensor<8xf32>) -> tensor<8xf32> {
 func.func @planned_arg(%a: tensor<8xf32> {par.planned = 1}) -> tensor<8xf32> {
   return %a : tensor<8xf32>
 }
+
+// -----
+
+func.func @recomputed_type(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'par.recomputed' is a unit attribute}}
+  %0 = par.neg %a {par.recomputed = 1} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}

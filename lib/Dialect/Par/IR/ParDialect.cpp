@@ -239,9 +239,11 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                              << "' is a mesh axis name on a function";
     return success();
   }
-  if (attr.getName() == kLateAttrName) {
+  if (attr.getName() == kLateAttrName ||
+      attr.getName() == kRecomputedAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
-      return op->emitError() << "'" << kLateAttrName << "' is a unit attribute";
+      return op->emitError()
+             << "'" << attr.getName().getValue() << "' is a unit attribute";
     return success();
   }
   // The training step's marks (TrainingStep.h).

@@ -187,3 +187,11 @@ std::optional<unsigned> mlir::par::getUpdatedArgument(FunctionOpInterface func,
     return std::nullopt;
   return unsigned(target.getInt());
 }
+
+bool mlir::par::isRecomputed(Operation *op) {
+  return op->hasAttr(ParDialect::kRecomputedAttrName);
+}
+
+void mlir::par::setRecomputed(Operation *op) {
+  op->setAttr(ParDialect::kRecomputedAttrName, UnitAttr::get(op->getContext()));
+}

@@ -52,6 +52,11 @@ def Par_Dialect : Dialect {
     /// The model layer (block) an op belongs to: set by the frontend on the
     /// forward ops of each block, carried by autodiff to their gradients.
     static constexpr ::llvm::StringLiteral kLayerAttrName = "par.layer";
+    /// On a forward op cloned into the backward pass by rematerialization
+    /// (--par-autodiff="remat=full"): it recomputes a value the backward
+    /// pass reads instead of keeping it.
+    static constexpr ::llvm::StringLiteral kRecomputedAttrName =
+        "par.recomputed";
     static constexpr ::llvm::StringLiteral kPartitionedAttrName =
         "par.partitioned";
     /// On a partitioned function: the FLOPs of one call on global shapes

@@ -87,6 +87,10 @@ void assignReshardPhases(Block &block);
 /// first use instead of as early as possible.
 bool isLate(Operation *op);
 void setLate(Operation *op);
+
+/// A forward op recomputed for the backward pass (par.recomputed).
+bool isRecomputed(Operation *op);
+void setRecomputed(Operation *op);
 /// `par.zero` and `par.data_axis` on a training step: the ZeRO stage (0
 /// when unmarked) and the data-parallel axis it splits over.
 int64_t getZeroStage(FunctionOpInterface func);
