@@ -1048,6 +1048,9 @@ void Planner::writeBack() {
             b, reader.op->getLoc(), tensor.type, tensor.value, toAttr(needed));
         if (std::optional<Phase> phase = getPhase(reader.op))
           setPhase(moved.getDefiningOp(), *phase);
+        // A recomputed reader's data movement is issued with it.
+        if (isLate(reader.op))
+          setLate(moved.getDefiningOp());
       }
       setValueSharding(moved, toAttr(needed));
       moved.getDefiningOp()->setAttr(ParDialect::kPlannedAttrName,
@@ -1338,7 +1341,8 @@ static void nameAxesByRole(MeshOp mesh, ArrayRef<std::string> roles) {
   SmallVector<std::pair<StringAttr, StringAttr>> renamed;
   SmallVector<int64_t> left;
   for (int64_t axis : unnamed.asArrayRef()) {
-    std::string name = roleName(roles[axis]);
+    std::string name =
+        axis < int64_t(roles.size()) ? roleName(roles[axis]) : std::string();
     if (name.empty()) {
       left.push_back(axis); // unused: keeps its name
       continue;

@@ -200,6 +200,8 @@ int64_t ShardingGraph::insertReshards() {
       builder.setInsertionPointAfter(edge.op);
       Value restored =
           ReshardOp::create(builder, edge.op->getLoc(), result, annotated);
+      if (isLate(edge.op))
+        setLate(restored.getDefiningOp());
       ++inserted;
       result.replaceAllUsesExcept(restored, restored.getDefiningOp());
     }

@@ -6,7 +6,7 @@
 // outside it (its input, the weights); every other forward value the
 // backward pass reads is recomputed there, by a copy of the layer's ops
 // that produce it, placed before the first backward op that needs one of
-// them. The copies are marked par.recomputed (what --report counts) and
+// them. The copies are marked par.recomputed (what a recomputed op is) and
 // par.late (--par-schedule issues them, and the data movement the
 // partitioner adds for them, just before their first use, so nothing they
 // make lives from the forward pass to the backward). The original values

@@ -321,15 +321,19 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
               user) ||
           user->getNumResults() != 1 || !seen.insert(user).second)
         continue;
+      // Propagation lays it out again: a plan's record no longer holds.
       user->removeAttr(ParDialect::kShardingAttrName);
+      user->removeAttr(ParDialect::kPlannedAttrName);
       work.push_back(user->getResult(0));
       // Scalars broadcast or constants splat for this op alone follow it.
       for (Value operand : user->getOperands()) {
         Operation *def = operand.getDefiningOp();
         if (def && operand.hasOneUse() &&
             (def->hasTrait<::mlir::OpTrait::ConstantLike>() ||
-             isScalarBroadcast(operand)))
+             isScalarBroadcast(operand))) {
           def->removeAttr(ParDialect::kShardingAttrName);
+          def->removeAttr(ParDialect::kPlannedAttrName);
+        }
       }
     }
   }

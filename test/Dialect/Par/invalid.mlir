@@ -1444,3 +1444,8 @@ func.func @recomputed_type(%a: tensor<8xf32>) -> tensor<8xf32> {
   %0 = par.neg %a {par.recomputed = 1} : tensor<8xf32>
   return %0 : tensor<8xf32>
 }
+
+// -----
+
+// expected-error @below {{'par.unnamed_axes' names axis 1 twice}}
+par.mesh @mesh <["x"=2, "y"=2]> {par.unnamed_axes = array<i64: 1, 1>}

@@ -276,11 +276,16 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << kUnnamedAxesAttrName
                              << "' is an array<i64: ...> of axis numbers on a "
                                 "par.mesh";
-    for (int64_t axis : axes.asArrayRef())
+    llvm::SmallDenseSet<int64_t> seen;
+    for (int64_t axis : axes.asArrayRef()) {
       if (axis < 0 || axis >= int64_t(mesh.getAxisSizes().size()))
         return op->emitError() << "'" << kUnnamedAxesAttrName
                                << "' names axis " << axis
                                << ", which the mesh does not have";
+      if (!seen.insert(axis).second)
+        return op->emitError() << "'" << kUnnamedAxesAttrName
+                               << "' names axis " << axis << " twice";
+    }
     return success();
   }
   if (attr.getName() == kPlannedAttrName) {
