@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Runtime/Calibrate.h"
+#include "par/Runtime/HardwareProfile.h"
 #include "par/Runtime/Comm/MpiCollectives.h"
 #include "par/Runtime/Program.h"
 
@@ -40,21 +41,9 @@ using namespace par::rt;
 
 namespace {
 
-enum class Kind { AllReduce, AllGather, ReduceScatter, AllToAll };
-
-const char *kindName(Kind kind) {
-  switch (kind) {
-  case Kind::AllReduce:
-    return "all_reduce";
-  case Kind::AllGather:
-    return "all_gather";
-  case Kind::ReduceScatter:
-    return "reduce_scatter";
-  case Kind::AllToAll:
-    return "all_to_all";
-  }
-  return "";
-}
+// The collective kinds, their names and bus factors are the hardware
+// profile's (HardwareProfile.h).
+using Kind = CollectiveKind;
 
 const char *mpiName(Kind kind) {
   switch (kind) {
@@ -70,8 +59,9 @@ const char *mpiName(Kind kind) {
   return "";
 }
 
+/// NCCL's bus-bandwidth factor: the default algorithm factor x (n-1)/n.
 double busFactor(Kind kind, int n) {
-  return kind == Kind::AllReduce ? 2.0 * (n - 1) / n : double(n - 1) / n;
+  return HardwareProfile().algorithmFactors.at(kind) * (n - 1) / n;
 }
 
 double median(std::vector<double> v) {
@@ -257,10 +247,9 @@ int main(int argc, char **argv) {
       std::printf("# par-collectives-bench: %d ranks, f32, sum; time = median "
                   "over iterations of the slowest rank\n",
                   n);
-    for (Kind kind : {Kind::AllReduce, Kind::AllGather, Kind::ReduceScatter,
-                      Kind::AllToAll}) {
+    for (Kind kind : kCollectiveKinds) {
       if (rank == 0) {
-        std::printf("#\n# %s (par) vs %s\n", kindName(kind), mpiName(kind));
+        std::printf("#\n# %s (par) vs %s\n", collectiveKindName(kind), mpiName(kind));
         std::printf("# %21s  %-25s   %-25s\n", "", "---------- par ----------",
                     "---------- MPI ----------");
         std::printf("# %10s %10s  %9s %7s %7s   %9s %7s %7s  %7s\n", "size(B)",

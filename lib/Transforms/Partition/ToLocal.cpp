@@ -479,6 +479,14 @@ void Localizer::setLocalResultTypes(Operation *op) {
       result.setType(localType(result));
 }
 
+/// Marks late the ops of `block` after `before` (from the start when null)
+/// up to `end`: what localizing a late op made in its place.
+static void setLateBetween(Block *block, Operation *before, Operation *end) {
+  for (Operation *made = before ? before->getNextNode() : &block->front();
+       made && made != end; made = made->getNextNode())
+    setLate(made);
+}
+
 LogicalResult Localizer::localizeOp(Operation *op) {
   // The ops made in place of `op`, before or after it, take its phase.
   Block *block = op->getBlock();
@@ -520,10 +528,7 @@ LogicalResult Localizer::localizeOpHere(Operation *op) {
         addGradientOf(moved->getDefiningOp(), param);
     // A late reshard's ops are all issued just before their first use.
     if (isLate(op))
-      for (Operation *made = before ? before->getNextNode()
-                                    : &op->getBlock()->front();
-           made && made != op; made = made->getNextNode())
-        setLate(made);
+      setLateBetween(op->getBlock(), before, op);
     replaceValue(op->getResult(0), *moved, nullptr);
     eraseOp(op);
     return success();
@@ -540,9 +545,7 @@ LogicalResult Localizer::localizeOpHere(Operation *op) {
     Operation *before = op->getPrevNode(), *after = op->getNextNode();
     if (failed(form.localize(*this)))
       return failure();
-    for (Operation *made = before ? before->getNextNode() : &block->front();
-         made && made != after; made = made->getNextNode())
-      setLate(made);
+    setLateBetween(block, before, after);
     return success();
   }
   return success();

@@ -35,6 +35,16 @@ static std::optional<int64_t> recomputableLayer(Operation *op) {
   return getLayer(op);
 }
 
+/// Whether `value`, made in layer `layer`, leaves it: returned, or read in
+/// the forward pass by anything but the layer's recomputable ops. The
+/// layer keeps such values.
+static bool leavesLayer(Value value, int64_t layer) {
+  return llvm::any_of(value.getUsers(), [&](Operation *user) {
+    return isa<func::ReturnOp>(user) ||
+           (inPhase(user, Phase::forward) && recomputableLayer(user) != layer);
+  });
+}
+
 LogicalResult mlir::par::autodiff::rematerializeLayers(func::FuncOp func) {
   Block &body = func.getBody().front();
   // Per layer, the forward values the backward pass reads that the layer
@@ -45,15 +55,10 @@ LogicalResult mlir::par::autodiff::rematerializeLayers(func::FuncOp func) {
     if (!layer)
       continue;
     for (Value result : op.getResults()) {
-      bool leaves = false, readBackward = false;
-      for (Operation *user : result.getUsers()) {
-        if (inPhase(user, Phase::forward))
-          leaves |= recomputableLayer(user) != layer;
-        else
-          readBackward |= !isa<func::ReturnOp>(user);
-        leaves |= isa<func::ReturnOp>(user);
-      }
-      if (readBackward && !leaves)
+      bool readBackward = llvm::any_of(result.getUsers(), [](Operation *user) {
+        return !inPhase(user, Phase::forward) && !isa<func::ReturnOp>(user);
+      });
+      if (readBackward && !leavesLayer(result, *layer))
         needed[*layer].insert(result);
     }
   }
@@ -65,16 +70,11 @@ LogicalResult mlir::par::autodiff::rematerializeLayers(func::FuncOp func) {
       Operation *def = work.pop_back_val().getDefiningOp();
       if (!def || recomputableLayer(def) != layer || !ops.insert(def).second)
         continue;
+      // What the layer keeps (its input, what leaves it) is read as is.
       for (Value operand : def->getOperands()) {
         Operation *from = operand.getDefiningOp();
-        // A value the layer keeps (it leaves the layer) is read as is.
-        bool kept = !from || recomputableLayer(from) != layer ||
-                    llvm::any_of(operand.getUsers(), [&](Operation *user) {
-                      return isa<func::ReturnOp>(user) ||
-                             (inPhase(user, Phase::forward) &&
-                              recomputableLayer(user) != layer);
-                    });
-        if (!kept)
+        if (from && recomputableLayer(from) == layer &&
+            !leavesLayer(operand, layer))
           work.push_back(operand);
       }
     }

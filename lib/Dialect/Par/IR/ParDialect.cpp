@@ -575,11 +575,18 @@ void mlir::par::renameMeshAxes(
   mesh.setAxisNamesAttr(ArrayAttr::get(mesh.getContext(), names));
 }
 
+/// The function whose argument `arg` is (null for other block arguments).
+static FunctionOpInterface functionOfArgument(BlockArgument arg) {
+  auto function = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+  if (!function || arg.getOwner() != &function.getFunctionBody().front())
+    return nullptr;
+  return function;
+}
+
 ShardingAttr mlir::par::getValueSharding(Value value) {
   if (auto arg = dyn_cast<BlockArgument>(value)) {
-    auto function =
-        dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
-    if (!function || arg.getOwner() != &function.getFunctionBody().front())
+    FunctionOpInterface function = functionOfArgument(arg);
+    if (!function)
       return nullptr;
     return dyn_cast_or_null<ShardingAttr>(
         function.getArgAttr(arg.getArgNumber(), ParDialect::kShardingAttrName));
@@ -595,9 +602,8 @@ ShardingAttr mlir::par::getValueSharding(Value value) {
 
 DictionaryAttr mlir::par::getPlanned(Value value) {
   if (auto arg = dyn_cast<BlockArgument>(value)) {
-    auto function =
-        dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
-    if (!function || arg.getOwner() != &function.getFunctionBody().front())
+    FunctionOpInterface function = functionOfArgument(arg);
+    if (!function)
       return nullptr;
     return function.getArgAttrOfType<DictionaryAttr>(
         arg.getArgNumber(), ParDialect::kPlannedAttrName);
@@ -652,9 +658,7 @@ void SignatureAttrs::write() {
 
 void mlir::par::setValueSharding(Value value, ShardingAttr sharding) {
   if (auto arg = dyn_cast<BlockArgument>(value)) {
-    auto function =
-        dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
-    if (function && arg.getOwner() == &function.getFunctionBody().front())
+    if (FunctionOpInterface function = functionOfArgument(arg))
       function.setArgAttr(arg.getArgNumber(), ParDialect::kShardingAttrName,
                           sharding);
     return;
