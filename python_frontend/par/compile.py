@@ -45,8 +45,10 @@ class Optimizer:
     `decay_steps` (0: constant). `precision="bf16"` or `"fp16"` computes
     in low precision with fp32 master weights (fp16 with dynamic loss
     scaling). `zero=1|2|3` splits the optimizer states, gradients and
-    parameters over `data_axis` (ZeRO). `remat="full"` keeps each layer's
-    input and output only and recomputes the rest in the backward pass."""
+    parameters over `data_axis` (ZeRO). `remat` is par-opt's --par-remat:
+    "full" keeps each layer's input and output only and recomputes the rest
+    in the backward pass, "selective" recomputes the attention core,
+    "auto:budget=SIZE" chooses per layer so the planned peak fits SIZE."""
     kind: str = "adamw"
     lr: float = 1e-3
     weight_decay: float = 0.0
@@ -63,7 +65,7 @@ class Optimizer:
     scale_window: int = 1000       # fp16: clean steps before the scale doubles
     zero: int = 0                  # ZeRO stage 0-3 over data_axis
     data_axis: str = "dp"
-    remat: str = "none"            # none or full
+    remat: str = "none"            # none, selective, full or auto[:budget=SIZE]
 
     def pass_option(self) -> str:
         return (f"--par-autodiff=optimizer={self.kind} lr={self.lr!r} "
@@ -72,7 +74,14 @@ class Optimizer:
                 f"clip={self.clip!r} warmup={self.warmup} decay-steps={self.decay_steps} "
                 f"min-lr-ratio={self.min_lr_ratio!r} precision={self.precision} "
                 f"loss-scale={self.loss_scale!r} scale-window={self.scale_window} "
-                f"zero={self.zero} data-axis={self.data_axis} remat={self.remat}")
+                f"zero={self.zero} data-axis={self.data_axis}")
+
+    def pass_options(self) -> List[str]:
+        """par-opt's flags for this step: --par-autodiff, then --par-remat."""
+        flags = [self.pass_option()]
+        if self.remat != "none":
+            flags.append(f"--par-remat={self.remat}")
+        return flags
 
 
 def AdamW(lr: float = 1e-3, **kw) -> Optimizer:
@@ -436,8 +445,9 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
     `auto_shard`: let par-opt --auto-shard choose the shardings around the
     graph's own (True, or its options: "hardware=cpu-local memory=8GiB");
     the plan and its alternatives are in the Executable's report.
-    `remat`: rematerialization of a training step ("none" or "full"; the
-    optimizer's own `remat` otherwise).
+    `remat`: rematerialization of a training step (--par-remat: "none",
+    "selective", "full" or "auto:budget=SIZE"; the optimizer's own `remat`
+    otherwise).
     """
     graph = graph_or_model
     if not isinstance(graph, Graph):
@@ -463,7 +473,7 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
         if optimizer is None:
             raise ValueError("compile: remat= applies to a training step; give optimizer=")
         optimizer = dataclasses.replace(optimizer, remat=remat)
-    args = [optimizer.pass_option()] if optimizer is not None else []
+    args = optimizer.pass_options() if optimizer is not None else []
     if auto_shard:
         args.append("--auto-shard" if auto_shard is True else f"--auto-shard={auto_shard}")
         partition = True

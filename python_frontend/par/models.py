@@ -43,6 +43,7 @@ class GPTConfig:
     tie_embeddings: bool = True
     ln_eps: float = 1e-5
     dtype: str = "f32"
+    fused_attention: bool = True     # False: scores, softmax and value product as separate ops
 
     def padded(self, multiple: int = 64) -> "GPTConfig":
         """The vocabulary rounded up (50257 -> 50304), so it splits evenly."""
@@ -147,7 +148,8 @@ class GPT(LanguageModel):
         self.wte = Embedding(c.vocab_size, c.n_embd, name="wte", dtype=c.dtype)
         self.blocks = [GPTBlock(c.n_embd, c.n_head, n_kv_heads=c.n_kv_head,
                                 mlp_hidden=c.mlp_ratio * c.n_embd, bias=c.bias, ln_eps=c.ln_eps,
-                                n_layers=c.n_layer, name=f"h{i}", dtype=c.dtype)
+                                n_layers=c.n_layer, name=f"h{i}", dtype=c.dtype,
+                                fused_attention=c.fused_attention)
                        for i in range(c.n_layer)]
         self.ln_f = LayerNorm(c.n_embd, eps=c.ln_eps, name="ln_f", dtype=c.dtype)
         self.lm_head = None if c.tie_embeddings else Linear(c.n_embd, c.vocab_size,

@@ -16,6 +16,8 @@ import math
 import weakref
 from typing import Dict, Optional, Sequence
 
+import numpy as np
+
 from . import graph as ops
 from .graph import Graph, Tensor
 
@@ -193,9 +195,13 @@ class Attention(Module):
     def __init__(self, dim: int, n_heads: int, n_kv_heads: Optional[int] = None,
                  head_dim: Optional[int] = None, *, causal: bool = True,
                  rope_theta: Optional[float] = None, bias: bool = False, name: str = "attn",
-                 init_std: float = 0.02, out_std: Optional[float] = None, dtype: str = "f32"):
+                 init_std: float = 0.02, out_std: Optional[float] = None, dtype: str = "f32",
+                 fused: bool = True):
         super().__init__(name, dtype)
         n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        if not fused and n_kv_heads != n_heads:
+            raise ValueError(f"Attention {name!r}: unfused attention needs as many key/value "
+                             f"heads as query heads, got {n_kv_heads} and {n_heads}")
         if head_dim is None:
             if dim % n_heads:
                 raise ValueError(f"Attention {name!r}: dim {dim} is not divisible by "
@@ -211,6 +217,25 @@ class Attention(Module):
         self.causal, self.rope_theta, self.bias = causal, rope_theta, bias
         self.init_std = init_std
         self.out_std = init_std if out_std is None else out_std
+        self.fused = fused
+
+    def _unfused(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        """Attention from its parts, as models without a fused kernel write
+        it: scores q.k over the head dim, the causal mask, a softmax, the
+        value product. Its score-sized values are what `--par-remat=selective`
+        recomputes."""
+        seq, head_dim = q.shape[1], q.shape[3]
+        scores = ops.dot(q, k, ([3], [3]), ([0, 2], [0, 2]), name=self.qualified("scores"))
+        scale = ops.constant(1.0 / math.sqrt(head_dim), scores.shape, q.dtype, graph=q.graph)
+        scores = ops.mul(scores, scale, name=self.qualified("scaled"))
+        if self.causal:
+            visible = np.tril(np.ones((seq, k.shape[1]), dtype=np.bool_))
+            mask = ops.broadcast(ops.constant(visible, graph=q.graph), scores.shape, [2, 3])
+            lowest = ops.constant(-3.0e38, scores.shape, q.dtype, graph=q.graph)
+            scores = ops.select(mask, scores, lowest, name=self.qualified("masked"))
+        p = ops.softmax(scores, -1, name=self.qualified("p"))
+        a = ops.dot(p, v, ([3], [1]), ([0, 1], [0, 2]), name=self.qualified("pv"))
+        return ops.transpose(a, [0, 2, 1, 3], name=self.qualified("a"))
 
     def _project(self, x: Tensor, pname: str, heads: int, what: str) -> Tensor:
         g = x.graph
@@ -231,7 +256,10 @@ class Attention(Module):
         if self.rope_theta is not None:
             q = ops.rope(q, self.rope_theta, name=self.qualified("q_rope"))
             k = ops.rope(k, self.rope_theta, name=self.qualified("k_rope"))
-        a = ops.attention(q, k, v, causal=self.causal, name=self.qualified("a"))
+        if self.fused:
+            a = ops.attention(q, k, v, causal=self.causal, name=self.qualified("a"))
+        else:
+            a = self._unfused(q, k, v)
         wo = self.param(x.graph, "wo", [self.n_heads, self.head_dim, self.dim],
                         _normal(self.out_std))
         o = ops.dot(a, wo, ([2, 3], [0, 1]), name=self.qualified("o"))
@@ -247,14 +275,14 @@ class GPTBlock(Module):
     def __init__(self, dim: int, n_heads: int, *, n_kv_heads: Optional[int] = None,
                  mlp_hidden: Optional[int] = None, bias: bool = True, ln_eps: float = 1e-5,
                  n_layers: int = 1, rope_theta: Optional[float] = None, name: str = "h0",
-                 init_std: float = 0.02, dtype: str = "f32"):
+                 init_std: float = 0.02, dtype: str = "f32", fused_attention: bool = True):
         super().__init__(name, dtype)
         # GPT-2: residual projections scaled by 1/sqrt(2 * layers).
         out_std = init_std / math.sqrt(2 * n_layers)
         self.ln1 = LayerNorm(dim, eps=ln_eps, name=self.qualified("ln1"), dtype=dtype)
         self.attn = Attention(dim, n_heads, n_kv_heads, rope_theta=rope_theta, bias=bias,
                               name=self.qualified("attn"), init_std=init_std, out_std=out_std,
-                              dtype=dtype)
+                              dtype=dtype, fused=fused_attention)
         self.ln2 = LayerNorm(dim, eps=ln_eps, name=self.qualified("ln2"), dtype=dtype)
         self.mlp = MLP(dim, mlp_hidden or 4 * dim, activation="gelu", bias=bias,
                        name=self.qualified("mlp"), init_std=init_std, out_std=out_std,

@@ -110,12 +110,39 @@ def test_full_remat_trains_exactly_like_the_plain_step(tmp_path):
         par.compile(_gpt(None), remat="full", workdir=tmp_path / "x")
 
 
+@pytest.mark.usefixtures("need_par_run")
+def test_remat_modes_train_exactly_like_the_plain_step(tmp_path):
+    # Attention written from its parts (fused_attention=False) on four
+    # layers of 64 tokens: "selective" recomputes its score-sized values,
+    # "auto" fits a budget between the plain and the full peak; every mode
+    # trains as the plain step and par-run measures the planned peak.
+    config = models.GPTConfig(vocab_size=128, block_size=64, n_layer=4, n_head=4, n_embd=32,
+                              fused_attention=False)
+    mesh = par.Mesh({"dp": 2, "tp": 2})
+    shardings = {**models.data_parallel("dp"), **models.tensor_parallel("tp")}
+    graph = models.loss_graph(models.GPT(config), 4, 64, mesh=mesh, shardings=shardings,
+                              name="gpt_unfused")
+    opt = par.AdamW(lr=3e-3)
+    runs = {}
+    for mode in ("none", "selective", "full", "auto:budget=1400KiB"):
+        exe = par.compile(graph, mesh=mesh, optimizer=opt, remat=mode,
+                          workdir=tmp_path / mode.split(":")[0])
+        runs[mode] = exe.run(steps=2, data=str(CORPUS), log_every=1)
+    peaks = {mode: run.memory["planned"] for mode, run in runs.items()}
+    for mode, run in runs.items():
+        assert run.losses == runs["none"].losses, mode
+        assert max(run.memory["measured"]) == run.memory["planned"], mode
+    assert peaks["full"] < peaks["selective"] < peaks["none"], peaks
+    assert peaks["auto:budget=1400KiB"] <= 1400 * 1024 < peaks["none"], peaks
+
+
 def test_optimizer_pass_option():
     text = par.AdamW(lr=0.5, clip=2.0, warmup=4).pass_option()
     assert text.startswith("--par-autodiff=optimizer=adamw lr=0.5 ")
     assert "clip=2.0" in text and "warmup=4" in text
-    assert text.endswith(" remat=none")
-    assert par.AdamW(remat="full").pass_option().endswith(" remat=full")
+    assert text.endswith(" data-axis=dp")
+    assert par.AdamW().pass_options() == [par.AdamW().pass_option()]
+    assert par.AdamW(remat="auto:budget=1GiB").pass_options()[1] == "--par-remat=auto:budget=1GiB"
 
 
 def test_step_lines_with_logged_values():

@@ -53,6 +53,15 @@ struct MemoryPlan {
   int64_t peakInstruction = 0;
 };
 
+/// Bytes live (each buffer rounded up to the alignment, a reused block
+/// once) at each instruction of `plan`, and after the last one.
+SmallVector<int64_t> liveBytes(const MemoryPlan &plan);
+
+/// Whether `value` is an activation of a training step: made by a forward
+/// op (not a working copy or view of a parameter) and read by a later
+/// phase.
+bool isActivation(Value value);
+
 /// The training-step phase (TrainingStep.h) at the peak of `plan`: the
 /// phase of the instruction where the most bytes are live, if it is marked.
 std::optional<Phase> peakPhase(const MemoryPlan &plan);

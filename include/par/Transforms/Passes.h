@@ -99,6 +99,14 @@ struct PartitionPipelineOptions
 void buildPartitionPipeline(OpPassManager &pm,
                             const PartitionPipelineOptions &options);
 
+/// A copy of `module` as --par-propagate --par-partition --par-schedule
+/// leave it (the pipeline's default options), for a planner to measure a
+/// candidate exactly (--auto-shard, --par-remat=auto). Not verified between
+/// passes: the pipeline verifies when it runs on the module itself. On
+/// failure, `error` holds the first error reported.
+FailureOr<OwningOpRef<ModuleOp>> partitionedCopy(ModuleOp module,
+                                                 std::string &error);
+
 /// Registers the par passes and pipelines with the command line.
 void registerParPassesAndPipelines();
 

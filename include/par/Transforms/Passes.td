@@ -487,13 +487,6 @@ def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
     are flat too and ZeRO splits them in pieces of ceil(numel / N)
     (docs/training.md, "Flattened views").
 
-    `remat=full`: each model layer (the forward ops marked `par.layer`)
-    keeps only its input (what its ops read from outside it) and the values
-    that leave it; the backward pass recomputes the rest of what it reads,
-    with copies of the layer's ops (`par.recomputed`, issued just before
-    their first use) placed before the first backward op that needs them
-    (docs/training.md, "Rematerialization").
-
     ```sh
     par-opt model.mlir --par-autodiff="optimizer=adamw lr=3e-4" --mesh=dp=2,tp=4 \
         --par-propagate --par-partition --emit-program=train.parprog
@@ -531,9 +524,53 @@ def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
            "ZeRO stage 0-3 over the data axis, applied by --par-partition">,
     Option<"dataAxis", "data-axis", "std::string", /*default=*/"\"dp\"",
            "The data-parallel mesh axis ZeRO splits over">,
-    Option<"remat", "remat", "std::string", /*default=*/"\"none\"",
-           "Rematerialization: none, or full (each layer keeps its input "
-           "and output; the backward pass recomputes the rest)">,
+  ];
+  let dependentDialects = ["::mlir::par::ParDialect"];
+}
+
+def RematPass : Pass<"par-remat", "::mlir::ModuleOp"> {
+  let summary = "Rematerialization: what each layer of a training step keeps "
+                "for the backward pass, and what it recomputes";
+  let description = [{
+    Runs on a training step from --par-autodiff, before --par-propagate
+    and --par-partition. Each model layer (the forward ops marked
+    `par.layer`) keeps, for the backward pass:
+
+    - `none`: every forward value the backward pass reads;
+    - `full`: only its input (what its ops read from outside it) and the
+      values that leave it; the backward pass recomputes the rest;
+    - `selective`: all but its attention core: the contraction that makes
+      the scores, the softmax and what follows it up to the value product
+      (Korthikanti et al.). `par.attention` keeps no scores at all (its
+      gradient recomputes them from q, k and v), so on models built from
+      it `selective` keeps what `none` keeps;
+    - `auto[:budget=SIZE]`: per layer, whichever of the three makes the
+      planned per-device peak fit the budget (default: the device memory
+      of the `hardware` profile) with the fewest recomputed FLOPs. Each
+      mode is measured once on a partitioned copy; an exact dynamic
+      program over the chain of layers chooses; the choice is planned
+      again and the target tightened by any excess until the plan fits.
+      A budget below anything feasible is an error naming the smallest
+      planned peak.
+
+    Recomputed ops are copies of the layer's ops placed before the first
+    backward op that needs them, marked `par.recomputed` and `par.late`
+    (issued just before their first use, as is the data movement the
+    partitioner adds for them). The function records the choice in
+    `par.remat`; `--par-report` prints it with the activation bytes of
+    each layer and the recomputed FLOPs. The mode may be given alone:
+    `--par-remat=full`, `--par-remat=auto:budget=600KiB`
+    (docs/training.md, "Rematerialization").
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"full\"",
+           "none, selective, full or auto">,
+    Option<"budget", "budget", "std::string", /*default=*/"\"\"",
+           "auto: the most planned memory per device (40GiB, 512MiB, ...); "
+           "default: the hardware profile's device memory">,
+    Option<"hardware", "hardware", "std::string", /*default=*/"\"\"",
+           "auto without a budget: the hardware profile (a preset or JSON "
+           "file) whose device memory is the budget">,
   ];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }

@@ -1204,24 +1204,11 @@ struct Exact {
 
 FailureOr<Exact> evaluate(ModuleOp module, const MachineModel &machine,
                           std::string &error) {
-  OwningOpRef<ModuleOp> clone = module.clone();
-  PassManager pm(module.getContext());
-  // Not verified here (a third of a check's time at 96 layers): the plan
-  // is verified after every pass when the pipeline runs on the module
-  // itself, so invalid IR from a check is an error there, not a plan.
-  pm.enableVerifier(false);
-  pm.addPass(createPropagatePass());
-  buildPartitionPipeline(pm, PartitionPipelineOptions{});
-  pm.addPass(createSchedulePass());
-  ScopedDiagnosticHandler capture(module.getContext(), [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error && error.empty())
-      error = diag.str();
-    return success();
-  });
-  if (failed(pm.run(*clone)))
+  FailureOr<OwningOpRef<ModuleOp>> clone = partitionedCopy(module, error);
+  if (failed(clone))
     return failure();
   Exact exact;
-  for (auto func : clone->getOps<func::FuncOp>()) {
+  for (auto func : (*clone)->getOps<func::FuncOp>()) {
     if (func.isDeclaration())
       continue;
     FailureOr<MemoryPlan> plan = planMemory(func, 64);

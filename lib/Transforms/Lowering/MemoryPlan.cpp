@@ -224,24 +224,42 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
       buffer.offset = plan.buffers[buffer.reuses].offset;
   plan.arenaBytes = alignUp(plan.arenaBytes, alignment);
 
+  SmallVector<int64_t> live = liveBytes(plan);
+  for (auto [i, bytes] : llvm::enumerate(live))
+    if (bytes > plan.peakLiveBytes) {
+      plan.peakLiveBytes = bytes;
+      plan.peakInstruction = int64_t(i);
+    }
+  return plan;
+}
+
+SmallVector<int64_t> mlir::par::liveBytes(const MemoryPlan &plan) {
   // One sweep over the instructions: bytes that start and stop living there
   // (a reused block counted once).
+  int64_t end = int64_t(plan.instructions.size());
   SmallVector<int64_t> delta(end + 2, 0);
   for (const PlannedBuffer &buffer : plan.buffers) {
     if (buffer.reuses >= 0)
       continue;
-    delta[buffer.first] += alignUp(buffer.bytes, alignment);
-    delta[buffer.until + 1] -= alignUp(buffer.bytes, alignment);
+    delta[buffer.first] += alignUp(buffer.bytes, plan.alignment);
+    delta[buffer.until + 1] -= alignUp(buffer.bytes, plan.alignment);
   }
-  int64_t live = 0;
-  for (int64_t i = 0; i <= end; ++i) {
-    live += delta[i];
-    if (live > plan.peakLiveBytes) {
-      plan.peakLiveBytes = live;
-      plan.peakInstruction = i;
-    }
-  }
-  return plan;
+  SmallVector<int64_t> live(end + 1, 0);
+  int64_t now = 0;
+  for (int64_t i = 0; i <= end; ++i)
+    live[i] = now += delta[i];
+  return live;
+}
+
+bool mlir::par::isActivation(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (!def || !inPhase(def, Phase::forward) || getCopyOf(def) ||
+      getViewOf(def))
+    return false;
+  return llvm::any_of(value.getUsers(), [](Operation *user) {
+    std::optional<Phase> phase = getPhase(user);
+    return phase && *phase != Phase::forward;
+  });
 }
 
 std::optional<Phase> mlir::par::peakPhase(const MemoryPlan &plan) {

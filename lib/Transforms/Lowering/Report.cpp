@@ -179,10 +179,7 @@ Classified classify(func::FuncOp func, const MemoryPlan &plan) {
       auto it = plan.bufferOf.find(value);
       if (it == plan.bufferOf.end() || result.of[it->second] != Temporaries)
         continue;
-      if (llvm::any_of(value.getUsers(), [&](Operation *user) {
-            std::optional<Phase> phase = getPhase(user);
-            return phase && *phase != Phase::forward;
-          }))
+      if (isActivation(value))
         result.of[it->second] = Activations;
     }
   }
@@ -204,6 +201,92 @@ struct CommRow {
 void printTraffic(
     const std::map<std::pair<std::string, std::string>, CommRow> &byKind,
     const CommRow &sum, llvm::raw_ostream &os);
+
+/// `layers` as ranges: "0-3, 5, 7-8".
+std::string layerRanges(ArrayRef<int64_t> layers) {
+  std::string text;
+  for (size_t i = 0; i < layers.size();) {
+    size_t j = i;
+    while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1)
+      ++j;
+    if (!text.empty())
+      text += ", ";
+    text += std::to_string(layers[i]);
+    if (j > i)
+      text += "-" + std::to_string(layers[j]);
+    i = j + 1;
+  }
+  return text;
+}
+
+/// The activations each layer keeps (the activations category by the
+/// layer of the op that makes them), what --par-remat chose, and the FLOPs
+/// a device spends recomputing.
+void reportLayers(func::FuncOp func, const MemoryPlan &plan,
+                  const Classified &classes, llvm::raw_ostream &os) {
+  std::map<int64_t, int64_t> byLayer;
+  int64_t outside = 0;
+  for (auto [id, buffer] : llvm::enumerate(plan.buffers)) {
+    if (buffer.reuses >= 0 || classes.of[id] != Activations)
+      continue;
+    Operation *def = buffer.value.getDefiningOp();
+    std::optional<int64_t> layer = def ? getLayer(def) : std::nullopt;
+    (layer ? byLayer[*layer] : outside) += buffer.bytes;
+  }
+  double flops = 0, recomputed = 0;
+  for (Operation *op : plan.instructions)
+    if (auto rule = dyn_cast<ShardingRuleOpInterface>(op)) {
+      double work = rule.getWork().flops;
+      flops += work;
+      if (isRecomputed(op))
+        recomputed += work;
+    }
+  auto record = func->getAttrOfType<DictionaryAttr>(ParDialect::kRematAttrName);
+  if (byLayer.empty() && !record)
+    return;
+  os << "activations by layer (kept from the forward pass for later "
+        "phases):\n";
+  // Layers in number order, those with the same bytes on one line.
+  std::map<int64_t, SmallVector<int64_t>> layersOf;
+  for (auto [layer, bytes] : byLayer)
+    layersOf[bytes].push_back(layer);
+  for (auto &[bytes, layers] : layersOf)
+    os << "  " << (layers.size() > 1 ? "layers " : "layer ")
+       << layerRanges(layers) << ": " << bytes << " bytes ("
+       << humanBytes(bytes) << ")" << (layers.size() > 1 ? " each" : "")
+       << "\n";
+  os << "  outside layers: " << outside << " bytes (" << humanBytes(outside)
+     << ")\n";
+  if (record) {
+    StringRef asked = record.getAs<StringAttr>("mode").getValue();
+    os << "  remat " << asked;
+    if (auto budget = record.getAs<IntegerAttr>("budget"))
+      os << " under a budget of " << humanBytes(budget.getInt())
+         << " per device";
+    auto layers = record.getAs<DenseI64ArrayAttr>("layers");
+    auto modes = record.getAs<ArrayAttr>("modes");
+    if (layers && modes && layers.size() == int64_t(modes.size())) {
+      std::map<std::string, SmallVector<int64_t>> byMode;
+      for (auto [layer, mode] : llvm::zip(layers.asArrayRef(), modes))
+        if (auto name = dyn_cast<StringAttr>(mode))
+          byMode[name.str()].push_back(layer);
+      for (auto &entry : byMode)
+        llvm::sort(entry.second);
+      if (byMode.size() == 1 && byMode.begin()->first == asked)
+        os << " on layers " << layerRanges(byMode.begin()->second);
+      else
+        for (auto [i, entry] : llvm::enumerate(byMode))
+          os << (i ? "; " : ": ") << entry.first << " on layers "
+             << layerRanges(entry.second);
+    }
+    os << "\n";
+  }
+  os << "  recomputed FLOPs: " << llvm::format("%.6g", recomputed)
+     << " per device"
+     << llvm::format(" (%.1f %% of the call's %.6g)",
+                     flops > 0 ? 100 * recomputed / flops : 0.0, flops)
+     << "\n";
+}
 
 void reportFunction(func::FuncOp func, const MemoryPlan &plan,
                     llvm::raw_ostream &os) {
@@ -288,6 +371,8 @@ void reportFunction(func::FuncOp func, const MemoryPlan &plan,
          << " bytes of counters (step, loss scale)";
   }
   os << "\n";
+
+  reportLayers(func, plan, classes, os);
 
   os << "communication per call:\n";
   if (!func->hasAttr(ParDialect::kPartitionedAttrName)) {

@@ -543,9 +543,15 @@ LogicalResult Localizer::localizeOpHere(Operation *op) {
     // A late op's local form (a recomputed one's) is issued late too.
     Block *block = op->getBlock();
     Operation *before = op->getPrevNode(), *after = op->getNextNode();
+    bool recomputed = isRecomputed(op);
     if (failed(form.localize(*this)))
       return failure();
     setLateBetween(block, before, after);
+    // And what recomputes a value is recomputation (the report's FLOPs).
+    if (recomputed)
+      for (Operation *made = before ? before->getNextNode() : &block->front();
+           made && made != after; made = made->getNextNode())
+        setRecomputed(made);
     return success();
   }
   return success();

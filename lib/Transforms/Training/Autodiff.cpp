@@ -159,12 +159,6 @@ struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
           << "--par-autodiff needs loss-scale > 0 and scale-window > 0";
       return signalPassFailure();
     }
-    if (remat != "none" && remat != "full") {
-      getOperation().emitError()
-          << "--par-autodiff: unknown remat mode '" << remat
-          << "': expected none or full";
-      return signalPassFailure();
-    }
     OptimizerConfig config{optimizer, lr,          momentum,   weightDecay,
                            beta1,     beta2,       epsilon,    clip,
                            warmup,    decaySteps,  minLrRatio, precision,
@@ -173,8 +167,6 @@ struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
       if (func.isDeclaration())
         continue;
       if (failed(Differentiator(func, config).run()))
-        return signalPassFailure();
-      if (remat == "full" && failed(rematerializeLayers(func)))
         return signalPassFailure();
     }
   }

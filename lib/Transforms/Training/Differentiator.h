@@ -36,11 +36,6 @@ struct OptimizerConfig {
   std::string dataAxis;
 };
 
-/// Full rematerialization of the training step `func` (Remat.cpp): each
-/// layer keeps its input and output, and the backward pass recomputes the
-/// rest of what it reads from the layer.
-LogicalResult rematerializeLayers(func::FuncOp func);
-
 /// The learning rate at step t (1-based): linear warm-up, then a cosine to
 /// minLrRatio lr at decaySteps, constant after.
 double scheduledLr(const OptimizerConfig &c, int64_t t);

@@ -263,6 +263,14 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                              << "' is a non-negative float on a function";
     return success();
   }
+  if (attr.getName() == kRematAttrName) {
+    auto record = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!record || !isa<FunctionOpInterface>(op) ||
+        !record.getAs<StringAttr>("mode"))
+      return op->emitError() << "'" << kRematAttrName
+                             << "' is a dictionary with a 'mode' on a function";
+    return success();
+  }
   if (attr.getName() == kAutoShardAttrName) {
     if (!isa<DictionaryAttr>(attr.getValue()) || !isa<ModuleOp>(op))
       return op->emitError()

@@ -53,10 +53,15 @@ def Par_Dialect : Dialect {
     /// forward ops of each block, carried by autodiff to their gradients.
     static constexpr ::llvm::StringLiteral kLayerAttrName = "par.layer";
     /// On a forward op cloned into the backward pass by rematerialization
-    /// (--par-autodiff="remat=full"): it recomputes a value the backward
-    /// pass reads instead of keeping it.
+    /// (--par-remat): it recomputes a value the backward pass reads
+    /// instead of keeping it.
     static constexpr ::llvm::StringLiteral kRecomputedAttrName =
         "par.recomputed";
+    /// On a training step rematerialized by --par-remat: a dictionary with
+    /// the `mode` asked for, the `layers` in forward order and the mode
+    /// each got (`modes`); under `auto`, the `budget` and the planned
+    /// `peak` per device in bytes.
+    static constexpr ::llvm::StringLiteral kRematAttrName = "par.remat";
     static constexpr ::llvm::StringLiteral kPartitionedAttrName =
         "par.partitioned";
     /// On a partitioned function: the FLOPs of one call on global shapes

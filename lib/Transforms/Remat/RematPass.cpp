@@ -1,0 +1,470 @@
+//===- RematPass.cpp - --par-remat: what each layer keeps -----------------===//
+//
+// `none`, `selective` and `full` apply one mode to every layer. `auto`
+// chooses a mode per layer so that the planned per-device peak fits a
+// budget with the fewest recomputed FLOPs:
+//
+// 1. Measure. Each mode is applied to every layer of a copy of the module,
+//    which is then propagated, partitioned and scheduled, and its memory
+//    planned (partitionedCopy, planMemory): per layer, the activation bytes
+//    a device keeps and the FLOPs it recomputes; and, for `none`, the bytes
+//    live at every instruction.
+// 2. Model. A layer i that recomputes frees what it keeps less, D_i(mode),
+//    from the end of its forward ops to the start of its backward ones. On
+//    the chain of layers (forward 0..L-1, backward L-1..0), the instructions
+//    where layer i's activations are held are exactly those where layers
+//    0..k-1 are for some k >= i+1, so each instruction t asks, of the
+//    layers before its k(t), savings of at least live(t) - target.
+// 3. Choose. A dynamic program over the layers in forward order keeps the
+//    Pareto front of (bytes saved so far, FLOPs recomputed so far), drops
+//    the states that miss the savings the next prefix needs, and ends with
+//    the fewest FLOPs. Exact for the model, and linear in the layers times
+//    the front (distinct sums, few for repeated layers), where an integer
+//    program would solve the same covering problem without its structure.
+// 4. Check. The choice is applied to a copy and planned again; the arena
+//    (fragmentation included) must fit. If it does not, the target drops
+//    by the excess and the choice is made again.
+//
+//===----------------------------------------------------------------------===//
+#include "par/Transforms/Remat.h"
+
+#include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Dialect/Par/IR/TrainingStep.h"
+#include "par/Transforms/CostModel.h"
+#include "par/Transforms/MemoryPlan.h"
+#include "par/Transforms/Passes.h"
+#include "par/Transforms/ReportFormat.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/Debug.h"
+
+#include <map>
+
+#define DEBUG_TYPE "par-remat"
+
+namespace mlir::par {
+#define GEN_PASS_DEF_REMATPASS
+#include "par/Transforms/Passes.h.inc"
+} // namespace mlir::par
+
+using namespace mlir;
+using namespace mlir::par;
+
+namespace {
+
+/// Whether `func` is a training step: it has a backward pass.
+bool isTrainingStep(func::FuncOp func) {
+  if (func.isDeclaration())
+    return false;
+  for (Operation &op : func.getBody().front())
+    if (inPhase(&op, Phase::backward))
+      return true;
+  return false;
+}
+
+using Modes = std::map<int64_t, RematMode>; // layer -> mode
+
+/// What one function's partitioned plan keeps, under one choice of modes.
+struct Measured {
+  int64_t arenaBytes = 0;
+  /// Per layer: activation bytes a device keeps, FLOPs it recomputes.
+  std::map<int64_t, int64_t> kept;
+  std::map<int64_t, double> flops;
+  /// Bytes live at each instruction and after the last.
+  SmallVector<int64_t> live;
+  /// Per layer: the last forward instruction and the first of a later
+  /// phase.
+  std::map<int64_t, int64_t> forwardEnd, laterStart;
+};
+
+/// Applies `modes` (per function) to a copy of `module`, partitions it and
+/// measures each training step.
+FailureOr<std::map<std::string, Measured>>
+measure(ModuleOp module, const std::map<std::string, Modes> &modes,
+        std::string &error) {
+  OwningOpRef<ModuleOp> copy = module.clone();
+  for (auto func : copy->getOps<func::FuncOp>()) {
+    auto it = modes.find(func.getSymName().str());
+    if (it == modes.end())
+      continue;
+    const Modes &of = it->second;
+    if (failed(rematerialize(func, [&](int64_t layer) {
+          auto mode = of.find(layer);
+          return mode == of.end() ? RematMode::none : mode->second;
+        })))
+      return failure();
+  }
+  FailureOr<OwningOpRef<ModuleOp>> planned = partitionedCopy(*copy, error);
+  if (failed(planned))
+    return failure();
+  std::map<std::string, Measured> result;
+  for (auto func : (*planned)->getOps<func::FuncOp>()) {
+    if (!modes.count(func.getSymName().str()))
+      continue;
+    FailureOr<MemoryPlan> plan = planMemory(func, 64);
+    if (failed(plan)) {
+      error = "the memory plan of @" + func.getSymName().str() + " failed";
+      return failure();
+    }
+    Measured &m = result[func.getSymName().str()];
+    m.arenaBytes = plan->arenaBytes;
+    m.live = liveBytes(*plan);
+    for (const PlannedBuffer &buffer : plan->buffers) {
+      Operation *def = buffer.value.getDefiningOp();
+      if (buffer.reuses >= 0 || !def || !isActivation(buffer.value))
+        continue;
+      if (std::optional<int64_t> layer = getLayer(def))
+        m.kept[*layer] += buffer.bytes;
+    }
+    for (auto [t, op] : llvm::enumerate(plan->instructions)) {
+      std::optional<int64_t> layer = getLayer(op);
+      if (!layer)
+        continue;
+      if (isRecomputed(op))
+        if (auto rule = dyn_cast<ShardingRuleOpInterface>(op))
+          m.flops[*layer] += rule.getWork().flops;
+      if (inPhase(op, Phase::forward))
+        m.forwardEnd[*layer] = int64_t(t);
+      else if (getPhase(op) && !m.laterStart.count(*layer))
+        m.laterStart[*layer] = int64_t(t);
+    }
+  }
+  return result;
+}
+
+/// One layer's options: the mode, the bytes it frees and the FLOPs it
+/// costs.
+struct LayerOption {
+  RematMode mode;
+  int64_t saved;
+  double flops;
+};
+
+/// The fewest-FLOPs choice of one option per layer (in forward order)
+/// whose savings over each prefix of the layers reach `need[k]` (the
+/// savings layers 0..k-1 must make; need.size() == layers + 1). None when
+/// no choice does.
+std::optional<SmallVector<unsigned>>
+choose(ArrayRef<SmallVector<LayerOption>> options, ArrayRef<int64_t> need) {
+  struct State {
+    int64_t saved;
+    double flops;
+    int parent;      // index in the previous level
+    unsigned option; // of this level's layer
+  };
+  SmallVector<SmallVector<State>> levels;
+  levels.push_back({State{0, 0, -1, 0}});
+  for (size_t k = 0; k <= options.size(); ++k) {
+    SmallVector<State> &level = levels.back();
+    // Only states that free what this prefix needs go on.
+    llvm::erase_if(level, [&](const State &s) { return s.saved < need[k]; });
+    if (level.empty())
+      return std::nullopt;
+    if (k == options.size())
+      break;
+    SmallVector<State> next;
+    for (auto [i, state] : llvm::enumerate(level))
+      for (auto [o, option] : llvm::enumerate(options[k]))
+        next.push_back({state.saved + option.saved, state.flops + option.flops,
+                        int(i), unsigned(o)});
+    // The Pareto front: fewer FLOPs first, each kept only if it saves more
+    // than every state with no more FLOPs.
+    llvm::stable_sort(next, [](const State &a, const State &b) {
+      return a.flops != b.flops ? a.flops < b.flops : a.saved > b.saved;
+    });
+    SmallVector<State> front;
+    for (const State &s : next)
+      if (front.empty() || s.saved > front.back().saved)
+        front.push_back(s);
+    levels.push_back(std::move(front));
+  }
+  // The last level is ordered by FLOPs: its first state is the cheapest.
+  SmallVector<unsigned> picked(options.size());
+  int at = 0;
+  for (size_t k = options.size(); k > 0; --k) {
+    const State &s = levels[k][at];
+    picked[k - 1] = s.option;
+    at = s.parent;
+  }
+  return picked;
+}
+
+struct RematPass : public mlir::par::impl::RematPassBase<RematPass> {
+  using RematPassBase::RematPassBase;
+
+  /// `--par-remat=full` and `--par-remat=auto:budget=2GiB` name the mode
+  /// first; `--par-remat="mode=auto budget=2GiB"` is the same.
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) override {
+    StringRef text = options.trim();
+    std::string rewritten = text.str();
+    size_t headEnd = text.find_first_of(": =,");
+    StringRef head = text.take_front(headEnd);
+    if (!head.empty() && (headEnd == StringRef::npos || text[headEnd] != '=')) {
+      StringRef rest = text.drop_front(head.size()).ltrim(": ,");
+      rewritten = "mode=" + head.str();
+      if (!rest.empty())
+        rewritten += " " + rest.str();
+    }
+    // Settings after the mode may also be separated by commas.
+    std::replace(rewritten.begin(), rewritten.end(), ',', ' ');
+    return Pass::initializeOptions(rewritten, errorHandler);
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    bool isAuto = mode == "auto";
+    std::optional<RematMode> fixed = parseRematMode(mode);
+    if (!fixed && !isAuto) {
+      module.emitError() << "--par-remat: unknown mode '" << mode
+                         << "': expected none, selective, full or "
+                            "auto[:budget=SIZE]";
+      return signalPassFailure();
+    }
+    if (!isAuto && (!budget.empty() || !hardware.empty())) {
+      module.emitError() << "--par-remat: budget= and hardware= apply to "
+                            "mode auto, not '"
+                         << mode << "'";
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> steps;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (!isTrainingStep(func))
+        continue;
+      if (func->hasAttr(ParDialect::kRematAttrName)) {
+        func.emitError() << "--par-remat: @" << func.getSymName()
+                         << " is already rematerialized ("
+                         << func->getAttr(ParDialect::kRematAttrName) << ")";
+        return signalPassFailure();
+      }
+      if (func->hasAttr(ParDialect::kPartitionedAttrName)) {
+        func.emitError() << "--par-remat runs before --par-partition; @"
+                         << func.getSymName() << " is partitioned";
+        return signalPassFailure();
+      }
+      steps.push_back(func);
+    }
+    if (steps.empty()) {
+      module.emitError() << "--par-remat: no training step in the module "
+                            "(run --par-autodiff first)";
+      return signalPassFailure();
+    }
+    if (!isAuto) {
+      for (func::FuncOp func : steps) {
+        Modes modes;
+        for (int64_t layer : forwardLayers(func))
+          modes[layer] = *fixed;
+        if (failed(apply(func, modes, "")))
+          return signalPassFailure();
+      }
+      return;
+    }
+    if (failed(runAuto(steps)))
+      signalPassFailure();
+  }
+
+  /// Rematerializes `func` as `modes` says and records it.
+  LogicalResult apply(func::FuncOp func, const Modes &modes, StringRef asked,
+                      int64_t budgetBytes = -1, int64_t peak = -1) {
+    if (failed(rematerialize(func, [&](int64_t layer) {
+          auto it = modes.find(layer);
+          return it == modes.end() ? RematMode::none : it->second;
+        })))
+      return failure();
+    Builder b(func.getContext());
+    SmallVector<int64_t> layers;
+    SmallVector<Attribute> names;
+    for (int64_t layer : forwardLayers(func)) {
+      auto it = modes.find(layer);
+      layers.push_back(layer);
+      names.push_back(b.getStringAttr(stringifyRematMode(
+          it == modes.end() ? RematMode::none : it->second)));
+    }
+    SmallVector<NamedAttribute> record{
+        b.getNamedAttr("mode", b.getStringAttr(asked.empty() ? mode : asked)),
+        b.getNamedAttr("layers", b.getDenseI64ArrayAttr(layers)),
+        b.getNamedAttr("modes", b.getArrayAttr(names))};
+    if (budgetBytes >= 0)
+      record.push_back(
+          b.getNamedAttr("budget", b.getI64IntegerAttr(budgetBytes)));
+    if (peak >= 0)
+      record.push_back(b.getNamedAttr("peak", b.getI64IntegerAttr(peak)));
+    func->setAttr(ParDialect::kRematAttrName, b.getDictionaryAttr(record));
+    return success();
+  }
+
+  /// The budget: budget=, else the hardware profile's device memory.
+  FailureOr<int64_t> budgetBytes() {
+    ModuleOp module = getOperation();
+    if (!budget.empty()) {
+      std::optional<int64_t> bytes = parseByteSize(budget);
+      if (!bytes || *bytes <= 0)
+        return module.emitError()
+               << "--par-remat: budget '" << budget
+               << "' is not a size (40GiB, 512MiB, 80GB or a byte count)";
+      return *bytes;
+    }
+    FailureOr<MachineModel> machine = MachineModel::load(
+        hardware, {}, [&] { return module.emitError("--par-remat: "); });
+    if (failed(machine))
+      return failure();
+    if (machine->profile().memoryBytes <= 0)
+      return module.emitError()
+             << "--par-remat=auto: hardware profile '"
+             << machine->profile().name
+             << "' gives no device memory; give budget=SIZE";
+    return machine->profile().memoryBytes;
+  }
+
+  LogicalResult runAuto(ArrayRef<func::FuncOp> steps) {
+    ModuleOp module = getOperation();
+    FailureOr<int64_t> limit = budgetBytes();
+    if (failed(limit))
+      return failure();
+    // 1. Measure every mode on every layer.
+    std::map<RematMode, std::map<std::string, Measured>> byMode;
+    for (RematMode m :
+         {RematMode::none, RematMode::selective, RematMode::full}) {
+      std::map<std::string, Modes> all;
+      bool differs = m != RematMode::selective;
+      for (func::FuncOp func : steps)
+        for (int64_t layer : forwardLayers(func)) {
+          all[func.getSymName().str()][layer] = m;
+          differs |= hasAttentionCore(func, layer);
+        }
+      if (!differs)
+        continue; // selective would keep what none keeps
+      std::string error;
+      FailureOr<std::map<std::string, Measured>> measured =
+          measure(module, all, error);
+      if (failed(measured))
+        return module.emitError()
+               << "--par-remat=auto: planning the module with remat "
+               << stringifyRematMode(m) << " on every layer failed: "
+               << error;
+      byMode[m] = std::move(*measured);
+    }
+    for (func::FuncOp func : steps)
+      if (failed(runAuto(func, byMode, *limit)))
+        return failure();
+    return success();
+  }
+
+  LogicalResult
+  runAuto(func::FuncOp func,
+          std::map<RematMode, std::map<std::string, Measured>> &byMode,
+          int64_t limit) {
+    ModuleOp module = getOperation();
+    std::string name = func.getSymName().str();
+    const Measured &plain = byMode[RematMode::none][name];
+    SmallVector<int64_t> layers = forwardLayers(func);
+    auto uniform = [&](RematMode m) {
+      Modes modes;
+      for (int64_t layer : layers)
+        modes[layer] = m;
+      return modes;
+    };
+    // Nothing to recompute when the plain step fits.
+    if (plain.arenaBytes <= limit)
+      return apply(func, uniform(RematMode::none), "auto", limit,
+                   plain.arenaBytes);
+
+    // 2. Each layer's options.
+    SmallVector<SmallVector<LayerOption>> options;
+    for (int64_t layer : layers) {
+      SmallVector<LayerOption> &of = options.emplace_back();
+      of.push_back({RematMode::none, 0, 0});
+      for (auto &[m, measured] : byMode) {
+        if (m == RematMode::none)
+          continue;
+        const Measured &with = measured[name];
+        auto kept = [&](const Measured &x) {
+          auto it = x.kept.find(layer);
+          return it == x.kept.end() ? int64_t(0) : it->second;
+        };
+        int64_t saved = kept(plain) - kept(with);
+        auto flops = with.flops.find(layer);
+        if (saved > 0)
+          of.push_back(
+              {m, saved, flops == with.flops.end() ? 0.0 : flops->second});
+      }
+    }
+    // Per instruction of the plain plan, the prefix of layers whose
+    // activations it holds: layers 0..k-1 in forward order.
+    SmallVector<int64_t> position(layers.size());
+    SmallVector<std::pair<int64_t, int64_t>> held; // per position
+    for (int64_t layer : layers) {
+      auto end = plain.forwardEnd.find(layer);
+      auto start = plain.laterStart.find(layer);
+      held.push_back({end == plain.forwardEnd.end() ? -1 : end->second,
+                      start == plain.laterStart.end() ? -1 : start->second});
+    }
+    auto prefixAt = [&](int64_t t) {
+      size_t k = 0;
+      while (k < held.size() && held[k].first < t && t < held[k].second)
+        ++k;
+      return k;
+    };
+
+    int64_t smallest = plain.arenaBytes;
+    std::string smallestWhat = "remat none";
+    for (auto &[m, measured] : byMode)
+      if (measured[name].arenaBytes < smallest) {
+        smallest = measured[name].arenaBytes;
+        smallestWhat = ("remat " + stringifyRematMode(m) + " on every layer")
+                           .str();
+      }
+    int64_t target = limit;
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      // 3. The savings each prefix needs, and the cheapest choice.
+      SmallVector<int64_t> need(layers.size() + 1, 0);
+      bool impossible = false;
+      for (auto [t, bytes] : llvm::enumerate(plain.live)) {
+        int64_t over = bytes - target;
+        if (over <= 0)
+          continue;
+        size_t k = prefixAt(int64_t(t));
+        if (k == 0) {
+          impossible = true; // no layer's activations are held there
+          break;
+        }
+        need[k] = std::max(need[k], over);
+      }
+      std::optional<SmallVector<unsigned>> picked;
+      if (!impossible)
+        picked = choose(options, need);
+      if (!picked)
+        break;
+      Modes modes;
+      for (auto [k, layer] : llvm::enumerate(layers))
+        modes[layer] = options[k][(*picked)[k]].mode;
+      // 4. Check it.
+      std::string error;
+      FailureOr<std::map<std::string, Measured>> checked =
+          measure(module, {{name, modes}}, error);
+      if (failed(checked))
+        return func.emitError()
+               << "--par-remat=auto: planning @" << name
+               << " with the chosen modes failed: " << error;
+      int64_t arena = (*checked)[name].arenaBytes;
+      LLVM_DEBUG(llvm::dbgs() << "target " << target << ": arena " << arena
+                              << "\n");
+      if (arena <= limit)
+        return apply(func, modes, "auto", limit, arena);
+      if (arena < smallest) {
+        smallest = arena;
+        smallestWhat = "a mix of modes";
+      }
+      target -= arena - limit;
+    }
+    return func.emitError()
+           << "--par-remat=auto: no choice of what to recompute fits @"
+           << name << " in a budget of " << humanBytes(limit) << " ("
+           << limit << " bytes) per device; the smallest planned peak is "
+           << humanBytes(smallest) << " (" << smallest << " bytes, "
+           << smallestWhat << ")";
+  }
+};
+
+} // namespace
