@@ -23,7 +23,12 @@
 //    program would solve the same covering problem without its structure.
 // 4. Check. The choice is applied to a copy and planned again; the arena
 //    (fragmentation included) must fit. If it does not, the target drops
-//    by the excess and the choice is made again.
+//    by the excess and the choice is made again. The model counts a
+//    layer's savings only until its backward ops start, so it may ask for
+//    more than the plan needs: once a choice fits, larger targets (a
+//    bisection up to the plain peak) give choices with fewer FLOPs, kept
+//    when they fit too. The modes measured on every layer in step 1 are
+//    candidates as well; the fitting one with the fewest FLOPs wins.
 //
 //===----------------------------------------------------------------------===//
 #include "par/Transforms/Remat.h"
@@ -415,31 +420,40 @@ struct RematPass : public mlir::par::impl::RematPassBase<RematPass> {
         smallestWhat = ("remat " + stringifyRematMode(m) + " on every layer")
                            .str();
       }
-    int64_t target = limit;
-    for (int attempt = 0; attempt < 8; ++attempt) {
-      // 3. The savings each prefix needs, and the cheapest choice.
+    // 3. The cheapest choice the model says fits `target`.
+    struct Choice {
+      Modes modes;
+      double flops = 0;
+    };
+    auto pick = [&](int64_t target) -> std::optional<Choice> {
+      // The savings each prefix of the layers needs.
       SmallVector<int64_t> need(layers.size() + 1, 0);
-      bool impossible = false;
       for (auto [t, bytes] : llvm::enumerate(plain.live)) {
         int64_t over = bytes - target;
         if (over <= 0)
           continue;
         size_t k = prefixAt(int64_t(t));
-        if (k == 0) {
-          impossible = true; // no layer's activations are held there
-          break;
-        }
+        if (k == 0)
+          return std::nullopt; // no layer's activations are held there
         need[k] = std::max(need[k], over);
       }
-      std::optional<SmallVector<unsigned>> picked;
-      if (!impossible)
-        picked = choose(options, need);
+      std::optional<SmallVector<unsigned>> picked = choose(options, need);
       if (!picked)
-        break;
-      Modes modes;
-      for (auto [k, layer] : llvm::enumerate(layers))
-        modes[layer] = options[k][(*picked)[k]].mode;
-      // 4. Check it.
+        return std::nullopt;
+      Choice choice;
+      for (auto [k, layer] : llvm::enumerate(layers)) {
+        const LayerOption &option = options[k][(*picked)[k]];
+        choice.modes[layer] = option.mode;
+        choice.flops += option.flops;
+      }
+      return choice;
+    };
+    // 4. Its planned arena, on a partitioned copy.
+    std::map<Modes, int64_t> arenas;
+    auto check = [&](const Modes &modes) -> FailureOr<int64_t> {
+      auto it = arenas.find(modes);
+      if (it != arenas.end())
+        return it->second;
       std::string error;
       FailureOr<std::map<std::string, Measured>> checked =
           measure(module, {{name, modes}}, error);
@@ -448,15 +462,72 @@ struct RematPass : public mlir::par::impl::RematPassBase<RematPass> {
                << "--par-remat=auto: planning @" << name
                << " with the chosen modes failed: " << error;
       int64_t arena = (*checked)[name].arenaBytes;
-      LLVM_DEBUG(llvm::dbgs() << "target " << target << ": arena " << arena
-                              << "\n");
-      if (arena <= limit)
-        return apply(func, modes, "auto", limit, arena);
-      if (arena < smallest) {
+      arenas[modes] = arena;
+      if (arena > limit && arena < smallest) {
         smallest = arena;
         smallestWhat = "a mix of modes";
       }
-      target -= arena - limit;
+      return arena;
+    };
+
+    // The modes measured on every layer are choices too.
+    std::optional<Choice> best;
+    int64_t bestArena = 0;
+    for (auto &[m, measured] : byMode) {
+      const Measured &with = measured[name];
+      Choice choice{uniform(m), 0};
+      for (auto &[layer, flops] : with.flops)
+        choice.flops += flops;
+      arenas[choice.modes] = with.arenaBytes;
+      if (with.arenaBytes <= limit && (!best || choice.flops < best->flops)) {
+        best = choice;
+        bestArena = with.arenaBytes;
+      }
+    }
+    // Tighten the target by the excess until the program's choice fits.
+    int64_t target = limit;
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      std::optional<Choice> choice = pick(target);
+      if (!choice)
+        break;
+      FailureOr<int64_t> arena = check(choice->modes);
+      if (failed(arena))
+        return failure();
+      LLVM_DEBUG(llvm::dbgs() << "target " << target << ": arena " << *arena
+                              << "\n");
+      if (*arena <= limit) {
+        if (!best || choice->flops < best->flops) {
+          best = choice;
+          bestArena = *arena;
+        }
+        break;
+      }
+      target -= *arena - limit;
+    }
+    if (best) {
+      // Then loosen it: the model counts a layer's savings only until its
+      // backward ops start, so it may ask for more than the plan needs. A
+      // larger target gives a choice with fewer FLOPs, kept if it fits.
+      int64_t low = target, high = plain.arenaBytes;
+      for (int step = 0; step < 6 && high - low > 64; ++step) {
+        int64_t mid = low + (high - low) / 2;
+        std::optional<Choice> choice = pick(mid);
+        if (!choice || choice->flops >= best->flops) {
+          low = mid;
+          continue;
+        }
+        FailureOr<int64_t> arena = check(choice->modes);
+        if (failed(arena))
+          return failure();
+        if (*arena <= limit) {
+          best = choice;
+          bestArena = *arena;
+          low = mid;
+        } else {
+          high = mid;
+        }
+      }
+      return apply(func, best->modes, "auto", limit, bestArena);
     }
     return func.emitError()
            << "--par-remat=auto: no choice of what to recompute fits @"
