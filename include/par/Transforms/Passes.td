@@ -549,9 +549,9 @@ def RematPass : Pass<"par-remat", "::mlir::ModuleOp"> {
       of the `hardware` profile) with the fewest recomputed FLOPs. Each
       mode is measured once on a partitioned copy; an exact dynamic
       program over the chain of layers chooses; the choice is planned
-      again and the target tightened by any excess until the plan fits.
-      A budget below anything feasible is an error naming the smallest
-      planned peak.
+      again, the target tightened by any excess until the plan fits, then
+      loosened while cheaper choices still fit. A budget below anything
+      feasible is an error naming the smallest planned peak.
 
     Recomputed ops are copies of the layer's ops placed before the first
     backward op that needs them, marked `par.recomputed` and `par.late`
