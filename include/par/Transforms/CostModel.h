@@ -12,6 +12,7 @@
 
 #include "par/Dialect/Par/IR/Cost.h"
 #include "par/Runtime/HardwareProfile.h"
+#include "par/Transforms/ReportFormat.h"
 #include "par/Transforms/ReshardPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -77,10 +78,6 @@ struct StepPrediction {
 /// between compute ops (par-run's CPU backend), so all communication is
 /// exposed.
 StepPrediction predictStep(func::FuncOp func, const MachineModel &machine);
-
-/// Bytes in a size such as `40GiB`, `80GB`, `512MiB` or a plain count;
-/// nullopt when malformed.
-std::optional<int64_t> parseByteSize(StringRef text);
 
 } // namespace mlir::par
 

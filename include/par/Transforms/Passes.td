@@ -487,6 +487,15 @@ def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
     are flat too and ZeRO splits them in pieces of ceil(numel / N)
     (docs/training.md, "Flattened views").
 
+    `bucket=SIZE` (default 25MiB): the data-parallel all-reduces of the
+    gradients are combined, in the order the backward pass makes the
+    gradients, into buckets of at most SIZE bytes per device; each bucket
+    is one all-reduce issued right after its last gradient is made, so on
+    a backend that runs collectives on their own stream it overlaps the
+    rest of the backward pass. `bucket=0` issues one all-reduce per
+    gradient. The size is recorded on the step (`par.bucket_bytes`) for
+    --par-combine-collectives, the last step of --par-partition.
+
     ```sh
     par-opt model.mlir --par-autodiff="optimizer=adamw lr=3e-4" --mesh=dp=2,tp=4 \
         --par-propagate --par-partition --emit-program=train.parprog
@@ -524,6 +533,9 @@ def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
            "ZeRO stage 0-3 over the data axis, applied by --par-partition">,
     Option<"dataAxis", "data-axis", "std::string", /*default=*/"\"dp\"",
            "The data-parallel mesh axis ZeRO splits over">,
+    Option<"bucket", "bucket", "std::string", /*default=*/"\"25MiB\"",
+           "Gradient all-reduces travel in buckets of up to this size, each "
+           "issued when its last gradient is made (0: one per gradient)">,
   ];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }

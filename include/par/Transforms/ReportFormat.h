@@ -4,7 +4,10 @@
 
 #include "par/Dialect/Par/IR/Cost.h"
 
+#include "llvm/ADT/StringRef.h"
+
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace mlir::par {
@@ -15,6 +18,10 @@ std::string humanBytes(int64_t bytes);
 /// `seconds` (>= 0) to three significant digits in a unit that keeps it
 /// readable: "0 s", "12.3 us", "4.56 ms", "1.23 s".
 std::string humanSeconds(double seconds);
+
+/// Bytes in a size such as `40GiB`, `80GB`, `512MiB` or a plain count
+/// (at least one byte); nullopt when malformed.
+std::optional<int64_t> parseByteSize(llvm::StringRef text);
 
 } // namespace mlir::par
 

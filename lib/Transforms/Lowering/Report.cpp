@@ -400,6 +400,19 @@ void reportFunction(func::FuncOp func, const MemoryPlan &plan,
     return;
   }
   printTraffic(byKind, sum, os);
+  // Buckets of gradient all-reduces (--par-autodiff bucket=).
+  int64_t buckets = 0, gradients = 0, largest = 0;
+  for (Operation *op : plan.instructions)
+    if (auto bucket =
+            op->getAttrOfType<IntegerAttr>(ParDialect::kBucketAttrName)) {
+      buckets += 1;
+      gradients += bucket.getInt();
+      largest = std::max(largest, cast<CollectiveOpInterface>(op).getCost().bytes);
+    }
+  if (buckets)
+    os << "  gradient buckets: " << buckets << " all-reduce(s) of "
+       << gradients << " gradient(s), the largest " << humanBytes(largest)
+       << "\n";
 }
 
 void printTraffic(

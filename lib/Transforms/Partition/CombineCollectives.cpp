@@ -13,6 +13,16 @@
 // read a member's result (and their readers) and came before that point
 // move after it, in their order.
 //
+// The data-parallel all-reduces of a training step's gradients (marked
+// par.gradient_of) are bucketed instead, when the step records a bucket
+// size (par.bucket_bytes, --par-autodiff bucket=): in program order, which
+// is the order the backward pass makes the gradients, each joins the
+// bucket being filled while it fits, else starts the next one, so every
+// bucket is issued right after its own last gradient and the early ones
+// overlap the rest of the backward pass. A bucket size of 0 leaves them
+// one per gradient. Every bucket, combined or not, is marked par.bucket
+// with its number of gradients (the reports list them).
+//
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/TrainingStep.h"
 #include "par/Transforms/Passes.h"
@@ -53,11 +63,14 @@ struct Group {
   SmallVector<AllReduceOp> members;
   llvm::BitVector memberBits; // over all-reduce numbers
   int64_t bytes = 0;
+  bool bucket = false; // of gradient all-reduces
 };
 
 class Combiner {
 public:
-  Combiner(Block &block, int64_t maxBytes) : block(block), maxBytes(maxBytes) {}
+  /// `bucketBytes`: the step's gradient bucket size, if it has one.
+  Combiner(Block &block, int64_t maxBytes, std::optional<int64_t> bucketBytes)
+      : block(block), maxBytes(maxBytes), bucketBytes(bucketBytes) {}
   /// Combines what it can; returns the number of all-reduces folded.
   int64_t run();
 
@@ -67,6 +80,7 @@ private:
 
   Block &block;
   int64_t maxBytes;
+  std::optional<int64_t> bucketBytes;
   DenseMap<Operation *, unsigned> number; // all-reduce -> its number
   /// Per op: the all-reduces (by number) its results depend on.
   DenseMap<Operation *, llvm::BitVector> ancestors;
@@ -114,26 +128,50 @@ void Combiner::analyze() {
            ancestors[block.findAncestorOpInBlock(*def)].set_bits())
         reach[i].set(number[reduce]);
 
+  // Per key, the gradient bucket being filled (an index in `groups`).
+  SmallVector<std::pair<Key, size_t>> filling;
   for (AllReduceOp reduce : reduces) {
     auto type = cast<RankedTensorType>(reduce.getInput().getType());
     Key key{reduce.getMesh(), reduce.getAxes(),  reduce.getKind(),
             type.getElementType(), getPhase(reduce), getLayer(reduce)};
     int64_t bytes = type.getNumElements() * elementBytesOf(key.element);
-    if (bytes > maxBytes)
-      continue;
+    bool gradient = bucketBytes && !getGradientOf(reduce).empty();
+    int64_t limit = gradient ? *bucketBytes : maxBytes;
     unsigned x = number[reduce];
-    Group *home = nullptr;
-    for (Group &group : groups) {
+    auto fits = [&](const Group &group) {
       unsigned first = group.memberBits.find_first();
-      if (group.key == key && group.bytes + bytes <= maxBytes &&
-          !reach[first].test(x) && !reach[x].anyCommon(group.memberBits)) {
-        home = &group;
-        break;
-      }
+      return group.key == key && group.bucket == gradient &&
+             group.bytes + bytes <= limit && !reach[first].test(x) &&
+             !reach[x].anyCommon(group.memberBits);
+    };
+    Group *home = nullptr;
+    if (gradient) {
+      auto open = llvm::find_if(filling, [&](auto &entry) {
+        return entry.first == key;
+      });
+      if (open != filling.end() && fits(groups[open->second]))
+        home = &groups[open->second];
+    } else if (bytes <= limit) {
+      for (Group &group : groups)
+        if (fits(group)) {
+          home = &group;
+          break;
+        }
+    } else {
+      continue;
     }
     if (!home) {
-      groups.push_back(Group{key, {}, llvm::BitVector(n), 0});
+      groups.push_back(Group{key, {}, llvm::BitVector(n), 0, gradient});
       home = &groups.back();
+      if (gradient) {
+        auto open = llvm::find_if(filling, [&](auto &entry) {
+          return entry.first == key;
+        });
+        if (open != filling.end())
+          open->second = groups.size() - 1;
+        else
+          filling.push_back({key, groups.size() - 1});
+      }
     } else {
       // Contract: the group reaches what any member or the newcomer
       // reaches, and whatever reaches one of them reaches all of that.
@@ -224,9 +262,12 @@ bool Combiner::rewrite(Group &group) {
   Value joined = ConcatOp::create(b, loc, combinedType, flat, 0);
   if (!begin)
     begin = joined.getDefiningOp();
-  Value reduced =
+  auto reduced =
       AllReduceOp::create(b, loc, combinedType, group.key.kind, joined,
                           lead.getMesh(), lead.getAxes());
+  if (group.bucket)
+    reduced->setAttr(ParDialect::kBucketAttrName,
+                     b.getI64IntegerAttr(group.members.size()));
   int64_t offset = 0;
   Operation *tail = nullptr;
   for (auto [member, size] : llvm::zip(group.members, sizes)) {
@@ -258,9 +299,17 @@ bool Combiner::rewrite(Group &group) {
 int64_t Combiner::run() {
   analyze();
   int64_t folded = 0;
-  for (Group &group : groups)
-    if (group.members.size() > 1 && rewrite(group))
+  for (Group &group : groups) {
+    if (group.members.size() > 1 && rewrite(group)) {
       folded += group.members.size();
+      continue;
+    }
+    // A bucket of its own all-reduces, as they are.
+    if (group.bucket)
+      for (AllReduceOp member : group.members)
+        member->setAttr(ParDialect::kBucketAttrName,
+                        OpBuilder(member).getI64IntegerAttr(1));
+  }
   return folded;
 }
 
@@ -269,8 +318,14 @@ struct CombineCollectivesPass
   using CombineCollectivesPassBase::CombineCollectivesPassBase;
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>())
-      if (!func.isDeclaration() && !func.getBody().empty())
-        numCombined += Combiner(func.getBody().front(), maxBytes).run();
+      if (!func.isDeclaration() && !func.getBody().empty()) {
+        std::optional<int64_t> bucketBytes;
+        if (auto bytes = func->getAttrOfType<IntegerAttr>(
+                ParDialect::kBucketBytesAttrName))
+          bucketBytes = bytes.getInt();
+        numCombined +=
+            Combiner(func.getBody().front(), maxBytes, bucketBytes).run();
+      }
   }
 };
 

@@ -10,6 +10,7 @@
 #include "Differentiator.h"
 
 #include "par/Transforms/Passes.h"
+#include "par/Transforms/ReportFormat.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -159,6 +160,17 @@ struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
           << "--par-autodiff needs loss-scale > 0 and scale-window > 0";
       return signalPassFailure();
     }
+    int64_t bucketBytes = 0;
+    if (StringRef(bucket).trim() != "0") {
+      std::optional<int64_t> bytes = parseByteSize(bucket);
+      if (!bytes) {
+        getOperation().emitError()
+            << "--par-autodiff bucket '" << bucket
+            << "' is not a size (25MiB, 4MB, a byte count, or 0 for none)";
+        return signalPassFailure();
+      }
+      bucketBytes = *bytes;
+    }
     OptimizerConfig config{optimizer, lr,          momentum,   weightDecay,
                            beta1,     beta2,       epsilon,    clip,
                            warmup,    decaySteps,  minLrRatio, precision,
@@ -168,6 +180,9 @@ struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
         continue;
       if (failed(Differentiator(func, config).run()))
         return signalPassFailure();
+      func->setAttr(ParDialect::kBucketBytesAttrName,
+                    IntegerAttr::get(IntegerType::get(func.getContext(), 64),
+                                     bucketBytes));
     }
   }
 };

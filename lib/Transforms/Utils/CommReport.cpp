@@ -28,6 +28,8 @@ namespace {
 struct Row {
   std::string name, axes, location;
   int64_t group = 1, elements = 0, bytes = 0, sent = 0;
+  /// Gradients carried, for a bucket of gradient all-reduces (par.bucket).
+  int64_t bucket = 0;
 };
 
 struct Totals {
@@ -57,6 +59,11 @@ std::optional<Row> rowOf(Operation *op) {
     os << fileLoc.getFilename().getValue().rsplit('/').second << ":"
        << fileLoc.getLine();
   row.location = loc.empty() ? "-" : loc;
+  if (auto bucket = op->getAttrOfType<IntegerAttr>(ParDialect::kBucketAttrName)) {
+    row.bucket = bucket.getInt();
+    row.location += " (bucket of " + std::to_string(row.bucket) + " gradient" +
+                    (row.bucket == 1 ? ")" : "s)");
+  }
   return row;
 }
 
@@ -85,13 +92,19 @@ struct CommReportPass : public par::impl::CommReportPassBase<CommReportPass> {
                          "collective", "axes", "group", "elements", "buffer",
                          "sent", "at");
       llvm::MapVector<StringRef, Totals> byAxes;
-      Totals total;
+      Totals total, buckets;
+      int64_t gradients = 0;
       for (auto [i, row] : llvm::enumerate(rows)) {
         os << llvm::format("  %3d  %-22s %-10s %5lld %12lld %11s %11s  %s\n",
                            (int)i + 1, row.name.c_str(), row.axes.c_str(),
                            (long long)row.group, (long long)row.elements,
                            humanBytes(row.bytes).c_str(),
                            humanBytes(row.sent).c_str(), row.location.c_str());
+        if (row.bucket) {
+          buckets.count += 1;
+          buckets.bytes += row.bytes;
+          gradients += row.bucket;
+        }
         for (Totals *sum : {&total, &byAxes[row.axes]}) {
           sum->count += 1;
           sum->elements += row.elements;
@@ -111,6 +124,17 @@ struct CommReportPass : public par::impl::CommReportPassBase<CommReportPass> {
                          (long long)total.count, (long long)total.elements,
                          humanBytes(total.bytes).c_str(),
                          humanBytes(total.sent).c_str());
+      if (buckets.count) {
+        auto size = func->getAttrOfType<IntegerAttr>(
+            ParDialect::kBucketBytesAttrName);
+        os << "  gradient buckets: " << buckets.count << " all-reduce(s) of "
+           << gradients << " gradient(s), " << humanBytes(buckets.bytes)
+           << " in all";
+        if (size)
+          os << " (bucket size "
+             << (size.getInt() ? humanBytes(size.getInt()) : "0: none") << ")";
+        os << "\n";
+      }
     }
   }
 };

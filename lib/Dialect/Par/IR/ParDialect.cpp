@@ -263,6 +263,21 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                              << "' is a non-negative float on a function";
     return success();
   }
+  if (attr.getName() == kBucketBytesAttrName) {
+    auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!bytes || !isa<FunctionOpInterface>(op) || bytes.getInt() < 0)
+      return op->emitError() << "'" << kBucketBytesAttrName
+                             << "' is a non-negative byte count on a function";
+    return success();
+  }
+  if (attr.getName() == kBucketAttrName) {
+    auto count = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!count || !isa<AllReduceOp>(op) || count.getInt() < 1)
+      return op->emitError() << "'" << kBucketAttrName
+                             << "' is a positive gradient count on an "
+                                "all-reduce";
+    return success();
+  }
   if (attr.getName() == kRematAttrName) {
     auto record = dyn_cast<DictionaryAttr>(attr.getValue());
     if (!record || !isa<FunctionOpInterface>(op) ||

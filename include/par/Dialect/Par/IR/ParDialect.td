@@ -62,6 +62,13 @@ def Par_Dialect : Dialect {
     /// each got (`modes`); under `auto`, the `budget` and the planned
     /// `peak` per device in bytes.
     static constexpr ::llvm::StringLiteral kRematAttrName = "par.remat";
+    /// On a training step (--par-autodiff bucket=SIZE): the largest bucket
+    /// of gradient all-reduces in bytes per device, 0 for none.
+    static constexpr ::llvm::StringLiteral kBucketBytesAttrName =
+        "par.bucket_bytes";
+    /// On an all-reduce that --par-combine-collectives made of a bucket of
+    /// gradient all-reduces: how many gradients it carries.
+    static constexpr ::llvm::StringLiteral kBucketAttrName = "par.bucket";
     static constexpr ::llvm::StringLiteral kPartitionedAttrName =
         "par.partitioned";
     /// On a partitioned function: the FLOPs of one call on global shapes
