@@ -3,25 +3,25 @@
 //   python3 examples/mlp/mlp.py > examples/mlp/mlp.mlir
 // Locations point at the Python lines that built each op.
 par.mesh @mesh <["dp"=2, "tp"=2]>
-func.func @mlp(%tokens: tensor<8x16xi32> {par.name = "tokens", par.data = "tokens", par.vocab = 128, par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>} loc("python_frontend/par/models.py":235:14),
-               %targets: tensor<8x16xi32> {par.name = "targets", par.data = "targets", par.vocab = 128, par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>} loc("python_frontend/par/models.py":236:15),
-               %wte: tensor<128x64xf32> {par.name = "wte", par.init = "normal(0.02)", par.sharding = #par.sharding<@mesh, [{"tp"}, {}]>} loc("python_frontend/par/nn.py":90:16),
-               %l0.mlp.w_up: tensor<64x256xf32> {par.name = "l0.mlp.w_up", par.init = "normal(0.02)", par.sharding = #par.sharding<@mesh, [{}, {"tp"}]>} loc("python_frontend/par/nn.py":148:16),
-               %l0.mlp.w_down: tensor<256x64xf32> {par.name = "l0.mlp.w_down", par.init = "normal(0.02)", par.sharding = #par.sharding<@mesh, [{"tp"}, {}]>} loc("python_frontend/par/nn.py":154:18),
-               %l1.mlp.w_up: tensor<64x256xf32> {par.name = "l1.mlp.w_up", par.init = "normal(0.02)", par.sharding = #par.sharding<@mesh, [{}, {"tp"}]>} loc("python_frontend/par/nn.py":148:16),
-               %l1.mlp.w_down: tensor<256x64xf32> {par.name = "l1.mlp.w_down", par.init = "normal(0.02)", par.sharding = #par.sharding<@mesh, [{"tp"}, {}]>} loc("python_frontend/par/nn.py":154:18),
-               %lm_head.w: tensor<64x128xf32> {par.name = "lm_head.w", par.init = "normal(0.02)", par.sharding = #par.sharding<@mesh, [{}, {"tp"}]>} loc("python_frontend/par/nn.py":73:13))
+func.func @mlp(%tokens: tensor<8x16xi32> {par.name = "tokens", par.data = "tokens", par.vocab = 128, par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>} loc("python_frontend/par/models.py":237:14),
+               %targets: tensor<8x16xi32> {par.name = "targets", par.data = "targets", par.vocab = 128, par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>} loc("python_frontend/par/models.py":238:15),
+               %wte: tensor<128x64xf32> {par.name = "wte", par.init = "normal(0.02)", par.sharding = #par.sharding<@mesh, [{"tp"}, {}]>} loc("python_frontend/par/nn.py":92:16),
+               %l0.mlp.w_up: tensor<64x256xf32> {par.name = "l0.mlp.w_up", par.init = "normal(0.02)", par.sharding = #par.sharding<@mesh, [{}, {"tp"}]>} loc("python_frontend/par/nn.py":150:16),
+               %l0.mlp.w_down: tensor<256x64xf32> {par.name = "l0.mlp.w_down", par.init = "normal(0.02)", par.sharding = #par.sharding<@mesh, [{"tp"}, {}]>} loc("python_frontend/par/nn.py":156:18),
+               %l1.mlp.w_up: tensor<64x256xf32> {par.name = "l1.mlp.w_up", par.init = "normal(0.02)", par.sharding = #par.sharding<@mesh, [{}, {"tp"}]>} loc("python_frontend/par/nn.py":150:16),
+               %l1.mlp.w_down: tensor<256x64xf32> {par.name = "l1.mlp.w_down", par.init = "normal(0.02)", par.sharding = #par.sharding<@mesh, [{"tp"}, {}]>} loc("python_frontend/par/nn.py":156:18),
+               %lm_head.w: tensor<64x128xf32> {par.name = "lm_head.w", par.init = "normal(0.02)", par.sharding = #par.sharding<@mesh, [{}, {"tp"}]>} loc("python_frontend/par/nn.py":75:13))
     -> (tensor<f32> {par.name = "loss"}) {
-  %wte.x = "par.embedding"(%wte, %tokens) : (tensor<128x64xf32>, tensor<8x16xi32>) -> tensor<8x16x64xf32> loc("python_frontend/par/nn.py":95:16)
-  %l0.mlp.up = "par.dot"(%wte.x, %l0.mlp.w_up) <{lhs_contract = array<i64: 2>, rhs_contract = array<i64: 0>}> {par.layer = 0 : i64} : (tensor<8x16x64xf32>, tensor<64x256xf32>) -> tensor<8x16x256xf32> loc("python_frontend/par/nn.py":149:13)
-  %l0.mlp.gelu = "par.gelu"(%l0.mlp.up) {par.layer = 0 : i64} : (tensor<8x16x256xf32>) -> tensor<8x16x256xf32> loc("python_frontend/par/nn.py":153:13)
-  %l0.mlp.down = "par.dot"(%l0.mlp.gelu, %l0.mlp.w_down) <{lhs_contract = array<i64: 2>, rhs_contract = array<i64: 0>}> {par.layer = 0 : i64} : (tensor<8x16x256xf32>, tensor<256x64xf32>) -> tensor<8x16x64xf32> loc("python_frontend/par/nn.py":155:13)
-  %l0.x = "par.add"(%wte.x, %l0.mlp.down) {par.layer = 0 : i64} : (tensor<8x16x64xf32>, tensor<8x16x64xf32>) -> tensor<8x16x64xf32> loc("python_frontend/par/models.py":214:21)
-  %l1.mlp.up = "par.dot"(%l0.x, %l1.mlp.w_up) <{lhs_contract = array<i64: 2>, rhs_contract = array<i64: 0>}> {par.layer = 1 : i64} : (tensor<8x16x64xf32>, tensor<64x256xf32>) -> tensor<8x16x256xf32> loc("python_frontend/par/nn.py":149:13)
-  %l1.mlp.gelu = "par.gelu"(%l1.mlp.up) {par.layer = 1 : i64} : (tensor<8x16x256xf32>) -> tensor<8x16x256xf32> loc("python_frontend/par/nn.py":153:13)
-  %l1.mlp.down = "par.dot"(%l1.mlp.gelu, %l1.mlp.w_down) <{lhs_contract = array<i64: 2>, rhs_contract = array<i64: 0>}> {par.layer = 1 : i64} : (tensor<8x16x256xf32>, tensor<256x64xf32>) -> tensor<8x16x64xf32> loc("python_frontend/par/nn.py":155:13)
-  %l1.x = "par.add"(%l0.x, %l1.mlp.down) {par.layer = 1 : i64} : (tensor<8x16x64xf32>, tensor<8x16x64xf32>) -> tensor<8x16x64xf32> loc("python_frontend/par/models.py":214:21)
-  %lm_head.y = "par.dot"(%l1.x, %lm_head.w) <{lhs_contract = array<i64: 2>, rhs_contract = array<i64: 0>}> : (tensor<8x16x64xf32>, tensor<64x128xf32>) -> tensor<8x16x128xf32> loc("python_frontend/par/nn.py":74:13)
-  %loss = "par.cross_entropy"(%lm_head.y, %targets) : (tensor<8x16x128xf32>, tensor<8x16xi32>) -> tensor<f32> loc("python_frontend/par/models.py":239:12)
-  return %loss : tensor<f32> loc("python_frontend/par/models.py":240:5)
-} loc("python_frontend/par/models.py":234:9)
+  %wte.x = "par.embedding"(%wte, %tokens) : (tensor<128x64xf32>, tensor<8x16xi32>) -> tensor<8x16x64xf32> loc("python_frontend/par/nn.py":97:16)
+  %l0.mlp.up = "par.dot"(%wte.x, %l0.mlp.w_up) <{lhs_contract = array<i64: 2>, rhs_contract = array<i64: 0>}> {par.layer = 0 : i64} : (tensor<8x16x64xf32>, tensor<64x256xf32>) -> tensor<8x16x256xf32> loc("python_frontend/par/nn.py":151:13)
+  %l0.mlp.gelu = "par.gelu"(%l0.mlp.up) {par.layer = 0 : i64} : (tensor<8x16x256xf32>) -> tensor<8x16x256xf32> loc("python_frontend/par/nn.py":155:13)
+  %l0.mlp.down = "par.dot"(%l0.mlp.gelu, %l0.mlp.w_down) <{lhs_contract = array<i64: 2>, rhs_contract = array<i64: 0>}> {par.layer = 0 : i64} : (tensor<8x16x256xf32>, tensor<256x64xf32>) -> tensor<8x16x64xf32> loc("python_frontend/par/nn.py":157:13)
+  %l0.x = "par.add"(%wte.x, %l0.mlp.down) {par.layer = 0 : i64} : (tensor<8x16x64xf32>, tensor<8x16x64xf32>) -> tensor<8x16x64xf32> loc("python_frontend/par/models.py":216:21)
+  %l1.mlp.up = "par.dot"(%l0.x, %l1.mlp.w_up) <{lhs_contract = array<i64: 2>, rhs_contract = array<i64: 0>}> {par.layer = 1 : i64} : (tensor<8x16x64xf32>, tensor<64x256xf32>) -> tensor<8x16x256xf32> loc("python_frontend/par/nn.py":151:13)
+  %l1.mlp.gelu = "par.gelu"(%l1.mlp.up) {par.layer = 1 : i64} : (tensor<8x16x256xf32>) -> tensor<8x16x256xf32> loc("python_frontend/par/nn.py":155:13)
+  %l1.mlp.down = "par.dot"(%l1.mlp.gelu, %l1.mlp.w_down) <{lhs_contract = array<i64: 2>, rhs_contract = array<i64: 0>}> {par.layer = 1 : i64} : (tensor<8x16x256xf32>, tensor<256x64xf32>) -> tensor<8x16x64xf32> loc("python_frontend/par/nn.py":157:13)
+  %l1.x = "par.add"(%l0.x, %l1.mlp.down) {par.layer = 1 : i64} : (tensor<8x16x64xf32>, tensor<8x16x64xf32>) -> tensor<8x16x64xf32> loc("python_frontend/par/models.py":216:21)
+  %lm_head.y = "par.dot"(%l1.x, %lm_head.w) <{lhs_contract = array<i64: 2>, rhs_contract = array<i64: 0>}> : (tensor<8x16x64xf32>, tensor<64x128xf32>) -> tensor<8x16x128xf32> loc("python_frontend/par/nn.py":76:13)
+  %loss = "par.cross_entropy"(%lm_head.y, %targets) : (tensor<8x16x128xf32>, tensor<8x16xi32>) -> tensor<f32> loc("python_frontend/par/models.py":241:12)
+  return %loss : tensor<f32> loc("python_frontend/par/models.py":242:5)
+} loc("python_frontend/par/models.py":236:9)

@@ -48,7 +48,9 @@ class Optimizer:
     parameters over `data_axis` (ZeRO). `remat` is par-opt's --par-remat:
     "full" keeps each layer's input and output only and recomputes the rest
     in the backward pass, "selective" recomputes the attention core,
-    "auto:budget=SIZE" chooses per layer so the planned peak fits SIZE."""
+    "auto:budget=SIZE" chooses per layer so the planned peak fits SIZE.
+    `bucket`: the data-parallel gradient all-reduces travel in buckets of
+    up to this size ("0": one per gradient)."""
     kind: str = "adamw"
     lr: float = 1e-3
     weight_decay: float = 0.0
@@ -66,6 +68,7 @@ class Optimizer:
     zero: int = 0                  # ZeRO stage 0-3 over data_axis
     data_axis: str = "dp"
     remat: str = "none"            # none, selective, full or auto[:budget=SIZE]
+    bucket: str = "25MiB"          # gradient all-reduce buckets (0: one per gradient)
 
     def pass_option(self) -> str:
         return (f"--par-autodiff=optimizer={self.kind} lr={self.lr!r} "
@@ -74,7 +77,7 @@ class Optimizer:
                 f"clip={self.clip!r} warmup={self.warmup} decay-steps={self.decay_steps} "
                 f"min-lr-ratio={self.min_lr_ratio!r} precision={self.precision} "
                 f"loss-scale={self.loss_scale!r} scale-window={self.scale_window} "
-                f"zero={self.zero} data-axis={self.data_axis}")
+                f"zero={self.zero} data-axis={self.data_axis} bucket={self.bucket}")
 
     def pass_options(self) -> List[str]:
         """par-opt's flags for this step: --par-autodiff, then --par-remat."""

@@ -140,7 +140,7 @@ def test_optimizer_pass_option():
     text = par.AdamW(lr=0.5, clip=2.0, warmup=4).pass_option()
     assert text.startswith("--par-autodiff=optimizer=adamw lr=0.5 ")
     assert "clip=2.0" in text and "warmup=4" in text
-    assert text.endswith(" data-axis=dp")
+    assert text.endswith(" data-axis=dp bucket=25MiB")
     assert par.AdamW().pass_options() == [par.AdamW().pass_option()]
     assert par.AdamW(remat="auto:budget=1GiB").pass_options()[1] == "--par-remat=auto:budget=1GiB"
 

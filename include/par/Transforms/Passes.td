@@ -57,8 +57,12 @@ def AutoShardPass : Pass<"auto-shard", "::mlir::ModuleOp"> {
     best estimates are then checked (partitioned on a copy, scheduled and
     memory planned) until three fit, then only those estimated faster than
     the best checked, and the fastest checked plan that fits the limit
-    wins. When none fits, every plan is checked and the error names the
-    smallest per-device memory found. The module records the plan in
+    wins. Where no training step has a remat mode (--par-remat), up to
+    three plans checked to be over the limit are checked again with
+    --par-remat=auto under the limit, and compete by their time with the
+    recomputation; the winner's modes are applied. When none fits, every
+    plan is checked and the error names the smallest per-device memory
+    found. The module records the plan in
     `par.auto_shard` (profile, limit, axis roles, ZeRO stage, predicted
     step and memory, plans considered and checked, the best alternatives),
     which --report prints; each value records the best other layout at its

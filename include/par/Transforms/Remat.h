@@ -9,9 +9,12 @@
 #define PAR_TRANSFORMS_REMAT_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
+#include <map>
 #include <optional>
+#include <string>
 
 namespace mlir::par {
 
@@ -45,6 +48,36 @@ bool hasAttentionCore(func::FuncOp func, int64_t layer);
 /// first backward op that reads one of them.
 LogicalResult rematerialize(func::FuncOp func,
                             function_ref<RematMode(int64_t)> modeOf);
+
+/// A mode per layer (layers not listed keep everything).
+using RematModes = std::map<int64_t, RematMode>;
+
+/// What --par-remat=auto chose for one training step, and the planned peak
+/// per device with it.
+struct RematChoice {
+  RematModes modes;
+  int64_t peak = 0;
+};
+
+/// The training steps of `module` (functions with a backward pass) that
+/// are not yet rematerialized.
+SmallVector<func::FuncOp> openTrainingSteps(ModuleOp module);
+
+/// --par-remat=auto's choice for each of `steps` (training steps of
+/// `module`, by symbol name): per layer, the mode that makes the planned
+/// per-device peak fit `budget` with the fewest recomputed FLOPs
+/// (RematPass.cpp). Changes nothing; fails after an error at the step
+/// (naming the smallest planned peak when nothing fits).
+FailureOr<std::map<std::string, RematChoice>>
+planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps, int64_t budget);
+
+/// Rematerializes `func` as `modes` says and records it in par.remat: the
+/// mode `asked` for, each layer's mode, and the budget and planned peak
+/// when given.
+LogicalResult applyRemat(func::FuncOp func, const RematModes &modes,
+                         StringRef asked,
+                         std::optional<int64_t> budget = std::nullopt,
+                         std::optional<int64_t> peak = std::nullopt);
 
 } // namespace mlir::par
 

@@ -22,6 +22,7 @@
 #include "par/Transforms/CostModel.h"
 #include "par/Transforms/MemoryPlan.h"
 #include "par/Transforms/Passes.h"
+#include "par/Transforms/Remat.h"
 #include "par/Transforms/StepArguments.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -1253,6 +1254,10 @@ struct Candidate {
   bool checked = false;
   std::optional<Exact> exact;
   std::string error;
+  /// Per training step, what --par-remat=auto chose so that this plan fits
+  /// (its `exact` figures are with the recomputation); none when the plan
+  /// recomputes nothing.
+  std::optional<std::map<std::string, RematChoice>> remat;
 
   double seconds() const {
     return exact ? exact->stepSeconds : estimatedSeconds;
@@ -1273,7 +1278,8 @@ struct Candidate {
     }
     if (text.empty())
       text = "replicated";
-    return text + (zero ? " zero=" + std::to_string(zero) : "");
+    return text + (zero ? " zero=" + std::to_string(zero) : "") +
+           (remat ? " remat=auto" : "");
   }
 };
 
@@ -1433,9 +1439,41 @@ struct AutoShardPass
       candidate.error = why.empty() ? "does not partition" : why;
   }
 
+  /// Whether `candidate` fits `limit` with recomputation: its module is
+  /// copied, --par-remat=auto chooses under the limit, and the copy is
+  /// checked again; on success the candidate takes the checked figures and
+  /// the choice.
+  bool tryRemat(Candidate &candidate, const MachineModel &machine,
+                int64_t limit) {
+    setStage(candidate);
+    OwningOpRef<ModuleOp> copy = candidate.planned->module->clone();
+    SmallVector<func::FuncOp> steps = openTrainingSteps(*copy);
+    FailureOr<std::map<std::string, RematChoice>> chosen = failure();
+    {
+      // A plan that cannot fit even so is just not an alternative.
+      ScopedDiagnosticHandler quiet(copy->getContext(),
+                                    [](Diagnostic &) { return success(); });
+      chosen = planRemat(*copy, steps, limit);
+    }
+    if (failed(chosen))
+      return false;
+    for (func::FuncOp func : steps)
+      if (failed(applyRemat(func, chosen->at(func.getSymName().str()).modes,
+                            "auto")))
+        return false;
+    std::string why;
+    FailureOr<Exact> exact = evaluate(*copy, machine, why);
+    if (failed(exact) || exact->arenaBytes > limit)
+      return false;
+    candidate.exact = *exact;
+    candidate.remat = std::move(*chosen);
+    return true;
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     reshardTimes.clear();
+    bool rematOpen = !openTrainingSteps(module).empty();
     auto meshes = llvm::to_vector(module.getOps<MeshOp>());
     if (meshes.size() != 1) {
       module.emitError() << "--auto-shard: plans over one device mesh; the "
@@ -1602,6 +1640,34 @@ struct AutoShardPass
     for (Candidate *candidate : skipped)
       if (fitting == 0)
         checkOne(*candidate);
+    // Rematerialization, where no step has a mode yet (a mode the user
+    // gave is kept): a plan checked to be over the limit may fit when
+    // layers recompute (--par-remat=auto with the limit as its budget). It
+    // is then ranked by its checked time with the recomputation, which
+    // only adds time, so plans already slower than the best that fits are
+    // not tried.
+    if (rematOpen) {
+      SmallVector<Candidate *> over;
+      for (Candidate &candidate : considered)
+        if (candidate.exact && candidate.exact->arenaBytes > limit)
+          over.push_back(&candidate);
+      llvm::stable_sort(over, [](const Candidate *a, const Candidate *b) {
+        return a->exact->stepSeconds < b->exact->stepSeconds;
+      });
+      int tries = 0;
+      for (Candidate *candidate : over) {
+        if (tries == kExactChecks ||
+            (bestChecked && candidate->exact->stepSeconds >= *bestChecked))
+          break;
+        ++tries;
+        if (tryRemat(*candidate, *machine, limit)) {
+          ++fitting;
+          bestChecked =
+              std::min(bestChecked.value_or(candidate->exact->stepSeconds),
+                       candidate->exact->stepSeconds);
+        }
+      }
+    }
     // Checked plans are ranked by their exact figures, ahead of the
     // estimates of the others.
     llvm::stable_sort(considered, [&](const Candidate &a, const Candidate &b) {
@@ -1620,8 +1686,11 @@ struct AutoShardPass
                          << " bytes per device: the smallest found needs "
                          << best.exact->arenaBytes << " bytes ("
                          << best.name(mesh) << ", on " << machine->numDevices()
-                         << " devices); give more devices, a larger memory=, "
-                            "or a lower precision";
+                         << " devices"
+                         << (rematOpen ? ", recomputation tried" : "")
+                         << "); give more devices, a larger memory=, "
+                         << (rematOpen ? "" : "--par-remat=auto, ")
+                         << "or a lower precision";
       return signalPassFailure();
     }
 
@@ -1631,6 +1700,15 @@ struct AutoShardPass
     mesh = *module.getOps<MeshOp>().begin();
     for (auto &planner : best.planned->planners)
       planner->writeRecords();
+    // The recomputation the plan was checked with.
+    if (best.remat)
+      for (auto func : module.getOps<func::FuncOp>()) {
+        auto it = best.remat->find(func.getSymName().str());
+        if (it != best.remat->end() &&
+            failed(applyRemat(func, it->second.modes, "auto", limit,
+                              it->second.peak)))
+          return signalPassFailure();
+      }
 
     MLIRContext *ctx = module.getContext();
     Builder b(ctx);
@@ -1682,6 +1760,9 @@ struct AutoShardPass
         b.getNamedAttr("plan", b.getStringAttr(best.name(mesh))),
         b.getNamedAttr("axes", b.getDictionaryAttr(axes)),
         b.getNamedAttr("zero", b.getI64IntegerAttr(best.zero)),
+        b.getNamedAttr("remat", b.getStringAttr(best.remat  ? "auto"
+                                                : rematOpen ? "none"
+                                                            : "given")),
         b.getNamedAttr("planned_seconds",
                        b.getF64FloatAttr(best.plannedSeconds)),
         b.getNamedAttr("step_seconds",

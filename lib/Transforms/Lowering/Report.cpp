@@ -454,8 +454,13 @@ struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
     os << "auto-shard plan on '" << text("profile") << "' (limit "
        << humanBytes(integer("memory_limit")) << " per device; "
        << integer("considered") << " plans considered):\n";
-    os << "  chosen: " << text("plan") << " (ZeRO stage " << integer("zero")
-       << ")\n";
+    os << "  chosen: " << text("plan") << " (ZeRO stage " << integer("zero");
+    // Recomputation, where the plan has some: chosen, or the user's.
+    if (auto remat = plan.getAs<StringAttr>("remat");
+        remat && remat.getValue() != "none")
+      os << "; remat " << remat.getValue()
+         << (remat.getValue() == "given" ? " by --par-remat" : "");
+    os << ")\n";
     os << "  axes:";
     if (auto axes = plan.getAs<DictionaryAttr>("axes"))
       for (NamedAttribute axis : axes)

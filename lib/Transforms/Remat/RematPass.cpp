@@ -67,7 +67,7 @@ bool isTrainingStep(func::FuncOp func) {
   return false;
 }
 
-using Modes = std::map<int64_t, RematMode>; // layer -> mode
+using Modes = RematModes;
 
 /// What one function's partitioned plan keeps, under one choice of modes.
 struct Measured {
@@ -194,6 +194,189 @@ choose(ArrayRef<SmallVector<LayerOption>> options, ArrayRef<int64_t> need) {
   return picked;
 }
 
+/// The choice for one training step (step 2 to 4 of the file comment), or
+/// none after an error at `func`.
+std::optional<RematChoice>
+chooseModes(ModuleOp module, func::FuncOp func,
+            std::map<RematMode, std::map<std::string, Measured>> &byMode,
+            int64_t limit) {
+  std::string name = func.getSymName().str();
+  const Measured &plain = byMode[RematMode::none][name];
+  SmallVector<int64_t> layers = forwardLayers(func);
+  auto uniform = [&](RematMode m) {
+    Modes modes;
+    for (int64_t layer : layers)
+      modes[layer] = m;
+    return modes;
+  };
+  // Nothing to recompute when the plain step fits.
+  if (plain.arenaBytes <= limit)
+    return RematChoice{uniform(RematMode::none), plain.arenaBytes};
+
+  // 2. Each layer's options.
+  SmallVector<SmallVector<LayerOption>> options;
+  for (int64_t layer : layers) {
+    SmallVector<LayerOption> &of = options.emplace_back();
+    of.push_back({RematMode::none, 0, 0});
+    for (auto &[m, measured] : byMode) {
+      if (m == RematMode::none)
+        continue;
+      const Measured &with = measured[name];
+      auto kept = [&](const Measured &x) {
+        auto it = x.kept.find(layer);
+        return it == x.kept.end() ? int64_t(0) : it->second;
+      };
+      int64_t saved = kept(plain) - kept(with);
+      auto flops = with.flops.find(layer);
+      if (saved > 0)
+        of.push_back(
+            {m, saved, flops == with.flops.end() ? 0.0 : flops->second});
+    }
+  }
+  // Per instruction of the plain plan, the prefix of layers whose
+  // activations it holds: layers 0..k-1 in forward order.
+  SmallVector<int64_t> position(layers.size());
+  SmallVector<std::pair<int64_t, int64_t>> held; // per position
+  for (int64_t layer : layers) {
+    auto end = plain.forwardEnd.find(layer);
+    auto start = plain.laterStart.find(layer);
+    held.push_back({end == plain.forwardEnd.end() ? -1 : end->second,
+                    start == plain.laterStart.end() ? -1 : start->second});
+  }
+  auto prefixAt = [&](int64_t t) {
+    size_t k = 0;
+    while (k < held.size() && held[k].first < t && t < held[k].second)
+      ++k;
+    return k;
+  };
+
+  int64_t smallest = plain.arenaBytes;
+  std::string smallestWhat = "remat none";
+  for (auto &[m, measured] : byMode)
+    if (measured[name].arenaBytes < smallest) {
+      smallest = measured[name].arenaBytes;
+      smallestWhat =
+          ("remat " + stringifyRematMode(m) + " on every layer").str();
+    }
+  // 3. The cheapest choice the model says fits `target`.
+  struct Choice {
+    Modes modes;
+    double flops = 0;
+  };
+  auto pick = [&](int64_t target) -> std::optional<Choice> {
+    // The savings each prefix of the layers needs.
+    SmallVector<int64_t> need(layers.size() + 1, 0);
+    for (auto [t, bytes] : llvm::enumerate(plain.live)) {
+      int64_t over = bytes - target;
+      if (over <= 0)
+        continue;
+      size_t k = prefixAt(int64_t(t));
+      if (k == 0)
+        return std::nullopt; // no layer's activations are held there
+      need[k] = std::max(need[k], over);
+    }
+    std::optional<SmallVector<unsigned>> picked = choose(options, need);
+    if (!picked)
+      return std::nullopt;
+    Choice choice;
+    for (auto [k, layer] : llvm::enumerate(layers)) {
+      const LayerOption &option = options[k][(*picked)[k]];
+      choice.modes[layer] = option.mode;
+      choice.flops += option.flops;
+    }
+    return choice;
+  };
+  // 4. Its planned arena, on a partitioned copy.
+  std::map<Modes, int64_t> arenas;
+  auto check = [&](const Modes &modes) -> FailureOr<int64_t> {
+    auto it = arenas.find(modes);
+    if (it != arenas.end())
+      return it->second;
+    std::string error;
+    FailureOr<std::map<std::string, Measured>> checked =
+        measure(module, {{name, modes}}, error);
+    if (failed(checked)) {
+      func.emitError() << "--par-remat=auto: planning @" << name
+                       << " with the chosen modes failed: " << error;
+      return failure();
+    }
+    int64_t arena = (*checked)[name].arenaBytes;
+    arenas[modes] = arena;
+    if (arena > limit && arena < smallest) {
+      smallest = arena;
+      smallestWhat = "a mix of modes";
+    }
+    return arena;
+  };
+
+  // The modes measured on every layer are choices too.
+  std::optional<Choice> best;
+  int64_t bestArena = 0;
+  for (auto &[m, measured] : byMode) {
+    const Measured &with = measured[name];
+    Choice choice{uniform(m), 0};
+    for (auto &[layer, flops] : with.flops)
+      choice.flops += flops;
+    arenas[choice.modes] = with.arenaBytes;
+    if (with.arenaBytes <= limit && (!best || choice.flops < best->flops)) {
+      best = choice;
+      bestArena = with.arenaBytes;
+    }
+  }
+  // Tighten the target by the excess until the program's choice fits.
+  int64_t target = limit;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    std::optional<Choice> choice = pick(target);
+    if (!choice)
+      break;
+    FailureOr<int64_t> arena = check(choice->modes);
+    if (failed(arena))
+      return std::nullopt;
+    LLVM_DEBUG(llvm::dbgs()
+               << "target " << target << ": arena " << *arena << "\n");
+    if (*arena <= limit) {
+      if (!best || choice->flops < best->flops) {
+        best = choice;
+        bestArena = *arena;
+      }
+      break;
+    }
+    target -= *arena - limit;
+  }
+  if (best) {
+    // Then loosen it: the model counts a layer's savings only until its
+    // backward ops start, so it may ask for more than the plan needs. A
+    // larger target gives a choice with fewer FLOPs, kept if it fits.
+    int64_t low = target, high = plain.arenaBytes;
+    for (int step = 0; step < 6 && high - low > 64; ++step) {
+      int64_t mid = low + (high - low) / 2;
+      std::optional<Choice> choice = pick(mid);
+      if (!choice || choice->flops >= best->flops) {
+        low = mid;
+        continue;
+      }
+      FailureOr<int64_t> arena = check(choice->modes);
+      if (failed(arena))
+        return std::nullopt;
+      if (*arena <= limit) {
+        best = choice;
+        bestArena = *arena;
+        low = mid;
+      } else {
+        high = mid;
+      }
+    }
+    return RematChoice{best->modes, bestArena};
+  }
+  func.emitError() << "--par-remat=auto: no choice of what to recompute fits @"
+                   << name << " in a budget of " << humanBytes(limit) << " ("
+                   << limit
+                   << " bytes) per device; the smallest planned peak is "
+                   << humanBytes(smallest) << " (" << smallest << " bytes, "
+                   << smallestWhat << ")";
+  return std::nullopt;
+}
+
 struct RematPass : public mlir::par::impl::RematPassBase<RematPass> {
   using RematPassBase::RematPassBase;
 
@@ -260,43 +443,23 @@ struct RematPass : public mlir::par::impl::RematPassBase<RematPass> {
         Modes modes;
         for (int64_t layer : forwardLayers(func))
           modes[layer] = *fixed;
-        if (failed(apply(func, modes, "")))
+        if (failed(applyRemat(func, modes, mode)))
           return signalPassFailure();
       }
       return;
     }
-    if (failed(runAuto(steps)))
-      signalPassFailure();
-  }
-
-  /// Rematerializes `func` as `modes` says and records it.
-  LogicalResult apply(func::FuncOp func, const Modes &modes, StringRef asked,
-                      int64_t budgetBytes = -1, int64_t peak = -1) {
-    if (failed(rematerialize(func, [&](int64_t layer) {
-          auto it = modes.find(layer);
-          return it == modes.end() ? RematMode::none : it->second;
-        })))
-      return failure();
-    Builder b(func.getContext());
-    SmallVector<int64_t> layers;
-    SmallVector<Attribute> names;
-    for (int64_t layer : forwardLayers(func)) {
-      auto it = modes.find(layer);
-      layers.push_back(layer);
-      names.push_back(b.getStringAttr(stringifyRematMode(
-          it == modes.end() ? RematMode::none : it->second)));
+    FailureOr<int64_t> limit = budgetBytes();
+    if (failed(limit))
+      return signalPassFailure();
+    FailureOr<std::map<std::string, RematChoice>> chosen =
+        planRemat(module, steps, *limit);
+    if (failed(chosen))
+      return signalPassFailure();
+    for (func::FuncOp func : steps) {
+      const RematChoice &choice = chosen->at(func.getSymName().str());
+      if (failed(applyRemat(func, choice.modes, "auto", *limit, choice.peak)))
+        return signalPassFailure();
     }
-    SmallVector<NamedAttribute> record{
-        b.getNamedAttr("mode", b.getStringAttr(asked.empty() ? mode : asked)),
-        b.getNamedAttr("layers", b.getDenseI64ArrayAttr(layers)),
-        b.getNamedAttr("modes", b.getArrayAttr(names))};
-    if (budgetBytes >= 0)
-      record.push_back(
-          b.getNamedAttr("budget", b.getI64IntegerAttr(budgetBytes)));
-    if (peak >= 0)
-      record.push_back(b.getNamedAttr("peak", b.getI64IntegerAttr(peak)));
-    func->setAttr(ParDialect::kRematAttrName, b.getDictionaryAttr(record));
-    return success();
   }
 
   /// The budget: budget=, else the hardware profile's device memory.
@@ -315,227 +478,84 @@ struct RematPass : public mlir::par::impl::RematPassBase<RematPass> {
     if (failed(machine))
       return failure();
     if (machine->profile().memoryBytes <= 0)
-      return module.emitError()
-             << "--par-remat=auto: hardware profile '"
-             << machine->profile().name
-             << "' gives no device memory; give budget=SIZE";
+      return module.emitError() << "--par-remat=auto: hardware profile '"
+                                << machine->profile().name
+                                << "' gives no device memory; give budget=SIZE";
     return machine->profile().memoryBytes;
-  }
-
-  LogicalResult runAuto(ArrayRef<func::FuncOp> steps) {
-    ModuleOp module = getOperation();
-    FailureOr<int64_t> limit = budgetBytes();
-    if (failed(limit))
-      return failure();
-    // 1. Measure every mode on every layer.
-    std::map<RematMode, std::map<std::string, Measured>> byMode;
-    for (RematMode m :
-         {RematMode::none, RematMode::selective, RematMode::full}) {
-      std::map<std::string, Modes> all;
-      bool differs = m != RematMode::selective;
-      for (func::FuncOp func : steps)
-        for (int64_t layer : forwardLayers(func)) {
-          all[func.getSymName().str()][layer] = m;
-          differs |= hasAttentionCore(func, layer);
-        }
-      if (!differs)
-        continue; // selective would keep what none keeps
-      std::string error;
-      FailureOr<std::map<std::string, Measured>> measured =
-          measure(module, all, error);
-      if (failed(measured))
-        return module.emitError()
-               << "--par-remat=auto: planning the module with remat "
-               << stringifyRematMode(m) << " on every layer failed: "
-               << error;
-      byMode[m] = std::move(*measured);
-    }
-    for (func::FuncOp func : steps)
-      if (failed(runAuto(func, byMode, *limit)))
-        return failure();
-    return success();
-  }
-
-  LogicalResult
-  runAuto(func::FuncOp func,
-          std::map<RematMode, std::map<std::string, Measured>> &byMode,
-          int64_t limit) {
-    ModuleOp module = getOperation();
-    std::string name = func.getSymName().str();
-    const Measured &plain = byMode[RematMode::none][name];
-    SmallVector<int64_t> layers = forwardLayers(func);
-    auto uniform = [&](RematMode m) {
-      Modes modes;
-      for (int64_t layer : layers)
-        modes[layer] = m;
-      return modes;
-    };
-    // Nothing to recompute when the plain step fits.
-    if (plain.arenaBytes <= limit)
-      return apply(func, uniform(RematMode::none), "auto", limit,
-                   plain.arenaBytes);
-
-    // 2. Each layer's options.
-    SmallVector<SmallVector<LayerOption>> options;
-    for (int64_t layer : layers) {
-      SmallVector<LayerOption> &of = options.emplace_back();
-      of.push_back({RematMode::none, 0, 0});
-      for (auto &[m, measured] : byMode) {
-        if (m == RematMode::none)
-          continue;
-        const Measured &with = measured[name];
-        auto kept = [&](const Measured &x) {
-          auto it = x.kept.find(layer);
-          return it == x.kept.end() ? int64_t(0) : it->second;
-        };
-        int64_t saved = kept(plain) - kept(with);
-        auto flops = with.flops.find(layer);
-        if (saved > 0)
-          of.push_back(
-              {m, saved, flops == with.flops.end() ? 0.0 : flops->second});
-      }
-    }
-    // Per instruction of the plain plan, the prefix of layers whose
-    // activations it holds: layers 0..k-1 in forward order.
-    SmallVector<int64_t> position(layers.size());
-    SmallVector<std::pair<int64_t, int64_t>> held; // per position
-    for (int64_t layer : layers) {
-      auto end = plain.forwardEnd.find(layer);
-      auto start = plain.laterStart.find(layer);
-      held.push_back({end == plain.forwardEnd.end() ? -1 : end->second,
-                      start == plain.laterStart.end() ? -1 : start->second});
-    }
-    auto prefixAt = [&](int64_t t) {
-      size_t k = 0;
-      while (k < held.size() && held[k].first < t && t < held[k].second)
-        ++k;
-      return k;
-    };
-
-    int64_t smallest = plain.arenaBytes;
-    std::string smallestWhat = "remat none";
-    for (auto &[m, measured] : byMode)
-      if (measured[name].arenaBytes < smallest) {
-        smallest = measured[name].arenaBytes;
-        smallestWhat = ("remat " + stringifyRematMode(m) + " on every layer")
-                           .str();
-      }
-    // 3. The cheapest choice the model says fits `target`.
-    struct Choice {
-      Modes modes;
-      double flops = 0;
-    };
-    auto pick = [&](int64_t target) -> std::optional<Choice> {
-      // The savings each prefix of the layers needs.
-      SmallVector<int64_t> need(layers.size() + 1, 0);
-      for (auto [t, bytes] : llvm::enumerate(plain.live)) {
-        int64_t over = bytes - target;
-        if (over <= 0)
-          continue;
-        size_t k = prefixAt(int64_t(t));
-        if (k == 0)
-          return std::nullopt; // no layer's activations are held there
-        need[k] = std::max(need[k], over);
-      }
-      std::optional<SmallVector<unsigned>> picked = choose(options, need);
-      if (!picked)
-        return std::nullopt;
-      Choice choice;
-      for (auto [k, layer] : llvm::enumerate(layers)) {
-        const LayerOption &option = options[k][(*picked)[k]];
-        choice.modes[layer] = option.mode;
-        choice.flops += option.flops;
-      }
-      return choice;
-    };
-    // 4. Its planned arena, on a partitioned copy.
-    std::map<Modes, int64_t> arenas;
-    auto check = [&](const Modes &modes) -> FailureOr<int64_t> {
-      auto it = arenas.find(modes);
-      if (it != arenas.end())
-        return it->second;
-      std::string error;
-      FailureOr<std::map<std::string, Measured>> checked =
-          measure(module, {{name, modes}}, error);
-      if (failed(checked))
-        return func.emitError()
-               << "--par-remat=auto: planning @" << name
-               << " with the chosen modes failed: " << error;
-      int64_t arena = (*checked)[name].arenaBytes;
-      arenas[modes] = arena;
-      if (arena > limit && arena < smallest) {
-        smallest = arena;
-        smallestWhat = "a mix of modes";
-      }
-      return arena;
-    };
-
-    // The modes measured on every layer are choices too.
-    std::optional<Choice> best;
-    int64_t bestArena = 0;
-    for (auto &[m, measured] : byMode) {
-      const Measured &with = measured[name];
-      Choice choice{uniform(m), 0};
-      for (auto &[layer, flops] : with.flops)
-        choice.flops += flops;
-      arenas[choice.modes] = with.arenaBytes;
-      if (with.arenaBytes <= limit && (!best || choice.flops < best->flops)) {
-        best = choice;
-        bestArena = with.arenaBytes;
-      }
-    }
-    // Tighten the target by the excess until the program's choice fits.
-    int64_t target = limit;
-    for (int attempt = 0; attempt < 8; ++attempt) {
-      std::optional<Choice> choice = pick(target);
-      if (!choice)
-        break;
-      FailureOr<int64_t> arena = check(choice->modes);
-      if (failed(arena))
-        return failure();
-      LLVM_DEBUG(llvm::dbgs() << "target " << target << ": arena " << *arena
-                              << "\n");
-      if (*arena <= limit) {
-        if (!best || choice->flops < best->flops) {
-          best = choice;
-          bestArena = *arena;
-        }
-        break;
-      }
-      target -= *arena - limit;
-    }
-    if (best) {
-      // Then loosen it: the model counts a layer's savings only until its
-      // backward ops start, so it may ask for more than the plan needs. A
-      // larger target gives a choice with fewer FLOPs, kept if it fits.
-      int64_t low = target, high = plain.arenaBytes;
-      for (int step = 0; step < 6 && high - low > 64; ++step) {
-        int64_t mid = low + (high - low) / 2;
-        std::optional<Choice> choice = pick(mid);
-        if (!choice || choice->flops >= best->flops) {
-          low = mid;
-          continue;
-        }
-        FailureOr<int64_t> arena = check(choice->modes);
-        if (failed(arena))
-          return failure();
-        if (*arena <= limit) {
-          best = choice;
-          bestArena = *arena;
-          low = mid;
-        } else {
-          high = mid;
-        }
-      }
-      return apply(func, best->modes, "auto", limit, bestArena);
-    }
-    return func.emitError()
-           << "--par-remat=auto: no choice of what to recompute fits @"
-           << name << " in a budget of " << humanBytes(limit) << " ("
-           << limit << " bytes) per device; the smallest planned peak is "
-           << humanBytes(smallest) << " (" << smallest << " bytes, "
-           << smallestWhat << ")";
   }
 };
 
 } // namespace
+
+FailureOr<std::map<std::string, RematChoice>>
+mlir::par::planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps,
+                     int64_t limit) {
+  // 1. Measure every mode on every layer.
+  std::map<RematMode, std::map<std::string, Measured>> byMode;
+  for (RematMode m : {RematMode::none, RematMode::selective, RematMode::full}) {
+    std::map<std::string, Modes> all;
+    bool differs = m != RematMode::selective;
+    for (func::FuncOp func : steps)
+      for (int64_t layer : forwardLayers(func)) {
+        all[func.getSymName().str()][layer] = m;
+        differs |= hasAttentionCore(func, layer);
+      }
+    if (!differs)
+      continue; // selective would keep what none keeps
+    std::string error;
+    FailureOr<std::map<std::string, Measured>> measured =
+        measure(module, all, error);
+    if (failed(measured))
+      return module.emitError()
+             << "--par-remat=auto: planning the module with remat "
+             << stringifyRematMode(m) << " on every layer failed: " << error;
+    byMode[m] = std::move(*measured);
+  }
+  std::map<std::string, RematChoice> chosen;
+  for (func::FuncOp func : steps) {
+    std::optional<RematChoice> choice =
+        chooseModes(module, func, byMode, limit);
+    if (!choice)
+      return failure();
+    chosen[func.getSymName().str()] = *choice;
+  }
+  return chosen;
+}
+
+LogicalResult mlir::par::applyRemat(func::FuncOp func, const RematModes &modes,
+                                    StringRef asked,
+                                    std::optional<int64_t> budget,
+                                    std::optional<int64_t> peak) {
+  if (failed(rematerialize(func, [&](int64_t layer) {
+        auto it = modes.find(layer);
+        return it == modes.end() ? RematMode::none : it->second;
+      })))
+    return failure();
+  Builder b(func.getContext());
+  SmallVector<int64_t> layers;
+  SmallVector<Attribute> names;
+  for (int64_t layer : forwardLayers(func)) {
+    auto it = modes.find(layer);
+    layers.push_back(layer);
+    names.push_back(b.getStringAttr(
+        stringifyRematMode(it == modes.end() ? RematMode::none : it->second)));
+  }
+  SmallVector<NamedAttribute> record{
+      b.getNamedAttr("mode", b.getStringAttr(asked)),
+      b.getNamedAttr("layers", b.getDenseI64ArrayAttr(layers)),
+      b.getNamedAttr("modes", b.getArrayAttr(names))};
+  if (budget)
+    record.push_back(b.getNamedAttr("budget", b.getI64IntegerAttr(*budget)));
+  if (peak)
+    record.push_back(b.getNamedAttr("peak", b.getI64IntegerAttr(*peak)));
+  func->setAttr(ParDialect::kRematAttrName, b.getDictionaryAttr(record));
+  return success();
+}
+
+SmallVector<func::FuncOp> mlir::par::openTrainingSteps(ModuleOp module) {
+  SmallVector<func::FuncOp> steps;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (isTrainingStep(func) && !func->hasAttr(ParDialect::kRematAttrName))
+      steps.push_back(func);
+  return steps;
+}

@@ -54,8 +54,8 @@ StringRef mlir::par::stringifyRematMode(RematMode mode) {
 /// and keeps no buffer from the forward pass to the backward.
 static std::optional<int64_t> recomputableLayer(Operation *op) {
   if (!inPhase(op, Phase::forward) || op->getNumResults() == 0 ||
-      op->getNumRegions() != 0 || !isMemoryEffectFree(op) ||
-      getCopyOf(op) || op->hasAttr(ParDialect::kViewOfAttrName))
+      op->getNumRegions() != 0 || !isMemoryEffectFree(op) || getCopyOf(op) ||
+      op->hasAttr(ParDialect::kViewOfAttrName))
     return std::nullopt;
   return getLayer(op);
 }
@@ -128,8 +128,9 @@ bool mlir::par::hasAttentionCore(func::FuncOp func, int64_t layer) {
   return false;
 }
 
-LogicalResult mlir::par::rematerialize(
-    func::FuncOp func, function_ref<RematMode(int64_t)> modeOf) {
+LogicalResult
+mlir::par::rematerialize(func::FuncOp func,
+                         function_ref<RematMode(int64_t)> modeOf) {
   Block &body = func.getBody().front();
   DenseSet<Value> cores = attentionCores(body);
   // Whether layer `layer` drops `value` (made by one of its recomputable
