@@ -67,7 +67,7 @@ class Optimizer:
     scale_window: int = 1000       # fp16: clean steps before the scale doubles
     zero: int = 0                  # ZeRO stage 0-3 over data_axis
     data_axis: str = "dp"
-    remat: str = "none"            # none, selective, full or auto[:budget=SIZE]
+    remat: Optional[str] = None    # none, selective, full or auto[:budget=SIZE]
     bucket: str = "25MiB"          # gradient all-reduce buckets (0: one per gradient)
 
     def pass_option(self) -> str:
@@ -82,7 +82,8 @@ class Optimizer:
     def pass_options(self) -> List[str]:
         """par-opt's flags for this step: --par-autodiff, then --par-remat."""
         flags = [self.pass_option()]
-        if self.remat != "none":
+        # A mode given, "none" included, is the user's (auto-shard keeps it).
+        if self.remat is not None:
             flags.append(f"--par-remat={self.remat}")
         return flags
 

@@ -15,6 +15,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <map>
+
 namespace mlir::par {
 
 struct PlannedBuffer {
@@ -61,6 +63,19 @@ SmallVector<int64_t> liveBytes(const MemoryPlan &plan);
 /// op (not a working copy or view of a parameter) and read by a later
 /// phase.
 bool isActivation(Value value);
+
+/// The activation bytes of `plan` (isActivation, a reused block once) by
+/// the layer of the op that makes them (par.layer), and those made
+/// outside any layer.
+struct LayerActivations {
+  std::map<int64_t, int64_t> byLayer;
+  int64_t outside = 0;
+};
+LayerActivations activationsByLayer(const MemoryPlan &plan);
+
+/// The FLOPs (ShardingRuleOpInterface::getWork) of the instructions of
+/// `plan` marked par.recomputed, by layer (ops outside layers under -1).
+std::map<int64_t, double> recomputedFlops(const MemoryPlan &plan);
 
 /// The training-step phase (TrainingStep.h) at the peak of `plan`: the
 /// phase of the instruction where the most bytes are live, if it is marked.

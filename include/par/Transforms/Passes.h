@@ -106,6 +106,9 @@ void buildPartitionPipeline(OpPassManager &pm,
 /// failure, `error` holds the first error reported.
 FailureOr<OwningOpRef<ModuleOp>> partitionedCopy(ModuleOp module,
                                                  std::string &error);
+/// The same on a module the caller has already copied.
+FailureOr<OwningOpRef<ModuleOp>>
+partitionedCopy(OwningOpRef<ModuleOp> copy, std::string &error);
 
 /// Registers the par passes and pipelines with the command line.
 void registerParPassesAndPipelines();

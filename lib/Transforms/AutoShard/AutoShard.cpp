@@ -1473,7 +1473,13 @@ struct AutoShardPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     reshardTimes.clear();
-    bool rematOpen = !openTrainingSteps(module).empty();
+    // Recomputation is open where the module has training steps and the
+    // user gave none of them a mode; "given" where some step has one.
+    bool rematGiven = llvm::any_of(
+        module.getOps<func::FuncOp>(), [](func::FuncOp func) {
+          return func->hasAttr(ParDialect::kRematAttrName);
+        });
+    bool rematOpen = !rematGiven && !openTrainingSteps(module).empty();
     auto meshes = llvm::to_vector(module.getOps<MeshOp>());
     if (meshes.size() != 1) {
       module.emitError() << "--auto-shard: plans over one device mesh; the "
@@ -1689,7 +1695,7 @@ struct AutoShardPass
                          << " devices"
                          << (rematOpen ? ", recomputation tried" : "")
                          << "); give more devices, a larger memory=, "
-                         << (rematOpen ? "" : "--par-remat=auto, ")
+                         << (rematGiven ? "--par-remat=auto, " : "")
                          << "or a lower precision";
       return signalPassFailure();
     }
@@ -1761,8 +1767,8 @@ struct AutoShardPass
         b.getNamedAttr("axes", b.getDictionaryAttr(axes)),
         b.getNamedAttr("zero", b.getI64IntegerAttr(best.zero)),
         b.getNamedAttr("remat", b.getStringAttr(best.remat  ? "auto"
-                                                : rematOpen ? "none"
-                                                            : "given")),
+                                                : rematGiven ? "given"
+                                                             : "none")),
         b.getNamedAttr("planned_seconds",
                        b.getF64FloatAttr(best.plannedSeconds)),
         b.getNamedAttr("step_seconds",

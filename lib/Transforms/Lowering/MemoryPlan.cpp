@@ -262,6 +262,29 @@ bool mlir::par::isActivation(Value value) {
   });
 }
 
+LayerActivations mlir::par::activationsByLayer(const MemoryPlan &plan) {
+  LayerActivations result;
+  for (const PlannedBuffer &buffer : plan.buffers) {
+    if (buffer.reuses >= 0 || !isActivation(buffer.value))
+      continue;
+    if (std::optional<int64_t> layer =
+            getLayer(buffer.value.getDefiningOp()))
+      result.byLayer[*layer] += buffer.bytes;
+    else
+      result.outside += buffer.bytes;
+  }
+  return result;
+}
+
+std::map<int64_t, double> mlir::par::recomputedFlops(const MemoryPlan &plan) {
+  std::map<int64_t, double> flops;
+  for (Operation *op : plan.instructions)
+    if (isRecomputed(op))
+      if (auto rule = dyn_cast<ShardingRuleOpInterface>(op))
+        flops[getLayer(op).value_or(-1)] += rule.getWork().flops;
+  return flops;
+}
+
 std::optional<Phase> mlir::par::peakPhase(const MemoryPlan &plan) {
   if (plan.peakInstruction >= int64_t(plan.instructions.size()))
     return std::nullopt;

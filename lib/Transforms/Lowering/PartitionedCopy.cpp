@@ -8,14 +8,19 @@ using namespace mlir::par;
 
 FailureOr<OwningOpRef<ModuleOp>>
 mlir::par::partitionedCopy(ModuleOp module, std::string &error) {
-  OwningOpRef<ModuleOp> clone = module.clone();
-  PassManager pm(module.getContext());
+  return partitionedCopy(OwningOpRef<ModuleOp>(module.clone()), error);
+}
+
+FailureOr<OwningOpRef<ModuleOp>>
+mlir::par::partitionedCopy(OwningOpRef<ModuleOp> clone, std::string &error) {
+  MLIRContext *context = clone->getContext();
+  PassManager pm(context);
   // Not verified here (a third of a check's time on a 96-layer plan).
   pm.enableVerifier(false);
   pm.addPass(createPropagatePass());
   buildPartitionPipeline(pm, PartitionPipelineOptions{});
   pm.addPass(createSchedulePass());
-  ScopedDiagnosticHandler capture(module.getContext(), [&](Diagnostic &diag) {
+  ScopedDiagnosticHandler capture(context, [&](Diagnostic &diag) {
     if (diag.getSeverity() == DiagnosticSeverity::Error && error.empty())
       error = diag.str();
     return success();

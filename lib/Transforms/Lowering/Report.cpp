@@ -223,24 +223,16 @@ std::string layerRanges(ArrayRef<int64_t> layers) {
 /// layer of the op that makes them), what --par-remat chose, and the FLOPs
 /// a device spends recomputing.
 void reportLayers(func::FuncOp func, const MemoryPlan &plan,
-                  const Classified &classes, llvm::raw_ostream &os) {
-  std::map<int64_t, int64_t> byLayer;
-  int64_t outside = 0;
-  for (auto [id, buffer] : llvm::enumerate(plan.buffers)) {
-    if (buffer.reuses >= 0 || classes.of[id] != Activations)
-      continue;
-    Operation *def = buffer.value.getDefiningOp();
-    std::optional<int64_t> layer = def ? getLayer(def) : std::nullopt;
-    (layer ? byLayer[*layer] : outside) += buffer.bytes;
-  }
+                  llvm::raw_ostream &os) {
+  LayerActivations activations = activationsByLayer(plan);
+  const std::map<int64_t, int64_t> &byLayer = activations.byLayer;
+  int64_t outside = activations.outside;
   double flops = 0, recomputed = 0;
   for (Operation *op : plan.instructions)
-    if (auto rule = dyn_cast<ShardingRuleOpInterface>(op)) {
-      double work = rule.getWork().flops;
-      flops += work;
-      if (isRecomputed(op))
-        recomputed += work;
-    }
+    if (auto rule = dyn_cast<ShardingRuleOpInterface>(op))
+      flops += rule.getWork().flops;
+  for (auto &[layer, work] : recomputedFlops(plan))
+    recomputed += work;
   auto record = func->getAttrOfType<DictionaryAttr>(ParDialect::kRematAttrName);
   if (byLayer.empty() && !record)
     return;
@@ -372,7 +364,7 @@ void reportFunction(func::FuncOp func, const MemoryPlan &plan,
   }
   os << "\n";
 
-  reportLayers(func, plan, classes, os);
+  reportLayers(func, plan, os);
 
   os << "communication per call:\n";
   if (!func->hasAttr(ParDialect::kPartitionedAttrName)) {

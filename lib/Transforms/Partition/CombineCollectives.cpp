@@ -136,6 +136,9 @@ void Combiner::analyze() {
             type.getElementType(), getPhase(reduce), getLayer(reduce)};
     int64_t bytes = type.getNumElements() * elementBytesOf(key.element);
     bool gradient = bucketBytes && !getGradientOf(reduce).empty();
+    // A bucket spans layers: it follows the backward pass, not its marks.
+    if (gradient)
+      key.layer.reset();
     int64_t limit = gradient ? *bucketBytes : maxBytes;
     unsigned x = number[reduce];
     auto fits = [&](const Group &group) {

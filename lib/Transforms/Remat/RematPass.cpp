@@ -96,10 +96,13 @@ measure(ModuleOp module, const std::map<std::string, Modes> &modes,
     if (failed(rematerialize(func, [&](int64_t layer) {
           auto mode = of.find(layer);
           return mode == of.end() ? RematMode::none : mode->second;
-        })))
+        }))) {
+      error = "rematerializing @" + func.getSymName().str() + " failed";
       return failure();
+    }
   }
-  FailureOr<OwningOpRef<ModuleOp>> planned = partitionedCopy(*copy, error);
+  FailureOr<OwningOpRef<ModuleOp>> planned =
+      partitionedCopy(std::move(copy), error);
   if (failed(planned))
     return failure();
   std::map<std::string, Measured> result;
@@ -114,23 +117,22 @@ measure(ModuleOp module, const std::map<std::string, Modes> &modes,
     Measured &m = result[func.getSymName().str()];
     m.arenaBytes = plan->arenaBytes;
     m.live = liveBytes(*plan);
-    for (const PlannedBuffer &buffer : plan->buffers) {
-      Operation *def = buffer.value.getDefiningOp();
-      if (buffer.reuses >= 0 || !def || !isActivation(buffer.value))
-        continue;
-      if (std::optional<int64_t> layer = getLayer(def))
-        m.kept[*layer] += buffer.bytes;
-    }
+    m.kept = activationsByLayer(*plan).byLayer;
+    m.flops = recomputedFlops(*plan);
+    // Where each layer's forward ops end, then where its ops of a later
+    // phase start after that (a later-phase op scheduled earlier, one
+    // that reads no activation, does not end the span).
+    for (auto [t, op] : llvm::enumerate(plan->instructions))
+      if (std::optional<int64_t> layer = getLayer(op))
+        if (inPhase(op, Phase::forward))
+          m.forwardEnd[*layer] = int64_t(t);
     for (auto [t, op] : llvm::enumerate(plan->instructions)) {
       std::optional<int64_t> layer = getLayer(op);
-      if (!layer)
+      if (!layer || !getPhase(op) || inPhase(op, Phase::forward) ||
+          m.laterStart.count(*layer))
         continue;
-      if (isRecomputed(op))
-        if (auto rule = dyn_cast<ShardingRuleOpInterface>(op))
-          m.flops[*layer] += rule.getWork().flops;
-      if (inPhase(op, Phase::forward))
-        m.forwardEnd[*layer] = int64_t(t);
-      else if (getPhase(op) && !m.laterStart.count(*layer))
+      auto end = m.forwardEnd.find(*layer);
+      if (end == m.forwardEnd.end() || int64_t(t) > end->second)
         m.laterStart[*layer] = int64_t(t);
     }
   }
@@ -201,7 +203,12 @@ chooseModes(ModuleOp module, func::FuncOp func,
             std::map<RematMode, std::map<std::string, Measured>> &byMode,
             int64_t limit) {
   std::string name = func.getSymName().str();
-  const Measured &plain = byMode[RematMode::none][name];
+  auto measuredPlain = byMode[RematMode::none].find(name);
+  if (measuredPlain == byMode[RematMode::none].end()) {
+    func.emitError() << "--par-remat=auto: @" << name << " was not measured";
+    return std::nullopt;
+  }
+  const Measured &plain = measuredPlain->second;
   SmallVector<int64_t> layers = forwardLayers(func);
   auto uniform = [&](RematMode m) {
     Modes modes;
@@ -235,7 +242,6 @@ chooseModes(ModuleOp module, func::FuncOp func,
   }
   // Per instruction of the plain plan, the prefix of layers whose
   // activations it holds: layers 0..k-1 in forward order.
-  SmallVector<int64_t> position(layers.size());
   SmallVector<std::pair<int64_t, int64_t>> held; // per position
   for (int64_t layer : layers) {
     auto end = plain.forwardEnd.find(layer);
@@ -495,11 +501,14 @@ mlir::par::planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps,
   for (RematMode m : {RematMode::none, RematMode::selective, RematMode::full}) {
     std::map<std::string, Modes> all;
     bool differs = m != RematMode::selective;
-    for (func::FuncOp func : steps)
+    for (func::FuncOp func : steps) {
+      // Every step is measured, those without layers too.
+      all[func.getSymName().str()];
       for (int64_t layer : forwardLayers(func)) {
         all[func.getSymName().str()][layer] = m;
         differs |= hasAttentionCore(func, layer);
       }
+    }
     if (!differs)
       continue; // selective would keep what none keeps
     std::string error;

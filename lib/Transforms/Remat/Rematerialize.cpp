@@ -197,11 +197,18 @@ mlir::par::rematerialize(func::FuncOp func,
       setRecomputed(copy);
       setLate(copy);
     }
-    for (Value value : values)
-      value.replaceUsesWithIf(copies.lookup(value), [&](OpOperand &use) {
+    for (Value value : values) {
+      // Made before its first backward reader, so copied above.
+      Value copy = copies.lookupOrNull(value);
+      if (!copy)
+        return value.getDefiningOp()->emitError()
+               << "--par-remat: this value of layer " << layer
+               << " is made after a backward op reads it";
+      value.replaceUsesWithIf(copy, [&](OpOperand &use) {
         return !inPhase(use.getOwner(), Phase::forward) &&
                !isa<func::ReturnOp>(use.getOwner());
       });
+    }
   }
   return success();
 }

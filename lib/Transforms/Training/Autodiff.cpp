@@ -161,7 +161,15 @@ struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
       return signalPassFailure();
     }
     int64_t bucketBytes = 0;
-    if (StringRef(bucket).trim() != "0") {
+    // 0, 0B, 0MiB, 0.0: no buckets.
+    double number = 0;
+    StringRef text = StringRef(bucket).trim();
+    StringRef digits =
+        text.take_while([](char c) { return isdigit(c) || c == '.'; });
+    bool zeroSize =
+        !digits.empty() && !digits.getAsDouble(number) && number == 0 &&
+        parseByteSize(("1" + text.drop_front(digits.size())).str());
+    if (!zeroSize) {
       std::optional<int64_t> bytes = parseByteSize(bucket);
       if (!bytes) {
         getOperation().emitError()
