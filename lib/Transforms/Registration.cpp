@@ -16,7 +16,8 @@ void mlir::par::registerParPassesAndPipelines() {
   PassPipelineRegistration<PartitionPipelineOptions>(
       "par-partition",
       "Turn a sharded global program into one per-device program: "
-      "[--par-zero,] --par-insert-reshards, [--par-sink-partials,] "
+      "[--par-zero,] --par-split-checkpoints, --par-insert-reshards, "
+      "[--par-sink-partials,] "
       "--par-to-local[, --par-combine-collectives]",
       buildPartitionPipeline);
 }

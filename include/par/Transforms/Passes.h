@@ -94,7 +94,8 @@ struct PartitionPipelineOptions
 };
 
 /// --par-partition: a sharded global program into one per-device program:
-/// [--par-zero,] --par-insert-reshards, [--par-sink-partials,]
+/// [--par-zero,] --par-split-checkpoints, --par-insert-reshards,
+/// [--par-sink-partials,]
 /// --par-to-local[, --par-combine-collectives].
 void buildPartitionPipeline(OpPassManager &pm,
                             const PartitionPipelineOptions &options);

@@ -177,6 +177,26 @@ def ExplainShardingPass : Pass<"par-explain-sharding", "::mlir::ModuleOp"> {
 // Partitioning: the global program to per-device programs (--par-partition)
 //===----------------------------------------------------------------------===//
 
+def SplitCheckpointsPass : Pass<"par-split-checkpoints", "::mlir::ModuleOp"> {
+  let summary = "Keep recomputed layers' inputs split over an axis until "
+                "the backward pass (ZeRO-R's partitioned activation "
+                "checkpoints)";
+  let description = [{
+    Runs after --par-propagate (the first steps of --par-partition) on a
+    training step whose `par.remat` names a `checkpoint_axis`
+    (`--par-remat="full checkpoint-axis=tp"`). Each checkpoint, an
+    activation made in the forward pass that a recomputed op reads (a
+    layer's input), is constrained right after it is made to its layout
+    plus that axis on the dim it divides with the most elements left (a
+    local slice), and its readers in later phases read it through a
+    constraint back to its layout issued just before the first of them (an
+    all-gather, par.late). Between the two a device keeps 1/n of it. A
+    checkpoint already split over the axis, or with no dim the axis
+    divides, stays whole.
+  }];
+  let dependentDialects = ["::mlir::par::ParDialect"];
+}
+
 def InsertReshardsPass : Pass<"par-insert-reshards", "::mlir::ModuleOp"> {
   let summary = "Make every op's tensors agree with one sharding of its factors";
   let description = [{
@@ -587,6 +607,10 @@ def RematPass : Pass<"par-remat", "::mlir::ModuleOp"> {
     Option<"hardware", "hardware", "std::string", /*default=*/"\"\"",
            "auto without a budget: the hardware profile (a preset or JSON "
            "file) whose device memory is the budget">,
+    Option<"checkpointAxis", "checkpoint-axis", "std::string",
+           /*default=*/"\"\"",
+           "full: keep each recomputed layer's input split over this mesh "
+           "axis until the backward pass (--par-split-checkpoints)">,
   ];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }

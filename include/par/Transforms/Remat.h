@@ -74,10 +74,12 @@ planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps, int64_t budget);
 /// Rematerializes `func` as `modes` says and records it in par.remat: the
 /// mode `asked` for, each layer's mode, and the budget and planned peak
 /// when given.
+/// A `checkpointAxis` is recorded for --par-split-checkpoints.
 LogicalResult applyRemat(func::FuncOp func, const RematModes &modes,
                          StringRef asked,
                          std::optional<int64_t> budget = std::nullopt,
-                         std::optional<int64_t> peak = std::nullopt);
+                         std::optional<int64_t> peak = std::nullopt,
+                         StringRef checkpointAxis = "");
 
 } // namespace mlir::par
 

@@ -18,6 +18,7 @@ void mlir::par::buildPartitionPipeline(
     OpPassManager &pm, const PartitionPipelineOptions &options) {
   if (options.zero)
     pm.addPass(createZeroPass());
+  pm.addPass(createSplitCheckpointsPass());
   pm.addPass(createInsertReshardsPass());
   if (options.sinkPartials)
     pm.addPass(createSinkPartialsPass());

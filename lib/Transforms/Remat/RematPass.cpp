@@ -416,6 +416,24 @@ struct RematPass : public mlir::par::impl::RematPassBase<RematPass> {
                             "auto[:budget=SIZE]";
       return signalPassFailure();
     }
+    if (!checkpointAxis.empty()) {
+      if (mode != "full") {
+        module.emitError() << "--par-remat: checkpoint-axis= applies to mode "
+                              "full, not '"
+                           << mode << "'";
+        return signalPassFailure();
+      }
+      bool known = llvm::any_of(module.getOps<MeshOp>(), [&](MeshOp mesh) {
+        return llvm::any_of(mesh.getAxisNames(), [&](Attribute name) {
+          return cast<StringAttr>(name).getValue() == checkpointAxis;
+        });
+      });
+      if (!known) {
+        module.emitError() << "--par-remat: checkpoint-axis '" << checkpointAxis
+                           << "' is not an axis of the module's mesh";
+        return signalPassFailure();
+      }
+    }
     if (!isAuto && (!budget.empty() || !hardware.empty())) {
       module.emitError() << "--par-remat: budget= and hardware= apply to "
                             "mode auto, not '"
@@ -449,7 +467,8 @@ struct RematPass : public mlir::par::impl::RematPassBase<RematPass> {
         Modes modes;
         for (int64_t layer : forwardLayers(func))
           modes[layer] = *fixed;
-        if (failed(applyRemat(func, modes, mode)))
+        if (failed(applyRemat(func, modes, mode, std::nullopt, std::nullopt,
+                              checkpointAxis)))
           return signalPassFailure();
       }
       return;
@@ -534,7 +553,8 @@ mlir::par::planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps,
 LogicalResult mlir::par::applyRemat(func::FuncOp func, const RematModes &modes,
                                     StringRef asked,
                                     std::optional<int64_t> budget,
-                                    std::optional<int64_t> peak) {
+                                    std::optional<int64_t> peak,
+                                    StringRef checkpointAxis) {
   if (failed(rematerialize(func, [&](int64_t layer) {
         auto it = modes.find(layer);
         return it == modes.end() ? RematMode::none : it->second;
@@ -557,6 +577,9 @@ LogicalResult mlir::par::applyRemat(func::FuncOp func, const RematModes &modes,
     record.push_back(b.getNamedAttr("budget", b.getI64IntegerAttr(*budget)));
   if (peak)
     record.push_back(b.getNamedAttr("peak", b.getI64IntegerAttr(*peak)));
+  if (!checkpointAxis.empty())
+    record.push_back(
+        b.getNamedAttr("checkpoint_axis", b.getStringAttr(checkpointAxis)));
   func->setAttr(ParDialect::kRematAttrName, b.getDictionaryAttr(record));
   return success();
 }
