@@ -305,7 +305,10 @@ def CombineCollectivesPass : Pass<"par-combine-collectives", "::mlir::ModuleOp">
     large gradient buckets are a different trade against overlap). Late
     all-reduces are not combined. The result computes the same values
     with fewer collectives: the vocabulary-parallel cross-entropy issues
-    three all-reduces, not four.
+    three all-reduces, not four. A training step with a bucket size
+    (`par.bucket_bytes`, --par-autodiff bucket=) fills buckets of its
+    gradient all-reduces and (ZeRO-2/3) reduce-scatters in program order
+    instead, each issued after its last gradient and marked `par.bucket`.
 
     ```sh
     par-opt model.mlir --par-propagate --par-to-local --par-combine-collectives
@@ -511,10 +514,11 @@ def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
     are flat too and ZeRO splits them in pieces of ceil(numel / N)
     (docs/training.md, "Flattened views").
 
-    `bucket=SIZE` (default 25MiB): the data-parallel all-reduces of the
-    gradients are combined, in the order the backward pass makes the
-    gradients, into buckets of at most SIZE bytes per device; each bucket
-    is one all-reduce issued right after its last gradient is made, so on
+    `bucket=SIZE` (default 25MiB): the data-parallel all-reduces (ZeRO-2/3:
+    reduce-scatters) of the gradients are combined, in the order the
+    backward pass makes the gradients, into buckets of at most SIZE bytes
+    per device; each bucket is one collective issued right after its last
+    gradient is made, so on
     a backend that runs collectives on their own stream it overlaps the
     rest of the backward pass. `bucket=0` issues one all-reduce per
     gradient. The size is recorded on the step (`par.bucket_bytes`) for

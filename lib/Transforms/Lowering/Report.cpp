@@ -402,7 +402,7 @@ void reportFunction(func::FuncOp func, const MemoryPlan &plan,
       largest = std::max(largest, cast<CollectiveOpInterface>(op).getCost().bytes);
     }
   if (buckets)
-    os << "  gradient buckets: " << buckets << " all-reduce(s) of "
+    os << "  gradient buckets: " << buckets << " collective(s) of "
        << gradients << " gradient(s), the largest " << humanBytes(largest)
        << "\n";
 }

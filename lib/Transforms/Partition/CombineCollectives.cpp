@@ -45,6 +45,7 @@ namespace {
 
 /// What all-reduces must share to travel together.
 struct Key {
+  OperationName op; // all_reduce or reduce_scatter
   StringRef mesh;
   Attribute axes;
   CollectiveKind kind;
@@ -52,16 +53,35 @@ struct Key {
   std::optional<Phase> phase;
   std::optional<int64_t> layer;
   bool operator==(const Key &other) const {
-    return mesh == other.mesh && axes == other.axes && kind == other.kind &&
-           element == other.element && phase == other.phase &&
-           layer == other.layer;
+    return op == other.op && mesh == other.mesh && axes == other.axes &&
+           kind == other.kind && element == other.element &&
+           phase == other.phase && layer == other.layer;
+  }
+};
+
+/// The reductions the combiner handles: all-reduces, and (in gradient
+/// buckets only) reduce-scatters.
+struct Reduction {
+  Operation *op;
+  Value input() const { return op->getOperand(0); }
+  Value result() const { return op->getResult(0); }
+  Key key() const {
+    if (auto reduce = dyn_cast<AllReduceOp>(op))
+      return {op->getName(), reduce.getMesh(), reduce.getAxes(),
+              reduce.getKind(), elementOf(), getPhase(op), getLayer(op)};
+    auto scatter = cast<ReduceScatterOp>(op);
+    return {op->getName(), scatter.getMesh(), scatter.getAxes(),
+            scatter.getKind(), elementOf(), getPhase(op), getLayer(op)};
+  }
+  Type elementOf() const {
+    return cast<RankedTensorType>(input().getType()).getElementType();
   }
 };
 
 struct Group {
   Key key;
-  SmallVector<AllReduceOp> members;
-  llvm::BitVector memberBits; // over all-reduce numbers
+  SmallVector<Reduction> members;
+  llvm::BitVector memberBits; // over reduction numbers
   int64_t bytes = 0;
   bool bucket = false; // of gradient all-reduces
 };
@@ -98,13 +118,17 @@ void Combiner::analyze() {
   number.clear();
   ancestors.clear();
   groups.clear();
-  SmallVector<AllReduceOp> reduces;
-  for (Operation &op : block)
-    if (auto reduce = dyn_cast<AllReduceOp>(&op);
-        reduce && !isLate(reduce)) {
-      number[reduce] = reduces.size();
-      reduces.push_back(reduce);
+  // All-reduces, and the reduce-scatters of gradients when the step
+  // has buckets (others are left as they are).
+  SmallVector<Reduction> reduces;
+  for (Operation &op : block) {
+    bool bucketed = bucketBytes && *bucketBytes > 0 &&
+                    !getGradientOf(&op).empty() && isa<ReduceScatterOp>(op);
+    if ((isa<AllReduceOp>(op) || bucketed) && !isLate(&op)) {
+      number[&op] = reduces.size();
+      reduces.push_back({&op});
     }
+  }
   unsigned n = reduces.size();
   for (Operation &op : block) {
     llvm::BitVector bits(n);
@@ -122,25 +146,24 @@ void Combiner::analyze() {
 
   // reach[i] holds j when i's result flows into j's input.
   reach.assign(n, llvm::BitVector(n));
-  for (AllReduceOp reduce : reduces)
-    if (Operation *def = reduce.getInput().getDefiningOp())
+  for (Reduction reduce : reduces)
+    if (Operation *def = reduce.input().getDefiningOp())
       for (unsigned i :
            ancestors[block.findAncestorOpInBlock(*def)].set_bits())
-        reach[i].set(number[reduce]);
+        reach[i].set(number[reduce.op]);
 
   // Per key, the gradient bucket being filled (an index in `groups`).
   SmallVector<std::pair<Key, size_t>> filling;
-  for (AllReduceOp reduce : reduces) {
-    auto type = cast<RankedTensorType>(reduce.getInput().getType());
-    Key key{reduce.getMesh(), reduce.getAxes(),  reduce.getKind(),
-            type.getElementType(), getPhase(reduce), getLayer(reduce)};
+  for (Reduction reduce : reduces) {
+    auto type = cast<RankedTensorType>(reduce.input().getType());
+    Key key = reduce.key();
     int64_t bytes = type.getNumElements() * elementBytesOf(key.element);
-    bool gradient = bucketBytes && !getGradientOf(reduce).empty();
+    bool gradient = bucketBytes && !getGradientOf(reduce.op).empty();
     // A bucket spans layers: it follows the backward pass, not its marks.
     if (gradient)
       key.layer.reset();
     int64_t limit = gradient ? *bucketBytes : maxBytes;
-    unsigned x = number[reduce];
+    unsigned x = number[reduce.op];
     auto fits = [&](const Group &group) {
       unsigned first = group.memberBits.find_first();
       return group.key == key && group.bucket == gradient &&
@@ -197,14 +220,21 @@ void Combiner::analyze() {
   }
 }
 
-/// One all-reduce for the group, right after the last of its inputs is
+/// One collective for the group, right after the last of its inputs is
 /// computed; each member's result becomes its slice of it, and what reads
 /// the results before that point moves after it. False (and nothing
 /// changed) when a reader to move has side effects.
+///
+/// All-reduces concatenate their flattened inputs. Reduce-scatters (each
+/// over the same group, dims of their own) pack each input as
+/// [n, elements per device], the piece device r keeps in row r (the
+/// scattered dim split into n major blocks and moved first), concatenate
+/// the rows and reduce-scatter dim 0: row r of the result is every
+/// member's piece of device r, in order.
 bool Combiner::rewrite(Group &group) {
   Operation *last = nullptr;
-  for (AllReduceOp member : group.members)
-    if (Operation *def = member.getInput().getDefiningOp()) {
+  for (Reduction member : group.members)
+    if (Operation *def = member.input().getDefiningOp()) {
       Operation *owner = block.findAncestorOpInBlock(*def);
       if (!last || last->isBeforeInBlock(owner))
         last = owner;
@@ -213,8 +243,8 @@ bool Combiner::rewrite(Group &group) {
   SmallVector<Operation *> readers;
   if (last) {
     llvm::SmallPtrSet<Operation *, 16> reached;
-    for (AllReduceOp member : group.members)
-      reached.insert(member);
+    for (Reduction member : group.members)
+      reached.insert(member.op);
     for (Operation &op : block) {
       if (&op == last)
         break;
@@ -235,63 +265,108 @@ bool Combiner::rewrite(Group &group) {
       readers.push_back(&op);
     }
   }
-  AllReduceOp lead = group.members.front();
-  OpBuilder b(lead.getContext());
+  Operation *lead = group.members.front().op;
+  OpBuilder b(lead->getContext());
   if (last)
     b.setInsertionPointAfter(last);
   else
     b.setInsertionPointToStart(&block);
-  Location loc = lead.getLoc();
+  Location loc = lead->getLoc();
   Type element = group.key.element;
+  auto scatter = dyn_cast<ReduceScatterOp>(lead);
+  // Devices in the group (the rows of a reduce-scatter's packing).
+  int64_t n = 1;
+  if (scatter) {
+    auto type = cast<RankedTensorType>(scatter.getInput().getType());
+    n = type.getDimSize(scatter.getDim()) /
+        scatter.getResult().getType().getDimSize(scatter.getDim());
+  }
   SmallVector<Value> flat;
-  SmallVector<int64_t> sizes;
+  SmallVector<int64_t> sizes; // elements per member in the result
   int64_t total = 0;
   Operation *begin = nullptr;
-  for (AllReduceOp member : group.members) {
-    auto type = cast<RankedTensorType>(member.getInput().getType());
-    int64_t size = type.getNumElements();
-    Value piece = member.getInput();
-    if (type.getRank() != 1) {
-      piece = ReshapeOp::create(
-          b, loc, RankedTensorType::get({size}, element), piece);
-      if (!begin)
-        begin = piece.getDefiningOp();
+  auto made = [&](Value value) {
+    if (!begin && value.getDefiningOp())
+      begin = value.getDefiningOp();
+    return value;
+  };
+  for (Reduction member : group.members) {
+    auto type = cast<RankedTensorType>(member.input().getType());
+    Value piece = member.input();
+    int64_t size = type.getNumElements() / n;
+    if (!scatter) {
+      if (type.getRank() != 1)
+        piece = made(ReshapeOp::create(
+            b, loc, RankedTensorType::get({size}, element), piece));
+    } else {
+      int64_t d = cast<ReduceScatterOp>(member.op).getDim();
+      int64_t outer = 1;
+      for (int64_t i = 0; i < d; ++i)
+        outer *= type.getDimSize(i);
+      int64_t inner = size / outer;
+      if (outer == 1) {
+        piece = made(ReshapeOp::create(
+            b, loc, RankedTensorType::get({n, size}, element), piece));
+      } else {
+        piece = made(ReshapeOp::create(
+            b, loc, RankedTensorType::get({outer, n, inner}, element), piece));
+        piece = made(TransposeOp::create(
+            b, loc, RankedTensorType::get({n, outer, inner}, element), piece,
+            b.getDenseI64ArrayAttr({1, 0, 2})));
+        piece = made(ReshapeOp::create(
+            b, loc, RankedTensorType::get({n, size}, element), piece));
+      }
     }
     flat.push_back(piece);
     sizes.push_back(size);
     total += size;
   }
-  auto combinedType = RankedTensorType::get({total}, element);
-  Value joined = ConcatOp::create(b, loc, combinedType, flat, 0);
-  if (!begin)
-    begin = joined.getDefiningOp();
-  auto reduced =
-      AllReduceOp::create(b, loc, combinedType, group.key.kind, joined,
-                          lead.getMesh(), lead.getAxes());
+  Value reduced;
+  if (!scatter) {
+    auto combinedType = RankedTensorType::get({total}, element);
+    Value joined = made(ConcatOp::create(b, loc, combinedType, flat, 0));
+    reduced = AllReduceOp::create(b, loc, combinedType, group.key.kind,
+                                  joined, cast<AllReduceOp>(lead).getMesh(),
+                                  cast<AllReduceOp>(lead).getAxes());
+  } else {
+    Value joined = made(ConcatOp::create(
+        b, loc, RankedTensorType::get({n, total}, element), flat, 1));
+    reduced = ReduceScatterOp::create(
+        b, loc, RankedTensorType::get({1, total}, element), group.key.kind,
+        joined, scatter.getMesh(), scatter.getAxes(), 0);
+  }
   if (group.bucket)
-    reduced->setAttr(ParDialect::kBucketAttrName,
-                     b.getI64IntegerAttr(group.members.size()));
+    reduced.getDefiningOp()->setAttr(
+        ParDialect::kBucketAttrName,
+        b.getI64IntegerAttr(group.members.size()));
   int64_t offset = 0;
   Operation *tail = nullptr;
   for (auto [member, size] : llvm::zip(group.members, sizes)) {
-    auto type = cast<RankedTensorType>(member.getResult().getType());
-    Value piece = SliceOp::create(
-        b, loc, RankedTensorType::get({size}, element), reduced,
-        b.getDenseI64ArrayAttr({offset}),
-        b.getDenseI64ArrayAttr({offset + size}), DenseI64ArrayAttr());
+    auto type = cast<RankedTensorType>(member.result().getType());
+    Value piece;
+    if (!scatter)
+      piece = SliceOp::create(b, loc, RankedTensorType::get({size}, element),
+                              reduced, b.getDenseI64ArrayAttr({offset}),
+                              b.getDenseI64ArrayAttr({offset + size}),
+                              DenseI64ArrayAttr());
+    else
+      piece = SliceOp::create(
+          b, loc, RankedTensorType::get({1, size}, element), reduced,
+          b.getDenseI64ArrayAttr({0, offset}),
+          b.getDenseI64ArrayAttr({1, offset + size}), DenseI64ArrayAttr());
     Value result = piece;
-    if (type.getRank() != 1)
+    if (cast<RankedTensorType>(piece.getType()).getShape() != type.getShape())
       result = ReshapeOp::create(b, loc, type, piece);
     tail = result.getDefiningOp();
     offset += size;
-    carryMarks(member, result);
-    member.getResult().replaceAllUsesWith(result);
+    carryMarks(member.op, result);
+    member.result().replaceAllUsesWith(result);
   }
   stampMarks(group.key.phase, group.key.layer, begin->getIterator(),
              std::next(tail->getIterator()));
-  for (AllReduceOp member : group.members)
-    member->erase();
-  // Readers that came before the combined all-reduce follow it, in order.
+  for (Reduction member : group.members)
+    member.op->erase();
+  // Readers that came before the combined collective follow it, in order.
   for (Operation *reader : readers) {
     reader->moveAfter(tail);
     tail = reader;
@@ -307,11 +382,11 @@ int64_t Combiner::run() {
       folded += group.members.size();
       continue;
     }
-    // A bucket of its own all-reduces, as they are.
+    // A bucket of its own collectives, as they are.
     if (group.bucket)
-      for (AllReduceOp member : group.members)
-        member->setAttr(ParDialect::kBucketAttrName,
-                        OpBuilder(member).getI64IntegerAttr(1));
+      for (Reduction member : group.members)
+        member.op->setAttr(ParDialect::kBucketAttrName,
+                           OpBuilder(member.op).getI64IntegerAttr(1));
   }
   return folded;
 }

@@ -127,7 +127,7 @@ struct CommReportPass : public par::impl::CommReportPassBase<CommReportPass> {
       if (buckets.count) {
         auto size = func->getAttrOfType<IntegerAttr>(
             ParDialect::kBucketBytesAttrName);
-        os << "  gradient buckets: " << buckets.count << " all-reduce(s) of "
+        os << "  gradient buckets: " << buckets.count << " collective(s) of "
            << gradients << " gradient(s), " << humanBytes(buckets.bytes)
            << " in all";
         if (size)

@@ -1,3 +1,5 @@
+// ZeRO-2/3 steps here use bucket=0: the checks read the reduce-scatters
+// one per gradient (test/Transforms/Partition/gradient-buckets.test covers buckets).
 // --report / --par-report on a data-parallel MLP with Φ = 1024 parameters
 // (w1 16x32, w2 32x16), mixed-precision AdamW (bf16 compute, fp32 masters
 // and moments). Per device, the model states must equal the ZeRO formulas
@@ -9,16 +11,16 @@
 //
 // RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw precision=bf16 zero=0" --par-propagate --par-partition --report -o /dev/null 2>&1 | FileCheck %s --check-prefix=Z0
 // RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw precision=bf16 zero=1" --par-propagate --par-partition --report -o /dev/null 2>&1 | FileCheck %s --check-prefix=Z1
-// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw precision=bf16 zero=2" --par-propagate --par-partition --report -o /dev/null 2>&1 | FileCheck %s --check-prefix=Z2
-// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw precision=bf16 zero=3" --par-propagate --par-partition --report -o /dev/null 2>&1 | FileCheck %s --check-prefix=Z3
+// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw precision=bf16 zero=2 bucket=0" --par-propagate --par-partition --report -o /dev/null 2>&1 | FileCheck %s --check-prefix=Z2
+// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw precision=bf16 zero=3 bucket=0" --par-propagate --par-partition --report -o /dev/null 2>&1 | FileCheck %s --check-prefix=Z3
 // RUN: par-opt %s --mesh=dp=8 --par-autodiff="optimizer=adamw precision=bf16 zero=1" --par-propagate --par-partition --report -o /dev/null 2>&1 | FileCheck %s --check-prefix=Z1N8
-// RUN: par-opt %s --mesh=dp=8 --par-autodiff="optimizer=adamw precision=bf16 zero=3" --par-propagate --par-partition --report -o /dev/null 2>&1 | FileCheck %s --check-prefix=Z3N8
+// RUN: par-opt %s --mesh=dp=8 --par-autodiff="optimizer=adamw precision=bf16 zero=3 bucket=0" --par-propagate --par-partition --report -o /dev/null 2>&1 | FileCheck %s --check-prefix=Z3N8
 // fp32 AdamW without ZeRO is 16 bytes per parameter too (4 + 4 + 8):
 // RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw" --par-propagate --par-partition --report -o /dev/null 2>&1 | FileCheck %s --check-prefix=F32
 // fp16 adds the loss scale and its two counters:
-// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw precision=fp16 zero=2 clip=1.0" --par-propagate --par-partition --report -o /dev/null 2>&1 | FileCheck %s --check-prefix=F16
+// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw precision=fp16 zero=2 clip=1.0 bucket=0" --par-propagate --par-partition --report -o /dev/null 2>&1 | FileCheck %s --check-prefix=F16
 // The pass prints to standard output, the IR is unchanged:
-// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw precision=bf16 zero=2" --par-propagate --par-partition --par-schedule --par-report | FileCheck %s --check-prefix=PASS
+// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw precision=bf16 zero=2 bucket=0" --par-propagate --par-partition --par-schedule --par-report | FileCheck %s --check-prefix=PASS
 // RUN: not par-opt %s --mesh=dp=4 --par-report=alignment=3 -o /dev/null 2>&1 | FileCheck %s --check-prefix=ALIGN
 
 // Stage 0: 2Φ bf16 working copies, 2Φ bf16 gradients (all-reduced in

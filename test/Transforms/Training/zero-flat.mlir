@@ -1,11 +1,13 @@
-// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw precision=bf16 zero=3" | FileCheck %s --check-prefix=AD
-// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw precision=bf16 zero=3" --par-propagate --par-zero | FileCheck %s --check-prefix=Z3
+// ZeRO-2/3 steps here use bucket=0: the checks read the reduce-scatters
+// one per gradient (test/Transforms/Partition/gradient-buckets.test covers buckets).
+// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw precision=bf16 zero=3 bucket=0" | FileCheck %s --check-prefix=AD
+// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw precision=bf16 zero=3 bucket=0" --par-propagate --par-zero | FileCheck %s --check-prefix=Z3
 // RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw precision=bf16 zero=1" --par-propagate --par-zero | FileCheck %s --check-prefix=Z1
-// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw precision=bf16 zero=3" --par-propagate --par-partition --par-comm-report -o /dev/null 2>&1 | FileCheck %s --check-prefix=COMM
-// RUN: par-opt %s --mesh=dp=2 --par-autodiff="optimizer=adamw zero=3" | FileCheck %s --check-prefix=NONE --implicit-check-not=par.view
-// RUN: sed 's/%%w: tensor<6x10xf32> {/&par.sharding = #par.sharding<@mesh, [{}, {"tp"}]>, /' %s | par-opt - --mesh=dp=4,tp=2 --par-autodiff="optimizer=adamw zero=3" | FileCheck %s --check-prefix=TP
+// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw precision=bf16 zero=3 bucket=0" --par-propagate --par-partition --par-comm-report -o /dev/null 2>&1 | FileCheck %s --check-prefix=COMM
+// RUN: par-opt %s --mesh=dp=2 --par-autodiff="optimizer=adamw zero=3 bucket=0" | FileCheck %s --check-prefix=NONE --implicit-check-not=par.view
+// RUN: sed 's/%%w: tensor<6x10xf32> {/&par.sharding = #par.sharding<@mesh, [{}, {"tp"}]>, /' %s | par-opt - --mesh=dp=4,tp=2 --par-autodiff="optimizer=adamw zero=3 bucket=0" | FileCheck %s --check-prefix=TP
 // RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw" | FileCheck %s --check-prefix=NONE --implicit-check-not=par.view
-// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=sgd momentum=0.9 zero=2 data-axis=dp" | FileCheck %s --check-prefix=SGD
+// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=sgd momentum=0.9 zero=2 data-axis=dp bucket=0" | FileCheck %s --check-prefix=SGD
 
 // ZeRO over flattened views. With ZeRO on dp=4, --par-autodiff makes w
 // (6 x 10: no dim divides by 4) a flat argument tensor<60> viewed as 6 x 10

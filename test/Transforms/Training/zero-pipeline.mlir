@@ -1,8 +1,10 @@
+// ZeRO-2/3 steps here use bucket=0: the checks read the reduce-scatters
+// one per gradient (test/Transforms/Partition/gradient-buckets.test covers buckets).
 // RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw zero=0" --par-propagate --par-partition --par-comm-report -o /dev/null | FileCheck %s --check-prefix=COMM0
 // RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw zero=1" --par-propagate --par-partition --par-comm-report --par-schedule | FileCheck %s --check-prefixes=COMM12,Z1
-// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw zero=2" --par-propagate --par-partition --par-comm-report --par-schedule | FileCheck %s --check-prefixes=COMM12,Z2
-// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw zero=3" --par-propagate --par-partition --par-comm-report --par-schedule | FileCheck %s --check-prefixes=COMM3,Z3
-// RUN: not par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw zero=2 data-axis=fsdp" --par-propagate --par-partition -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOAXIS
+// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw zero=2 bucket=0" --par-propagate --par-partition --par-comm-report --par-schedule | FileCheck %s --check-prefixes=COMM12,Z2
+// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw zero=3 bucket=0" --par-propagate --par-partition --par-comm-report --par-schedule | FileCheck %s --check-prefixes=COMM3,Z3
+// RUN: not par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw zero=2 data-axis=fsdp bucket=0" --par-propagate --par-partition -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOAXIS
 
 // Data-parallel MLP on dp=4, 1024 parameters (w1 16x32, w2 32x16).
 //

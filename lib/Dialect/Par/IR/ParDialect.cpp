@@ -272,10 +272,11 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kBucketAttrName) {
     auto count = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!count || !isa<AllReduceOp>(op) || count.getInt() < 1)
+    if (!count || !isa<AllReduceOp, ReduceScatterOp>(op) ||
+        count.getInt() < 1)
       return op->emitError() << "'" << kBucketAttrName
                              << "' is a positive gradient count on an "
-                                "all-reduce";
+                                "all-reduce or reduce-scatter";
     return success();
   }
   if (attr.getName() == kRematAttrName) {

@@ -66,8 +66,9 @@ def Par_Dialect : Dialect {
     /// of gradient all-reduces in bytes per device, 0 for none.
     static constexpr ::llvm::StringLiteral kBucketBytesAttrName =
         "par.bucket_bytes";
-    /// On an all-reduce that --par-combine-collectives made of a bucket of
-    /// gradient all-reduces: how many gradients it carries.
+    /// On an all-reduce or reduce-scatter that --par-combine-collectives
+    /// made of a bucket of gradient reductions: how many gradients it
+    /// carries.
     static constexpr ::llvm::StringLiteral kBucketAttrName = "par.bucket";
     static constexpr ::llvm::StringLiteral kPartitionedAttrName =
         "par.partitioned";
