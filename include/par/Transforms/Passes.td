@@ -613,8 +613,8 @@ def RematPass : Pass<"par-remat", "::mlir::ModuleOp"> {
            "file) whose device memory is the budget">,
     Option<"checkpointAxis", "checkpoint-axis", "std::string",
            /*default=*/"\"\"",
-           "full: keep each recomputed layer's input split over this mesh "
-           "axis until the backward pass (--par-split-checkpoints)">,
+           "full, auto: keep each recomputed layer's input split over this "
+           "mesh axis until the backward pass (--par-split-checkpoints)">,
   ];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }

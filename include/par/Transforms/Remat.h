@@ -68,8 +68,11 @@ SmallVector<func::FuncOp> openTrainingSteps(ModuleOp module);
 /// per-device peak fit `budget` with the fewest recomputed FLOPs
 /// (RematPass.cpp). Changes nothing; fails after an error at the step
 /// (naming the smallest planned peak when nothing fits).
+/// With a `checkpointAxis`, every choice is measured with its checkpoints
+/// split over it (--par-split-checkpoints).
 FailureOr<std::map<std::string, RematChoice>>
-planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps, int64_t budget);
+planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps, int64_t budget,
+          StringRef checkpointAxis = "");
 
 /// Rematerializes `func` as `modes` says and records it in par.remat: the
 /// mode `asked` for, each layer's mode, and the budget and planned peak

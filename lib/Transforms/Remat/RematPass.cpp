@@ -86,7 +86,7 @@ struct Measured {
 /// measures each training step.
 FailureOr<std::map<std::string, Measured>>
 measure(ModuleOp module, const std::map<std::string, Modes> &modes,
-        std::string &error) {
+        StringRef checkpointAxis, std::string &error) {
   OwningOpRef<ModuleOp> copy = module.clone();
   for (auto func : copy->getOps<func::FuncOp>()) {
     auto it = modes.find(func.getSymName().str());
@@ -99,6 +99,15 @@ measure(ModuleOp module, const std::map<std::string, Modes> &modes,
         }))) {
       error = "rematerializing @" + func.getSymName().str() + " failed";
       return failure();
+    }
+    // Partitioned checkpoints are split by --par-partition, as for real.
+    if (!checkpointAxis.empty()) {
+      Builder b(func.getContext());
+      func->setAttr(ParDialect::kRematAttrName,
+                    b.getDictionaryAttr(
+                        {b.getNamedAttr("mode", b.getStringAttr("auto")),
+                         b.getNamedAttr("checkpoint_axis",
+                                        b.getStringAttr(checkpointAxis))}));
     }
   }
   FailureOr<OwningOpRef<ModuleOp>> planned =
@@ -201,7 +210,7 @@ choose(ArrayRef<SmallVector<LayerOption>> options, ArrayRef<int64_t> need) {
 std::optional<RematChoice>
 chooseModes(ModuleOp module, func::FuncOp func,
             std::map<RematMode, std::map<std::string, Measured>> &byMode,
-            int64_t limit) {
+            int64_t limit, StringRef checkpointAxis) {
   std::string name = func.getSymName().str();
   auto measuredPlain = byMode[RematMode::none].find(name);
   if (measuredPlain == byMode[RematMode::none].end()) {
@@ -300,7 +309,7 @@ chooseModes(ModuleOp module, func::FuncOp func,
       return it->second;
     std::string error;
     FailureOr<std::map<std::string, Measured>> checked =
-        measure(module, {{name, modes}}, error);
+        measure(module, {{name, modes}}, checkpointAxis, error);
     if (failed(checked)) {
       func.emitError() << "--par-remat=auto: planning @" << name
                        << " with the chosen modes failed: " << error;
@@ -417,9 +426,9 @@ struct RematPass : public mlir::par::impl::RematPassBase<RematPass> {
       return signalPassFailure();
     }
     if (!checkpointAxis.empty()) {
-      if (mode != "full") {
-        module.emitError() << "--par-remat: checkpoint-axis= applies to mode "
-                              "full, not '"
+      if (mode != "full" && mode != "auto") {
+        module.emitError() << "--par-remat: checkpoint-axis= applies to modes "
+                              "full and auto, not '"
                            << mode << "'";
         return signalPassFailure();
       }
@@ -477,12 +486,13 @@ struct RematPass : public mlir::par::impl::RematPassBase<RematPass> {
     if (failed(limit))
       return signalPassFailure();
     FailureOr<std::map<std::string, RematChoice>> chosen =
-        planRemat(module, steps, *limit);
+        planRemat(module, steps, *limit, checkpointAxis);
     if (failed(chosen))
       return signalPassFailure();
     for (func::FuncOp func : steps) {
       const RematChoice &choice = chosen->at(func.getSymName().str());
-      if (failed(applyRemat(func, choice.modes, "auto", *limit, choice.peak)))
+      if (failed(applyRemat(func, choice.modes, "auto", *limit, choice.peak,
+                            checkpointAxis)))
         return signalPassFailure();
     }
   }
@@ -514,7 +524,7 @@ struct RematPass : public mlir::par::impl::RematPassBase<RematPass> {
 
 FailureOr<std::map<std::string, RematChoice>>
 mlir::par::planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps,
-                     int64_t limit) {
+                     int64_t limit, StringRef checkpointAxis) {
   // 1. Measure every mode on every layer.
   std::map<RematMode, std::map<std::string, Measured>> byMode;
   for (RematMode m : {RematMode::none, RematMode::selective, RematMode::full}) {
@@ -532,7 +542,7 @@ mlir::par::planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps,
       continue; // selective would keep what none keeps
     std::string error;
     FailureOr<std::map<std::string, Measured>> measured =
-        measure(module, all, error);
+        measure(module, all, checkpointAxis, error);
     if (failed(measured))
       return module.emitError()
              << "--par-remat=auto: planning the module with remat "
@@ -542,7 +552,7 @@ mlir::par::planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps,
   std::map<std::string, RematChoice> chosen;
   for (func::FuncOp func : steps) {
     std::optional<RematChoice> choice =
-        chooseModes(module, func, byMode, limit);
+        chooseModes(module, func, byMode, limit, checkpointAxis);
     if (!choice)
       return failure();
     chosen[func.getSymName().str()] = *choice;
