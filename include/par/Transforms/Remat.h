@@ -10,7 +10,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <map>
 #include <optional>
@@ -37,20 +37,19 @@ StringRef stringifyRematMode(RematMode mode);
 /// first forward op appears.
 SmallVector<int64_t> forwardLayers(func::FuncOp func);
 
-/// Whether `layer` of `func` has an attention core that `selective` would
-/// recompute (a softmax among its forward ops).
-bool hasAttentionCore(func::FuncOp func, int64_t layer);
-
-/// Rematerializes each layer of `func` (a training step from
-/// --par-autodiff) as `modeOf(layer)` says: the values a layer does not
-/// keep die in the forward pass, and copies of the ops that make them
-/// (marked par.recomputed, phase backward, par.late) are placed before the
-/// first backward op that reads one of them.
-LogicalResult rematerialize(func::FuncOp func,
-                            function_ref<RematMode(int64_t)> modeOf);
+/// The layers of `func` with an attention core that `selective` would
+/// recompute (a softmax among their forward ops).
+llvm::SmallDenseSet<int64_t> attentionCoreLayers(func::FuncOp func);
 
 /// A mode per layer (layers not listed keep everything).
 using RematModes = std::map<int64_t, RematMode>;
+
+/// Rematerializes each layer of `func` (a training step from
+/// --par-autodiff) as `modes` says: the values a layer does not keep die
+/// in the forward pass, and copies of the ops that make them (marked
+/// par.recomputed, phase backward, par.late) are placed before the first
+/// backward op that reads one of them.
+LogicalResult rematerialize(func::FuncOp func, const RematModes &modes);
 
 /// What --par-remat=auto chose for one training step, and the planned peak
 /// per device with it.

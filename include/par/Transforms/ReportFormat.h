@@ -20,8 +20,9 @@ std::string humanBytes(int64_t bytes);
 std::string humanSeconds(double seconds);
 
 /// Bytes in a size such as `40GiB`, `80GB`, `512MiB` or a plain count
-/// (at least one byte); nullopt when malformed.
-std::optional<int64_t> parseByteSize(llvm::StringRef text);
+/// (at least one byte, or zero when `allowZero`); nullopt when malformed.
+std::optional<int64_t> parseByteSize(llvm::StringRef text,
+                                     bool allowZero = false);
 
 } // namespace mlir::par
 

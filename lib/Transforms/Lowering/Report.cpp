@@ -227,15 +227,12 @@ void reportLayers(func::FuncOp func, const MemoryPlan &plan,
   LayerActivations activations = activationsByLayer(plan);
   const std::map<int64_t, int64_t> &byLayer = activations.byLayer;
   int64_t outside = activations.outside;
-  double flops = 0, recomputed = 0;
-  for (Operation *op : plan.instructions)
-    if (auto rule = dyn_cast<ShardingRuleOpInterface>(op))
-      flops += rule.getWork().flops;
-  for (auto &[layer, work] : recomputedFlops(plan))
-    recomputed += work;
   auto record = func->getAttrOfType<DictionaryAttr>(ParDialect::kRematAttrName);
   if (byLayer.empty() && !record)
     return;
+  double flops = totalFlops(func), recomputed = 0;
+  for (auto &[layer, work] : recomputedFlops(plan))
+    recomputed += work;
   os << "activations by layer (kept from the forward pass for later "
         "phases):\n";
   // Layers in number order, those with the same bytes on one line.

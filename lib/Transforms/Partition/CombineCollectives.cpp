@@ -66,12 +66,17 @@ struct Reduction {
   Value input() const { return op->getOperand(0); }
   Value result() const { return op->getResult(0); }
   Key key() const {
-    if (auto reduce = dyn_cast<AllReduceOp>(op))
-      return {op->getName(), reduce.getMesh(), reduce.getAxes(),
-              reduce.getKind(), elementOf(), getPhase(op), getLayer(op)};
-    auto scatter = cast<ReduceScatterOp>(op);
-    return {op->getName(), scatter.getMesh(), scatter.getAxes(),
-            scatter.getKind(), elementOf(), getPhase(op), getLayer(op)};
+    auto collective = cast<CollectiveOpInterface>(op);
+    auto reduce = dyn_cast<AllReduceOp>(op);
+    CollectiveKind kind =
+        reduce ? reduce.getKind() : cast<ReduceScatterOp>(op).getKind();
+    return {op->getName(),
+            collective.getMeshAttr().getValue(),
+            collective.getAxes(),
+            kind,
+            elementOf(),
+            getPhase(op),
+            getLayer(op)};
   }
   Type elementOf() const {
     return cast<RankedTensorType>(input().getType()).getElementType();
@@ -170,13 +175,20 @@ void Combiner::analyze() {
              group.bytes + bytes <= limit && !reach[first].test(x) &&
              !reach[x].anyCommon(group.memberBits);
     };
-    Group *home = nullptr;
+    // The bucket being filled for this key (gradients only; SIZE_MAX
+    // before the first).
+    size_t *open = nullptr;
     if (gradient) {
-      auto open = llvm::find_if(filling, [&](auto &entry) {
-        return entry.first == key;
-      });
-      if (open != filling.end() && fits(groups[open->second]))
-        home = &groups[open->second];
+      auto it = llvm::find_if(filling,
+                              [&](auto &entry) { return entry.first == key; });
+      if (it == filling.end())
+        it = filling.insert(filling.end(), {key, SIZE_MAX});
+      open = &it->second;
+    }
+    Group *home = nullptr;
+    if (open) {
+      if (*open != SIZE_MAX && fits(groups[*open]))
+        home = &groups[*open];
     } else if (bytes <= limit) {
       for (Group &group : groups)
         if (fits(group)) {
@@ -189,15 +201,8 @@ void Combiner::analyze() {
     if (!home) {
       groups.push_back(Group{key, {}, llvm::BitVector(n), 0, gradient});
       home = &groups.back();
-      if (gradient) {
-        auto open = llvm::find_if(filling, [&](auto &entry) {
-          return entry.first == key;
-        });
-        if (open != filling.end())
-          open->second = groups.size() - 1;
-        else
-          filling.push_back({key, groups.size() - 1});
-      }
+      if (open)
+        *open = groups.size() - 1;
     } else {
       // Contract: the group reaches what any member or the newcomer
       // reaches, and whatever reaches one of them reaches all of that.

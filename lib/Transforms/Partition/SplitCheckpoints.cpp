@@ -48,7 +48,7 @@ llvm::SetVector<Value> checkpointsOf(func::FuncOp func) {
   return checkpoints;
 }
 
-/// `layout` with `axis` (of `sizes`) added, minor, to the dim whose
+/// `layout` with `axis` (of `mesh`) added, minor, to the dim whose
 /// per-device size it divides with the most elements left; null when it
 /// is already used or divides none.
 ShardingAttr withAxis(ShardingAttr layout, RankedTensorType type,
@@ -56,18 +56,10 @@ ShardingAttr withAxis(ShardingAttr layout, RankedTensorType type,
   if (llvm::is_contained(layout.getShardingAxes(), axis) ||
       llvm::is_contained(layout.getPartialAxes(), axis))
     return {};
-  auto sizeOf = [&](StringAttr name) {
-    for (auto [n, size] : llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes()))
-      if (cast<StringAttr>(n) == name)
-        return size;
-    return int64_t(1);
-  };
-  int64_t n = sizeOf(axis);
+  int64_t n = mesh.getAxisSize(axis.getValue());
   int64_t best = -1, bestSize = 0;
   for (auto [d, dim] : llvm::enumerate(layout.getDims())) {
-    int64_t size = type.getDimSize(d);
-    for (StringAttr a : dim.getAxes())
-      size /= sizeOf(a);
+    int64_t size = type.getDimSize(d) / mesh.getNumShards(dim.getAxes());
     if (size % n == 0 && size > bestSize) {
       best = int64_t(d);
       bestSize = size;
@@ -112,7 +104,7 @@ struct SplitCheckpointsPass
                   "checkpoint has no sharding";
       auto mesh =
           SymbolTable::lookupNearestSymbolFrom<MeshOp>(func, layout.getMesh());
-      if (!mesh || !llvm::is_contained(mesh.getAxisNames(), axis))
+      if (!mesh || mesh.getAxisIndex(axis.getValue()) < 0)
         return func.emitError()
                << "--par-remat checkpoint-axis '" << axis.getValue()
                << "' is not an axis of the mesh of @" << func.getSymName();

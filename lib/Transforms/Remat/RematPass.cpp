@@ -67,8 +67,6 @@ bool isTrainingStep(func::FuncOp func) {
   return false;
 }
 
-using Modes = RematModes;
-
 /// What one function's partitioned plan keeps, under one choice of modes.
 struct Measured {
   int64_t arenaBytes = 0;
@@ -85,18 +83,14 @@ struct Measured {
 /// Applies `modes` (per function) to a copy of `module`, partitions it and
 /// measures each training step.
 FailureOr<std::map<std::string, Measured>>
-measure(ModuleOp module, const std::map<std::string, Modes> &modes,
+measure(ModuleOp module, const std::map<std::string, RematModes> &modes,
         StringRef checkpointAxis, std::string &error) {
   OwningOpRef<ModuleOp> copy = module.clone();
   for (auto func : copy->getOps<func::FuncOp>()) {
     auto it = modes.find(func.getSymName().str());
     if (it == modes.end())
       continue;
-    const Modes &of = it->second;
-    if (failed(rematerialize(func, [&](int64_t layer) {
-          auto mode = of.find(layer);
-          return mode == of.end() ? RematMode::none : mode->second;
-        }))) {
+    if (failed(rematerialize(func, it->second))) {
       error = "rematerializing @" + func.getSymName().str() + " failed";
       return failure();
     }
@@ -220,7 +214,7 @@ chooseModes(ModuleOp module, func::FuncOp func,
   const Measured &plain = measuredPlain->second;
   SmallVector<int64_t> layers = forwardLayers(func);
   auto uniform = [&](RematMode m) {
-    Modes modes;
+    RematModes modes;
     for (int64_t layer : layers)
       modes[layer] = m;
     return modes;
@@ -275,7 +269,7 @@ chooseModes(ModuleOp module, func::FuncOp func,
     }
   // 3. The cheapest choice the model says fits `target`.
   struct Choice {
-    Modes modes;
+    RematModes modes;
     double flops = 0;
   };
   auto pick = [&](int64_t target) -> std::optional<Choice> {
@@ -302,8 +296,8 @@ chooseModes(ModuleOp module, func::FuncOp func,
     return choice;
   };
   // 4. Its planned arena, on a partitioned copy.
-  std::map<Modes, int64_t> arenas;
-  auto check = [&](const Modes &modes) -> FailureOr<int64_t> {
+  std::map<RematModes, int64_t> arenas;
+  auto check = [&](const RematModes &modes) -> FailureOr<int64_t> {
     auto it = arenas.find(modes);
     if (it != arenas.end())
       return it->second;
@@ -433,9 +427,7 @@ struct RematPass : public mlir::par::impl::RematPassBase<RematPass> {
         return signalPassFailure();
       }
       bool known = llvm::any_of(module.getOps<MeshOp>(), [&](MeshOp mesh) {
-        return llvm::any_of(mesh.getAxisNames(), [&](Attribute name) {
-          return cast<StringAttr>(name).getValue() == checkpointAxis;
-        });
+        return mesh.getAxisIndex(checkpointAxis) >= 0;
       });
       if (!known) {
         module.emitError() << "--par-remat: checkpoint-axis '" << checkpointAxis
@@ -473,7 +465,7 @@ struct RematPass : public mlir::par::impl::RematPassBase<RematPass> {
     }
     if (!isAuto) {
       for (func::FuncOp func : steps) {
-        Modes modes;
+        RematModes modes;
         for (int64_t layer : forwardLayers(func))
           modes[layer] = *fixed;
         if (failed(applyRemat(func, modes, mode, std::nullopt, std::nullopt,
@@ -528,15 +520,14 @@ mlir::par::planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps,
   // 1. Measure every mode on every layer.
   std::map<RematMode, std::map<std::string, Measured>> byMode;
   for (RematMode m : {RematMode::none, RematMode::selective, RematMode::full}) {
-    std::map<std::string, Modes> all;
+    std::map<std::string, RematModes> all;
     bool differs = m != RematMode::selective;
     for (func::FuncOp func : steps) {
       // Every step is measured, those without layers too.
-      all[func.getSymName().str()];
-      for (int64_t layer : forwardLayers(func)) {
-        all[func.getSymName().str()][layer] = m;
-        differs |= hasAttentionCore(func, layer);
-      }
+      RematModes &modes = all[func.getSymName().str()];
+      for (int64_t layer : forwardLayers(func))
+        modes[layer] = m;
+      differs |= !attentionCoreLayers(func).empty();
     }
     if (!differs)
       continue; // selective would keep what none keeps
@@ -565,10 +556,7 @@ LogicalResult mlir::par::applyRemat(func::FuncOp func, const RematModes &modes,
                                     std::optional<int64_t> budget,
                                     std::optional<int64_t> peak,
                                     StringRef checkpointAxis) {
-  if (failed(rematerialize(func, [&](int64_t layer) {
-        auto it = modes.find(layer);
-        return it == modes.end() ? RematMode::none : it->second;
-      })))
+  if (failed(rematerialize(func, modes)))
     return failure();
   Builder b(func.getContext());
   SmallVector<int64_t> layers;

@@ -121,29 +121,24 @@ static DenseSet<Value> attentionCores(Block &body) {
   return core;
 }
 
-bool mlir::par::hasAttentionCore(func::FuncOp func, int64_t layer) {
+llvm::SmallDenseSet<int64_t> mlir::par::attentionCoreLayers(func::FuncOp func) {
+  llvm::SmallDenseSet<int64_t> layers;
   for (Operation &op : func.getBody().front())
-    if (isa<SoftmaxOp>(op) && recomputableLayer(&op) == layer)
-      return true;
-  return false;
+    if (isa<SoftmaxOp>(op))
+      if (std::optional<int64_t> layer = recomputableLayer(&op))
+        layers.insert(*layer);
+  return layers;
 }
 
-LogicalResult
-mlir::par::rematerialize(func::FuncOp func,
-                         function_ref<RematMode(int64_t)> modeOf) {
+LogicalResult mlir::par::rematerialize(func::FuncOp func,
+                                       const RematModes &modes) {
   Block &body = func.getBody().front();
   DenseSet<Value> cores = attentionCores(body);
   // Whether layer `layer` drops `value` (made by one of its recomputable
   // ops) after the forward pass.
-  DenseMap<int64_t, RematMode> modes;
-  auto modeFor = [&](int64_t layer) {
-    auto [it, inserted] = modes.try_emplace(layer, RematMode::none);
-    if (inserted)
-      it->second = modeOf(layer);
-    return it->second;
-  };
   auto drops = [&](Value value, int64_t layer) {
-    RematMode mode = modeFor(layer);
+    auto it = modes.find(layer);
+    RematMode mode = it == modes.end() ? RematMode::none : it->second;
     if (mode == RematMode::none || leavesLayer(value, layer))
       return false;
     return mode == RematMode::full || cores.contains(value);
@@ -197,18 +192,13 @@ mlir::par::rematerialize(func::FuncOp func,
       setRecomputed(copy);
       setLate(copy);
     }
-    for (Value value : values) {
-      // Made before its first backward reader, so copied above.
-      Value copy = copies.lookupOrNull(value);
-      if (!copy)
-        return value.getDefiningOp()->emitError()
-               << "--par-remat: this value of layer " << layer
-               << " is made after a backward op reads it";
-      value.replaceUsesWithIf(copy, [&](OpOperand &use) {
+    // Every value (and what makes it) dominates its first backward
+    // reader, so all were copied above.
+    for (Value value : values)
+      value.replaceUsesWithIf(copies.lookup(value), [&](OpOperand &use) {
         return !inPhase(use.getOwner(), Phase::forward) &&
                !isa<func::ReturnOp>(use.getOwner());
       });
-    }
   }
   return success();
 }

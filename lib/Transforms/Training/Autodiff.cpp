@@ -160,24 +160,14 @@ struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
           << "--par-autodiff needs loss-scale > 0 and scale-window > 0";
       return signalPassFailure();
     }
-    int64_t bucketBytes = 0;
-    // 0, 0B, 0MiB, 0.0: no buckets.
-    double number = 0;
-    StringRef text = StringRef(bucket).trim();
-    StringRef digits =
-        text.take_while([](char c) { return isdigit(c) || c == '.'; });
-    bool zeroSize =
-        !digits.empty() && !digits.getAsDouble(number) && number == 0 &&
-        parseByteSize(("1" + text.drop_front(digits.size())).str());
-    if (!zeroSize) {
-      std::optional<int64_t> bytes = parseByteSize(bucket);
-      if (!bytes) {
-        getOperation().emitError()
-            << "--par-autodiff bucket '" << bucket
-            << "' is not a size (25MiB, 4MB, a byte count, or 0 for none)";
-        return signalPassFailure();
-      }
-      bucketBytes = *bytes;
+    // 0, 0B, 0MiB: no buckets.
+    std::optional<int64_t> bucketBytes =
+        parseByteSize(bucket, /*allowZero=*/true);
+    if (!bucketBytes) {
+      getOperation().emitError()
+          << "--par-autodiff bucket '" << bucket
+          << "' is not a size (25MiB, 4MB, a byte count, or 0 for none)";
+      return signalPassFailure();
     }
     OptimizerConfig config{optimizer, lr,          momentum,   weightDecay,
                            beta1,     beta2,       epsilon,    clip,
@@ -190,7 +180,7 @@ struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
         return signalPassFailure();
       func->setAttr(ParDialect::kBucketBytesAttrName,
                     IntegerAttr::get(IntegerType::get(func.getContext(), 64),
-                                     bucketBytes));
+                                     *bucketBytes));
     }
   }
 };

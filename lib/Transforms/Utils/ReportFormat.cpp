@@ -40,7 +40,8 @@ std::string mlir::par::humanSeconds(double seconds) {
   return text;
 }
 
-std::optional<int64_t> mlir::par::parseByteSize(StringRef text) {
+std::optional<int64_t> mlir::par::parseByteSize(StringRef text,
+                                                bool allowZero) {
   text = text.trim();
   size_t digits = 0;
   while (digits < text.size() &&
@@ -61,7 +62,8 @@ std::optional<int64_t> mlir::par::parseByteSize(StringRef text) {
                     .Case("GiB", 1024.0 * 1024 * 1024)
                     .Case("TiB", 1024.0 * 1024 * 1024 * 1024)
                     .Default(-1);
-  if (unit < 0 || number * unit < 1 || number * unit > 9.2e18)
+  if (unit < 0 || (number * unit < 1 && !(allowZero && number == 0)) ||
+      number * unit > 9.2e18)
     return std::nullopt;
   return int64_t(number * unit);
 }
