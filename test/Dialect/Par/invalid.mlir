@@ -1449,3 +1449,35 @@ func.func @recomputed_type(%a: tensor<8xf32>) -> tensor<8xf32> {
 
 // expected-error @below {{'par.unnamed_axes' names axis 1 twice}}
 par.mesh @mesh <["x"=2, "y"=2]> {par.unnamed_axes = array<i64: 1, 1>}
+
+// -----
+
+// expected-error @below {{'par.bucket_bytes' is a non-negative byte count on a function}}
+func.func @bucket_bytes_negative() attributes {par.bucket_bytes = -1 : i64} {
+  return
+}
+
+// -----
+
+par.mesh @mesh <["dp"=2]>
+func.func @bucket_on_other_op(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{'par.bucket' is a positive gradient count on an all-reduce or reduce-scatter}}
+  %y = par.exp %x {par.bucket = 2 : i64} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+par.mesh @mesh <["dp"=2]>
+func.func @bucket_zero(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{'par.bucket' is a positive gradient count on an all-reduce or reduce-scatter}}
+  %y = par.all_reduce sum %x over @mesh ["dp"] {par.bucket = 0 : i64} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @below {{'par.remat' is a dictionary with a 'mode' on a function}}
+func.func @remat_without_mode() attributes {par.remat = {layers = array<i64: 0>}} {
+  return
+}
