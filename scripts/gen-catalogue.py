@@ -80,7 +80,8 @@ def attr_kind(records, def_name, op, name):
         rec = records[def_name]
         supers = rec["!superclasses"]
     enum = None
-    if def_name == "Par_AxisList":
+    if def_name == "Par_AxisList" or (def_name == "StrAttr" and name == "axis"):
+        # send/recv name one axis: the group of the devices along it.
         kind, key = "group", "group"
     elif def_name == "FlatSymbolRefAttr" and name == "mesh":
         return None  # the mesh is the program's; the group names the axes

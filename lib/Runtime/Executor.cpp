@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 namespace par::rt {
 
@@ -25,6 +26,9 @@ Executor::Executor(const Program &program, Device &device, Collectives &comm,
   for (size_t i = 0; i < class_->instructions.size(); ++i) {
     const Instruction &inst = class_->instructions[i];
     bool group = catalogue::spec(inst.op).usesGroup;
+    // Point-to-point transfers are the executor's own (transfer()).
+    if (inst.op == OpCode::Send || inst.op == OpCode::Recv)
+      continue;
     if (group ? !groupOps().lookup(inst.op) : !kernels_.lookup(inst.op))
       throw RunError(
           program.path + ": instruction " + std::to_string(i) + " (" +
@@ -194,6 +198,7 @@ void Executor::runStep(int64_t step) {
   traffic_ = Traffic{};
   for (size_t i = 0; i < class_->instructions.size(); ++i) {
     const Instruction &inst = class_->instructions[i];
+    completeSends(i);
     double start = tracer_ ? tracer_->now() : 0;
     try {
       execute(inst, i);
@@ -206,6 +211,7 @@ void Executor::runStep(int64_t step) {
                                             : Tracer::Compute,
                       start, tracer_->now(), step, inst.loc);
   }
+  completeSends(class_->instructions.size());
   comm_.context = CommContext{step, -1, ""};
   for (size_t i = 0; i < program_.outputs.size(); ++i) {
     int64_t target = program_.outputs[i].updates;
@@ -252,7 +258,54 @@ void Executor::countTraffic(const Instruction &inst,
   traffic_.sentBytes += int64_t(t.share * double(larger.bytes()) + 0.5);
 }
 
+void Executor::completeSends(size_t index) {
+  for (size_t k = 0; k < sends_.size();) {
+    if (sends_[k].lastUse >= int64_t(index)) {
+      ++k;
+      continue;
+    }
+    comm_.context = CommContext{step_, int64_t(index), sends_[k].what};
+    sends_[k].transfer->wait();
+    sends_.erase(sends_.begin() + std::ptrdiff_t(k));
+  }
+}
+
+void Executor::transfer(const Instruction &inst, size_t index) {
+  const Attrs &a = inst.attrs;
+  bool sending = inst.op == OpCode::Send;
+  const std::string &axis = program_.groups[size_t(a.group)].at(0);
+  std::vector<int64_t> coords = meshCoords(program_, rank_);
+  int64_t stage = coords[size_t(program_.axisIndex(axis))];
+  coords[size_t(program_.axisIndex(axis))] = sending ? a.to : a.from;
+  int64_t peer = 0;
+  for (size_t d = 0; d < coords.size(); ++d)
+    peer = peer * program_.mesh[d].size + coords[d];
+  std::string what = std::string(sending ? "send to" : "receive from") +
+                     " rank " + std::to_string(peer) + " (stage " +
+                     std::to_string(sending ? a.to : a.from) + " on '" + axis +
+                     "', from stage " + std::to_string(stage) + ", channel " +
+                     std::to_string(a.channel) + ", instruction " +
+                     std::to_string(index) +
+                     (inst.loc.empty() ? "" : " at " + inst.loc) + ")";
+  if (sending) {
+    Tensor input = buffer(inst.operands[0]);
+    traffic_.movedElements += input.size();
+    traffic_.sentBytes += input.bytes();
+    sends_.push_back({comm_.send(peer, a.channel, input),
+                      class_->buffers[size_t(inst.operands[0])].lastUse,
+                      what});
+    return;
+  }
+  Tensor out = buffer(inst.results[0]);
+  comm_.context = CommContext{step_, int64_t(index), what};
+  comm_.recv(peer, a.channel, out)->wait();
+}
+
 void Executor::execute(const Instruction &inst, size_t index) {
+  if (inst.op == OpCode::Send || inst.op == OpCode::Recv) {
+    transfer(inst, index);
+    return;
+  }
   std::vector<Tensor> in;
   for (int64_t id : inst.operands)
     in.push_back(buffer(id));
@@ -298,25 +351,53 @@ int64_t Executor::measuredPeak() const {
 /// sharded as `sharding`: coordinate 0 on every mesh axis the tensor does not
 /// use (partial axes count as used when each partial contribution matters).
 static bool firstReplica(const Program &program, const ShardingSpec &sharding,
-                         int64_t rank, bool partialIsUsed) {
-  std::vector<int64_t> coords = meshCoords(program, rank);
+                         int64_t rank, bool partialIsUsed,
+                         const std::function<bool(int64_t)> &holds) {
+  if (!holds(rank))
+    return false;
+  std::vector<bool> used(program.mesh.size(), false);
   for (size_t a = 0; a < program.mesh.size(); ++a) {
     const std::string &axis = program.mesh[a].name;
-    bool used = false;
     for (const auto &dim : sharding.dims)
-      used |= std::find(dim.begin(), dim.end(), axis) != dim.end();
+      used[a] = used[a] || std::find(dim.begin(), dim.end(), axis) != dim.end();
     if (partialIsUsed)
-      used |= std::find(sharding.partial.begin(), sharding.partial.end(),
-                        axis) != sharding.partial.end();
-    if (!used && coords[a] != 0)
+      used[a] = used[a] || std::find(sharding.partial.begin(),
+                                     sharding.partial.end(),
+                                     axis) != sharding.partial.end();
+  }
+  // A rank of a lower coordinate on an unused axis holding the same piece
+  // comes first (pipeline stages hold only their own inputs and outputs).
+  std::vector<int64_t> coords = meshCoords(program, rank);
+  for (int64_t other = 0; other < rank; ++other) {
+    std::vector<int64_t> c = meshCoords(program, other);
+    bool same = true;
+    for (size_t a = 0; a < c.size() && same; ++a)
+      same = !used[a] || c[a] == coords[a];
+    if (same && holds(other))
       return false;
   }
   return true;
 }
 
+/// Whether rank `r` holds input `i` (or output `i`).
+static std::function<bool(int64_t)> holdsInput(const Program &program,
+                                               size_t i) {
+  return [&program, i](int64_t r) {
+    return program.classOf(r).inputBuffers[i] >= 0;
+  };
+}
+static std::function<bool(int64_t)> holdsOutput(const Program &program,
+                                                size_t i) {
+  return [&program, i](int64_t r) {
+    return program.classOf(r).outputBuffers[i] >= 0;
+  };
+}
+
 std::vector<double> Executor::gatherOutput(size_t i) {
   const OutputSpec &spec = program_.outputs[i];
-  std::vector<char> local = device_.copyTensorOut(output(i));
+  std::vector<char> local;
+  if (class_->outputBuffers[i] >= 0)
+    local = device_.copyTensorOut(output(i));
   std::string bytes(local.begin(), local.end());
   std::vector<std::string> all = comm_.gatherToRoot(bytes);
   if (all.empty())
@@ -326,7 +407,8 @@ std::vector<double> Executor::gatherOutput(size_t i) {
   Shape buffer = localBufferShape(program_, spec.globalShape, spec.sharding);
   for (int64_t r = 0; r < program_.numRanks; ++r) {
     // One copy of each replica, every partial contribution.
-    if (!firstReplica(program_, spec.sharding, r, /*partialIsUsed=*/true))
+    if (!firstReplica(program_, spec.sharding, r, /*partialIsUsed=*/true,
+                      holdsOutput(program_, i)))
       continue;
     Shape offsets, shape;
     localSlice(program_, spec.globalShape, spec.sharding, r, offsets, shape);
@@ -346,7 +428,8 @@ std::vector<ShardData> Executor::paramShards() const {
   for (size_t i = 0; i < program_.inputs.size(); ++i) {
     const InputSpec &spec = program_.inputs[i];
     if (spec.role != InputRole::Param || class_->inputBuffers[i] < 0 ||
-        !firstReplica(program_, spec.sharding, rank_, false))
+        !firstReplica(program_, spec.sharding, rank_, false,
+                      holdsInput(program_, i)))
       continue;
     ShardData shard;
     shard.name = spec.name;
@@ -389,14 +472,16 @@ std::vector<ShardData> Executor::paramShards() const {
 
 std::map<std::string, TensorRecord> Executor::checkpointRecords() const {
   std::map<std::string, TensorRecord> records;
-  for (const InputSpec &spec : program_.inputs) {
+  for (size_t i = 0; i < program_.inputs.size(); ++i) {
+    const InputSpec &spec = program_.inputs[i];
     if (spec.role != InputRole::Param)
       continue;
     TensorRecord &record = records[spec.name];
     record.dtype = spec.dtype;
     record.globalShape = spec.savedShape();
     for (int64_t r = 0; r < program_.numRanks; ++r) {
-      if (!firstReplica(program_, spec.sharding, r, false))
+      if (!firstReplica(program_, spec.sharding, r, false,
+                        holdsInput(program_, i)))
         continue;
       Slice local;
       localSlice(program_, spec.globalShape, spec.sharding, r, local.offsets,

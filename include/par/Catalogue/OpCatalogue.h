@@ -70,8 +70,10 @@ enum class OpCode : int {
   CollectivePermute,
   Exchange,
   AxisIndex,
+  Send,
+  Recv,
 };
-inline constexpr int kNumOps = 50;
+inline constexpr int kNumOps = 52;
 
 enum class CollectiveKind : int {
   Sum = 0,
@@ -261,6 +263,16 @@ inline constexpr AttrSpec kExchangeAttrs[] = {
 inline constexpr AttrSpec kAxisIndexAttrs[] = {
     {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0, false},
 };
+inline constexpr AttrSpec kSendAttrs[] = {
+    {"group", "axis", AttrKind::Group, false, false, 0.0, nullptr, 0, false},
+    {"to", "to", AttrKind::Int, false, false, 0.0, nullptr, 0, false},
+    {"channel", "channel", AttrKind::Int, false, true, 0.0, nullptr, 0, false},
+};
+inline constexpr AttrSpec kRecvAttrs[] = {
+    {"group", "axis", AttrKind::Group, false, false, 0.0, nullptr, 0, false},
+    {"from", "from", AttrKind::Int, false, false, 0.0, nullptr, 0, false},
+    {"channel", "channel", AttrKind::Int, false, true, 0.0, nullptr, 0, false},
+};
 
 inline constexpr OpSpec kOps[kNumOps] = {
     {OpCode::Add, "add", 2, 2, 1, 1, false, true, false, false, false, 0, false, 1, nullptr, 0},
@@ -313,6 +325,8 @@ inline constexpr OpSpec kOps[kNumOps] = {
     {OpCode::CollectivePermute, "collective_permute", 1, 1, 1, 1, false, false, true, true, true, 1, false, 0, kCollectivePermuteAttrs, 2},
     {OpCode::Exchange, "exchange", 1, -1, 1, 1, false, false, true, true, true, 1, false, 0, kExchangeAttrs, 8},
     {OpCode::AxisIndex, "axis_index", 0, 0, 1, 1, false, false, false, false, true, 0, false, 0, kAxisIndexAttrs, 1},
+    {OpCode::Send, "send", 1, 1, 0, 0, false, false, false, false, true, 0, false, 0, kSendAttrs, 3},
+    {OpCode::Recv, "recv", 0, 0, 1, 1, false, false, false, false, true, 0, false, 0, kRecvAttrs, 3},
 };
 
 inline const OpSpec &spec(OpCode op) { return kOps[int(op)]; }
@@ -347,6 +361,7 @@ struct Attrs {
   double beta1 = 0;
   double beta2 = 0;
   bool causal = false;
+  int64_t channel = 0;
   CollectiveKind collectiveKind = CollectiveKind::Sum;
   CompareDirection compareDirection = CompareDirection::Eq;
   int64_t concatDim = 0;
@@ -354,6 +369,7 @@ struct Attrs {
   std::vector<int64_t> dims;
   double epsilon = 0;
   double fill = 0;
+  int64_t from = 0;
   int64_t group = -1;
   std::vector<int64_t> high;
   std::vector<int64_t> interior;
@@ -379,6 +395,7 @@ struct Attrs {
   std::vector<int64_t> strides;
   std::vector<int64_t> target;
   double theta = 0;
+  int64_t to = 0;
   std::vector<double> value;
   double weightDecay = 0;
 };
@@ -509,6 +526,16 @@ void decodeAttrs(OpCode op, Decoder &d, Attrs &a) {
     return;
   case OpCode::AxisIndex:
     d.group(kAxisIndexAttrs[0], a.group);
+    return;
+  case OpCode::Send:
+    d.group(kSendAttrs[0], a.group);
+    d.integer(kSendAttrs[1], a.to);
+    d.integer(kSendAttrs[2], a.channel);
+    return;
+  case OpCode::Recv:
+    d.group(kRecvAttrs[0], a.group);
+    d.integer(kRecvAttrs[1], a.from);
+    d.integer(kRecvAttrs[2], a.channel);
     return;
   default:
     return;

@@ -111,6 +111,13 @@ private:
                   const std::vector<Tensor> &inputs, Tensor &result);
   void countTraffic(const Instruction &inst, const std::vector<Tensor> &inputs,
                     const Tensor &out);
+  /// A pipeline stage's send or receive (par.send, par.recv): the peer is
+  /// the rank at coordinate `to`/`from` on the group's axis, all other
+  /// coordinates this rank's.
+  void transfer(const Instruction &inst, size_t index);
+  /// Waits for the sends whose buffer instruction `index` may reuse (all
+  /// of them at the end of a step).
+  void completeSends(size_t index);
   std::string where(size_t index) const;
 
   const Program &program_;
@@ -124,6 +131,13 @@ private:
   int64_t allocated_ = 0;
   int64_t step_ = 0;
   Traffic traffic_;
+  /// Sends in flight, with the last instruction their buffer is kept for.
+  struct PendingSend {
+    std::unique_ptr<Transfer> transfer;
+    int64_t lastUse;
+    std::string what;
+  };
+  std::vector<PendingSend> sends_;
 };
 
 template <typename Fn>

@@ -346,6 +346,49 @@ def CommReportPass : Pass<"par-comm-report", "::mlir::ModuleOp"> {
   }];
 }
 
+def PipelinePass : Pass<"par-pipeline", "::mlir::ModuleOp"> {
+  let summary = "Pipeline parallelism: stages over a mesh axis, "
+                "micro-batches with gradient accumulation, a schedule";
+  let description = [{
+    Runs on a training step from --par-autodiff (after --par-remat, before
+    --par-propagate). The layers of the model (ops marked `par.layer`) are
+    split into as many stages as the pipeline axis has devices: as the
+    forward ops' `par.stage` marks say, else as `layers=` says (layers per
+    stage), else balanced by their FLOPs. Propagation never splits a tensor
+    over the pipeline axis (a sharding that names it is an error).
+
+    The function's batch is one micro-batch: with `microbatches=m`, each
+    data argument takes a leading dimension of m (micro-batch i is its
+    slice i), the forward and backward passes run once per micro-batch, and
+    what leaves them (gradients, the loss) is their mean, so the step
+    equals one over the m micro-batches together; the optimizer runs once.
+
+    Every op gets the stage it runs in (`par.stage`), each forward and
+    backward op its micro-batch (`par.microbatch`), and the step records the
+    pipeline (`par.pipeline`). --par-schedule then splits the step into one
+    function per stage, ordered by the `schedule` (`gpipe` or `1f1b`), with
+    `par.send`/`par.recv` where a value crosses stages; --emit-program
+    writes one rank class per stage (docs/pipelines.md).
+
+    ```sh
+    par-opt gpt.mlir --par-autodiff=optimizer=adamw \
+      --par-pipeline="microbatches=4 schedule=1f1b" --par-propagate \
+      --par-partition --emit-program=gpt.parprog
+    ```
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", /*default=*/"\"pp\"",
+           "the mesh axis whose devices are the stages">,
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"0",
+           "micro-batches per step (default: the number of stages)">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe or 1f1b">,
+    ListOption<"layers", "layers", "int64_t",
+               "layers per stage, first stage first (default: balanced by "
+               "FLOPs, or the ops' par.stage marks)">,
+  ];
+}
+
 def SchedulePass : Pass<"par-schedule", "::mlir::ModuleOp"> {
   let summary = "Order each function's ops so collectives start as early as they can";
   let description = [{

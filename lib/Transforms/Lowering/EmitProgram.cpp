@@ -13,6 +13,7 @@
 #include "par/Runtime/Program.h"
 #include "par/Transforms/MemoryPlan.h"
 #include "par/Transforms/Passes.h"
+#include "par/Transforms/Pipeline.h"
 #include "par/Transforms/StepArguments.h"
 
 #include "mlir/Support/FileUtilities.h"
@@ -102,7 +103,20 @@ public:
   LogicalResult validate(const std::string &text, StringRef file);
 
 private:
-  LogicalResult checkOps();
+  LogicalResult checkOps(func::FuncOp body);
+  /// The rank class of `body` (the step, or one stage of a pipelined
+  /// step) over `ranks`.
+  FailureOr<json> rankClass(func::FuncOp body, const json &doc,
+                            ArrayRef<bool> persistent, json ranks);
+  /// Where argument or result `i` of the step is written in the source.
+  Location argLoc(unsigned i) {
+    return func.isDeclaration() ? func.getLoc() : func.getArgument(i).getLoc();
+  }
+  Location resultLoc() {
+    return func.isDeclaration()
+               ? func.getLoc()
+               : func.getBody().front().getTerminator()->getLoc();
+  }
   LogicalResult describeMesh(json &doc);
   LogicalResult describeInputs(json &doc, SmallVectorImpl<bool> &persistent);
   LogicalResult describeOutputs(json &doc);
@@ -113,6 +127,8 @@ private:
 
   ModuleOp module;
   func::FuncOp func;
+  /// The functions whose code runs: the step, or its stages.
+  SmallVector<func::FuncOp> bodies;
   int64_t alignment;
   bool asyncCollectives;
   bool partitioned = false;
@@ -122,8 +138,8 @@ private:
 };
 } // namespace
 
-LogicalResult Emitter::checkOps() {
-  for (Operation &op : func.getBody().front()) {
+LogicalResult Emitter::checkOps(func::FuncOp body) {
+  for (Operation &op : body.getBody().front()) {
     if (isa<func::ReturnOp>(op))
       continue;
     if (isa<ShardingConstraintOp, ReshardOp>(op))
@@ -173,10 +189,10 @@ LogicalResult Emitter::describeMesh(json &doc) {
 LogicalResult Emitter::describeInputs(json &doc,
                                       SmallVectorImpl<bool> &persistent) {
   json inputs = json::array();
-  for (BlockArgument arg : func.getArguments()) {
-    unsigned i = arg.getArgNumber();
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    Location loc = argLoc(i);
     FailureOr<RankedTensorType> local = programTensor(
-        arg.getType(), arg.getLoc(), "argument #" + Twine(i));
+        func.getArgumentTypes()[i], loc, "argument #" + Twine(i));
     if (failed(local))
       return failure();
     RankedTensorType global = *local;
@@ -185,7 +201,7 @@ LogicalResult Emitter::describeInputs(json &doc,
       if (auto type = func.getArgAttrOfType<TypeAttr>(
               i, ParDialect::kGlobalTypeAttrName)) {
         FailureOr<RankedTensorType> globalType =
-            programTensor(type.getValue(), arg.getLoc(),
+            programTensor(type.getValue(), loc,
                           "the global type of argument #" + Twine(i));
         if (failed(globalType))
           return failure();
@@ -194,7 +210,6 @@ LogicalResult Emitter::describeInputs(json &doc,
       sharding = func.getArgAttrOfType<ShardingAttr>(
           i, ParDialect::kGlobalShardingAttrName);
     }
-    Location loc = arg.getLoc();
     if (failed(programDType(global, loc)))
       return failure();
     auto name = func.getArgAttrOfType<StringAttr>(i, ParDialect::kNameAttrName);
@@ -261,9 +276,9 @@ LogicalResult Emitter::describeOutputs(json &doc) {
   json outputs = json::array();
   const json &inputs = doc["inputs"];
   for (unsigned i = 0; i < func.getNumResults(); ++i) {
-    Operation *terminator = func.getBody().front().getTerminator();
+    Location loc = resultLoc();
     FailureOr<RankedTensorType> local = programTensor(
-        func.getResultTypes()[i], terminator->getLoc(), "result #" + Twine(i));
+        func.getResultTypes()[i], loc, "result #" + Twine(i));
     if (failed(local))
       return failure();
     RankedTensorType global = *local;
@@ -272,7 +287,7 @@ LogicalResult Emitter::describeOutputs(json &doc) {
       if (auto type = func.getResultAttrOfType<TypeAttr>(
               i, ParDialect::kGlobalTypeAttrName)) {
         FailureOr<RankedTensorType> globalType =
-            programTensor(type.getValue(), terminator->getLoc(),
+            programTensor(type.getValue(), loc,
                           "the global type of result #" + Twine(i));
         if (failed(globalType))
           return failure();
@@ -281,7 +296,7 @@ LogicalResult Emitter::describeOutputs(json &doc) {
       sharding = func.getResultAttrOfType<ShardingAttr>(
           i, ParDialect::kGlobalShardingAttrName);
     }
-    if (failed(programDType(global, terminator->getLoc())))
+    if (failed(programDType(global, loc)))
       return failure();
     auto name =
         func.getResultAttrOfType<StringAttr>(i, ParDialect::kNameAttrName);
@@ -359,8 +374,11 @@ static json constantJson(ElementsAttr value) {
 /// default, so no op is named here.
 json Emitter::attribute(Operation *op, const catalogue::AttrSpec &spec) {
   using catalogue::AttrKind;
-  if (spec.kind == AttrKind::Group)
+  if (spec.kind == AttrKind::Group) {
+    if (auto axis = op->getAttrOfType<StringAttr>(spec.ods))
+      return groupId(ArrayRef<StringAttr>{axis}); // send/recv's one axis
     return groupId(op->getAttrOfType<ArrayAttr>(spec.ods));
+  }
   Attribute attr = op->getAttr(spec.ods);
   if (!attr) {
     if (spec.kind == AttrKind::Bool)
@@ -437,7 +455,18 @@ FailureOr<json> Emitter::instruction(Operation *op) {
 }
 
 FailureOr<json> Emitter::run() {
-  partitioned = func->hasAttr(ParDialect::kPartitionedAttrName);
+  std::optional<PipelineInfo> pipeline = getPipeline(func);
+  if (pipeline) {
+    bodies = stageFunctions(module, func);
+    if (!func.isDeclaration() || int64_t(bodies.size()) != pipeline->stages)
+      return func.emitError()
+             << "@" << func.getSymName()
+             << " is pipelined but not split into its stages: run "
+                "--par-schedule before --par-emit-program";
+  } else {
+    bodies = {func};
+  }
+  partitioned = bodies.front()->hasAttr(ParDialect::kPartitionedAttrName);
   if (partitioned) {
     auto meshes = module.getOps<MeshOp>();
     SmallVector<MeshOp> all(meshes.begin(), meshes.end());
@@ -455,10 +484,11 @@ FailureOr<json> Emitter::run() {
       if (auto s = func.getResultAttrOfType<ShardingAttr>(
               i, ParDialect::kGlobalShardingAttrName))
         note(s.getMesh());
-    func.walk([&](Operation *op) {
-      if (auto attr = op->getAttrOfType<FlatSymbolRefAttr>("mesh"))
-        note(attr);
-    });
+    for (func::FuncOp body : bodies)
+      body.walk([&](Operation *op) {
+        if (auto attr = op->getAttrOfType<FlatSymbolRefAttr>("mesh"))
+          note(attr);
+      });
     if (used)
       mesh = lookupMesh(func, used);
     else if (all.size() == 1)
@@ -467,13 +497,16 @@ FailureOr<json> Emitter::run() {
       return func.emitError() << "cannot tell which mesh @" << func.getSymName()
                               << " runs on: the module has " << all.size()
                               << " meshes and the function names none";
-    if (failed(checkOps()))
-      return failure();
+  } else if (pipeline) {
+    return func.emitError() << "@" << func.getSymName()
+                            << " is pipelined: run --par-partition before "
+                               "--par-emit-program (stages run on the mesh)";
   } else {
-    if (failed(checkOps()))
-      return failure();
     inferInputRoles(func);
   }
+  for (func::FuncOp body : bodies)
+    if (failed(checkOps(body)))
+      return failure();
 
   json doc = {{"format", "par-program"},
               {"version", kProgramVersion},
@@ -484,11 +517,73 @@ FailureOr<json> Emitter::run() {
   if (failed(describeInputs(doc, persistent)) || failed(describeOutputs(doc)))
     return failure();
 
+  json classes = json::array();
+  int64_t numRanks = doc["num_ranks"].get<int64_t>();
+  if (!pipeline) {
+    json ranks = json::array();
+    for (int64_t r = 0; r < numRanks; ++r)
+      ranks.push_back(r);
+    FailureOr<json> rc = rankClass(func, doc, persistent, ranks);
+    if (failed(rc))
+      return failure();
+    classes.push_back(*rc);
+  } else {
+    // Stage s runs on the ranks whose coordinate on the pipeline axis is s
+    // (ranks in row-major order of the mesh's axes).
+    int64_t axisIndex = mesh.getAxisIndex(pipeline->axis);
+    int64_t inner = 1;
+    for (int64_t a = axisIndex + 1; a < mesh.getNumAxes(); ++a)
+      inner *= mesh.getAxisSizes()[a];
+    int64_t size = mesh.getAxisSizes()[axisIndex];
+    for (auto [s, body] : llvm::enumerate(bodies)) {
+      json ranks = json::array();
+      for (int64_t r = 0; r < numRanks; ++r)
+        if ((r / inner) % size == int64_t(s))
+          ranks.push_back(r);
+      SmallVector<bool> bodyPersistent;
+      for (unsigned i = 0; i < body.getNumArguments(); ++i)
+        bodyPersistent.push_back(persistent[body.getArgAttrOfType<IntegerAttr>(
+                                                    i, ParDialect::kInputAttrName)
+                                                .getInt()]);
+      FailureOr<json> rc = rankClass(body, doc, bodyPersistent, ranks);
+      if (failed(rc))
+        return failure();
+      classes.push_back(*rc);
+    }
+  }
+
+  json groupList = json::array();
+  for (const auto &group : groups)
+    groupList.push_back(
+        json(std::vector<std::string>(group.begin(), group.end())));
+  doc["groups"] = groupList;
+  doc["memory"] = {{"alignment", alignment}};
+  if (asyncCollectives)
+    doc["memory"]["async_collectives"] = true;
+  doc["rank_classes"] = classes;
+  return doc;
+}
+
+FailureOr<json> Emitter::rankClass(func::FuncOp body, const json &doc,
+                                   ArrayRef<bool> persistent, json ranks) {
   FailureOr<MemoryPlan> planned =
-      planMemory(func, persistent, alignment, asyncCollectives);
+      planMemory(body, persistent, alignment, asyncCollectives);
   if (failed(planned))
     return failure();
   plan = std::move(*planned);
+  // The step's input or output index of a stage's argument or result.
+  auto inputOf = [&](unsigned i) -> int64_t {
+    if (auto index =
+            body.getArgAttrOfType<IntegerAttr>(i, ParDialect::kInputAttrName))
+      return index.getInt();
+    return i;
+  };
+  auto outputOf = [&](unsigned i) -> int64_t {
+    if (auto index = body.getResultAttrOfType<IntegerAttr>(
+            i, ParDialect::kOutputAttrName))
+      return index.getInt();
+    return i;
+  };
 
   json instructions = json::array();
   for (Operation *op : plan.instructions) {
@@ -502,7 +597,7 @@ FailureOr<json> Emitter::run() {
     auto type = cast<RankedTensorType>(buffer.value.getType());
     std::string name;
     if (auto arg = dyn_cast<BlockArgument>(buffer.value))
-      name = doc["inputs"][arg.getArgNumber()]["name"];
+      name = doc["inputs"][inputOf(arg.getArgNumber())]["name"];
     else
       name = buffer.value.getDefiningOp()->getName().stripDialect().str();
     json entry = {{"name", name},
@@ -515,32 +610,20 @@ FailureOr<json> Emitter::run() {
       entry["reuses"] = buffer.reuses;
     buffers.push_back(std::move(entry));
   }
-  json inputBuffers = json::array(), outputBuffers = json::array();
-  for (BlockArgument arg : func.getArguments())
-    inputBuffers.push_back(plan.bufferOf.lookup(arg));
-  for (Value returned : func.getBody().front().getTerminator()->getOperands())
-    outputBuffers.push_back(plan.bufferOf.lookup(returned));
-  json ranks = json::array();
-  for (int64_t r = 0; r < doc["num_ranks"].get<int64_t>(); ++r)
-    ranks.push_back(r);
-
-  json groupList = json::array();
-  for (const auto &group : groups)
-    groupList.push_back(
-        json(std::vector<std::string>(group.begin(), group.end())));
-  doc["groups"] = groupList;
-  doc["memory"] = {{"alignment", alignment}};
-  if (asyncCollectives)
-    doc["memory"]["async_collectives"] = true;
-  doc["rank_classes"] =
-      json::array({json{{"ranks", ranks},
-                        {"arena_bytes", plan.arenaBytes},
-                        {"peak_live_bytes", plan.peakLiveBytes},
-                        {"inputs", inputBuffers},
-                        {"outputs", outputBuffers},
-                        {"buffers", buffers},
-                        {"instructions", instructions}}});
-  return doc;
+  std::vector<int64_t> inputBuffers(func.getNumArguments(), -1),
+      outputBuffers(func.getNumResults(), -1);
+  for (BlockArgument arg : body.getArguments())
+    inputBuffers[inputOf(arg.getArgNumber())] = plan.bufferOf.lookup(arg);
+  for (auto [i, returned] :
+       llvm::enumerate(body.getBody().front().getTerminator()->getOperands()))
+    outputBuffers[outputOf(unsigned(i))] = plan.bufferOf.lookup(returned);
+  return json{{"ranks", ranks},
+              {"arena_bytes", plan.arenaBytes},
+              {"peak_live_bytes", plan.peakLiveBytes},
+              {"inputs", inputBuffers},
+              {"outputs", outputBuffers},
+              {"buffers", buffers},
+              {"instructions", instructions}};
 }
 
 LogicalResult Emitter::validate(const std::string &text, StringRef file) {
@@ -553,7 +636,6 @@ LogicalResult Emitter::validate(const std::string &text, StringRef file) {
   Location loc = func.getLoc();
   std::string what;
   size_t index = size_t(field.index);
-  Block &body = func.getBody().front();
   switch (field.record) {
   case Record::Mesh:
     if (mesh)
@@ -561,13 +643,13 @@ LogicalResult Emitter::validate(const std::string &text, StringRef file) {
     break;
   case Record::Input:
     if (index < func.getNumArguments()) {
-      loc = func.getArgument(index).getLoc();
+      loc = argLoc(unsigned(index));
       what = "argument #" + std::to_string(index) + ": ";
     }
     break;
   case Record::Output:
     if (index < func.getNumResults()) {
-      loc = body.getTerminator()->getLoc();
+      loc = resultLoc();
       what = "result #" + std::to_string(index) + ": ";
     }
     break;
@@ -637,10 +719,13 @@ struct EmitProgramPass
     if (failed(checkAlignment(module, "par-emit-program", alignment)))
       return signalPassFailure();
     SmallVector<func::FuncOp> candidates;
-    for (auto func : module.getOps<func::FuncOp>())
-      if (!func.isDeclaration() &&
+    for (auto func : module.getOps<func::FuncOp>()) {
+      // A pipelined step is emitted from its declaration and its stages.
+      bool step = !func.isDeclaration() || getPipeline(func);
+      if (step && !func->hasAttr(ParDialect::kStageOfAttrName) &&
           (function.empty() || func.getSymName() == function))
         candidates.push_back(func);
+    }
     if (candidates.size() != 1) {
       if (!function.empty())
         module.emitError() << "--par-emit-program: no function named '"

@@ -3,6 +3,7 @@
 #include "par/Transforms/MemoryPlan.h"
 
 #include "par/Dialect/Par/IR/ParDialect.h"
+#include "par/Dialect/Par/IR/ParOps.h"
 #include "par/Runtime/Program.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReportFormat.h"
@@ -149,6 +150,29 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
               std::max(plan.buffers[it->second].last, wait);
       }
     }
+
+  // A pipeline stage's send is in flight until the receive that matches
+  // it has been posted: its buffer stays taken up to the last instruction
+  // before the first one after that receive in the step's global order
+  // (par.order, par.matched), where the executor waits for it.
+  for (auto [index, op] : llvm::enumerate(plan.instructions)) {
+    auto matched = op->getAttrOfType<IntegerAttr>(ParDialect::kMatchedAttrName);
+    if (!isa<SendOp>(op) || !matched)
+      continue;
+    int64_t wait = end;
+    for (int64_t later = int64_t(index) + 1; later < end; ++later) {
+      auto order = plan.instructions[later]->getAttrOfType<IntegerAttr>(
+          ParDialect::kOrderAttrName);
+      if (order && order.getInt() > matched.getInt()) {
+        wait = later;
+        break;
+      }
+    }
+    auto it = plan.bufferOf.find(op->getOperand(0));
+    if (it != plan.bufferOf.end())
+      plan.buffers[it->second].last =
+          std::max(plan.buffers[it->second].last, wait - 1);
+  }
 
   // A parameter stays in place from step to step, so it lives to the end,
   // unless the result that replaces it can take over its memory: then the

@@ -2,6 +2,7 @@
 
 #include "par/Dialect/Par/IR/TrainingStep.h"
 #include "par/Transforms/Passes.h"
+#include "par/Transforms/Pipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -102,9 +103,19 @@ static void scheduleBlock(Block &block) {
 namespace {
 struct SchedulePass : public par::impl::SchedulePassBase<SchedulePass> {
   void runOnOperation() override {
+    SmallVector<func::FuncOp> pipelined;
     for (auto func : getOperation().getOps<func::FuncOp>())
-      if (!func.isDeclaration())
+      if (!func.isDeclaration()) {
         scheduleBlock(func.getBody().front());
+        if (getPipeline(func) &&
+            !func->hasAttr(ParDialect::kStageOfAttrName))
+          pipelined.push_back(func);
+      }
+    // A pipelined step becomes one function per stage, in the order of
+    // its schedule.
+    for (func::FuncOp func : pipelined)
+      if (failed(splitStages(getOperation(), func)))
+        return signalPassFailure();
   }
 };
 } // namespace

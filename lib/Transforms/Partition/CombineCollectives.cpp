@@ -52,10 +52,15 @@ struct Key {
   Type element;
   std::optional<Phase> phase;
   std::optional<int64_t> layer;
+  // A pipelined step's stage and micro-batch: collectives of different
+  // stages run on different ranks, those of different micro-batches in
+  // different slots of the schedule.
+  std::optional<int64_t> stage, microbatch;
   bool operator==(const Key &other) const {
     return op == other.op && mesh == other.mesh && axes == other.axes &&
            kind == other.kind && element == other.element &&
-           phase == other.phase && layer == other.layer;
+           phase == other.phase && layer == other.layer &&
+           stage == other.stage && microbatch == other.microbatch;
   }
 };
 
@@ -76,7 +81,9 @@ struct Reduction {
             kind,
             elementOf(),
             getPhase(op),
-            getLayer(op)};
+            getLayer(op),
+            getStage(op),
+            getMicrobatch(op)};
   }
   Type elementOf() const {
     return cast<RankedTensorType>(input().getType()).getElementType();
@@ -165,8 +172,10 @@ void Combiner::analyze() {
     int64_t bytes = type.getNumElements() * elementBytesOf(key.element);
     bool gradient = bucketBytes && !getGradientOf(reduce.op).empty();
     // A bucket spans layers: it follows the backward pass, not its marks.
-    if (gradient)
+    if (gradient) {
       key.layer.reset();
+      key.microbatch.reset();
+    }
     int64_t limit = gradient ? *bucketBytes : maxBytes;
     unsigned x = number[reduce.op];
     auto fits = [&](const Group &group) {
@@ -367,7 +376,9 @@ bool Combiner::rewrite(Group &group) {
     carryMarks(member.op, result);
     member.result().replaceAllUsesWith(result);
   }
-  stampMarks(group.key.phase, group.key.layer, begin->getIterator(),
+  stampMarks({group.key.phase, group.key.layer, group.key.stage,
+              group.key.microbatch},
+             begin->getIterator(),
              std::next(tail->getIterator()));
   for (Reduction member : group.members)
     member.op->erase();

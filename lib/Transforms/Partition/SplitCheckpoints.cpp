@@ -131,16 +131,14 @@ struct SplitCheckpointsPass
                                                checkpoint, splitLayout);
       setValueSharding(kept.getResult(), splitLayout);
       setPhase(kept, Phase::forward);
-      if (std::optional<int64_t> layer = getLayer(def))
-        setLayer(kept, *layer);
+      StepMarks::of(def).stamp(kept);
       b.setInsertionPoint(first);
       auto whole = ShardingConstraintOp::create(b, first->getLoc(), type,
                                                 kept.getResult(), layout);
       setValueSharding(whole.getResult(), layout);
       setPhase(whole, Phase::backward);
       setLate(whole);
-      if (std::optional<int64_t> layer = getLayer(first))
-        setLayer(whole, *layer);
+      StepMarks::of(first).stamp(whole);
       for (OpOperand *use : later)
         use->set(whole.getResult());
     }

@@ -491,13 +491,12 @@ LogicalResult Localizer::localizeOp(Operation *op) {
   // The ops made in place of `op`, before or after it, take its phase.
   Block *block = op->getBlock();
   Operation *prev = op->getPrevNode(), *next = op->getNextNode();
-  std::optional<Phase> phase = getPhase(op);
-  std::optional<int64_t> layer = getLayer(op);
+  StepMarks marks = StepMarks::of(op);
   LogicalResult result = localizeOpHere(op);
   Block::iterator begin =
       prev ? std::next(prev->getIterator()) : block->begin();
   Block::iterator end = next ? next->getIterator() : block->end();
-  stampMarks(phase, layer, begin, end);
+  stampMarks(marks, begin, end);
   return result;
 }
 
@@ -633,7 +632,7 @@ LogicalResult Localizer::run() {
         return failure();
       // The move belongs to the phase of what it moves.
       if (def)
-        stampMarks(getPhase(def), getLayer(def),
+        stampMarks(StepMarks::of(def),
                    prev ? std::next(prev->getIterator()) : body.begin(),
                    terminator->getIterator());
       returned.set(*moved);

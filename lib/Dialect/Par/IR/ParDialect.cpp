@@ -201,6 +201,16 @@ static LogicalResult verifyRuntimeAttr(Operation *op, NamedAttribute attr,
                              << " must be a positive integer, got " << value;
     return success();
   }
+  if (name == (isArg ? ParDialect::kInputAttrName : ParDialect::kOutputAttrName)) {
+    auto index = dyn_cast<IntegerAttr>(value);
+    if (!index || index.getInt() < 0)
+      return op->emitError() << "'" << name << "' of " << what
+                             << " must be the index of one of the pipelined "
+                                "step's "
+                             << (isArg ? "inputs" : "outputs") << ", got "
+                             << value;
+    return success();
+  }
   if (!isArg && name == ParDialect::kUpdatesAttrName) {
     auto index = dyn_cast<IntegerAttr>(value);
     auto function = dyn_cast<FunctionOpInterface>(op);
@@ -318,6 +328,38 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
         !llvm::all_of(list, llvm::IsaPred<DictionaryAttr>))
       return op->emitError() << "'" << kPlannedAttrName
                              << "' lists one dictionary per result";
+    return success();
+  }
+  if (attr.getName() == kStageAttrName ||
+      attr.getName() == kMicrobatchAttrName ||
+      attr.getName() == kOrderAttrName || attr.getName() == kMatchedAttrName) {
+    auto number = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!number || number.getInt() < 0)
+      return op->emitError() << "'" << attr.getName().getValue()
+                             << "' must be a non-negative integer, got "
+                             << attr.getValue();
+    if (attr.getName() == kMatchedAttrName && !isa<SendOp>(op))
+      return op->emitError() << "'" << kMatchedAttrName
+                             << "' marks a par.send";
+    return success();
+  }
+  if (attr.getName() == kPipelineAttrName) {
+    auto record = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!record || !isa<FunctionOpInterface>(op) ||
+        !record.getAs<StringAttr>("axis") ||
+        !record.getAs<IntegerAttr>("stages") ||
+        !record.getAs<IntegerAttr>("microbatches") ||
+        !record.getAs<StringAttr>("schedule"))
+      return op->emitError()
+             << "'" << kPipelineAttrName
+             << "' is a dictionary with 'axis', 'stages', 'microbatches' "
+                "and 'schedule' on a function";
+    return success();
+  }
+  if (attr.getName() == kStageOfAttrName) {
+    if (!isa<StringAttr>(attr.getValue()) || !isa<FunctionOpInterface>(op))
+      return op->emitError() << "'" << kStageOfAttrName
+                             << "' names the pipelined step on a function";
     return success();
   }
   if (attr.getName() == kLayerAttrName) {

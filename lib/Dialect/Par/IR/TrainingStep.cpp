@@ -38,6 +38,37 @@ void mlir::par::setLayer(Operation *op, int64_t layer) {
   setIntMark(op, ParDialect::kLayerAttrName, layer);
 }
 
+std::optional<int64_t> mlir::par::getStage(Operation *op) {
+  return getIntMark(op, ParDialect::kStageAttrName);
+}
+
+void mlir::par::setStage(Operation *op, int64_t stage) {
+  setIntMark(op, ParDialect::kStageAttrName, stage);
+}
+
+std::optional<int64_t> mlir::par::getMicrobatch(Operation *op) {
+  return getIntMark(op, ParDialect::kMicrobatchAttrName);
+}
+
+void mlir::par::setMicrobatch(Operation *op, int64_t microbatch) {
+  setIntMark(op, ParDialect::kMicrobatchAttrName, microbatch);
+}
+
+StepMarks StepMarks::of(Operation *op) {
+  return {getPhase(op), getLayer(op), getStage(op), getMicrobatch(op)};
+}
+
+void StepMarks::stamp(Operation *op) const {
+  if (phase && !getPhase(op))
+    setPhase(op, *phase);
+  if (layer && !getLayer(op))
+    setLayer(op, *layer);
+  if (stage && !getStage(op))
+    setStage(op, *stage);
+  if (microbatch && !getMicrobatch(op))
+    setMicrobatch(op, *microbatch);
+}
+
 SmallVector<int64_t> mlir::par::getGradientOf(Operation *op) {
   if (auto attr =
           op->getAttrOfType<DenseI64ArrayAttr>(ParDialect::kGradientOfAttrName))
@@ -94,28 +125,13 @@ void mlir::par::carryMarks(Operation *from, Value to) {
     setCopyOf(def, *master);
   if (std::optional<int64_t> master = getViewOf(from))
     setViewOf(def, *master);
-  if (std::optional<Phase> phase = getPhase(from))
-    if (!getPhase(def))
-      setPhase(def, *phase);
-  if (std::optional<int64_t> layer = getLayer(from))
-    if (!getLayer(def))
-      setLayer(def, *layer);
+  StepMarks::of(from).stamp(def);
 }
 
-/// Gives `op` the marks it lacks.
-static void stampOp(Operation *op, std::optional<Phase> phase,
-                    std::optional<int64_t> layer) {
-  if (phase && !getPhase(op))
-    setPhase(op, *phase);
-  if (layer && !getLayer(op))
-    setLayer(op, *layer);
-}
-
-void mlir::par::stampMarks(std::optional<Phase> phase,
-                           std::optional<int64_t> layer, Block::iterator begin,
+void mlir::par::stampMarks(const StepMarks &marks, Block::iterator begin,
                            Block::iterator end) {
   for (Operation &op : llvm::make_range(begin, end))
-    stampOp(&op, phase, layer);
+    marks.stamp(&op);
 }
 
 void mlir::par::assignReshardPhases(Block &block) {
@@ -142,12 +158,22 @@ void mlir::par::assignReshardPhases(Block &block) {
           setLayer(&op, *layer);
           break;
         }
+    // A pipelined step: the stage and micro-batch of the earliest reader
+    // (readers in other stages receive the value from it).
+    Operation *first = nullptr;
+    for (Operation *user : op.getUsers())
+      if (getStage(user) && (!first || user->isBeforeInBlock(first)))
+        first = user;
+    if (first)
+      StepMarks{std::nullopt, std::nullopt, getStage(first),
+                getMicrobatch(first)}
+          .stamp(&op);
   }
 }
 
 void PhaseStamper::notifyOperationInserted(Operation *op,
                                            OpBuilder::InsertPoint) {
-  stampOp(op, phase, layer);
+  StepMarks{phase, layer, stage, microbatch}.stamp(op);
 }
 
 bool mlir::par::isLate(Operation *op) {

@@ -52,6 +52,24 @@ def Par_Dialect : Dialect {
     /// The model layer (block) an op belongs to: set by the frontend on the
     /// forward ops of each block, carried by autodiff to their gradients.
     static constexpr ::llvm::StringLiteral kLayerAttrName = "par.layer";
+    /// Pipelines (--par-pipeline): the stage an op runs in, the
+    /// micro-batch it works on, and on the step the pipeline's record
+    /// (axis, stages, micro-batches, schedule, the first layer of each
+    /// stage). After --par-schedule splits a pipelined step, each stage is
+    /// a function with `par.stage_of` (the step's name) and `par.stage`;
+    /// its arguments and results say which of the step's inputs
+    /// (`par.input`) and outputs (`par.output`) they are; its ops carry
+    /// their place in the step's global order (`par.order`), and each
+    /// send the order of the receive that matches it (`par.matched`).
+    static constexpr ::llvm::StringLiteral kStageAttrName = "par.stage";
+    static constexpr ::llvm::StringLiteral kMicrobatchAttrName =
+        "par.microbatch";
+    static constexpr ::llvm::StringLiteral kPipelineAttrName = "par.pipeline";
+    static constexpr ::llvm::StringLiteral kStageOfAttrName = "par.stage_of";
+    static constexpr ::llvm::StringLiteral kInputAttrName = "par.input";
+    static constexpr ::llvm::StringLiteral kOutputAttrName = "par.output";
+    static constexpr ::llvm::StringLiteral kOrderAttrName = "par.order";
+    static constexpr ::llvm::StringLiteral kMatchedAttrName = "par.matched";
     /// On a forward op cloned into the backward pass by rematerialization
     /// (--par-remat): it recomputes a value the backward pass reads
     /// instead of keeping it.

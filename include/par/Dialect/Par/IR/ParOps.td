@@ -1158,7 +1158,6 @@ def Par_AxisIndexOp : Par_Op<"axis_index", [Pure]> {
 }
 
 def Par_SendOp : Par_Op<"send", [MemoryEffects<[MemWrite]>]> {
-  let inProgram = 0; // pipelines are not emitted yet
   let summary = "send a value to another stage along one mesh axis";
   let description = [{
     Sends to the device whose coordinate on `axis` is `to`, all other
@@ -1178,7 +1177,6 @@ def Par_SendOp : Par_Op<"send", [MemoryEffects<[MemWrite]>]> {
 }
 
 def Par_RecvOp : Par_Op<"recv", [MemoryEffects<[MemRead]>]> {
-  let inProgram = 0; // pipelines are not emitted yet
   let summary = "receive a value from another stage along one mesh axis";
   let description = [{
     ```mlir

@@ -46,6 +46,24 @@ inline bool inPhase(Operation *op, Phase phase) {
 std::optional<int64_t> getLayer(Operation *op);
 void setLayer(Operation *op, int64_t layer);
 
+/// The pipeline stage `op` runs in (`par.stage`) and the micro-batch it
+/// works on (`par.microbatch`), if marked (--par-pipeline). Carried by the
+/// passes like the layer.
+std::optional<int64_t> getStage(Operation *op);
+void setStage(Operation *op, int64_t stage);
+std::optional<int64_t> getMicrobatch(Operation *op);
+void setMicrobatch(Operation *op, int64_t microbatch);
+
+/// The marks of an op that the ops made in its place take: phase, layer,
+/// and the pipeline's stage and micro-batch.
+struct StepMarks {
+  std::optional<Phase> phase;
+  std::optional<int64_t> layer, stage, microbatch;
+  static StepMarks of(Operation *op);
+  /// Gives `op` the marks it lacks.
+  void stamp(Operation *op) const;
+};
+
 /// The parameters (argument numbers) whose gradient `op`'s result is.
 SmallVector<int64_t> getGradientOf(Operation *op);
 bool isGradientOf(Operation *op, int64_t param);
@@ -69,15 +87,16 @@ std::optional<SmallVector<int64_t>> getViewShape(FunctionOpInterface func,
 /// (a move that changed nothing).
 void carryMarks(Operation *from, Value to);
 
-/// Every op in [begin, end) without a phase takes `phase`, and without a
-/// layer takes `layer` (the ops a pass made in place of an op with these
-/// marks); an unset mark is left alone.
-void stampMarks(std::optional<Phase> phase, std::optional<int64_t> layer,
-                Block::iterator begin, Block::iterator end);
+/// Every op in [begin, end) takes the marks of `marks` it lacks (the ops a
+/// pass made in place of an op with these marks); an unset mark is left
+/// alone.
+void stampMarks(const StepMarks &marks, Block::iterator begin,
+                Block::iterator end);
 
 /// Each `par.reshard` in `block` without a phase takes the earliest phase
 /// of the ops that read it (through other reshards), else its input's; and
-/// the layer of its first reader that has one.
+/// the layer (and pipeline stage and micro-batch) of its first reader that
+/// has one.
 /// Nothing when no op in the block has a phase (not a training step).
 void assignReshardPhases(Block &block);
 
@@ -105,7 +124,7 @@ std::optional<unsigned> getUpdatedArgument(FunctionOpInterface func,
 /// a layer (while they are set).
 struct PhaseStamper : public OpBuilder::Listener {
   std::optional<Phase> phase;
-  std::optional<int64_t> layer;
+  std::optional<int64_t> layer, stage, microbatch;
   void notifyOperationInserted(Operation *op,
                                OpBuilder::InsertPoint previous) override;
 };

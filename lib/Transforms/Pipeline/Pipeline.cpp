@@ -1,0 +1,665 @@
+//===- Pipeline.cpp - --par-pipeline: stages, micro-batches, schedules ----===//
+
+#include "par/Transforms/Pipeline.h"
+
+#include "par/Dialect/Par/IR/ParConstants.h"
+#include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Transforms/Passes.h"
+#include "par/Transforms/StepArguments.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+
+#define DEBUG_TYPE "par-pipeline"
+
+namespace mlir::par {
+#define GEN_PASS_DEF_PIPELINEPASS
+#include "par/Transforms/Passes.h.inc"
+} // namespace mlir::par
+
+using namespace mlir;
+using namespace mlir::par;
+
+//===----------------------------------------------------------------------===//
+// The record and the schedules
+//===----------------------------------------------------------------------===//
+
+int64_t PipelineInfo::stageOfLayer(int64_t layer) const {
+  int64_t stage = 0;
+  for (int64_t s = 1; s < int64_t(firstLayers.size()); ++s)
+    if (layer >= firstLayers[s])
+      stage = s;
+  return stage;
+}
+
+std::optional<PipelineInfo> mlir::par::getPipeline(Operation *func) {
+  auto record =
+      func->getAttrOfType<DictionaryAttr>(ParDialect::kPipelineAttrName);
+  if (!record)
+    return std::nullopt;
+  PipelineInfo info;
+  if (auto axis = record.getAs<StringAttr>("axis"))
+    info.axis = axis.getValue().str();
+  if (auto stages = record.getAs<IntegerAttr>("stages"))
+    info.stages = stages.getInt();
+  if (auto m = record.getAs<IntegerAttr>("microbatches"))
+    info.microbatches = m.getInt();
+  if (auto schedule = record.getAs<StringAttr>("schedule"))
+    info.schedule = schedule.getValue().str();
+  if (auto first = record.getAs<DenseI64ArrayAttr>("first_layers"))
+    info.firstLayers.assign(first.asArrayRef().begin(),
+                            first.asArrayRef().end());
+  return info;
+}
+
+void mlir::par::setPipeline(Operation *func, const PipelineInfo &info) {
+  Builder b(func->getContext());
+  func->setAttr(ParDialect::kPipelineAttrName,
+                b.getDictionaryAttr({
+                    b.getNamedAttr("axis", b.getStringAttr(info.axis)),
+                    b.getNamedAttr("stages", b.getI64IntegerAttr(info.stages)),
+                    b.getNamedAttr("microbatches",
+                                   b.getI64IntegerAttr(info.microbatches)),
+                    b.getNamedAttr("schedule", b.getStringAttr(info.schedule)),
+                    b.getNamedAttr("first_layers",
+                                   b.getDenseI64ArrayAttr(info.firstLayers)),
+                }));
+}
+
+SmallVector<PipelineSlot> mlir::par::scheduleSlots(StringRef schedule,
+                                                   int64_t p, int64_t m,
+                                                   int64_t stage) {
+  SmallVector<PipelineSlot> slots;
+  if (schedule == "gpipe") {
+    for (int64_t i = 0; i < m; ++i)
+      slots.push_back({Phase::forward, i});
+    for (int64_t i = 0; i < m; ++i)
+      slots.push_back({Phase::backward, i});
+    return slots;
+  }
+  // 1F1B: warm up with the forwards that fill the stages after this one,
+  // then alternate, then drain the backwards.
+  int64_t warmup = std::min(p - stage - 1, m);
+  int64_t nextForward = 0, nextBackward = 0;
+  for (; nextForward < warmup; ++nextForward)
+    slots.push_back({Phase::forward, nextForward});
+  while (nextForward < m) {
+    slots.push_back({Phase::forward, nextForward++});
+    slots.push_back({Phase::backward, nextBackward++});
+  }
+  while (nextBackward < m)
+    slots.push_back({Phase::backward, nextBackward++});
+  return slots;
+}
+
+ScheduleTimes mlir::par::simulateSchedule(StringRef schedule, int64_t m,
+                                          ArrayRef<double> forward,
+                                          ArrayRef<double> backward) {
+  int64_t p = int64_t(forward.size());
+  SmallVector<SmallVector<PipelineSlot>> order;
+  for (int64_t s = 0; s < p; ++s)
+    order.push_back(scheduleSlots(schedule, p, m, s));
+  // end[phase][stage][microbatch]; NaN until the slot has run.
+  constexpr double unknown = -1;
+  SmallVector<SmallVector<double>> endF(p, SmallVector<double>(m, unknown)),
+      endB(p, SmallVector<double>(m, unknown));
+  ScheduleTimes times;
+  times.start.assign(p, {});
+  SmallVector<size_t> next(p, 0);
+  SmallVector<double> clock(p, 0);
+  // Run whichever stage's next slot has its inputs, until all have run
+  // (a valid schedule never stalls).
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t s = 0; s < p; ++s) {
+      while (next[s] < order[s].size()) {
+        PipelineSlot slot = order[s][next[s]];
+        double ready;
+        if (slot.phase == Phase::forward)
+          ready = s == 0 ? 0 : endF[s - 1][slot.microbatch];
+        else
+          ready = s == p - 1 ? endF[s][slot.microbatch]
+                             : endB[s + 1][slot.microbatch];
+        if (ready == unknown)
+          break;
+        double begin = std::max(clock[s], ready);
+        times.start[s].push_back(begin);
+        double length = slot.phase == Phase::forward ? forward[s] : backward[s];
+        clock[s] = begin + length;
+        (slot.phase == Phase::forward ? endF : endB)[s][slot.microbatch] =
+            clock[s];
+        ++next[s];
+        progress = true;
+      }
+    }
+  }
+  double busiest = 0;
+  for (int64_t s = 0; s < p; ++s) {
+    times.makespan = std::max(times.makespan, clock[s]);
+    busiest = std::max(busiest, double(m) * (forward[s] + backward[s]));
+  }
+  times.bubble = busiest > 0 ? (times.makespan - busiest) / busiest : 0;
+  return times;
+}
+
+//===----------------------------------------------------------------------===//
+// Stages of ops and arguments
+//===----------------------------------------------------------------------===//
+
+SmallVector<int64_t> mlir::par::argumentStages(func::FuncOp func) {
+  SmallVector<int64_t> stages;
+  for (BlockArgument arg : func.getArguments()) {
+    std::optional<int64_t> forward, any;
+    for (Operation *user : arg.getUsers()) {
+      std::optional<int64_t> stage = getStage(user);
+      if (!stage)
+        continue;
+      any = std::min(any.value_or(*stage), *stage);
+      if (inPhase(user, Phase::forward))
+        forward = std::min(forward.value_or(*stage), *stage);
+    }
+    stages.push_back(forward.value_or(any.value_or(0)));
+  }
+  return stages;
+}
+
+/// Gives each op selected by `filter` without a stage the latest stage of
+/// its producers, then those still without one the earliest stage of their
+/// readers.
+static void sweepStages(Block &body,
+                        llvm::function_ref<bool(Operation *)> filter) {
+  for (Operation &op : body.without_terminator()) {
+    if (getStage(&op) || !filter(&op))
+      continue;
+    std::optional<int64_t> stage;
+    for (Value operand : op.getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        if (std::optional<int64_t> s = getStage(def))
+          stage = std::max(stage.value_or(*s), *s);
+    if (stage)
+      setStage(&op, *stage);
+  }
+  for (Operation &op : llvm::reverse(body.without_terminator())) {
+    if (getStage(&op) || !filter(&op))
+      continue;
+    std::optional<int64_t> stage;
+    for (Operation *user : op.getUsers())
+      if (std::optional<int64_t> s = getStage(user))
+        stage = std::min(stage.value_or(*s), *s);
+    if (stage)
+      setStage(&op, *stage);
+  }
+}
+
+void mlir::par::assignStages(func::FuncOp func, const PipelineInfo &info) {
+  Block &body = func.getBody().front();
+  for (Operation &op : body.without_terminator())
+    if (!getStage(&op))
+      if (std::optional<int64_t> layer = getLayer(&op))
+        setStage(&op, info.stageOfLayer(*layer));
+  // The forward pass first: embeddings before the first layer run with it,
+  // heads and losses after the last one with it.
+  sweepStages(body, [](Operation *op) { return inPhase(op, Phase::forward); });
+  SmallVector<int64_t> argStage = argumentStages(func);
+  auto paramStage = [&](int64_t arg) -> std::optional<int64_t> {
+    if (arg >= 0 && arg < int64_t(argStage.size()))
+      return argStage[arg];
+    return std::nullopt;
+  };
+  for (Operation &op : body.without_terminator()) {
+    if (getStage(&op))
+      continue;
+    std::optional<int64_t> stage;
+    SmallVector<int64_t> gradientOf = getGradientOf(&op);
+    if (!gradientOf.empty())
+      stage = paramStage(gradientOf.front());
+    else if (std::optional<int64_t> master = getCopyOf(&op))
+      stage = paramStage(*master);
+    else if (std::optional<int64_t> master = getViewOf(&op))
+      stage = paramStage(*master);
+    else if (auto update = dyn_cast<OptimizerUpdateOpInterface>(&op))
+      if (auto arg = dyn_cast<BlockArgument>(update.getParam()))
+        stage = paramStage(arg.getArgNumber());
+    if (stage)
+      setStage(&op, *stage);
+  }
+  sweepStages(body, [](Operation *) { return true; });
+  for (Operation &op : body.without_terminator())
+    if (!getStage(&op))
+      setStage(&op, 0);
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The mesh a step runs on: the one its shardings name, else the module's
+/// only mesh.
+MeshOp stepMesh(ModuleOp module, func::FuncOp func) {
+  MeshOp found;
+  auto note = [&](Attribute attrs) {
+    if (!attrs || found)
+      return;
+    attrs.walk([&](ShardingAttr sharding) {
+      if (!found)
+        found = lookupMesh(func, sharding.getMesh());
+    });
+  };
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    note(func.getArgAttrDict(i));
+  func.walk([&](Operation *op) { note(op->getAttrDictionary()); });
+  if (found)
+    return found;
+  auto meshes = module.getOps<MeshOp>();
+  if (!meshes.empty() && std::next(meshes.begin()) == meshes.end())
+    return *meshes.begin();
+  return {};
+}
+
+struct PipelinePass : public par::impl::PipelinePassBase<PipelinePass> {
+  using PipelinePassBase::PipelinePassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (schedule != "gpipe" && schedule != "1f1b") {
+      module.emitError()
+          << "--par-pipeline schedule='" << schedule
+          << "' is not one of gpipe, 1f1b (interleaved and zb-h1 are not "
+             "built yet)";
+      return signalPassFailure();
+    }
+    if (microbatches < 0) {
+      module.emitError() << "--par-pipeline microbatches=" << microbatches
+                         << " must be positive";
+      return signalPassFailure();
+    }
+    bool any = false;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isDeclaration() ||
+          func.getBody().front().without_terminator().empty() ||
+          !getPhase(&func.getBody().front().front()))
+        continue;
+      any = true;
+      if (getPipeline(func)) {
+        func.emitError() << "@" << func.getSymName()
+                         << " is already pipelined (par.pipeline)";
+        return signalPassFailure();
+      }
+      if (failed(pipeline(module, func)))
+        return signalPassFailure();
+    }
+    if (!any) {
+      module.emitError() << "--par-pipeline needs a training step: run "
+                            "--par-autodiff before it";
+      return signalPassFailure();
+    }
+  }
+
+  LogicalResult pipeline(ModuleOp module, func::FuncOp func);
+  FailureOr<SmallVector<int64_t>> stageLayers(func::FuncOp func,
+                                              ArrayRef<int64_t> layers,
+                                              int64_t p);
+  LogicalResult splitMicrobatches(func::FuncOp func, int64_t m);
+};
+
+} // namespace
+
+LogicalResult PipelinePass::pipeline(ModuleOp module, func::FuncOp func) {
+  MeshOp mesh = stepMesh(module, func);
+  if (!mesh)
+    return func.emitError() << "--par-pipeline: cannot tell which mesh @"
+                            << func.getSymName() << " runs on";
+  std::optional<int64_t> p;
+  SmallVector<std::string> names;
+  for (auto [name, size] :
+       llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes())) {
+    names.push_back(cast<StringAttr>(name).getValue().str());
+    if (names.back() == axis)
+      p = size;
+  }
+  if (!p)
+    return mesh.emitError() << "--par-pipeline: the mesh @"
+                            << mesh.getSymName() << " has no axis '" << axis
+                            << "' (axes: " << llvm::join(names, ", ")
+                            << "); name the pipeline axis with axis=NAME";
+
+  // MPMD: stages hold whole tensors, so nothing may be split over the
+  // pipeline axis.
+  auto usesAxis = [&](Attribute attrs) {
+    bool uses = false;
+    if (attrs)
+      attrs.walk([&](ShardingAttr sharding) {
+        for (DimShardingAttr dim : sharding.getDims())
+          for (StringAttr a : dim.getAxes())
+            uses |= a.getValue() == axis;
+        for (StringAttr a : sharding.getPartialAxes())
+          uses |= a.getValue() == axis;
+      });
+    return uses;
+  };
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (usesAxis(func.getArgAttrDict(i)))
+      return emitError(func.getArgument(i).getLoc())
+             << "argument #" << i << " is split over '" << axis
+             << "', the pipeline axis: stages hold whole tensors";
+  WalkResult walked = func.walk([&](Operation *op) {
+    if (usesAxis(op->getAttrDictionary())) {
+      op->emitError() << "a sharding splits over '" << axis
+                      << "', the pipeline axis: stages hold whole tensors";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (walked.wasInterrupted())
+    return failure();
+
+  std::set<int64_t> layerSet;
+  for (Operation &op : func.getBody().front().without_terminator())
+    if (inPhase(&op, Phase::forward))
+      if (std::optional<int64_t> layer = getLayer(&op))
+        layerSet.insert(*layer);
+  SmallVector<int64_t> layers(layerSet.begin(), layerSet.end());
+  if (int64_t(layers.size()) < *p)
+    return func.emitError()
+           << "--par-pipeline: " << *p << " stages (axis '" << axis
+           << "') but @" << func.getSymName() << " has " << layers.size()
+           << " layer(s) (ops marked par.layer): each stage needs one";
+  FailureOr<SmallVector<int64_t>> firstLayers = stageLayers(func, layers, *p);
+  if (failed(firstLayers))
+    return failure();
+
+  PipelineInfo info;
+  info.axis = axis;
+  info.stages = *p;
+  info.microbatches = microbatches ? int64_t(microbatches) : *p;
+  info.schedule = schedule;
+  info.firstLayers = *firstLayers;
+  if (failed(splitMicrobatches(func, info.microbatches)))
+    return failure();
+  assignStages(func, info);
+  setPipeline(func, info);
+  return success();
+}
+
+FailureOr<SmallVector<int64_t>>
+PipelinePass::stageLayers(func::FuncOp func, ArrayRef<int64_t> layerIds,
+                          int64_t p) {
+  ArrayRef<int64_t> layers = layerIds;
+  ArrayRef<int64_t> counts = this->layers;
+  int64_t n = int64_t(layers.size());
+  auto indexOf = [&](int64_t layer) {
+    return int64_t(llvm::lower_bound(layers, layer) - layers.begin());
+  };
+  // By the forward ops' marks.
+  std::map<int64_t, std::pair<int64_t, Operation *>> marked; // layer
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    std::optional<int64_t> stage = getStage(&op);
+    if (!stage)
+      continue;
+    std::optional<int64_t> layer = getLayer(&op);
+    if (!layer || !inPhase(&op, Phase::forward))
+      return op.emitError() << "par.stage marks the forward ops of a layer "
+                               "(par.layer); this op is not one";
+    if (*stage >= p)
+      return op.emitError() << "par.stage = " << *stage << " but the "
+                            << "pipeline axis '" << axis << "' has " << p
+                            << " stages";
+    auto [it, inserted] = marked.try_emplace(*layer, *stage, &op);
+    if (!inserted && it->second.first != *stage)
+      return op.emitError() << "layer " << *layer << " is marked stage "
+                            << *stage << " here and stage "
+                            << it->second.first << " elsewhere";
+  }
+  if (!marked.empty() && !counts.empty())
+    return func.emitError() << "--par-pipeline layers= and par.stage marks "
+                               "both place the layers; give one";
+  SmallVector<int64_t> first(p, 0);
+  if (!marked.empty()) {
+    int64_t current = -1;
+    for (int64_t layer : layers) {
+      auto it = marked.find(layer);
+      if (it == marked.end())
+        return func.emitError() << "layer " << layer
+                                << " has no par.stage mark; mark every "
+                                   "layer's forward ops or none";
+      auto [stage, op] = it->second;
+      if (stage < current)
+        return op->emitError()
+               << "layer " << layer << " is marked stage " << stage
+               << " after a layer in stage " << current
+               << ": stages take consecutive layers in order";
+      if (stage > current + 1)
+        return op->emitError() << "layer " << layer << " is marked stage "
+                               << stage << ", skipping stage " << current + 1
+                               << ": every stage needs a layer";
+      if (stage == current + 1)
+        first[stage] = layer;
+      current = stage;
+    }
+    if (current != p - 1)
+      return func.emitError() << "the par.stage marks use stages 0-"
+                              << current << " of " << p
+                              << ": every stage needs a layer";
+    return first;
+  }
+  if (!counts.empty()) {
+    int64_t total = 0;
+    for (int64_t count : counts)
+      total += count;
+    if (int64_t(counts.size()) != p ||
+        llvm::any_of(counts, [](int64_t c) { return c < 1; }) || total != n)
+      return func.emitError()
+             << "--par-pipeline layers= gives " << counts.size()
+             << " count(s) summing to " << total << "; it needs " << p
+             << " positive counts (one per stage) summing to the " << n
+             << " layers";
+    int64_t at = 0;
+    for (int64_t s = 0; s < p; ++s) {
+      first[s] = layers[at];
+      at += counts[s];
+    }
+    return first;
+  }
+  // Balanced: contiguous groups minimizing the costliest stage (FLOPs of
+  // each layer's forward and backward ops).
+  SmallVector<double> cost(n, 0);
+  for (Operation &op : func.getBody().front().without_terminator())
+    if (std::optional<int64_t> layer = getLayer(&op))
+      if (auto rule = dyn_cast<ShardingRuleOpInterface>(&op))
+        cost[indexOf(*layer)] += rule.getWork().flops;
+  SmallVector<double> prefix(n + 1, 0);
+  for (int64_t i = 0; i < n; ++i)
+    prefix[i + 1] = prefix[i] + cost[i];
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  // best[s][i]: the costliest of s+1 stages over layers [0, i).
+  SmallVector<SmallVector<double>> best(p, SmallVector<double>(n + 1, inf));
+  SmallVector<SmallVector<int64_t>> cut(p, SmallVector<int64_t>(n + 1, 0));
+  for (int64_t i = 1; i <= n; ++i)
+    best[0][i] = prefix[i];
+  for (int64_t s = 1; s < p; ++s)
+    for (int64_t i = s + 1; i <= n; ++i)
+      for (int64_t j = s; j < i; ++j) {
+        double value = std::max(best[s - 1][j], prefix[i] - prefix[j]);
+        if (value < best[s][i]) {
+          best[s][i] = value;
+          cut[s][i] = j;
+        }
+      }
+  int64_t end = n;
+  for (int64_t s = p - 1; s > 0; --s) {
+    end = cut[s][end];
+    first[s] = layers[end];
+  }
+  first[0] = layers.front();
+  return first;
+}
+
+LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
+  if (m == 1)
+    return success();
+  Block &body = func.getBody().front();
+  OpBuilder b(func.getContext());
+  auto inPasses = [](Operation *op) {
+    return inPhase(op, Phase::forward) || inPhase(op, Phase::backward);
+  };
+
+  // Data arguments take a leading micro-batch dimension; micro-batch i
+  // reads slice i.
+  SmallVector<SmallVector<Value>> slices(m);
+  SmallVector<BlockArgument> data;
+  for (BlockArgument arg : func.getArguments())
+    if (!isParameter(func, arg.getArgNumber()) && !arg.use_empty())
+      data.push_back(arg);
+  if (data.empty())
+    return func.emitError() << "--par-pipeline microbatches=" << m << ": @"
+                            << func.getSymName()
+                            << " has no data argument to split";
+  b.setInsertionPointToStart(&body);
+  SmallVector<Type> argTypes(func.getArgumentTypes());
+  llvm::SetVector<Operation *> dependent;
+  SmallVector<SmallVector<std::pair<Value, Value>>> dataOf(m);
+  for (BlockArgument arg : data) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || !type.hasStaticShape())
+      return emitError(arg.getLoc())
+             << "--par-pipeline: data argument #" << arg.getArgNumber()
+             << " needs a static tensor type";
+    SmallVector<int64_t> shape{m};
+    llvm::append_range(shape, type.getShape());
+    auto whole = RankedTensorType::get(shape, type.getElementType());
+    for (Operation *user : arg.getUsers())
+      if (inPasses(user))
+        dependent.insert(user);
+    arg.setType(whole);
+    argTypes[arg.getArgNumber()] = whole;
+    if (auto sharding = func.getArgAttrOfType<ShardingAttr>(
+            arg.getArgNumber(), ParDialect::kShardingAttrName)) {
+      SmallVector<DimShardingAttr> dims{
+          DimShardingAttr::get(func.getContext(), {}, true, std::nullopt)};
+      llvm::append_range(dims, sharding.getDims());
+      func.setArgAttr(arg.getArgNumber(), ParDialect::kShardingAttrName,
+                      ShardingAttr::get(func.getContext(), sharding.getMesh(),
+                                        dims, sharding.getReplicatedAxes(),
+                                        sharding.getPartialAxes()));
+    }
+    SmallVector<int64_t> one{1};
+    llvm::append_range(one, type.getShape());
+    auto sliceType = RankedTensorType::get(one, type.getElementType());
+    for (int64_t i = 0; i < m; ++i) {
+      SmallVector<int64_t> starts(shape.size(), 0), limits(shape);
+      starts[0] = i;
+      limits[0] = i + 1;
+      auto slice =
+          SliceOp::create(b, arg.getLoc(), sliceType, arg,
+                          b.getDenseI64ArrayAttr(starts),
+                          b.getDenseI64ArrayAttr(limits), DenseI64ArrayAttr());
+      auto reshape = ReshapeOp::create(b, arg.getLoc(), type, slice);
+      for (Operation *op : {slice.getOperation(), reshape.getOperation()}) {
+        setPhase(op, Phase::forward);
+        setMicrobatch(op, i);
+      }
+      dataOf[i].push_back({arg, reshape});
+    }
+  }
+  func.setType(FunctionType::get(func.getContext(), argTypes,
+                                 func.getResultTypes()));
+
+  // The forward and backward ops that depend on the data, in order.
+  for (Operation &op : body.without_terminator()) {
+    if (dependent.contains(&op) || !inPasses(&op))
+      continue;
+    for (Value operand : op.getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        if (dependent.contains(def)) {
+          dependent.insert(&op);
+          break;
+        }
+  }
+  SmallVector<Operation *> ordered(dependent.begin(), dependent.end());
+  llvm::sort(ordered,
+             [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+
+  // What leaves them: values read by the optimizer or returned.
+  SmallVector<Value> exits;
+  for (Operation *op : ordered)
+    for (Value result : op->getResults())
+      if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+            return !dependent.contains(user);
+          }))
+        exits.push_back(result);
+  for (Value exit : exits)
+    if (!isa<FloatType>(getElementTypeOrSelf(exit.getType())))
+      return exit.getDefiningOp()->emitError()
+             << "--par-pipeline: a " << exit.getType()
+             << " value leaves the forward and backward passes; only "
+                "floating-point values (gradients, losses) can be averaged "
+                "over micro-batches";
+
+  // Micro-batch 0 is the ops as they are, reading slice 0.
+  for (auto [arg, slice] : dataOf[0])
+    arg.replaceUsesWithIf(slice, [&](OpOperand &use) {
+      return dependent.contains(use.getOwner());
+    });
+  for (Operation *op : ordered)
+    setMicrobatch(op, 0);
+
+  // Micro-batches 1.. are copies after them; each exit is accumulated
+  // as soon as a micro-batch makes it.
+  DenseMap<Value, Value> total;
+  for (Value exit : exits)
+    total[exit] = exit;
+  llvm::SmallPtrSet<Operation *, 16> accumulation;
+  Operation *last = ordered.back();
+  for (int64_t i = 1; i < m; ++i) {
+    // The copies read slice i where micro-batch 0 reads slice 0.
+    IRMapping map;
+    for (auto [first, slice] : llvm::zip(dataOf[0], dataOf[i]))
+      map.map(first.second, slice.second);
+    b.setInsertionPointAfter(last);
+    for (Operation *op : ordered) {
+      Operation *copy = b.clone(*op, map);
+      setMicrobatch(copy, i);
+      // Only the mean below is the gradient the optimizer reads.
+      copy->removeAttr(ParDialect::kGradientOfAttrName);
+      last = copy;
+      for (auto [orig, value] :
+           llvm::zip(op->getResults(), copy->getResults())) {
+        auto it = total.find(orig);
+        if (it == total.end())
+          continue;
+        auto sum = AddOp::create(b, orig.getLoc(), it->second, value);
+        StepMarks{getPhase(op), getLayer(op), std::nullopt, i}.stamp(sum);
+        accumulation.insert(sum);
+        it->second = sum;
+        last = sum;
+      }
+    }
+  }
+  // The mean, read where the micro-batch-0 value was.
+  for (Value exit : exits) {
+    Operation *def = exit.getDefiningOp();
+    b.setInsertionPointAfter(total[exit].getDefiningOp());
+    auto type = cast<RankedTensorType>(exit.getType());
+    Value scale = splatConstant(b, exit.getLoc(), type, 1.0 / double(m));
+    auto mean = MulOp::create(b, exit.getLoc(), total[exit], scale);
+    for (Operation *op : {scale.getDefiningOp(), mean.getOperation()})
+      StepMarks{getPhase(def), getLayer(def), std::nullopt, m - 1}.stamp(op);
+    exit.replaceUsesWithIf(mean, [&](OpOperand &use) {
+      Operation *owner = use.getOwner();
+      return !dependent.contains(owner) && !accumulation.contains(owner) &&
+             owner != mean.getOperation();
+    });
+    for (int64_t param : getGradientOf(def))
+      addGradientOf(mean, param);
+    def->removeAttr(ParDialect::kGradientOfAttrName);
+  }
+  return success();
+}

@@ -1,0 +1,365 @@
+//===- SplitStages.cpp - One function per pipeline stage ------------------===//
+//
+// The step's ops are put in one global order: each forward or backward op
+// runs no earlier than its slot of the schedule (simulated with the FLOPs
+// of each stage) and no earlier than its operands, the optimizer after
+// every slot. Each stage runs its ops in that order. A value read in
+// another stage is sent right after it is made and received right before
+// its first reader there, so every wait (a receive, or a send's buffer
+// being reused after the receive that matches it) waits only on what comes
+// before it in the global order: no schedule can deadlock.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Transforms/Pipeline.h"
+
+#include "par/Dialect/Par/IR/ParOps.h"
+
+#include "mlir/IR/IRMapping.h"
+
+#include <limits>
+#include <map>
+
+using namespace mlir;
+using namespace mlir::par;
+
+SmallVector<func::FuncOp> mlir::par::stageFunctions(ModuleOp module,
+                                                    func::FuncOp step) {
+  std::map<int64_t, func::FuncOp> byStage;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (auto of = func->getAttrOfType<StringAttr>(ParDialect::kStageOfAttrName))
+      if (of.getValue() == step.getSymName())
+        if (auto stage =
+                func->getAttrOfType<IntegerAttr>(ParDialect::kStageAttrName))
+          byStage[stage.getInt()] = func;
+  SmallVector<func::FuncOp> result;
+  for (auto &[stage, func] : byStage)
+    result.push_back(func);
+  return result;
+}
+
+namespace {
+
+/// A value one stage sends another.
+struct Transfer {
+  Value value;
+  int64_t from, to;
+  int64_t channel;
+};
+
+/// An entry of the global order: an op of the step, or one side of a
+/// transfer.
+struct Entry {
+  enum Kind { Op, Send, Recv } kind = Op;
+  Operation *op = nullptr;
+  size_t transfer = 0;
+  int64_t stage = 0;
+};
+
+} // namespace
+
+LogicalResult mlir::par::splitStages(ModuleOp module, func::FuncOp func) {
+  std::optional<PipelineInfo> info = getPipeline(func);
+  if (!info)
+    return success();
+  MLIRContext *ctx = func.getContext();
+  Block &body = func.getBody().front();
+  Operation *terminator = body.getTerminator();
+  int64_t p = info->stages, m = info->microbatches;
+  assignStages(func, *info);
+  SmallVector<int64_t> argStage = argumentStages(func);
+
+  // The mesh the pipeline axis belongs to.
+  FlatSymbolRefAttr meshRef;
+  for (auto mesh : module.getOps<MeshOp>())
+    if (mesh.getAxisIndex(info->axis) >= 0) {
+      meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+      break;
+    }
+  if (!meshRef)
+    return func.emitError() << "no mesh has the pipeline axis '" << info->axis
+                            << "' of @" << func.getSymName();
+
+  SmallVector<Operation *> ops;
+  DenseMap<Operation *, size_t> position;
+  for (Operation &op : body.without_terminator()) {
+    position[&op] = ops.size();
+    ops.push_back(&op);
+  }
+  auto stageOf = [&](Operation *op) { return *getStage(op); };
+
+  // Ops that the passes after --par-pipeline made without a micro-batch
+  // take their producers' latest (a collective of a layer's output).
+  for (Operation *op : ops) {
+    if (getMicrobatch(op) || inPhase(op, Phase::optimizer))
+      continue;
+    std::optional<int64_t> mb;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        if (std::optional<int64_t> i = getMicrobatch(def))
+          mb = std::max(mb.value_or(*i), *i);
+    if (mb)
+      setMicrobatch(op, *mb);
+  }
+
+  // Slot times from the schedule, with each stage's FLOPs per micro-batch.
+  SmallVector<double> forward(p, 1.0), backward(p, 1.0);
+  for (Operation *op : ops)
+    if (auto rule = dyn_cast<ShardingRuleOpInterface>(op)) {
+      double flops = rule.getWork().flops / double(m);
+      if (inPhase(op, Phase::forward))
+        forward[stageOf(op)] += flops;
+      else if (inPhase(op, Phase::backward))
+        backward[stageOf(op)] += flops;
+    }
+  ScheduleTimes times = simulateSchedule(info->schedule, m, forward, backward);
+  std::map<std::tuple<int64_t, int, int64_t>, double> slotStart;
+  for (int64_t s = 0; s < p; ++s)
+    for (auto [i, slot] :
+         llvm::enumerate(scheduleSlots(info->schedule, p, m, s)))
+      slotStart[{s, int(slot.phase), slot.microbatch}] = times.start[s][i];
+  constexpr double never = std::numeric_limits<double>::infinity();
+
+  // An op's time: its slot, but no earlier than its operands; ops of no
+  // micro-batch (working copies, gathers of weights) just before their
+  // first reader's slot; the optimizer after every slot.
+  DenseMap<Operation *, double> slotTime;
+  for (Operation *op : llvm::reverse(ops)) {
+    std::optional<Phase> phase = getPhase(op);
+    std::optional<int64_t> mb = getMicrobatch(op);
+    double t = never;
+    if (mb && phase && *phase != Phase::optimizer)
+      t = slotStart[{stageOf(op), int(*phase), *mb}];
+    else if (!phase || *phase != Phase::optimizer)
+      for (Operation *user : op->getUsers())
+        if (user != terminator)
+          t = std::min(t, slotTime.lookup(user));
+    slotTime[op] = t;
+  }
+  DenseMap<Operation *, double> time;
+  for (Operation *op : ops) {
+    double t = slotTime[op];
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        t = std::max(t, time.lookup(def));
+    time[op] = t;
+  }
+  SmallVector<Operation *> order(ops);
+  std::stable_sort(order.begin(), order.end(), [&](Operation *a,
+                                                   Operation *b) {
+    double ta = time[a], tb = time[b];
+    if (ta != tb)
+      return ta < tb;
+    return position[a] < position[b];
+  });
+
+  // Transfers: one per value and stage that reads it elsewhere. Constants
+  // are made again where they are read instead.
+  auto homeOf = [&](Value value) -> int64_t {
+    if (auto arg = dyn_cast<BlockArgument>(value))
+      return argStage[arg.getArgNumber()];
+    return stageOf(value.getDefiningOp());
+  };
+  // The stage each result is returned from: the one that holds the
+  // argument it replaces, else the one that makes it.
+  SmallVector<int64_t> resultStage;
+  for (auto [j, returned] : llvm::enumerate(terminator->getOperands())) {
+    std::optional<unsigned> target = getUpdatedArgument(func, unsigned(j));
+    resultStage.push_back(target ? argStage[*target] : homeOf(returned));
+  }
+  SmallVector<Transfer> transfers;
+  std::map<std::pair<void *, int64_t>, size_t> transferOf;
+  // Per op, the transfers received right before it.
+  DenseMap<Operation *, SmallVector<size_t>> receivedBefore;
+  SmallVector<size_t> receivedAtEnd;
+  auto need = [&](Value value, int64_t stage, Operation *reader) {
+    if (Operation *def = value.getDefiningOp(); def && isa<ConstantOp>(def))
+      return;
+    int64_t home = homeOf(value);
+    if (home == stage)
+      return;
+    auto key = std::make_pair(value.getAsOpaquePointer(), stage);
+    if (transferOf.count(key))
+      return;
+    transferOf[key] = transfers.size();
+    if (reader)
+      receivedBefore[reader].push_back(transfers.size());
+    else
+      receivedAtEnd.push_back(transfers.size());
+    transfers.push_back({value, home, stage, int64_t(transfers.size())});
+  };
+  for (Operation *op : order)
+    for (Value operand : op->getOperands())
+      need(operand, stageOf(op), op);
+  for (auto [j, returned] : llvm::enumerate(terminator->getOperands()))
+    need(returned, resultStage[j], nullptr);
+
+  // The global order with the transfers: a send right after what it
+  // sends (at the start for an argument), a receive right before its
+  // first reader.
+  DenseMap<void *, SmallVector<size_t>> sentAfter;
+  SmallVector<size_t> sentFirst;
+  for (auto [i, t] : llvm::enumerate(transfers)) {
+    if (Operation *def = t.value.getDefiningOp())
+      sentAfter[def].push_back(i);
+    else
+      sentFirst.push_back(i);
+  }
+  SmallVector<Entry> entries;
+  for (size_t i : sentFirst)
+    entries.push_back({Entry::Send, nullptr, i, transfers[i].from});
+  for (Operation *op : order) {
+    for (size_t i : receivedBefore.lookup(op))
+      entries.push_back({Entry::Recv, nullptr, i, transfers[i].to});
+    entries.push_back({Entry::Op, op, 0, stageOf(op)});
+    for (size_t i : sentAfter.lookup(op))
+      entries.push_back({Entry::Send, nullptr, i, transfers[i].from});
+  }
+  for (size_t i : receivedAtEnd)
+    entries.push_back({Entry::Recv, nullptr, i, transfers[i].to});
+  SmallVector<int64_t> recvOrder(transfers.size(), 0);
+  for (auto [n, entry] : llvm::enumerate(entries))
+    if (entry.kind == Entry::Recv)
+      recvOrder[entry.transfer] = int64_t(n);
+
+  // The stage functions.
+  OpBuilder b(ctx);
+  b.setInsertionPointAfter(func);
+  SmallVector<func::FuncOp> stages;
+  SmallVector<IRMapping> maps(p);
+  SmallVector<DenseMap<unsigned, unsigned>> localArg(p);
+  for (int64_t s = 0; s < p; ++s) {
+    SmallVector<Type> argTypes, resultTypes;
+    SmallVector<unsigned> args, results;
+    for (BlockArgument arg : func.getArguments())
+      if (argStage[arg.getArgNumber()] == s) {
+        localArg[s][arg.getArgNumber()] = args.size();
+        args.push_back(arg.getArgNumber());
+        argTypes.push_back(arg.getType());
+      }
+    for (auto [j, returned] : llvm::enumerate(terminator->getOperands()))
+      if (resultStage[j] == s) {
+        results.push_back(unsigned(j));
+        resultTypes.push_back(returned.getType());
+      }
+    auto stage = func::FuncOp::create(
+        b, func.getLoc(), (func.getSymName() + ".stage" + Twine(s)).str(),
+        FunctionType::get(ctx, argTypes, resultTypes));
+    b.setInsertionPointAfter(stage);
+    for (NamedAttribute attr : func->getAttrs())
+      if (attr.getName() != func.getSymNameAttrName() &&
+          attr.getName() != func.getFunctionTypeAttrName() &&
+          attr.getName() != func.getArgAttrsAttrName() &&
+          attr.getName() != func.getResAttrsAttrName() &&
+          attr.getName() != func.getSymVisibilityAttrName())
+        stage->setAttr(attr.getName(), attr.getValue());
+    stage->setAttr(ParDialect::kStageOfAttrName, func.getSymNameAttr());
+    stage->setAttr(ParDialect::kStageAttrName, b.getI64IntegerAttr(s));
+    for (auto [i, arg] : llvm::enumerate(args)) {
+      if (DictionaryAttr attrs = func.getArgAttrDict(arg))
+        for (NamedAttribute attr : attrs)
+          stage.setArgAttr(unsigned(i), attr.getName(), attr.getValue());
+      stage.setArgAttr(unsigned(i), ParDialect::kInputAttrName,
+                       b.getI64IntegerAttr(arg));
+    }
+    for (auto [i, j] : llvm::enumerate(results)) {
+      DictionaryAttr attrs = func.getResultAttrDict(j);
+      for (NamedAttribute attr :
+           attrs ? attrs.getValue() : ArrayRef<NamedAttribute>()) {
+        if (attr.getName() == ParDialect::kUpdatesAttrName) {
+          unsigned target =
+              unsigned(cast<IntegerAttr>(attr.getValue()).getInt());
+          stage.setResultAttr(unsigned(i), attr.getName(),
+                              b.getI64IntegerAttr(localArg[s].lookup(target)));
+          continue;
+        }
+        stage.setResultAttr(unsigned(i), attr.getName(), attr.getValue());
+      }
+      stage.setResultAttr(unsigned(i), ParDialect::kOutputAttrName,
+                          b.getI64IntegerAttr(j));
+    }
+    Block *entry = stage.addEntryBlock();
+    for (auto [i, arg] : llvm::enumerate(args))
+      maps[s].map(func.getArgument(arg), entry->getArgument(i));
+    stages.push_back(stage);
+  }
+
+  // Marks that name arguments name the stage's own.
+  auto remapMarks = [&](Operation *copy, int64_t s) {
+    SmallVector<int64_t> gradientOf = getGradientOf(copy);
+    if (!gradientOf.empty()) {
+      copy->removeAttr(ParDialect::kGradientOfAttrName);
+      for (int64_t param : gradientOf)
+        if (localArg[s].count(unsigned(param)))
+          addGradientOf(copy, localArg[s].lookup(unsigned(param)));
+    }
+    for (StringRef name :
+         {ParDialect::kCopyOfAttrName, ParDialect::kViewOfAttrName}) {
+      auto master = copy->getAttrOfType<IntegerAttr>(name);
+      if (!master)
+        continue;
+      if (localArg[s].count(unsigned(master.getInt())))
+        copy->setAttr(name, b.getI64IntegerAttr(
+                                localArg[s].lookup(unsigned(master.getInt()))));
+      else
+        copy->removeAttr(name);
+    }
+  };
+  StringAttr axis = b.getStringAttr(info->axis);
+  for (auto [n, entry] : llvm::enumerate(entries)) {
+    int64_t s = entry.stage;
+    b.setInsertionPointToEnd(&stages[s].getBody().front());
+    Operation *made = nullptr;
+    if (entry.kind == Entry::Op) {
+      // Constants another stage reads are made there too.
+      for (Value operand : entry.op->getOperands())
+        if (auto constant = operand.getDefiningOp<ConstantOp>())
+          if (stageOf(constant) != s && !maps[s].contains(operand))
+            remapMarks(b.clone(*constant, maps[s]), s);
+      made = b.clone(*entry.op, maps[s]);
+      remapMarks(made, s);
+    } else {
+      const Transfer &t = transfers[entry.transfer];
+      if (entry.kind == Entry::Send) {
+        made = SendOp::create(b, t.value.getLoc(),
+                              maps[s].lookup(t.value), meshRef, axis,
+                              b.getI64IntegerAttr(t.to),
+                              b.getI64IntegerAttr(t.channel));
+        made->setAttr(ParDialect::kMatchedAttrName,
+                      b.getI64IntegerAttr(recvOrder[entry.transfer]));
+      } else {
+        auto recv = RecvOp::create(b, t.value.getLoc(), t.value.getType(),
+                                   meshRef, axis, b.getI64IntegerAttr(t.from),
+                                   b.getI64IntegerAttr(t.channel));
+        maps[s].map(t.value, recv.getResult());
+        made = recv;
+      }
+      // A transfer belongs to the slot of what it moves.
+      if (Operation *def = t.value.getDefiningOp())
+        StepMarks{getPhase(def), getLayer(def), s, getMicrobatch(def)}.stamp(
+            made);
+      else
+        setStage(made, s);
+    }
+    made->setAttr(ParDialect::kOrderAttrName, b.getI64IntegerAttr(int64_t(n)));
+  }
+  for (int64_t s = 0; s < p; ++s) {
+    SmallVector<Value> returned;
+    for (auto [j, value] : llvm::enumerate(terminator->getOperands()))
+      if (resultStage[j] == s) {
+        if (auto constant = value.getDefiningOp<ConstantOp>())
+          if (!maps[s].contains(value)) {
+            b.setInsertionPointToEnd(&stages[s].getBody().front());
+            b.clone(*constant, maps[s]);
+          }
+        returned.push_back(maps[s].lookup(value));
+      }
+    b.setInsertionPointToEnd(&stages[s].getBody().front());
+    func::ReturnOp::create(b, terminator->getLoc(), returned);
+  }
+
+  // The step keeps its signature as a declaration.
+  func.getBody().getBlocks().clear();
+  func.setPrivate();
+  return success();
+}
