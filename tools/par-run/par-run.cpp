@@ -894,8 +894,27 @@ int runRank(const Options &o, int rank, int size) {
     std::printf("par-run: %lld step(s) skipped by loss scaling\n",
                 (long long)scalingSkips);
 
+  // A pipelined program's stages plan their own arenas: each stage's
+  // measured peak (the most of its ranks) against its plan.
+  nlohmann::json stages = nlohmann::json::array();
+  if (program.rankClasses.size() > 1 && o.steps > 0) {
+    std::vector<std::string> peaks =
+        comm->gatherToRoot(std::to_string(peak));
+    for (size_t c = 0; c < program.rankClasses.size() && rank == 0; ++c) {
+      const RankClass &cls = program.rankClasses[c];
+      int64_t measured = 0;
+      for (int64_t r : cls.ranks)
+        measured = std::max<int64_t>(measured,
+                                     std::stoll(peaks.at(size_t(r))));
+      stages.push_back({{"ranks", cls.ranks},
+                        {"peak_bytes", measured},
+                        {"planned_bytes", cls.arenaBytes}});
+    }
+  }
   if (rank == 0 && o.json) {
     const Executor::Traffic &traffic = exec.lastStepTraffic();
+    if (!stages.empty())
+      emitJson({{"event", "stages"}, {"stages", stages}});
     emitJson({{"event", "end"},
               {"steps", o.steps},
               {"seconds", totalSeconds},
@@ -909,6 +928,12 @@ int runRank(const Options &o, int rank, int size) {
                 "planned per rank\n",
                 (long long)o.steps, totalSeconds, human(peak).c_str(),
                 human(rc.arenaBytes).c_str());
+    for (size_t c = 0; c < stages.size(); ++c)
+      std::printf("par-run: rank class %zu (ranks %s): measured peak %s of "
+                  "%s planned\n",
+                  c, stages[c]["ranks"].dump().c_str(),
+                  human(stages[c]["peak_bytes"].get<int64_t>()).c_str(),
+                  human(stages[c]["planned_bytes"].get<int64_t>()).c_str());
     const Executor::Traffic &traffic = exec.lastStepTraffic();
     if (traffic.collectives)
       std::printf(
