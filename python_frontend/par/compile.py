@@ -435,6 +435,7 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
             optimizer: Optional[Optimizer] = None,
             auto_shard: Union[bool, str] = False,
             remat: Optional[str] = None,
+            pipeline: Union[bool, str, None] = None,
             extra_args: Sequence[str] = (), timeout: Optional[float] = 300) -> Executable:
     """Writes the graph's MLIR, runs par-opt (--par-propagate --par-partition
     --emit-program on a mesh of more than one device; the unsharded program
@@ -452,6 +453,10 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
     `remat`: rematerialization of a training step (--par-remat: "none",
     "selective", "full" or "auto:budget=SIZE"; the optimizer's own `remat`
     otherwise).
+    `pipeline`: split a training step's layers into stages over the mesh's
+    `pp` axis (--par-pipeline: True, or its options such as
+    "microbatches=4 schedule=gpipe"). The graph's batch is one micro-batch:
+    the step reads `microbatches` of them (docs/pipelines.md).
     """
     graph = graph_or_model
     if not isinstance(graph, Graph):
@@ -478,6 +483,11 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
             raise ValueError("compile: remat= applies to a training step; give optimizer=")
         optimizer = dataclasses.replace(optimizer, remat=remat)
     args = optimizer.pass_options() if optimizer is not None else []
+    if pipeline:
+        if optimizer is None:
+            raise ValueError("compile: pipeline= applies to a training step; give optimizer=")
+        args.append("--par-pipeline" if pipeline is True else f"--par-pipeline={pipeline}")
+        partition = True
     if auto_shard:
         args.append("--auto-shard" if auto_shard is True else f"--auto-shard={auto_shard}")
         partition = True

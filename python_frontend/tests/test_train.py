@@ -136,6 +136,28 @@ def test_remat_modes_train_exactly_like_the_plain_step(tmp_path):
     assert peaks["auto:budget=1400KiB"] <= 1400 * 1024 < peaks["none"], peaks
 
 
+def test_pipeline_trains_like_one_rank(tmp_path):
+    # Four layers over pp=2 x dp=2, two micro-batches of 2 rows per data
+    # replica, 1F1B: the same losses as the whole batch of 8 on one rank.
+    config = models.GPTConfig(vocab_size=64, block_size=16, n_layer=4, n_head=2, n_embd=16)
+    mesh = par.Mesh({"pp": 2, "dp": 2})
+    piped = models.loss_graph(models.GPT(config), 4, 16, mesh=mesh,
+                              shardings=models.data_parallel("dp"), name="gpt_pp")
+    whole = models.loss_graph(models.GPT(config), 8, 16, name="gpt_whole")
+    opt = par.AdamW(lr=3e-3)
+    exe = par.compile(piped, mesh=mesh, optimizer=opt, pipeline="microbatches=2",
+                      workdir=tmp_path / "pp")
+    assert [c["ranks"] for c in exe.program["rank_classes"]] == [[0, 1], [2, 3]]
+    got = exe.run(steps=3, data=str(CORPUS), log_every=1)
+    want = par.compile(whole, optimizer=opt, workdir=tmp_path / "one").run(
+        steps=3, data=str(CORPUS), log_every=1)
+    assert len(got.losses) == 3
+    for a, b in zip(got.losses, want.losses):
+        assert abs(a - b) <= 1e-5 * abs(b)
+    with pytest.raises(ValueError):
+        par.compile(whole, pipeline=True)
+
+
 def test_optimizer_pass_option():
     text = par.AdamW(lr=0.5, clip=2.0, warmup=4).pass_option()
     assert text.startswith("--par-autodiff=optimizer=adamw lr=0.5 ")

@@ -398,6 +398,11 @@ def SchedulePass : Pass<"par-schedule", "::mlir::ModuleOp"> {
     op that came first in the input. Ops with side effects keep their
     relative order. The result computes the same values.
 
+    A step pipelined by --par-pipeline is then split into one function per
+    stage (`@STEP.stageK`), its ops in the order its schedule runs them,
+    with `par.send`/`par.recv` for the values stages exchange; the step
+    stays as a declaration (docs/pipelines.md).
+
     ```sh
     par-opt model.mlir --par-propagate --par-partition --par-schedule
     ```
