@@ -23,6 +23,7 @@
 #include "par/Dialect/Par/IR/TrainingStep.h"
 #include "par/Transforms/CostModel.h"
 #include "par/Transforms/MemoryPlan.h"
+#include "par/Transforms/Pipeline.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/ReportFormat.h"
 #include "par/Transforms/StepArguments.h"
@@ -219,6 +220,62 @@ std::string layerRanges(ArrayRef<int64_t> layers) {
   return text;
 }
 
+/// A pipeline stage (docs/pipelines.md): what it sends and receives per
+/// step, and the bubble the schedule predicts from every stage's FLOPs.
+void reportStage(func::FuncOp func, const MemoryPlan &plan,
+                 llvm::raw_ostream &os) {
+  auto of = func->getAttrOfType<StringAttr>(ParDialect::kStageOfAttrName);
+  std::optional<PipelineInfo> info = getPipeline(func);
+  if (!of || !info)
+    return;
+  auto step = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      func, FlatSymbolRefAttr::get(of));
+  if (!step)
+    return;
+  int64_t sends = 0, sent = 0, recvs = 0, received = 0;
+  auto bytesOf = [&](Value v) {
+    return plan.buffers[plan.bufferOf.lookup(v)].bytes;
+  };
+  for (Operation *op : plan.instructions) {
+    if (auto send = dyn_cast<SendOp>(op)) {
+      ++sends;
+      sent += bytesOf(send.getInput());
+    } else if (auto recv = dyn_cast<RecvOp>(op)) {
+      ++recvs;
+      received += bytesOf(recv.getResult());
+    }
+  }
+  SmallVector<double> forward, backward;
+  for (func::FuncOp stage :
+       stageFunctions(func->getParentOfType<ModuleOp>(), step)) {
+    double f = 0, b = 0;
+    stage.walk([&](Operation *op) {
+      auto rule = dyn_cast<ShardingRuleOpInterface>(op);
+      if (!rule)
+        return;
+      double flops = rule.getWork().flops / double(info->microbatches);
+      if (inPhase(op, Phase::forward))
+        f += flops;
+      else if (inPhase(op, Phase::backward))
+        b += flops;
+    });
+    forward.push_back(f);
+    backward.push_back(b);
+  }
+  ScheduleTimes times =
+      simulateSchedule(info->schedule, info->microbatches, forward, backward);
+  auto stage = func->getAttrOfType<IntegerAttr>(ParDialect::kStageAttrName);
+  os << "pipeline stage " << (stage ? stage.getInt() : 0) << " of "
+     << info->stages << " over '" << info->axis << "' (" << info->schedule
+     << ", " << info->microbatches << " micro-batches):\n";
+  os << "  transfers per step: " << sends << " sent (" << humanBytes(sent)
+     << "), " << recvs << " received (" << humanBytes(received) << ")\n";
+  os << llvm::format("  predicted bubble %.3f (idle over busy time on the "
+                     "busiest stage; (p-1)/m = %.3f)\n",
+                     times.bubble,
+                     double(info->stages - 1) / double(info->microbatches));
+}
+
 /// The activations each layer keeps (the activations category by the
 /// layer of the op that makes them), what --par-remat chose, and the FLOPs
 /// a device spends recomputing.
@@ -362,6 +419,7 @@ void reportFunction(func::FuncOp func, const MemoryPlan &plan,
   os << "\n";
 
   reportLayers(func, plan, os);
+  reportStage(func, plan, os);
 
   os << "communication per call:\n";
   if (!func->hasAttr(ParDialect::kPartitionedAttrName)) {
