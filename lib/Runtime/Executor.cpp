@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
+#include <set>
 
 namespace par::rt {
 
@@ -277,9 +277,7 @@ void Executor::transfer(const Instruction &inst, size_t index) {
   std::vector<int64_t> coords = meshCoords(program_, rank_);
   int64_t stage = coords[size_t(program_.axisIndex(axis))];
   coords[size_t(program_.axisIndex(axis))] = sending ? a.to : a.from;
-  int64_t peer = 0;
-  for (size_t d = 0; d < coords.size(); ++d)
-    peer = peer * program_.mesh[d].size + coords[d];
+  int64_t peer = rankAt(program_, coords);
   std::string what = std::string(sending ? "send to" : "receive from") +
                      " rank " + std::to_string(peer) + " (stage " +
                      std::to_string(sending ? a.to : a.from) + " on '" + axis +
@@ -347,50 +345,48 @@ int64_t Executor::measuredPeak() const {
   return (last + alignment - 1) / alignment * alignment;
 }
 
-/// True when `rank` holds the first replica of its slice of a tensor
-/// sharded as `sharding`: coordinate 0 on every mesh axis the tensor does not
-/// use (partial axes count as used when each partial contribution matters).
-static bool firstReplica(const Program &program, const ShardingSpec &sharding,
-                         int64_t rank, bool partialIsUsed,
-                         const std::function<bool(int64_t)> &holds) {
-  if (!holds(rank))
-    return false;
+/// Per rank, whether it holds the first replica of its slice of a tensor
+/// sharded as `sharding`: the lowest rank that holds the tensor (`holds`;
+/// pipeline stages hold only their own inputs and outputs) among those with
+/// its coordinates on the axes the tensor uses (partial axes count as used
+/// when each partial contribution matters).
+static std::vector<bool> firstReplicas(const Program &program,
+                                       const ShardingSpec &sharding,
+                                       bool partialIsUsed,
+                                       const std::vector<bool> &holds) {
+  auto uses = [&](const std::vector<std::string> &axes,
+                  const std::string &axis) {
+    return std::find(axes.begin(), axes.end(), axis) != axes.end();
+  };
   std::vector<bool> used(program.mesh.size(), false);
   for (size_t a = 0; a < program.mesh.size(); ++a) {
     const std::string &axis = program.mesh[a].name;
     for (const auto &dim : sharding.dims)
-      used[a] = used[a] || std::find(dim.begin(), dim.end(), axis) != dim.end();
-    if (partialIsUsed)
-      used[a] = used[a] || std::find(sharding.partial.begin(),
-                                     sharding.partial.end(),
-                                     axis) != sharding.partial.end();
+      used[a] = used[a] || uses(dim, axis);
+    used[a] = used[a] || (partialIsUsed && uses(sharding.partial, axis));
   }
-  // A rank of a lower coordinate on an unused axis holding the same piece
-  // comes first (pipeline stages hold only their own inputs and outputs).
-  std::vector<int64_t> coords = meshCoords(program, rank);
-  for (int64_t other = 0; other < rank; ++other) {
-    std::vector<int64_t> c = meshCoords(program, other);
-    bool same = true;
-    for (size_t a = 0; a < c.size() && same; ++a)
-      same = !used[a] || c[a] == coords[a];
-    if (same && holds(other))
-      return false;
+  std::vector<bool> first(size_t(program.numRanks), false);
+  std::set<std::vector<int64_t>> seen;
+  for (int64_t r = 0; r < program.numRanks; ++r) {
+    if (!holds[size_t(r)])
+      continue;
+    std::vector<int64_t> piece = meshCoords(program, r);
+    for (size_t a = 0; a < piece.size(); ++a)
+      if (!used[a])
+        piece[a] = 0;
+    first[size_t(r)] = seen.insert(piece).second;
   }
-  return true;
+  return first;
 }
 
-/// Whether rank `r` holds input `i` (or output `i`).
-static std::function<bool(int64_t)> holdsInput(const Program &program,
-                                               size_t i) {
-  return [&program, i](int64_t r) {
-    return program.classOf(r).inputBuffers[i] >= 0;
-  };
-}
-static std::function<bool(int64_t)> holdsOutput(const Program &program,
-                                                size_t i) {
-  return [&program, i](int64_t r) {
-    return program.classOf(r).outputBuffers[i] >= 0;
-  };
+/// Per rank, whether its class holds input `i` (or output `i`).
+static std::vector<bool> holders(const Program &program, size_t i,
+                                 bool output) {
+  std::vector<bool> holds(size_t(program.numRanks), false);
+  for (const RankClass &c : program.rankClasses)
+    for (int64_t r : c.ranks)
+      holds[size_t(r)] = (output ? c.outputBuffers : c.inputBuffers)[i] >= 0;
+  return holds;
 }
 
 std::vector<double> Executor::gatherOutput(size_t i) {
@@ -405,10 +401,12 @@ std::vector<double> Executor::gatherOutput(size_t i) {
   std::vector<double> global(size_t(numElements(spec.globalShape)), 0.0);
   bool partial = !spec.sharding.partial.empty();
   Shape buffer = localBufferShape(program_, spec.globalShape, spec.sharding);
+  // One copy of each replica, every partial contribution.
+  std::vector<bool> first = firstReplicas(program_, spec.sharding,
+                                          /*partialIsUsed=*/true,
+                                          holders(program_, i, true));
   for (int64_t r = 0; r < program_.numRanks; ++r) {
-    // One copy of each replica, every partial contribution.
-    if (!firstReplica(program_, spec.sharding, r, /*partialIsUsed=*/true,
-                      holdsOutput(program_, i)))
+    if (!first[size_t(r)])
       continue;
     Shape offsets, shape;
     localSlice(program_, spec.globalShape, spec.sharding, r, offsets, shape);
@@ -428,8 +426,8 @@ std::vector<ShardData> Executor::paramShards() const {
   for (size_t i = 0; i < program_.inputs.size(); ++i) {
     const InputSpec &spec = program_.inputs[i];
     if (spec.role != InputRole::Param || class_->inputBuffers[i] < 0 ||
-        !firstReplica(program_, spec.sharding, rank_, false,
-                      holdsInput(program_, i)))
+        !firstReplicas(program_, spec.sharding, false,
+                       holders(program_, i, false))[size_t(rank_)])
       continue;
     ShardData shard;
     shard.name = spec.name;
@@ -479,9 +477,10 @@ std::map<std::string, TensorRecord> Executor::checkpointRecords() const {
     TensorRecord &record = records[spec.name];
     record.dtype = spec.dtype;
     record.globalShape = spec.savedShape();
+    std::vector<bool> first = firstReplicas(program_, spec.sharding, false,
+                                            holders(program_, i, false));
     for (int64_t r = 0; r < program_.numRanks; ++r) {
-      if (!firstReplica(program_, spec.sharding, r, false,
-                        holdsInput(program_, i)))
+      if (!first[size_t(r)])
         continue;
       Slice local;
       localSlice(program_, spec.globalShape, spec.sharding, r, local.offsets,

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -211,6 +212,85 @@ std::optional<Shape> readView(const Reader &r, const json &object,
            shapeString(view) + " has more elements than the flat global " +
                "shape " + shapeString(globalShape));
   return view;
+}
+
+/// Pipeline transfers: each send and receive names one axis and a peer
+/// coordinate on it, and is matched in the peer's class by the other side
+/// with the same channel and bytes, so no rank waits for a transfer that
+/// never comes.
+static void checkTransfers(const Reader &r, const Program &p) {
+  using catalogue::OpCode;
+  // Per class, its transfers by (sending, channel).
+  std::vector<std::map<std::pair<bool, int64_t>, size_t>> byChannel(
+      p.rankClasses.size());
+  auto classIndex = [&](int64_t rank) {
+    return size_t(&p.classOf(rank) - p.rankClasses.data());
+  };
+  auto where = [&](size_t c, size_t i) {
+    const Instruction &inst = p.rankClasses[c].instructions[i];
+    return "rank_classes[" + std::to_string(c) + "].instructions[" +
+           std::to_string(i) + "] (" + opName(inst.op) +
+           (inst.loc.empty() ? "" : " at " + inst.loc) + ")";
+  };
+  for (size_t c = 0; c < p.rankClasses.size(); ++c)
+    for (size_t i = 0; i < p.rankClasses[c].instructions.size(); ++i) {
+      const Instruction &inst = p.rankClasses[c].instructions[i];
+      if (inst.op != OpCode::Send && inst.op != OpCode::Recv)
+        continue;
+      bool sending = inst.op == OpCode::Send;
+      const std::vector<std::string> &axes =
+          p.groups[size_t(inst.attrs.group)];
+      int64_t peer = sending ? inst.attrs.to : inst.attrs.from;
+      if (axes.size() != 1)
+        r.fail(where(c, i) + ".attrs.group",
+               "a transfer's group names one axis, not " +
+                   std::to_string(axes.size()));
+      int64_t size = p.mesh[size_t(p.axisIndex(axes[0]))].size;
+      if (peer < 0 || peer >= size)
+        r.fail(where(c, i) + ".attrs." + (sending ? "to" : "from"),
+               "coordinate " + std::to_string(peer) + " is outside axis '" +
+                   axes[0] + "' of size " + std::to_string(size));
+      if (inst.attrs.channel < 0)
+        r.fail(where(c, i) + ".attrs.channel", "must be non-negative");
+      if (!byChannel[c].emplace(std::make_pair(sending, inst.attrs.channel), i)
+               .second)
+        r.fail(where(c, i) + ".attrs.channel",
+               "channel " + std::to_string(inst.attrs.channel) +
+                   " is used by two " + (sending ? "sends" : "receives"));
+    }
+  for (size_t c = 0; c < p.rankClasses.size(); ++c)
+    for (const auto &[key, i] : byChannel[c]) {
+      const RankClass &rc = p.rankClasses[c];
+      const Instruction &inst = rc.instructions[i];
+      bool sending = key.first;
+      const std::string &axis = p.groups[size_t(inst.attrs.group)][0];
+      size_t a = size_t(p.axisIndex(axis));
+      std::vector<int64_t> coords = meshCoords(p, rc.ranks.front());
+      int64_t own = coords[a];
+      coords[a] = sending ? inst.attrs.to : inst.attrs.from;
+      size_t pc = classIndex(rankAt(p, coords));
+      auto match = byChannel[pc].find({!sending, key.second});
+      const Instruction *other =
+          match == byChannel[pc].end()
+              ? nullptr
+              : &p.rankClasses[pc].instructions[match->second];
+      int64_t bytes =
+          rc.buffers[size_t(sending ? inst.operands[0] : inst.results[0])]
+              .bytes;
+      if (!other || (sending ? other->attrs.from : other->attrs.to) != own ||
+          p.rankClasses[pc]
+                  .buffers[size_t(sending ? other->results[0]
+                                          : other->operands[0])]
+                  .bytes != bytes)
+        r.fail(where(c, i),
+               std::string("no ") + (sending ? "receive" : "send") +
+                   " of channel " + std::to_string(key.second) + " and " +
+                   std::to_string(bytes) + " bytes " +
+                   (sending ? "from" : "to") + " coordinate " +
+                   std::to_string(own) + " on '" + axis +
+                   "' in rank_classes[" + std::to_string(pc) +
+                   "] matches it");
+    }
 }
 
 /// An exchange's layouts must fit its group and its buffers: par-run packs
@@ -428,6 +508,13 @@ std::vector<int64_t> meshCoords(const Program &program, int64_t rank) {
     rank /= program.mesh[i].size;
   }
   return coords;
+}
+
+int64_t rankAt(const Program &program, const std::vector<int64_t> &coords) {
+  int64_t rank = 0;
+  for (size_t i = 0; i < program.mesh.size(); ++i)
+    rank = rank * program.mesh[i].size + coords[i];
+  return rank;
 }
 
 int64_t groupIndex(const Program &program, const std::vector<int64_t> &coords,
@@ -902,6 +989,7 @@ Program parseProgram(const std::string &text, const std::string &path) {
     if (owner[rank] < 0)
       r.fail("rank_classes",
              "rank " + std::to_string(rank) + " is in no rank class");
+  checkTransfers(r, p);
   return p;
 }
 

@@ -202,6 +202,8 @@ std::optional<ProgramIssue> checkProgram(const std::string &text,
 
 /// Mesh coordinates of `rank` (row-major over the mesh axes, first major).
 std::vector<int64_t> meshCoords(const Program &program, int64_t rank);
+/// The rank at `coords` (the inverse of meshCoords).
+int64_t rankAt(const Program &program, const std::vector<int64_t> &coords);
 /// Index of the device at `coords` within its group over `axes` (row-major
 /// over `axes`, first major), and the group's size.
 int64_t groupIndex(const Program &program, const std::vector<int64_t> &coords,

@@ -56,7 +56,8 @@ SmallVector<PipelineSlot> scheduleSlots(StringRef schedule, int64_t p,
 /// and backward pass on each stage (transfers taken as free): when each slot
 /// starts, per stage in scheduleSlots order, and the step's length.
 struct ScheduleTimes {
-  SmallVector<SmallVector<double>> start; // [stage][slot]
+  SmallVector<SmallVector<PipelineSlot>> slots; // [stage]: scheduleSlots
+  SmallVector<SmallVector<double>> start;       // [stage][slot]
   double makespan = 0;
   /// Megatron's bubble: idle time over busy time, on the busiest stage.
   double bubble = 0;
@@ -64,6 +65,12 @@ struct ScheduleTimes {
 ScheduleTimes simulateSchedule(StringRef schedule, int64_t m,
                                ArrayRef<double> forward,
                                ArrayRef<double> backward);
+
+/// Adds `op`'s FLOPs per micro-batch (of `m`) to its stage's forward or
+/// backward time, as simulateSchedule takes them.
+void addSlotWork(Operation *op, int64_t stage, int64_t m,
+                 MutableArrayRef<double> forward,
+                 MutableArrayRef<double> backward);
 
 /// Gives every op of `func` (a step with `par.pipeline`) that has no
 /// `par.stage` one, by the rules of docs/pipelines.md: a layer's ops run in

@@ -468,35 +468,14 @@ FailureOr<json> Emitter::run() {
   }
   partitioned = bodies.front()->hasAttr(ParDialect::kPartitionedAttrName);
   if (partitioned) {
-    auto meshes = module.getOps<MeshOp>();
-    SmallVector<MeshOp> all(meshes.begin(), meshes.end());
-    // The mesh is the one the shardings and collectives name.
-    FlatSymbolRefAttr used;
-    auto note = [&](FlatSymbolRefAttr ref) {
-      if (ref && !used)
-        used = ref;
-    };
-    for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      if (auto s = func.getArgAttrOfType<ShardingAttr>(
-              i, ParDialect::kGlobalShardingAttrName))
-        note(s.getMesh());
-    for (unsigned i = 0; i < func.getNumResults(); ++i)
-      if (auto s = func.getResultAttrOfType<ShardingAttr>(
-              i, ParDialect::kGlobalShardingAttrName))
-        note(s.getMesh());
-    for (func::FuncOp body : bodies)
-      body.walk([&](Operation *op) {
-        if (auto attr = op->getAttrOfType<FlatSymbolRefAttr>("mesh"))
-          note(attr);
-      });
-    if (used)
-      mesh = lookupMesh(func, used);
-    else if (all.size() == 1)
-      mesh = all.front();
+    // A stage names the mesh in its shardings and transfers.
+    mesh = findMesh(bodies.front());
     if (!mesh)
-      return func.emitError() << "cannot tell which mesh @" << func.getSymName()
-                              << " runs on: the module has " << all.size()
-                              << " meshes and the function names none";
+      return func.emitError()
+             << "cannot tell which mesh @" << func.getSymName()
+             << " runs on: the module has "
+             << llvm::range_size(module.getOps<MeshOp>())
+             << " meshes and the function names none";
   } else if (pipeline) {
     return func.emitError() << "@" << func.getSymName()
                             << " is pipelined: run --par-partition before "
@@ -540,12 +519,7 @@ FailureOr<json> Emitter::run() {
       for (int64_t r = 0; r < numRanks; ++r)
         if ((r / inner) % size == int64_t(s))
           ranks.push_back(r);
-      SmallVector<bool> bodyPersistent;
-      for (unsigned i = 0; i < body.getNumArguments(); ++i)
-        bodyPersistent.push_back(persistent[body.getArgAttrOfType<IntegerAttr>(
-                                                    i, ParDialect::kInputAttrName)
-                                                .getInt()]);
-      FailureOr<json> rc = rankClass(body, doc, bodyPersistent, ranks);
+      FailureOr<json> rc = rankClass(body, doc, persistent, ranks);
       if (failed(rc))
         return failure();
       classes.push_back(*rc);
@@ -566,24 +540,41 @@ FailureOr<json> Emitter::run() {
 
 FailureOr<json> Emitter::rankClass(func::FuncOp body, const json &doc,
                                    ArrayRef<bool> persistent, json ranks) {
+  // Which of the step's inputs and outputs a stage's arguments and results
+  // are (the step's own are themselves): each at most once, in range.
+  SmallVector<int64_t> inputOf, outputOf;
+  auto bind = [&](StringRef attr, unsigned count, unsigned limit, bool input,
+                  SmallVectorImpl<int64_t> &into) -> LogicalResult {
+    llvm::SmallDenseSet<int64_t> seen;
+    for (unsigned i = 0; i < count; ++i) {
+      auto index = input ? body.getArgAttrOfType<IntegerAttr>(i, attr)
+                         : body.getResultAttrOfType<IntegerAttr>(i, attr);
+      int64_t k = body == func ? int64_t(i) : index ? index.getInt() : -1;
+      if (k < 0 || k >= int64_t(limit) || !seen.insert(k).second)
+        return body.emitError()
+               << (input ? "argument #" : "result #") << i << " of stage @"
+               << body.getSymName() << " needs a '" << attr
+               << "' naming one of the " << limit << " "
+               << (input ? "inputs" : "outputs") << " of @"
+               << func.getSymName() << " that no other "
+               << (input ? "argument" : "result") << " names";
+      into.push_back(k);
+    }
+    return success();
+  };
+  if (failed(bind(ParDialect::kInputAttrName, body.getNumArguments(),
+                  func.getNumArguments(), true, inputOf)) ||
+      failed(bind(ParDialect::kOutputAttrName, body.getNumResults(),
+                  func.getNumResults(), false, outputOf)))
+    return failure();
+  SmallVector<bool> bodyPersistent;
+  for (int64_t k : inputOf)
+    bodyPersistent.push_back(persistent[k]);
   FailureOr<MemoryPlan> planned =
-      planMemory(body, persistent, alignment, asyncCollectives);
+      planMemory(body, bodyPersistent, alignment, asyncCollectives);
   if (failed(planned))
     return failure();
   plan = std::move(*planned);
-  // The step's input or output index of a stage's argument or result.
-  auto inputOf = [&](unsigned i) -> int64_t {
-    if (auto index =
-            body.getArgAttrOfType<IntegerAttr>(i, ParDialect::kInputAttrName))
-      return index.getInt();
-    return i;
-  };
-  auto outputOf = [&](unsigned i) -> int64_t {
-    if (auto index = body.getResultAttrOfType<IntegerAttr>(
-            i, ParDialect::kOutputAttrName))
-      return index.getInt();
-    return i;
-  };
 
   json instructions = json::array();
   for (Operation *op : plan.instructions) {
@@ -597,7 +588,7 @@ FailureOr<json> Emitter::rankClass(func::FuncOp body, const json &doc,
     auto type = cast<RankedTensorType>(buffer.value.getType());
     std::string name;
     if (auto arg = dyn_cast<BlockArgument>(buffer.value))
-      name = doc["inputs"][inputOf(arg.getArgNumber())]["name"];
+      name = doc["inputs"][inputOf[arg.getArgNumber()]]["name"];
     else
       name = buffer.value.getDefiningOp()->getName().stripDialect().str();
     json entry = {{"name", name},
@@ -613,10 +604,10 @@ FailureOr<json> Emitter::rankClass(func::FuncOp body, const json &doc,
   std::vector<int64_t> inputBuffers(func.getNumArguments(), -1),
       outputBuffers(func.getNumResults(), -1);
   for (BlockArgument arg : body.getArguments())
-    inputBuffers[inputOf(arg.getArgNumber())] = plan.bufferOf.lookup(arg);
+    inputBuffers[inputOf[arg.getArgNumber()]] = plan.bufferOf.lookup(arg);
   for (auto [i, returned] :
        llvm::enumerate(body.getBody().front().getTerminator()->getOperands()))
-    outputBuffers[outputOf(unsigned(i))] = plan.bufferOf.lookup(returned);
+    outputBuffers[outputOf[i]] = plan.bufferOf.lookup(returned);
   return json{{"ranks", ranks},
               {"arena_bytes", plan.arenaBytes},
               {"peak_live_bytes", plan.peakLiveBytes},

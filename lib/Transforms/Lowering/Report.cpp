@@ -245,23 +245,13 @@ void reportStage(func::FuncOp func, const MemoryPlan &plan,
       received += bytesOf(recv.getResult());
     }
   }
-  SmallVector<double> forward, backward;
-  for (func::FuncOp stage :
-       stageFunctions(func->getParentOfType<ModuleOp>(), step)) {
-    double f = 0, b = 0;
+  SmallVector<func::FuncOp> stages =
+      stageFunctions(func->getParentOfType<ModuleOp>(), step);
+  SmallVector<double> forward(stages.size(), 0.0), backward(stages.size(), 0.0);
+  for (auto [s, stage] : llvm::enumerate(stages))
     stage.walk([&](Operation *op) {
-      auto rule = dyn_cast<ShardingRuleOpInterface>(op);
-      if (!rule)
-        return;
-      double flops = rule.getWork().flops / double(info->microbatches);
-      if (inPhase(op, Phase::forward))
-        f += flops;
-      else if (inPhase(op, Phase::backward))
-        b += flops;
+      addSlotWork(op, int64_t(s), info->microbatches, forward, backward);
     });
-    forward.push_back(f);
-    backward.push_back(b);
-  }
   ScheduleTimes times =
       simulateSchedule(info->schedule, info->microbatches, forward, backward);
   auto stage = func->getAttrOfType<IntegerAttr>(ParDialect::kStageAttrName);

@@ -104,8 +104,10 @@ namespace {
 struct SchedulePass : public par::impl::SchedulePassBase<SchedulePass> {
   void runOnOperation() override {
     SmallVector<func::FuncOp> pipelined;
+    // A pipeline's stages are already in their schedule's order.
     for (auto func : getOperation().getOps<func::FuncOp>())
-      if (!func.isDeclaration()) {
+      if (!func.isDeclaration() &&
+          !func->hasAttr(ParDialect::kStageOfAttrName)) {
         scheduleBlock(func.getBody().front());
         if (getPipeline(func) &&
             !func->hasAttr(ParDialect::kStageOfAttrName))

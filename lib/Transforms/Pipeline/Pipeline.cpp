@@ -102,14 +102,15 @@ ScheduleTimes mlir::par::simulateSchedule(StringRef schedule, int64_t m,
                                           ArrayRef<double> forward,
                                           ArrayRef<double> backward) {
   int64_t p = int64_t(forward.size());
-  SmallVector<SmallVector<PipelineSlot>> order;
+  ScheduleTimes times;
+  SmallVector<SmallVector<PipelineSlot>> &order = times.slots;
   for (int64_t s = 0; s < p; ++s)
     order.push_back(scheduleSlots(schedule, p, m, s));
-  // end[phase][stage][microbatch]; NaN until the slot has run.
+  // When each stage finished each micro-batch's forward and backward;
+  // `unknown` until that slot has run.
   constexpr double unknown = -1;
   SmallVector<SmallVector<double>> endF(p, SmallVector<double>(m, unknown)),
       endB(p, SmallVector<double>(m, unknown));
-  ScheduleTimes times;
   times.start.assign(p, {});
   SmallVector<size_t> next(p, 0);
   SmallVector<double> clock(p, 0);
@@ -146,6 +147,19 @@ ScheduleTimes mlir::par::simulateSchedule(StringRef schedule, int64_t m,
   }
   times.bubble = busiest > 0 ? (times.makespan - busiest) / busiest : 0;
   return times;
+}
+
+void mlir::par::addSlotWork(Operation *op, int64_t stage, int64_t m,
+                            MutableArrayRef<double> forward,
+                            MutableArrayRef<double> backward) {
+  auto rule = dyn_cast<ShardingRuleOpInterface>(op);
+  if (!rule)
+    return;
+  double flops = rule.getWork().flops / double(m);
+  if (inPhase(op, Phase::forward))
+    forward[stage] += flops;
+  else if (inPhase(op, Phase::backward))
+    backward[stage] += flops;
 }
 
 //===----------------------------------------------------------------------===//
@@ -241,29 +255,6 @@ void mlir::par::assignStages(func::FuncOp func, const PipelineInfo &info) {
 
 namespace {
 
-/// The mesh a step runs on: the one its shardings name, else the module's
-/// only mesh.
-MeshOp stepMesh(ModuleOp module, func::FuncOp func) {
-  MeshOp found;
-  auto note = [&](Attribute attrs) {
-    if (!attrs || found)
-      return;
-    attrs.walk([&](ShardingAttr sharding) {
-      if (!found)
-        found = lookupMesh(func, sharding.getMesh());
-    });
-  };
-  for (unsigned i = 0; i < func.getNumArguments(); ++i)
-    note(func.getArgAttrDict(i));
-  func.walk([&](Operation *op) { note(op->getAttrDictionary()); });
-  if (found)
-    return found;
-  auto meshes = module.getOps<MeshOp>();
-  if (!meshes.empty() && std::next(meshes.begin()) == meshes.end())
-    return *meshes.begin();
-  return {};
-}
-
 struct PipelinePass : public par::impl::PipelinePassBase<PipelinePass> {
   using PipelinePassBase::PipelinePassBase;
 
@@ -293,7 +284,7 @@ struct PipelinePass : public par::impl::PipelinePassBase<PipelinePass> {
                          << " is already pipelined (par.pipeline)";
         return signalPassFailure();
       }
-      if (failed(pipeline(module, func)))
+      if (failed(pipeline(func)))
         return signalPassFailure();
     }
     if (!any) {
@@ -303,7 +294,7 @@ struct PipelinePass : public par::impl::PipelinePassBase<PipelinePass> {
     }
   }
 
-  LogicalResult pipeline(ModuleOp module, func::FuncOp func);
+  LogicalResult pipeline(func::FuncOp func);
   FailureOr<SmallVector<int64_t>> stageLayers(func::FuncOp func,
                                               ArrayRef<int64_t> layers,
                                               int64_t p);
@@ -312,8 +303,8 @@ struct PipelinePass : public par::impl::PipelinePassBase<PipelinePass> {
 
 } // namespace
 
-LogicalResult PipelinePass::pipeline(ModuleOp module, func::FuncOp func) {
-  MeshOp mesh = stepMesh(module, func);
+LogicalResult PipelinePass::pipeline(func::FuncOp func) {
+  MeshOp mesh = findMesh(func);
   if (!mesh)
     return func.emitError() << "--par-pipeline: cannot tell which mesh @"
                             << func.getSymName() << " runs on";
@@ -513,7 +504,6 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
 
   // Data arguments take a leading micro-batch dimension; micro-batch i
   // reads slice i.
-  SmallVector<SmallVector<Value>> slices(m);
   SmallVector<BlockArgument> data;
   for (BlockArgument arg : func.getArguments())
     if (!isParameter(func, arg.getArgNumber()) && !arg.use_empty())

@@ -69,16 +69,12 @@ LogicalResult mlir::par::splitStages(ModuleOp module, func::FuncOp func) {
   assignStages(func, *info);
   SmallVector<int64_t> argStage = argumentStages(func);
 
-  // The mesh the pipeline axis belongs to.
-  FlatSymbolRefAttr meshRef;
-  for (auto mesh : module.getOps<MeshOp>())
-    if (mesh.getAxisIndex(info->axis) >= 0) {
-      meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
-      break;
-    }
-  if (!meshRef)
-    return func.emitError() << "no mesh has the pipeline axis '" << info->axis
-                            << "' of @" << func.getSymName();
+  MeshOp mesh = findMesh(func);
+  if (!mesh || mesh.getAxisIndex(info->axis) < 0)
+    return func.emitError() << "@" << func.getSymName()
+                            << " runs on no mesh with its pipeline axis '"
+                            << info->axis << "'";
+  auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
 
   SmallVector<Operation *> ops;
   DenseMap<Operation *, size_t> position;
@@ -103,21 +99,14 @@ LogicalResult mlir::par::splitStages(ModuleOp module, func::FuncOp func) {
   }
 
   // Slot times from the schedule, with each stage's FLOPs per micro-batch.
-  SmallVector<double> forward(p, 1.0), backward(p, 1.0);
+  SmallVector<double> forward(p, 0.0), backward(p, 0.0);
   for (Operation *op : ops)
-    if (auto rule = dyn_cast<ShardingRuleOpInterface>(op)) {
-      double flops = rule.getWork().flops / double(m);
-      if (inPhase(op, Phase::forward))
-        forward[stageOf(op)] += flops;
-      else if (inPhase(op, Phase::backward))
-        backward[stageOf(op)] += flops;
-    }
+    addSlotWork(op, stageOf(op), m, forward, backward);
   ScheduleTimes times = simulateSchedule(info->schedule, m, forward, backward);
   std::map<std::tuple<int64_t, int, int64_t>, double> slotStart;
   for (int64_t s = 0; s < p; ++s)
-    for (auto [i, slot] :
-         llvm::enumerate(scheduleSlots(info->schedule, p, m, s)))
-      slotStart[{s, int(slot.phase), slot.microbatch}] = times.start[s][i];
+    for (auto [slot, start] : llvm::zip(times.slots[s], times.start[s]))
+      slotStart[{s, int(slot.phase), slot.microbatch}] = start;
   constexpr double never = std::numeric_limits<double>::infinity();
 
   // An op's time: its slot, but no earlier than its operands; ops of no

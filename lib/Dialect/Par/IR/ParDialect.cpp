@@ -560,6 +560,37 @@ MeshOp mlir::par::lookupMesh(Operation *from, FlatSymbolRefAttr mesh) {
   return SymbolTable::lookupNearestSymbolFrom<MeshOp>(from, mesh);
 }
 
+MeshOp mlir::par::findMesh(FunctionOpInterface func) {
+  FlatSymbolRefAttr named;
+  auto note = [&](Attribute attrs) {
+    if (attrs && !named)
+      attrs.walk([&](ShardingAttr sharding) {
+        if (!named)
+          named = sharding.getMesh();
+      });
+  };
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    note(func.getArgAttrDict(i));
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    note(func.getResultAttrDict(i));
+  func->walk([&](Operation *op) {
+    if (op == func.getOperation() || named)
+      return;
+    note(op->getAttrDictionary());
+    if (auto mesh = op->getAttrOfType<FlatSymbolRefAttr>("mesh"))
+      named = mesh;
+  });
+  if (named)
+    return lookupMesh(func, named);
+  auto module = func->getParentOfType<ModuleOp>();
+  if (!module)
+    return nullptr;
+  auto meshes = module.getOps<MeshOp>();
+  if (!meshes.empty() && std::next(meshes.begin()) == meshes.end())
+    return *meshes.begin();
+  return nullptr;
+}
+
 ShardingAttr mlir::par::getResultSharding(Operation *op, unsigned resultIdx) {
   Attribute attr = op->getAttr(ParDialect::kShardingAttrName);
   if (!attr)

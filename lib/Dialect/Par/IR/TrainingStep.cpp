@@ -173,7 +173,7 @@ void mlir::par::assignReshardPhases(Block &block) {
 
 void PhaseStamper::notifyOperationInserted(Operation *op,
                                            OpBuilder::InsertPoint) {
-  StepMarks{phase, layer, stage, microbatch}.stamp(op);
+  StepMarks{phase, layer, std::nullopt, std::nullopt}.stamp(op);
 }
 
 bool mlir::par::isLate(Operation *op) {

@@ -28,6 +28,11 @@ namespace mlir::par {
 /// Finds the `par.mesh` named `mesh` in the symbol table around `from`.
 MeshOp lookupMesh(Operation *from, FlatSymbolRefAttr mesh);
 
+/// The mesh `func` runs on: the first one a sharding (on an argument, a
+/// result or an op) or an op's `mesh` names, else the module's only mesh;
+/// null when neither tells.
+MeshOp findMesh(FunctionOpInterface func);
+
 /// Renames axes of `mesh` in the module around it, before partitioning:
 /// the mesh's own names, every sharding on the mesh (wherever an attribute
 /// holds one) and the functions' `par.data_axis`. `renamed` pairs each old

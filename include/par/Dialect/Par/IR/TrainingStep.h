@@ -124,7 +124,7 @@ std::optional<unsigned> getUpdatedArgument(FunctionOpInterface func,
 /// a layer (while they are set).
 struct PhaseStamper : public OpBuilder::Listener {
   std::optional<Phase> phase;
-  std::optional<int64_t> layer, stage, microbatch;
+  std::optional<int64_t> layer;
   void notifyOperationInserted(Operation *op,
                                OpBuilder::InsertPoint previous) override;
 };
