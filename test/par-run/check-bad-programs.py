@@ -23,7 +23,7 @@ def mutants(doc, text):
     def edit(name, fn):
         d = copy.deepcopy(doc)
         fn(d)
-        return name, json.dumps(d)
+        return name, (json.dumps(d) if d != doc else None)
 
     rc = lambda d: d["rank_classes"][0]
     k = next(i for i, inst in enumerate(doc["rank_classes"][0]["instructions"]) if inst["operands"])
@@ -142,9 +142,11 @@ def main():
     for name, body in mutants(doc, text):
         optional = ("causal", "position_offset", "strides", "lhs_batch", "rhs_batch",
                     "theta", "epsilon", "momentum", "nesterov", "weight_decay", "beta1",
-                    "beta2", "scale")
+                    "beta2", "scale", "channel")
         if any(name.endswith("-no-" + key) for key in optional):
             continue  # dropping an optional attribute is valid
+        if body is None:
+            continue  # the edit changed nothing (no results to drop, say)
         count += 1
         path = os.path.join(work, name + ".json")
         with open(path, "w") as f:

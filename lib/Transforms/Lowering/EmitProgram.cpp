@@ -551,7 +551,8 @@ FailureOr<json> Emitter::rankClass(func::FuncOp body, const json &doc,
                          : body.getResultAttrOfType<IntegerAttr>(i, attr);
       int64_t k = body == func ? int64_t(i) : index ? index.getInt() : -1;
       if (k < 0 || k >= int64_t(limit) || !seen.insert(k).second)
-        return body.emitError()
+        return emitError(input ? body.getArgument(i).getLoc()
+                               : body.getBody().front().getTerminator()->getLoc())
                << (input ? "argument #" : "result #") << i << " of stage @"
                << body.getSymName() << " needs a '" << attr
                << "' naming one of the " << limit << " "

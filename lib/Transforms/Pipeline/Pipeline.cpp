@@ -268,8 +268,9 @@ struct PipelinePass : public par::impl::PipelinePassBase<PipelinePass> {
       return signalPassFailure();
     }
     if (microbatches < 0) {
-      module.emitError() << "--par-pipeline microbatches=" << microbatches
-                         << " must be positive";
+      module.emitError() << "--par-pipeline microbatches="
+                         << int64_t(microbatches)
+                         << " must be positive (or 0: one per stage)";
       return signalPassFailure();
     }
     bool any = false;

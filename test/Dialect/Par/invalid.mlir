@@ -1481,3 +1481,56 @@ func.func @bucket_zero(%x: tensor<4xf32>) -> tensor<4xf32> {
 func.func @remat_without_mode() attributes {par.remat = {layers = array<i64: 0>}} {
   return
 }
+
+// -----
+
+// Pipeline marks (--par-pipeline, docs/pipelines.md).
+func.func @stage_negative(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'par.stage' must be a non-negative integer, got -1 : i64}}
+  %0 = par.neg %a {par.stage = -1} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @microbatch_type(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'par.microbatch' must be a non-negative integer, got "0"}}
+  %0 = par.neg %a {par.microbatch = "0"} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @matched_not_send(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'par.matched' marks a par.send}}
+  %0 = par.neg %a {par.matched = 3} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// expected-error @below {{'par.pipeline' is a dictionary with 'axis', 'stages', 'microbatches' and 'schedule' on a function}}
+func.func @pipeline_incomplete() attributes {par.pipeline = {axis = "pp"}} {
+  return
+}
+
+// -----
+
+// expected-error @below {{'par.stage_of' names the pipelined step on a function}}
+func.func @stage_of_number() attributes {par.stage_of = 3 : i64} {
+  return
+}
+
+// -----
+
+// expected-error @below {{'par.input' of argument #0 must be the index of one of the pipelined step's inputs, got -2 : i64}}
+func.func @input_negative(%a: tensor<8xf32> {par.input = -2 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{'par.output' of result #0 must be the index of one of the pipelined step's outputs, got "x"}}
+func.func @output_string(%a: tensor<8xf32>) -> (tensor<8xf32> {par.output = "x"}) {
+  return %a : tensor<8xf32>
+}
