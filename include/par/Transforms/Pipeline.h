@@ -90,7 +90,7 @@ SmallVector<int64_t> argumentStages(func::FuncOp func);
 /// for each value a stage reads from another. `func` is left a declaration
 /// that keeps the step's signature and attributes (what the program's
 /// inputs and outputs are).
-LogicalResult splitStages(ModuleOp module, func::FuncOp func);
+LogicalResult splitStages(func::FuncOp func);
 
 /// The stage functions of the pipelined step `step`, by stage.
 SmallVector<func::FuncOp> stageFunctions(ModuleOp module, func::FuncOp step);

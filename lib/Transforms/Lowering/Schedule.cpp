@@ -116,7 +116,7 @@ struct SchedulePass : public par::impl::SchedulePassBase<SchedulePass> {
     // A pipelined step becomes one function per stage, in the order of
     // its schedule.
     for (func::FuncOp func : pipelined)
-      if (failed(splitStages(getOperation(), func)))
+      if (failed(splitStages(func)))
         return signalPassFailure();
   }
 };

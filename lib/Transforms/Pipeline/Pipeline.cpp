@@ -275,9 +275,7 @@ struct PipelinePass : public par::impl::PipelinePassBase<PipelinePass> {
     }
     bool any = false;
     for (auto func : module.getOps<func::FuncOp>()) {
-      if (func.isDeclaration() ||
-          func.getBody().front().without_terminator().empty() ||
-          !getPhase(&func.getBody().front().front()))
+      if (!isTrainingStep(func))
         continue;
       any = true;
       if (getPipeline(func)) {

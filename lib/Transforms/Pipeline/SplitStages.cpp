@@ -58,7 +58,7 @@ struct Entry {
 
 } // namespace
 
-LogicalResult mlir::par::splitStages(ModuleOp module, func::FuncOp func) {
+LogicalResult mlir::par::splitStages(func::FuncOp func) {
   std::optional<PipelineInfo> info = getPipeline(func);
   if (!info)
     return success();
@@ -77,11 +77,8 @@ LogicalResult mlir::par::splitStages(ModuleOp module, func::FuncOp func) {
   auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
 
   SmallVector<Operation *> ops;
-  DenseMap<Operation *, size_t> position;
-  for (Operation &op : body.without_terminator()) {
-    position[&op] = ops.size();
+  for (Operation &op : body.without_terminator())
     ops.push_back(&op);
-  }
   auto stageOf = [&](Operation *op) { return *getStage(op); };
 
   // Ops that the passes after --par-pipeline made without a micro-batch
@@ -133,13 +130,11 @@ LogicalResult mlir::par::splitStages(ModuleOp module, func::FuncOp func) {
         t = std::max(t, time.lookup(def));
     time[op] = t;
   }
+  // Ties keep the block's (topological) order.
   SmallVector<Operation *> order(ops);
   std::stable_sort(order.begin(), order.end(), [&](Operation *a,
                                                    Operation *b) {
-    double ta = time[a], tb = time[b];
-    if (ta != tb)
-      return ta < tb;
-    return position[a] < position[b];
+    return time[a] < time[b];
   });
 
   // Transfers: one per value and stage that reads it elsewhere. Constants

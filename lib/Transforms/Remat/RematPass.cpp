@@ -57,16 +57,6 @@ using namespace mlir::par;
 
 namespace {
 
-/// Whether `func` is a training step: it has a backward pass.
-bool isTrainingStep(func::FuncOp func) {
-  if (func.isDeclaration())
-    return false;
-  for (Operation &op : func.getBody().front())
-    if (inPhase(&op, Phase::backward))
-      return true;
-  return false;
-}
-
 /// What one function's partitioned plan keeps, under one choice of modes.
 struct Measured {
   int64_t arenaBytes = 0;

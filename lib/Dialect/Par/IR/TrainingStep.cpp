@@ -30,6 +30,15 @@ static void setIntMark(Operation *op, StringRef name, int64_t value) {
               IntegerAttr::get(IntegerType::get(op->getContext(), 64), value));
 }
 
+bool mlir::par::isTrainingStep(FunctionOpInterface func) {
+  if (func.isExternal())
+    return false;
+  for (Operation &op : func.getFunctionBody().front())
+    if (inPhase(&op, Phase::backward))
+      return true;
+  return false;
+}
+
 std::optional<int64_t> mlir::par::getLayer(Operation *op) {
   return getIntMark(op, ParDialect::kLayerAttrName);
 }

@@ -42,6 +42,9 @@ inline bool inPhase(Operation *op, Phase phase) {
   return op && getPhase(op) == phase;
 }
 
+/// Whether `func` is a training step: it has a body with a backward pass.
+bool isTrainingStep(FunctionOpInterface func);
+
 /// The model layer `op` belongs to (`par.layer`), if marked.
 std::optional<int64_t> getLayer(Operation *op);
 void setLayer(Operation *op, int64_t layer);
