@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
-"""Train GPT-tiny on 8 CPU ranks over a dp=2 x sp=2 x tp=2 mesh.
+"""Train GPT-tiny on 8 CPU ranks over a pp=2 x tp=2 x dp=2 mesh.
 
 The model is written once, for one device, with the Python frontend; a few
-inputs are annotated (tokens split by batch over dp and by sequence over sp,
-Megatron-style heads and MLP units over tp) and par infers the rest. par-opt
-then builds the training step (gradients, global-norm clipping, AdamW with a
-warm-up and cosine learning rate), partitions it into the per-device
-program, and par-run trains it over the bytes of a bundled public-domain
-text. The same step on one rank must give the same losses.
+inputs are annotated (tokens split by batch over dp, and by sequence over
+sp when the mesh has it; Megatron-style heads and MLP units over tp) and
+par infers the rest. par-opt then builds the training step (gradients,
+global-norm clipping, AdamW with a warm-up and cosine learning rate),
+splits its layers into pipeline stages over pp (1F1B over micro-batches),
+partitions each stage into the per-device program, and par-run trains it
+over the bytes of a bundled public-domain text. The same step on one rank
+must give the same losses.
 
 Run from the repository root:
-  python3 examples/gpt-tiny/train.py                 # 8 ranks, 80 steps
-  python3 examples/gpt-tiny/train.py --steps 200 --mesh dp=4,tp=2
+  python3 examples/gpt-tiny/train.py                 # 3D: pp x tp x dp, 80 steps
+  python3 examples/gpt-tiny/train.py --mesh dp=2,sp=2,tp=2   # no pipeline
+  python3 examples/gpt-tiny/train.py --schedule gpipe --microbatches 4
 """
 import argparse
 import sys
@@ -51,6 +54,19 @@ def auto_shard_plan(report: str) -> str:
     return "\n".join(lines[start:end])
 
 
+def pipeline_stages(report: str) -> str:
+    """The pipeline sections --report prints, one per stage."""
+    lines, keep = [], False
+    for line in report.splitlines():
+        if line.startswith("pipeline stage"):
+            keep = True
+        elif not line.startswith("  "):
+            keep = False
+        if keep:
+            lines.append(line)
+    return "\n".join(lines)
+
+
 def describe_plan(exe: par.Executable, mesh: par.Mesh) -> None:
     program = exe.program
     params = [i for i in program["inputs"]
@@ -83,9 +99,11 @@ def describe_plan(exe: par.Executable, mesh: par.Mesh) -> None:
         kinds[(inst["op"], axes)] += 1
     print("collectives per step and rank: " +
           ", ".join(f"{n} {op} over [{axes}]" for (op, axes), n in sorted(kinds.items())))
-    rc = program["rank_classes"][0]
-    print(f"memory plan: {rc['arena_bytes'] / 1024:.1f} KiB arena per rank "
-          f"({len(rc['instructions'])} instructions)")
+    for n, rc in enumerate(program["rank_classes"]):
+        who = (f"stage {n} (ranks {rc['ranks']})" if "pipeline" in program
+               else "per rank")
+        print(f"memory plan: {rc['arena_bytes'] / 1024:.1f} KiB arena {who} "
+              f"({len(rc['instructions'])} instructions)")
 
 
 def _numel(shape):
@@ -101,7 +119,12 @@ def _shape(shape):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mesh", default="dp=2,sp=2,tp=2", help="mesh axes (dp, sp, tp)")
+    parser.add_argument("--mesh", default="pp=2,tp=2,dp=2",
+                        help="mesh axes (pp: pipeline stages, dp, sp, tp)")
+    parser.add_argument("--schedule", default="1f1b",
+                        help="pipeline schedule: gpipe, 1f1b, interleaved, zb-h1")
+    parser.add_argument("--microbatches", type=int, default=2,
+                        help="pipeline micro-batches per step (they divide --batch)")
     parser.add_argument("--steps", type=int, default=80)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seq", type=int, default=16)
@@ -116,15 +139,24 @@ def main() -> int:
     args = parser.parse_args()
 
     mesh = par.Mesh.parse(args.mesh)
+    pipeline = (par.Pipeline(microbatches=args.microbatches, schedule=args.schedule)
+                if "pp" in mesh.axis_names else None)
     optimizer = par.AdamW(lr=args.lr, weight_decay=0.01, clip=1.0, warmup=8,
                           decay_steps=args.steps)
     every = max(1, args.steps // 16)
     try:
         print(f"== compiling the training step of GPT-tiny for {args.mesh} ==")
-        exe = par.compile(build(mesh, args.batch, args.seq, annotate=args.auto is None),
-                          mesh=mesh, optimizer=optimizer, auto_shard=args.auto or False)
+        # A pipelined step reads m micro-batches of batch/m rows.
+        rows = pipeline.micro_batch(args.batch, mesh) if pipeline else args.batch
+        exe = par.compile(build(mesh, rows, args.seq, annotate=args.auto is None),
+                          mesh=mesh, optimizer=optimizer, auto_shard=args.auto or False,
+                          pipeline=pipeline)
         if args.auto is not None:
             print(auto_shard_plan(exe.comm_report))
+        if pipeline:
+            print(f"pipeline: {pipeline.count(mesh)} micro-batches of {rows} rows, "
+                  f"{args.schedule}, over {mesh.shape['pp']} stages")
+            print(pipeline_stages(exe.comm_report))
         describe_plan(exe, mesh)
         print(f"\n== training: {args.steps} steps of {args.batch}x{args.seq} tokens from "
               f"{Path(args.data).name}, {exe.num_ranks} ranks ==")

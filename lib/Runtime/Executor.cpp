@@ -6,6 +6,7 @@
 #include "par/Runtime/Rng.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -38,6 +39,9 @@ Executor::Executor(const Program &program, Device &device, Collectives &comm,
                  : "the " + std::string(kernels_.backend) +
                        " backend has no kernel for it"));
   }
+  timed_ = program.pipeline.has_value();
+  if (timed_)
+    timing_.seconds.assign(class_->instructions.size(), 0.0);
   allocated_ = class_->arenaBytes + kGuardBytes;
   size_t alignment = size_t(std::max<int64_t>(program.alignment, 64));
   try {
@@ -196,22 +200,71 @@ void Executor::runStep(int64_t step) {
   step_ = step;
   comm_.context.step = step;
   traffic_ = Traffic{};
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  // A pipelined program's first step is left out of its timing (first
+  // touches of the arena), unless it is the only one.
+  bool timing = timed_;
+  if (timed_ && ++stepsRun_ == 2) {
+    std::fill(timing_.seconds.begin(), timing_.seconds.end(), 0.0);
+    timing_.wall = timing_.busy = 0;
+    timing_.steps = 0;
+  }
+  Clock::time_point stepStart = Clock::now();
+  double busy = 0;
+  // The slot being run and when it started, for the trace.
+  std::string slot;
+  double slotStart = 0, slotEnd = 0;
+  auto closeSlot = [&] {
+    if (tracer_ && !slot.empty())
+      tracer_->record(slot, Tracer::Schedule, slotStart, slotEnd, step);
+    slot.clear();
+  };
   for (size_t i = 0; i < class_->instructions.size(); ++i) {
     const Instruction &inst = class_->instructions[i];
     completeSends(i);
     double start = tracer_ ? tracer_->now() : 0;
+    Clock::time_point begin = timing ? Clock::now() : Clock::time_point();
     try {
       execute(inst, i);
     } catch (const KernelError &e) {
       throw RunError(where(i) + ": " + e.what());
     }
-    if (tracer_)
+    if (timing) {
+      double took = seconds(begin, Clock::now());
+      timing_.seconds[i] += took;
+      if (inst.op != OpCode::Send && inst.op != OpCode::Recv)
+        busy += took;
+    }
+    if (tracer_) {
+      double end = tracer_->now();
       tracer_->record(opName(inst.op),
                       isCollective(inst.op) ? Tracer::Communication
                                             : Tracer::Compute,
-                      start, tracer_->now(), step, inst.loc);
+                      start, end, step, inst.loc);
+      // An instruction of no slot (a weight's working copy) neither ends
+      // nor extends the slot around it.
+      if (!inst.slot.empty()) {
+        if (inst.slot != slot) {
+          closeSlot();
+          slot = inst.slot;
+          slotStart = start;
+        }
+        slotEnd = end;
+      }
+    }
   }
+  closeSlot();
   completeSends(class_->instructions.size());
+  if (timing) {
+    double n = double(timing_.steps);
+    timing_.wall = (timing_.wall * n + seconds(stepStart, Clock::now())) /
+                   (n + 1);
+    timing_.busy = (timing_.busy * n + busy) / (n + 1);
+    ++timing_.steps;
+  }
   comm_.context = CommContext{step, -1, ""};
   for (size_t i = 0; i < program_.outputs.size(); ++i) {
     int64_t target = program_.outputs[i].updates;

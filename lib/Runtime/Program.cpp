@@ -627,6 +627,25 @@ Program parseProgram(const std::string &text, const std::string &path) {
     p.asyncCollectives = memory["async_collectives"].get<bool>();
   }
 
+  if (doc.contains("pipeline")) {
+    const json &pj = doc["pipeline"];
+    Program::Pipeline pipe;
+    pipe.axis = r.string(pj, "pipeline", "axis");
+    pipe.schedule = r.string(pj, "pipeline", "schedule");
+    pipe.stages = r.integer(pj, "pipeline", "stages", 1);
+    pipe.microbatches = r.integer(pj, "pipeline", "microbatches", 1);
+    pipe.virtualStages = r.integer(pj, "pipeline", "virtual", 1);
+    pipe.predictedBubble =
+        r.number(r.field(pj, "pipeline", "predicted_bubble"),
+                 "pipeline.predicted_bubble");
+    if (p.axisIndex(pipe.axis) < 0 ||
+        p.mesh[size_t(p.axisIndex(pipe.axis))].size != pipe.stages)
+      r.fail("pipeline.stages",
+             std::to_string(pipe.stages) + " stages but the mesh axis '" +
+                 pipe.axis + "' is not a mesh axis of that size");
+    p.pipeline = pipe;
+  }
+
   const json &inputs = r.field(doc, "", "inputs");
   if (!inputs.is_array())
     r.fail("inputs", "must be a list");
@@ -863,6 +882,8 @@ Program parseProgram(const std::string &text, const std::string &path) {
       inst.op = info->code;
       if (ij.contains("loc"))
         inst.loc = r.string(ij, iw, "loc");
+      if (ij.contains("slot"))
+        inst.slot = r.string(ij, iw, "slot");
       iw += " (" + op + (inst.loc.empty() ? "" : " at " + inst.loc) + ")";
       const json &operands = r.field(ij, iw, "operands");
       const json &results = r.field(ij, iw, "results");

@@ -25,7 +25,9 @@ double Tracer::now() const { return wallMicros() - origin_; }
 void Tracer::record(const std::string &name, Track track, double startUs,
                     double endUs, int64_t step, const std::string &loc) {
   nlohmann::json event = {{"name", name},
-                          {"cat", track == Communication ? "comm" : "compute"},
+                          {"cat", track == Communication ? "comm"
+                                  : track == Schedule    ? "slot"
+                                                         : "compute"},
                           {"ph", "X"},
                           {"pid", rank_},
                           {"tid", int(track)},
@@ -45,8 +47,8 @@ std::string Tracer::serialize() const {
                           {"pid", rank_},
                           {"args", {{"name", "rank " + std::to_string(rank_)}}}}
                          .dump();
-  const char *tracks[] = {"compute", "communication", "host"};
-  for (int t = 0; t < 3; ++t)
+  const char *tracks[] = {"compute", "communication", "host", "schedule"};
+  for (int t = 0; t < 4; ++t)
     text += "," + json{{"name", "thread_name"},
                        {"ph", "M"},
                        {"pid", rank_},

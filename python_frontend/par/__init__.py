@@ -18,8 +18,8 @@ model families, `par.reference` the numpy executor.
 """
 from . import graph as ops
 from . import models, nn, reference
-from .compile import (SGD, AdamW, Executable, Optimizer, RunResult, StepLog, compile,
-                      max_relative_error)
+from .compile import (SGD, AdamW, Executable, Optimizer, Pipeline, RunResult, StepLog,
+                      compile, max_relative_error)
 from .driver import Diagnostic, ParError, find_tool, par_opt, par_run
 from .graph import (DTYPES, Graph, Input, Location, Op, Output, Tensor, add, argmax, argmin,
                     attention, broadcast,
@@ -46,7 +46,7 @@ __all__ = [
     "constraint", "to_spec",
     # compile / run
     "compile", "Executable", "RunResult", "StepLog", "max_relative_error", "Optimizer",
-    "AdamW", "SGD",
+    "AdamW", "SGD", "Pipeline",
     # the rest
     "visualize_sharding", "show_sharding", "nn", "models", "reference",
 ]

@@ -104,6 +104,59 @@ def as_mesh(mesh: MeshLike) -> Optional[Mesh]:
     return Mesh(mesh)
 
 
+@dataclasses.dataclass(frozen=True)
+class Pipeline:
+    """Pipeline parallelism for compile(..., pipeline=Pipeline(...))
+    (--par-pipeline, docs/pipelines.md).
+
+    `microbatches`: micro-batches per step (default: one per stage);
+    `schedule`: "gpipe", "1f1b", "interleaved" or "zb-h1";
+    `stages`: layers per stage, first stage first (default: balanced by
+    FLOPs); `virtual`: model chunks per device (interleaved);
+    `axis`: the mesh axis whose devices are the stages.
+
+    The graph's batch is one micro-batch: a model meant for a batch of B
+    rows is built at `micro_batch(B, mesh)` rows and the step reads m of
+    them.
+    """
+    microbatches: Optional[int] = None
+    schedule: str = "1f1b"
+    stages: Optional[Sequence[int]] = None
+    virtual: int = 1
+    axis: str = "pp"
+
+    def count(self, mesh: MeshLike = None) -> int:
+        """The micro-batches per step (the stages when not given)."""
+        if self.microbatches is not None:
+            if self.microbatches < 1:
+                raise ValueError(f"Pipeline: microbatches={self.microbatches} must be positive")
+            return self.microbatches
+        mesh = as_mesh(mesh)
+        if mesh is None or self.axis not in mesh.axis_names:
+            raise ValueError(f"Pipeline: no mesh axis {self.axis!r} to count the stages of; "
+                             "give microbatches=")
+        return mesh.shape[self.axis]
+
+    def micro_batch(self, batch: int, mesh: MeshLike = None) -> int:
+        """The rows of one micro-batch of a `batch`-row step."""
+        m = self.count(mesh)
+        if batch % m:
+            raise ValueError(f"Pipeline: microbatches={m} does not divide the batch of {batch} "
+                             "rows (the graph's batch is one micro-batch: build it at batch/m)")
+        return batch // m
+
+    def pass_option(self) -> str:
+        """The --par-pipeline option."""
+        options = [f"axis={self.axis}", f"schedule={self.schedule}"]
+        if self.microbatches is not None:
+            options.append(f"microbatches={self.microbatches}")
+        if self.stages:
+            options.append("layers=" + ",".join(str(int(n)) for n in self.stages))
+        if self.virtual != 1:
+            options.append(f"virtual={self.virtual}")
+        return "--par-pipeline=" + " ".join(options)
+
+
 @dataclasses.dataclass
 class StepLog:
     """One logged step of par-run; `extras` holds the other logged values
@@ -150,7 +203,8 @@ class RunResult:
     @property
     def text(self) -> str:
         """The run's log as par-run prints it without --json."""
-        lines = []
+        lines: List[str] = []
+        later: List[str] = []
         for event in self.events:
             kind = event.get("event")
             if kind == "start":
@@ -163,11 +217,22 @@ class RunResult:
                 lines.append(_step_of(event).text())
             elif kind == "save":
                 lines.append(f"par-run: saved step {event['step']} to {event['dir']}")
+            elif kind == "stages":
+                # A pipeline: each stage's peak, printed after the end line.
+                later += [f"par-run: rank class {n} (ranks {json.dumps(c['ranks'])}): measured "
+                          f"peak {_human(c['peak_bytes'])} of {_human(c['planned_bytes'])} "
+                          "planned" for n, c in enumerate(event["stages"])]
+            elif kind == "bubble":
+                b = event["bubble"]
+                idle = ", ".join(f"{x:.3f}" for x in b["measured"])
+                later.append(f"par-run: pipeline bubble ({b['schedule']}): predicted "
+                             f"{b['predicted']:.3f}; from the measured instruction times "
+                             f"{b['replayed']:.3f}; wall-clock idle over busy per stage {idle}")
             elif kind == "end" and event["steps"] > 0:
                 lines.append(f"par-run: {event['steps']} step(s) in {event['seconds']:.3f} s; "
                              f"measured peak {_human(event['peak_bytes'])} of "
                              f"{_human(event['planned_bytes'])} planned per rank")
-        return "\n".join(lines)
+        return "\n".join(lines + later)
 
     @property
     def losses(self) -> List[Optional[float]]:
@@ -435,7 +500,8 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
             optimizer: Optional[Optimizer] = None,
             auto_shard: Union[bool, str] = False,
             remat: Optional[str] = None,
-            pipeline: Union[bool, str, None] = None,
+            pipeline: Union[bool, str, Pipeline, None] = None,
+            pipeline_stages: Optional[Sequence[int]] = None,
             extra_args: Sequence[str] = (), timeout: Optional[float] = 300) -> Executable:
     """Writes the graph's MLIR, runs par-opt (--par-propagate --par-partition
     --emit-program on a mesh of more than one device; the unsharded program
@@ -454,9 +520,12 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
     "selective", "full" or "auto:budget=SIZE"; the optimizer's own `remat`
     otherwise).
     `pipeline`: split a training step's layers into stages over the mesh's
-    `pp` axis (--par-pipeline: True, or its options such as
-    "microbatches=4 schedule=gpipe"). The graph's batch is one micro-batch:
-    the step reads `microbatches` of them (docs/pipelines.md).
+    `pp` axis (--par-pipeline: True, a Pipeline(...), or the pass's
+    options such as "microbatches=4 schedule=gpipe"). The graph's batch is
+    one micro-batch: the step reads `microbatches` of them
+    (Pipeline.micro_batch divides a batch; docs/pipelines.md).
+    `pipeline_stages`: layers per stage, first stage first (with
+    `pipeline`; default: balanced by FLOPs).
     """
     graph = graph_or_model
     if not isinstance(graph, Graph):
@@ -483,18 +552,32 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
             raise ValueError("compile: remat= applies to a training step; give optimizer=")
         optimizer = dataclasses.replace(optimizer, remat=remat)
     args = optimizer.pass_options() if optimizer is not None else []
+    if pipeline_stages is not None and not pipeline:
+        raise ValueError("compile: pipeline_stages= needs pipeline=")
     if pipeline:
         if optimizer is None:
             raise ValueError("compile: pipeline= applies to a training step; give optimizer=")
-        args.append("--par-pipeline" if pipeline is True else f"--par-pipeline={pipeline}")
+        if not isinstance(pipeline, Pipeline):
+            text = "" if pipeline is True else str(pipeline)
+            pipeline = None if not text else pipeline
+            option = "--par-pipeline" + (f"={text}" if text else "")
+        if isinstance(pipeline, Pipeline):
+            if pipeline_stages is not None:
+                pipeline = dataclasses.replace(pipeline, stages=list(pipeline_stages))
+            option = pipeline.pass_option()
+        elif pipeline_stages is not None:
+            counts = "layers=" + ",".join(str(int(n)) for n in pipeline_stages)
+            option += (" " if "=" in option else "=") + counts
+        args.append(option)
         partition = True
     if auto_shard:
         args.append("--auto-shard" if auto_shard is True else f"--auto-shard={auto_shard}")
         partition = True
     if partition:
         args += ["--par-propagate", "--par-partition", "--par-comm-report"]
-    if auto_shard:
-        # The plan, its alternatives and the predicted step, on stdout.
+    if auto_shard or pipeline:
+        # The plan, its alternatives and the predicted step; each pipeline
+        # stage's memory, transfers and predicted bubble: on stdout.
         args += ["--par-schedule", "--par-report"]
     args += [f"--emit-program={program}", "-o", os.devnull, *extra_args]
     try:
@@ -514,5 +597,5 @@ def max_relative_error(got: np.ndarray, want: np.ndarray) -> float:
     return float(np.max(np.abs(got - want))) / scale if want.size else 0.0
 
 
-__all__ = ["compile", "Executable", "RunResult", "StepLog", "parse_steps", "as_mesh",
+__all__ = ["compile", "Pipeline", "Executable", "RunResult", "StepLog", "parse_steps", "as_mesh",
            "max_relative_error", "Optimizer", "AdamW", "SGD"]

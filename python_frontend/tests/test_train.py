@@ -158,6 +158,44 @@ def test_pipeline_trains_like_one_rank(tmp_path):
         par.compile(whole, pipeline=True)
 
 
+def test_pipeline_options():
+    pipe = par.Pipeline(microbatches=4, schedule="interleaved", virtual=2, stages=[1, 1, 1, 1])
+    assert pipe.pass_option() == ("--par-pipeline=axis=pp schedule=interleaved microbatches=4 "
+                                  "layers=1,1,1,1 virtual=2")
+    assert par.Pipeline().pass_option() == "--par-pipeline=axis=pp schedule=1f1b"
+    assert par.Pipeline(microbatches=4).micro_batch(8) == 2
+    assert par.Pipeline().micro_batch(8, {"pp": 4, "dp": 2}) == 2
+    with pytest.raises(ValueError, match="microbatches=3 does not divide the batch of 8 rows"):
+        par.Pipeline(microbatches=3).micro_batch(8)
+    with pytest.raises(ValueError, match="no mesh axis 'pp'"):
+        par.Pipeline().count({"dp": 2})
+    graph = models.loss_graph(models.GPT(models.GPT2_CONFIGS["tiny"]), 2, 16)
+    with pytest.raises(ValueError, match="pipeline_stages= needs pipeline="):
+        par.compile(graph, optimizer=par.AdamW(), pipeline_stages=[1, 1])
+
+
+def test_pipeline_object_and_stages_train_like_one_rank(tmp_path):
+    # Four layers over pp=2 placed 3 + 1 (pipeline_stages), zero-bubble
+    # schedule, a batch of 4 divided into 2 micro-batches.
+    config = models.GPTConfig(vocab_size=64, block_size=16, n_layer=4, n_head=2, n_embd=16)
+    mesh = par.Mesh({"pp": 2})
+    pipe = par.Pipeline(microbatches=2, schedule="zb-h1")
+    piped = models.loss_graph(models.GPT(config), pipe.micro_batch(4), 16, mesh=mesh,
+                              name="gpt_zb")
+    whole = models.loss_graph(models.GPT(config), 4, 16, name="gpt_whole")
+    opt = par.AdamW(lr=3e-3)
+    exe = par.compile(piped, mesh=mesh, optimizer=opt, pipeline=pipe, pipeline_stages=[3, 1],
+                      workdir=tmp_path / "pp")
+    assert "holds layers 0-2" in exe.comm_report and "holds layer 3" in exe.comm_report
+    assert exe.program["pipeline"]["schedule"] == "zb-h1"
+    got = exe.run(steps=3, data=str(CORPUS), log_every=1)
+    assert "par-run: pipeline bubble (zb-h1): predicted" in got.text
+    want = par.compile(whole, optimizer=opt, workdir=tmp_path / "one").run(
+        steps=3, data=str(CORPUS), log_every=1)
+    for a, b in zip(got.losses, want.losses):
+        assert abs(a - b) <= 1e-5 * abs(b)
+
+
 def test_optimizer_pass_option():
     text = par.AdamW(lr=0.5, clip=2.0, warmup=4).pass_option()
     assert text.startswith("--par-autodiff=optimizer=adamw lr=0.5 ")

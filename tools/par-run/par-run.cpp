@@ -12,6 +12,7 @@
 #include "par/Runtime/Checkpoint.h"
 #include "par/Runtime/CheckpointSave.h"
 #include "par/Runtime/FileIO.h"
+#include "par/Runtime/Bubble.h"
 #include "par/Runtime/Calibrate.h"
 #include "par/Runtime/Comm/MpiCollectives.h"
 #include "par/Runtime/Executor.h"
@@ -911,10 +912,52 @@ int runRank(const Options &o, int rank, int size) {
                         {"planned_bytes", cls.arenaBytes}});
     }
   }
+  // A pipelined program's bubble: as the compiler predicted it, replayed
+  // from the instruction times each stage measured, and each stage's
+  // wall-clock idle over busy time (docs/par-run.md).
+  nlohmann::json bubble;
+  if (program.pipeline && o.steps > 0) {
+    const Executor::SlotTiming *timing = exec.slotTiming();
+    nlohmann::json mine = {{"wall", timing->wall},
+                           {"busy", timing->busy},
+                           {"steps", timing->steps},
+                           {"seconds", timing->seconds}};
+    std::vector<std::string> all = comm->gatherToRoot(mine.dump());
+    if (rank == 0) {
+      size_t classes = program.rankClasses.size();
+      std::vector<std::vector<double>> seconds(classes);
+      std::vector<double> idle(classes, 0.0);
+      for (size_t c = 0; c < classes; ++c) {
+        const RankClass &cls = program.rankClasses[c];
+        seconds[c].assign(cls.instructions.size(), 0.0);
+        for (int64_t r : cls.ranks) {
+          nlohmann::json t = nlohmann::json::parse(all.at(size_t(r)));
+          double steps = std::max(1.0, t["steps"].get<double>());
+          double share = 1.0 / double(cls.ranks.size());
+          auto times = t["seconds"].get<std::vector<double>>();
+          for (size_t i = 0; i < times.size() && i < seconds[c].size(); ++i)
+            seconds[c][i] += times[i] / steps * share;
+          double busy = t["busy"].get<double>();
+          if (busy > 0)
+            idle[c] += (t["wall"].get<double>() - busy) / busy * share;
+        }
+      }
+      BubbleReplay replay = replayPipeline(program, seconds);
+      bubble = {{"schedule", program.pipeline->schedule},
+                {"predicted", program.pipeline->predictedBubble},
+                {"replayed", replay.bubble},
+                {"replayed_step_seconds", replay.makespan},
+                {"busy_seconds", replay.busy},
+                {"measured", idle}};
+    }
+  }
+
   if (rank == 0 && o.json) {
     const Executor::Traffic &traffic = exec.lastStepTraffic();
     if (!stages.empty())
       emitJson({{"event", "stages"}, {"stages", stages}});
+    if (!bubble.is_null())
+      emitJson({{"event", "bubble"}, {"bubble", bubble}});
     emitJson({{"event", "end"},
               {"steps", o.steps},
               {"seconds", totalSeconds},
@@ -934,6 +977,26 @@ int runRank(const Options &o, int rank, int size) {
                   c, stages[c]["ranks"].dump().c_str(),
                   human(stages[c]["peak_bytes"].get<int64_t>()).c_str(),
                   human(stages[c]["planned_bytes"].get<int64_t>()).c_str());
+    if (!bubble.is_null()) {
+      std::string idle;
+      for (double x : bubble["measured"]) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.3f", x);
+        idle += (idle.empty() ? "" : ", ") + std::string(text);
+      }
+      unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+      std::printf(
+          "par-run: pipeline bubble (%s, %lld stages x %lld micro-batches): "
+          "predicted %.3f; from the measured instruction times %.3f; "
+          "wall-clock idle over busy per stage %s%s\n",
+          program.pipeline->schedule.c_str(),
+          (long long)program.pipeline->stages,
+          (long long)program.pipeline->microbatches,
+          bubble["predicted"].get<double>(), bubble["replayed"].get<double>(),
+          idle.c_str(),
+          size > int(cores) ? " (ranks share cores: read the replayed figure)"
+                            : "");
+    }
     const Executor::Traffic &traffic = exec.lastStepTraffic();
     if (traffic.collectives)
       std::printf(

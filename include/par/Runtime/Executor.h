@@ -104,6 +104,21 @@ public:
   };
   const Traffic &lastStepTraffic() const { return traffic_; }
 
+  /// A pipelined program's timing on this rank, over the steps after the
+  /// first (the first too when it is the only one): seconds per
+  /// instruction (summed over the steps), and per step on average the
+  /// wall time and the busy time (every instruction but sends and
+  /// receives, which wait for the other stages).
+  struct SlotTiming {
+    std::vector<double> seconds;
+    double wall = 0, busy = 0;
+    int64_t steps = 0;
+  };
+  /// Null unless the program is pipelined.
+  const SlotTiming *slotTiming() const {
+    return timed_ ? &timing_ : nullptr;
+  }
+
 private:
   void execute(const Instruction &inst, size_t index);
   /// Ops that read a communicator group: collectives and axis_index.
@@ -138,6 +153,9 @@ private:
     std::string what;
   };
   std::vector<PendingSend> sends_;
+  bool timed_ = false;
+  int64_t stepsRun_ = 0;
+  SlotTiming timing_;
 };
 
 template <typename Fn>

@@ -157,6 +157,9 @@ struct Instruction {
   std::vector<int64_t> results;
   Attrs attrs;
   std::string loc;
+  /// The pipeline slot the instruction belongs to ("F3", "B3", "W3" for
+  /// micro-batch 3, ".cK" for virtual stage K); empty outside slots.
+  std::string slot;
 };
 
 /// Instruction stream of the ranks that run the same code (every rank in
@@ -185,6 +188,13 @@ struct Program {
   std::vector<InputSpec> inputs;
   std::vector<OutputSpec> outputs;
   std::vector<RankClass> rankClasses;
+  /// A pipelined program's schedule, as the compiler recorded it.
+  struct Pipeline {
+    std::string axis, schedule;
+    int64_t stages = 0, microbatches = 0, virtualStages = 1;
+    double predictedBubble = 0;
+  };
+  std::optional<Pipeline> pipeline;
 
   /// The class rank `rank` runs; throws when none lists it.
   const RankClass &classOf(int64_t rank) const;

@@ -1,7 +1,7 @@
 //===- Trace.h - Chrome trace events ----------------------------*- C++ -*-===//
 //
-// Each rank records complete ("X") events on two tracks, compute and
-// communication; rank 0 merges every rank's events into one Chrome
+// Each rank records complete ("X") events on its tracks (compute,
+// communication, host, and a pipelined program's schedule slots); rank 0 merges every rank's events into one Chrome
 // trace-event JSON file (one process per rank) that Perfetto and
 // chrome://tracing open.
 //
@@ -18,7 +18,9 @@ namespace par::rt {
 
 class Tracer {
 public:
-  enum Track { Compute = 0, Communication = 1, Host = 2 };
+  /// Schedule: a pipelined program's slots (F3, B3, W3), each from the
+  /// first to the last instruction of its run.
+  enum Track { Compute = 0, Communication = 1, Host = 2, Schedule = 3 };
 
   explicit Tracer(int64_t rank);
   /// Microseconds since this tracer was made.

@@ -366,9 +366,15 @@ def PipelinePass : Pass<"par-pipeline", "::mlir::ModuleOp"> {
     Every op gets the stage it runs in (`par.stage`), each forward and
     backward op its micro-batch (`par.microbatch`), and the step records the
     pipeline (`par.pipeline`). --par-schedule then splits the step into one
-    function per stage, ordered by the `schedule` (`gpipe` or `1f1b`), with
-    `par.send`/`par.recv` where a value crosses stages; --emit-program
-    writes one rank class per stage (docs/pipelines.md).
+    function per stage, ordered by the `schedule`, with `par.send`/`par.recv`
+    where a value crosses stages; --emit-program writes one rank class per
+    stage (docs/pipelines.md). Schedules: `gpipe` (every forward, then every
+    backward); `1f1b` (one forward, one backward in turn after a warm-up);
+    `interleaved` (`virtual=v` model chunks per device, the layers cut into
+    p*v virtual stages, chunk c on device c mod p, Megatron's order; the
+    micro-batches a multiple of p); `zb-h1` (1f1b with each backward split
+    into the input gradient B and the weight gradients W, which fill the
+    gaps the pipeline leaves).
 
     ```sh
     par-opt gpt.mlir --par-autodiff=optimizer=adamw \
@@ -382,7 +388,9 @@ def PipelinePass : Pass<"par-pipeline", "::mlir::ModuleOp"> {
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"0",
            "micro-batches per step (default: the number of stages)">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe or 1f1b">,
+           "gpipe, 1f1b, interleaved or zb-h1">,
+    Option<"virtualStages", "virtual", "int64_t", /*default=*/"1",
+           "model chunks per device (interleaved: 2 or more)">,
     ListOption<"layers", "layers", "int64_t",
                "layers per stage, first stage first (default: balanced by "
                "FLOPs, or the ops' par.stage marks)">,

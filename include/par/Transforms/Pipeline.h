@@ -24,53 +24,92 @@ namespace mlir::par {
 /// What `par.pipeline` records on a step.
 struct PipelineInfo {
   std::string axis;
-  int64_t stages = 1;
+  int64_t stages = 1; // p, the devices of the pipeline axis
   int64_t microbatches = 1;
-  std::string schedule; // "gpipe" or "1f1b"
-  /// The first model layer of each stage (layers before it belong to the
-  /// stage before).
+  std::string schedule; // gpipe, 1f1b, interleaved or zb-h1
+  /// Model chunks per device (interleaved; 1 otherwise): the model is cut
+  /// into p * virtual consecutive pieces, virtual stage c running on
+  /// device c mod p.
+  int64_t virtualStages = 1;
+  /// The first model layer of each virtual stage (layers before it belong
+  /// to the one before).
   SmallVector<int64_t> firstLayers;
 
+  int64_t chunks() const { return stages * virtualStages; }
+  /// The virtual stage of `layer`; `par.stage` marks ops with these.
   int64_t stageOfLayer(int64_t layer) const;
+  /// The device (position on the pipeline axis) running virtual stage
+  /// `chunk`.
+  int64_t deviceOf(int64_t chunk) const { return chunk % stages; }
 };
 
 std::optional<PipelineInfo> getPipeline(Operation *func);
 void setPipeline(Operation *func, const PipelineInfo &info);
 
-/// One slot of a schedule: a stage's forward or backward pass of one
-/// micro-batch.
+/// The schedules --par-pipeline knows, and whether `schedule` is one.
+ArrayRef<StringRef> pipelineSchedules();
+
+/// What a slot of a schedule runs: a virtual stage's forward pass (F), its
+/// backward pass (B; with zb-h1 only what the stage before needs, the
+/// gradient of the stage's input), or the rest of the backward pass, the
+/// weight gradients (W, zb-h1 only).
+enum class SlotKind { F, B, W };
+char slotLetter(SlotKind kind);
+
 struct PipelineSlot {
-  Phase phase = Phase::forward;
+  SlotKind kind = SlotKind::F;
   int64_t microbatch = 0;
+  int64_t chunk = 0; // the virtual stage
+  bool operator==(const PipelineSlot &o) const {
+    return kind == o.kind && microbatch == o.microbatch && chunk == o.chunk;
+  }
 };
 
-/// The order in which stage `stage` of `p` runs the forward and backward
-/// passes of `m` micro-batches under `schedule` (gpipe: every forward, then
-/// every backward, in micro-batch order; 1f1b: p - stage - 1 forwards to
-/// warm up, then one forward and one backward in turn, then the remaining
-/// backwards).
-SmallVector<PipelineSlot> scheduleSlots(StringRef schedule, int64_t p,
-                                        int64_t m, int64_t stage);
+/// The time one micro-batch takes in each slot kind of each virtual stage.
+struct SlotTimes {
+  SmallVector<double> forward, backward, weight; // [virtual stage]
+  explicit SlotTimes(int64_t chunks = 0)
+      : forward(chunks, 0.0), backward(chunks, 0.0), weight(chunks, 0.0) {}
+  double of(const PipelineSlot &slot) const;
+};
 
-/// A run of the schedule with the given times of one micro-batch's forward
-/// and backward pass on each stage (transfers taken as free): when each slot
-/// starts, per stage in scheduleSlots order, and the step's length.
+/// A run of `info`'s schedule with the given slot times (transfers taken as
+/// free): the order of each device's slots, when each starts, and the
+/// step's length. gpipe: every forward, then every backward; 1f1b: p - d -
+/// 1 forwards to warm up device d, then one forward and one backward in
+/// turn, then the remaining backwards; interleaved: Megatron's order over
+/// groups of p micro-batches and the device's v chunks; zb-h1: 1f1b's F
+/// and B, each W run in the first gap its B leaves (at most p - d - 1
+/// pending, so memory stays 1f1b's).
 struct ScheduleTimes {
-  SmallVector<SmallVector<PipelineSlot>> slots; // [stage]: scheduleSlots
-  SmallVector<SmallVector<double>> start;       // [stage][slot]
+  SmallVector<SmallVector<PipelineSlot>> slots; // [device]
+  SmallVector<SmallVector<double>> start;       // [device][slot]
   double makespan = 0;
-  /// Megatron's bubble: idle time over busy time, on the busiest stage.
+  /// Megatron's bubble: idle time over busy time, on the busiest device.
   double bubble = 0;
 };
-ScheduleTimes simulateSchedule(StringRef schedule, int64_t m,
-                               ArrayRef<double> forward,
-                               ArrayRef<double> backward);
+ScheduleTimes simulateSchedule(const PipelineInfo &info,
+                               const SlotTimes &times);
 
-/// Adds `op`'s FLOPs per micro-batch (of `m`) to its stage's forward or
-/// backward time, as simulateSchedule takes them.
-void addSlotWork(Operation *op, int64_t stage, int64_t m,
-                 MutableArrayRef<double> forward,
-                 MutableArrayRef<double> backward);
+/// The bubble the schedule's formula gives: (p-1)/m for gpipe and 1f1b,
+/// (p-1)/(v*m) for interleaved, (p-1)(F+B-W)/(m(F+B+W)) for zb-h1 (with
+/// the busiest device's times).
+double formulaBubble(const PipelineInfo &info, const SlotTimes &times);
+
+/// The slot `op` runs in, from its marks (phase, micro-batch, stage and
+/// par.weight_gradient); none for an op of no micro-batch.
+std::optional<PipelineSlot> slotOf(Operation *op);
+/// "F3", "B3", "W3" (micro-batch 3), with ".c2" for virtual stage 2 of an
+/// interleaved schedule.
+std::string slotLabel(const PipelineSlot &slot, const PipelineInfo &info);
+
+/// Adds `op`'s FLOPs per micro-batch to its slot's time.
+void addSlotWork(Operation *op, const PipelineInfo &info, SlotTimes &times);
+
+/// With zb-h1, marks the backward ops that only make weight gradients
+/// (`par.weight_gradient`): those no value another virtual stage reads
+/// depends on.
+void markWeightGradients(func::FuncOp func, const PipelineInfo &info);
 
 /// Gives every op of `func` (a step with `par.pipeline`) that has no
 /// `par.stage` one, by the rules of docs/pipelines.md: a layer's ops run in
@@ -94,6 +133,10 @@ LogicalResult splitStages(func::FuncOp func);
 
 /// The stage functions of the pipelined step `step`, by stage.
 SmallVector<func::FuncOp> stageFunctions(ModuleOp module, func::FuncOp step);
+
+/// The slot times of the split step `step` (its stage functions' FLOPs).
+SlotTimes stageWork(ModuleOp module, func::FuncOp step,
+                    const PipelineInfo &info);
 
 } // namespace mlir::par
 

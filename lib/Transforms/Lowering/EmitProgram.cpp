@@ -121,6 +121,8 @@ private:
   LogicalResult describeInputs(json &doc, SmallVectorImpl<bool> &persistent);
   LogicalResult describeOutputs(json &doc);
   FailureOr<json> instruction(Operation *op);
+  /// The pipelined step's record (its instructions name their slots).
+  std::optional<PipelineInfo> pipeline;
   json attribute(Operation *op, const catalogue::AttrSpec &spec);
   int64_t groupId(ArrayRef<StringAttr> axes);
   int64_t groupId(ArrayAttr axes);
@@ -448,6 +450,9 @@ FailureOr<json> Emitter::instruction(Operation *op) {
                {"operands", operands},
                {"results", results},
                {"attrs", attrs}};
+  if (pipeline)
+    if (std::optional<PipelineSlot> slot = slotOf(op))
+      inst["slot"] = slotLabel(*slot, *pipeline);
   std::string loc = locText(op->getLoc());
   if (!loc.empty())
     inst["loc"] = loc;
@@ -455,7 +460,7 @@ FailureOr<json> Emitter::instruction(Operation *op) {
 }
 
 FailureOr<json> Emitter::run() {
-  std::optional<PipelineInfo> pipeline = getPipeline(func);
+  pipeline = getPipeline(func);
   if (pipeline) {
     bodies = stageFunctions(module, func);
     if (!func.isDeclaration() || int64_t(bodies.size()) != pipeline->stages)
@@ -535,6 +540,16 @@ FailureOr<json> Emitter::run() {
   if (asyncCollectives)
     doc["memory"]["async_collectives"] = true;
   doc["rank_classes"] = classes;
+  if (pipeline) {
+    SlotTimes work = stageWork(module, func, *pipeline);
+    doc["pipeline"] = {
+        {"axis", pipeline->axis},
+        {"stages", pipeline->stages},
+        {"microbatches", pipeline->microbatches},
+        {"schedule", pipeline->schedule},
+        {"virtual", pipeline->virtualStages},
+        {"predicted_bubble", simulateSchedule(*pipeline, work).bubble}};
+  }
   return doc;
 }
 

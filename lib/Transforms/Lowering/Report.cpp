@@ -34,6 +34,7 @@
 
 #include <array>
 #include <map>
+#include <set>
 
 #define DEBUG_TYPE "par-report"
 
@@ -245,25 +246,34 @@ void reportStage(func::FuncOp func, const MemoryPlan &plan,
       received += bytesOf(recv.getResult());
     }
   }
-  SmallVector<func::FuncOp> stages =
-      stageFunctions(func->getParentOfType<ModuleOp>(), step);
-  SmallVector<double> forward(stages.size(), 0.0), backward(stages.size(), 0.0);
-  for (auto [s, stage] : llvm::enumerate(stages))
-    stage.walk([&](Operation *op) {
-      addSlotWork(op, int64_t(s), info->microbatches, forward, backward);
-    });
-  ScheduleTimes times =
-      simulateSchedule(info->schedule, info->microbatches, forward, backward);
+  SlotTimes work = stageWork(func->getParentOfType<ModuleOp>(), step, *info);
+  ScheduleTimes times = simulateSchedule(*info, work);
   auto stage = func->getAttrOfType<IntegerAttr>(ParDialect::kStageAttrName);
-  os << "pipeline stage " << (stage ? stage.getInt() : 0) << " of "
-     << info->stages << " over '" << info->axis << "' (" << info->schedule
-     << ", " << info->microbatches << " micro-batches):\n";
+  int64_t device = stage ? stage.getInt() : 0;
+  os << "pipeline stage " << device << " of " << info->stages << " over '"
+     << info->axis << "' (" << info->schedule;
+  if (info->virtualStages > 1)
+    os << ", " << info->virtualStages << " chunks per device";
+  os << ", " << info->microbatches << " micro-batches):\n";
+  // The model layers it runs (a receive carries its sender's layer).
+  std::set<int64_t> layerSet;
+  func.walk([&](Operation *op) {
+    if (inPhase(op, Phase::forward) && !isa<SendOp, RecvOp>(op))
+      if (std::optional<int64_t> layer = getLayer(op))
+        layerSet.insert(*layer);
+  });
+  SmallVector<int64_t> layers(layerSet.begin(), layerSet.end());
+  os << "  holds " << (layers.size() == 1 ? "layer " : "layers ")
+     << layerRanges(layers) << "\n";
   os << "  transfers per step: " << sends << " sent (" << humanBytes(sent)
      << "), " << recvs << " received (" << humanBytes(received) << ")\n";
+  StringRef formula = info->schedule == "interleaved" ? "(p-1)/(v*m)"
+                      : info->schedule == "zb-h1"     ? "(p-1)(F+B-W)/(m(F+B+W))"
+                                                      : "(p-1)/m";
   os << llvm::format("  predicted bubble %.3f (idle over busy time on the "
-                     "busiest stage; (p-1)/m = %.3f)\n",
-                     times.bubble,
-                     double(info->stages - 1) / double(info->microbatches));
+                     "busiest stage; %s = %.3f)\n",
+                     times.bubble, formula.str().c_str(),
+                     formulaBubble(*info, work));
 }
 
 /// The activations each layer keeps (the activations category by the

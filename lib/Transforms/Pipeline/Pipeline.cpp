@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -52,6 +53,8 @@ std::optional<PipelineInfo> mlir::par::getPipeline(Operation *func) {
     info.microbatches = m.getInt();
   if (auto schedule = record.getAs<StringAttr>("schedule"))
     info.schedule = schedule.getValue().str();
+  if (auto v = record.getAs<IntegerAttr>("virtual"))
+    info.virtualStages = v.getInt();
   if (auto first = record.getAs<DenseI64ArrayAttr>("first_layers"))
     info.firstLayers.assign(first.asArrayRef().begin(),
                             first.asArrayRef().end());
@@ -60,106 +63,264 @@ std::optional<PipelineInfo> mlir::par::getPipeline(Operation *func) {
 
 void mlir::par::setPipeline(Operation *func, const PipelineInfo &info) {
   Builder b(func->getContext());
-  func->setAttr(ParDialect::kPipelineAttrName,
-                b.getDictionaryAttr({
-                    b.getNamedAttr("axis", b.getStringAttr(info.axis)),
-                    b.getNamedAttr("stages", b.getI64IntegerAttr(info.stages)),
-                    b.getNamedAttr("microbatches",
-                                   b.getI64IntegerAttr(info.microbatches)),
-                    b.getNamedAttr("schedule", b.getStringAttr(info.schedule)),
-                    b.getNamedAttr("first_layers",
-                                   b.getDenseI64ArrayAttr(info.firstLayers)),
-                }));
+  SmallVector<NamedAttribute> entries{
+      b.getNamedAttr("axis", b.getStringAttr(info.axis)),
+      b.getNamedAttr("stages", b.getI64IntegerAttr(info.stages)),
+      b.getNamedAttr("microbatches", b.getI64IntegerAttr(info.microbatches)),
+      b.getNamedAttr("schedule", b.getStringAttr(info.schedule)),
+      b.getNamedAttr("first_layers", b.getDenseI64ArrayAttr(info.firstLayers)),
+  };
+  if (info.virtualStages > 1)
+    entries.push_back(
+        b.getNamedAttr("virtual", b.getI64IntegerAttr(info.virtualStages)));
+  func->setAttr(ParDialect::kPipelineAttrName, b.getDictionaryAttr(entries));
 }
 
-SmallVector<PipelineSlot> mlir::par::scheduleSlots(StringRef schedule,
-                                                   int64_t p, int64_t m,
-                                                   int64_t stage) {
+ArrayRef<StringRef> mlir::par::pipelineSchedules() {
+  static const StringRef names[] = {"gpipe", "1f1b", "interleaved", "zb-h1"};
+  return names;
+}
+
+char mlir::par::slotLetter(SlotKind kind) { return "FBW"[int(kind)]; }
+
+double SlotTimes::of(const PipelineSlot &slot) const {
+  switch (slot.kind) {
+  case SlotKind::F:
+    return forward[slot.chunk];
+  case SlotKind::B:
+    return backward[slot.chunk];
+  case SlotKind::W:
+    return weight[slot.chunk];
+  }
+  return 0;
+}
+
+/// The forward and backward slots of device `d`, in the order the schedule
+/// runs them (zb-h1's W slots are placed by the simulation).
+static SmallVector<PipelineSlot> baseOrder(const PipelineInfo &info,
+                                           int64_t d) {
+  int64_t p = info.stages, m = info.microbatches, v = info.virtualStages;
   SmallVector<PipelineSlot> slots;
-  if (schedule == "gpipe") {
+  if (info.schedule == "gpipe") {
     for (int64_t i = 0; i < m; ++i)
-      slots.push_back({Phase::forward, i});
+      slots.push_back({SlotKind::F, i, d});
     for (int64_t i = 0; i < m; ++i)
-      slots.push_back({Phase::backward, i});
+      slots.push_back({SlotKind::B, i, d});
     return slots;
   }
-  // 1F1B: warm up with the forwards that fill the stages after this one,
-  // then alternate, then drain the backwards.
-  int64_t warmup = std::min(p - stage - 1, m);
-  int64_t nextForward = 0, nextBackward = 0;
-  for (; nextForward < warmup; ++nextForward)
-    slots.push_back({Phase::forward, nextForward});
-  while (nextForward < m) {
-    slots.push_back({Phase::forward, nextForward++});
-    slots.push_back({Phase::backward, nextBackward++});
+  // Megatron's order: the k-th forward (backward) of the device takes
+  // micro-batches in groups of p, each group through the device's chunks in
+  // turn (backwards: last chunk first). With one chunk this is plain 1F1B.
+  int64_t n = m * v;
+  auto nth = [&](SlotKind kind, int64_t k) {
+    int64_t group = k / (p * v), within = k % (p * v);
+    int64_t local = within / p;
+    if (kind == SlotKind::B)
+      local = v - 1 - local;
+    if (v == 1)
+      return PipelineSlot{kind, k, d};
+    return PipelineSlot{kind, group * p + within % p, local * p + d};
+  };
+  int64_t warmup = v == 1 ? p - d - 1 : (p - d - 1) * 2 + (v - 1) * p;
+  warmup = std::min(warmup, n);
+  int64_t forwards = 0, backwards = 0;
+  for (; forwards < warmup; ++forwards)
+    slots.push_back(nth(SlotKind::F, forwards));
+  while (forwards < n) {
+    slots.push_back(nth(SlotKind::F, forwards++));
+    slots.push_back(nth(SlotKind::B, backwards++));
   }
-  while (nextBackward < m)
-    slots.push_back({Phase::backward, nextBackward++});
+  while (backwards < n)
+    slots.push_back(nth(SlotKind::B, backwards++));
   return slots;
 }
 
-ScheduleTimes mlir::par::simulateSchedule(StringRef schedule, int64_t m,
-                                          ArrayRef<double> forward,
-                                          ArrayRef<double> backward) {
-  int64_t p = int64_t(forward.size());
+ScheduleTimes mlir::par::simulateSchedule(const PipelineInfo &info,
+                                          const SlotTimes &length) {
+  int64_t p = info.stages, m = info.microbatches, chunks = info.chunks();
+  bool zeroBubble = info.schedule == "zb-h1";
   ScheduleTimes times;
-  SmallVector<SmallVector<PipelineSlot>> &order = times.slots;
-  for (int64_t s = 0; s < p; ++s)
-    order.push_back(scheduleSlots(schedule, p, m, s));
-  // When each stage finished each micro-batch's forward and backward;
-  // `unknown` until that slot has run.
-  constexpr double unknown = -1;
-  SmallVector<SmallVector<double>> endF(p, SmallVector<double>(m, unknown)),
-      endB(p, SmallVector<double>(m, unknown));
+  times.slots.assign(p, {});
   times.start.assign(p, {});
+  SmallVector<SmallVector<PipelineSlot>> base;
+  for (int64_t d = 0; d < p; ++d)
+    base.push_back(baseOrder(info, d));
+  // When each virtual stage finished each micro-batch's F and B; `unknown`
+  // until that slot has run.
+  constexpr double unknown = -1;
+  SmallVector<SmallVector<double>> endF(chunks,
+                                        SmallVector<double>(m, unknown)),
+      endB(chunks, SmallVector<double>(m, unknown));
+  auto readyAt = [&](const PipelineSlot &slot) {
+    if (slot.kind == SlotKind::F)
+      return slot.chunk == 0 ? 0.0 : endF[slot.chunk - 1][slot.microbatch];
+    if (slot.kind == SlotKind::B)
+      return slot.chunk == chunks - 1 ? endF[slot.chunk][slot.microbatch]
+                                      : endB[slot.chunk + 1][slot.microbatch];
+    return endB[slot.chunk][slot.microbatch];
+  };
   SmallVector<size_t> next(p, 0);
-  SmallVector<double> clock(p, 0);
-  // Run whichever stage's next slot has its inputs, until all have run
-  // (a valid schedule never stalls).
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int64_t s = 0; s < p; ++s) {
-      while (next[s] < order[s].size()) {
-        PipelineSlot slot = order[s][next[s]];
-        double ready;
-        if (slot.phase == Phase::forward)
-          ready = s == 0 ? 0 : endF[s - 1][slot.microbatch];
-        else
-          ready = s == p - 1 ? endF[s][slot.microbatch]
-                             : endB[s + 1][slot.microbatch];
-        if (ready == unknown)
-          break;
-        double begin = std::max(clock[s], ready);
-        times.start[s].push_back(begin);
-        double length = slot.phase == Phase::forward ? forward[s] : backward[s];
-        clock[s] = begin + length;
-        (slot.phase == Phase::forward ? endF : endB)[s][slot.microbatch] =
-            clock[s];
-        ++next[s];
-        progress = true;
+  SmallVector<double> clock(p, 0), busy(p, 0);
+  SmallVector<SmallVector<PipelineSlot>> pendingW(p);
+  // Each round runs the slot that starts first over all devices: a
+  // device's next F or B once its input is made; with zb-h1 a pending W
+  // instead when the device would otherwise wait, or when more than
+  // p - d - 1 are pending.
+  while (true) {
+    int64_t bestDevice = -1;
+    PipelineSlot bestSlot;
+    double bestStart = 0;
+    bool bestIsW = false;
+    for (int64_t d = 0; d < p; ++d) {
+      std::optional<PipelineSlot> slot;
+      double start = 0;
+      bool isW = false;
+      double ready = next[d] < base[d].size() ? readyAt(base[d][next[d]])
+                                              : unknown;
+      bool mustW = int64_t(pendingW[d].size()) > p - d - 1 ||
+                   next[d] == base[d].size();
+      bool idle = ready == unknown || ready > clock[d];
+      if (!pendingW[d].empty() && (mustW || idle)) {
+        slot = pendingW[d].front();
+        start = clock[d];
+        isW = true;
+      } else if (ready != unknown) {
+        slot = base[d][next[d]];
+        start = std::max(clock[d], ready);
+      }
+      if (slot && (bestDevice < 0 || start < bestStart)) {
+        bestDevice = d;
+        bestSlot = *slot;
+        bestStart = start;
+        bestIsW = isW;
       }
     }
+    if (bestDevice < 0)
+      break;
+    int64_t d = bestDevice;
+    double end = bestStart + length.of(bestSlot);
+    times.slots[d].push_back(bestSlot);
+    times.start[d].push_back(bestStart);
+    clock[d] = end;
+    busy[d] += length.of(bestSlot);
+    if (bestIsW) {
+      pendingW[d].erase(pendingW[d].begin());
+      continue;
+    }
+    ++next[d];
+    (bestSlot.kind == SlotKind::F ? endF : endB)[bestSlot.chunk]
+                                                [bestSlot.microbatch] = end;
+    if (bestSlot.kind == SlotKind::B && zeroBubble)
+      pendingW[d].push_back(
+          {SlotKind::W, bestSlot.microbatch, bestSlot.chunk});
   }
   double busiest = 0;
-  for (int64_t s = 0; s < p; ++s) {
-    times.makespan = std::max(times.makespan, clock[s]);
-    busiest = std::max(busiest, double(m) * (forward[s] + backward[s]));
+  for (int64_t d = 0; d < p; ++d) {
+    assert(next[d] == base[d].size() && pendingW[d].empty() &&
+           "a pipeline schedule that stalls");
+    times.makespan = std::max(times.makespan, clock[d]);
+    busiest = std::max(busiest, busy[d]);
   }
   times.bubble = busiest > 0 ? (times.makespan - busiest) / busiest : 0;
   return times;
 }
 
-void mlir::par::addSlotWork(Operation *op, int64_t stage, int64_t m,
-                            MutableArrayRef<double> forward,
-                            MutableArrayRef<double> backward) {
+double mlir::par::formulaBubble(const PipelineInfo &info,
+                                const SlotTimes &times) {
+  double p = double(info.stages), m = double(info.microbatches);
+  if (info.schedule == "interleaved")
+    return (p - 1) / (double(info.virtualStages) * m);
+  if (info.schedule != "zb-h1")
+    return (p - 1) / m;
+  // The busiest device's F, B and W per micro-batch.
+  double f = 0, b = 0, w = 0, busiest = -1;
+  for (int64_t d = 0; d < info.stages; ++d) {
+    double df = 0, db = 0, dw = 0;
+    for (int64_t c = d; c < info.chunks(); c += info.stages) {
+      df += times.forward[c];
+      db += times.backward[c];
+      dw += times.weight[c];
+    }
+    if (df + db + dw > busiest) {
+      busiest = df + db + dw;
+      f = df, b = db, w = dw;
+    }
+  }
+  if (busiest <= 0)
+    return 0;
+  return std::max(0.0, (p - 1) * (f + b - w) / (m * (f + b + w)));
+}
+
+static std::optional<SlotKind> kindOf(Operation *op) {
+  std::optional<Phase> phase = getPhase(op);
+  if (phase == Phase::forward)
+    return SlotKind::F;
+  if (phase == Phase::backward)
+    return op->hasAttr(ParDialect::kWeightGradientAttrName) ? SlotKind::W
+                                                            : SlotKind::B;
+  return std::nullopt;
+}
+
+std::optional<PipelineSlot> mlir::par::slotOf(Operation *op) {
+  std::optional<SlotKind> kind = kindOf(op);
+  std::optional<int64_t> mb = getMicrobatch(op);
+  if (!kind || !mb)
+    return std::nullopt;
+  return PipelineSlot{*kind, *mb, getStage(op).value_or(0)};
+}
+
+std::string mlir::par::slotLabel(const PipelineSlot &slot,
+                                 const PipelineInfo &info) {
+  std::string label = slotLetter(slot.kind) + std::to_string(slot.microbatch);
+  if (info.virtualStages > 1)
+    label += ".c" + std::to_string(slot.chunk);
+  return label;
+}
+
+void mlir::par::addSlotWork(Operation *op, const PipelineInfo &info,
+                            SlotTimes &times) {
   auto rule = dyn_cast<ShardingRuleOpInterface>(op);
-  if (!rule)
+  std::optional<SlotKind> kind = kindOf(op);
+  if (!rule || !kind)
     return;
-  double flops = rule.getWork().flops / double(m);
-  if (inPhase(op, Phase::forward))
-    forward[stage] += flops;
-  else if (inPhase(op, Phase::backward))
-    backward[stage] += flops;
+  int64_t chunk = getStage(op).value_or(0);
+  if (chunk >= int64_t(times.forward.size()))
+    return;
+  double flops = rule.getWork().flops / double(info.microbatches);
+  (*kind == SlotKind::F   ? times.forward
+   : *kind == SlotKind::B ? times.backward
+                          : times.weight)[chunk] += flops;
+}
+
+void mlir::par::markWeightGradients(func::FuncOp func,
+                                    const PipelineInfo &info) {
+  if (info.schedule != "zb-h1")
+    return;
+  // B: a backward op that a value read in another virtual stage depends
+  // on through backward ops of its own slot; W: the other backward ops.
+  Block &body = func.getBody().front();
+  DenseSet<Operation *> input;
+  for (Operation &op : llvm::reverse(body.without_terminator())) {
+    if (!inPhase(&op, Phase::backward))
+      continue;
+    std::optional<int64_t> stage = getStage(&op), mb = getMicrobatch(&op);
+    bool needed = false;
+    for (Operation *user : op.getUsers()) {
+      if (user->hasTrait<mlir::OpTrait::IsTerminator>())
+        continue;
+      std::optional<int64_t> userStage = getStage(user);
+      if (userStage != stage ||
+          (input.contains(user) && getMicrobatch(user) == mb)) {
+        needed = true;
+        break;
+      }
+    }
+    if (needed)
+      input.insert(&op);
+    else if (mb)
+      op.setAttr(ParDialect::kWeightGradientAttrName,
+                 UnitAttr::get(func.getContext()));
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -260,11 +421,21 @@ struct PipelinePass : public par::impl::PipelinePassBase<PipelinePass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (schedule != "gpipe" && schedule != "1f1b") {
+    if (!llvm::is_contained(pipelineSchedules(), StringRef(schedule))) {
+      module.emitError() << "--par-pipeline schedule='" << schedule
+                         << "' is not one of "
+                         << llvm::join(pipelineSchedules(), ", ");
+      return signalPassFailure();
+    }
+    if (schedule == "interleaved" ? virtualStages < 2 : virtualStages != 1) {
       module.emitError()
-          << "--par-pipeline schedule='" << schedule
-          << "' is not one of gpipe, 1f1b (interleaved and zb-h1 are not "
-             "built yet)";
+          << "--par-pipeline virtual=" << int64_t(virtualStages)
+          << (schedule == "interleaved"
+                  ? ": the interleaved schedule runs virtual=v >= 2 model "
+                    "chunks per device"
+                  : " applies to schedule=interleaved (model chunks per "
+                    "device); schedule='" +
+                        schedule + "' runs one");
       return signalPassFailure();
     }
     if (microbatches < 0) {
@@ -357,12 +528,23 @@ LogicalResult PipelinePass::pipeline(func::FuncOp func) {
       if (std::optional<int64_t> layer = getLayer(&op))
         layerSet.insert(*layer);
   SmallVector<int64_t> layers(layerSet.begin(), layerSet.end());
-  if (int64_t(layers.size()) < *p)
+  int64_t chunks = *p * int64_t(virtualStages);
+  if (int64_t(layers.size()) < chunks) {
+    if (virtualStages > 1)
+      return func.emitError()
+             << "--par-pipeline: the interleaved schedule with virtual="
+             << int64_t(virtualStages) << " needs " << chunks
+             << " model chunks (" << *p << " stages on axis '" << axis
+             << "' x " << int64_t(virtualStages) << ") but @"
+             << func.getSymName() << " has " << layers.size()
+             << " layer(s) (ops marked par.layer): each chunk needs one";
     return func.emitError()
            << "--par-pipeline: " << *p << " stages (axis '" << axis
            << "') but @" << func.getSymName() << " has " << layers.size()
            << " layer(s) (ops marked par.layer): each stage needs one";
-  FailureOr<SmallVector<int64_t>> firstLayers = stageLayers(func, layers, *p);
+  }
+  FailureOr<SmallVector<int64_t>> firstLayers =
+      stageLayers(func, layers, chunks);
   if (failed(firstLayers))
     return failure();
 
@@ -371,7 +553,18 @@ LogicalResult PipelinePass::pipeline(func::FuncOp func) {
   info.stages = *p;
   info.microbatches = microbatches ? int64_t(microbatches) : *p;
   info.schedule = schedule;
+  info.virtualStages = virtualStages;
   info.firstLayers = *firstLayers;
+  if (schedule == "interleaved" && info.microbatches % *p != 0)
+    return func.emitError()
+           << "--par-pipeline: the interleaved schedule runs micro-batches "
+              "in groups of the "
+           << *p << " stages; microbatches=" << info.microbatches
+           << " is not a multiple of " << *p;
+  // Stages first, so that the micro-batches' copies keep them and the
+  // accumulation can tell which contributions to a gradient come from
+  // different stages; then the ops the split made.
+  assignStages(func, info);
   if (failed(splitMicrobatches(func, info.microbatches)))
     return failure();
   assignStages(func, info);
@@ -401,7 +594,8 @@ PipelinePass::stageLayers(func::FuncOp func, ArrayRef<int64_t> layerIds,
     if (*stage >= p)
       return op.emitError() << "par.stage = " << *stage << " but the "
                             << "pipeline axis '" << axis << "' has " << p
-                            << " stages";
+                            << (virtualStages > 1 ? " virtual stages"
+                                                  : " stages");
     auto [it, inserted] = marked.try_emplace(*layer, *stage, &op);
     if (!inserted && it->second.first != *stage)
       return op.emitError() << "layer " << *layer << " is marked stage "
@@ -490,6 +684,17 @@ PipelinePass::stageLayers(func::FuncOp func, ArrayRef<int64_t> layerIds,
   }
   first[0] = layers.front();
   return first;
+}
+
+/// The adds between `sum` and its `parts`.
+static void collectSums(Value sum, ArrayRef<Value> parts,
+                        llvm::SmallPtrSetImpl<Operation *> &adds) {
+  auto add = sum.getDefiningOp<AddOp>();
+  if (!add || llvm::is_contained(parts, sum))
+    return;
+  adds.insert(add);
+  collectSums(add.getLhs(), parts, adds);
+  collectSums(add.getRhs(), parts, adds);
 }
 
 LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
@@ -592,6 +797,56 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
                 "floating-point values (gradients, losses) can be averaged "
                 "over micro-batches";
 
+  // A sum of contributions made in different stages (a tied weight's
+  // gradient: the embedding's in the first stage, the head's in the last)
+  // is accumulated contribution by contribution, each in its own stage,
+  // and added once after the last micro-batch: one transfer per step
+  // instead of one per micro-batch.
+  auto defStage = [](Value v) -> std::optional<int64_t> {
+    Operation *def = v.getDefiningOp();
+    return def ? getStage(def) : std::nullopt;
+  };
+  std::function<void(Value, bool, SmallVectorImpl<Value> &)> terms =
+      [&](Value v, bool top, SmallVectorImpl<Value> &out) {
+        auto add = v.getDefiningOp<AddOp>();
+        bool expand =
+            add && dependent.contains(add) &&
+            (top ? llvm::none_of(v.getUsers(),
+                                 [&](Operation *u) {
+                                   return dependent.contains(u);
+                                 })
+                 : v.hasOneUse());
+        if (!expand) {
+          out.push_back(v);
+          return;
+        }
+        terms(add.getLhs(), false, out);
+        terms(add.getRhs(), false, out);
+      };
+  DenseMap<Value, SmallVector<Value>> termsOf;
+  llvm::SetVector<Value> accumulated;
+  llvm::SmallPtrSet<Operation *, 8> sumTree;
+  for (Value exit : exits) {
+    SmallVector<Value> parts;
+    terms(exit, true, parts);
+    bool split = parts.size() > 1 &&
+                 llvm::all_of(parts,
+                              [&](Value v) {
+                                Operation *def = v.getDefiningOp();
+                                return def && dependent.contains(def);
+                              }) &&
+                 llvm::any_of(parts, [&](Value v) {
+                   return defStage(v) != defStage(parts.front());
+                 });
+    if (!split)
+      parts = {exit};
+    else
+      collectSums(exit, parts, sumTree);
+    for (Value part : parts)
+      accumulated.insert(part);
+    termsOf[exit] = parts;
+  }
+
   // Micro-batch 0 is the ops as they are, reading slice 0.
   for (auto [arg, slice] : dataOf[0])
     arg.replaceUsesWithIf(slice, [&](OpOperand &use) {
@@ -603,8 +858,9 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
   // Micro-batches 1.. are copies after them; each exit is accumulated
   // as soon as a micro-batch makes it.
   DenseMap<Value, Value> total;
-  for (Value exit : exits)
-    total[exit] = exit;
+  for (Value part : accumulated)
+    total[part] = part;
+  SmallVector<Operation *> deadCopies;
   llvm::SmallPtrSet<Operation *, 16> accumulation;
   Operation *last = ordered.back();
   for (int64_t i = 1; i < m; ++i) {
@@ -616,6 +872,8 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
     for (Operation *op : ordered) {
       Operation *copy = b.clone(*op, map);
       setMicrobatch(copy, i);
+      if (sumTree.contains(op))
+        deadCopies.push_back(copy);
       // Only the mean below is the gradient the optimizer reads.
       copy->removeAttr(ParDialect::kGradientOfAttrName);
       last = copy;
@@ -632,15 +890,31 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
       }
     }
   }
-  // The mean, read where the micro-batch-0 value was.
+  // The mean, read where the micro-batch-0 value was; a sum of parts
+  // adds their totals first.
   for (Value exit : exits) {
     Operation *def = exit.getDefiningOp();
-    b.setInsertionPointAfter(total[exit].getDefiningOp());
+    // In the stage of the value they replace (a gradient's: that of its
+    // parameter).
+    StepMarks marks{getPhase(def), getLayer(def), getStage(def), m - 1};
+    ArrayRef<Value> parts = termsOf[exit];
+    Operation *last = total[parts.front()].getDefiningOp();
+    for (Value part : parts.drop_front())
+      if (last->isBeforeInBlock(total[part].getDefiningOp()))
+        last = total[part].getDefiningOp();
+    b.setInsertionPointAfter(last);
+    Value sum = total[parts.front()];
+    for (Value part : parts.drop_front()) {
+      auto add = AddOp::create(b, exit.getLoc(), sum, total[part]);
+      marks.stamp(add);
+      accumulation.insert(add);
+      sum = add;
+    }
     auto type = cast<RankedTensorType>(exit.getType());
     Value scale = splatConstant(b, exit.getLoc(), type, 1.0 / double(m));
-    auto mean = MulOp::create(b, exit.getLoc(), total[exit], scale);
+    auto mean = MulOp::create(b, exit.getLoc(), sum, scale);
     for (Operation *op : {scale.getDefiningOp(), mean.getOperation()})
-      StepMarks{getPhase(def), getLayer(def), std::nullopt, m - 1}.stamp(op);
+      marks.stamp(op);
     exit.replaceUsesWithIf(mean, [&](OpOperand &use) {
       Operation *owner = use.getOwner();
       return !dependent.contains(owner) && !accumulation.contains(owner) &&
@@ -650,5 +924,16 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
       addGradientOf(mean, param);
     def->removeAttr(ParDialect::kGradientOfAttrName);
   }
+  // The sums that the parts replaced, in every micro-batch.
+  for (Operation *op : llvm::reverse(deadCopies))
+    if (op->use_empty())
+      op->erase();
+  SmallVector<Operation *> tree(sumTree.begin(), sumTree.end());
+  llvm::sort(tree, [](Operation *x, Operation *y) {
+    return y->isBeforeInBlock(x);
+  });
+  for (Operation *op : tree)
+    if (op->use_empty())
+      op->erase();
   return success();
 }

@@ -17,6 +17,7 @@
 
 #include "mlir/IR/IRMapping.h"
 
+#include <functional>
 #include <limits>
 #include <map>
 
@@ -38,12 +39,22 @@ SmallVector<func::FuncOp> mlir::par::stageFunctions(ModuleOp module,
   return result;
 }
 
+SlotTimes mlir::par::stageWork(ModuleOp module, func::FuncOp step,
+                               const PipelineInfo &info) {
+  SlotTimes work(info.chunks());
+  for (func::FuncOp stage : stageFunctions(module, step))
+    stage.walk([&](Operation *op) { addSlotWork(op, info, work); });
+  return work;
+}
+
 namespace {
 
-/// A value one stage sends another.
+/// A value one device sends another: from and to are devices, fromChunk
+/// and toChunk the virtual stages that make and first read it.
 struct Transfer {
   Value value;
   int64_t from, to;
+  int64_t fromChunk, toChunk;
   int64_t channel;
 };
 
@@ -65,7 +76,7 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
   MLIRContext *ctx = func.getContext();
   Block &body = func.getBody().front();
   Operation *terminator = body.getTerminator();
-  int64_t p = info->stages, m = info->microbatches;
+  int64_t p = info->stages;
   assignStages(func, *info);
   SmallVector<int64_t> argStage = argumentStages(func);
 
@@ -79,7 +90,10 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
   SmallVector<Operation *> ops;
   for (Operation &op : body.without_terminator())
     ops.push_back(&op);
-  auto stageOf = [&](Operation *op) { return *getStage(op); };
+  // Ops carry their virtual stage; each device runs the chunks c with
+  // c mod p its position.
+  auto chunkOf = [&](Operation *op) { return *getStage(op); };
+  auto stageOf = [&](Operation *op) { return info->deviceOf(chunkOf(op)); };
 
   // Ops that the passes after --par-pipeline made without a micro-batch
   // take their producers' latest (a collective of a layer's output).
@@ -95,15 +109,18 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
       setMicrobatch(op, *mb);
   }
 
-  // Slot times from the schedule, with each stage's FLOPs per micro-batch.
-  SmallVector<double> forward(p, 0.0), backward(p, 0.0);
+  markWeightGradients(func, *info);
+
+  // Slot times from the schedule, with each virtual stage's FLOPs per
+  // micro-batch.
+  SlotTimes work(info->chunks());
   for (Operation *op : ops)
-    addSlotWork(op, stageOf(op), m, forward, backward);
-  ScheduleTimes times = simulateSchedule(info->schedule, m, forward, backward);
-  std::map<std::tuple<int64_t, int, int64_t>, double> slotStart;
+    addSlotWork(op, *info, work);
+  ScheduleTimes times = simulateSchedule(*info, work);
+  std::map<std::tuple<int, int64_t, int64_t>, double> slotStart;
   for (int64_t s = 0; s < p; ++s)
     for (auto [slot, start] : llvm::zip(times.slots[s], times.start[s]))
-      slotStart[{s, int(slot.phase), slot.microbatch}] = start;
+      slotStart[{int(slot.kind), slot.microbatch, slot.chunk}] = start;
   constexpr double never = std::numeric_limits<double>::infinity();
 
   // An op's time: its slot, but no earlier than its operands; ops of no
@@ -112,10 +129,9 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
   DenseMap<Operation *, double> slotTime;
   for (Operation *op : llvm::reverse(ops)) {
     std::optional<Phase> phase = getPhase(op);
-    std::optional<int64_t> mb = getMicrobatch(op);
     double t = never;
-    if (mb && phase && *phase != Phase::optimizer)
-      t = slotStart[{stageOf(op), int(*phase), *mb}];
+    if (std::optional<PipelineSlot> slot = slotOf(op))
+      t = slotStart[{int(slot->kind), slot->microbatch, slot->chunk}];
     else if (!phase || *phase != Phase::optimizer)
       for (Operation *user : op->getUsers())
         if (user != terminator)
@@ -139,29 +155,38 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
 
   // Transfers: one per value and stage that reads it elsewhere. Constants
   // are made again where they are read instead.
-  auto homeOf = [&](Value value) -> int64_t {
+  auto homeChunkOf = [&](Value value) -> int64_t {
     if (auto arg = dyn_cast<BlockArgument>(value))
       return argStage[arg.getArgNumber()];
-    return stageOf(value.getDefiningOp());
+    return chunkOf(value.getDefiningOp());
+  };
+  auto homeOf = [&](Value value) {
+    return info->deviceOf(homeChunkOf(value));
   };
   // The stage each result is returned from: the one that holds the
   // argument it replaces, else the one that makes it.
   SmallVector<int64_t> resultStage;
   for (auto [j, returned] : llvm::enumerate(terminator->getOperands())) {
     std::optional<unsigned> target = getUpdatedArgument(func, unsigned(j));
-    resultStage.push_back(target ? argStage[*target] : homeOf(returned));
+    resultStage.push_back(target ? info->deviceOf(argStage[*target])
+                                 : homeOf(returned));
   }
   SmallVector<Transfer> transfers;
   std::map<std::pair<void *, int64_t>, size_t> transferOf;
   // Per op, the transfers received right before it.
   DenseMap<Operation *, SmallVector<size_t>> receivedBefore;
   SmallVector<size_t> receivedAtEnd;
-  auto need = [&](Value value, int64_t stage, Operation *reader) {
-    if (Operation *def = value.getDefiningOp(); def && isa<ConstantOp>(def))
+  std::function<void(Value, int64_t, int64_t, Operation *)> need =
+      [&](Value value, int64_t stage, int64_t chunk, Operation *reader) {
+    Operation *def = value.getDefiningOp();
+    if (def && isa<ConstantOp>(def))
       return;
     int64_t home = homeOf(value);
     if (home == stage)
       return;
+    // A broadcast is made again where it is read, from its operand.
+    if (auto broadcast = dyn_cast_or_null<BroadcastOp>(def); broadcast && reader)
+      return need(broadcast.getInput(), stage, chunk, reader);
     auto key = std::make_pair(value.getAsOpaquePointer(), stage);
     if (transferOf.count(key))
       return;
@@ -170,13 +195,14 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
       receivedBefore[reader].push_back(transfers.size());
     else
       receivedAtEnd.push_back(transfers.size());
-    transfers.push_back({value, home, stage, int64_t(transfers.size())});
+    transfers.push_back({value, home, stage, homeChunkOf(value), chunk,
+                         int64_t(transfers.size())});
   };
   for (Operation *op : order)
     for (Value operand : op->getOperands())
-      need(operand, stageOf(op), op);
+      need(operand, stageOf(op), chunkOf(op), op);
   for (auto [j, returned] : llvm::enumerate(terminator->getOperands()))
-    need(returned, resultStage[j], nullptr);
+    need(returned, resultStage[j], resultStage[j], nullptr);
 
   // The global order with the transfers: a send right after what it
   // sends (at the start for an argument), a receive right before its
@@ -216,7 +242,7 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
     SmallVector<Type> argTypes, resultTypes;
     SmallVector<unsigned> args, results;
     for (BlockArgument arg : func.getArguments())
-      if (argStage[arg.getArgNumber()] == s) {
+      if (info->deviceOf(argStage[arg.getArgNumber()]) == s) {
         localArg[s][arg.getArgNumber()] = args.size();
         args.push_back(arg.getArgNumber());
         argTypes.push_back(arg.getType());
@@ -289,17 +315,25 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
         copy->removeAttr(name);
     }
   };
+  // Constants and broadcasts another stage reads are made there too.
+  std::function<void(Value, int64_t)> makeAgain = [&](Value value,
+                                                      int64_t s) {
+    Operation *def = value.getDefiningOp();
+    if (!def || !isa<ConstantOp, BroadcastOp>(def) || stageOf(def) == s ||
+        maps[s].contains(value))
+      return;
+    for (Value operand : def->getOperands())
+      makeAgain(operand, s);
+    remapMarks(b.clone(*def, maps[s]), s);
+  };
   StringAttr axis = b.getStringAttr(info->axis);
   for (auto [n, entry] : llvm::enumerate(entries)) {
     int64_t s = entry.stage;
     b.setInsertionPointToEnd(&stages[s].getBody().front());
     Operation *made = nullptr;
     if (entry.kind == Entry::Op) {
-      // Constants another stage reads are made there too.
       for (Value operand : entry.op->getOperands())
-        if (auto constant = operand.getDefiningOp<ConstantOp>())
-          if (stageOf(constant) != s && !maps[s].contains(operand))
-            remapMarks(b.clone(*constant, maps[s]), s);
+        makeAgain(operand, s);
       made = b.clone(*entry.op, maps[s]);
       remapMarks(made, s);
     } else {
@@ -318,12 +352,17 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
         maps[s].map(t.value, recv.getResult());
         made = recv;
       }
-      // A transfer belongs to the slot of what it moves.
-      if (Operation *def = t.value.getDefiningOp())
-        StepMarks{getPhase(def), getLayer(def), s, getMicrobatch(def)}.stamp(
-            made);
-      else
-        setStage(made, s);
+      // A transfer belongs to the slot of what it moves, in the virtual
+      // stage that sends or first reads it.
+      int64_t chunk = entry.kind == Entry::Send ? t.fromChunk : t.toChunk;
+      if (Operation *def = t.value.getDefiningOp()) {
+        StepMarks{getPhase(def), getLayer(def), chunk, getMicrobatch(def)}
+            .stamp(made);
+        if (def->hasAttr(ParDialect::kWeightGradientAttrName))
+          made->setAttr(ParDialect::kWeightGradientAttrName, b.getUnitAttr());
+      } else {
+        setStage(made, chunk);
+      }
     }
     made->setAttr(ParDialect::kOrderAttrName, b.getI64IntegerAttr(int64_t(n)));
   }

@@ -250,7 +250,8 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == kLateAttrName ||
-      attr.getName() == kRecomputedAttrName) {
+      attr.getName() == kRecomputedAttrName ||
+      attr.getName() == kWeightGradientAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError()
              << "'" << attr.getName().getValue() << "' is a unit attribute";

@@ -70,6 +70,11 @@ def Par_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kOutputAttrName = "par.output";
     static constexpr ::llvm::StringLiteral kOrderAttrName = "par.order";
     static constexpr ::llvm::StringLiteral kMatchedAttrName = "par.matched";
+    /// On a backward op of a zb-h1 pipeline that only makes weight
+    /// gradients (unit): it runs in the micro-batch's W slot, after the B
+    /// slot that makes the gradient the stage before needs.
+    static constexpr ::llvm::StringLiteral kWeightGradientAttrName =
+        "par.weight_gradient";
     /// On a forward op cloned into the backward pass by rematerialization
     /// (--par-remat): it recomputes a value the backward pass reads
     /// instead of keeping it.
