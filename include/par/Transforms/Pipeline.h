@@ -79,8 +79,9 @@ struct SlotTimes {
 /// 1 forwards to warm up device d, then one forward and one backward in
 /// turn, then the remaining backwards; interleaved: Megatron's order over
 /// groups of p micro-batches and the device's v chunks; zb-h1: 1f1b's F
-/// and B, each W run in the first gap its B leaves (at most p - d - 1
-/// pending, so memory stays 1f1b's).
+/// and B, a pending W run whenever the device would wait for its next F
+/// or B, or before an F that would keep more than p micro-batches' inputs
+/// (1F1B's peak, on its first stage).
 struct ScheduleTimes {
   SmallVector<SmallVector<PipelineSlot>> slots; // [device]
   SmallVector<SmallVector<double>> start;       // [device][slot]

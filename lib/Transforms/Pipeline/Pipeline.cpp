@@ -162,10 +162,13 @@ ScheduleTimes mlir::par::simulateSchedule(const PipelineInfo &info,
   SmallVector<size_t> next(p, 0);
   SmallVector<double> clock(p, 0), busy(p, 0);
   SmallVector<SmallVector<PipelineSlot>> pendingW(p);
+  // zb-h1: the micro-batches whose F ran and W did not (their inputs are
+  // kept), at most p on any device: 1F1B's peak, on its first stage.
+  SmallVector<int64_t> held(p, 0);
   // Each round runs the slot that starts first over all devices: a
   // device's next F or B once its input is made; with zb-h1 a pending W
-  // instead when the device would otherwise wait, or when more than
-  // p - d - 1 are pending.
+  // instead when the device would otherwise wait, or when its next F
+  // would hold more than p micro-batches.
   while (true) {
     int64_t bestDevice = -1;
     PipelineSlot bestSlot;
@@ -177,8 +180,9 @@ ScheduleTimes mlir::par::simulateSchedule(const PipelineInfo &info,
       bool isW = false;
       double ready = next[d] < base[d].size() ? readyAt(base[d][next[d]])
                                               : unknown;
-      bool mustW = int64_t(pendingW[d].size()) > p - d - 1 ||
-                   next[d] == base[d].size();
+      bool nextIsF = next[d] < base[d].size() &&
+                     base[d][next[d]].kind == SlotKind::F;
+      bool mustW = next[d] == base[d].size() || (nextIsF && held[d] >= p);
       bool idle = ready == unknown || ready > clock[d];
       if (!pendingW[d].empty() && (mustW || idle)) {
         slot = pendingW[d].front();
@@ -205,8 +209,11 @@ ScheduleTimes mlir::par::simulateSchedule(const PipelineInfo &info,
     busy[d] += length.of(bestSlot);
     if (bestIsW) {
       pendingW[d].erase(pendingW[d].begin());
+      --held[d];
       continue;
     }
+    if (bestSlot.kind == SlotKind::F && zeroBubble)
+      ++held[d];
     ++next[d];
     (bestSlot.kind == SlotKind::F ? endF : endB)[bestSlot.chunk]
                                                 [bestSlot.microbatch] = end;
