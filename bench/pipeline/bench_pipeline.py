@@ -29,10 +29,11 @@ SCHEDULES = ["gpipe", "1f1b", "interleaved", "zb-h1"]
 
 
 def run(args, **kwargs):
+    """stdout, then stderr (where --report goes)."""
     done = subprocess.run(args, capture_output=True, text=True, **kwargs)
     if done.returncode:
         sys.exit(f"{' '.join(args[:3])} ... failed:\n{done.stderr[-3000:]}")
-    return done.stdout
+    return done.stdout + done.stderr
 
 
 def first_stage_activations(report):

@@ -15,6 +15,7 @@ Run from the repository root:
   python3 examples/gpt-tiny/train.py                 # 3D: pp x tp x dp, 80 steps
   python3 examples/gpt-tiny/train.py --mesh dp=2,sp=2,tp=2   # no pipeline
   python3 examples/gpt-tiny/train.py --schedule gpipe --microbatches 4
+  python3 examples/gpt-tiny/train.py --auto          # --auto-shard plans dp=2,sp=2,tp=2
 """
 import argparse
 import sys
@@ -119,8 +120,9 @@ def _shape(shape):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mesh", default="pp=2,tp=2,dp=2",
-                        help="mesh axes (pp: pipeline stages, dp, sp, tp)")
+    parser.add_argument("--mesh", default=None,
+                        help="mesh axes (pp: pipeline stages, dp, sp, tp; default pp=2,tp=2,dp=2, "
+                             "with --auto dp=2,sp=2,tp=2)")
     parser.add_argument("--schedule", default="1f1b",
                         help="pipeline schedule: gpipe, 1f1b, interleaved, zb-h1")
     parser.add_argument("--microbatches", type=int, default=2,
@@ -138,7 +140,12 @@ def main() -> int:
                              "(default options: hardware=cpu-local)")
     args = parser.parse_args()
 
+    args.mesh = args.mesh or ("dp=2,sp=2,tp=2" if args.auto is not None else "pp=2,tp=2,dp=2")
     mesh = par.Mesh.parse(args.mesh)
+    if args.auto is not None and "pp" in mesh.axis_names:
+        print("error: --auto-shard does not plan pipeline stages yet: give a mesh without pp",
+              file=sys.stderr)
+        return 2
     pipeline = (par.Pipeline(microbatches=args.microbatches, schedule=args.schedule)
                 if "pp" in mesh.axis_names else None)
     optimizer = par.AdamW(lr=args.lr, weight_decay=0.01, clip=1.0, warmup=8,
