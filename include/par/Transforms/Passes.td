@@ -388,7 +388,9 @@ def PipelinePass : Pass<"par-pipeline", "::mlir::ModuleOp"> {
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"0",
            "micro-batches per step (default: the number of stages)">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe, 1f1b, interleaved or zb-h1">,
+           "gpipe, 1f1b, interleaved, zb-h1, or auto (--auto-shard's "
+           "choice by each schedule's checked plan; else the smallest "
+           "simulated bubble)">,
     Option<"virtualStages", "virtual", "int64_t", /*default=*/"1",
            "model chunks per device (interleaved: 2 or more)">,
     ListOption<"layers", "layers", "int64_t",

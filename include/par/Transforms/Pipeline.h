@@ -26,7 +26,7 @@ struct PipelineInfo {
   std::string axis;
   int64_t stages = 1; // p, the devices of the pipeline axis
   int64_t microbatches = 1;
-  std::string schedule; // gpipe, 1f1b, interleaved or zb-h1
+  std::string schedule; // gpipe, 1f1b, interleaved, zb-h1 (or auto)
   /// Model chunks per device (interleaved; 1 otherwise): the model is cut
   /// into p * virtual consecutive pieces, virtual stage c running on
   /// device c mod p.
@@ -109,8 +109,14 @@ void addSlotWork(Operation *op, const PipelineInfo &info, SlotTimes &times);
 
 /// With zb-h1, marks the backward ops that only make weight gradients
 /// (`par.weight_gradient`): those no value another virtual stage reads
-/// depends on.
+/// depends on. Other schedules: clears the marks.
 void markWeightGradients(func::FuncOp func, const PipelineInfo &info);
+
+/// `schedule=auto`: the schedule of gpipe, 1f1b and zb-h1 whose simulated
+/// bubble is smallest (1f1b on a tie: less memory than gpipe), recorded on
+/// `func` and in `info`. --auto-shard chooses instead by each schedule's
+/// exact plan (time and memory). Nothing for a named schedule.
+void resolveAutoSchedule(func::FuncOp func, PipelineInfo &info);
 
 /// Gives every op of `func` (a step with `par.pipeline`) that has no
 /// `par.stage` one, by the rules of docs/pipelines.md: a layer's ops run in

@@ -22,6 +22,7 @@
 #include "par/Transforms/CostModel.h"
 #include "par/Transforms/MemoryPlan.h"
 #include "par/Transforms/Passes.h"
+#include "par/Transforms/Pipeline.h"
 #include "par/Transforms/Remat.h"
 #include "par/Transforms/StepArguments.h"
 
@@ -184,7 +185,9 @@ private:
 /// What an axis may split: anything, or only the data inputs (data
 /// parallel: parameters and their states stay whole over it), or only the
 /// parameters (tensor parallel: the data inputs stay whole).
-enum class AxisUse { Free, Data, Tensor };
+/// Pipeline: the axis of a pipelined step's stages (docs/pipelines.md):
+/// nothing splits over it.
+enum class AxisUse { Free, Data, Tensor, Pipeline };
 
 /// Bytes of `type` laid out as `layout` on one device.
 static int64_t localBytes(ArrayRef<int64_t> axisSizes, RankedTensorType type,
@@ -578,6 +581,8 @@ ReshardLayout Planner::layoutOf(const Node &node, bool output, unsigned slot,
 void Planner::candidates(Node &node, int32_t axis) {
   int64_t n = axisSize(axis);
   node.choices.assign(1, -1);
+  if (axisUses[axis] == AxisUse::Pipeline)
+    return;
   if (!node.op) {
     const Tensor &tensor = tensors[node.argTensor];
     AxisUse use = axisUses[axis];
@@ -1151,9 +1156,10 @@ SmallVector<std::string> Planner::axisRoles() const {
       parts.push_back("tensor");
     if (states)
       parts.push_back("optimizer states");
-    role = axisSize(a) == 1 ? "unused"
-           : parts.empty()  ? "replicated"
-                            : llvm::join(parts, "+");
+    role = axisSize(a) == 1                     ? "unused"
+           : axisUses[a] == AxisUse::Pipeline ? "pipeline"
+           : parts.empty()                    ? "replicated"
+                                              : llvm::join(parts, "+");
   }
   return roles;
 }
@@ -1217,6 +1223,17 @@ FailureOr<Exact> evaluate(ModuleOp module, const MachineModel &machine,
       return failure();
     exact.arenaBytes = std::max(exact.arenaBytes, plan->arenaBytes);
     StepPrediction step = predictStep(func, machine);
+    // A pipeline stage's call is one stage's work; the step waits for the
+    // slowest stage and the bubble the schedule leaves (simulated with the
+    // stages' FLOPs), so the stage's time counts (1 + bubble) times.
+    if (auto of = func->getAttrOfType<StringAttr>(
+            ParDialect::kStageOfAttrName))
+      if (std::optional<PipelineInfo> info = getPipeline(func))
+        if (auto stepFunc = (*clone)->lookupSymbol<func::FuncOp>(of)) {
+          ScheduleTimes times = simulateSchedule(
+              *info, stageWork(**clone, stepFunc, *info));
+          step.stepSeconds *= 1 + times.bubble;
+        }
     if (step.stepSeconds >= exact.stepSeconds) {
       exact.stepSeconds = step.stepSeconds;
       exact.step = step;
@@ -1237,6 +1254,8 @@ struct PlannedModule {
   Footprint footprint;
   /// The planner of each function, for the records of the chosen plan.
   std::vector<std::unique_ptr<Planner>> planners;
+  /// Names of its pipelined steps given `schedule=auto`.
+  SmallVector<std::string> autoSchedule;
 };
 
 /// One plan considered: what each axis may split, and the ZeRO stage.
@@ -1258,6 +1277,9 @@ struct Candidate {
   /// (its `exact` figures are with the recomputation); none when the plan
   /// recomputes nothing.
   std::optional<std::map<std::string, RematChoice>> remat;
+  /// The schedule chosen for pipelined steps given `schedule=auto` (empty
+  /// when none is).
+  std::string schedule;
 
   double seconds() const {
     return exact ? exact->stepSeconds : estimatedSeconds;
@@ -1279,7 +1301,8 @@ struct Candidate {
     if (text.empty())
       text = "replicated";
     return text + (zero ? " zero=" + std::to_string(zero) : "") +
-           (remat ? " remat=auto" : "");
+           (remat ? " remat=auto" : "") +
+           (schedule.empty() ? "" : " schedule=" + schedule);
   }
 };
 
@@ -1301,8 +1324,8 @@ static std::optional<int32_t> dataAxisOf(ArrayRef<std::string> roles) {
 }
 
 /// The name an axis `--mesh` named by position takes from its role: dp
-/// (data), tp (tensor), os (optimizer states only), rep (replicated); an
-/// axis with several roles joins them (dp_tp).
+/// (data), tp (tensor), os (optimizer states only), rep (replicated), pp
+/// (pipeline stages); an axis with several roles joins them (dp_tp).
 static std::string roleName(StringRef role) {
   SmallVector<StringRef> parts;
   role.split(parts, '+');
@@ -1313,6 +1336,7 @@ static std::string roleName(StringRef role) {
                          .Case("tensor", "tp")
                          .Case("optimizer states", "os")
                          .Case("replicated", "rep")
+                         .Case("pipeline", "pp")
                          .Default("");
     if (word.empty())
       return "";
@@ -1361,6 +1385,8 @@ struct AutoShardPass
 
   /// Reshard times shared by every plan of one run (one mesh, one profile).
   ReshardTimes reshardTimes;
+  /// The per-device memory limit of the run.
+  int64_t memoryLimit = 0;
 
   /// Plans every function of `planned.module` in place under the
   /// candidate's axis uses, and records its roles and time, the open
@@ -1405,11 +1431,30 @@ struct AutoShardPass
     return success();
   }
 
+  /// The pipelined steps of `module` whose schedule is left to
+  /// --auto-shard (`schedule=auto`).
+  static SmallVector<func::FuncOp> autoScheduled(ModuleOp module) {
+    SmallVector<func::FuncOp> steps;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (std::optional<PipelineInfo> info = getPipeline(func))
+        if (info->schedule == "auto")
+          steps.push_back(func);
+    return steps;
+  }
+
   /// Gives the open training steps of a candidate's module its ZeRO stage
-  /// (the stages of one plan share the module).
+  /// (the stages of one plan share the module), and its pipelined steps
+  /// the schedule chosen for it.
   static void setStage(const Candidate &candidate) {
     PlannedModule &planned = *candidate.planned;
     MeshOp mesh = *planned.module->getOps<MeshOp>().begin();
+    for (auto func : planned.module->getOps<func::FuncOp>())
+      if (std::optional<PipelineInfo> info = getPipeline(func);
+          info && !planned.autoSchedule.empty()) {
+        info->schedule =
+            candidate.schedule.empty() ? "auto" : candidate.schedule;
+        setPipeline(func, *info);
+      }
     for (auto [func, before] : planned.open) {
       if (candidate.zero > 0) {
         setZero(
@@ -1430,13 +1475,36 @@ struct AutoShardPass
   /// memory.
   void check(Candidate &candidate, const MachineModel &machine) {
     candidate.checked = true;
+    // Pipelined steps given schedule=auto: each schedule is checked, and
+    // the fastest that fits (else the smallest) is the plan's.
+    SmallVector<std::string> schedules{""};
+    if (!candidate.planned->autoSchedule.empty())
+      schedules = {"1f1b", "zb-h1", "gpipe"};
+    for (const std::string &schedule : schedules) {
+      Candidate trial = candidate;
+      trial.schedule = schedule;
+      setStage(trial);
+      std::string why;
+      FailureOr<Exact> exact =
+          evaluate(*candidate.planned->module, machine, why);
+      if (failed(exact)) {
+        if (!candidate.exact)
+          candidate.error = why.empty() ? "does not partition" : why;
+        continue;
+      }
+      bool fits = exact->arenaBytes <= memoryLimit;
+      bool bestFits =
+          candidate.exact && candidate.exact->arenaBytes <= memoryLimit;
+      if (!candidate.exact || (fits && !bestFits) ||
+          (fits && exact->stepSeconds < candidate.exact->stepSeconds) ||
+          (!fits && !bestFits &&
+           exact->arenaBytes < candidate.exact->arenaBytes)) {
+        candidate.exact = *exact;
+        candidate.schedule = schedule;
+        candidate.error.clear();
+      }
+    }
     setStage(candidate);
-    std::string why;
-    FailureOr<Exact> exact = evaluate(*candidate.planned->module, machine, why);
-    if (succeeded(exact))
-      candidate.exact = *exact;
-    else
-      candidate.error = why.empty() ? "does not partition" : why;
   }
 
   /// Whether `candidate` fits `limit` with recomputation: its module is
@@ -1505,6 +1573,7 @@ struct AutoShardPass
       }
       limit = *parsed;
     }
+    memoryLimit = limit;
 
     // The plans considered: every axis free (the integer program decides),
     // then each axis restricted to data or to tensor parallelism (pure data
@@ -1513,13 +1582,21 @@ struct AutoShardPass
     // estimated by the planner; the best estimates are checked exactly
     // (partitioned and memory planned), and the fastest checked plan that
     // fits wins.
+    // A pipelined step's axis holds its stages: no plan splits over it.
+    std::optional<int64_t> pipelineAxis;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (std::optional<PipelineInfo> info = getPipeline(func))
+        if (mesh.getAxisIndex(info->axis) >= 0)
+          pipelineAxis = mesh.getAxisIndex(info->axis);
     SmallVector<int32_t> splitAxes;
     for (auto [a, size] : llvm::enumerate(mesh.getAxisSizes()))
-      if (size > 1)
+      if (size > 1 && int64_t(a) != pipelineAxis)
         splitAxes.push_back(int32_t(a));
     std::vector<Candidate> plans;
     Candidate free;
     free.uses.assign(mesh.getNumAxes(), AxisUse::Free);
+    if (pipelineAxis)
+      free.uses[*pipelineAxis] = AxisUse::Pipeline;
     plans.push_back(free);
     if (splitAxes.size() <= 4)
       for (unsigned mask = 0; mask < (1u << splitAxes.size()); ++mask) {
@@ -1548,6 +1625,8 @@ struct AutoShardPass
         }
       }
       plan.planned = planned;
+      for (func::FuncOp step : autoScheduled(*planned->module))
+        planned->autoSchedule.push_back(step.getSymName().str());
       const Footprint &footprint = planned->footprint;
       int64_t lastStage =
           planned->open.empty() || !dataAxisOf(plan.roles) ? 0 : 3;
@@ -1779,6 +1858,9 @@ struct AutoShardPass
         b.getNamedAttr("checked", b.getI64IntegerAttr(checks)),
         b.getNamedAttr("alternatives", b.getArrayAttr(alternatives)),
     };
+    if (!best.schedule.empty())
+      record.push_back(
+          b.getNamedAttr("schedule", b.getStringAttr(best.schedule)));
     module->setAttr(ParDialect::kAutoShardAttrName,
                     b.getDictionaryAttr(record));
   }

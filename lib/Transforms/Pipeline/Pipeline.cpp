@@ -258,6 +258,25 @@ double mlir::par::formulaBubble(const PipelineInfo &info,
   return std::max(0.0, (p - 1) * (f + b - w) / (m * (f + b + w)));
 }
 
+void mlir::par::resolveAutoSchedule(func::FuncOp func, PipelineInfo &info) {
+  if (info.schedule != "auto")
+    return;
+  std::optional<std::pair<double, std::string>> best;
+  for (StringRef schedule : {"1f1b", "zb-h1", "gpipe"}) {
+    PipelineInfo trial = info;
+    trial.schedule = schedule.str();
+    markWeightGradients(func, trial);
+    SlotTimes work(trial.chunks());
+    func.walk([&](Operation *op) { addSlotWork(op, trial, work); });
+    double bubble = simulateSchedule(trial, work).bubble;
+    if (!best || bubble < best->first)
+      best = {bubble, trial.schedule};
+  }
+  info.schedule = best->second;
+  markWeightGradients(func, info);
+  setPipeline(func, info);
+}
+
 static std::optional<SlotKind> kindOf(Operation *op) {
   std::optional<Phase> phase = getPhase(op);
   if (phase == Phase::forward)
@@ -301,6 +320,9 @@ void mlir::par::addSlotWork(Operation *op, const PipelineInfo &info,
 
 void mlir::par::markWeightGradients(func::FuncOp func,
                                     const PipelineInfo &info) {
+  func.walk([](Operation *op) {
+    op->removeAttr(ParDialect::kWeightGradientAttrName);
+  });
   if (info.schedule != "zb-h1")
     return;
   // B: a backward op that a value read in another virtual stage depends
@@ -428,13 +450,16 @@ struct PipelinePass : public par::impl::PipelinePassBase<PipelinePass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (!llvm::is_contained(pipelineSchedules(), StringRef(schedule))) {
+    if (!llvm::is_contained(pipelineSchedules(), StringRef(schedule)) &&
+        schedule != "auto") {
       module.emitError() << "--par-pipeline schedule='" << schedule
                          << "' is not one of "
-                         << llvm::join(pipelineSchedules(), ", ");
+                         << llvm::join(pipelineSchedules(), ", ")
+                         << " or auto";
       return signalPassFailure();
     }
     if (schedule == "interleaved" ? virtualStages < 2 : virtualStages != 1) {
+      // (auto chooses among the schedules of one chunk per device)
       module.emitError()
           << "--par-pipeline virtual=" << int64_t(virtualStages)
           << (schedule == "interleaved"

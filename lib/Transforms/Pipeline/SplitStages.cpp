@@ -109,6 +109,7 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
       setMicrobatch(op, *mb);
   }
 
+  resolveAutoSchedule(func, *info);
   markWeightGradients(func, *info);
 
   // Slot times from the schedule, with each virtual stage's FLOPs per
