@@ -110,7 +110,8 @@ class Pipeline:
     (--par-pipeline, docs/pipelines.md).
 
     `microbatches`: micro-batches per step (default: one per stage);
-    `schedule`: "gpipe", "1f1b", "interleaved" or "zb-h1";
+    `schedule`: "gpipe", "1f1b", "interleaved", "zb-h1" or "auto"
+    (--auto-shard's choice, else the smallest predicted bubble);
     `stages`: layers per stage, first stage first (default: balanced by
     FLOPs); `virtual`: model chunks per device (interleaved);
     `axis`: the mesh axis whose devices are the stages.
@@ -225,7 +226,8 @@ class RunResult:
             elif kind == "bubble":
                 b = event["bubble"]
                 idle = ", ".join(f"{x:.3f}" for x in b["measured"])
-                later.append(f"par-run: pipeline bubble ({b['schedule']}): predicted "
+                later.append(f"par-run: pipeline bubble ({b['schedule']}, {b['stages']} stages "
+                             f"x {b['microbatches']} micro-batches): predicted "
                              f"{b['predicted']:.3f}; from the measured instruction times "
                              f"{b['replayed']:.3f}; wall-clock idle over busy per stage {idle}")
             elif kind == "end" and event["steps"] > 0:
@@ -554,6 +556,7 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
     args = optimizer.pass_options() if optimizer is not None else []
     if pipeline_stages is not None and not pipeline:
         raise ValueError("compile: pipeline_stages= needs pipeline=")
+    pipelined = bool(pipeline)
     if pipeline:
         if optimizer is None:
             raise ValueError("compile: pipeline= applies to a training step; give optimizer=")
@@ -575,7 +578,7 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
         partition = True
     if partition:
         args += ["--par-propagate", "--par-partition", "--par-comm-report"]
-    if auto_shard or pipeline:
+    if auto_shard or pipelined:
         # The plan, its alternatives and the predicted step; each pipeline
         # stage's memory, transfers and predicted bubble: on stdout.
         args += ["--par-schedule", "--par-report"]

@@ -189,7 +189,7 @@ def test_pipeline_object_and_stages_train_like_one_rank(tmp_path):
     assert "holds layers 0-2" in exe.comm_report and "holds layer 3" in exe.comm_report
     assert exe.program["pipeline"]["schedule"] == "zb-h1"
     got = exe.run(steps=3, data=str(CORPUS), log_every=1)
-    assert "par-run: pipeline bubble (zb-h1): predicted" in got.text
+    assert "par-run: pipeline bubble (zb-h1, 2 stages x 2 micro-batches): predicted" in got.text
     want = par.compile(whole, optimizer=opt, workdir=tmp_path / "one").run(
         steps=3, data=str(CORPUS), log_every=1)
     for a, b in zip(got.losses, want.losses):

@@ -942,8 +942,17 @@ int runRank(const Options &o, int rank, int size) {
             idle[c] += (t["wall"].get<double>() - busy) / busy * share;
         }
       }
-      BubbleReplay replay = replayPipeline(program, seconds);
+      // An extra report: a replay that cannot finish is a warning, not a
+      // failed run.
+      BubbleReplay replay;
+      try {
+        replay = replayPipeline(program, seconds);
+      } catch (const std::exception &e) {
+        std::fprintf(stderr, "par-run: warning: %s\n", e.what());
+      }
       bubble = {{"schedule", program.pipeline->schedule},
+                {"stages", program.pipeline->stages},
+                {"microbatches", program.pipeline->microbatches},
                 {"predicted", program.pipeline->predictedBubble},
                 {"replayed", replay.bubble},
                 {"replayed_step_seconds", replay.makespan},

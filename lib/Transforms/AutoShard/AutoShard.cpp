@@ -1448,13 +1448,13 @@ struct AutoShardPass
   static void setStage(const Candidate &candidate) {
     PlannedModule &planned = *candidate.planned;
     MeshOp mesh = *planned.module->getOps<MeshOp>().begin();
-    for (auto func : planned.module->getOps<func::FuncOp>())
-      if (std::optional<PipelineInfo> info = getPipeline(func);
-          info && !planned.autoSchedule.empty()) {
-        info->schedule =
-            candidate.schedule.empty() ? "auto" : candidate.schedule;
-        setPipeline(func, *info);
-      }
+    for (const std::string &name : planned.autoSchedule)
+      if (auto func = planned.module->lookupSymbol<func::FuncOp>(name))
+        if (std::optional<PipelineInfo> info = getPipeline(func)) {
+          info->schedule =
+              candidate.schedule.empty() ? "auto" : candidate.schedule;
+          setPipeline(func, *info);
+        }
     for (auto [func, before] : planned.open) {
       if (candidate.zero > 0) {
         setZero(

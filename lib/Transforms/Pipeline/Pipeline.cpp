@@ -326,7 +326,7 @@ void mlir::par::markWeightGradients(func::FuncOp func,
   if (info.schedule != "zb-h1")
     return;
   // B: a backward op that a value read in another virtual stage depends
-  // on through backward ops of its own slot; W: the other backward ops.
+  // on through backward ops of its stage; W: the other backward ops.
   Block &body = func.getBody().front();
   DenseSet<Operation *> input;
   for (Operation &op : llvm::reverse(body.without_terminator())) {
@@ -338,8 +338,9 @@ void mlir::par::markWeightGradients(func::FuncOp func,
       if (user->hasTrait<mlir::OpTrait::IsTerminator>())
         continue;
       std::optional<int64_t> userStage = getStage(user);
-      if (userStage != stage ||
-          (input.contains(user) && getMicrobatch(user) == mb)) {
+      // (An op another B reads is B whatever its micro-batch: a tied
+      // weight's accumulation feeds the total the stage sends.)
+      if (userStage != stage || input.contains(user)) {
         needed = true;
         break;
       }
@@ -694,7 +695,9 @@ PipelinePass::stageLayers(func::FuncOp func, ArrayRef<int64_t> layerIds,
       return func.emitError()
              << "--par-pipeline layers= gives " << counts.size()
              << " count(s) summing to " << total << "; it needs " << p
-             << " positive counts (one per stage) summing to the " << n
+             << " positive counts (one per "
+             << (virtualStages > 1 ? "virtual stage" : "stage")
+             << ") summing to the " << n
              << " layers";
     int64_t at = 0;
     for (int64_t s = 0; s < p; ++s) {

@@ -73,6 +73,33 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
   std::optional<PipelineInfo> info = getPipeline(func);
   if (!info)
     return success();
+  // A record --par-pipeline would not have written (one edited by hand).
+  StringRef schedule = info->schedule;
+  if (info->stages < 1 || info->microbatches < 1 || info->virtualStages < 1 ||
+      (!llvm::is_contained(pipelineSchedules(), schedule) &&
+       schedule != "auto") ||
+      (schedule == "interleaved") != (info->virtualStages > 1) ||
+      (schedule == "interleaved" && info->microbatches % info->stages) ||
+      int64_t(info->firstLayers.size()) != info->chunks())
+    return func.emitError()
+           << "@" << func.getSymName()
+           << ": par.pipeline is not a pipeline --par-pipeline makes "
+              "(stages, microbatches and virtual positive, a known "
+              "schedule, virtual > 1 exactly with interleaved and then "
+              "microbatches a multiple of stages, one first layer per "
+              "virtual stage)";
+  WalkResult staged = func.walk([&](Operation *op) {
+    std::optional<int64_t> stage = getStage(op);
+    if (stage && *stage >= info->chunks()) {
+      op->emitError() << "par.stage = " << *stage << " but @"
+                      << func.getSymName() << "'s pipeline has "
+                      << info->chunks() << " (virtual) stages";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (staged.wasInterrupted())
+    return failure();
   MLIRContext *ctx = func.getContext();
   Block &body = func.getBody().front();
   Operation *terminator = body.getTerminator();
@@ -131,8 +158,15 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
   for (Operation *op : llvm::reverse(ops)) {
     std::optional<Phase> phase = getPhase(op);
     double t = never;
-    if (std::optional<PipelineSlot> slot = slotOf(op))
-      t = slotStart[{int(slot->kind), slot->microbatch, slot->chunk}];
+    if (std::optional<PipelineSlot> slot = slotOf(op)) {
+      auto it = slotStart.find({int(slot->kind), slot->microbatch, slot->chunk});
+      if (it == slotStart.end())
+        return op->emitError()
+               << "--par-schedule: no slot " << slotLabel(*slot, *info)
+               << " in the " << info->schedule << " schedule of @"
+               << func.getSymName();
+      t = it->second;
+    }
     else if (!phase || *phase != Phase::optimizer)
       for (Operation *user : op->getUsers())
         if (user != terminator)
@@ -316,17 +350,20 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
         copy->removeAttr(name);
     }
   };
-  // Constants and broadcasts another stage reads are made there too.
-  std::function<void(Value, int64_t)> makeAgain = [&](Value value,
-                                                      int64_t s) {
-    Operation *def = value.getDefiningOp();
-    if (!def || !isa<ConstantOp, BroadcastOp>(def) || stageOf(def) == s ||
-        maps[s].contains(value))
-      return;
-    for (Value operand : def->getOperands())
-      makeAgain(operand, s);
-    remapMarks(b.clone(*def, maps[s]), s);
-  };
+  // Constants and broadcasts another stage reads are made there too, in
+  // the virtual stage of their reader.
+  std::function<void(Value, int64_t, int64_t)> makeAgain =
+      [&](Value value, int64_t s, int64_t chunk) {
+        Operation *def = value.getDefiningOp();
+        if (!def || !isa<ConstantOp, BroadcastOp>(def) || stageOf(def) == s ||
+            maps[s].contains(value))
+          return;
+        for (Value operand : def->getOperands())
+          makeAgain(operand, s, chunk);
+        Operation *copy = b.clone(*def, maps[s]);
+        remapMarks(copy, s);
+        setStage(copy, chunk);
+      };
   StringAttr axis = b.getStringAttr(info->axis);
   for (auto [n, entry] : llvm::enumerate(entries)) {
     int64_t s = entry.stage;
@@ -334,7 +371,7 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
     Operation *made = nullptr;
     if (entry.kind == Entry::Op) {
       for (Value operand : entry.op->getOperands())
-        makeAgain(operand, s);
+        makeAgain(operand, s, chunkOf(entry.op));
       made = b.clone(*entry.op, maps[s]);
       remapMarks(made, s);
     } else {
