@@ -911,11 +911,29 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
 
   // Micro-batches 1.. are copies after them; each exit is accumulated
   // as soon as a micro-batch makes it.
-  DenseMap<Value, Value> total;
-  for (Value part : accumulated)
-    total[part] = part;
   SmallVector<Operation *> deadCopies;
   llvm::SmallPtrSet<Operation *, 16> accumulation;
+  // Low-precision values (bf16 or f16 gradients under mixed precision) are
+  // accumulated in f32, as Megatron keeps its main gradients, and their
+  // mean converted back once.
+  auto widen = [&](Value v, Operation *after, const StepMarks &marks) {
+    auto type = cast<RankedTensorType>(v.getType());
+    auto element = dyn_cast<FloatType>(type.getElementType());
+    if (!element || element.getWidth() >= 32)
+      return v;
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointAfter(after);
+    auto wide = ConvertOp::create(b, v.getLoc(),
+                                  type.clone(b.getF32Type()), v);
+    marks.stamp(wide);
+    accumulation.insert(wide);
+    return Value(wide);
+  };
+  DenseMap<Value, Value> total;
+  for (Value part : accumulated) {
+    Operation *def = part.getDefiningOp();
+    total[part] = widen(part, def, StepMarks::of(def));
+  }
   Operation *last = ordered.back();
   for (int64_t i = 1; i < m; ++i) {
     // The copies read slice i where micro-batch 0 reads slice 0.
@@ -936,8 +954,12 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
         auto it = total.find(orig);
         if (it == total.end())
           continue;
-        auto sum = AddOp::create(b, orig.getLoc(), it->second, value);
-        StepMarks{getPhase(op), getLayer(op), std::nullopt, i}.stamp(sum);
+        StepMarks marks{getPhase(op), getLayer(op), std::nullopt, i};
+        Value wide = widen(value, copy, marks);
+        if (wide != value)
+          last = wide.getDefiningOp();
+        auto sum = AddOp::create(b, orig.getLoc(), it->second, wide);
+        marks.stamp(sum);
         accumulation.insert(sum);
         it->second = sum;
         last = sum;
@@ -964,18 +986,23 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
       accumulation.insert(add);
       sum = add;
     }
-    auto type = cast<RankedTensorType>(exit.getType());
+    auto type = cast<RankedTensorType>(sum.getType());
     Value scale = splatConstant(b, exit.getLoc(), type, 1.0 / double(m));
-    auto mean = MulOp::create(b, exit.getLoc(), sum, scale);
-    for (Operation *op : {scale.getDefiningOp(), mean.getOperation()})
+    Value mean = MulOp::create(b, exit.getLoc(), sum, scale);
+    for (Operation *op : {scale.getDefiningOp(), mean.getDefiningOp()})
       marks.stamp(op);
+    if (mean.getType() != exit.getType()) {
+      mean = ConvertOp::create(b, exit.getLoc(), exit.getType(), mean);
+      marks.stamp(mean.getDefiningOp());
+    }
     exit.replaceUsesWithIf(mean, [&](OpOperand &use) {
       Operation *owner = use.getOwner();
       return !dependent.contains(owner) && !accumulation.contains(owner) &&
-             owner != mean.getOperation();
+             owner != mean.getDefiningOp() &&
+             owner != scale.getDefiningOp();
     });
     for (int64_t param : getGradientOf(def))
-      addGradientOf(mean, param);
+      addGradientOf(mean.getDefiningOp(), param);
     def->removeAttr(ParDialect::kGradientOfAttrName);
   }
   // The sums that the parts replaced, in every micro-batch.
