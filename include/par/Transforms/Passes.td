@@ -384,7 +384,9 @@ def PipelinePass : Pass<"par-pipeline", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"axis", "axis", "std::string", /*default=*/"\"pp\"",
-           "the mesh axis whose devices are the stages">,
+           "the mesh axis whose devices are the stages, or auto "
+           "(--auto-shard chooses it and places the stages; needs "
+           "microbatches=)">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"0",
            "micro-batches per step (default: the number of stages)">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",

@@ -138,6 +138,18 @@ SmallVector<int64_t> argumentStages(func::FuncOp func);
 /// inputs and outputs are).
 LogicalResult splitStages(func::FuncOp func);
 
+/// The first layer of each of `p` consecutive groups of `layers` (a
+/// dynamic program over the layer boundaries) that minimize the costliest
+/// group's FLOPs.
+SmallVector<int64_t> balancedFirstLayers(func::FuncOp func,
+                                         ArrayRef<int64_t> layers, int64_t p);
+
+/// Places the stages of `func` (a step given `axis=auto`, micro-batched
+/// already) on `info`'s axis and stages: the layers balanced by FLOPs,
+/// every op's `par.stage`, the record. Errors: fewer layers than virtual
+/// stages, interleaved micro-batches not in groups of p.
+LogicalResult placeStages(func::FuncOp func, PipelineInfo info);
+
 /// The stage functions of the pipelined step `step`, by stage.
 SmallVector<func::FuncOp> stageFunctions(ModuleOp module, func::FuncOp step);
 

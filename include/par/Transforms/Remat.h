@@ -33,10 +33,6 @@ enum class RematMode {
 std::optional<RematMode> parseRematMode(StringRef text);
 StringRef stringifyRematMode(RematMode mode);
 
-/// The layers of `func` (par.layer on forward ops), in the order their
-/// first forward op appears.
-SmallVector<int64_t> forwardLayers(func::FuncOp func);
-
 /// The layers of `func` with an attention core that `selective` would
 /// recompute (a softmax among their forward ops).
 llvm::SmallDenseSet<int64_t> attentionCoreLayers(func::FuncOp func);

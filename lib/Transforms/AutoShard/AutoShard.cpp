@@ -1280,6 +1280,8 @@ struct Candidate {
   /// The schedule chosen for pipelined steps given `schedule=auto` (empty
   /// when none is).
   std::string schedule;
+  /// The axis of the pipeline stages, when a step is pipelined.
+  std::optional<int32_t> pipelineAxis;
 
   double seconds() const {
     return exact ? exact->stepSeconds : estimatedSeconds;
@@ -1429,6 +1431,44 @@ struct AutoShardPass
       }
     }
     return success();
+  }
+
+  /// Places the stages of the steps named in `steps` (given axis=auto) on
+  /// `axis` of `module`'s mesh.
+  static LogicalResult placeAutoStages(ModuleOp module,
+                                       ArrayRef<std::string> steps,
+                                       std::optional<int32_t> axis) {
+    if (steps.empty() || !axis)
+      return success();
+    MeshOp mesh = *module.getOps<MeshOp>().begin();
+    for (const std::string &name : steps) {
+      auto func = module.lookupSymbol<func::FuncOp>(name);
+      std::optional<PipelineInfo> info =
+          func ? getPipeline(func) : std::nullopt;
+      if (!info)
+        return failure();
+      info->axis =
+          cast<StringAttr>(mesh.getAxisNames()[*axis]).getValue().str();
+      info->stages = mesh.getAxisSizes()[*axis];
+      if (failed(placeStages(func, *info)))
+        return failure();
+    }
+    return success();
+  }
+
+  /// Whether a sharding anywhere in `module` names mesh axis `axis`.
+  static bool shardingsName(ModuleOp module, StringRef axis) {
+    bool named = false;
+    module.walk([&](Operation *op) {
+      op->getAttrDictionary().walk([&](ShardingAttr sharding) {
+        for (DimShardingAttr dim : sharding.getDims())
+          for (StringAttr a : dim.getAxes())
+            named |= a.getValue() == axis;
+        for (StringAttr a : sharding.getPartialAxes())
+          named |= a.getValue() == axis;
+      });
+    });
+    return named;
   }
 
   /// The pipelined steps of `module` whose schedule is left to
@@ -1583,42 +1623,91 @@ struct AutoShardPass
     // (partitioned and memory planned), and the fastest checked plan that
     // fits wins.
     // A pipelined step's axis holds its stages: no plan splits over it.
-    std::optional<int64_t> pipelineAxis;
+    // Steps given axis=auto (--par-pipeline) have their stages placed on
+    // each axis that can hold them (as many layers as virtual stages, no
+    // sharding naming it), and the plans over every such axis compete.
+    std::optional<int32_t> namedPipelineAxis;
+    SmallVector<std::string> autoAxisSteps;
+    int64_t fewestChunks = 0, microbatches = 1;
     for (auto func : module.getOps<func::FuncOp>())
-      if (std::optional<PipelineInfo> info = getPipeline(func))
-        if (mesh.getAxisIndex(info->axis) >= 0)
-          pipelineAxis = mesh.getAxisIndex(info->axis);
-    SmallVector<int32_t> splitAxes;
-    for (auto [a, size] : llvm::enumerate(mesh.getAxisSizes()))
-      if (size > 1 && int64_t(a) != pipelineAxis)
-        splitAxes.push_back(int32_t(a));
-    std::vector<Candidate> plans;
-    Candidate free;
-    free.uses.assign(mesh.getNumAxes(), AxisUse::Free);
-    if (pipelineAxis)
-      free.uses[*pipelineAxis] = AxisUse::Pipeline;
-    plans.push_back(free);
-    if (splitAxes.size() <= 4)
-      for (unsigned mask = 0; mask < (1u << splitAxes.size()); ++mask) {
-        Candidate restricted = free;
-        for (auto [i, a] : llvm::enumerate(splitAxes))
-          restricted.uses[a] =
-              mask & (1u << i) ? AxisUse::Tensor : AxisUse::Data;
-        plans.push_back(restricted);
+      if (std::optional<PipelineInfo> info = getPipeline(func)) {
+        microbatches = std::max<int64_t>(1, info->microbatches);
+        if (info->axis == "auto") {
+          autoAxisSteps.push_back(func.getSymName().str());
+          int64_t layers = int64_t(forwardLayers(func).size());
+          int64_t most = layers / std::max<int64_t>(1, info->virtualStages);
+          fewestChunks = fewestChunks ? std::min(fewestChunks, most) : most;
+        } else if (mesh.getAxisIndex(info->axis) >= 0) {
+          namedPipelineAxis = int32_t(mesh.getAxisIndex(info->axis));
+        }
       }
+    SmallVector<std::optional<int32_t>> pipelineChoices;
+    if (autoAxisSteps.empty()) {
+      pipelineChoices.push_back(namedPipelineAxis);
+    } else {
+      for (auto [a, size] : llvm::enumerate(mesh.getAxisSizes())) {
+        StringRef name = cast<StringAttr>(mesh.getAxisNames()[a]).getValue();
+        if (size > 1 && size <= fewestChunks && !shardingsName(module, name))
+          pipelineChoices.push_back(int32_t(a));
+      }
+      if (pipelineChoices.empty()) {
+        module.emitError()
+            << "--auto-shard: no mesh axis can hold the pipeline stages of @"
+            << autoAxisSteps.front()
+            << " (axis=auto): each needs more than one device, no more "
+               "devices than the step has layers per chunk ("
+            << fewestChunks << "), and no sharding that names it";
+        return signalPassFailure();
+      }
+    }
+    std::vector<Candidate> plans;
+    for (std::optional<int32_t> pipelineAxis : pipelineChoices) {
+      SmallVector<int32_t> splitAxes;
+      for (auto [a, size] : llvm::enumerate(mesh.getAxisSizes()))
+        if (size > 1 && int32_t(a) != pipelineAxis)
+          splitAxes.push_back(int32_t(a));
+      Candidate free;
+      free.uses.assign(mesh.getNumAxes(), AxisUse::Free);
+      free.pipelineAxis = pipelineAxis;
+      if (pipelineAxis)
+        free.uses[*pipelineAxis] = AxisUse::Pipeline;
+      plans.push_back(free);
+      if (splitAxes.size() <= 4)
+        for (unsigned mask = 0; mask < (1u << splitAxes.size()); ++mask) {
+          Candidate restricted = free;
+          for (auto [i, a] : llvm::enumerate(splitAxes))
+            restricted.uses[a] =
+                mask & (1u << i) ? AxisUse::Tensor : AxisUse::Data;
+          plans.push_back(restricted);
+        }
+    }
 
+    // The planner prices a pipelined step whole, as one device would run
+    // it; its stages share that work p ways and wait (p-1)/m of it in the
+    // bubble (checked plans are timed stage by stage instead).
+    auto pipelineShare = [&](const Candidate &plan) {
+      if (!plan.pipelineAxis)
+        return 1.0;
+      double p = double(mesh.getAxisSizes()[*plan.pipelineAxis]);
+      return (1 + (p - 1) / double(microbatches)) / p;
+    };
     std::vector<Candidate> considered;
     for (auto [i, plan] : llvm::enumerate(plans)) {
       auto planned = std::make_shared<PlannedModule>();
       planned->module = module.clone();
       {
         // The free plan's errors are the user's; a restricted plan that
-        // cannot be made is just not an alternative.
+        // cannot be made is just not an alternative (nor is a pipeline
+        // axis the stages cannot be placed on).
         std::optional<ScopedDiagnosticHandler> quiet;
-        if (i > 0)
+        if (i > 0 || !autoAxisSteps.empty())
           quiet.emplace(module.getContext(),
                         [&](Diagnostic &) { return success(); });
-        if (failed(planModule(*planned, *machine, limit, plan))) {
+        if (failed(placeAutoStages(*planned->module, autoAxisSteps,
+                                   plan.pipelineAxis)) ||
+            failed(planModule(*planned, *machine, limit, plan))) {
+          if (!autoAxisSteps.empty())
+            continue;
           if (i == 0)
             return signalPassFailure();
           continue;
@@ -1634,7 +1723,8 @@ struct AutoShardPass
         Candidate variant = plan;
         variant.zero = stage;
         variant.estimatedSeconds =
-            plan.plannedSeconds + footprint.extraSeconds(stage);
+            (plan.plannedSeconds + footprint.extraSeconds(stage)) *
+            pipelineShare(plan);
         variant.estimatedBytes = footprint.bytes(stage);
         // A stage that divides nothing more (the plan already splits what
         // ZeRO would) is not another plan.
@@ -1653,6 +1743,13 @@ struct AutoShardPass
       }
     }
 
+    if (considered.empty()) {
+      module.emitError() << "--auto-shard: the stages of @"
+                         << autoAxisSteps.front()
+                         << " (axis=auto) could not be placed on any mesh "
+                            "axis, or no plan around them could be made";
+      return signalPassFailure();
+    }
     // Fitting plans first, then the faster, then the smaller.
     auto better = [&](const Candidate &a, const Candidate &b) {
       if (a.fits(limit) != b.fits(limit))

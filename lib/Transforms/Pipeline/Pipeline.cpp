@@ -440,6 +440,70 @@ void mlir::par::assignStages(func::FuncOp func, const PipelineInfo &info) {
       setStage(&op, 0);
 }
 
+SmallVector<int64_t> mlir::par::balancedFirstLayers(func::FuncOp func,
+                                                    ArrayRef<int64_t> layers,
+                                                    int64_t p) {
+  int64_t n = int64_t(layers.size());
+  SmallVector<int64_t> first(p, 0);
+  auto indexOf = [&](int64_t layer) {
+    return int64_t(llvm::lower_bound(layers, layer) - layers.begin());
+  };
+  // Contiguous groups minimizing the costliest stage (FLOPs of each
+  // layer's forward and backward ops).
+  SmallVector<double> cost(n, 0);
+  for (Operation &op : func.getBody().front().without_terminator())
+    if (std::optional<int64_t> layer = getLayer(&op))
+      if (auto rule = dyn_cast<ShardingRuleOpInterface>(&op))
+        if (int64_t i = indexOf(*layer); i < n && layers[i] == *layer)
+          cost[i] += rule.getWork().flops;
+  SmallVector<double> prefix(n + 1, 0);
+  for (int64_t i = 0; i < n; ++i)
+    prefix[i + 1] = prefix[i] + cost[i];
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  // best[s][i]: the costliest of s+1 stages over layers [0, i).
+  SmallVector<SmallVector<double>> best(p, SmallVector<double>(n + 1, inf));
+  SmallVector<SmallVector<int64_t>> cut(p, SmallVector<int64_t>(n + 1, 0));
+  for (int64_t i = 1; i <= n; ++i)
+    best[0][i] = prefix[i];
+  for (int64_t s = 1; s < p; ++s)
+    for (int64_t i = s + 1; i <= n; ++i)
+      for (int64_t j = s; j < i; ++j) {
+        double value = std::max(best[s - 1][j], prefix[i] - prefix[j]);
+        if (value < best[s][i]) {
+          best[s][i] = value;
+          cut[s][i] = j;
+        }
+      }
+  int64_t end = n;
+  for (int64_t s = p - 1; s > 0; --s) {
+    end = cut[s][end];
+    first[s] = layers[end];
+  }
+  first[0] = layers.front();
+  return first;
+}
+
+LogicalResult mlir::par::placeStages(func::FuncOp func, PipelineInfo info) {
+  SmallVector<int64_t> layers = forwardLayers(func);
+  llvm::sort(layers);
+  if (int64_t(layers.size()) < info.chunks())
+    return func.emitError()
+           << "--par-pipeline: " << info.chunks() << " (virtual) stages over '"
+           << info.axis << "' but @" << func.getSymName() << " has "
+           << layers.size() << " layer(s): each stage needs one";
+  if (info.schedule == "interleaved" && info.microbatches % info.stages)
+    return func.emitError()
+           << "--par-pipeline: the interleaved schedule runs micro-batches "
+              "in groups of the "
+           << info.stages << " stages; microbatches=" << info.microbatches
+           << " is not a multiple of " << info.stages;
+  info.firstLayers = balancedFirstLayers(func, layers, info.chunks());
+  func.walk([](Operation *op) { op->removeAttr(ParDialect::kStageAttrName); });
+  assignStages(func, info);
+  setPipeline(func, info);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
@@ -502,6 +566,9 @@ struct PipelinePass : public par::impl::PipelinePassBase<PipelinePass> {
                                               ArrayRef<int64_t> layers,
                                               int64_t p);
   LogicalResult splitMicrobatches(func::FuncOp func, int64_t m);
+  /// Accumulate every sum of contributions part by part (the stages are
+  /// not known yet: axis=auto).
+  bool splitAllSums = false;
 };
 
 } // namespace
@@ -511,6 +578,42 @@ LogicalResult PipelinePass::pipeline(func::FuncOp func) {
   if (!mesh)
     return func.emitError() << "--par-pipeline: cannot tell which mesh @"
                             << func.getSymName() << " runs on";
+  // axis=auto: the micro-batches now, the axis and the stages by
+  // --auto-shard (placeStages).
+  if (axis == "auto") {
+    if (!microbatches)
+      return func.emitError()
+             << "--par-pipeline axis=auto needs microbatches=m: the "
+                "micro-batches are what a step trains on, the stages are "
+                "what --auto-shard chooses";
+    if (!this->layers.empty())
+      return func.emitError() << "--par-pipeline axis=auto: layers= counts "
+                                 "need the number of stages, which "
+                                 "--auto-shard chooses (it balances the "
+                                 "layers by their FLOPs)";
+    WalkResult marked = func.walk([&](Operation *op) {
+      if (getStage(op)) {
+        op->emitError() << "--par-pipeline axis=auto: par.stage marks need "
+                           "the number of stages, which --auto-shard "
+                           "chooses";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (marked.wasInterrupted())
+      return failure();
+    PipelineInfo info;
+    info.axis = "auto";
+    info.stages = 0;
+    info.microbatches = microbatches;
+    info.schedule = schedule;
+    info.virtualStages = virtualStages;
+    splitAllSums = true;
+    if (failed(splitMicrobatches(func, info.microbatches)))
+      return failure();
+    setPipeline(func, info);
+    return success();
+  }
   // `--mesh=4x4x2` on a model that names no axes: the first axis, which
   // par named by position, is the pipeline axis.
   if (axis == "pp" && mesh.getAxisIndex("pp") < 0)
@@ -630,9 +733,6 @@ PipelinePass::stageLayers(func::FuncOp func, ArrayRef<int64_t> layerIds,
   ArrayRef<int64_t> layers = layerIds;
   ArrayRef<int64_t> counts = this->layers;
   int64_t n = int64_t(layers.size());
-  auto indexOf = [&](int64_t layer) {
-    return int64_t(llvm::lower_bound(layers, layer) - layers.begin());
-  };
   // By the forward ops' marks.
   std::map<int64_t, std::pair<int64_t, Operation *>> marked; // layer
   for (Operation &op : func.getBody().front().without_terminator()) {
@@ -706,38 +806,7 @@ PipelinePass::stageLayers(func::FuncOp func, ArrayRef<int64_t> layerIds,
     }
     return first;
   }
-  // Balanced: contiguous groups minimizing the costliest stage (FLOPs of
-  // each layer's forward and backward ops).
-  SmallVector<double> cost(n, 0);
-  for (Operation &op : func.getBody().front().without_terminator())
-    if (std::optional<int64_t> layer = getLayer(&op))
-      if (auto rule = dyn_cast<ShardingRuleOpInterface>(&op))
-        cost[indexOf(*layer)] += rule.getWork().flops;
-  SmallVector<double> prefix(n + 1, 0);
-  for (int64_t i = 0; i < n; ++i)
-    prefix[i + 1] = prefix[i] + cost[i];
-  constexpr double inf = std::numeric_limits<double>::infinity();
-  // best[s][i]: the costliest of s+1 stages over layers [0, i).
-  SmallVector<SmallVector<double>> best(p, SmallVector<double>(n + 1, inf));
-  SmallVector<SmallVector<int64_t>> cut(p, SmallVector<int64_t>(n + 1, 0));
-  for (int64_t i = 1; i <= n; ++i)
-    best[0][i] = prefix[i];
-  for (int64_t s = 1; s < p; ++s)
-    for (int64_t i = s + 1; i <= n; ++i)
-      for (int64_t j = s; j < i; ++j) {
-        double value = std::max(best[s - 1][j], prefix[i] - prefix[j]);
-        if (value < best[s][i]) {
-          best[s][i] = value;
-          cut[s][i] = j;
-        }
-      }
-  int64_t end = n;
-  for (int64_t s = p - 1; s > 0; --s) {
-    end = cut[s][end];
-    first[s] = layers[end];
-  }
-  first[0] = layers.front();
-  return first;
+  return balancedFirstLayers(func, layers, p);
 }
 
 /// The adds between `sum` and its `parts`.
@@ -889,9 +958,9 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
                                 Operation *def = v.getDefiningOp();
                                 return def && dependent.contains(def);
                               }) &&
-                 llvm::any_of(parts, [&](Value v) {
-                   return defStage(v) != defStage(parts.front());
-                 });
+                 (splitAllSums || llvm::any_of(parts, [&](Value v) {
+                    return defStage(v) != defStage(parts.front());
+                  }));
     if (!split)
       parts = {exit};
     else

@@ -73,6 +73,12 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
   std::optional<PipelineInfo> info = getPipeline(func);
   if (!info)
     return success();
+  if (info->axis == "auto")
+    return func.emitError()
+           << "@" << func.getSymName()
+           << " is pipelined with axis=auto: --auto-shard chooses the "
+              "pipeline axis and places the stages; run it before "
+              "--par-schedule (or name the axis)";
   // A record --par-pipeline would not have written (one edited by hand).
   StringRef schedule = info->schedule;
   if (info->stages < 1 || info->microbatches < 1 || info->virtualStages < 1 ||

@@ -70,17 +70,6 @@ static bool leavesLayer(Value value, int64_t layer) {
   });
 }
 
-SmallVector<int64_t> mlir::par::forwardLayers(func::FuncOp func) {
-  SmallVector<int64_t> layers;
-  llvm::SmallDenseSet<int64_t> seen;
-  for (Operation &op : func.getBody().front())
-    if (inPhase(&op, Phase::forward))
-      if (std::optional<int64_t> layer = getLayer(&op))
-        if (seen.insert(*layer).second)
-          layers.push_back(*layer);
-  return layers;
-}
-
 /// The attention cores of the layers of `body`: from each softmax among a
 /// layer's recomputable ops, back through what makes its input to the
 /// contraction that makes the scores (included), and on through what reads

@@ -666,6 +666,15 @@ void mlir::par::renameMeshAxes(
     if (auto axis = func->getAttrOfType<StringAttr>(
             ParDialect::kDataAxisAttrName))
       func->setAttr(ParDialect::kDataAxisAttrName, rename(axis));
+    // A pipeline's record names its axis.
+    if (auto record = func->getAttrOfType<DictionaryAttr>(
+            ParDialect::kPipelineAttrName))
+      if (auto axis = record.getAs<StringAttr>("axis")) {
+        NamedAttrList entries(record);
+        entries.set("axis", rename(axis));
+        func->setAttr(ParDialect::kPipelineAttrName,
+                      entries.getDictionary(func->getContext()));
+      }
   });
   SmallVector<Attribute> names;
   for (auto name : mesh.getAxisNames().getAsRange<StringAttr>())

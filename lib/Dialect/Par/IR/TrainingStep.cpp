@@ -47,6 +47,17 @@ void mlir::par::setLayer(Operation *op, int64_t layer) {
   setIntMark(op, ParDialect::kLayerAttrName, layer);
 }
 
+SmallVector<int64_t> mlir::par::forwardLayers(FunctionOpInterface func) {
+  SmallVector<int64_t> layers;
+  llvm::SmallDenseSet<int64_t> seen;
+  for (Operation &op : func.getFunctionBody().front())
+    if (inPhase(&op, Phase::forward))
+      if (std::optional<int64_t> layer = getLayer(&op))
+        if (seen.insert(*layer).second)
+          layers.push_back(*layer);
+  return layers;
+}
+
 std::optional<int64_t> mlir::par::getStage(Operation *op) {
   return getIntMark(op, ParDialect::kStageAttrName);
 }

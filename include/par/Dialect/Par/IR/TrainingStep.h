@@ -48,6 +48,9 @@ bool isTrainingStep(FunctionOpInterface func);
 /// The model layer `op` belongs to (`par.layer`), if marked.
 std::optional<int64_t> getLayer(Operation *op);
 void setLayer(Operation *op, int64_t layer);
+/// The layers of `func` (par.layer on forward ops), in the order their
+/// first forward op appears.
+SmallVector<int64_t> forwardLayers(FunctionOpInterface func);
 
 /// The pipeline stage `op` runs in (`par.stage`) and the micro-batch it
 /// works on (`par.microbatch`), if marked (--par-pipeline). Carried by the
