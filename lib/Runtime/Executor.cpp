@@ -334,8 +334,10 @@ void Executor::transfer(const Instruction &inst, size_t index) {
   std::string what = std::string(sending ? "send to" : "receive from") +
                      " rank " + std::to_string(peer) + " (stage " +
                      std::to_string(sending ? a.to : a.from) + " on '" + axis +
-                     "', from stage " + std::to_string(stage) + ", channel " +
-                     std::to_string(a.channel) + ", instruction " +
+                     "', from stage " + std::to_string(stage) +
+                     (inst.slot.empty() ? "" : ", slot " + inst.slot) +
+                     ", channel " + std::to_string(a.channel) +
+                     ", instruction " +
                      std::to_string(index) +
                      (inst.loc.empty() ? "" : " at " + inst.loc) + ")";
   if (sending) {
