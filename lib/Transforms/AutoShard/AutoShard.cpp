@@ -1350,16 +1350,15 @@ static std::string roleName(StringRef role) {
 /// Renames the axes of `mesh` that par named by position (x, y, ...) after
 /// the roles the plan gives them, keeping names unique on the mesh.
 static void nameAxesByRole(MeshOp mesh, ArrayRef<std::string> roles) {
-  auto unnamed = mesh->getAttrOfType<DenseI64ArrayAttr>(
-      ParDialect::kUnnamedAxesAttrName);
-  if (!unnamed)
+  SmallVector<int64_t> unnamed = getUnnamedAxes(mesh);
+  if (unnamed.empty())
     return;
   llvm::StringSet<> taken;
   for (auto name : mesh.getAxisNames().getAsValueRange<StringAttr>())
     taken.insert(name);
   SmallVector<std::pair<StringAttr, StringAttr>> renamed;
   SmallVector<int64_t> left;
-  for (int64_t axis : unnamed.asArrayRef()) {
+  for (int64_t axis : unnamed) {
     std::string name =
         axis < int64_t(roles.size()) ? roleName(roles[axis]) : std::string();
     if (name.empty()) {
@@ -1374,11 +1373,7 @@ static void nameAxesByRole(MeshOp mesh, ArrayRef<std::string> roles) {
     renamed.push_back({old, StringAttr::get(mesh.getContext(), unique)});
   }
   renameMeshAxes(mesh, renamed);
-  if (left.empty())
-    mesh->removeAttr(ParDialect::kUnnamedAxesAttrName);
-  else
-    mesh->setAttr(ParDialect::kUnnamedAxesAttrName,
-                  DenseI64ArrayAttr::get(mesh.getContext(), left));
+  setUnnamedAxes(mesh, left);
 }
 
 struct AutoShardPass

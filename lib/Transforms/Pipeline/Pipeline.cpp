@@ -616,23 +616,14 @@ LogicalResult PipelinePass::pipeline(func::FuncOp func) {
   }
   // `--mesh=4x4x2` on a model that names no axes: the first axis, which
   // par named by position, is the pipeline axis.
-  if (axis == "pp" && mesh.getAxisIndex("pp") < 0)
-    if (auto unnamed = mesh->getAttrOfType<DenseI64ArrayAttr>(
-            ParDialect::kUnnamedAxesAttrName);
-        unnamed && llvm::is_contained(unnamed.asArrayRef(), 0)) {
-      MLIRContext *ctx = mesh.getContext();
-      renameMeshAxes(mesh, {{cast<StringAttr>(mesh.getAxisNames()[0]),
-                             StringAttr::get(ctx, "pp")}});
-      SmallVector<int64_t> left;
-      for (int64_t a : unnamed.asArrayRef())
-        if (a != 0)
-          left.push_back(a);
-      if (left.empty())
-        mesh->removeAttr(ParDialect::kUnnamedAxesAttrName);
-      else
-        mesh->setAttr(ParDialect::kUnnamedAxesAttrName,
-                      DenseI64ArrayAttr::get(ctx, left));
-    }
+  if (SmallVector<int64_t> unnamed = getUnnamedAxes(mesh);
+      axis == "pp" && mesh.getAxisIndex("pp") < 0 &&
+      llvm::is_contained(unnamed, 0)) {
+    renameMeshAxes(mesh, {{cast<StringAttr>(mesh.getAxisNames()[0]),
+                           StringAttr::get(mesh.getContext(), "pp")}});
+    llvm::erase(unnamed, 0);
+    setUnnamedAxes(mesh, unnamed);
+  }
   std::optional<int64_t> p;
   SmallVector<std::string> names;
   for (auto [name, size] :

@@ -171,9 +171,9 @@ struct SetMeshPass : public par::impl::SetMeshPassBase<SetMeshPass> {
               unnamed.push_back(axis);
         for (size_t i = old.size(); i < axes.size(); ++i)
           unnamed.push_back(int64_t(i));
-        setUnnamed(existing, unnamed);
+        setUnnamedAxes(existing, unnamed);
       } else {
-        setUnnamed(existing, {});
+        setUnnamedAxes(existing, {});
       }
       existing.setAxisNamesAttr(nameAttr);
       existing.setAxisSizesAttr(sizeAttr);
@@ -199,18 +199,9 @@ struct SetMeshPass : public par::impl::SetMeshPassBase<SetMeshPass> {
         unnamed.push_back(int64_t(i));
     }
     OpBuilder builder = OpBuilder::atBlockBegin(module.getBody());
-    setUnnamed(MeshOp::create(builder, module.getLoc(), "mesh", nameAttr,
-                              sizeAttr),
-               unnamed);
-  }
-
-  /// Marks the axes of `mesh` that par named (by position).
-  static void setUnnamed(MeshOp mesh, ArrayRef<int64_t> axes) {
-    if (axes.empty())
-      mesh->removeAttr(ParDialect::kUnnamedAxesAttrName);
-    else
-      mesh->setAttr(ParDialect::kUnnamedAxesAttrName,
-                    DenseI64ArrayAttr::get(mesh.getContext(), axes));
+    setUnnamedAxes(MeshOp::create(builder, module.getLoc(), "mesh", nameAttr,
+                                  sizeAttr),
+                   unnamed);
   }
 };
 } // namespace

@@ -629,6 +629,21 @@ void mlir::par::setResultSharding(Operation *op, unsigned resultIdx,
               ArrayAttr::get(op->getContext(), list));
 }
 
+SmallVector<int64_t> mlir::par::getUnnamedAxes(MeshOp mesh) {
+  if (auto unnamed = mesh->getAttrOfType<DenseI64ArrayAttr>(
+          ParDialect::kUnnamedAxesAttrName))
+    return SmallVector<int64_t>(unnamed.asArrayRef());
+  return {};
+}
+
+void mlir::par::setUnnamedAxes(MeshOp mesh, ArrayRef<int64_t> axes) {
+  if (axes.empty())
+    mesh->removeAttr(ParDialect::kUnnamedAxesAttrName);
+  else
+    mesh->setAttr(ParDialect::kUnnamedAxesAttrName,
+                  DenseI64ArrayAttr::get(mesh.getContext(), axes));
+}
+
 void mlir::par::renameMeshAxes(
     MeshOp mesh, ArrayRef<std::pair<StringAttr, StringAttr>> renamed) {
   auto rename = [&](StringAttr axis) {

@@ -33,6 +33,11 @@ MeshOp lookupMesh(Operation *from, FlatSymbolRefAttr mesh);
 /// null when neither tells.
 MeshOp findMesh(FunctionOpInterface func);
 
+/// The axes of `mesh` that par named by position (`par.unnamed_axes`, by
+/// index), and setting them (none: the attribute goes).
+SmallVector<int64_t> getUnnamedAxes(MeshOp mesh);
+void setUnnamedAxes(MeshOp mesh, ArrayRef<int64_t> axes);
+
 /// Renames axes of `mesh` in the module around it, before partitioning:
 /// the mesh's own names, every sharding on the mesh (wherever an attribute
 /// holds one) and the functions' `par.data_axis`. `renamed` pairs each old
