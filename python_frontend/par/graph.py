@@ -263,6 +263,9 @@ class Op:
     #: The model layer (block) the op was built in (`Graph.layer`), printed
     #: as `par.layer`: autodiff gives its gradient the same layer.
     layer: Optional[int] = None
+    #: The pipeline stage its layer runs in (`Graph.layer(i, stage=s)`),
+    #: printed as `par.stage` (docs/pipelines.md).
+    stage: Optional[int] = None
 
     @property
     def result(self) -> Tensor:
@@ -349,15 +352,16 @@ class _LayerScope:
     """Marks the ops a graph builds inside it with a layer (nested: inner
     wins)."""
 
-    def __init__(self, graph: "Graph", index: int):
-        self.graph, self.index, self.outer = graph, index, None
+    def __init__(self, graph: "Graph", index: int, stage: Optional[int] = None):
+        self.graph, self.index, self.stage, self.outer = graph, index, stage, None
 
     def __enter__(self) -> "_LayerScope":
-        self.outer, self.graph._layer = self.graph._layer, self.index
+        self.outer = (self.graph._layer, self.graph._stage)
+        self.graph._layer, self.graph._stage = self.index, self.stage
         return self
 
     def __exit__(self, *exc) -> None:
-        self.graph._layer = self.outer
+        self.graph._layer, self.graph._stage = self.outer
 
 
 class Graph:
@@ -388,6 +392,7 @@ class Graph:
         self._names: set = set()
         self._counter = 0
         self._layer: Optional[int] = None
+        self._stage: Optional[int] = None
         self.loc = self.location()
 
     # -- context -------------------------------------------------------------
@@ -398,11 +403,17 @@ class Graph:
     def __exit__(self, *exc) -> None:
         _current.remove(self)
 
-    def layer(self, index: int) -> "_LayerScope":
-        """`with graph.layer(i):` marks the ops built inside as layer i."""
-        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-            raise ValueError(f"layer: the index must be a non-negative integer, got {index!r}")
-        return _LayerScope(self, index)
+    def layer(self, index: int, stage: Optional[int] = None) -> "_LayerScope":
+        """`with graph.layer(i):` marks the ops built inside as layer i;
+        `stage=s` also places the layer in pipeline stage s (--par-pipeline
+        takes the stages from these marks when every layer has one)."""
+        for name, value in (("index", index), ("stage", stage)):
+            if value is None and name == "stage":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"layer: the {name} must be a non-negative integer, "
+                                 f"got {value!r}")
+        return _LayerScope(self, index, stage)
 
     def location(self) -> Location:
         if self.locations == "none":
@@ -434,7 +445,7 @@ class Graph:
         results = [self._new_tensor(shape, dtype, name)
                    for (shape, dtype), name in zip(result_types, names)]
         op = Op(kind, list(operands), results, dict(attrs), self.location(),
-                self._layer)
+                self._layer, self._stage if self._layer is not None else None)
         for r in results:
             r.op = op
         self.ops.append(op)
@@ -783,7 +794,12 @@ def _format_op(op: Op, mesh_name: str) -> str:
     if len(op.results) > 1:
         results = f"({results})"
     operand_types = ", ".join(t.type for t in op.operands)
-    marks = f" {{par.layer = {op.layer} : i64}}" if op.layer is not None else ""
+    marks = []
+    if op.layer is not None:
+        marks.append(f"par.layer = {op.layer} : i64")
+    if op.stage is not None:
+        marks.append(f"par.stage = {op.stage} : i64")
+    marks = f" {{{', '.join(marks)}}}" if marks else ""
     return (f'{res} = "par.{op.kind}"({ops}){props_text}{marks} : ({operand_types}) -> '
             f'{results}')
 

@@ -196,6 +196,24 @@ def test_pipeline_object_and_stages_train_like_one_rank(tmp_path):
         assert abs(a - b) <= 1e-5 * abs(b)
 
 
+def test_layer_stage_marks_place_the_pipeline_stages(tmp_path):
+    # `with g.layer(i, stage=s)` prints par.stage on the layer's ops;
+    # --par-pipeline takes the split 3 + 1 from the marks.
+    g = par.Graph("staged", mesh=par.Mesh({"pp": 2}))
+    h = g.data("x", [4, 8])
+    for i in range(4):
+        w = g.param(f"w{i}", [8, 8])
+        with g.layer(i, stage=0 if i < 3 else 1):
+            h = par.tanh(par.matmul(h, w))
+    g.output(par.reduce(h * h, "mean"), "loss")
+    assert "par.layer = 3 : i64, par.stage = 1 : i64" in g.to_mlir()
+    exe = par.compile(g, optimizer=par.SGD(lr=0.1), pipeline="microbatches=2",
+                      workdir=tmp_path)
+    assert "holds layers 0-2" in exe.comm_report and "holds layer 3" in exe.comm_report
+    with pytest.raises(ValueError, match="layer: the stage must be a non-negative integer"):
+        g.layer(0, stage=-1)
+
+
 def test_optimizer_pass_option():
     text = par.AdamW(lr=0.5, clip=2.0, warmup=4).pass_option()
     assert text.startswith("--par-autodiff=optimizer=adamw lr=0.5 ")
