@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "par/Runtime/Bubble.h"
 #include "par/Runtime/Collectives.h"
 #include "par/Runtime/Executor.h"
 #include "par/Runtime/Program.h"
@@ -1026,6 +1027,59 @@ TEST(Rng, StreamOfIsStableFnv1a) {
   EXPECT_EQ(streamOf("foobar"), 0x85944171f73967e8ULL);
   EXPECT_EQ(streamOf("layer0.wq"), streamOf(std::string("layer0.") + "wq"));
   EXPECT_NE(streamOf("layer0.wq"), streamOf("layer0.wk"));
+}
+
+//===----------------------------------------------------------------------===//
+// The bubble replayed from measured instruction times
+//===----------------------------------------------------------------------===//
+
+Instruction transferOf(OpCode op, int64_t channel) {
+  Instruction inst;
+  inst.op = op;
+  inst.attrs.channel = channel;
+  return inst;
+}
+
+Instruction computeOf() {
+  Instruction inst;
+  inst.op = OpCode::Add;
+  return inst;
+}
+
+TEST(BubbleReplay, ReceivesWaitForTheirSends) {
+  // Stage 0 computes 1 s, sends, computes 1 s; stage 1 receives, then
+  // computes 2 s: it starts at 1, so the step takes 3 s for 2 s of work on
+  // the busiest stage.
+  Program p;
+  p.rankClasses.resize(2);
+  p.rankClasses[0].instructions = {computeOf(),
+                                   transferOf(OpCode::Send, 7), computeOf()};
+  p.rankClasses[1].instructions = {transferOf(OpCode::Recv, 7), computeOf()};
+  BubbleReplay r = replayPipeline(p, {{1.0, 5.0, 1.0}, {9.0, 2.0}});
+  EXPECT_DOUBLE_EQ(r.makespan, 3.0);
+  ASSERT_EQ(r.busy.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.busy[0], 2.0); // the send's own time is not work
+  EXPECT_DOUBLE_EQ(r.busy[1], 2.0);
+  EXPECT_DOUBLE_EQ(r.bubble, 0.5);
+}
+
+TEST(BubbleReplay, NamesAReceiveWithoutASend) {
+  Program p;
+  p.rankClasses.resize(2);
+  p.rankClasses[0].instructions = {computeOf()};
+  p.rankClasses[1].instructions = {transferOf(OpCode::Recv, 3)};
+  try {
+    replayPipeline(p, {{1.0}, {0.0}});
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("rank class 1 waits at instruction 0"));
+  }
+  try {
+    replayPipeline(p, {{1.0}});
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("times for 1 of 2 rank classes"));
+  }
 }
 
 } // namespace
