@@ -40,6 +40,7 @@
 
 #include <coin/Cbc_C_Interface.h>
 
+#include <limits>
 #include <map>
 
 namespace mlir::par {
@@ -881,6 +882,21 @@ LogicalResult Planner::solveAxis(int32_t axis) {
       tie(rowsTo[j], g.second.second);
   }
   if (memoryLimit > 0) {
+    // Any choice of each node goes with any other (the edges only price
+    // the pairs), so a plan fits exactly when every node's smallest choice
+    // together does: when they do not, say so without the solver, which
+    // can take long to prove it.
+    double least = 0;
+    for (auto [n, node] : llvm::enumerate(nodes)) {
+      if (node.rep != int32_t(n) || x[n].empty())
+        continue;
+      double smallest = std::numeric_limits<double>::infinity();
+      for (int col : x[n])
+        smallest = std::min(smallest, memory[size_t(col)]);
+      least += smallest;
+    }
+    if (least > double(memoryLimit))
+      return failure();
     SmallVector<int> cols;
     SmallVector<double> coefs;
     for (auto [col, bytes] : llvm::enumerate(memory))
