@@ -196,6 +196,28 @@ def test_pipeline_object_and_stages_train_like_one_rank(tmp_path):
         assert abs(a - b) <= 1e-5 * abs(b)
 
 
+def test_pipeline_with_context_and_tensor_parallel_stages(tmp_path):
+    # pp=2 x sp=2 x tp=2: each stage splits the sequence over sp (context
+    # parallel) and heads and MLP units over tp; 2 micro-batches of 4 rows
+    # train like the batch of 8 on one rank.
+    config = models.GPT2_CONFIGS["tiny"]
+    mesh = par.Mesh({"pp": 2, "sp": 2, "tp": 2})
+    shardings = dict(models.tensor_parallel("tp"))
+    shardings.update({"tokens": par.P(None, "sp"), "targets": par.P(None, "sp")})
+    pipe = par.Pipeline(microbatches=2)
+    piped = models.loss_graph(models.GPT(config), pipe.micro_batch(8, mesh), 16, mesh=mesh,
+                              shardings=shardings, name="gpt_3d")
+    whole = models.loss_graph(models.GPT(config), 8, 16, name="gpt_whole")
+    opt = par.AdamW(lr=3e-3)
+    got = par.compile(piped, mesh=mesh, optimizer=opt, pipeline=pipe,
+                      workdir=tmp_path / "pp").run(steps=3, data=str(CORPUS), log_every=1)
+    want = par.compile(whole, optimizer=opt, workdir=tmp_path / "one").run(
+        steps=3, data=str(CORPUS), log_every=1)
+    assert len(got.losses) == 3
+    for a, b in zip(got.losses, want.losses):
+        assert abs(a - b) <= 1e-5 * abs(b)
+
+
 def test_layer_stage_marks_place_the_pipeline_stages(tmp_path):
     # `with g.layer(i, stage=s)` prints par.stage on the layer's ops;
     # --par-pipeline takes the split 3 + 1 from the marks.
