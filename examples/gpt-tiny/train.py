@@ -94,13 +94,16 @@ def describe_plan(exe: par.Executable, mesh: par.Mesh) -> None:
     print(par.visualize_sharding(tokens["global_shape"],
                                  par.sharding.spec_from_program(tokens["sharding"]), mesh,
                                  dtype=tokens["dtype"], name="tokens"))
-    kinds = Counter()
-    for inst in exe.collectives:
-        attrs = inst.get("attrs", {})
-        axes = ",".join(program["groups"][attrs["group"]]) if "group" in attrs else ""
-        kinds[(inst["op"], axes)] += 1
-    print("collectives per step and rank: " +
-          ", ".join(f"{n} {op} over [{axes}]" for (op, axes), n in sorted(kinds.items())))
+    for n in range(len(program["rank_classes"])):
+        kinds = Counter()
+        for inst in exe.collectives_of(n):
+            attrs = inst.get("attrs", {})
+            axes = ",".join(program["groups"][attrs["group"]]) if "group" in attrs else ""
+            kinds[(inst["op"], axes)] += 1
+        who = f" (stage {n})" if "pipeline" in program else ""
+        print(f"collectives per step and rank{who}: " +
+              (", ".join(f"{k} {op} over [{axes}]" for (op, axes), k in sorted(kinds.items()))
+               or "none"))
     for n, rc in enumerate(program["rank_classes"]):
         who = (f"stage {n} (ranks {rc['ranks']})" if "pipeline" in program
                else "per rank")

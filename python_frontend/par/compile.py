@@ -335,7 +335,15 @@ class Executable:
 
     @property
     def collectives(self) -> List[Dict[str, Any]]:
-        return [i for i in self.instructions if i["op"] in _COLLECTIVES]
+        """The first rank class's collective instructions (see
+        collectives_of for a pipeline's other stages)."""
+        return self.collectives_of(0)
+
+    def collectives_of(self, rank_class: int) -> List[Dict[str, Any]]:
+        """The collective instructions of one rank class (a pipeline
+        stage)."""
+        return [i for i in self.program["rank_classes"][rank_class]["instructions"]
+                if i["op"] in _COLLECTIVES]
 
     def input_sharding(self, name: str) -> ShardingSpec:
         """The sharding the compiler chose for an input (after propagation)."""
