@@ -17,7 +17,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -109,7 +109,8 @@ class Pipeline:
     """Pipeline parallelism for compile(..., pipeline=Pipeline(...))
     (--par-pipeline, docs/pipelines.md).
 
-    `microbatches`: micro-batches per step (default: one per stage);
+    `microbatches`: micro-batches per step (default: one per stage; "auto":
+    compile(builder, batch=B, auto_shard=...) tries each m that divides B);
     `schedule`: "gpipe", "1f1b", "interleaved", "zb-h1" or "auto"
     (--auto-shard's choice, else the smallest predicted bubble);
     `stages`: layers per stage, first stage first (default: balanced by
@@ -120,7 +121,7 @@ class Pipeline:
     rows is built at `micro_batch(B, mesh)` rows and the step reads m of
     them.
     """
-    microbatches: Optional[int] = None
+    microbatches: Union[int, str, None] = None
     schedule: str = "1f1b"
     stages: Optional[Sequence[int]] = None
     virtual: int = 1
@@ -128,6 +129,9 @@ class Pipeline:
 
     def count(self, mesh: MeshLike = None) -> int:
         """The micro-batches per step (the stages when not given)."""
+        if self.microbatches == "auto":
+            raise ValueError("Pipeline: microbatches='auto' is chosen by compile(..., batch=, "
+                             "auto_shard=)")
         if self.microbatches is not None:
             if self.microbatches < 1:
                 raise ValueError(f"Pipeline: microbatches={self.microbatches} must be positive")
@@ -322,6 +326,9 @@ class Executable:
         self.program_path = program_path
         self.workdir = workdir
         self.comm_report = comm_report
+        #: With Pipeline(microbatches="auto"): (m, predicted step seconds)
+        #: for each micro-batch count tried.
+        self.microbatch_search: List[Tuple[int, float]] = []
         with open(program_path) as f:
             self.program: Dict[str, Any] = json.load(f)
 
@@ -512,6 +519,7 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
             remat: Optional[str] = None,
             pipeline: Union[bool, str, Pipeline, None] = None,
             pipeline_stages: Optional[Sequence[int]] = None,
+            batch: Optional[int] = None,
             extra_args: Sequence[str] = (), timeout: Optional[float] = 300) -> Executable:
     """Writes the graph's MLIR, runs par-opt (--par-propagate --par-partition
     --emit-program on a mesh of more than one device; the unsharded program
@@ -536,7 +544,18 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
     (Pipeline.micro_batch divides a batch; docs/pipelines.md).
     `pipeline_stages`: layers per stage, first stage first (with
     `pipeline`; default: balanced by FLOPs).
+    `batch`: with `Pipeline(microbatches="auto")` and `auto_shard`, the rows
+    of a step; `graph_or_model` is then a builder, rows -> Graph, called
+    at batch/m rows for each micro-batch count m that divides the batch
+    (more than one), and the plan --auto-shard predicts fastest is kept
+    (`Executable.microbatch_search` lists each m's predicted step).
     """
+    if isinstance(pipeline, Pipeline) and pipeline.microbatches == "auto":
+        return _search_microbatches(
+            graph_or_model, batch, mesh=mesh, shardings=shardings, workdir=workdir,
+            partition=partition, optimizer=optimizer, auto_shard=auto_shard, remat=remat,
+            pipeline=pipeline, pipeline_stages=pipeline_stages, extra_args=extra_args,
+            timeout=timeout)
     graph = graph_or_model
     if not isinstance(graph, Graph):
         if hasattr(graph_or_model, "to_graph"):
@@ -597,6 +616,37 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
         _argument_notes(err, graph)
         raise
     return Executable(graph, mesh, mlir, source, program, work, report, optimizer)
+
+
+def _search_microbatches(builder, batch, *, workdir, auto_shard, pipeline, **options):
+    """compile() for each micro-batch count that divides `batch`; the one
+    --auto-shard predicts fastest."""
+    if not callable(builder) or isinstance(builder, Graph) or hasattr(builder, "to_graph"):
+        raise ValueError("compile: Pipeline(microbatches='auto') needs a graph builder "
+                         "(rows -> Graph) to build the model at each micro-batch size")
+    if not isinstance(batch, int) or batch < 2:
+        raise ValueError("compile: Pipeline(microbatches='auto') needs batch=, the rows of a "
+                         "step (at least 2)")
+    if not auto_shard:
+        raise ValueError("compile: Pipeline(microbatches='auto') is chosen by --auto-shard's "
+                         "predicted step; give auto_shard=")
+    work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="par-microbatches-"))
+    tried = []
+    best = None
+    for m in (d for d in range(2, batch + 1) if batch % d == 0):
+        exe = compile(builder(batch // m), workdir=work / f"m{m}", auto_shard=auto_shard,
+                      pipeline=dataclasses.replace(pipeline, microbatches=m), **options)
+        found = re.search(r"^\s*predicted step ([0-9.eE+-]+) s", exe.comm_report, re.M)
+        if not found:
+            raise ParError(f"compile: no predicted step in --auto-shard's report for "
+                           f"microbatches={m}")
+        seconds = float(found.group(1))
+        tried.append((m, seconds))
+        if best is None or seconds < best[1]:
+            best = (exe, seconds)
+    exe = best[0]
+    exe.microbatch_search = tried
+    return exe
 
 
 def max_relative_error(got: np.ndarray, want: np.ndarray) -> float:

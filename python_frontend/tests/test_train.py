@@ -218,6 +218,38 @@ def test_pipeline_with_context_and_tensor_parallel_stages(tmp_path):
         assert abs(a - b) <= 1e-5 * abs(b)
 
 
+def test_auto_shard_chooses_the_microbatches(tmp_path):
+    # Pipeline(microbatches="auto"): the model is built at batch/m rows for
+    # each m that divides the batch of 8; --auto-shard's predicted step
+    # picks one, and the step trains like the batch of 8 on one rank.
+    config = models.GPTConfig(vocab_size=64, block_size=16, n_layer=4, n_head=2, n_embd=16)
+    mesh = par.Mesh({"pp": 2})
+
+    def build(rows):
+        return models.loss_graph(models.GPT(config), rows, 16, mesh=mesh, name="gpt_m")
+
+    opt = par.AdamW(lr=3e-3)
+    pipe = par.Pipeline(microbatches="auto")
+    exe = par.compile(build, mesh=mesh, optimizer=opt, auto_shard="hardware=cpu-local",
+                      pipeline=pipe, batch=8, workdir=tmp_path / "pp")
+    tried = exe.microbatch_search
+    assert [m for m, _ in tried] == [2, 4, 8]
+    chosen = min(tried, key=lambda entry: entry[1])[0]
+    assert exe.program["pipeline"]["microbatches"] == chosen
+    got = exe.run(steps=3, data=str(CORPUS), log_every=1)
+    whole = models.loss_graph(models.GPT(config), 8, 16, name="gpt_whole")
+    want = par.compile(whole, optimizer=opt, workdir=tmp_path / "one").run(
+        steps=3, data=str(CORPUS), log_every=1)
+    for a, b in zip(got.losses, want.losses):
+        assert abs(a - b) <= 1e-5 * abs(b)
+    with pytest.raises(ValueError, match="needs a graph builder"):
+        par.compile(whole, mesh=mesh, optimizer=opt, auto_shard=True, pipeline=pipe, batch=8)
+    with pytest.raises(ValueError, match="needs batch="):
+        par.compile(build, mesh=mesh, optimizer=opt, auto_shard=True, pipeline=pipe)
+    with pytest.raises(ValueError, match="give auto_shard="):
+        par.compile(build, mesh=mesh, optimizer=opt, pipeline=pipe, batch=8)
+
+
 def test_layer_stage_marks_place_the_pipeline_stages(tmp_path):
     # `with g.layer(i, stage=s)` prints par.stage on the layer's ops;
     # --par-pipeline takes the split 3 + 1 from the marks.
