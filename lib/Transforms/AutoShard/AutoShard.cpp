@@ -1298,6 +1298,9 @@ struct Candidate {
   std::string schedule;
   /// The axis of the pipeline stages, when a step is pipelined.
   std::optional<int32_t> pipelineAxis;
+  /// Each schedule checked for schedule=auto: its step seconds and bytes
+  /// per device (none when it did not partition).
+  SmallVector<std::tuple<std::string, double, int64_t>> scheduleTrials;
 
   double seconds() const {
     return exact ? exact->stepSeconds : estimatedSeconds;
@@ -1504,7 +1507,15 @@ struct AutoShardPass
         if (std::optional<PipelineInfo> info = getPipeline(func)) {
           info->schedule =
               candidate.schedule.empty() ? "auto" : candidate.schedule;
-          setPipeline(func, *info);
+          // Interleaving places the layers again, in two chunks per device
+          // (checked possible before it is tried).
+          int64_t chunks = info->schedule == "interleaved" ? 2 : 1;
+          if (info->virtualStages != chunks) {
+            info->virtualStages = chunks;
+            (void)placeStages(func, *info);
+          } else {
+            setPipeline(func, *info);
+          }
         }
     for (auto [func, before] : planned.open) {
       if (candidate.zero > 0) {
@@ -1531,6 +1542,19 @@ struct AutoShardPass
     SmallVector<std::string> schedules{""};
     if (!candidate.planned->autoSchedule.empty())
       schedules = {"1f1b", "zb-h1", "gpipe"};
+    // Interleaved (two chunks per device) where every such step has a layer
+    // per chunk and micro-batches in groups of its stages.
+    bool interleave = !candidate.planned->autoSchedule.empty();
+    for (const std::string &name : candidate.planned->autoSchedule) {
+      auto func = candidate.planned->module->lookupSymbol<func::FuncOp>(name);
+      std::optional<PipelineInfo> info =
+          func ? getPipeline(func) : std::nullopt;
+      interleave &= info && info->stages > 1 &&
+                    int64_t(forwardLayers(func).size()) >= 2 * info->stages &&
+                    info->microbatches % info->stages == 0;
+    }
+    if (interleave)
+      schedules.push_back("interleaved");
     for (const std::string &schedule : schedules) {
       Candidate trial = candidate;
       trial.schedule = schedule;
@@ -1543,6 +1567,9 @@ struct AutoShardPass
           candidate.error = why.empty() ? "does not partition" : why;
         continue;
       }
+      if (!schedule.empty())
+        candidate.scheduleTrials.push_back(
+            {schedule, exact->stepSeconds, exact->arenaBytes});
       bool fits = exact->arenaBytes <= memoryLimit;
       bool bestFits =
           candidate.exact && candidate.exact->arenaBytes <= memoryLimit;
@@ -1966,9 +1993,18 @@ struct AutoShardPass
         b.getNamedAttr("checked", b.getI64IntegerAttr(checks)),
         b.getNamedAttr("alternatives", b.getArrayAttr(alternatives)),
     };
-    if (!best.schedule.empty())
+    if (!best.schedule.empty()) {
       record.push_back(
           b.getNamedAttr("schedule", b.getStringAttr(best.schedule)));
+      SmallVector<Attribute> trials;
+      for (auto &[name, seconds, bytes] : best.scheduleTrials)
+        trials.push_back(b.getDictionaryAttr(
+            {b.getNamedAttr("schedule", b.getStringAttr(name)),
+             b.getNamedAttr("step_seconds", b.getF64FloatAttr(seconds)),
+             b.getNamedAttr("memory_bytes", b.getI64IntegerAttr(bytes))}));
+      record.push_back(
+          b.getNamedAttr("schedules", b.getArrayAttr(trials)));
+    }
     module->setAttr(ParDialect::kAutoShardAttrName,
                     b.getDictionaryAttr(record));
   }

@@ -518,6 +518,20 @@ struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
                        "estimate: %.6g s), memory ",
                        number("step_seconds"), number("planned_seconds"))
        << humanBytes(integer("memory_bytes")) << " per device\n";
+    // schedule=auto: what each pipeline schedule gave on the chosen plan.
+    if (auto trials = plan.getAs<ArrayAttr>("schedules")) {
+      os << "  pipeline schedules checked:";
+      for (auto trial : trials.getAsRange<DictionaryAttr>()) {
+        auto name = trial.getAs<StringAttr>("schedule");
+        auto step = trial.getAs<FloatAttr>("step_seconds");
+        auto bytes = trial.getAs<IntegerAttr>("memory_bytes");
+        if (name && step && bytes)
+          os << llvm::format(" %s %.6g s", name.getValue().str().c_str(),
+                             step.getValueAsDouble())
+             << " (" << humanBytes(bytes.getInt()) << ")";
+      }
+      os << "\n";
+    }
     auto alternatives = plan.getAs<ArrayAttr>("alternatives");
     if (!alternatives || alternatives.empty())
       return;
