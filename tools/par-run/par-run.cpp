@@ -45,7 +45,10 @@ const char *kUsage = R"(usage: par-run PROGRAM [options]
        par-run --calibrate [-np N] -o PROFILE.json
 
 Runs a program written by `par-opt --emit-program=PROGRAM` on one rank per
-device of its mesh (CPU backend: OpenBLAS kernels, MPI collectives).
+device of its mesh (CPU backend: OpenBLAS kernels, MPI collectives). A
+pipelined program ends with each stage's measured peak against its plan
+and the bubble: predicted, replayed from the measured instruction times,
+and wall-clock idle over busy per stage.
 With --calibrate, measures this machine on N ranks (default 1) instead:
 GEMM FLOP/s per float type, memory bandwidth, the cost of an op, and each
 collective's latency and bandwidth; writes them as a hardware profile that
@@ -87,7 +90,8 @@ options:
                       scaling, or by --on-nonfinite=skip) before the run
                       stops as diverged (default 64)
   --trace FILE        write a Chrome trace (one track per rank for compute
-                      and communication), viewable in Perfetto
+                      and communication, and a pipeline's schedule slots:
+                      F3, B3, W3), viewable in Perfetto
   --timeout SECONDS   a collective, or a read of --data, that does not finish
                       within SECONDS stops the job with a report (default
                       300; 0: wait forever)
@@ -96,7 +100,8 @@ options:
                       "-inf"), with the planned and measured memory of
                       every rank and rank 0's traffic in that step
   --json              print rank 0's log as JSON lines instead of text: one
-                      object per line with "event" start, step, save, warning or end;
+                      object per line with "event" start, step, save, warning,
+                      stages and bubble (a pipelined program) or end;
                       numbers at full precision, non-finite ones as "nan",
                       "inf", "-inf" (step: loss, log, tokens_per_s,
                       seconds, peak_bytes, planned_bytes)
