@@ -932,6 +932,8 @@ int runRank(const Options &o, int rank, int size) {
       size_t classes = program.rankClasses.size();
       std::vector<std::vector<double>> seconds(classes);
       std::vector<double> idle(classes, 0.0);
+      // Each rank's own wall-clock idle over busy time, by rank.
+      std::vector<double> rankIdle(all.size(), 0.0);
       for (size_t c = 0; c < classes; ++c) {
         const RankClass &cls = program.rankClasses[c];
         seconds[c].assign(cls.instructions.size(), 0.0);
@@ -943,8 +945,11 @@ int runRank(const Options &o, int rank, int size) {
           for (size_t i = 0; i < times.size() && i < seconds[c].size(); ++i)
             seconds[c][i] += times[i] / steps * share;
           double busy = t["busy"].get<double>();
-          if (busy > 0)
-            idle[c] += (t["wall"].get<double>() - busy) / busy * share;
+          if (busy > 0) {
+            double fraction = (t["wall"].get<double>() - busy) / busy;
+            idle[c] += fraction * share;
+            rankIdle.at(size_t(r)) = fraction;
+          }
         }
       }
       // An extra report: a replay that cannot finish is a warning, not a
@@ -962,7 +967,8 @@ int runRank(const Options &o, int rank, int size) {
                 {"replayed", replay.bubble},
                 {"replayed_step_seconds", replay.makespan},
                 {"busy_seconds", replay.busy},
-                {"measured", idle}};
+                {"measured", idle},
+                {"measured_ranks", rankIdle}};
     }
   }
 
