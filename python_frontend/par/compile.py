@@ -633,9 +633,16 @@ def _search_microbatches(builder, batch, *, workdir, auto_shard, pipeline, **opt
     work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="par-microbatches-"))
     tried = []
     best = None
+    failure = None
     for m in (d for d in range(2, batch + 1) if batch % d == 0):
-        exe = compile(builder(batch // m), workdir=work / f"m{m}", auto_shard=auto_shard,
-                      pipeline=dataclasses.replace(pipeline, microbatches=m), **options)
+        # A count that cannot be planned (nothing fits, interleaving with m
+        # not a multiple of the stages) is not a candidate; the others are.
+        try:
+            exe = compile(builder(batch // m), workdir=work / f"m{m}", auto_shard=auto_shard,
+                          pipeline=dataclasses.replace(pipeline, microbatches=m), **options)
+        except ParError as err:
+            failure = err
+            continue
         found = re.search(r"^\s*predicted step ([0-9.eE+-]+) s", exe.comm_report, re.M)
         if not found:
             raise ParError(f"compile: no predicted step in --auto-shard's report for "
@@ -644,6 +651,8 @@ def _search_microbatches(builder, batch, *, workdir, auto_shard, pipeline, **opt
         tried.append((m, seconds))
         if best is None or seconds < best[1]:
             best = (exe, seconds)
+    if best is None:
+        raise failure
     exe = best[0]
     exe.microbatch_search = tried
     return exe

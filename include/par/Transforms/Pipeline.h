@@ -34,6 +34,9 @@ struct PipelineInfo {
   /// The first model layer of each virtual stage (layers before it belong
   /// to the one before).
   SmallVector<int64_t> firstLayers;
+  /// The user placed the layers (`layers=` or `par.stage` marks) rather
+  /// than leaving them balanced: recorded as `placement = "given"`.
+  bool userPlaced = false;
 
   int64_t chunks() const { return stages * virtualStages; }
   /// The virtual stage of `layer`; `par.stage` marks ops with these.

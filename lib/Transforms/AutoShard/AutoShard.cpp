@@ -42,6 +42,7 @@
 
 #include <limits>
 #include <map>
+#include <set>
 
 namespace mlir::par {
 #define GEN_PASS_DEF_AUTOSHARDPASS
@@ -1549,7 +1550,8 @@ struct AutoShardPass
       auto func = candidate.planned->module->lookupSymbol<func::FuncOp>(name);
       std::optional<PipelineInfo> info =
           func ? getPipeline(func) : std::nullopt;
-      interleave &= info && info->stages > 1 &&
+      // A placement the user gave (layers=, stage marks) is kept.
+      interleave &= info && !info->userPlaced && info->stages > 1 &&
                     int64_t(forwardLayers(func).size()) >= 2 * info->stages &&
                     info->microbatches % info->stages == 0;
     }

@@ -55,6 +55,8 @@ std::optional<PipelineInfo> mlir::par::getPipeline(Operation *func) {
     info.schedule = schedule.getValue().str();
   if (auto v = record.getAs<IntegerAttr>("virtual"))
     info.virtualStages = v.getInt();
+  if (auto placement = record.getAs<StringAttr>("placement"))
+    info.userPlaced = placement.getValue() == "given";
   if (auto first = record.getAs<DenseI64ArrayAttr>("first_layers"))
     info.firstLayers.assign(first.asArrayRef().begin(),
                             first.asArrayRef().end());
@@ -73,6 +75,8 @@ void mlir::par::setPipeline(Operation *func, const PipelineInfo &info) {
   if (info.virtualStages > 1)
     entries.push_back(
         b.getNamedAttr("virtual", b.getI64IntegerAttr(info.virtualStages)));
+  if (info.userPlaced)
+    entries.push_back(b.getNamedAttr("placement", b.getStringAttr("given")));
   func->setAttr(ParDialect::kPipelineAttrName, b.getDictionaryAttr(entries));
 }
 
@@ -701,6 +705,10 @@ LogicalResult PipelinePass::pipeline(func::FuncOp func) {
   info.schedule = schedule;
   info.virtualStages = virtualStages;
   info.firstLayers = *firstLayers;
+  info.userPlaced = !this->layers.empty() ||
+                    llvm::any_of(func.getBody().front(), [](Operation &op) {
+                      return getStage(&op).has_value();
+                    });
   if (schedule == "interleaved" && info.microbatches % *p != 0)
     return func.emitError()
            << "--par-pipeline: the interleaved schedule runs micro-batches "
@@ -994,7 +1002,13 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
     Operation *def = part.getDefiningOp();
     total[part] = widen(part, def, StepMarks::of(def));
   }
+  // The copies go after micro-batch 0's ops and after the conversions
+  // made right after them.
   Operation *last = ordered.back();
+  for (auto &entry : total)
+    if (Operation *def = entry.second.getDefiningOp();
+        def && last->isBeforeInBlock(def))
+      last = def;
   for (int64_t i = 1; i < m; ++i) {
     // The copies read slice i where micro-batch 0 reads slice 0.
     IRMapping map;
