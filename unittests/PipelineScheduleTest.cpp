@@ -49,11 +49,14 @@ void expectComplete(const PipelineInfo &i, const ScheduleTimes &times,
     std::set<std::tuple<int, int64_t, int64_t>> seen;
     for (const PipelineSlot &slot : times.slots[d]) {
       EXPECT_EQ(i.deviceOf(slot.chunk), d);
-      EXPECT_TRUE(seen.insert({int(slot.kind), slot.microbatch, slot.chunk}).second);
+      EXPECT_TRUE(
+          seen.insert({int(slot.kind), slot.microbatch, slot.chunk}).second);
       if (slot.kind != SlotKind::F)
-        EXPECT_TRUE(seen.count({int(SlotKind::F), slot.microbatch, slot.chunk}));
+        EXPECT_TRUE(
+            seen.count({int(SlotKind::F), slot.microbatch, slot.chunk}));
       if (slot.kind == SlotKind::W)
-        EXPECT_TRUE(seen.count({int(SlotKind::B), slot.microbatch, slot.chunk}));
+        EXPECT_TRUE(
+            seen.count({int(SlotKind::B), slot.microbatch, slot.chunk}));
     }
     int64_t kinds = weights ? 3 : 2;
     EXPECT_EQ(int64_t(seen.size()), kinds * i.microbatches * i.virtualStages);
@@ -106,7 +109,8 @@ TEST(PipelineSchedule, ZeroBubbleFillsTheGapsWithWeightGradients) {
       PipelineInfo zb = info("zb-h1", p, m), plain = info("1f1b", p, m);
       ScheduleTimes t = simulateSchedule(zb, uniform(zb, 1.0, 1.0, 1.0));
       expectComplete(zb, t, true);
-      double oneFOneB = simulateSchedule(plain, uniform(plain, 1.0, 2.0)).bubble;
+      double oneFOneB =
+          simulateSchedule(plain, uniform(plain, 1.0, 2.0)).bubble;
       EXPECT_LT(t.bubble, oneFOneB) << "p=" << p << " m=" << m;
       // Qi et al.: (p-1)(F+B-W) / (m(F+B+W)) = (p-1)/(3m) here.
       EXPECT_NEAR(formulaBubble(zb, uniform(zb, 1.0, 1.0, 1.0)),
@@ -125,7 +129,9 @@ TEST(PipelineSchedule, ZeroBubbleHoldsNoMoreThanOneFOneBsPeak) {
     for (int64_t d = 0; d < 4; ++d) {
       int64_t held = 0, most = 0;
       for (const PipelineSlot &slot : t.slots[d]) {
-        held += slot.kind == SlotKind::F ? 1 : slot.kind == SlotKind::W ? -1 : 0;
+        held += slot.kind == SlotKind::F   ? 1
+                : slot.kind == SlotKind::W ? -1
+                                           : 0;
         most = std::max(most, held);
       }
       EXPECT_LE(most, 4) << "device " << d << " m=" << m;

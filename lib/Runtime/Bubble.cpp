@@ -18,13 +18,11 @@ BubbleReplay replayPipeline(const Program &program,
                              std::to_string(classes) + " rank classes");
   for (size_t c = 0; c < classes; ++c)
     if (seconds[c].size() != program.rankClasses[c].instructions.size())
-      throw std::runtime_error("bubble replay: rank class " +
-                               std::to_string(c) + " has " +
-                               std::to_string(seconds[c].size()) +
-                               " times for " +
-                               std::to_string(program.rankClasses[c]
-                                                  .instructions.size()) +
-                               " instructions");
+      throw std::runtime_error(
+          "bubble replay: rank class " + std::to_string(c) + " has " +
+          std::to_string(seconds[c].size()) + " times for " +
+          std::to_string(program.rankClasses[c].instructions.size()) +
+          " instructions");
   BubbleReplay result;
   result.busy.assign(classes, 0.0);
   std::vector<double> clock(classes, 0.0);
@@ -54,10 +52,10 @@ BubbleReplay replayPipeline(const Program &program,
   }
   for (size_t c = 0; c < classes; ++c)
     if (next[c] < program.rankClasses[c].instructions.size())
-      throw std::runtime_error(
-          "bubble replay: rank class " + std::to_string(c) +
-          " waits at instruction " + std::to_string(next[c]) +
-          " for a send that never comes");
+      throw std::runtime_error("bubble replay: rank class " +
+                               std::to_string(c) + " waits at instruction " +
+                               std::to_string(next[c]) +
+                               " for a send that never comes");
   result.makespan = *std::max_element(clock.begin(), clock.end());
   double busiest = *std::max_element(result.busy.begin(), result.busy.end());
   result.bubble = busiest > 0 ? (result.makespan - busiest) / busiest : 0;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <set>
 
 namespace par::rt {
@@ -41,7 +42,8 @@ Executor::Executor(const Program &program, Device &device, Collectives &comm,
   }
   timed_ = program.pipeline.has_value();
   if (timed_)
-    timing_.seconds.assign(class_->instructions.size(), 0.0);
+    timing_.seconds.assign(class_->instructions.size(),
+                           std::numeric_limits<double>::infinity());
   allocated_ = class_->arenaBytes + kGuardBytes;
   size_t alignment = size_t(std::max<int64_t>(program.alignment, 64));
   try {
@@ -208,7 +210,8 @@ void Executor::runStep(int64_t step) {
   // touches of the arena), unless it is the only one.
   bool timing = timed_;
   if (timed_ && ++stepsRun_ == 2) {
-    std::fill(timing_.seconds.begin(), timing_.seconds.end(), 0.0);
+    std::fill(timing_.seconds.begin(), timing_.seconds.end(),
+              std::numeric_limits<double>::infinity());
     timing_.wall = timing_.busy = 0;
     timing_.steps = 0;
   }
@@ -234,7 +237,7 @@ void Executor::runStep(int64_t step) {
     }
     if (timing) {
       double took = seconds(begin, Clock::now());
-      timing_.seconds[i] += took;
+      timing_.seconds[i] = std::min(timing_.seconds[i], took);
       if (inst.op != OpCode::Send && inst.op != OpCode::Recv)
         busy += took;
     }

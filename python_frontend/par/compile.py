@@ -587,17 +587,15 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
     if pipeline:
         if optimizer is None:
             raise ValueError("compile: pipeline= applies to a training step; give optimizer=")
-        if not isinstance(pipeline, Pipeline):
-            text = "" if pipeline is True else str(pipeline)
-            pipeline = None if not text else pipeline
-            option = "--par-pipeline" + (f"={text}" if text else "")
         if isinstance(pipeline, Pipeline):
             if pipeline_stages is not None:
                 pipeline = dataclasses.replace(pipeline, stages=list(pipeline_stages))
             option = pipeline.pass_option()
-        elif pipeline_stages is not None:
-            counts = "layers=" + ",".join(str(int(n)) for n in pipeline_stages)
-            option += (" " if "=" in option else "=") + counts
+        else:
+            option = "--par-pipeline" if pipeline is True else f"--par-pipeline={pipeline}"
+            if pipeline_stages is not None:
+                counts = "layers=" + ",".join(str(int(n)) for n in pipeline_stages)
+                option += (" " if "=" in option else "=") + counts
         args.append(option)
         partition = True
     if auto_shard:

@@ -936,14 +936,16 @@ int runRank(const Options &o, int rank, int size) {
       std::vector<double> rankIdle(all.size(), 0.0);
       for (size_t c = 0; c < classes; ++c) {
         const RankClass &cls = program.rankClasses[c];
+        // Each instruction's shortest time over the class's ranks (the
+        // rank that reached a collective last waited least in it).
         seconds[c].assign(cls.instructions.size(), 0.0);
-        for (int64_t r : cls.ranks) {
+        for (size_t n = 0; n < cls.ranks.size(); ++n) {
+          int64_t r = cls.ranks[n];
           nlohmann::json t = nlohmann::json::parse(all.at(size_t(r)));
-          double steps = std::max(1.0, t["steps"].get<double>());
           double share = 1.0 / double(cls.ranks.size());
           auto times = t["seconds"].get<std::vector<double>>();
           for (size_t i = 0; i < times.size() && i < seconds[c].size(); ++i)
-            seconds[c][i] += times[i] / steps * share;
+            seconds[c][i] = n == 0 ? times[i] : std::min(seconds[c][i], times[i]);
           double busy = t["busy"].get<double>();
           if (busy > 0) {
             double fraction = (t["wall"].get<double>() - busy) / busy;

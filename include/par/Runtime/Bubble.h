@@ -1,4 +1,5 @@
-//===- Bubble.h - A pipelined program's bubble from measured times -*- C++ -*-===//
+//===- Bubble.h - A pipelined program's bubble from measured times -*- C++
+//-*-===//
 //
 // par-run measures a pipeline's bubble two ways. Wall clock: each rank's
 // idle time (its step less the instructions it computes) over its busy

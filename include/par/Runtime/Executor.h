@@ -105,10 +105,11 @@ public:
   const Traffic &lastStepTraffic() const { return traffic_; }
 
   /// A pipelined program's timing on this rank, over the steps after the
-  /// first (the first too when it is the only one): seconds per
-  /// instruction (summed over the steps), and per step on average the
-  /// wall time and the busy time (every instruction but sends and
-  /// receives, which wait for the other stages).
+  /// first (the first too when it is the only one): each instruction's
+  /// shortest time (a step in which the rank waited for a core does not
+  /// count), and per step on average the wall time and the busy time
+  /// (every instruction but sends and receives, which wait for the other
+  /// stages).
   struct SlotTiming {
     std::vector<double> seconds;
     double wall = 0, busy = 0;

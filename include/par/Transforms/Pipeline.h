@@ -1,4 +1,5 @@
-//===- Pipeline.h - Pipeline stages, micro-batches and schedules -*- C++ -*-===//
+//===- Pipeline.h - Pipeline stages, micro-batches and schedules -*- C++
+//-*-===//
 //
 // --par-pipeline gives every op of a training step the stage it runs in
 // (`par.stage`) and, for the forward and backward ops of each micro-batch,
@@ -57,7 +58,6 @@ ArrayRef<StringRef> pipelineSchedules();
 /// gradient of the stage's input), or the rest of the backward pass, the
 /// weight gradients (W, zb-h1 only).
 enum class SlotKind { F, B, W };
-char slotLetter(SlotKind kind);
 
 struct PipelineSlot {
   SlotKind kind = SlotKind::F;

@@ -1473,17 +1473,13 @@ struct AutoShardPass
 
   /// Whether a sharding anywhere in `module` names mesh axis `axis`.
   static bool shardingsName(ModuleOp module, StringRef axis) {
-    bool named = false;
-    module.walk([&](Operation *op) {
-      op->getAttrDictionary().walk([&](ShardingAttr sharding) {
-        for (DimShardingAttr dim : sharding.getDims())
-          for (StringAttr a : dim.getAxes())
-            named |= a.getValue() == axis;
-        for (StringAttr a : sharding.getPartialAxes())
-          named |= a.getValue() == axis;
-      });
-    });
-    return named;
+    return module
+        .walk([&](Operation *op) {
+          return shardingsUseAxis(op->getAttrDictionary(), axis)
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
+        })
+        .wasInterrupted();
   }
 
   /// The pipelined steps of `module` whose schedule is left to

@@ -85,7 +85,7 @@ ArrayRef<StringRef> mlir::par::pipelineSchedules() {
   return names;
 }
 
-char mlir::par::slotLetter(SlotKind kind) { return "FBW"[int(kind)]; }
+static char slotLetter(SlotKind kind) { return "FBW"[int(kind)]; }
 
 double SlotTimes::of(const PipelineSlot &slot) const {
   switch (slot.kind) {
@@ -182,10 +182,10 @@ ScheduleTimes mlir::par::simulateSchedule(const PipelineInfo &info,
       std::optional<PipelineSlot> slot;
       double start = 0;
       bool isW = false;
-      double ready = next[d] < base[d].size() ? readyAt(base[d][next[d]])
-                                              : unknown;
-      bool nextIsF = next[d] < base[d].size() &&
-                     base[d][next[d]].kind == SlotKind::F;
+      double ready =
+          next[d] < base[d].size() ? readyAt(base[d][next[d]]) : unknown;
+      bool nextIsF =
+          next[d] < base[d].size() && base[d][next[d]].kind == SlotKind::F;
       bool mustW = next[d] == base[d].size() || (nextIsF && held[d] >= p);
       bool idle = ready == unknown || ready > clock[d];
       if (!pendingW[d].empty() && (mustW || idle)) {
@@ -219,11 +219,11 @@ ScheduleTimes mlir::par::simulateSchedule(const PipelineInfo &info,
     if (bestSlot.kind == SlotKind::F && zeroBubble)
       ++held[d];
     ++next[d];
-    (bestSlot.kind == SlotKind::F ? endF : endB)[bestSlot.chunk]
-                                                [bestSlot.microbatch] = end;
+    (bestSlot.kind == SlotKind::F ? endF
+                                  : endB)[bestSlot.chunk][bestSlot.microbatch] =
+        end;
     if (bestSlot.kind == SlotKind::B && zeroBubble)
-      pendingW[d].push_back(
-          {SlotKind::W, bestSlot.microbatch, bestSlot.chunk});
+      pendingW[d].push_back({SlotKind::W, bestSlot.microbatch, bestSlot.chunk});
   }
   double busiest = 0;
   for (int64_t d = 0; d < p; ++d) {
@@ -277,7 +277,6 @@ void mlir::par::resolveAutoSchedule(func::FuncOp func, PipelineInfo &info) {
       best = {bubble, trial.schedule};
   }
   info.schedule = best->second;
-  markWeightGradients(func, info);
   setPipeline(func, info);
 }
 
@@ -523,8 +522,7 @@ struct PipelinePass : public par::impl::PipelinePassBase<PipelinePass> {
         schedule != "auto") {
       module.emitError() << "--par-pipeline schedule='" << schedule
                          << "' is not one of "
-                         << llvm::join(pipelineSchedules(), ", ")
-                         << " or auto";
+                         << llvm::join(pipelineSchedules(), ", ") << " or auto";
       return signalPassFailure();
     }
     if (schedule == "interleaved" ? virtualStages < 2 : virtualStages != 1) {
@@ -566,9 +564,8 @@ struct PipelinePass : public par::impl::PipelinePassBase<PipelinePass> {
   }
 
   LogicalResult pipeline(func::FuncOp func);
-  FailureOr<SmallVector<int64_t>> stageLayers(func::FuncOp func,
-                                              ArrayRef<int64_t> layers,
-                                              int64_t p);
+  FailureOr<SmallVector<int64_t>>
+  stageLayers(func::FuncOp func, ArrayRef<int64_t> layers, int64_t p);
   LogicalResult splitMicrobatches(func::FuncOp func, int64_t m);
   /// Accumulate every sum of contributions part by part (the stages are
   /// not known yet: axis=auto).
@@ -637,24 +634,15 @@ LogicalResult PipelinePass::pipeline(func::FuncOp func) {
       p = size;
   }
   if (!p)
-    return mesh.emitError() << "--par-pipeline: the mesh @"
-                            << mesh.getSymName() << " has no axis '" << axis
-                            << "' (axes: " << llvm::join(names, ", ")
-                            << "); name the pipeline axis with axis=NAME";
+    return mesh.emitError()
+           << "--par-pipeline: the mesh @" << mesh.getSymName()
+           << " has no axis '" << axis << "' (axes: " << llvm::join(names, ", ")
+           << "); name the pipeline axis with axis=NAME";
 
   // MPMD: stages hold whole tensors, so nothing may be split over the
   // pipeline axis.
   auto usesAxis = [&](Attribute attrs) {
-    bool uses = false;
-    if (attrs)
-      attrs.walk([&](ShardingAttr sharding) {
-        for (DimShardingAttr dim : sharding.getDims())
-          for (StringAttr a : dim.getAxes())
-            uses |= a.getValue() == axis;
-        for (StringAttr a : sharding.getPartialAxes())
-          uses |= a.getValue() == axis;
-      });
-    return uses;
+    return shardingsUseAxis(attrs, axis);
   };
   for (unsigned i = 0; i < func.getNumArguments(); ++i)
     if (usesAxis(func.getArgAttrDict(i)))
@@ -684,9 +672,9 @@ LogicalResult PipelinePass::pipeline(func::FuncOp func) {
       return func.emitError()
              << "--par-pipeline: the interleaved schedule with virtual="
              << int64_t(virtualStages) << " needs " << chunks
-             << " model chunks (" << *p << " stages on axis '" << axis
-             << "' x " << int64_t(virtualStages) << ") but @"
-             << func.getSymName() << " has " << layers.size()
+             << " model chunks (" << *p << " stages on axis '" << axis << "' x "
+             << int64_t(virtualStages) << ") but @" << func.getSymName()
+             << " has " << layers.size()
              << " layer(s) (ops marked par.layer): each chunk needs one";
     return func.emitError()
            << "--par-pipeline: " << *p << " stages (axis '" << axis
@@ -743,15 +731,15 @@ PipelinePass::stageLayers(func::FuncOp func, ArrayRef<int64_t> layerIds,
       return op.emitError() << "par.stage marks the forward ops of a layer "
                                "(par.layer); this op is not one";
     if (*stage >= p)
-      return op.emitError() << "par.stage = " << *stage << " but the "
-                            << "pipeline axis '" << axis << "' has " << p
-                            << (virtualStages > 1 ? " virtual stages"
-                                                  : " stages");
+      return op.emitError()
+             << "par.stage = " << *stage << " but the "
+             << "pipeline axis '" << axis << "' has " << p
+             << (virtualStages > 1 ? " virtual stages" : " stages");
     auto [it, inserted] = marked.try_emplace(*layer, *stage, &op);
     if (!inserted && it->second.first != *stage)
-      return op.emitError() << "layer " << *layer << " is marked stage "
-                            << *stage << " here and stage "
-                            << it->second.first << " elsewhere";
+      return op.emitError()
+             << "layer " << *layer << " is marked stage " << *stage
+             << " here and stage " << it->second.first << " elsewhere";
   }
   if (!marked.empty() && !counts.empty())
     return func.emitError() << "--par-pipeline layers= and par.stage marks "
@@ -767,10 +755,9 @@ PipelinePass::stageLayers(func::FuncOp func, ArrayRef<int64_t> layerIds,
                                    "layer's forward ops or none";
       auto [stage, op] = it->second;
       if (stage < current)
-        return op->emitError()
-               << "layer " << layer << " is marked stage " << stage
-               << " after a layer in stage " << current
-               << ": stages take consecutive layers in order";
+        return op->emitError() << "layer " << layer << " is marked stage "
+                               << stage << " after a layer in stage " << current
+                               << ": stages take consecutive layers in order";
       if (stage > current + 1)
         return op->emitError() << "layer " << layer << " is marked stage "
                                << stage << ", skipping stage " << current + 1
@@ -780,9 +767,8 @@ PipelinePass::stageLayers(func::FuncOp func, ArrayRef<int64_t> layerIds,
       current = stage;
     }
     if (current != p - 1)
-      return func.emitError() << "the par.stage marks use stages 0-"
-                              << current << " of " << p
-                              << ": every stage needs a layer";
+      return func.emitError() << "the par.stage marks use stages 0-" << current
+                              << " of " << p << ": every stage needs a layer";
     return first;
   }
   if (!counts.empty()) {
@@ -796,8 +782,7 @@ PipelinePass::stageLayers(func::FuncOp func, ArrayRef<int64_t> layerIds,
              << " count(s) summing to " << total << "; it needs " << p
              << " positive counts (one per "
              << (virtualStages > 1 ? "virtual stage" : "stage")
-             << ") summing to the " << n
-             << " layers";
+             << ") summing to the " << n << " layers";
     int64_t at = 0;
     for (int64_t s = 0; s < p; ++s) {
       first[s] = layers[at];
@@ -806,17 +791,6 @@ PipelinePass::stageLayers(func::FuncOp func, ArrayRef<int64_t> layerIds,
     return first;
   }
   return balancedFirstLayers(func, layers, p);
-}
-
-/// The adds between `sum` and its `parts`.
-static void collectSums(Value sum, ArrayRef<Value> parts,
-                        llvm::SmallPtrSetImpl<Operation *> &adds) {
-  auto add = sum.getDefiningOp<AddOp>();
-  if (!add || llvm::is_contained(parts, sum))
-    return;
-  adds.insert(add);
-  collectSums(add.getLhs(), parts, adds);
-  collectSums(add.getRhs(), parts, adds);
 }
 
 LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
@@ -835,9 +809,9 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
     if (!isParameter(func, arg.getArgNumber()) && !arg.use_empty())
       data.push_back(arg);
   if (data.empty())
-    return func.emitError() << "--par-pipeline microbatches=" << m << ": @"
-                            << func.getSymName()
-                            << " has no data argument to split";
+    return func.emitError()
+           << "--par-pipeline microbatches=" << m << ": @" << func.getSymName()
+           << " has no data argument to split";
   b.setInsertionPointToStart(&body);
   SmallVector<Type> argTypes(func.getArgumentTypes());
   llvm::SetVector<Operation *> dependent;
@@ -873,10 +847,9 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
       SmallVector<int64_t> starts(shape.size(), 0), limits(shape);
       starts[0] = i;
       limits[0] = i + 1;
-      auto slice =
-          SliceOp::create(b, arg.getLoc(), sliceType, arg,
-                          b.getDenseI64ArrayAttr(starts),
-                          b.getDenseI64ArrayAttr(limits), DenseI64ArrayAttr());
+      auto slice = SliceOp::create(
+          b, arg.getLoc(), sliceType, arg, b.getDenseI64ArrayAttr(starts),
+          b.getDenseI64ArrayAttr(limits), DenseI64ArrayAttr());
       auto reshape = ReshapeOp::create(b, arg.getLoc(), type, slice);
       for (Operation *op : {slice.getOperation(), reshape.getOperation()}) {
         setPhase(op, Phase::forward);
@@ -885,8 +858,8 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
       dataOf[i].push_back({arg, reshape});
     }
   }
-  func.setType(FunctionType::get(func.getContext(), argTypes,
-                                 func.getResultTypes()));
+  func.setType(
+      FunctionType::get(func.getContext(), argTypes, func.getResultTypes()));
 
   // The forward and backward ops that depend on the data, in order.
   for (Operation &op : body.without_terminator()) {
@@ -928,29 +901,33 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
     Operation *def = v.getDefiningOp();
     return def ? getStage(def) : std::nullopt;
   };
-  std::function<void(Value, bool, SmallVectorImpl<Value> &)> terms =
-      [&](Value v, bool top, SmallVectorImpl<Value> &out) {
+  // The parts of a sum, and the adds between them and it.
+  std::function<void(Value, bool, SmallVectorImpl<Value> &,
+                     SmallVectorImpl<Operation *> &)>
+      terms = [&](Value v, bool top, SmallVectorImpl<Value> &parts,
+                  SmallVectorImpl<Operation *> &adds) {
         auto add = v.getDefiningOp<AddOp>();
-        bool expand =
-            add && dependent.contains(add) &&
-            (top ? llvm::none_of(v.getUsers(),
-                                 [&](Operation *u) {
-                                   return dependent.contains(u);
-                                 })
-                 : v.hasOneUse());
+        bool expand = add && dependent.contains(add) &&
+                      (top ? llvm::none_of(v.getUsers(),
+                                           [&](Operation *u) {
+                                             return dependent.contains(u);
+                                           })
+                           : v.hasOneUse());
         if (!expand) {
-          out.push_back(v);
+          parts.push_back(v);
           return;
         }
-        terms(add.getLhs(), false, out);
-        terms(add.getRhs(), false, out);
+        adds.push_back(add);
+        terms(add.getLhs(), false, parts, adds);
+        terms(add.getRhs(), false, parts, adds);
       };
   DenseMap<Value, SmallVector<Value>> termsOf;
   llvm::SetVector<Value> accumulated;
   llvm::SmallPtrSet<Operation *, 8> sumTree;
   for (Value exit : exits) {
     SmallVector<Value> parts;
-    terms(exit, true, parts);
+    SmallVector<Operation *> adds;
+    terms(exit, true, parts, adds);
     bool split = parts.size() > 1 &&
                  llvm::all_of(parts,
                               [&](Value v) {
@@ -963,7 +940,7 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
     if (!split)
       parts = {exit};
     else
-      collectSums(exit, parts, sumTree);
+      sumTree.insert(adds.begin(), adds.end());
     for (Value part : parts)
       accumulated.insert(part);
     termsOf[exit] = parts;
@@ -991,8 +968,7 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
       return v;
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointAfter(after);
-    auto wide = ConvertOp::create(b, v.getLoc(),
-                                  type.clone(b.getF32Type()), v);
+    auto wide = ConvertOp::create(b, v.getLoc(), type.clone(b.getF32Type()), v);
     marks.stamp(wide);
     accumulation.insert(wide);
     return Value(wide);
@@ -1072,8 +1048,7 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
     exit.replaceUsesWithIf(mean, [&](OpOperand &use) {
       Operation *owner = use.getOwner();
       return !dependent.contains(owner) && !accumulation.contains(owner) &&
-             owner != mean.getDefiningOp() &&
-             owner != scale.getDefiningOp();
+             owner != mean.getDefiningOp() && owner != scale.getDefiningOp();
     });
     for (int64_t param : getGradientOf(def))
       addGradientOf(mean.getDefiningOp(), param);
@@ -1084,9 +1059,8 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
     if (op->use_empty())
       op->erase();
   SmallVector<Operation *> tree(sumTree.begin(), sumTree.end());
-  llvm::sort(tree, [](Operation *x, Operation *y) {
-    return y->isBeforeInBlock(x);
-  });
+  llvm::sort(tree,
+             [](Operation *x, Operation *y) { return y->isBeforeInBlock(x); });
   for (Operation *op : tree)
     if (op->use_empty())
       op->erase();

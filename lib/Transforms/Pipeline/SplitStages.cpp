@@ -115,9 +115,9 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
 
   MeshOp mesh = findMesh(func);
   if (!mesh || mesh.getAxisIndex(info->axis) < 0)
-    return func.emitError() << "@" << func.getSymName()
-                            << " runs on no mesh with its pipeline axis '"
-                            << info->axis << "'";
+    return func.emitError()
+           << "@" << func.getSymName()
+           << " runs on no mesh with its pipeline axis '" << info->axis << "'";
   auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
 
   SmallVector<Operation *> ops;
@@ -165,15 +165,15 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
     std::optional<Phase> phase = getPhase(op);
     double t = never;
     if (std::optional<PipelineSlot> slot = slotOf(op)) {
-      auto it = slotStart.find({int(slot->kind), slot->microbatch, slot->chunk});
+      auto it =
+          slotStart.find({int(slot->kind), slot->microbatch, slot->chunk});
       if (it == slotStart.end())
         return op->emitError()
                << "--par-schedule: no slot " << slotLabel(*slot, *info)
                << " in the " << info->schedule << " schedule of @"
                << func.getSymName();
       t = it->second;
-    }
-    else if (!phase || *phase != Phase::optimizer)
+    } else if (!phase || *phase != Phase::optimizer)
       for (Operation *user : op->getUsers())
         if (user != terminator)
           t = std::min(t, slotTime.lookup(user));
@@ -189,8 +189,7 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
   }
   // Ties keep the block's (topological) order.
   SmallVector<Operation *> order(ops);
-  std::stable_sort(order.begin(), order.end(), [&](Operation *a,
-                                                   Operation *b) {
+  std::stable_sort(order.begin(), order.end(), [&](Operation *a, Operation *b) {
     return time[a] < time[b];
   });
 
@@ -201,9 +200,7 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
       return argStage[arg.getArgNumber()];
     return chunkOf(value.getDefiningOp());
   };
-  auto homeOf = [&](Value value) {
-    return info->deviceOf(homeChunkOf(value));
-  };
+  auto homeOf = [&](Value value) { return info->deviceOf(homeChunkOf(value)); };
   // The stage each result is returned from: the one that holds the
   // argument it replaces, else the one that makes it.
   SmallVector<int64_t> resultStage;
@@ -219,26 +216,27 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
   SmallVector<size_t> receivedAtEnd;
   std::function<void(Value, int64_t, int64_t, Operation *)> need =
       [&](Value value, int64_t stage, int64_t chunk, Operation *reader) {
-    Operation *def = value.getDefiningOp();
-    if (def && isa<ConstantOp>(def))
-      return;
-    int64_t home = homeOf(value);
-    if (home == stage)
-      return;
-    // A broadcast is made again where it is read, from its operand.
-    if (auto broadcast = dyn_cast_or_null<BroadcastOp>(def); broadcast && reader)
-      return need(broadcast.getInput(), stage, chunk, reader);
-    auto key = std::make_pair(value.getAsOpaquePointer(), stage);
-    if (transferOf.count(key))
-      return;
-    transferOf[key] = transfers.size();
-    if (reader)
-      receivedBefore[reader].push_back(transfers.size());
-    else
-      receivedAtEnd.push_back(transfers.size());
-    transfers.push_back({value, home, stage, homeChunkOf(value), chunk,
-                         int64_t(transfers.size())});
-  };
+        Operation *def = value.getDefiningOp();
+        if (def && isa<ConstantOp>(def))
+          return;
+        int64_t home = homeOf(value);
+        if (home == stage)
+          return;
+        // A broadcast is made again where it is read, from its operand.
+        if (auto broadcast = dyn_cast_or_null<BroadcastOp>(def);
+            broadcast && reader)
+          return need(broadcast.getInput(), stage, chunk, reader);
+        auto key = std::make_pair(value.getAsOpaquePointer(), stage);
+        if (transferOf.count(key))
+          return;
+        transferOf[key] = transfers.size();
+        if (reader)
+          receivedBefore[reader].push_back(transfers.size());
+        else
+          receivedAtEnd.push_back(transfers.size());
+        transfers.push_back({value, home, stage, homeChunkOf(value), chunk,
+                             int64_t(transfers.size())});
+      };
   for (Operation *op : order)
     for (Value operand : op->getOperands())
       need(operand, stageOf(op), chunkOf(op), op);
@@ -383,9 +381,8 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
     } else {
       const Transfer &t = transfers[entry.transfer];
       if (entry.kind == Entry::Send) {
-        made = SendOp::create(b, t.value.getLoc(),
-                              maps[s].lookup(t.value), meshRef, axis,
-                              b.getI64IntegerAttr(t.to),
+        made = SendOp::create(b, t.value.getLoc(), maps[s].lookup(t.value),
+                              meshRef, axis, b.getI64IntegerAttr(t.to),
                               b.getI64IntegerAttr(t.channel));
         made->setAttr(ParDialect::kMatchedAttrName,
                       b.getI64IntegerAttr(recvOrder[entry.transfer]));

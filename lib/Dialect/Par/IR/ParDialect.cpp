@@ -629,6 +629,19 @@ void mlir::par::setResultSharding(Operation *op, unsigned resultIdx,
               ArrayAttr::get(op->getContext(), list));
 }
 
+bool mlir::par::shardingsUseAxis(Attribute attrs, StringRef axis) {
+  bool uses = false;
+  if (attrs)
+    attrs.walk([&](ShardingAttr sharding) {
+      for (DimShardingAttr dim : sharding.getDims())
+        for (StringAttr a : dim.getAxes())
+          uses |= a.getValue() == axis;
+      for (StringAttr a : sharding.getPartialAxes())
+        uses |= a.getValue() == axis;
+    });
+  return uses;
+}
+
 SmallVector<int64_t> mlir::par::getUnnamedAxes(MeshOp mesh) {
   if (auto unnamed = mesh->getAttrOfType<DenseI64ArrayAttr>(
           ParDialect::kUnnamedAxesAttrName))

@@ -33,6 +33,10 @@ MeshOp lookupMesh(Operation *from, FlatSymbolRefAttr mesh);
 /// null when neither tells.
 MeshOp findMesh(FunctionOpInterface func);
 
+/// Whether a sharding anywhere in `attrs` (an attribute, a dictionary or an
+/// op's attributes) splits a dim or a partial sum over mesh axis `axis`.
+bool shardingsUseAxis(Attribute attrs, StringRef axis);
+
 /// The axes of `mesh` that par named by position (`par.unnamed_axes`, by
 /// index), and setting them (none: the attribute goes).
 SmallVector<int64_t> getUnnamedAxes(MeshOp mesh);
