@@ -389,6 +389,11 @@ def PipelinePass : Pass<"par-pipeline", "::mlir::ModuleOp"> {
            "microbatches=)">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"0",
            "micro-batches per step (default: the number of stages)">,
+    Option<"divideBatch", "divide-batch", "bool", /*default=*/"false",
+           "the step is written at its whole batch: divide each data "
+           "argument's batch (first) dimension into the micro-batches "
+           "(default: the step is written at one micro-batch and reads m "
+           "of them)">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
            "gpipe, 1f1b, interleaved, zb-h1, or auto (--auto-shard's "
            "choice by each schedule's checked plan; else the smallest "

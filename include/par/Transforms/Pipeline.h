@@ -38,6 +38,9 @@ struct PipelineInfo {
   /// The user placed the layers (`layers=` or `par.stage` marks) rather
   /// than leaving them balanced: recorded as `placement = "given"`.
   bool userPlaced = false;
+  /// The step was written at its whole batch, divided into the
+  /// micro-batches (`divide-batch`): recorded as `batch = "divided"`.
+  bool dividedBatch = false;
 
   int64_t chunks() const { return stages * virtualStages; }
   /// The virtual stage of `layer`; `par.stage` marks ops with these.
@@ -48,6 +51,15 @@ struct PipelineInfo {
 };
 
 std::optional<PipelineInfo> getPipeline(Operation *func);
+
+/// Rewrites a training step written at the whole batch of a step to one
+/// micro-batch of m: the batch dimension of each data argument and of every
+/// value the ops' sharding rules carry it to is divided by m, and what
+/// leaves the forward and backward passes becomes a micro-batch's share of
+/// the step (means over the batch scaled by 1/m), so that the shares of the
+/// m micro-batches add up to the step. Errors name an op that needs the
+/// whole batch at once (DivideBatch.cpp).
+LogicalResult divideBatch(func::FuncOp func, int64_t m);
 void setPipeline(Operation *func, const PipelineInfo &info);
 
 /// The schedules --par-pipeline knows, and whether `schedule` is one.

@@ -57,6 +57,8 @@ std::optional<PipelineInfo> mlir::par::getPipeline(Operation *func) {
     info.virtualStages = v.getInt();
   if (auto placement = record.getAs<StringAttr>("placement"))
     info.userPlaced = placement.getValue() == "given";
+  if (auto batch = record.getAs<StringAttr>("batch"))
+    info.dividedBatch = batch.getValue() == "divided";
   if (auto first = record.getAs<DenseI64ArrayAttr>("first_layers"))
     info.firstLayers.assign(first.asArrayRef().begin(),
                             first.asArrayRef().end());
@@ -77,6 +79,8 @@ void mlir::par::setPipeline(Operation *func, const PipelineInfo &info) {
         b.getNamedAttr("virtual", b.getI64IntegerAttr(info.virtualStages)));
   if (info.userPlaced)
     entries.push_back(b.getNamedAttr("placement", b.getStringAttr("given")));
+  if (info.dividedBatch)
+    entries.push_back(b.getNamedAttr("batch", b.getStringAttr("divided")));
   func->setAttr(ParDialect::kPipelineAttrName, b.getDictionaryAttr(entries));
 }
 
@@ -566,7 +570,10 @@ struct PipelinePass : public par::impl::PipelinePassBase<PipelinePass> {
   LogicalResult pipeline(func::FuncOp func);
   FailureOr<SmallVector<int64_t>>
   stageLayers(func::FuncOp func, ArrayRef<int64_t> layers, int64_t p);
-  LogicalResult splitMicrobatches(func::FuncOp func, int64_t m);
+  /// The micro-batches of `info` (their shares summed where the batch was
+  /// divided, else averaged).
+  LogicalResult microbatch(func::FuncOp func, const PipelineInfo &info);
+  LogicalResult splitMicrobatches(func::FuncOp func, int64_t m, bool sum);
   /// Accumulate every sum of contributions part by part (the stages are
   /// not known yet: axis=auto).
   bool splitAllSums = false;
@@ -609,8 +616,9 @@ LogicalResult PipelinePass::pipeline(func::FuncOp func) {
     info.microbatches = microbatches;
     info.schedule = schedule;
     info.virtualStages = virtualStages;
+    info.dividedBatch = divideBatch;
     splitAllSums = true;
-    if (failed(splitMicrobatches(func, info.microbatches)))
+    if (failed(microbatch(func, info)))
       return failure();
     setPipeline(func, info);
     return success();
@@ -693,6 +701,7 @@ LogicalResult PipelinePass::pipeline(func::FuncOp func) {
   info.schedule = schedule;
   info.virtualStages = virtualStages;
   info.firstLayers = *firstLayers;
+  info.dividedBatch = divideBatch;
   info.userPlaced = !this->layers.empty() ||
                     llvm::any_of(func.getBody().front(), [](Operation &op) {
                       return getStage(&op).has_value();
@@ -707,7 +716,7 @@ LogicalResult PipelinePass::pipeline(func::FuncOp func) {
   // accumulation can tell which contributions to a gradient come from
   // different stages; then the ops the split made.
   assignStages(func, info);
-  if (failed(splitMicrobatches(func, info.microbatches)))
+  if (failed(microbatch(func, info)))
     return failure();
   assignStages(func, info);
   setPipeline(func, info);
@@ -793,7 +802,16 @@ PipelinePass::stageLayers(func::FuncOp func, ArrayRef<int64_t> layerIds,
   return balancedFirstLayers(func, layers, p);
 }
 
-LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
+LogicalResult PipelinePass::microbatch(func::FuncOp func,
+                                       const PipelineInfo &info) {
+  if (info.dividedBatch &&
+      failed(mlir::par::divideBatch(func, info.microbatches)))
+    return failure();
+  return splitMicrobatches(func, info.microbatches, info.dividedBatch);
+}
+
+LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m,
+                                              bool sum) {
   if (m == 1)
     return success();
   Block &body = func.getBody().front();
@@ -1029,18 +1047,24 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
       if (last->isBeforeInBlock(total[part].getDefiningOp()))
         last = total[part].getDefiningOp();
     b.setInsertionPointAfter(last);
-    Value sum = total[parts.front()];
+    Value added = total[parts.front()];
     for (Value part : parts.drop_front()) {
-      auto add = AddOp::create(b, exit.getLoc(), sum, total[part]);
+      auto add = AddOp::create(b, exit.getLoc(), added, total[part]);
       marks.stamp(add);
       accumulation.insert(add);
-      sum = add;
+      added = add;
     }
-    auto type = cast<RankedTensorType>(sum.getType());
-    Value scale = splatConstant(b, exit.getLoc(), type, 1.0 / double(m));
-    Value mean = MulOp::create(b, exit.getLoc(), sum, scale);
-    for (Operation *op : {scale.getDefiningOp(), mean.getDefiningOp()})
-      marks.stamp(op);
+    // Shares of a divided batch add up; micro-batches' means average.
+    Value mean = added;
+    Operation *scale = nullptr;
+    if (!sum) {
+      auto type = cast<RankedTensorType>(added.getType());
+      Value factor = splatConstant(b, exit.getLoc(), type, 1.0 / double(m));
+      mean = MulOp::create(b, exit.getLoc(), added, factor);
+      scale = factor.getDefiningOp();
+      for (Operation *op : {scale, mean.getDefiningOp()})
+        marks.stamp(op);
+    }
     if (mean.getType() != exit.getType()) {
       mean = ConvertOp::create(b, exit.getLoc(), exit.getType(), mean);
       marks.stamp(mean.getDefiningOp());
@@ -1048,7 +1072,7 @@ LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m) {
     exit.replaceUsesWithIf(mean, [&](OpOperand &use) {
       Operation *owner = use.getOwner();
       return !dependent.contains(owner) && !accumulation.contains(owner) &&
-             owner != mean.getDefiningOp() && owner != scale.getDefiningOp();
+             owner != mean.getDefiningOp() && owner != scale;
     });
     for (int64_t param : getGradientOf(def))
       addGradientOf(mean.getDefiningOp(), param);
