@@ -1,0 +1,112 @@
+// RUN: par-opt %s -split-input-file -verify-diagnostics --par-pipeline="microbatches=2 divide-batch"
+
+// Steps written with their phase marks by hand. A divided batch's
+// micro-batches must each make a share of the step that adds up to it.
+
+// The micro-batches must divide the batch.
+par.mesh @mesh <["pp"=2]>
+// expected-error @+1 {{--par-pipeline: microbatches=2 does not divide the batch of 3 rows (data argument #0, 'tensor<3x8xf32>')}}
+func.func @odd(%x: tensor<3x8xf32> {par.role = "data"}, %w1: tensor<8x8xf32>, %w2: tensor<8x8xf32>) -> tensor<f32> {
+  %h = par.dot %x, %w1 contract [1] x [0] {par.layer = 0, par.phase = #par.phase<forward>} : (tensor<3x8xf32>, tensor<8x8xf32>) -> tensor<3x8xf32>
+  %y = par.dot %h, %w2 contract [1] x [0] {par.layer = 1, par.phase = #par.phase<forward>} : (tensor<3x8xf32>, tensor<8x8xf32>) -> tensor<3x8xf32>
+  %l = par.reduce mean %y dims [0, 1] {par.phase = #par.phase<forward>} : (tensor<3x8xf32>) -> tensor<f32>
+  %g = par.neg %y {par.phase = #par.phase<backward>} : tensor<3x8xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Data arguments disagree on the batch.
+par.mesh @mesh <["pp"=2]>
+// expected-error @+1 {{--par-pipeline divide-batch: data argument #1 has 2 rows but argument #0 has 4: the data arguments' first dimensions are the batch}}
+func.func @rows(%x: tensor<4x8xf32> {par.role = "data"}, %t: tensor<2x8xf32> {par.role = "data"}, %w1: tensor<8x8xf32>, %w2: tensor<8x8xf32>) -> tensor<f32> {
+  %h = par.dot %x, %w1 contract [1] x [0] {par.layer = 0, par.phase = #par.phase<forward>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %y = par.dot %t, %w2 contract [1] x [0] {par.layer = 1, par.phase = #par.phase<forward>} : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %l = par.reduce mean %y dims [0, 1] {par.phase = #par.phase<forward>} : (tensor<2x8xf32>) -> tensor<f32>
+  %g = par.neg %h {par.phase = #par.phase<backward>} : tensor<4x8xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A max over the batch does not add up.
+par.mesh @mesh <["pp"=2]>
+func.func @max(%x: tensor<4x8xf32> {par.role = "data"}, %w1: tensor<8x8xf32>, %w2: tensor<8x8xf32>) -> tensor<f32> {
+  %h = par.dot %x, %w1 contract [1] x [0] {par.layer = 0, par.phase = #par.phase<forward>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %y = par.dot %h, %w2 contract [1] x [0] {par.layer = 1, par.phase = #par.phase<forward>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  // expected-error @+1 {{--par-pipeline divide-batch: 'par.reduce' reduces over the batch with max (only sums and means add up), so the step cannot be divided into micro-batches whose shares add up to it}}
+  %l = par.reduce max %y dims [0, 1] {par.phase = #par.phase<forward>} : (tensor<4x8xf32>) -> tensor<f32>
+  %g = par.neg %y {par.phase = #par.phase<backward>} : tensor<4x8xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A share squared is not the square's share.
+par.mesh @mesh <["pp"=2]>
+func.func @square(%x: tensor<4x8xf32> {par.role = "data"}, %w1: tensor<8x8xf32>, %w2: tensor<8x8xf32>) -> tensor<f32> {
+  %h = par.dot %x, %w1 contract [1] x [0] {par.layer = 0, par.phase = #par.phase<forward>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %y = par.dot %h, %w2 contract [1] x [0] {par.layer = 1, par.phase = #par.phase<forward>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %m = par.reduce mean %y dims [0, 1] {par.phase = #par.phase<forward>} : (tensor<4x8xf32>) -> tensor<f32>
+  // expected-error @+1 {{--par-pipeline divide-batch: 'par.mul' reads the result of 'par.reduce', a share of a sum over the batch, and is not linear in it}}
+  %l = par.mul %m, %m {par.phase = #par.phase<forward>} : tensor<f32>
+  %g = par.neg %y {par.phase = #par.phase<backward>} : tensor<4x8xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A statistic over the batch spread back over it (batch normalization).
+par.mesh @mesh <["pp"=2]>
+func.func @spread(%x: tensor<4x8xf32> {par.role = "data"}, %w1: tensor<8x8xf32>, %w2: tensor<8x8xf32>) -> tensor<f32> {
+  %h = par.dot %x, %w1 contract [1] x [0] {par.layer = 0, par.phase = #par.phase<forward>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %mu = par.reduce mean %h dims [0] {par.layer = 0, par.phase = #par.phase<forward>} : (tensor<4x8xf32>) -> tensor<8xf32>
+  // expected-error @+1 {{--par-pipeline divide-batch: 'par.broadcast' spreads the result of 'par.reduce', a share of a sum over the batch, back over the batch}}
+  %b = par.broadcast %mu dims [1] {par.layer = 0, par.phase = #par.phase<forward>} : (tensor<8xf32>) -> tensor<4x8xf32>
+  %c = par.sub %h, %b {par.layer = 0, par.phase = #par.phase<forward>} : tensor<4x8xf32>
+  %y = par.dot %c, %w2 contract [1] x [0] {par.layer = 1, par.phase = #par.phase<forward>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %l = par.reduce mean %y dims [0, 1] {par.phase = #par.phase<forward>} : (tensor<4x8xf32>) -> tensor<f32>
+  %g = par.neg %y {par.phase = #par.phase<backward>} : tensor<4x8xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A per-row value cannot leave the passes.
+par.mesh @mesh <["pp"=2]>
+func.func @rows_out(%x: tensor<4x8xf32> {par.role = "data"}, %w1: tensor<8x8xf32>, %w2: tensor<8x8xf32>) -> (tensor<f32>, tensor<4x8xf32>) {
+  %h = par.dot %x, %w1 contract [1] x [0] {par.layer = 0, par.phase = #par.phase<forward>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %y = par.dot %h, %w2 contract [1] x [0] {par.layer = 1, par.phase = #par.phase<forward>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %l = par.reduce mean %y dims [0, 1] {par.phase = #par.phase<forward>} : (tensor<4x8xf32>) -> tensor<f32>
+  %g = par.neg %y {par.phase = #par.phase<backward>} : tensor<4x8xf32>
+  // expected-error @+1 {{--par-pipeline divide-batch: 'func.return' reads a value with the batch dimension outside the forward and backward passes; only sums and means over the batch can be accumulated over micro-batches}}
+  return %l, %y : tensor<f32>, tensor<4x8xf32>
+}
+
+// -----
+
+// A softmax over the batch needs every row at once.
+par.mesh @mesh <["pp"=2]>
+func.func @softmax(%x: tensor<4x8xf32> {par.role = "data"}, %w1: tensor<8x8xf32>, %w2: tensor<8x8xf32>) -> tensor<f32> {
+  %h = par.dot %x, %w1 contract [1] x [0] {par.layer = 0, par.phase = #par.phase<forward>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  // expected-error @+1 {{--par-pipeline divide-batch: 'par.softmax' needs every row of the batch at once (its sharding rule cannot split the batch), so the step cannot run in micro-batches}}
+  %s = par.softmax %h dim 0 {par.layer = 0, par.phase = #par.phase<forward>} : tensor<4x8xf32>
+  %y = par.dot %s, %w2 contract [1] x [0] {par.layer = 1, par.phase = #par.phase<forward>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %l = par.reduce mean %y dims [0, 1] {par.phase = #par.phase<forward>} : (tensor<4x8xf32>) -> tensor<f32>
+  %g = par.neg %y {par.phase = #par.phase<backward>} : tensor<4x8xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A slice of some rows.
+par.mesh @mesh <["pp"=2]>
+func.func @rows_slice(%x: tensor<4x8xf32> {par.role = "data"}, %w1: tensor<8x8xf32>, %w2: tensor<8x8xf32>) -> tensor<f32> {
+  %h = par.dot %x, %w1 contract [1] x [0] {par.layer = 0, par.phase = #par.phase<forward>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  // expected-error @+1 {{needs every row of the batch at once}}
+  %s = par.slice %h starts [0, 0] limits [2, 8] {par.layer = 0, par.phase = #par.phase<forward>} : (tensor<4x8xf32>) -> tensor<2x8xf32>
+  %y = par.dot %s, %w2 contract [1] x [0] {par.layer = 1, par.phase = #par.phase<forward>} : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %l = par.reduce mean %y dims [0, 1] {par.phase = #par.phase<forward>} : (tensor<2x8xf32>) -> tensor<f32>
+  %g = par.neg %y {par.phase = #par.phase<backward>} : tensor<2x8xf32>
+  return %l : tensor<f32>
+}
