@@ -83,6 +83,10 @@ def AutoShardPass : Pass<"auto-shard", "::mlir::ModuleOp"> {
     Option<"memory", "memory", "std::string", /*default=*/"\"\"",
            "Per-device memory limit (40GiB, 80GB, bytes); default the "
            "profile's memory_bytes">,
+    Option<"pipeline", "pipeline", "std::string", /*default=*/"\"auto\"",
+           "auto: a training step that --par-pipeline left alone may be "
+           "pipelined, its stages on a mesh axis and its batch divided "
+           "into micro-batches, where that plan wins; off: never">,
   ];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }

@@ -60,6 +60,13 @@ std::optional<PipelineInfo> getPipeline(Operation *func);
 /// m micro-batches add up to the step. Errors name an op that needs the
 /// whole batch at once (DivideBatch.cpp).
 LogicalResult divideBatch(func::FuncOp func, int64_t m);
+
+/// What `--par-pipeline="axis=auto microbatches=m"` does to a step: its
+/// micro-batches (`info.microbatches`, the batch divided when
+/// `info.dividedBatch`), each sum of contributions accumulated part by
+/// part, and the record with axis auto; placeStages puts the stages on an
+/// axis. --auto-shard runs it on its copies of a step it pipelines itself.
+LogicalResult microbatchForAutoShard(func::FuncOp func, PipelineInfo info);
 void setPipeline(Operation *func, const PipelineInfo &info);
 
 /// The schedules --par-pipeline knows, and whether `schedule` is one.

@@ -445,16 +445,59 @@ void Planner::cluster() {
   // the gradients) is known by its place in its layer: the k-th op of
   // layer 5 copies the k-th op of layer 4 when both read the same places
   // of their layers (or of the layers at the same distance).
-  llvm::DenseMap<int64_t, int64_t> counts;
+  // A pipelined step's micro-batches are copies of the first: its k-th op
+  // is the k-th op of every other micro-batch, leaving out what
+  // accumulates their gradients (what reads another micro-batch's value,
+  // and what reads that), which the first has no counterpart of.
+  llvm::DenseSet<Operation *> accumulation;
+  std::map<int64_t, SmallVector<int32_t>> byMicrobatch;
+  for (auto [n, node] : llvm::enumerate(nodes)) {
+    if (!node.op)
+      continue;
+    std::optional<int64_t> microbatch = getMicrobatch(node.op);
+    if (!microbatch)
+      continue;
+    if (llvm::any_of(node.op->getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          std::optional<int64_t> from =
+              def ? getMicrobatch(def) : std::nullopt;
+          return (from && *from != *microbatch) || accumulation.contains(def);
+        })) {
+      accumulation.insert(node.op);
+      continue;
+    }
+    byMicrobatch[*microbatch].push_back(int32_t(n));
+  }
+  llvm::DenseMap<int32_t, int32_t> counterpart;
+  for (auto &[microbatch, copies] : byMicrobatch) {
+    ArrayRef<int32_t> first = byMicrobatch[0];
+    if (microbatch == 0 || copies.size() != first.size())
+      continue;
+    for (auto [mine, theirs] : llvm::zip(copies, first))
+      if (nodes[mine].op->getName() == nodes[theirs].op->getName() &&
+          nodes[mine].op->getResultTypes() == nodes[theirs].op->getResultTypes())
+        counterpart[mine] = theirs;
+  }
+  // Places count within a layer's ops of one micro-batch (or outside
+  // them), and the stage and micro-batch marks do not tell copies apart.
+  std::map<std::pair<int64_t, int64_t>, int64_t> counts;
   llvm::DenseMap<Operation *, int64_t> place;
   for (Node &node : nodes)
-    if (node.op)
+    if (node.op && !accumulation.contains(node.op))
       if (std::optional<int64_t> layer = getLayer(node.op))
-        place[node.op] = counts[*layer]++;
+        place[node.op] =
+            counts[{*layer, getMicrobatch(node.op).value_or(-1)}]++;
   llvm::StringMap<int32_t> seen;
   for (auto [n, node] : llvm::enumerate(nodes)) {
     if (!node.op)
       continue;
+    // A later micro-batch's op is a copy of its first micro-batch's.
+    if (auto it = counterpart.find(int32_t(n));
+        it != counterpart.end() && nodes[it->second].rep >= 0) {
+      node.rep = nodes[it->second].rep;
+      ++nodes[node.rep].copies;
+      continue;
+    }
     std::string signature;
     llvm::raw_string_ostream os(signature);
     std::optional<int64_t> layer = getLayer(node.op);
@@ -466,7 +509,8 @@ void Planner::cluster() {
     for (NamedAttribute attr : node.op->getAttrs())
       if (!llvm::is_contained(
               {ParDialect::kLayerAttrName, ParDialect::kGradientOfAttrName,
-               ParDialect::kCopyOfAttrName, ParDialect::kViewOfAttrName},
+               ParDialect::kCopyOfAttrName, ParDialect::kViewOfAttrName,
+               ParDialect::kStageAttrName, ParDialect::kMicrobatchAttrName},
               attr.getName().getValue()))
         os << " " << attr.getName().getValue() << "=" << attr.getValue();
     for (Type type : node.op->getResultTypes())
@@ -511,7 +555,8 @@ void Planner::cluster() {
     if (!inserted) {
       const Node &other = nodes[it->second];
       std::optional<int64_t> otherLayer = getLayer(other.op);
-      bool copy = layer && otherLayer && *layer != *otherLayer;
+      bool copy = (layer && otherLayer && *layer != *otherLayer) ||
+                  getMicrobatch(node.op) != getMicrobatch(other.op);
       for (auto [mine, theirs] : llvm::zip(node.inputs, other.inputs))
         copy |= mine >= 0 && theirs >= 0 &&
                 tensors[mine].node != tensors[theirs].node;
@@ -1299,6 +1344,9 @@ struct Candidate {
   std::string schedule;
   /// The axis of the pipeline stages, when a step is pipelined.
   std::optional<int32_t> pipelineAxis;
+  /// The micro-batches of a step this plan pipelines itself (its batch
+  /// divided into them); 0 when the step's pipeline, if any, was given.
+  int64_t microbatches = 0;
   /// Each schedule checked for schedule=auto: its step seconds and bytes
   /// per device (none when it did not partition).
   SmallVector<std::tuple<std::string, double, int64_t>> scheduleTrials;
@@ -1324,6 +1372,8 @@ struct Candidate {
       text = "replicated";
     return text + (zero ? " zero=" + std::to_string(zero) : "") +
            (remat ? " remat=auto" : "") +
+           (microbatches ? " microbatches=" + std::to_string(microbatches)
+                         : "") +
            (schedule.empty() ? "" : " schedule=" + schedule);
   }
 };
@@ -1469,6 +1519,52 @@ struct AutoShardPass
         return failure();
     }
     return success();
+  }
+
+  /// The training step --auto-shard may pipeline itself (pipeline=auto):
+  /// the module's only training step, not pipelined by --par-pipeline,
+  /// with two or more layers and data arguments that share a batch.
+  struct OpenStep {
+    std::string name;
+    int64_t layers = 0;
+    int64_t batch = 0;
+  };
+  static std::optional<OpenStep> openPipelineStep(ModuleOp module) {
+    std::optional<OpenStep> found;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (!isTrainingStep(func))
+        continue;
+      if (found || getPipeline(func))
+        return std::nullopt;
+      OpenStep step{func.getSymName().str(),
+                    int64_t(forwardLayers(func).size()), 0};
+      for (BlockArgument arg : func.getArguments()) {
+        if (isParameter(func, arg.getArgNumber()) || arg.use_empty())
+          continue;
+        auto type = dyn_cast<RankedTensorType>(arg.getType());
+        if (!type || !type.hasStaticShape() || type.getRank() == 0 ||
+            (step.batch && step.batch != type.getDimSize(0)))
+          return std::nullopt;
+        step.batch = type.getDimSize(0);
+      }
+      if (step.layers < 2 || step.batch < 2)
+        return std::nullopt;
+      found = step;
+    }
+    return found;
+  }
+
+  /// The micro-batch counts tried for p stages over a batch of `batch`
+  /// rows: the two smallest divisors of the batch that are at least p
+  /// (fewer micro-batches than stages leaves a stage idle; more shrink
+  /// the bubble, (p-1)/m, at the price of smaller, less efficient pieces,
+  /// which the check of each plan weighs).
+  static SmallVector<int64_t> microbatchChoices(int64_t batch, int64_t p) {
+    SmallVector<int64_t> choices;
+    for (int64_t m = p; m <= batch && choices.size() < 2; ++m)
+      if (batch % m == 0)
+        choices.push_back(m);
+    return choices;
   }
 
   /// Whether a sharding anywhere in `module` names mesh axis `axis`.
@@ -1677,15 +1773,38 @@ struct AutoShardPass
           namedPipelineAxis = int32_t(mesh.getAxisIndex(info->axis));
         }
       }
-    SmallVector<std::optional<int32_t>> pipelineChoices;
+    // The pipelines a plan may have: the step's own (or none), or with
+    // axis=auto the stages on each axis that can hold them; with
+    // pipeline=auto and no --par-pipeline, also the step's stages on each
+    // such axis, its batch divided into micro-batches (microbatches > 0).
+    struct PipelineChoice {
+      std::optional<int32_t> axis;
+      int64_t microbatches = 0;
+    };
+    auto canHoldStages = [&](int64_t a, int64_t size, int64_t chunks) {
+      StringRef name = cast<StringAttr>(mesh.getAxisNames()[a]).getValue();
+      return size > 1 && size <= chunks && !shardingsName(module, name);
+    };
+    SmallVector<PipelineChoice> pipelineChoices;
+    std::optional<OpenStep> openStep;
     if (autoAxisSteps.empty()) {
-      pipelineChoices.push_back(namedPipelineAxis);
-    } else {
-      for (auto [a, size] : llvm::enumerate(mesh.getAxisSizes())) {
-        StringRef name = cast<StringAttr>(mesh.getAxisNames()[a]).getValue();
-        if (size > 1 && size <= fewestChunks && !shardingsName(module, name))
-          pipelineChoices.push_back(int32_t(a));
+      pipelineChoices.push_back({namedPipelineAxis, 0});
+      if (pipeline != "auto" && pipeline != "off") {
+        module.emitError() << "--auto-shard: pipeline='" << pipeline
+                           << "' is not auto or off";
+        return signalPassFailure();
       }
+      if (pipeline == "auto" && !namedPipelineAxis)
+        openStep = openPipelineStep(module);
+      if (openStep)
+        for (auto [a, size] : llvm::enumerate(mesh.getAxisSizes()))
+          if (canHoldStages(a, size, openStep->layers))
+            for (int64_t m : microbatchChoices(openStep->batch, size))
+              pipelineChoices.push_back({int32_t(a), m});
+    } else {
+      for (auto [a, size] : llvm::enumerate(mesh.getAxisSizes()))
+        if (canHoldStages(a, size, fewestChunks))
+          pipelineChoices.push_back({int32_t(a), 0});
       if (pipelineChoices.empty()) {
         module.emitError()
             << "--auto-shard: no mesh axis can hold the pipeline stages of @"
@@ -1697,7 +1816,8 @@ struct AutoShardPass
       }
     }
     std::vector<Candidate> plans;
-    for (std::optional<int32_t> pipelineAxis : pipelineChoices) {
+    for (const PipelineChoice &choice : pipelineChoices) {
+      std::optional<int32_t> pipelineAxis = choice.axis;
       SmallVector<int32_t> splitAxes;
       for (auto [a, size] : llvm::enumerate(mesh.getAxisSizes()))
         if (size > 1 && int32_t(a) != pipelineAxis)
@@ -1705,10 +1825,14 @@ struct AutoShardPass
       Candidate free;
       free.uses.assign(mesh.getNumAxes(), AxisUse::Free);
       free.pipelineAxis = pipelineAxis;
+      free.microbatches = choice.microbatches;
       if (pipelineAxis)
         free.uses[*pipelineAxis] = AxisUse::Pipeline;
       plans.push_back(free);
-      if (splitAxes.size() <= 4)
+      // A pipeline of --auto-shard's own is planned free only (the integer
+      // program chooses the other axes' roles), which keeps the search to
+      // one plan per axis and micro-batch count.
+      if (splitAxes.size() <= 4 && !choice.microbatches)
         for (unsigned mask = 0; mask < (1u << splitAxes.size()); ++mask) {
           Candidate restricted = free;
           for (auto [i, a] : llvm::enumerate(splitAxes))
@@ -1725,7 +1849,8 @@ struct AutoShardPass
       if (!plan.pipelineAxis)
         return 1.0;
       double p = double(mesh.getAxisSizes()[*plan.pipelineAxis]);
-      return (1 + (p - 1) / double(microbatches)) / p;
+      double m = double(plan.microbatches ? plan.microbatches : microbatches);
+      return (1 + (p - 1) / m) / p;
     };
     std::vector<Candidate> considered;
     for (auto [i, plan] : llvm::enumerate(plans)) {
@@ -1739,10 +1864,25 @@ struct AutoShardPass
         if (i > 0 || !autoAxisSteps.empty())
           quiet.emplace(module.getContext(),
                         [&](Diagnostic &) { return success(); });
-        if (failed(placeAutoStages(*planned->module, autoAxisSteps,
+        SmallVector<std::string> placed(autoAxisSteps);
+        if (plan.microbatches) {
+          // Pipelined here: the step's batch divided into the
+          // micro-batches (as --par-pipeline="axis=auto divide-batch"
+          // would), every schedule checked.
+          auto step =
+              planned->module->lookupSymbol<func::FuncOp>(openStep->name);
+          PipelineInfo info;
+          info.microbatches = plan.microbatches;
+          info.schedule = "auto";
+          info.dividedBatch = true;
+          if (failed(microbatchForAutoShard(step, info)))
+            continue;
+          placed.push_back(openStep->name);
+        }
+        if (failed(placeAutoStages(*planned->module, placed,
                                    plan.pipelineAxis)) ||
             failed(planModule(*planned, *machine, limit, plan))) {
-          if (!autoAxisSteps.empty())
+          if (!autoAxisSteps.empty() || plan.microbatches)
             continue;
           if (i == 0)
             return signalPassFailure();

@@ -570,16 +570,37 @@ struct PipelinePass : public par::impl::PipelinePassBase<PipelinePass> {
   LogicalResult pipeline(func::FuncOp func);
   FailureOr<SmallVector<int64_t>>
   stageLayers(func::FuncOp func, ArrayRef<int64_t> layers, int64_t p);
-  /// The micro-batches of `info` (their shares summed where the batch was
-  /// divided, else averaged).
-  LogicalResult microbatch(func::FuncOp func, const PipelineInfo &info);
-  LogicalResult splitMicrobatches(func::FuncOp func, int64_t m, bool sum);
-  /// Accumulate every sum of contributions part by part (the stages are
-  /// not known yet: axis=auto).
-  bool splitAllSums = false;
 };
 
 } // namespace
+
+/// Copies the forward and backward ops of `func` once per micro-batch and
+/// accumulates what leaves them: summed where each micro-batch makes a
+/// share of the step (`sum`: a divided batch), else averaged. With
+/// `splitAllSums` every sum of contributions is accumulated part by part
+/// (the stages are not known yet: axis=auto).
+static LogicalResult splitMicrobatches(func::FuncOp func, int64_t m,
+                                       bool sum, bool splitAllSums);
+
+/// The micro-batches of `info`, the batch divided first where it says so.
+static LogicalResult microbatch(func::FuncOp func, const PipelineInfo &info,
+                                bool splitAllSums) {
+  if (info.dividedBatch &&
+      failed(mlir::par::divideBatch(func, info.microbatches)))
+    return failure();
+  return splitMicrobatches(func, info.microbatches, info.dividedBatch,
+                           splitAllSums);
+}
+
+LogicalResult mlir::par::microbatchForAutoShard(func::FuncOp func,
+                                                PipelineInfo info) {
+  info.axis = "auto";
+  info.stages = 0;
+  if (failed(microbatch(func, info, /*splitAllSums=*/true)))
+    return failure();
+  setPipeline(func, info);
+  return success();
+}
 
 LogicalResult PipelinePass::pipeline(func::FuncOp func) {
   MeshOp mesh = findMesh(func);
@@ -617,11 +638,7 @@ LogicalResult PipelinePass::pipeline(func::FuncOp func) {
     info.schedule = schedule;
     info.virtualStages = virtualStages;
     info.dividedBatch = divideBatch;
-    splitAllSums = true;
-    if (failed(microbatch(func, info)))
-      return failure();
-    setPipeline(func, info);
-    return success();
+    return microbatchForAutoShard(func, info);
   }
   // `--mesh=4x4x2` on a model that names no axes: the first axis, which
   // par named by position, is the pipeline axis.
@@ -716,7 +733,7 @@ LogicalResult PipelinePass::pipeline(func::FuncOp func) {
   // accumulation can tell which contributions to a gradient come from
   // different stages; then the ops the split made.
   assignStages(func, info);
-  if (failed(microbatch(func, info)))
+  if (failed(microbatch(func, info, /*splitAllSums=*/false)))
     return failure();
   assignStages(func, info);
   setPipeline(func, info);
@@ -802,16 +819,8 @@ PipelinePass::stageLayers(func::FuncOp func, ArrayRef<int64_t> layerIds,
   return balancedFirstLayers(func, layers, p);
 }
 
-LogicalResult PipelinePass::microbatch(func::FuncOp func,
-                                       const PipelineInfo &info) {
-  if (info.dividedBatch &&
-      failed(mlir::par::divideBatch(func, info.microbatches)))
-    return failure();
-  return splitMicrobatches(func, info.microbatches, info.dividedBatch);
-}
-
-LogicalResult PipelinePass::splitMicrobatches(func::FuncOp func, int64_t m,
-                                              bool sum) {
+static LogicalResult splitMicrobatches(func::FuncOp func, int64_t m,
+                                       bool sum, bool splitAllSums) {
   if (m == 1)
     return success();
   Block &body = func.getBody().front();
