@@ -254,7 +254,8 @@ void reportStage(func::FuncOp func, const MemoryPlan &plan,
      << info->axis << "' (" << info->schedule;
   if (info->virtualStages > 1)
     os << ", " << info->virtualStages << " chunks per device";
-  os << ", " << info->microbatches << " micro-batches):\n";
+  os << ", " << info->microbatches << " micro-batches"
+     << (info->dividedBatch ? " dividing the step's batch" : "") << "):\n";
   // The model layers it runs (a receive carries its sender's layer).
   std::set<int64_t> layerSet;
   func.walk([&](Operation *op) {
