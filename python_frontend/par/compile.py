@@ -115,17 +115,21 @@ class Pipeline:
     (--auto-shard's choice, else the smallest predicted bubble);
     `stages`: layers per stage, first stage first (default: balanced by
     FLOPs); `virtual`: model chunks per device (interleaved);
-    `axis`: the mesh axis whose devices are the stages.
+    `axis`: the mesh axis whose devices are the stages;
+    `divide_batch`: the graph is built at the step's whole batch and the
+    compiler divides it into the micro-batches (--par-pipeline
+    divide-batch).
 
-    The graph's batch is one micro-batch: a model meant for a batch of B
-    rows is built at `micro_batch(B, mesh)` rows and the step reads m of
-    them.
+    Otherwise the graph's batch is one micro-batch: a model meant for a
+    batch of B rows is built at `micro_batch(B, mesh)` rows and the step
+    reads m of them.
     """
     microbatches: Union[int, str, None] = None
     schedule: str = "1f1b"
     stages: Optional[Sequence[int]] = None
     virtual: int = 1
     axis: str = "pp"
+    divide_batch: bool = False
 
     def count(self, mesh: MeshLike = None) -> int:
         """The micro-batches per step (the stages when not given)."""
@@ -159,6 +163,8 @@ class Pipeline:
             options.append("layers=" + ",".join(str(int(n)) for n in self.stages))
         if self.virtual != 1:
             options.append(f"virtual={self.virtual}")
+        if self.divide_batch:
+            options.append("divide-batch")
         return "--par-pipeline=" + " ".join(options)
 
 

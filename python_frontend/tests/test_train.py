@@ -158,6 +158,29 @@ def test_pipeline_trains_like_one_rank(tmp_path):
         par.compile(whole, pipeline=True)
 
 
+def test_divided_batch_trains_like_one_rank(tmp_path):
+    # The graph at the whole batch of 8; the compiler divides it into 4
+    # micro-batches of 2 rows (divide_batch), pp=2 x dp=2, 1F1B.
+    config = models.GPTConfig(vocab_size=64, block_size=16, n_layer=4, n_head=2, n_embd=16)
+    mesh = par.Mesh({"pp": 2, "dp": 2})
+    piped = models.loss_graph(models.GPT(config), 8, 16, mesh=mesh,
+                              shardings=models.data_parallel("dp"), name="gpt_divided")
+    whole = models.loss_graph(models.GPT(config), 8, 16, name="gpt_whole")
+    opt = par.AdamW(lr=3e-3)
+    pipe = par.Pipeline(microbatches=4, divide_batch=True)
+    assert pipe.pass_option().endswith("microbatches=4 divide-batch")
+    exe = par.compile(piped, mesh=mesh, optimizer=opt, pipeline=pipe, workdir=tmp_path / "pp")
+    assert "4 micro-batches dividing the step's batch" in exe.comm_report
+    got = exe.run(steps=3, data=str(CORPUS), log_every=1)
+    want = par.compile(whole, optimizer=opt, workdir=tmp_path / "one").run(
+        steps=3, data=str(CORPUS), log_every=1)
+    for a, b in zip(got.losses, want.losses):
+        assert abs(a - b) <= 1e-5 * abs(b)
+    with pytest.raises(par.ParError, match="microbatches=3 does not divide the batch of 8"):
+        par.compile(piped, mesh=mesh, optimizer=opt, workdir=tmp_path / "bad",
+                    pipeline=par.Pipeline(microbatches=3, divide_batch=True))
+
+
 def test_pipeline_options():
     pipe = par.Pipeline(microbatches=4, schedule="interleaved", virtual=2, stages=[1, 1, 1, 1])
     assert pipe.pass_option() == ("--par-pipeline=axis=pp schedule=interleaved microbatches=4 "
