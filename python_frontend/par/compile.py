@@ -147,12 +147,14 @@ class Pipeline:
         return mesh.shape[self.axis]
 
     def micro_batch(self, batch: int, mesh: MeshLike = None) -> int:
-        """The rows of one micro-batch of a `batch`-row step."""
+        """The rows to build the graph at for a `batch`-row step: one
+        micro-batch's, or with divide_batch the whole batch (which the
+        compiler divides)."""
         m = self.count(mesh)
         if batch % m:
             raise ValueError(f"Pipeline: microbatches={m} does not divide the batch of {batch} "
                              "rows (the graph's batch is one micro-batch: build it at batch/m)")
-        return batch // m
+        return batch if self.divide_batch else batch // m
 
     def pass_option(self) -> str:
         """The --par-pipeline option."""
@@ -642,7 +644,9 @@ def _search_microbatches(builder, batch, *, workdir, auto_shard, pipeline, **opt
         # A count that cannot be planned (nothing fits, interleaving with m
         # not a multiple of the stages) is not a candidate; the others are.
         try:
-            exe = compile(builder(batch // m), workdir=work / f"m{m}", auto_shard=auto_shard,
+            # With divide_batch the compiler divides the whole batch itself.
+            rows = batch if pipeline.divide_batch else batch // m
+            exe = compile(builder(rows), workdir=work / f"m{m}", auto_shard=auto_shard,
                           pipeline=dataclasses.replace(pipeline, microbatches=m), **options)
         except ParError as err:
             failure = err

@@ -169,6 +169,7 @@ def test_divided_batch_trains_like_one_rank(tmp_path):
     opt = par.AdamW(lr=3e-3)
     pipe = par.Pipeline(microbatches=4, divide_batch=True)
     assert pipe.pass_option().endswith("microbatches=4 divide-batch")
+    assert pipe.micro_batch(8) == 8 and par.Pipeline(microbatches=4).micro_batch(8) == 2
     exe = par.compile(piped, mesh=mesh, optimizer=opt, pipeline=pipe, workdir=tmp_path / "pp")
     assert "4 micro-batches dividing the step's batch" in exe.comm_report
     got = exe.run(steps=3, data=str(CORPUS), log_every=1)

@@ -468,25 +468,70 @@ void Planner::cluster() {
     }
     byMicrobatch[*microbatch].push_back(int32_t(n));
   }
+  // Copies are the same op on the same types with the same attributes
+  // (but the marks), reading copies of what the first reads (or the same
+  // values); one pair that is not voids the micro-batch's pairing.
+  auto attributes = [](Operation *op) {
+    SmallVector<NamedAttribute> kept;
+    for (NamedAttribute attr : op->getAttrs())
+      if (!llvm::is_contained(
+              {ParDialect::kStageAttrName, ParDialect::kMicrobatchAttrName,
+               ParDialect::kGradientOfAttrName},
+              attr.getName().getValue()))
+        kept.push_back(attr);
+    return kept;
+  };
   llvm::DenseMap<int32_t, int32_t> counterpart;
   for (auto &[microbatch, copies] : byMicrobatch) {
     ArrayRef<int32_t> first = byMicrobatch[0];
     if (microbatch == 0 || copies.size() != first.size())
       continue;
+    llvm::DenseMap<Operation *, Operation *> pairs;
+    bool same = true;
+    for (auto [mine, theirs] : llvm::zip(copies, first)) {
+      Operation *a = nodes[mine].op, *b = nodes[theirs].op;
+      // What tells micro-batches apart: the slice of the data each reads.
+      auto sliceOfData = [](Operation *op) {
+        auto slice = dyn_cast<SliceOp>(op);
+        return slice && isa<BlockArgument>(slice.getInput());
+      };
+      same = a->getName() == b->getName() &&
+             a->getResultTypes() == b->getResultTypes() &&
+             a->getNumOperands() == b->getNumOperands() &&
+             ((sliceOfData(a) && sliceOfData(b)) ||
+              attributes(a) == attributes(b));
+      for (auto [x, y] : llvm::zip(a->getOperands(), b->getOperands())) {
+        if (!same)
+          break;
+        Operation *dx = x.getDefiningOp(), *dy = y.getDefiningOp();
+        auto it = dx ? pairs.find(dx) : pairs.end();
+        same = x.getType() == y.getType() &&
+               (x == y || (it != pairs.end() && it->second == dy &&
+                           cast<OpResult>(x).getResultNumber() ==
+                               cast<OpResult>(y).getResultNumber()));
+      }
+      if (!same) {
+        break;
+      }
+      pairs[a] = b;
+    }
+    if (!same)
+      continue;
     for (auto [mine, theirs] : llvm::zip(copies, first))
-      if (nodes[mine].op->getName() == nodes[theirs].op->getName() &&
-          nodes[mine].op->getResultTypes() == nodes[theirs].op->getResultTypes())
-        counterpart[mine] = theirs;
+      counterpart[mine] = theirs;
   }
   // Places count within a layer's ops of one micro-batch (or outside
   // them), and the stage and micro-batch marks do not tell copies apart.
   std::map<std::pair<int64_t, int64_t>, int64_t> counts;
   llvm::DenseMap<Operation *, int64_t> place;
+  // (Accumulation ops count on their own.)
   for (Node &node : nodes)
-    if (node.op && !accumulation.contains(node.op))
+    if (node.op)
       if (std::optional<int64_t> layer = getLayer(node.op))
         place[node.op] =
-            counts[{*layer, getMicrobatch(node.op).value_or(-1)}]++;
+            counts[{*layer, accumulation.contains(node.op)
+                                ? std::numeric_limits<int64_t>::min()
+                                : getMicrobatch(node.op).value_or(-1)}]++;
   llvm::StringMap<int32_t> seen;
   for (auto [n, node] : llvm::enumerate(nodes)) {
     if (!node.op)
@@ -543,7 +588,8 @@ void Planner::cluster() {
       std::optional<int64_t> from =
           producer.op ? getLayer(producer.op) : std::nullopt;
       if (layer && from)
-        os << "layer " << (*from - *layer) << " op " << place[producer.op];
+        os << "layer " << (*from - *layer) << " op " << place[producer.op]
+           << (getMicrobatch(producer.op) ? " of a micro-batch" : "");
       else
         os << "n" << producer.rep;
       os << "." << tensors[t].output << " " << tensors[t].type;
@@ -1787,13 +1833,13 @@ struct AutoShardPass
     };
     SmallVector<PipelineChoice> pipelineChoices;
     std::optional<OpenStep> openStep;
+    if (pipeline != "auto" && pipeline != "off") {
+      module.emitError() << "--auto-shard: pipeline='" << pipeline
+                         << "' is not auto or off";
+      return signalPassFailure();
+    }
     if (autoAxisSteps.empty()) {
       pipelineChoices.push_back({namedPipelineAxis, 0});
-      if (pipeline != "auto" && pipeline != "off") {
-        module.emitError() << "--auto-shard: pipeline='" << pipeline
-                           << "' is not auto or off";
-        return signalPassFailure();
-      }
       if (pipeline == "auto" && !namedPipelineAxis)
         openStep = openPipelineStep(module);
       if (openStep)

@@ -126,6 +126,13 @@ LogicalResult BatchDivider::seed() {
              << " does not divide the batch of " << rows
              << " rows (data argument #" << arg.getArgNumber() << ", " << type
              << ")";
+    for (Operation *user : arg.getUsers())
+      if (!inPhase(user, Phase::forward) && !inPhase(user, Phase::backward))
+        return user->emitError()
+               << "--par-pipeline divide-batch: '" << user->getName()
+               << "' reads data argument #" << arg.getArgNumber()
+               << " outside the forward and backward passes, which run "
+                  "once per micro-batch";
     if (failed(mark(arg, BatchDim{0, 1}, func, changed)))
       return failure();
   }
@@ -161,10 +168,11 @@ LogicalResult BatchDivider::mark(Value value, BatchDim where, Operation *op,
   if (it->second == where)
     return success();
   return op->emitError() << "--par-pipeline divide-batch: " << describe(value)
-                         << " holds the batch in dimension "
-                         << it->second.dim << " and in dimension "
-                         << where.dim
-                         << "; a micro-batch is a run of rows of one";
+                         << " holds the batch in two ways (dimension "
+                         << it->second.dim << " after " << it->second.outer
+                         << " row(s) of the factors before it, and dimension "
+                         << where.dim << " after " << where.outer
+                         << "); a micro-batch is a run of rows of one";
 }
 
 LogicalResult BatchDivider::propagateThrough(Operation *op, bool &changed) {
@@ -217,6 +225,26 @@ LogicalResult BatchDivider::propagateThrough(Operation *op, bool &changed) {
            << "' needs every row of the batch at once (its sharding rule "
               "cannot split the batch), so the step cannot run in "
               "micro-batches";
+  // Ops that index a dimension (gather, scatter_add, embedding) address
+  // its rows by their global number: the batch may be what they index
+  // with, never what they index into.
+  bool indexesBatch = false;
+  if (auto scatter = dyn_cast<ScatterAddOp>(op)) {
+    for (int64_t d : scatter.getDims())
+      indexesBatch |=
+          llvm::is_contained(rule.getOperandMappings()[0][d], *factor);
+  } else if (f.kind == FactorKind::Reduction) {
+    // The batch reduced away: a sum over it (a contraction, a reduce, the
+    // tokens of a loss, the updates of a scatter) adds up over
+    // micro-batches; any other reduction (a gather's row, an embedding
+    // table's) is an index.
+    indexesBatch = !isa<DotOp, ReduceOp, CrossEntropyOp, ScatterAddOp>(op);
+  }
+  if (indexesBatch)
+    return op->emitError()
+           << "--par-pipeline divide-batch: '" << op->getName()
+           << "' indexes into the batch dimension by row number, which a "
+              "micro-batch holds only some of";
   factorOf[op] = *factor;
   auto spread = [&](Value value, const TensorFactors &mapping) {
     for (auto [d, list] : llvm::enumerate(mapping)) {
@@ -253,6 +281,20 @@ LogicalResult BatchDivider::propagate() {
         return failure();
   }
   return success();
+}
+
+/// Whether `value` is a constant zero (a scatter_add's fresh operand).
+static bool isZero(Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return false;
+  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+  if (!dense || !dense.isSplat())
+    return false;
+  Type element = dense.getElementType();
+  if (isa<FloatType>(element))
+    return dense.getSplatValue<APFloat>().isZero();
+  return dense.getSplatValue<APInt>().isZero();
 }
 
 /// Whether `op` averages over its factor `factor` (a reduction): at the
@@ -313,8 +355,24 @@ LogicalResult BatchDivider::checkShares() {
       }
       continue;
     }
-    if (reducesBatch && meansOver(&op))
+    auto floating = [&](Value v) {
+      return isa<FloatType>(getElementTypeOrSelf(v.getType()));
+    };
+    if (reducesBatch && meansOver(&op)) {
+      if (!floating(op.getResult(0)))
+        return fail(&op, "averages integers over the batch");
       means.push_back(&op);
+    }
+    // A scatter_add that sums the batch's updates into an operand that
+    // does not depend on the data adds that operand once per micro-batch.
+    if (auto scatter = dyn_cast<ScatterAddOp>(op);
+        scatter && reducesBatch && !isShare(scatter.getOperand()) &&
+        !isSplit(scatter.getOperand()) && !isZero(scatter.getOperand())) {
+      if (!floating(scatter.getOperand()))
+        return fail(&op, "adds integers that do not depend on the data to "
+                         "a sum over the batch");
+      wholeAddends.push_back(&scatter.getOperandMutable());
+    }
     SmallVector<OpOperand *> shares;
     for (OpOperand &use : op.getOpOperands())
       if (isShare(use.get()))
@@ -335,20 +393,28 @@ LogicalResult BatchDivider::checkShares() {
     if (isa<AddOp, SubOp>(op) && wholeOthers()) {
       linear = true;
       for (OpOperand &use : op.getOpOperands())
-        if (!isShare(use.get()))
+        if (!isShare(use.get())) {
+          if (!floating(use.get()))
+            return fail(&op, "adds integers that do not depend on the "
+                             "data to a sum over the batch");
           wholeAddends.push_back(&use);
+        }
     } else if (isa<MulOp, DotOp>(op)) {
       linear = shares.size() == 1 && wholeOthers();
     } else if (isa<DivOp>(op)) {
       linear = shares.size() == 1 && shares.front()->getOperandNumber() == 0 &&
-               wholeOthers();
+               wholeOthers() && floating(op.getResult(0));
+    } else if (auto scatter = dyn_cast<ScatterAddOp>(op)) {
+      // More updates added to a share (chained accumulation).
+      linear = shares.size() == 1 && shares.front()->getOperandNumber() == 0;
     } else if (auto reduce = dyn_cast<ReduceOp>(op)) {
       linear = reduce.getKind() == ReduceKind::sum ||
                reduce.getKind() == ReduceKind::mean;
     } else if (auto convert = dyn_cast<ConvertOp>(op)) {
       linear = isa<FloatType>(getElementTypeOrSelf(convert.getType()));
     } else {
-      linear = isa<NegOp, ReshapeOp, TransposeOp, BroadcastOp, SliceOp>(op);
+      linear = isa<NegOp, ReshapeOp, TransposeOp, BroadcastOp, SliceOp,
+                   ShardingConstraintOp, ReshardOp>(op);
     }
     if (!linear)
       return fail(&op, "reads " + describe(shares.front()->get()) +
@@ -374,7 +440,7 @@ LogicalResult BatchDivider::retype() {
   auto divided = [&](Value value) {
     auto type = cast<RankedTensorType>(value.getType());
     SmallVector<int64_t> shape(type.getShape());
-    shape[dims[value].dim] /= m;
+    shape[dims.lookup(value).dim] /= m;
     return type.clone(shape);
   };
   // Attributes that spell the batch out (a slice's limits, a constant's

@@ -110,3 +110,33 @@ func.func @rows_slice(%x: tensor<4x8xf32> {par.role = "data"}, %w1: tensor<8x8xf
   %g = par.neg %y {par.phase = #par.phase<backward>} : tensor<2x8xf32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A gather of rows of the batch by their number (rows 0-2 of the whole
+// batch are not rows 0-2 of every micro-batch).
+par.mesh @mesh <["pp"=2]>
+func.func @gather_rows(%x: tensor<4x8xf32> {par.role = "data"}, %w1: tensor<8x8xf32>, %w2: tensor<8x8xf32>) -> tensor<f32> {
+  %h = par.dot %x, %w1 contract [1] x [0] {par.layer = 0, par.phase = #par.phase<forward>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %i = par.constant {par.phase = #par.phase<forward>} dense<[[0], [1], [2]]> : tensor<3x1xi32>
+  // expected-error @+1 {{--par-pipeline divide-batch: 'par.gather' indexes into the batch dimension by row number, which a micro-batch holds only some of}}
+  %g = par.gather %h[%i] dims [0] {par.layer = 0, par.phase = #par.phase<forward>} : (tensor<4x8xf32>, tensor<3x1xi32>) -> tensor<3x8xf32>
+  %y = par.dot %g, %w2 contract [1] x [0] {par.layer = 1, par.phase = #par.phase<forward>} : (tensor<3x8xf32>, tensor<8x8xf32>) -> tensor<3x8xf32>
+  %l = par.reduce mean %y dims [0, 1] {par.phase = #par.phase<forward>} : (tensor<3x8xf32>) -> tensor<f32>
+  %n = par.neg %y {par.phase = #par.phase<backward>} : tensor<3x8xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// The data read by the optimizer, which runs once per step.
+par.mesh @mesh <["pp"=2]>
+func.func @data_in_update(%x: tensor<4x8xf32> {par.role = "data"}, %w1: tensor<8x8xf32>, %w2: tensor<8x8xf32>) -> (tensor<f32>, tensor<4x8xf32>) {
+  %h = par.dot %x, %w1 contract [1] x [0] {par.layer = 0, par.phase = #par.phase<forward>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %y = par.dot %h, %w2 contract [1] x [0] {par.layer = 1, par.phase = #par.phase<forward>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %l = par.reduce mean %y dims [0, 1] {par.phase = #par.phase<forward>} : (tensor<4x8xf32>) -> tensor<f32>
+  %g = par.neg %y {par.phase = #par.phase<backward>} : tensor<4x8xf32>
+  // expected-error @+1 {{--par-pipeline divide-batch: 'par.neg' reads data argument #0 outside the forward and backward passes, which run once per micro-batch}}
+  %u = par.neg %x {par.phase = #par.phase<optimizer>} : tensor<4x8xf32>
+  return %l, %u : tensor<f32>, tensor<4x8xf32>
+}
