@@ -1432,6 +1432,10 @@ constexpr int kExactChecks = 3;
 /// A plan whose estimate is this many times the best checked plan's time
 /// is not checked.
 constexpr double kCheckMargin = 1.5;
+/// The most ops a step pipelined by --auto-shard itself may have once
+/// copied per micro-batch (a micro-batch count that would make more is not
+/// tried).
+constexpr int64_t kMicrobatchedOps = 150000;
 
 /// The first axis a plan uses for data.
 static std::optional<int32_t> dataAxisOf(ArrayRef<std::string> roles) {
@@ -1574,6 +1578,7 @@ struct AutoShardPass
     std::string name;
     int64_t layers = 0;
     int64_t batch = 0;
+    int64_t ops = 0;
   };
   static std::optional<OpenStep> openPipelineStep(ModuleOp module) {
     std::optional<OpenStep> found;
@@ -1583,7 +1588,8 @@ struct AutoShardPass
       if (found || getPipeline(func))
         return std::nullopt;
       OpenStep step{func.getSymName().str(),
-                    int64_t(forwardLayers(func).size()), 0};
+                    int64_t(forwardLayers(func).size()), 0,
+                    int64_t(func.getBody().front().getOperations().size())};
       for (BlockArgument arg : func.getArguments()) {
         if (isParameter(func, arg.getArgNumber()) || arg.use_empty())
           continue;
@@ -1842,11 +1848,16 @@ struct AutoShardPass
       pipelineChoices.push_back({namedPipelineAxis, 0});
       if (pipeline == "auto" && !namedPipelineAxis)
         openStep = openPipelineStep(module);
+      // Stages of two or more layers each (a stage of one layer spends
+      // as much on its transfers as on its work), and micro-batch counts
+      // whose copies of the step stay within kMicrobatchedOps ops (the
+      // plan and its check work on all of them).
       if (openStep)
         for (auto [a, size] : llvm::enumerate(mesh.getAxisSizes()))
-          if (canHoldStages(a, size, openStep->layers))
+          if (canHoldStages(a, size, openStep->layers / 2))
             for (int64_t m : microbatchChoices(openStep->batch, size))
-              pipelineChoices.push_back({int32_t(a), m});
+              if (m * openStep->ops <= kMicrobatchedOps)
+                pipelineChoices.push_back({int32_t(a), m});
     } else {
       for (auto [a, size] : llvm::enumerate(mesh.getAxisSizes()))
         if (canHoldStages(a, size, fewestChunks))
