@@ -55,8 +55,7 @@ private:
   LogicalResult seed();
   LogicalResult propagate();
   LogicalResult propagateThrough(Operation *op, bool &changed);
-  LogicalResult mark(Value value, BatchDim where, Operation *op,
-                     bool &changed);
+  LogicalResult mark(Value value, BatchDim where, Operation *op, bool &changed);
   std::optional<int64_t> batchFactor(const ShardingRule &rule,
                                      const DimFactors &factors,
                                      int64_t outer) const;
@@ -99,9 +98,9 @@ LogicalResult BatchDivider::seed() {
     if (!isParameter(func, arg.getArgNumber()) && !arg.use_empty())
       data.push_back(arg);
   if (data.empty())
-    return func.emitError() << "--par-pipeline divide-batch: @"
-                            << func.getSymName()
-                            << " has no data argument whose batch to divide";
+    return func.emitError()
+           << "--par-pipeline divide-batch: @" << func.getSymName()
+           << " has no data argument whose batch to divide";
   bool changed = false;
   for (BlockArgument arg : data) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
@@ -115,9 +114,8 @@ LogicalResult BatchDivider::seed() {
     if (batch && rows != batch)
       return emitError(arg.getLoc())
              << "--par-pipeline divide-batch: data argument #"
-             << arg.getArgNumber() << " has " << rows
-             << " rows but argument #" << data.front().getArgNumber()
-             << " has " << batch
+             << arg.getArgNumber() << " has " << rows << " rows but argument #"
+             << data.front().getArgNumber() << " has " << batch
              << ": the data arguments' first dimensions are the batch";
     batch = rows;
     if (rows % m != 0)
@@ -139,9 +137,9 @@ LogicalResult BatchDivider::seed() {
   return success();
 }
 
-std::optional<int64_t>
-BatchDivider::batchFactor(const ShardingRule &rule, const DimFactors &factors,
-                          int64_t outer) const {
+std::optional<int64_t> BatchDivider::batchFactor(const ShardingRule &rule,
+                                                 const DimFactors &factors,
+                                                 int64_t outer) const {
   int64_t before = 1;
   for (int64_t f : factors) {
     if (before == outer && rule.getFactor(f).size == batch)
@@ -183,8 +181,7 @@ LogicalResult BatchDivider::propagateThrough(Operation *op, bool &changed) {
     return success();
   auto ruled = dyn_cast<ShardingRuleOpInterface>(op);
   if (!ruled)
-    return op->emitError() << "--par-pipeline divide-batch: '"
-                           << op->getName()
+    return op->emitError() << "--par-pipeline divide-batch: '" << op->getName()
                            << "' reads or makes the batch and has no "
                               "sharding rule to say how";
   ShardingRule rule = ruled.getShardingRule();
@@ -200,13 +197,13 @@ LogicalResult BatchDivider::propagateThrough(Operation *op, bool &changed) {
       return op->emitError()
              << "--par-pipeline divide-batch: '" << op->getName()
              << "' splits or merges the batch dimension of " << describe(value)
-             << " (" << batch << " rows) so that micro-batches of "
-             << batch / m << " rows are not runs of its rows";
+             << " (" << batch << " rows) so that micro-batches of " << batch / m
+             << " rows are not runs of its rows";
     if (factor && *factor != *f)
-      return op->emitError() << "--par-pipeline divide-batch: '"
-                             << op->getName()
-                             << "' combines two tensors' batches unlike "
-                                "rows (they map to different factors)";
+      return op->emitError()
+             << "--par-pipeline divide-batch: '" << op->getName()
+             << "' combines two tensors' batches unlike "
+                "rows (they map to different factors)";
     factor = f;
     return success();
   };
@@ -323,12 +320,14 @@ LogicalResult BatchDivider::checkShares() {
       region.insert(&op);
   }
 
-  auto fail = [&](Operation *op, const Twine &why) {
-    return op->emitError()
-           << "--par-pipeline divide-batch: '" << op->getName() << "' " << why
-           << ", so the step cannot be divided into micro-batches whose "
-              "shares add up to it";
-  };
+  auto fail =
+      [&](Operation *op, const Twine &why) {
+        return op->emitError()
+               << "--par-pipeline divide-batch: '" << op->getName() << "' "
+               << why
+               << ", so the step cannot be divided into micro-batches whose "
+                  "shares add up to it";
+      };
   for (Operation &op : body.without_terminator()) {
     auto factor = factorOf.find(&op);
     bool reducesBatch = false;

@@ -579,8 +579,8 @@ struct PipelinePass : public par::impl::PipelinePassBase<PipelinePass> {
 /// share of the step (`sum`: a divided batch), else averaged. With
 /// `splitAllSums` every sum of contributions is accumulated part by part
 /// (the stages are not known yet: axis=auto).
-static LogicalResult splitMicrobatches(func::FuncOp func, int64_t m,
-                                       bool sum, bool splitAllSums);
+static LogicalResult splitMicrobatches(func::FuncOp func, int64_t m, bool sum,
+                                       bool splitAllSums);
 
 /// The micro-batches of `info`, the batch divided first where it says so.
 static LogicalResult microbatch(func::FuncOp func, const PipelineInfo &info,
@@ -819,8 +819,8 @@ PipelinePass::stageLayers(func::FuncOp func, ArrayRef<int64_t> layerIds,
   return balancedFirstLayers(func, layers, p);
 }
 
-static LogicalResult splitMicrobatches(func::FuncOp func, int64_t m,
-                                       bool sum, bool splitAllSums) {
+static LogicalResult splitMicrobatches(func::FuncOp func, int64_t m, bool sum,
+                                       bool splitAllSums) {
   if (m == 1)
     return success();
   Block &body = func.getBody().front();
