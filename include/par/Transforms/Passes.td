@@ -633,6 +633,11 @@ def AutodiffPass : Pass<"par-autodiff", "::mlir::ModuleOp"> {
     Option<"bucket", "bucket", "std::string", /*default=*/"\"25MiB\"",
            "Gradient all-reduces travel in buckets of up to this size, each "
            "issued when its last gradient is made (0: one per gradient)">,
+    Option<"prefetch", "prefetch", "int64_t", /*default=*/"0",
+           "ZeRO stage 3: gather each layer's parameters this many layers "
+           "ahead of their use, so that a backend that runs collectives "
+           "asynchronously overlaps them with the layers before (0: just "
+           "before the use)">,
   ];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }

@@ -28,7 +28,7 @@ static bool isCollective(Operation *op) {
 /// List-schedules `block` in place: ready collectives first, otherwise the
 /// ready op that came first. Side-effecting ops depend on each other in
 /// their original order.
-static void scheduleBlock(Block &block) {
+static void scheduleBlock(Block &block, int64_t prefetch) {
   SmallVector<Operation *> ops;
   for (Operation &op : block.without_terminator())
     ops.push_back(&op);
@@ -84,19 +84,58 @@ static void scheduleBlock(Block &block) {
 
   // Ops marked par.late (ZeRO's gathers of parameters before each use, its
   // stage-1 gradient reduce-scatters) move down to just before their first
-  // user, last first, so a chain of them moves together.
+  // user, last first, so a chain of them moves together. With `prefetch`
+  // layers, data movement (not recomputation) for an op of a layer moves
+  // instead to the start of the run of ops `prefetch` layers before that
+  // layer's in the order they run (ZeRO-3 gathers overlap the layer
+  // before), and no earlier than what it reads.
   SmallVector<Operation *> lateOps;
   for (Operation &op : block.without_terminator())
     if (isLate(&op) && isMemoryEffectFree(&op))
       lateOps.push_back(&op);
+  // The runs of consecutive ops of one layer and phase (ops of no layer
+  // join the run they fall in), and each op's run.
+  SmallVector<Operation *> runStarts;
+  DenseMap<Operation *, int64_t> runOf;
+  if (prefetch > 0) {
+    std::optional<std::pair<int64_t, Phase>> current;
+    for (Operation &op : block.without_terminator()) {
+      std::optional<int64_t> layer = getLayer(&op);
+      std::optional<Phase> phase = getPhase(&op);
+      if (layer && phase && !isLate(&op) &&
+          (!current || *current != std::make_pair(*layer, *phase))) {
+        current = std::make_pair(*layer, *phase);
+        runStarts.push_back(&op);
+      }
+      runOf[&op] = int64_t(runStarts.size()) - 1;
+    }
+  }
   for (Operation *op : llvm::reverse(lateOps)) {
     Operation *first = nullptr;
     for (Operation *user : op->getUsers())
       if (user->getBlock() == &block &&
           (!first || user->isBeforeInBlock(first)))
         first = user;
-    if (first && op->getNextNode() != first)
-      op->moveBefore(first);
+    if (!first)
+      continue;
+    Operation *at = first;
+    if (prefetch > 0 && !isLate(first) && !isRecomputed(op) &&
+        getLayer(first)) {
+      int64_t run = runOf.lookup(first);
+      if (run >= 0) {
+        at = runStarts[std::max<int64_t>(0, run - prefetch)];
+        // No earlier than its operands (those not moving with it).
+        for (Value operand : op->getOperands())
+          if (Operation *def = operand.getDefiningOp();
+              def && def->getBlock() == &block && !isLate(def) &&
+              !def->isBeforeInBlock(at))
+            at = def->getNextNode();
+        if (!at->isBeforeInBlock(first))
+          at = first;
+      }
+    }
+    if (op->getNextNode() != at)
+      op->moveBefore(at);
   }
 }
 
@@ -108,7 +147,9 @@ struct SchedulePass : public par::impl::SchedulePassBase<SchedulePass> {
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (!func.isDeclaration() &&
           !func->hasAttr(ParDialect::kStageOfAttrName)) {
-        scheduleBlock(func.getBody().front());
+        auto prefetch = func->getAttrOfType<IntegerAttr>(
+            ParDialect::kPrefetchAttrName);
+        scheduleBlock(func.getBody().front(), prefetch ? prefetch.getInt() : 0);
         if (getPipeline(func) &&
             !func->hasAttr(ParDialect::kStageOfAttrName))
           pipelined.push_back(func);

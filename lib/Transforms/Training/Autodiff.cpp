@@ -160,6 +160,13 @@ struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
           << "--par-autodiff needs loss-scale > 0 and scale-window > 0";
       return signalPassFailure();
     }
+    if (prefetch < 0) {
+      getOperation().emitError() << "--par-autodiff prefetch="
+                                 << int64_t(prefetch)
+                                 << " must be 0 (gather just before the use) "
+                                    "or a number of layers ahead";
+      return signalPassFailure();
+    }
     // 0, 0B, 0MiB: no buckets.
     std::optional<int64_t> bucketBytes =
         parseByteSize(bucket, /*allowZero=*/true);
@@ -181,6 +188,10 @@ struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
       func->setAttr(ParDialect::kBucketBytesAttrName,
                     IntegerAttr::get(IntegerType::get(func.getContext(), 64),
                                      *bucketBytes));
+      if (zero == 3 && prefetch > 0)
+        func->setAttr(ParDialect::kPrefetchAttrName,
+                      IntegerAttr::get(IntegerType::get(func.getContext(), 64),
+                                       int64_t(prefetch)));
     }
   }
 };

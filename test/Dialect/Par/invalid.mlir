@@ -1459,6 +1459,13 @@ func.func @bucket_bytes_negative() attributes {par.bucket_bytes = -1 : i64} {
 
 // -----
 
+// expected-error @below {{'par.prefetch' is a non-negative layer count on a function}}
+func.func @prefetch_negative() attributes {par.prefetch = -2 : i64} {
+  return
+}
+
+// -----
+
 par.mesh @mesh <["dp"=2]>
 func.func @bucket_on_other_op(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @below {{'par.bucket' is a positive gradient count on an all-reduce or reduce-scatter}}

@@ -281,6 +281,14 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                              << "' is a non-negative byte count on a function";
     return success();
   }
+  if (attr.getName() == kPrefetchAttrName) {
+    auto layers = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!layers || !isa<FunctionOpInterface>(op) || layers.getInt() < 0)
+      return op->emitError() << "'" << kPrefetchAttrName
+                             << "' is a non-negative layer count on a "
+                                "function";
+    return success();
+  }
   if (attr.getName() == kBucketAttrName) {
     auto count = dyn_cast<IntegerAttr>(attr.getValue());
     if (!count || !isa<AllReduceOp, ReduceScatterOp>(op) ||

@@ -93,6 +93,10 @@ def Par_Dialect : Dialect {
     /// made of a bucket of gradient reductions: how many gradients it
     /// carries.
     static constexpr ::llvm::StringLiteral kBucketAttrName = "par.bucket";
+    /// On a training step under ZeRO stage 3 (--par-autodiff prefetch=N):
+    /// how many layers ahead of their use --par-schedule issues the
+    /// parameter gathers (0: just before the use).
+    static constexpr ::llvm::StringLiteral kPrefetchAttrName = "par.prefetch";
     static constexpr ::llvm::StringLiteral kPartitionedAttrName =
         "par.partitioned";
     /// On a partitioned function: the FLOPs of one call on global shapes

@@ -109,7 +109,8 @@ void assignReshardPhases(Block &block);
 /// The contracts that passes hand on through attributes, with their types
 /// checked by the dialect:
 /// `par.late` (unit): data movement --par-schedule issues just before its
-/// first use instead of as early as possible.
+/// first use instead of as early as possible (or, where the step has
+/// `par.prefetch` = N, N layers ahead of that use: ZeRO-3's gathers).
 bool isLate(Operation *op);
 void setLate(Operation *op);
 
