@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <functional>
 #include <queue>
 
 #define DEBUG_TYPE "par-schedule"
@@ -110,6 +111,27 @@ static void scheduleBlock(Block &block, int64_t prefetch) {
       runOf[&op] = int64_t(runStarts.size()) - 1;
     }
   }
+  // What may be fetched ahead: a chain of late data movement that reads
+  // only values made before the first layer runs (parameters and their
+  // working copies: ZeRO-3's gathers), never recomputation or a
+  // checkpoint's gather, which read values of the layers.
+  llvm::SmallPtrSet<Operation *, 16> late(lateOps.begin(), lateOps.end());
+  std::function<bool(Operation *)> readsOnlyEarly = [&](Operation *op) {
+    if (isRecomputed(op))
+      return false;
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (!def || def->getBlock() != &block)
+        continue;
+      if (late.contains(def) ? !readsOnlyEarly(def)
+                             : !def->isBeforeInBlock(runStarts.front()))
+        return false;
+    }
+    return true;
+  };
+  // Ops fetched ahead to one point keep their order there: each goes
+  // before the ones placed at that point after it.
+  DenseMap<Operation *, Operation *> frontAt, targetOf;
   for (Operation *op : llvm::reverse(lateOps)) {
     Operation *first = nullptr;
     for (Operation *user : op->getUsers())
@@ -118,24 +140,22 @@ static void scheduleBlock(Block &block, int64_t prefetch) {
         first = user;
     if (!first)
       continue;
-    Operation *at = first;
-    if (prefetch > 0 && !isLate(first) && !isRecomputed(op) &&
-        getLayer(first)) {
-      int64_t run = runOf.lookup(first);
-      if (run >= 0) {
-        at = runStarts[std::max<int64_t>(0, run - prefetch)];
-        // No earlier than its operands (those not moving with it).
-        for (Value operand : op->getOperands())
-          if (Operation *def = operand.getDefiningOp();
-              def && def->getBlock() == &block && !isLate(def) &&
-              !def->isBeforeInBlock(at))
-            at = def->getNextNode();
-        if (!at->isBeforeInBlock(first))
-          at = first;
-      }
+    Operation *at = first, *target = nullptr;
+    if (prefetch > 0 && !runStarts.empty() && !late.contains(first) &&
+        getLayer(first) && readsOnlyEarly(op)) {
+      target = runStarts[std::max<int64_t>(0, runOf.lookup(first) - prefetch)];
+      at = frontAt.lookup(target) ? frontAt.lookup(target) : target;
+    } else if (auto it = targetOf.find(first);
+               it != targetOf.end() && frontAt.lookup(it->second) == first) {
+      // A chain's earlier op joins the chain's place in the order.
+      target = it->second;
     }
     if (op->getNextNode() != at)
       op->moveBefore(at);
+    if (target) {
+      frontAt[target] = op;
+      targetOf[op] = target;
+    }
   }
 }
 

@@ -167,6 +167,14 @@ struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
                                     "or a number of layers ahead";
       return signalPassFailure();
     }
+    if (prefetch > 0 && zero != 3) {
+      getOperation().emitError()
+          << "--par-autodiff prefetch=" << int64_t(prefetch)
+          << " fetches ZeRO stage 3's parameter gathers ahead; it needs "
+             "zero=3 (got zero="
+          << int64_t(zero) << ")";
+      return signalPassFailure();
+    }
     // 0, 0B, 0MiB: no buckets.
     std::optional<int64_t> bucketBytes =
         parseByteSize(bucket, /*allowZero=*/true);
