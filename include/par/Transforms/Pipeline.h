@@ -17,6 +17,7 @@
 #include "par/Dialect/Par/IR/TrainingStep.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SetVector.h"
 
 #include <string>
 
@@ -51,6 +52,11 @@ struct PipelineInfo {
 };
 
 std::optional<PipelineInfo> getPipeline(Operation *func);
+
+/// The forward and backward ops of `func` that depend on the data
+/// arguments `data`, in order: what runs once per micro-batch.
+llvm::SetVector<Operation *> dataDependentPasses(func::FuncOp func,
+                                                 ArrayRef<BlockArgument> data);
 
 /// Rewrites a training step written at the whole batch of a step to one
 /// micro-batch of m: the batch dimension of each data argument and of every

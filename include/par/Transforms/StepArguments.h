@@ -26,6 +26,10 @@ void inferInputRoles(func::FuncOp func);
 /// floating-point arguments. Parameters persist from step to step.
 bool isParameter(func::FuncOp func, unsigned index);
 
+/// The data arguments of a step: those that are not parameters and are
+/// read (tokens, targets).
+SmallVector<BlockArgument> dataArguments(func::FuncOp func);
+
 /// Whether `value` is a 0-d tensor broadcast to a shape (a factor the step
 /// multiplies a gradient by).
 bool isScalarBroadcast(Value value);

@@ -1590,9 +1590,7 @@ struct AutoShardPass
       OpenStep step{func.getSymName().str(),
                     int64_t(forwardLayers(func).size()), 0,
                     int64_t(func.getBody().front().getOperations().size())};
-      for (BlockArgument arg : func.getArguments()) {
-        if (isParameter(func, arg.getArgNumber()) || arg.use_empty())
-          continue;
+      for (BlockArgument arg : dataArguments(func)) {
         auto type = dyn_cast<RankedTensorType>(arg.getType());
         if (!type || !type.hasStaticShape() || type.getRank() == 0 ||
             (step.batch && step.batch != type.getDimSize(0)))

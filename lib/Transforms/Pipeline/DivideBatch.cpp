@@ -86,6 +86,20 @@ private:
 };
 } // namespace
 
+/// Calls `fn` with each operand and result of `op` and its mapping in
+/// `rule`, until one fails.
+static LogicalResult
+forEachTensor(Operation *op, const ShardingRule &rule,
+              function_ref<LogicalResult(Value, const TensorFactors &)> fn) {
+  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+    if (failed(fn(operand, rule.getOperandMappings()[i])))
+      return failure();
+  for (auto [i, result] : llvm::enumerate(op->getResults()))
+    if (failed(fn(result, rule.getResultMappings()[i])))
+      return failure();
+  return success();
+}
+
 std::string BatchDivider::describe(Value value) const {
   if (auto arg = dyn_cast<BlockArgument>(value))
     return "argument #" + std::to_string(arg.getArgNumber());
@@ -94,9 +108,7 @@ std::string BatchDivider::describe(Value value) const {
 }
 
 LogicalResult BatchDivider::seed() {
-  for (BlockArgument arg : func.getArguments())
-    if (!isParameter(func, arg.getArgNumber()) && !arg.use_empty())
-      data.push_back(arg);
+  data = dataArguments(func);
   if (data.empty())
     return func.emitError()
            << "--par-pipeline divide-batch: @" << func.getSymName()
@@ -207,12 +219,8 @@ LogicalResult BatchDivider::propagateThrough(Operation *op, bool &changed) {
     factor = f;
     return success();
   };
-  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
-    if (failed(find(operand, rule.getOperandMappings()[i])))
-      return failure();
-  for (auto [i, result] : llvm::enumerate(op->getResults()))
-    if (failed(find(result, rule.getResultMappings()[i])))
-      return failure();
+  if (failed(forEachTensor(op, rule, find)))
+    return failure();
   const Factor &f = rule.getFactor(*factor);
   if (f.kind == FactorKind::NeedReplication ||
       f.kind == FactorKind::Permutation ||
@@ -254,13 +262,7 @@ LogicalResult BatchDivider::propagateThrough(Operation *op, bool &changed) {
     }
     return success();
   };
-  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
-    if (failed(spread(operand, rule.getOperandMappings()[i])))
-      return failure();
-  for (auto [i, result] : llvm::enumerate(op->getResults()))
-    if (failed(spread(result, rule.getResultMappings()[i])))
-      return failure();
-  return success();
+  return forEachTensor(op, rule, spread);
 }
 
 LogicalResult BatchDivider::propagate() {
@@ -280,21 +282,7 @@ LogicalResult BatchDivider::propagate() {
   return success();
 }
 
-/// Whether `value` is a constant zero (a scatter_add's fresh operand).
-static bool isZero(Value value) {
-  auto constant = value.getDefiningOp<ConstantOp>();
-  if (!constant)
-    return false;
-  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
-  if (!dense || !dense.isSplat())
-    return false;
-  Type element = dense.getElementType();
-  if (isa<FloatType>(element))
-    return dense.getSplatValue<APFloat>().isZero();
-  return dense.getSplatValue<APInt>().isZero();
-}
-
-/// Whether `op` averages over its factor `factor` (a reduction): at the
+/// Whether `op`, reducing the batch, averages over it: at the
 /// micro-batch's size it averages over the micro-batch.
 static bool meansOver(Operation *op) {
   if (isa<CrossEntropyOp>(op))
@@ -306,19 +294,10 @@ static bool meansOver(Operation *op) {
 
 LogicalResult BatchDivider::checkShares() {
   Block &body = func.getBody().front();
-  auto inPasses = [](Operation *op) {
-    return inPhase(op, Phase::forward) || inPhase(op, Phase::backward);
+  region = dataDependentPasses(func, data);
+  auto floating = [](Value v) {
+    return isa<FloatType>(getElementTypeOrSelf(v.getType()));
   };
-  for (Operation &op : body.without_terminator()) {
-    if (!inPasses(&op))
-      continue;
-    if (llvm::any_of(op.getOperands(), [&](Value v) {
-          if (auto arg = dyn_cast<BlockArgument>(v))
-            return llvm::is_contained(data, arg);
-          return region.contains(v.getDefiningOp());
-        }))
-      region.insert(&op);
-  }
 
   auto fail =
       [&](Operation *op, const Twine &why) {
@@ -354,9 +333,6 @@ LogicalResult BatchDivider::checkShares() {
       }
       continue;
     }
-    auto floating = [&](Value v) {
-      return isa<FloatType>(getElementTypeOrSelf(v.getType()));
-    };
     if (reducesBatch && meansOver(&op)) {
       if (!floating(op.getResult(0)))
         return fail(&op, "averages integers over the batch");
@@ -366,7 +342,7 @@ LogicalResult BatchDivider::checkShares() {
     // does not depend on the data adds that operand once per micro-batch.
     if (auto scatter = dyn_cast<ScatterAddOp>(op);
         scatter && reducesBatch && !isShare(scatter.getOperand()) &&
-        !isSplit(scatter.getOperand()) && !isZero(scatter.getOperand())) {
+        !isSplit(scatter.getOperand()) && !isZeroSplat(scatter.getOperand())) {
       if (!floating(scatter.getOperand()))
         return fail(&op, "adds integers that do not depend on the data to "
                          "a sum over the batch");
@@ -409,8 +385,8 @@ LogicalResult BatchDivider::checkShares() {
     } else if (auto reduce = dyn_cast<ReduceOp>(op)) {
       linear = reduce.getKind() == ReduceKind::sum ||
                reduce.getKind() == ReduceKind::mean;
-    } else if (auto convert = dyn_cast<ConvertOp>(op)) {
-      linear = isa<FloatType>(getElementTypeOrSelf(convert.getType()));
+    } else if (isa<ConvertOp>(op)) {
+      linear = floating(op.getResult(0));
     } else {
       linear = isa<NegOp, ReshapeOp, TransposeOp, BroadcastOp, SliceOp,
                    ShardingConstraintOp, ReshardOp>(op);
@@ -442,36 +418,21 @@ LogicalResult BatchDivider::retype() {
     shape[dims.lookup(value).dim] /= m;
     return type.clone(shape);
   };
-  // Attributes that spell the batch out (a slice's limits, a constant's
-  // type) first, while the old sizes are at hand.
-  for (auto &[value, where] : dims) {
-    Operation *def = value.getDefiningOp();
-    if (!def)
-      continue;
-    if (auto constant = dyn_cast<ConstantOp>(def)) {
-      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
-      if (!dense || !dense.isSplat())
-        return constant.emitError()
-               << "--par-pipeline divide-batch: a constant that differs "
-                  "along the batch";
-      constant.setValueAttr(dense.resizeSplat(divided(value)));
-    }
-  }
+  // Attributes that spell the batch out, while the old sizes are at hand:
+  // a constant's type (checkShares let only splats through) and a slice's
+  // limits (its rule splits the batch only where the slice takes all of
+  // it).
+  for (auto &[value, where] : dims)
+    if (auto constant = value.getDefiningOp<ConstantOp>())
+      constant.setValueAttr(cast<DenseElementsAttr>(constant.getValue())
+                                .resizeSplat(divided(value)));
   for (Operation &op : func.getBody().front()) {
     if (auto slice = dyn_cast<SliceOp>(op)) {
       auto it = dims.find(slice.getInput());
       if (it == dims.end())
         continue;
-      int64_t d = it->second.dim;
-      int64_t size =
-          cast<RankedTensorType>(slice.getInput().getType()).getDimSize(d);
       SmallVector<int64_t> limits(slice.getLimits());
-      bool strided = slice.getStrides() && (*slice.getStrides())[d] != 1;
-      if (slice.getStarts()[d] != 0 || limits[d] != size || strided)
-        return slice.emitError()
-               << "--par-pipeline divide-batch: the slice takes part of "
-                  "the batch dimension; a micro-batch holds only some rows";
-      limits[d] = size / m;
+      limits[it->second.dim] /= m;
       slice.setLimits(limits);
     }
     if (auto pad = dyn_cast<PadOp>(op)) {

@@ -582,6 +582,23 @@ struct PipelinePass : public par::impl::PipelinePassBase<PipelinePass> {
 static LogicalResult splitMicrobatches(func::FuncOp func, int64_t m, bool sum,
                                        bool splitAllSums);
 
+llvm::SetVector<Operation *>
+mlir::par::dataDependentPasses(func::FuncOp func,
+                               ArrayRef<BlockArgument> data) {
+  llvm::SetVector<Operation *> dependent;
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    if (!inPhase(&op, Phase::forward) && !inPhase(&op, Phase::backward))
+      continue;
+    if (llvm::any_of(op.getOperands(), [&](Value v) {
+          if (auto arg = dyn_cast<BlockArgument>(v))
+            return llvm::is_contained(data, arg);
+          return dependent.contains(v.getDefiningOp());
+        }))
+      dependent.insert(&op);
+  }
+  return dependent;
+}
+
 /// The micro-batches of `info`, the batch divided first where it says so.
 static LogicalResult microbatch(func::FuncOp func, const PipelineInfo &info,
                                 bool splitAllSums) {
@@ -825,23 +842,18 @@ static LogicalResult splitMicrobatches(func::FuncOp func, int64_t m, bool sum,
     return success();
   Block &body = func.getBody().front();
   OpBuilder b(func.getContext());
-  auto inPasses = [](Operation *op) {
-    return inPhase(op, Phase::forward) || inPhase(op, Phase::backward);
-  };
 
   // Data arguments take a leading micro-batch dimension; micro-batch i
   // reads slice i.
-  SmallVector<BlockArgument> data;
-  for (BlockArgument arg : func.getArguments())
-    if (!isParameter(func, arg.getArgNumber()) && !arg.use_empty())
-      data.push_back(arg);
+  SmallVector<BlockArgument> data = dataArguments(func);
   if (data.empty())
     return func.emitError()
            << "--par-pipeline microbatches=" << m << ": @" << func.getSymName()
            << " has no data argument to split";
+  // The forward and backward ops that depend on the data, in order.
+  llvm::SetVector<Operation *> dependent = dataDependentPasses(func, data);
   b.setInsertionPointToStart(&body);
   SmallVector<Type> argTypes(func.getArgumentTypes());
-  llvm::SetVector<Operation *> dependent;
   SmallVector<SmallVector<std::pair<Value, Value>>> dataOf(m);
   for (BlockArgument arg : data) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
@@ -852,9 +864,6 @@ static LogicalResult splitMicrobatches(func::FuncOp func, int64_t m, bool sum,
     SmallVector<int64_t> shape{m};
     llvm::append_range(shape, type.getShape());
     auto whole = RankedTensorType::get(shape, type.getElementType());
-    for (Operation *user : arg.getUsers())
-      if (inPasses(user))
-        dependent.insert(user);
     arg.setType(whole);
     argTypes[arg.getArgNumber()] = whole;
     if (auto sharding = func.getArgAttrOfType<ShardingAttr>(
@@ -888,20 +897,7 @@ static LogicalResult splitMicrobatches(func::FuncOp func, int64_t m, bool sum,
   func.setType(
       FunctionType::get(func.getContext(), argTypes, func.getResultTypes()));
 
-  // The forward and backward ops that depend on the data, in order.
-  for (Operation &op : body.without_terminator()) {
-    if (dependent.contains(&op) || !inPasses(&op))
-      continue;
-    for (Value operand : op.getOperands())
-      if (Operation *def = operand.getDefiningOp())
-        if (dependent.contains(def)) {
-          dependent.insert(&op);
-          break;
-        }
-  }
   SmallVector<Operation *> ordered(dependent.begin(), dependent.end());
-  llvm::sort(ordered,
-             [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
 
   // What leaves them: values read by the optimizer or returned.
   SmallVector<Value> exits;

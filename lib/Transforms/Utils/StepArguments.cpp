@@ -60,6 +60,14 @@ bool mlir::par::isParameter(func::FuncOp func, unsigned index) {
   return isa<FloatType>(getElementTypeOrSelf(func.getArgumentTypes()[index]));
 }
 
+SmallVector<BlockArgument> mlir::par::dataArguments(func::FuncOp func) {
+  SmallVector<BlockArgument> data;
+  for (BlockArgument arg : func.getArguments())
+    if (!isParameter(func, arg.getArgNumber()) && !arg.use_empty())
+      data.push_back(arg);
+  return data;
+}
+
 bool mlir::par::isScalarBroadcast(Value value) {
   auto broadcast = value.getDefiningOp<BroadcastOp>();
   return broadcast &&

@@ -3,6 +3,8 @@
 
 #include "par/Dialect/Par/IR/ParOps.h"
 
+#include "mlir/IR/Matchers.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -34,4 +36,16 @@ Value mlir::par::iotaConstant(OpBuilder &builder, Location loc, int64_t size,
     values.push_back(APInt(elementType.getIntOrFloatBitWidth(), i));
   return ConstantOp::create(builder, loc, type,
                             DenseElementsAttr::get(type, values));
+}
+
+bool mlir::par::isZeroSplat(Value value) {
+  DenseElementsAttr attr;
+  if (!matchPattern(value, m_Constant(&attr)) || !attr.isSplat())
+    return false;
+  Attribute element = attr.getSplatValue<Attribute>();
+  if (auto f = dyn_cast<FloatAttr>(element))
+    return f.getValue().isZero();
+  if (auto i = dyn_cast<IntegerAttr>(element))
+    return i.getValue().isZero();
+  return false;
 }

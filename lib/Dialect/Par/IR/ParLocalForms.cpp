@@ -46,19 +46,6 @@ static SmallVector<int32_t> axesOver(LocalFormContext &ctx, Value value,
   return axes;
 }
 
-/// Whether every element of a splat constant is zero.
-static bool isZeroSplat(Value value) {
-  DenseElementsAttr attr;
-  if (!matchPattern(value, m_Constant(&attr)) || !attr.isSplat())
-    return false;
-  Attribute element = attr.getSplatValue<Attribute>();
-  if (auto f = dyn_cast<FloatAttr>(element))
-    return f.getValue().isZero();
-  if (auto i = dyn_cast<IntegerAttr>(element))
-    return i.getValue().isZero();
-  return false;
-}
-
 /// Reductions over split dims: padding is masked with the reduction's
 /// identity; a mean becomes this device's share of the global mean.
 LogicalResult ReduceOp::localize(LocalFormContext &ctx) {

@@ -17,6 +17,9 @@ namespace mlir::par {
 Value splatConstant(OpBuilder &builder, Location loc, RankedTensorType type,
                     double value);
 
+/// Whether `value` is a splat constant whose every element is zero.
+bool isZeroSplat(Value value);
+
 /// The 1-D par.constant [0, 1, ..., size - 1] of integer type `elementType`.
 Value iotaConstant(OpBuilder &builder, Location loc, int64_t size,
                    Type elementType);
