@@ -140,3 +140,43 @@ func.func @data_in_update(%x: tensor<4x8xf32> {par.role = "data"}, %w1: tensor<8
   %u = par.neg %x {par.phase = #par.phase<optimizer>} : tensor<4x8xf32>
   return %l, %u : tensor<f32>, tensor<4x8xf32>
 }
+
+// -----
+
+// A weight added to the activations row by row would be divided too.
+par.mesh @mesh <["pp"=2]>
+func.func @param_rows(%x: tensor<4x8xf32> {par.role = "data"}, %w1: tensor<8x8xf32>, %b: tensor<4x8xf32>) -> tensor<f32> {
+  %h = par.dot %x, %w1 contract [1] x [0] {par.layer = 0, par.phase = #par.phase<forward>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  // expected-error @+1 {{--par-pipeline divide-batch: the batch reaches argument #2, which is not a data argument (a parameter or optimizer state cannot be divided into micro-batches)}}
+  %y = par.add %h, %b {par.layer = 1, par.phase = #par.phase<forward>} : tensor<4x8xf32>
+  %l = par.reduce mean %y dims [0, 1] {par.phase = #par.phase<forward>} : (tensor<4x8xf32>) -> tensor<f32>
+  %g = par.neg %y {par.phase = #par.phase<backward>} : tensor<4x8xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A constant that differs from row to row.
+par.mesh @mesh <["pp"=2]>
+func.func @row_constant(%x: tensor<4x2xf32> {par.role = "data"}, %w1: tensor<2x2xf32>, %w2: tensor<2x2xf32>) -> tensor<f32> {
+  %h = par.dot %x, %w1 contract [1] x [0] {par.layer = 0, par.phase = #par.phase<forward>} : (tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x2xf32>
+  // expected-error @+1 {{--par-pipeline divide-batch: 'par.constant' is a constant that differs along the batch, so the step cannot be divided into micro-batches whose shares add up to it}}
+  %c = par.constant {par.phase = #par.phase<forward>} dense<[[1.0, 1.0], [2.0, 2.0], [3.0, 3.0], [4.0, 4.0]]> : tensor<4x2xf32>
+  %s = par.mul %h, %c {par.layer = 0, par.phase = #par.phase<forward>} : tensor<4x2xf32>
+  %y = par.dot %s, %w2 contract [1] x [0] {par.layer = 1, par.phase = #par.phase<forward>} : (tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x2xf32>
+  %l = par.reduce mean %y dims [0, 1] {par.phase = #par.phase<forward>} : (tensor<4x2xf32>) -> tensor<f32>
+  %g = par.neg %y {par.phase = #par.phase<backward>} : tensor<4x2xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A data argument without a batch dimension.
+par.mesh @mesh <["pp"=2]>
+// expected-error @+1 {{--par-pipeline divide-batch: data argument #0 needs a static tensor type with a batch dimension, got 'tensor<f32>'}}
+func.func @scalar_data(%x: tensor<f32> {par.role = "data"}, %w1: tensor<8x8xf32>) -> tensor<f32> {
+  %h = par.mul %x, %x {par.layer = 0, par.phase = #par.phase<forward>} : tensor<f32>
+  %l = par.neg %h {par.layer = 1, par.phase = #par.phase<forward>} : tensor<f32>
+  %g = par.neg %l {par.phase = #par.phase<backward>} : tensor<f32>
+  return %l : tensor<f32>
+}
