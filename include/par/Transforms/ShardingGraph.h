@@ -66,6 +66,7 @@ struct Node {
   Location loc;
   int32_t mesh = -1;
   bool user = false; // carried an annotation
+  bool parameter = false; // a parameter argument of its function
   SmallVector<DimState, 4> dims;
   AxisList replicated;
   AxisList partial;
@@ -119,6 +120,9 @@ struct CandidateFacts {
   int64_t bytes, shards;
   /// The operand/result slot of the op it comes from.
   int32_t slot;
+  /// Whether that tensor is a parameter (a function argument that persists
+  /// from step to step, StepArguments.h).
+  bool parameter = false;
 };
 
 /// How propagation settles a conflict between incompatible splits of one

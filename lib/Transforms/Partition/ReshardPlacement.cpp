@@ -50,6 +50,18 @@ static bool sameLayout(const Node &node, ArrayRef<AxisList> dims,
   });
 }
 
+/// Whether the reshard of `value` that `reader` needs is a gather of an
+/// activation made in the forward pass for the backward pass: it is made
+/// again there (issued late), so that only the split value stays alive in
+/// between, as Megatron's sequence parallelism keeps its layer-norm outputs
+/// split and gathers them again for the weight gradients.
+static bool gathersAgain(Value value, Operation *reader, int64_t fromShards,
+                         int64_t toShards) {
+  Operation *def = value.getDefiningOp();
+  return def && toShards < fromShards && inPhase(def, Phase::forward) &&
+         inPhase(reader, Phase::backward);
+}
+
 /// Drops from `eval` every factor split that some tensor of the op cannot
 /// express: in a dim made of several factors (a reshape that merges dims),
 /// a minor factor can be split only below a fully split major one. The op
@@ -174,8 +186,15 @@ int64_t ShardingGraph::insertReshards() {
       if (sameLayout(nodes[edge.slots[slot]], dims, {}))
         continue;
       OpOperand &use = edge.op->getOpOperand(slot);
-      use.set(reshardOf(use.get(), makeAttr(eval.mesh, dims, {}),
-                        isLate(edge.op)));
+      const Node &node = nodes[edge.slots[slot]];
+      int64_t fromShards = 1, toShards = 1;
+      for (auto [state, axes] : llvm::zip(node.dims, dims)) {
+        fromShards *= shardCount(node.mesh, state.axes);
+        toShards *= shardCount(eval.mesh, axes);
+      }
+      bool late = isLate(edge.op) ||
+                  gathersAgain(use.get(), edge.op, fromShards, toShards);
+      use.set(reshardOf(use.get(), makeAttr(eval.mesh, dims, {}), late));
     }
 
     // Results: what the op produces (partial over split reductions); an

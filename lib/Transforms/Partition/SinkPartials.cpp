@@ -49,8 +49,26 @@ bool sameDims(ShardingAttr a, ShardingAttr b) {
   return true;
 }
 
-/// The reshard that only resolves the partial axes of its sum-partial input,
-/// or null.
+/// Whether `to` keeps every split of `from` and only adds axes of `from`'s
+/// partial set after them: resolving the partial sum and scattering it
+/// (one reduce-scatter).
+bool scattersPartial(ShardingAttr from, ShardingAttr to) {
+  if (from.getMesh() != to.getMesh() || from.getRank() != to.getRank())
+    return false;
+  for (auto [x, y] : llvm::zip(from.getDims(), to.getDims())) {
+    ArrayRef<StringAttr> kept = x.getAxes(), now = y.getAxes();
+    if (now.size() < kept.size() || now.take_front(kept.size()) != kept)
+      return false;
+    for (StringAttr axis : now.drop_front(kept.size()))
+      if (!llvm::is_contained(from.getPartialAxes(), axis))
+        return false;
+  }
+  return true;
+}
+
+/// The reshard that resolves the partial axes of its sum-partial input,
+/// keeping its split or scattering the sum over some of those axes, or
+/// null.
 ReshardOp resolvingReshard(Value value) {
   auto reshard = value.getDefiningOp<ReshardOp>();
   if (!reshard || !reshard->hasOneUse())
@@ -58,7 +76,7 @@ ReshardOp resolvingReshard(Value value) {
   ShardingAttr input = getValueSharding(reshard.getInput());
   if (!input || input.getPartialAxes().empty() ||
       !reshard.getSharding().getPartialAxes().empty() ||
-      !sameDims(input, reshard.getSharding()))
+      !scattersPartial(input, reshard.getSharding()))
     return nullptr;
   if (getPartialCombiner(reshard.getInput()) != FactorCombiner::Sum)
     return nullptr;
@@ -109,6 +127,24 @@ ReshardOp sinkOnce(ReshardOp reshard, llvm::SetVector<Operation *> &worklist) {
       bytesOfValue(result) > bytesOfValue(reshard.getInput()))
     return nullptr;
 
+  // A reshard that also scatters the sum moves only past a sum of
+  // same-shaped partial values laid out alike: the op then runs on the
+  // unscattered layout and one reduce-scatter follows it (the input
+  // gradients of q, k and v summed before one reduce-scatter, not each
+  // reduce-scattered).
+  bool scatters = llvm::any_of(moved, [](ReshardOp r) {
+    return !sameDims(getValueSharding(r.getInput()), r.getSharding());
+  });
+  if (scatters) {
+    if (linearity != Linearity::All)
+      return nullptr;
+    for (ReshardOp r : moved)
+      if (r.getInput().getType() != result.getType() ||
+          !sameDims(getValueSharding(r.getInput()), input) ||
+          r.getSharding() != reshard.getSharding())
+        return nullptr;
+  }
+
   // The result becomes partial over the same axes, which its split must
   // leave free.
   MLIRContext *ctx = user->getContext();
@@ -121,9 +157,11 @@ ReshardOp sinkOnce(ReshardOp reshard, llvm::SetVector<Operation *> &worklist) {
   }
   if (old.getMesh() != input.getMesh())
     return nullptr;
-  SmallVector<StringAttr> partialAfter(old.getPartialAxes());
+  ShardingAttr layout = scatters ? input : old;
+  SmallVector<StringAttr> partialAfter(scatters ? ArrayRef<StringAttr>{}
+                                                : old.getPartialAxes());
   for (StringAttr axis : partial) {
-    if (llvm::is_contained(old.getShardingAxes(), axis) ||
+    if (llvm::is_contained(layout.getShardingAxes(), axis) ||
         llvm::is_contained(partialAfter, axis) ||
         llvm::is_contained(old.getReplicatedAxes(), axis))
       return nullptr;
@@ -135,7 +173,7 @@ ReshardOp sinkOnce(ReshardOp reshard, llvm::SetVector<Operation *> &worklist) {
     r.erase();
   }
   setValueSharding(result,
-                   ShardingAttr::get(ctx, old.getMesh(), old.getDims(),
+                   ShardingAttr::get(ctx, old.getMesh(), layout.getDims(),
                                      old.getReplicatedAxes(), partialAfter));
   OpBuilder builder(ctx);
   builder.setInsertionPointAfter(user);

@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "par/Transforms/ShardingGraph.h"
+#include "par/Dialect/Par/IR/TrainingStep.h"
+#include "par/Transforms/StepArguments.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/MapVector.h"
@@ -48,14 +50,18 @@ namespace {
 class DefaultConflictStrategy final : public ConflictStrategy {
 public:
   bool better(const CandidateFacts &a, const CandidateFacts &b) const override {
-    return std::make_tuple(-a.priority, a.bytes, a.shards, -a.slot) >
-           std::make_tuple(-b.priority, b.bytes, b.shards, -b.slot);
+    return std::make_tuple(-a.priority, a.parameter, a.bytes, a.shards,
+                           -a.slot) > std::make_tuple(-b.priority, b.parameter,
+                                                      b.bytes, b.shards,
+                                                      -b.slot);
   }
   std::string reason(const CandidateFacts &win,
                      const CandidateFacts &lose) const override {
     if (win.priority != lose.priority)
       return "earlier priority: " + priorityText(win.priority) + " before " +
              priorityText(lose.priority);
+    if (win.parameter != lose.parameter)
+      return "a parameter's split before an activation's";
     if (win.bytes != lose.bytes)
       return "larger tensor: " + std::to_string(win.bytes) + " vs " +
              std::to_string(lose.bytes) + " bytes";
@@ -74,8 +80,9 @@ const ConflictStrategy &mlir::par::propagation::defaultConflictStrategy() {
 
 CandidateFacts ShardingGraph::factsOf(int32_t mesh, const Edge &edge,
                                       const FactorChoice &choice) const {
-  return {choice.priority, nodes[edge.slots[choice.slot]].bytes,
-          shardCount(mesh, choice.axes), choice.slot};
+  const Node &node = nodes[edge.slots[choice.slot]];
+  return {choice.priority, node.bytes, shardCount(mesh, choice.axes),
+          choice.slot, node.parameter};
 }
 
 int32_t ShardingGraph::meshIndex(FlatSymbolRefAttr name) {
@@ -254,13 +261,23 @@ void ShardingGraph::build() {
     if (func.isExternal())
       continue;
     for (BlockArgument arg : func.getArguments())
-      if (auto type = trackedTensor(arg.getType()))
-        addNode(arg, func, -1, type, arg.getLoc(), getValueSharding(arg));
+      if (auto type = trackedTensor(arg.getType())) {
+        int32_t id =
+            addNode(arg, func, -1, type, arg.getLoc(), getValueSharding(arg));
+        unsigned index = arg.getArgNumber();
+        nodes[id].parameter =
+            isParameter(func, index) &&
+            !func.getArgAttr(index, ParDialect::kDataAttrName);
+      }
     func.walk([&](Operation *op) {
+      // A parameter's gradient ranks as its parameter does.
+      bool gradient = !getGradientOf(op).empty();
       for (OpResult result : op->getResults())
-        if (auto type = trackedTensor(result.getType()))
-          addNode(result, func, -1, type, op->getLoc(),
-                  getValueSharding(result));
+        if (auto type = trackedTensor(result.getType())) {
+          int32_t id = addNode(result, func, -1, type, op->getLoc(),
+                               getValueSharding(result));
+          nodes[id].parameter = gradient;
+        }
     });
     SmallVector<int32_t> resultNodes;
     for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
@@ -480,6 +497,14 @@ bool ShardingGraph::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
         eval.conflicts.push_back(std::move(conflict));
       }
     }
+    // Every tensor asking for exactly the chosen axes backs the choice: it
+    // claims its axes below (against the op's other factors) with the rank
+    // of the strongest of them. A weight gradient's split thus counts the
+    // gradient, not only the smaller activation it is contracted from.
+    for (size_t c = 0; c < cands.size(); ++c)
+      if (cands[c].axes == cands[chosen].axes &&
+          beats(cands[c], cands[chosen]))
+        chosen = c;
     eval.choices[f] = cands[chosen];
   }
 
