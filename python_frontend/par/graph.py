@@ -266,6 +266,11 @@ class Op:
     #: The pipeline stage its layer runs in (`Graph.layer(i, stage=s)`),
     #: printed as `par.stage` (docs/pipelines.md).
     stage: Optional[int] = None
+    #: A sharding pinned on the result by a `shardings` rule of the graph
+    #: matching its name, and the SSA name of the value before the pin: the
+    #: op prints that value, then a `par.sharding_constraint` defines the
+    #: result's own name.
+    pin: Optional[Tuple[Any, str]] = None
 
     @property
     def result(self) -> Tensor:
@@ -448,6 +453,16 @@ class Graph:
                 self._layer, self._stage if self._layer is not None else None)
         for r in results:
             r.op = op
+        # A named value whose name a `shardings` rule matches is pinned to
+        # that sharding (the residual stream of sequence parallelism).
+        if (kind not in ("sharding_constraint", "constant") and len(results) == 1
+                and isinstance(names[0], str) and names[0]):
+            rule = self._rule_for(names[0])
+            if rule is not None:
+                r = results[0]
+                spec = to_spec(rule, r.rank, self.mesh, what=f"sharding of value {names[0]!r}")
+                if spec is not None:
+                    op.pin = (spec, self._fresh(f"{names[0]}.unpinned"))
         self.ops.append(op)
         return op
 
@@ -618,7 +633,8 @@ class Graph:
             used: List[str] = []
             annotations = specs + [o.sharding for o in self.outputs] + [
                 op.attrs["sharding"] for op in self.ops
-                if op.kind == "sharding_constraint" and id(op) in live]
+                if op.kind == "sharding_constraint" and id(op) in live] + [
+                op.pin[0] for op in self.ops if op.pin and id(op) in live]
             for spec in annotations:
                 if spec is not None:
                     for axis in spec.axes() + spec.partial + spec.replicated:
@@ -663,6 +679,12 @@ class Graph:
         for op in self.ops:
             if id(op) in live:
                 lines.append("  " + _format_op(op, mesh_name) + loc(op.loc))
+                if op.pin:
+                    spec, unpinned = op.pin
+                    result = op.results[0]
+                    lines.append(f"  %{result.ssa} = par.sharding_constraint %{unpinned} "
+                                 f"<@{mesh_name}, {spec.body()}> : {result.type}"
+                                 + loc(op.loc))
         values = ", ".join("%" + o.tensor.ssa for o in self.outputs)
         types = ", ".join(o.tensor.type for o in self.outputs)
         ret_loc = self.outputs[-1].loc
@@ -779,7 +801,7 @@ def _is_default(spec: dict, value: Any) -> bool:
 def _format_op(op: Op, mesh_name: str) -> str:
     """An op in MLIR's generic form, from the op catalogue generated from
     ParOps.td: no op's syntax or defaults are restated here."""
-    res = ", ".join("%" + r.ssa for r in op.results)
+    res = "%" + op.pin[1] if op.pin else ", ".join("%" + r.ssa for r in op.results)
     ops = ", ".join("%" + t.ssa for t in op.operands)
     if op.kind == "sharding_constraint":  # structural: not a runtime op
         return (f"{res} = par.sharding_constraint {ops} <@{mesh_name}, "

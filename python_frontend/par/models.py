@@ -287,11 +287,20 @@ def data_parallel(axis: str = "dp") -> Dict[str, SpecLike]:
     return {"tokens": P(axis, None), "targets": P(axis, None)}
 
 
-def tensor_parallel(axis: str = "tp", vocab: bool = False) -> Dict[str, SpecLike]:
+def tensor_parallel(axis: str = "tp", vocab: bool = False,
+                    sequence: bool = False) -> Dict[str, SpecLike]:
     """Megatron: attention heads and MLP hidden units split over `axis`
     (q/k/v and up/gate projections by output, output projections by input),
     so each block needs one all-reduce after attention and one after the
-    MLP. `vocab=True` also splits the embedding table and head by vocabulary."""
+    MLP. `vocab=True` also splits the embedding table and head by vocabulary.
+
+    `sequence=True` adds Megatron's sequence parallelism: the residual stream
+    (the embedding output and each block's two residual sums) is split over
+    the sequence on the same axis, so layer norms and residual adds run on
+    1/t of the tokens, each block's all-reduce becomes a reduce-scatter and
+    its input an all-gather, and the activations kept between them shrink by
+    t. The layout of everything else follows by propagation
+    (docs/propagation.md, "Megatron's sequence parallelism")."""
     rules: Dict[str, SpecLike] = {
         "*.attn.wq": P(None, axis, None), "*.attn.wk": P(None, axis, None),
         "*.attn.wv": P(None, axis, None), "*.attn.wo": P(axis, None, None),
@@ -301,6 +310,9 @@ def tensor_parallel(axis: str = "tp", vocab: bool = False) -> Dict[str, SpecLike
     }
     if vocab:
         rules.update({"wte": P(axis, None), "lm_head.w": P(None, axis), "lm_head.b": P(axis)})
+    if sequence:
+        stream = P(P.UNCONSTRAINED, axis, None)  # the batch stays open for data parallel
+        rules.update({"wte.x": stream, "x0": stream, "*.x1": stream, "*.x2": stream})
     return rules
 
 

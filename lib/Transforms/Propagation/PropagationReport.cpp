@@ -5,6 +5,7 @@
 // carry, and the --par-explain-sharding report.
 //
 //===----------------------------------------------------------------------===//
+#include "par/Dialect/Par/IR/TrainingStep.h"
 #include "par/Transforms/ReportFormat.h"
 #include "par/Transforms/ShardingGraph.h"
 
@@ -223,7 +224,12 @@ void ShardingGraph::emitDiagnostics() {
       for (const DimState &dim : node.dims)
         for (const AxisOrigin &origin : dim.origins)
           userSharded |= origin.isUser();
-      if (!userSharded)
+      // A constraint autodiff made for a gradient (a user constraint
+      // transposed into the backward pass) is not the user's to fix: a
+      // gradient split over the sequence is gathered for the projections
+      // it feeds, as the forward value's gather was.
+      Operation *def = node.value ? node.value.getDefiningOp() : nullptr;
+      if (!userSharded || inPhase(def, Phase::backward))
         continue;
       // The op's view of the operand: replicated when no dim of it is
       // split (a different split is a reshard, reported by the explain

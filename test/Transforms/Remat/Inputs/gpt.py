@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Prints the MLIR of a GPT loss for the rematerialization tests:
 gpt.py [--layers N] [--batch B] [--seq S] [--width H] [--heads A]
-[--vocab V] [--unfused] [--mesh dp=2,tp=2] [--tp AXIS] [--dp AXIS]."""
+[--vocab V] [--unfused] [--mesh dp=2,tp=2] [--tp AXIS] [--sequence] [--dp AXIS]."""
 import argparse
 import sys
 from pathlib import Path
@@ -21,6 +21,8 @@ parser.add_argument("--unfused", action="store_true",
 parser.add_argument("--mesh", default="")
 parser.add_argument("--dp", default="", help="split the batch over this axis")
 parser.add_argument("--tp", default="", help="Megatron tensor parallel over this axis")
+parser.add_argument("--sequence", action="store_true",
+                    help="with --tp: Megatron's sequence parallelism on the same axis")
 args = parser.parse_args()
 
 config = models.GPTConfig(vocab_size=args.vocab, block_size=args.seq, n_layer=args.layers,
@@ -31,7 +33,7 @@ shardings = {}
 if args.dp:
     shardings.update(models.data_parallel(args.dp))
 if args.tp:
-    shardings.update(models.tensor_parallel(args.tp))
+    shardings.update(models.tensor_parallel(args.tp, sequence=args.sequence))
 graph = models.loss_graph(models.GPT(config), args.batch, args.seq, mesh=mesh,
                           shardings=shardings, name="gpt")
 print(graph.to_mlir())

@@ -7,7 +7,8 @@ parallel:
 
   none             s b h (34 + 5 a s / h)
   tensor parallel  s b h (10 + 24 / t + 5 a s / (h t))
-  selective        s b h 34 / t    (with sequence parallel; here t = 1)
+  tensor + sequence parallel      s b h (34 / t + 5 a s / (h t))
+  selective (+ sequence parallel) s b h 34 / t
   full             2 s b h         (the kept layer input)
 
 usage: korthikanti.py PAR_OPT
@@ -27,13 +28,13 @@ SBH = S * B * H
 SCORES = A * S * S * B  # elements of one score-sized tensor
 
 
-def layer_bytes(t: int, remat: str, unfused: bool) -> int:
+def layer_bytes(t: int, remat: str, unfused: bool, sequence: bool = False) -> int:
     args = [sys.executable, str(GPT), "--layers", "2", "--seq", str(S), "--batch", str(B),
             "--width", str(H), "--heads", str(A), "--vocab", "64"]
     if unfused:
         args.append("--unfused")
     if t > 1:
-        args += ["--mesh", f"tp={t}", "--tp", "tp"]
+        args += ["--mesh", f"tp={t}", "--tp", "tp"] + (["--sequence"] if sequence else [])
     mlir = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     flags = ["--par-autodiff=optimizer=adamw precision=bf16"]
     if remat != "none":
@@ -48,7 +49,8 @@ def layer_bytes(t: int, remat: str, unfused: bool) -> int:
     return max(int(x) for x in found)
 
 
-# (name, t, remat, unfused attention, formula in bytes, par's own accounting)
+# (name, t, remat, unfused attention, formula in bytes, par's own accounting
+# [, sequence parallel])
 CASES = [
     ("none", 1, "none", False, SBH * (34 + 5 * A * S / H), 32 * SBH),
     ("none, unfused attention", 1, "none", True, SBH * (34 + 5 * A * S / H),
@@ -58,6 +60,11 @@ CASES = [
     ("tensor parallel t=4", 4, "none", False, SBH * (10 + 24 / 4 + 5 * A * S / (H * 4)),
      (8 + 24 / 4) * SBH),
     ("selective, unfused attention", 1, "selective", True, SBH * 34, 32 * SBH),
+    ("tensor + sequence parallel t=2", 2, "none", False, SBH * (34 / 2 + 5 * A * S / (H * 2)),
+     32 / 2 * SBH, True),
+    ("tensor + sequence parallel t=4", 4, "none", False, SBH * (34 / 4 + 5 * A * S / (H * 4)),
+     32 / 4 * SBH, True),
+    ("selective, sequence parallel t=2", 2, "selective", True, SBH * 34 / 2, 32 / 2 * SBH, True),
     ("full", 1, "full", False, 2 * SBH, 2 * SBH),
     ("full, tensor parallel t=2", 2, "full", False, 2 * SBH, 2 * SBH),
 ]
@@ -65,8 +72,8 @@ CASES = [
 failed = False
 print(f"s={S} b={B} h={H} a={A}: s*b*h = {SBH}")
 print(f"{'case':32} {'par bytes':>10} {'formula':>10} {'par/formula':>12}  own accounting")
-for name, t, remat, unfused, formula, own in CASES:
-    got = layer_bytes(t, remat, unfused)
+for name, t, remat, unfused, formula, own, *sequence in CASES:
+    got = layer_bytes(t, remat, unfused, bool(sequence and sequence[0]))
     ok = got <= formula and got == own
     failed |= not ok
     print(f"{name:32} {got:>10} {int(formula):>10} {got / formula:>12.3f}  "
