@@ -582,8 +582,9 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
         # The one-device program path takes no sharding ops: a graph with
         # constraints is partitioned even for one device.
         live = graph._live_ops()
-        constrained = any((op.kind == "sharding_constraint" or op.pin) and id(op) in live
-                          for op in graph.ops)
+        pins = graph.value_pins(mesh, shardings)
+        constrained = any((op.kind == "sharding_constraint" or id(op) in pins)
+                          and id(op) in live for op in graph.ops)
         partition = (mesh is not None and mesh.size > 1) or constrained
     if remat is not None:
         if optimizer is None:

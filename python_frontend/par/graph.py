@@ -266,11 +266,9 @@ class Op:
     #: The pipeline stage its layer runs in (`Graph.layer(i, stage=s)`),
     #: printed as `par.stage` (docs/pipelines.md).
     stage: Optional[int] = None
-    #: A sharding pinned on the result by a `shardings` rule of the graph
-    #: matching its name, and the SSA name of the value before the pin: the
-    #: op prints that value, then a `par.sharding_constraint` defines the
-    #: result's own name.
-    pin: Optional[Tuple[Any, str]] = None
+    #: The name given to its single result, which `shardings` patterns
+    #: match (docs/python-frontend.md: a matching value is pinned).
+    name: Optional[str] = None
 
     @property
     def result(self) -> Tensor:
@@ -453,16 +451,8 @@ class Graph:
                 self._layer, self._stage if self._layer is not None else None)
         for r in results:
             r.op = op
-        # A named value whose name a `shardings` rule matches is pinned to
-        # that sharding (the residual stream of sequence parallelism).
-        if (kind not in ("sharding_constraint", "constant") and len(results) == 1
-                and isinstance(names[0], str) and names[0]):
-            rule = self._rule_for(names[0])
-            if rule is not None:
-                r = results[0]
-                spec = to_spec(rule, r.rank, self.mesh, what=f"sharding of value {names[0]!r}")
-                if spec is not None:
-                    op.pin = (spec, self._fresh(f"{names[0]}.unpinned"))
+        if len(results) == 1 and isinstance(names[0], str) and names[0]:
+            op.name = names[0]
         self.ops.append(op)
         return op
 
@@ -600,6 +590,32 @@ class Graph:
         raise KeyError(name)
 
     # -- printing ----------------------------------------------------------------
+    def value_pins(self, mesh: Optional[Mesh] = None,
+                   shardings: Optional[Mapping[str, SpecLike]] = None) -> Dict[int, Tuple]:
+        """The values pinned by a sharding pattern (`shardings` first, then the
+        graph's): {id(op): (spec, name of the value before the pin)} for each
+        op whose result's given name a pattern matches. The op prints that
+        value and a `par.sharding_constraint` defines the result's own name
+        (Megatron's sequence parallelism pins the residual stream this way)."""
+        mesh = mesh or self.mesh
+        rules = list((shardings or {}).items()) + list(self.rules.items())
+        pins = {}
+        for op in self.ops:
+            if op.name is None or op.kind in ("sharding_constraint", "constant"):
+                continue
+            for pattern, rule in rules:
+                if fnmatch.fnmatchcase(op.name, pattern):
+                    result = op.result
+                    spec = to_spec(rule, result.rank, mesh,
+                                   what=f"sharding of value {op.name!r}")
+                    if spec is not None:
+                        unpinned, n = f"{result.ssa}.unpinned", 1
+                        while unpinned in self._names:
+                            unpinned, n = f"{result.ssa}.unpinned{n}", n + 1
+                        pins[id(op)] = (spec, unpinned)
+                    break
+        return pins
+
     def resolved_shardings(self, mesh: Optional[Mesh] = None,
                            shardings: Optional[Mapping[str, SpecLike]] = None
                            ) -> List[Optional[ShardingSpec]]:
@@ -627,6 +643,7 @@ class Graph:
         mesh = mesh or self.mesh
         specs = self.resolved_shardings(mesh, shardings)
         live = self._live_ops()
+        pins = self.value_pins(mesh, shardings)
         if mesh is None:
             # Annotations without a mesh: declare their axes with size 1 (a
             # one-device program that still verifies).
@@ -634,7 +651,7 @@ class Graph:
             annotations = specs + [o.sharding for o in self.outputs] + [
                 op.attrs["sharding"] for op in self.ops
                 if op.kind == "sharding_constraint" and id(op) in live] + [
-                op.pin[0] for op in self.ops if op.pin and id(op) in live]
+                pins[id(op)][0] for op in self.ops if id(op) in pins and id(op) in live]
             for spec in annotations:
                 if spec is not None:
                     for axis in spec.axes() + spec.partial + spec.replicated:
@@ -678,9 +695,10 @@ class Graph:
         lines.append("    -> (" + ", ".join(results) + ") {")
         for op in self.ops:
             if id(op) in live:
-                lines.append("  " + _format_op(op, mesh_name) + loc(op.loc))
-                if op.pin:
-                    spec, unpinned = op.pin
+                pin = pins.get(id(op))
+                lines.append("  " + _format_op(op, mesh_name, pin and pin[1]) + loc(op.loc))
+                if pin:
+                    spec, unpinned = pin
                     result = op.results[0]
                     lines.append(f"  %{result.ssa} = par.sharding_constraint %{unpinned} "
                                  f"<@{mesh_name}, {spec.body()}> : {result.type}"
@@ -798,10 +816,12 @@ def _is_default(spec: dict, value: Any) -> bool:
     return float(value) == default
 
 
-def _format_op(op: Op, mesh_name: str) -> str:
+def _format_op(op: Op, mesh_name: str, result_name: Optional[str] = None) -> str:
     """An op in MLIR's generic form, from the op catalogue generated from
-    ParOps.td: no op's syntax or defaults are restated here."""
-    res = "%" + op.pin[1] if op.pin else ", ".join("%" + r.ssa for r in op.results)
+    ParOps.td: no op's syntax or defaults are restated here. `result_name`
+    renames a single result (a pinned value's unpinned copy)."""
+    res = ("%" + result_name if result_name
+           else ", ".join("%" + r.ssa for r in op.results))
     ops = ", ".join("%" + t.ssa for t in op.operands)
     if op.kind == "sharding_constraint":  # structural: not a runtime op
         return (f"{res} = par.sharding_constraint {ops} <@{mesh_name}, "

@@ -287,7 +287,7 @@ def data_parallel(axis: str = "dp") -> Dict[str, SpecLike]:
     return {"tokens": P(axis, None), "targets": P(axis, None)}
 
 
-def tensor_parallel(axis: str = "tp", vocab: bool = False,
+def tensor_parallel(axis: str = "tp", vocab: Optional[bool] = None,
                     sequence: bool = False) -> Dict[str, SpecLike]:
     """Megatron: attention heads and MLP hidden units split over `axis`
     (q/k/v and up/gate projections by output, output projections by input),
@@ -300,7 +300,12 @@ def tensor_parallel(axis: str = "tp", vocab: bool = False,
     1/t of the tokens, each block's all-reduce becomes a reduce-scatter and
     its input an all-gather, and the activations kept between them shrink by
     t. The layout of everything else follows by propagation
-    (docs/propagation.md, "Megatron's sequence parallelism")."""
+    (docs/propagation.md, "Megatron's sequence parallelism"). `vocab`
+    defaults to `sequence`, as in Megatron: with a whole embedding table,
+    the table's gradient summed from split tokens would be all-reduced
+    (vocabulary x width elements) every step."""
+    if vocab is None:
+        vocab = sequence
     rules: Dict[str, SpecLike] = {
         "*.attn.wq": P(None, axis, None), "*.attn.wk": P(None, axis, None),
         "*.attn.wv": P(None, axis, None), "*.attn.wo": P(axis, None, None),

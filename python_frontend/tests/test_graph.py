@@ -359,3 +359,25 @@ def test_model_blocks_are_layers_and_autodiff_keeps_them():
     for layer in range(models.GPT2_CONFIGS["tiny"].n_layer):
         mark = f"par.layer = {layer} : i64, par.phase = #par.phase<"
         assert mark + "forward>" in out and mark + "backward>" in out
+
+
+def test_shardings_pin_named_values():
+    """A `shardings` pattern matching the name given to an op's result pins
+    it with a sharding constraint under that name (the residual stream of
+    tensor_parallel(sequence=True)); a value whose rank the pattern does not
+    fit is an error naming it."""
+    g = Graph("pins", mesh=Mesh({"tp": 2}), shardings={"h.x1": P(None, "tp", None)})
+    x = g.param("x", [2, 4, 8])
+    y = par.add(x, x, name="h.x1")
+    g.output(par.neg(y, name="out"), "out")
+    text = g.to_mlir()
+    assert '%h.x1.unpinned = "par.add"' in text
+    assert ('%h.x1 = par.sharding_constraint %h.x1.unpinned <@mesh, [{}, {"tp"}, {}]>'
+            in text)
+    assert '"par.neg"(%h.x1)' in text
+    # Patterns given when printing take precedence, as for inputs.
+    assert "[{\"tp\"}, {}, {}]" not in text
+    text = g.to_mlir(shardings={"h.*": P("tp", None, None)})
+    assert '<@mesh, [{"tp"}, {}, {}]>' in text
+    with pytest.raises(ValueError, match="h.x1"):
+        g.to_mlir(shardings={"h.x1": P(None, None, None, "tp")})

@@ -130,6 +130,10 @@ SHARDINGS = {
     "dp=2": (Mesh({"dp": 2}), M.data_parallel()),
     "tp=2": (Mesh({"tp": 2}), M.tensor_parallel()),
     "dp=2,tp=2": (Mesh({"dp": 2, "tp": 2}), {**M.data_parallel(), **M.tensor_parallel()}),
+    # Megatron's sequence parallelism: the residual stream pinned by name.
+    "tp=2,sequence": (Mesh({"tp": 2}), M.tensor_parallel(sequence=True)),
+    "dp=2,tp=2,sequence": (Mesh({"dp": 2, "tp": 2}),
+                           {**M.data_parallel(), **M.tensor_parallel(sequence=True)}),
 }
 MODELS = {
     "mlp": lambda: M.MLPModel(M.MLP_CONFIGS["tiny"]),
@@ -153,7 +157,14 @@ def test_model_loss_matches_reference(model, sharding, tmp_path):
     mesh, rules = SHARDINGS[sharding]
     exe = par.compile(g, mesh=mesh, shardings=rules, workdir=tmp_path)
     assert exe.num_ranks == (mesh.size if mesh else 1)
-    if mesh is not None and "tp" in mesh.axis_names:
+    if mesh is not None and "tp" in mesh.axis_names and "sequence" in sharding:
+        # Megatron's sequence parallelism: each block's all-reduce is a
+        # reduce-scatter (after it) and an all-gather (before it).
+        kinds = [c["op"] for c in exe.collectives
+                 if exe.program["groups"][c["attrs"]["group"]] == ["tp"]]
+        if model != "mlp":
+            assert kinds.count("reduce_scatter") >= 2 * 2 and "all_to_all" not in kinds, kinds
+    elif mesh is not None and "tp" in mesh.axis_names:
         # Megatron: an all-reduce over tp after every attention and MLP.
         tp = [c for c in exe.collectives if exe.program["groups"][c["attrs"]["group"]] == ["tp"]]
         assert len(tp) >= 2 * 2 if model != "mlp" else len(tp) >= 2
