@@ -449,18 +449,32 @@ void reportFunction(func::FuncOp func, const MemoryPlan &plan,
   }
   printTraffic(byKind, sum, os);
   // Buckets of gradient all-reduces (--par-autodiff bucket=).
+  // And of parameter all-gathers (ZeRO's working copies and stage-3
+  // gathers, in buckets of the same size).
   int64_t buckets = 0, gradients = 0, largest = 0;
+  int64_t gathers = 0, parameters = 0, largestGather = 0;
   for (Operation *op : plan.instructions)
     if (auto bucket =
             op->getAttrOfType<IntegerAttr>(ParDialect::kBucketAttrName)) {
+      int64_t bytes = cast<CollectiveOpInterface>(op).getCost().bytes;
+      if (isa<AllGatherOp>(op)) {
+        gathers += 1;
+        parameters += bucket.getInt();
+        largestGather = std::max(largestGather, bytes);
+        continue;
+      }
       buckets += 1;
       gradients += bucket.getInt();
-      largest = std::max(largest, cast<CollectiveOpInterface>(op).getCost().bytes);
+      largest = std::max(largest, bytes);
     }
   if (buckets)
     os << "  gradient buckets: " << buckets << " collective(s) of "
        << gradients << " gradient(s), the largest " << humanBytes(largest)
        << "\n";
+  if (gathers)
+    os << "  parameter buckets: " << gathers << " all-gather(s) of "
+       << parameters << " parameter(s), the largest "
+       << humanBytes(largestGather) << "\n";
 }
 
 void printTraffic(

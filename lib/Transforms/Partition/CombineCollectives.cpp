@@ -23,6 +23,18 @@
 // one per gradient. Every bucket, combined or not, is marked par.bucket
 // with its number of gradients (the reports list them).
 //
+// With a bucket size, the all-gathers of parameter shards (the step's
+// arguments: ZeRO's working copies at the start of the step, ZeRO-3's
+// gathers before each use) travel in buckets too: gathers with the same
+// group, element type, phase, schedule (issued late or not) and, for late
+// ones, the layer of their first reader, next-fit in program order. A
+// bucket packs each shard as one row of its elements, gathers the rows as
+// one [devices, elements] tensor and cuts each parameter's columns out
+// again (the devices' shards of a dim-0 gather, in order, are the whole
+// parameter's elements; a gather along a later dim moves the dims before
+// it back in front). It is marked par.bucket with its number of
+// parameters.
+//
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/TrainingStep.h"
 #include "par/Transforms/Passes.h"
@@ -407,6 +419,150 @@ int64_t Combiner::run() {
   return folded;
 }
 
+/// The all-gathers of parameter shards that may share a bucket.
+struct GatherKey {
+  StringRef mesh;
+  Attribute axes;
+  Type element;
+  bool late;
+  StepMarks marks;
+  bool operator==(const GatherKey &other) const {
+    return mesh == other.mesh && axes == other.axes &&
+           element == other.element && late == other.late &&
+           marks.phase == other.marks.phase &&
+           marks.layer == other.marks.layer &&
+           marks.stage == other.marks.stage &&
+           marks.microbatch == other.marks.microbatch;
+  }
+};
+
+/// The first op of `block` that reads `value`.
+Operation *firstReader(Value value) {
+  Operation *first = nullptr;
+  for (Operation *user : value.getUsers())
+    if (!first || user->isBeforeInBlock(first))
+      first = user;
+  return first;
+}
+
+/// Gathers of step arguments (parameter shards) into buckets of
+/// at most `bucketBytes` gathered bytes; returns the gathers folded.
+int64_t bucketGathers(Block &block, int64_t bucketBytes) {
+  struct Bucket {
+    GatherKey key;
+    SmallVector<AllGatherOp> members;
+    int64_t bytes = 0;
+  };
+  SmallVector<Bucket> buckets;
+  SmallVector<std::pair<GatherKey, size_t>> filling;
+  for (Operation &op : block) {
+    auto gather = dyn_cast<AllGatherOp>(op);
+    if (!gather || !isa<BlockArgument>(gather.getInput()) ||
+        gather->use_empty())
+      continue;
+    auto type = gather.getResult().getType();
+    int64_t bytes =
+        type.getNumElements() * elementBytesOf(type.getElementType());
+    if (bytes > bucketBytes)
+      continue;
+    StepMarks marks = StepMarks::of(gather);
+    // A late gather runs where its first reader does.
+    if (isLate(gather))
+      marks.layer = getLayer(firstReader(gather.getResult()));
+    GatherKey key{gather.getMeshAttr().getValue(), gather.getAxesAttr(),
+                  type.getElementType(), isLate(gather), marks};
+    // Next fit: the bucket being filled for this key, or a new one.
+    auto it = llvm::find_if(filling,
+                            [&](auto &entry) { return entry.first == key; });
+    size_t index;
+    if (it != filling.end() &&
+        buckets[it->second].bytes + bytes <= bucketBytes) {
+      index = it->second;
+    } else {
+      buckets.push_back({key, {}, 0});
+      index = buckets.size() - 1;
+      if (it == filling.end())
+        filling.push_back({key, index});
+      else
+        it->second = index;
+    }
+    buckets[index].members.push_back(gather);
+    buckets[index].bytes += bytes;
+  }
+
+  int64_t folded = 0;
+  for (Bucket &bucket : buckets) {
+    if (bucket.members.size() < 2)
+      continue;
+    AllGatherOp lead = bucket.members.front();
+    OpBuilder b(lead);
+    Location loc = lead.getLoc();
+    Type element = bucket.key.element;
+    int64_t dim = lead.getDim();
+    int64_t devices =
+        lead.getResult().getType().getDimSize(dim) /
+        std::max<int64_t>(1, lead.getInput().getType().getDimSize(dim));
+    SmallVector<Value> rows;
+    SmallVector<int64_t> sizes;
+    int64_t total = 0;
+    for (AllGatherOp member : bucket.members) {
+      auto type = member.getInput().getType();
+      int64_t size = type.getNumElements();
+      rows.push_back(ReshapeOp::create(
+          b, loc, RankedTensorType::get({1, size}, element),
+          member.getInput()));
+      sizes.push_back(size);
+      total += size;
+    }
+    Block::iterator begin = rows.front().getDefiningOp()->getIterator();
+    Value joined = ConcatOp::create(
+        b, loc, RankedTensorType::get({1, total}, element), rows, 1);
+    auto gathered = AllGatherOp::create(
+        b, loc, RankedTensorType::get({devices, total}, element), joined,
+        lead.getMeshAttr(), lead.getAxesAttr(),
+        b.getIntegerAttr(lead.getDimAttr().getType(), 0));
+    gathered->setAttr(ParDialect::kBucketAttrName,
+                      b.getI64IntegerAttr(bucket.members.size()));
+    int64_t offset = 0;
+    Operation *tail = gathered;
+    for (auto [member, size] : llvm::zip(bucket.members, sizes)) {
+      Value piece = SliceOp::create(
+          b, loc, RankedTensorType::get({devices, size}, element), gathered,
+          b.getDenseI64ArrayAttr({0, offset}),
+          b.getDenseI64ArrayAttr({devices, offset + size}),
+          DenseI64ArrayAttr());
+      // Device r's row is its shard, whole dims before the gathered one
+      // (`outer` of them) major: those move back in front of the devices.
+      auto full = member.getResult().getType();
+      int64_t outer = 1;
+      for (int64_t d = 0; d < int64_t(member.getDim()); ++d)
+        outer *= full.getDimSize(d);
+      if (outer > 1) {
+        int64_t inner = size / outer;
+        piece = ReshapeOp::create(
+            b, loc, RankedTensorType::get({devices, outer, inner}, element),
+            piece);
+        piece = TransposeOp::create(
+            b, loc, RankedTensorType::get({outer, devices, inner}, element),
+            piece, b.getDenseI64ArrayAttr({1, 0, 2}));
+      }
+      Value whole = ReshapeOp::create(b, loc, full, piece);
+      carryMarks(member, whole);
+      tail = whole.getDefiningOp();
+      member.getResult().replaceAllUsesWith(whole);
+      offset += size;
+    }
+    if (bucket.key.late)
+      for (Operation &op : llvm::make_range(begin, std::next(tail->getIterator())))
+        setLate(&op);
+    stampMarks(bucket.key.marks, begin, std::next(tail->getIterator()));
+    for (AllGatherOp member : bucket.members)
+      member->erase();
+    folded += bucket.members.size();
+  }
+  return folded;
+}
+
 struct CombineCollectivesPass
     : public par::impl::CombineCollectivesPassBase<CombineCollectivesPass> {
   using CombineCollectivesPassBase::CombineCollectivesPassBase;
@@ -419,6 +575,8 @@ struct CombineCollectivesPass
           bucketBytes = bytes.getInt();
         numCombined +=
             Combiner(func.getBody().front(), maxBytes, bucketBytes).run();
+        if (bucketBytes && *bucketBytes > 0 && isTrainingStep(func))
+          numCombined += bucketGathers(func.getBody().front(), *bucketBytes);
       }
   }
 };

@@ -28,8 +28,10 @@ namespace {
 struct Row {
   std::string name, axes, location;
   int64_t group = 1, elements = 0, bytes = 0, sent = 0;
-  /// Gradients carried, for a bucket of gradient all-reduces (par.bucket).
+  /// Gradients carried, for a bucket of gradient all-reduces (par.bucket),
+  /// or parameters, for a bucket of parameter all-gathers.
   int64_t bucket = 0;
+  bool parameters = false;
 };
 
 struct Totals {
@@ -61,7 +63,9 @@ std::optional<Row> rowOf(Operation *op) {
   row.location = loc.empty() ? "-" : loc;
   if (auto bucket = op->getAttrOfType<IntegerAttr>(ParDialect::kBucketAttrName)) {
     row.bucket = bucket.getInt();
-    row.location += " (bucket of " + std::to_string(row.bucket) + " gradient" +
+    row.parameters = isa<AllGatherOp>(op);
+    row.location += " (bucket of " + std::to_string(row.bucket) +
+                    (row.parameters ? " parameter" : " gradient") +
                     (row.bucket == 1 ? ")" : "s)");
   }
   return row;
@@ -92,15 +96,19 @@ struct CommReportPass : public par::impl::CommReportPassBase<CommReportPass> {
                          "collective", "axes", "group", "elements", "buffer",
                          "sent", "at");
       llvm::MapVector<StringRef, Totals> byAxes;
-      Totals total, buckets;
-      int64_t gradients = 0;
+      Totals total, buckets, gathers;
+      int64_t gradients = 0, parameters = 0;
       for (auto [i, row] : llvm::enumerate(rows)) {
         os << llvm::format("  %3d  %-22s %-10s %5lld %12lld %11s %11s  %s\n",
                            (int)i + 1, row.name.c_str(), row.axes.c_str(),
                            (long long)row.group, (long long)row.elements,
                            humanBytes(row.bytes).c_str(),
                            humanBytes(row.sent).c_str(), row.location.c_str());
-        if (row.bucket) {
+        if (row.bucket && row.parameters) {
+          gathers.count += 1;
+          gathers.bytes += row.bytes;
+          parameters += row.bucket;
+        } else if (row.bucket) {
           buckets.count += 1;
           buckets.bytes += row.bytes;
           gradients += row.bucket;
@@ -135,6 +143,10 @@ struct CommReportPass : public par::impl::CommReportPassBase<CommReportPass> {
              << (size.getInt() ? humanBytes(size.getInt()) : "0: none") << ")";
         os << "\n";
       }
+      if (gathers.count)
+        os << "  parameter buckets: " << gathers.count << " all-gather(s) of "
+           << parameters << " parameter(s), " << humanBytes(gathers.bytes)
+           << " in all\n";
     }
   }
 };

@@ -1468,7 +1468,7 @@ func.func @prefetch_negative() attributes {par.prefetch = -2 : i64} {
 
 par.mesh @mesh <["dp"=2]>
 func.func @bucket_on_other_op(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @below {{'par.bucket' is a positive gradient count on an all-reduce or reduce-scatter}}
+  // expected-error @below {{'par.bucket' is a positive count of gradients on an all-reduce or reduce-scatter, or of parameters on an all-gather}}
   %y = par.exp %x {par.bucket = 2 : i64} : tensor<4xf32>
   return %y : tensor<4xf32>
 }
@@ -1477,7 +1477,7 @@ func.func @bucket_on_other_op(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 par.mesh @mesh <["dp"=2]>
 func.func @bucket_zero(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @below {{'par.bucket' is a positive gradient count on an all-reduce or reduce-scatter}}
+  // expected-error @below {{'par.bucket' is a positive count of gradients on an all-reduce or reduce-scatter, or of parameters on an all-gather}}
   %y = par.all_reduce sum %x over @mesh ["dp"] {par.bucket = 0 : i64} : tensor<4xf32>
   return %y : tensor<4xf32>
 }

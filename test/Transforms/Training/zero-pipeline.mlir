@@ -1,7 +1,8 @@
-// ZeRO-2/3 steps here use bucket=0: the checks read the reduce-scatters
-// one per gradient (test/Transforms/Partition/gradient-buckets.test covers buckets).
+// ZeRO steps here use bucket=0: the checks read the reduce-scatters and
+// all-gathers one per parameter (test/Transforms/Partition/gradient-buckets.test
+// covers buckets).
 // RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw zero=0" --par-propagate --par-partition --par-comm-report -o /dev/null | FileCheck %s --check-prefix=COMM0
-// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw zero=1" --par-propagate --par-partition --par-comm-report --par-schedule | FileCheck %s --check-prefixes=COMM12,Z1
+// RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw zero=1 bucket=0" --par-propagate --par-partition --par-comm-report --par-schedule | FileCheck %s --check-prefixes=COMM12,Z1
 // RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw zero=2 bucket=0" --par-propagate --par-partition --par-comm-report --par-schedule | FileCheck %s --check-prefixes=COMM12,Z2
 // RUN: par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw zero=3 bucket=0" --par-propagate --par-partition --par-comm-report --par-schedule | FileCheck %s --check-prefixes=COMM3,Z3
 // RUN: not par-opt %s --mesh=dp=4 --par-autodiff="optimizer=adamw zero=2 data-axis=fsdp bucket=0" --par-propagate --par-partition -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOAXIS

@@ -291,11 +291,12 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kBucketAttrName) {
     auto count = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!count || !isa<AllReduceOp, ReduceScatterOp>(op) ||
+    if (!count || !isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op) ||
         count.getInt() < 1)
       return op->emitError() << "'" << kBucketAttrName
-                             << "' is a positive gradient count on an "
-                                "all-reduce or reduce-scatter";
+                             << "' is a positive count of gradients on an "
+                                "all-reduce or reduce-scatter, or of "
+                                "parameters on an all-gather";
     return success();
   }
   if (attr.getName() == kRematAttrName) {
