@@ -29,6 +29,7 @@
 #include "par/Transforms/StepArguments.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -109,8 +110,35 @@ Value heldGradient(OptimizerUpdateOpInterface update) {
   }
   Operation *def = grad.getDefiningOp();
   if (def && isa<CollectiveOpInterface>(def) && def->getNumOperands() == 1 &&
-      isLate(def))
+      isLate(def) && !def->hasAttr(ParDialect::kBucketAttrName))
     return def->getOperand(0);
+  // A deferred reduction in a bucket (--par-combine-collectives): the
+  // update reads its piece cut out of the bucket; the full gradient held is
+  // the one packed into it (through the packing's reshapes and transposes).
+  auto single = [](Operation *op) {
+    return op && op->getNumOperands() == 1 && op->getNumResults() == 1 &&
+           isMemoryEffectFree(op) && !isa<CollectiveOpInterface>(op);
+  };
+  Operation *bucket = nullptr;
+  for (Operation *op = def; single(op);) {
+    Operation *in = op->getOperand(0).getDefiningOp();
+    if (in && isa<CollectiveOpInterface>(in)) {
+      bucket = in;
+      break;
+    }
+    op = in;
+  }
+  if (bucket && isa<CollectiveOpInterface>(bucket) && isLate(bucket) &&
+      bucket->hasAttr(ParDialect::kBucketAttrName))
+    if (Operation *joined = bucket->getOperand(0).getDefiningOp())
+      for (Value packed : joined->getOperands()) {
+        Value root = packed;
+        while (single(root.getDefiningOp()) &&
+               getGradientOf(root.getDefiningOp()).empty())
+          root = root.getDefiningOp()->getOperand(0);
+        if (isGradientOf(root.getDefiningOp(), param))
+          return root;
+      }
   return grad;
 }
 

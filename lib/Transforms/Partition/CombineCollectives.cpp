@@ -24,8 +24,9 @@
 // with its number of gradients (the reports list them).
 //
 // With a bucket size, the all-gathers of parameter shards (the step's
-// arguments: ZeRO's working copies at the start of the step, ZeRO-3's
-// gathers before each use) travel in buckets too: gathers with the same
+// arguments or their low-precision copies: ZeRO's working copies at the
+// start of the step, ZeRO-3's gathers before each use) travel in buckets
+// too: gathers with the same
 // group, element type, phase, schedule (issued late or not) and, for late
 // ones, the layer of their first reader, next-fit in program order. A
 // bucket packs each shard as one row of its elements, gathers the rows as
@@ -68,11 +69,15 @@ struct Key {
   // stages run on different ranks, those of different micro-batches in
   // different slots of the schedule.
   std::optional<int64_t> stage, microbatch;
+  // Reductions deferred to their first reader (ZeRO-1's, par.late) travel
+  // only with each other.
+  bool late = false;
   bool operator==(const Key &other) const {
     return op == other.op && mesh == other.mesh && axes == other.axes &&
            kind == other.kind && element == other.element &&
            phase == other.phase && layer == other.layer &&
-           stage == other.stage && microbatch == other.microbatch;
+           stage == other.stage && microbatch == other.microbatch &&
+           late == other.late;
   }
 };
 
@@ -95,7 +100,8 @@ struct Reduction {
             getPhase(op),
             getLayer(op),
             getStage(op),
-            getMicrobatch(op)};
+            getMicrobatch(op),
+            isLate(op)};
   }
   Type elementOf() const {
     return cast<RankedTensorType>(input().getType()).getElementType();
@@ -131,7 +137,7 @@ private:
   /// Per all-reduce: the all-reduces its result reaches (feeds, through any
   /// ops), with the groups formed so far contracted to one node each.
   std::vector<llvm::BitVector> reach;
-  SmallVector<Group> groups;
+  SmallVector<Group, 4> groups;
 };
 
 int64_t elementBytesOf(Type type) {
@@ -145,10 +151,13 @@ void Combiner::analyze() {
   // All-reduces, and the reduce-scatters of gradients when the step
   // has buckets (others are left as they are).
   SmallVector<Reduction> reduces;
+  // Late ones only in gradient buckets (ZeRO-1's reductions deferred to
+  // the optimizer phase): other late all-reduces stay where they are.
   for (Operation &op : block) {
     bool bucketed = bucketBytes && *bucketBytes > 0 &&
-                    !getGradientOf(&op).empty() && isa<ReduceScatterOp>(op);
-    if ((isa<AllReduceOp>(op) || bucketed) && !isLate(&op)) {
+                    !getGradientOf(&op).empty() &&
+                    isa<ReduceScatterOp, AllReduceOp>(op);
+    if ((isa<AllReduceOp>(op) && !isLate(&op)) || bucketed) {
       number[&op] = reduces.size();
       reduces.push_back({&op});
     }
@@ -177,7 +186,7 @@ void Combiner::analyze() {
         reach[i].set(number[reduce.op]);
 
   // Per key, the gradient bucket being filled (an index in `groups`).
-  SmallVector<std::pair<Key, size_t>> filling;
+  SmallVector<std::pair<Key, size_t>, 4> filling;
   for (Reduction reduce : reduces) {
     auto type = cast<RankedTensorType>(reduce.input().getType());
     Key key = reduce.key();
@@ -392,6 +401,11 @@ bool Combiner::rewrite(Group &group) {
               group.key.microbatch},
              begin->getIterator(),
              std::next(tail->getIterator()));
+  // A deferred bucket is issued where its first member was read.
+  if (group.key.late)
+    for (Operation &op : llvm::make_range(begin->getIterator(),
+                                          std::next(tail->getIterator())))
+      setLate(&op);
   for (Reduction member : group.members)
     member.op->erase();
   // Readers that came before the combined collective follow it, in order.
@@ -445,6 +459,18 @@ Operation *firstReader(Value value) {
   return first;
 }
 
+/// A step argument, or its working copy made from it alone (the
+/// low-precision convert of a master shard, par.copy_of).
+bool isParameterShard(Value value) {
+  if (isa<BlockArgument>(value))
+    return true;
+  Operation *def = value.getDefiningOp();
+  return def && getCopyOf(def) && isMemoryEffectFree(def) &&
+         llvm::all_of(def->getOperands(), [](Value operand) {
+           return isa<BlockArgument>(operand);
+         });
+}
+
 /// Gathers of step arguments (parameter shards) into buckets of
 /// at most `bucketBytes` gathered bytes; returns the gathers folded.
 int64_t bucketGathers(Block &block, int64_t bucketBytes) {
@@ -453,11 +479,11 @@ int64_t bucketGathers(Block &block, int64_t bucketBytes) {
     SmallVector<AllGatherOp> members;
     int64_t bytes = 0;
   };
-  SmallVector<Bucket> buckets;
-  SmallVector<std::pair<GatherKey, size_t>> filling;
+  SmallVector<Bucket, 4> buckets;
+  SmallVector<std::pair<GatherKey, size_t>, 4> filling;
   for (Operation &op : block) {
     auto gather = dyn_cast<AllGatherOp>(op);
-    if (!gather || !isa<BlockArgument>(gather.getInput()) ||
+    if (!gather || !isParameterShard(gather.getInput()) ||
         gather->use_empty())
       continue;
     auto type = gather.getResult().getType();
@@ -494,8 +520,22 @@ int64_t bucketGathers(Block &block, int64_t bucketBytes) {
   for (Bucket &bucket : buckets) {
     if (bucket.members.size() < 2)
       continue;
+    // After the last shard a member gathers is made (a working copy's
+    // convert), and before any member's result is read.
     AllGatherOp lead = bucket.members.front();
-    OpBuilder b(lead);
+    Operation *at = lead;
+    for (AllGatherOp member : bucket.members)
+      if (Operation *def = member.getInput().getDefiningOp())
+        if (at->isBeforeInBlock(def))
+          at = def->getNextNode();
+    bool readEarlier = llvm::any_of(bucket.members, [&](AllGatherOp member) {
+      return llvm::any_of(member->getUsers(), [&](Operation *user) {
+        return user->isBeforeInBlock(at);
+      });
+    });
+    if (readEarlier)
+      continue;
+    OpBuilder b(at);
     Location loc = lead.getLoc();
     Type element = bucket.key.element;
     int64_t dim = lead.getDim();

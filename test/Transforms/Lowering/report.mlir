@@ -1,5 +1,8 @@
 // ZeRO-2/3 steps here use bucket=0: the checks read the reduce-scatters
 // one per gradient (test/Transforms/Partition/gradient-buckets.test covers buckets).
+// Stage 1 runs with the default buckets: its figures are the same, the
+// categories seeing through a bucket to the gradients and working copies
+// packed into it.
 // --report / --par-report on a data-parallel MLP with Φ = 1024 parameters
 // (w1 16x32, w2 32x16), mixed-precision AdamW (bf16 compute, fp32 masters
 // and moments). Per device, the model states must equal the ZeRO formulas
@@ -47,10 +50,12 @@
 // Z1-NEXT: gradients 2 2048 2048
 // Z1-NEXT: optimizer states 7 3076 3076
 // Z1: model states (parameters + gradients + optimizer states): 7172 bytes = 7.0000 x 1024 parameters + 4 bytes
-// Z1: all_gather [dp] 2 1024 1024 1536
+// Z1: all_gather [dp] 1 1024 1024 1536
 // Z1-NEXT: all_reduce sum [dp] 1 1 2 3
-// Z1-NEXT: reduce_scatter sum [dp] 2 1024 1024 1536
-// Z1-NEXT: total 5 2049 2050 3075
+// Z1-NEXT: reduce_scatter sum [dp] 1 1024 1024 1536
+// Z1-NEXT: total 3 2049 2050 3075
+// Z1: gradient buckets: 1 collective(s) of 2 gradient(s)
+// Z1-NEXT: parameter buckets: 1 all-gather(s) of 2 parameter(s)
 //
 // Stage 2: the gradients held are the shards: 2Φ + 14Φ/4.
 // Z2: parameters 2 2048 2048
