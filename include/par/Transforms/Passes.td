@@ -87,6 +87,11 @@ def AutoShardPass : Pass<"auto-shard", "::mlir::ModuleOp"> {
            "auto: a training step that --par-pipeline left alone may be "
            "pipelined, its stages on a mesh axis and its batch divided "
            "into micro-batches, where that plan wins; off: never">,
+    Option<"sequence", "sequence", "std::string", /*default=*/"\"auto\"",
+           "auto: the best plans that split weights over a tensor axis are "
+           "also checked with Megatron's sequence parallelism on it (the "
+           "residual stream split over the sequence), which wins where it "
+           "is faster or fits; off: never">,
   ];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }
