@@ -596,9 +596,15 @@ class Graph:
         graph's): {id(op): (spec, name of the value before the pin)} for each
         op whose result's given name a pattern matches. The op prints that
         value and a `par.sharding_constraint` defines the result's own name
-        (Megatron's sequence parallelism pins the residual stream this way)."""
+        (Megatron's sequence parallelism pins the residual stream this way).
+        A pattern that matches an input is the inputs' alone: only patterns
+        that match no input pin values, so a broad weight pattern never pins
+        activations by accident."""
         mesh = mesh or self.mesh
-        rules = list((shardings or {}).items()) + list(self.rules.items())
+        inputs = [inp.name for inp in self.inputs]
+        rules = [(pattern, rule)
+                 for pattern, rule in list((shardings or {}).items()) + list(self.rules.items())
+                 if not any(fnmatch.fnmatchcase(name, pattern) for name in inputs)]
         pins = {}
         for op in self.ops:
             if op.name is None or op.kind in ("sharding_constraint", "constant"):
@@ -700,8 +706,14 @@ class Graph:
                 if pin:
                     spec, unpinned = pin
                     result = op.results[0]
+                    marks = []
+                    if op.layer is not None:
+                        marks.append(f"par.layer = {op.layer} : i64")
+                    if op.stage is not None:
+                        marks.append(f"par.stage = {op.stage} : i64")
+                    marks = f" {{{', '.join(marks)}}}" if marks else ""
                     lines.append(f"  %{result.ssa} = par.sharding_constraint %{unpinned} "
-                                 f"<@{mesh_name}, {spec.body()}> : {result.type}"
+                                 f"<@{mesh_name}, {spec.body()}>{marks} : {result.type}"
                                  + loc(op.loc))
         values = ", ".join("%" + o.tensor.ssa for o in self.outputs)
         types = ", ".join(o.tensor.type for o in self.outputs)

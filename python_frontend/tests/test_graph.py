@@ -376,8 +376,22 @@ def test_shardings_pin_named_values():
             in text)
     assert '"par.neg"(%h.x1)' in text
     # Patterns given when printing take precedence, as for inputs.
-    assert "[{\"tp\"}, {}, {}]" not in text
     text = g.to_mlir(shardings={"h.*": P("tp", None, None)})
-    assert '<@mesh, [{"tp"}, {}, {}]>' in text
+    assert ('%h.x1 = par.sharding_constraint %h.x1.unpinned <@mesh, [{"tp"}, {}, {}]>'
+            in text)
+    # A pattern that matches an input is the inputs' alone.
+    text = g.to_mlir(shardings={"*": P(None, None, "tp")})
+    assert ('%h.x1 = par.sharding_constraint %h.x1.unpinned <@mesh, [{}, {"tp"}, {}]>'
+            in text)
     with pytest.raises(ValueError, match="h.x1"):
         g.to_mlir(shardings={"h.x1": P(None, None, None, "tp")})
+
+
+def test_pins_carry_layer_marks():
+    g = Graph("pins", mesh=Mesh({"tp": 2}), shardings={"*.y": P(None, "tp")})
+    x = g.param("x", [2, 4])
+    with g.layer(3):
+        y = par.neg(x, name="b.y")
+    g.output(par.exp(y, name="out"), "out")
+    assert ('%b.y = par.sharding_constraint %b.y.unpinned <@mesh, [{}, {"tp"}]> '
+            '{par.layer = 3 : i64}' in g.to_mlir())

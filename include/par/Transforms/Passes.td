@@ -144,12 +144,16 @@ def PropagatePass : Pass<"par-propagate", "::mlir::ModuleOp"> {
     Order: user priorities (`p0` before `p1`, then annotations without a
     priority), within each the op levels (shape-preserving ops, then the
     rest, then broadcast-like ops forward and values with several uses),
-    conflicts resolved per factor by the larger tensor, then the more
-    sharded, then the lower operand index. docs/propagation.md has the
-    exact rules.
+    conflicts resolved per factor by a parameter (or its gradient, working
+    copy or view) before an activation, then the larger tensor, then the
+    more sharded, then the lower operand index; a factor claims mesh axes
+    with the rank of the strongest tensor asking for exactly its axes.
+    docs/propagation.md has the exact rules (and how Megatron's sequence
+    parallelism comes out of them).
 
     Diagnostics: a warning at an annotated value whose sharding some op can
-    use only fully replicated (it will be gathered), with a note at the op;
+    use only fully replicated (it will be gathered), with a note at the op
+    (not for constraints autodiff made in the backward pass);
     a remark at an op that cannot carry some axes (a reshape whose sizes do
     not divide, heads that do not divide the KV heads).
 
@@ -212,11 +216,13 @@ def InsertReshardsPass : Pass<"par-insert-reshards", "::mlir::ModuleOp"> {
     First step of partitioning; run after `--par-propagate`. For every op
     with a sharding rule, one axis list per factor is chosen with the rules
     of propagation (compatible prefixes merge; conflicts go to the earlier
-    user priority, then the larger tensor, so a large weight stays in place
-    and the smaller activation moves). Then:
+    user priority, then a parameter before an activation, then the larger
+    tensor, so a weight stays in place and the activation moves). Then:
     - an operand whose sharding differs (or that is partial) is replaced by
       `par.reshard` to the sharding the op uses; one reshard per value and
-      target, placed right after the value's definition;
+      target, placed right after the value's definition, except that a
+      forward activation gathered for a backward reader gets a gather of
+      its own there (`par.late`), so only its split copy is kept;
     - a result whose annotated sharding differs from what the op produces
       takes the produced sharding (partial over split reductions) and a
       `par.reshard` after the op restores the annotated one for its users;
@@ -280,9 +286,9 @@ def ToLocalPass : Pass<"par-to-local", "::mlir::ModuleOp"> {
 def SinkPartialsPass : Pass<"par-sink-partials", "::mlir::ModuleOp"> {
   let summary = "Resolve partial sums after the linear ops that consume them";
   let description = [{
-    Runs after `--par-insert-reshards`. A reshard that only resolves the
-    partial (sum) axes of its input, and whose single user is linear in it,
-    moves past that user: the user computes on the partial value, its result
+    Runs after `--par-insert-reshards`. A reshard that resolves the partial
+    (sum) axes of its input (keeping its split), and whose single user is
+    linear in it, moves past that user: the user computes on the partial value, its result
     becomes partial over the same axes, and the reshard follows it. Linear
     ops: add and sub when every operand resolves the same partial axes (one
     collective instead of one per operand); neg, float convert, transpose,
@@ -292,7 +298,10 @@ def SinkPartialsPass : Pass<"par-sink-partials", "::mlir::ModuleOp"> {
     and a consumer that wants the result sharded over the partial axes gets
     a reduce-scatter instead of an all-reduce. A resolving reshard whose
     user is another reshard folds into it (an all-reduce then a slice is a
-    reduce-scatter). Max/min partials never move.
+    reduce-scatter). A reshard that also scatters the sum (a
+    reduce-scatter) moves past an add or sub whose operands all come
+    through such reshards from one layout to one target: one
+    reduce-scatter after the sum. Max/min partials never move.
   }];
   let dependentDialects = ["::mlir::par::ParDialect"];
   let statistics = [
@@ -312,12 +321,17 @@ def CombineCollectivesPass : Pass<"par-combine-collectives", "::mlir::ModuleOp">
     combined buffer. A combined buffer
     stays within `max-bytes` (small collectives cost latency, not bandwidth;
     large gradient buckets are a different trade against overlap). Late
-    all-reduces are not combined. The result computes the same values
-    with fewer collectives: the vocabulary-parallel cross-entropy issues
-    three all-reduces, not four. A training step with a bucket size
-    (`par.bucket_bytes`, --par-autodiff bucket=) fills buckets of its
-    gradient all-reduces and (ZeRO-2/3) reduce-scatters in program order
-    instead, each issued after its last gradient and marked `par.bucket`.
+    all-reduces are not combined (but for ZeRO-1's gradient reductions,
+    below). The result computes the same values with fewer collectives:
+    the vocabulary-parallel cross-entropy issues three all-reduces, not
+    four. A training step with a bucket size (`par.bucket_bytes`,
+    --par-autodiff bucket=) fills buckets of its gradient all-reduces and
+    (ZeRO) reduce-scatters in program order instead, each issued after its
+    last gradient (ZeRO-1's deferred ones in late buckets of their own) and
+    marked `par.bucket`; and buckets of the all-gathers of its parameter
+    shards (ZeRO's working copies, ZeRO-3's gathers by pass and reading
+    layer), one all-gather of the shards packed as rows, marked
+    `par.bucket` with their number of parameters.
 
     ```sh
     par-opt model.mlir --par-propagate --par-to-local --par-combine-collectives
@@ -329,7 +343,7 @@ def CombineCollectivesPass : Pass<"par-combine-collectives", "::mlir::ModuleOp">
   ];
   let dependentDialects = ["::mlir::par::ParDialect"];
   let statistics = [
-    Statistic<"numCombined", "all-reduces-combined", "All-reduces folded into a combined one">
+    Statistic<"numCombined", "collectives-combined", "Collectives folded into a combined one or a bucket">
   ];
 }
 

@@ -66,7 +66,10 @@ struct Node {
   Location loc;
   int32_t mesh = -1;
   bool user = false; // carried an annotation
-  bool parameter = false; // a parameter argument of its function
+  /// A parameter argument of its function, or a parameter's gradient,
+  /// working copy or view (the result of an op marked par.gradient_of,
+  /// par.copy_of or par.view_of): ranks before activations in conflicts.
+  bool parameter = false;
   SmallVector<DimState, 4> dims;
   AxisList replicated;
   AxisList partial;
@@ -121,7 +124,8 @@ struct CandidateFacts {
   /// The operand/result slot of the op it comes from.
   int32_t slot;
   /// Whether that tensor is a parameter (a function argument that persists
-  /// from step to step, StepArguments.h).
+  /// from step to step, StepArguments.h) or a parameter's gradient, working
+  /// copy or view.
   bool parameter = false;
 };
 
@@ -142,7 +146,8 @@ public:
 };
 
 /// par's documented order (docs/propagation.md): earlier user priority,
-/// then the larger tensor, then more shards, then the lower operand index.
+/// then a parameter before an activation, then the larger tensor, then more
+/// shards, then the lower operand index.
 const ConflictStrategy &defaultConflictStrategy();
 
 struct Conflict {

@@ -109,8 +109,10 @@ Value heldGradient(OptimizerUpdateOpInterface update) {
     grad = *from;
   }
   Operation *def = grad.getDefiningOp();
+  // (A bucket of one is the collective itself; a combined bucket is read
+  // through the piece cut out of it, below.)
   if (def && isa<CollectiveOpInterface>(def) && def->getNumOperands() == 1 &&
-      isLate(def) && !def->hasAttr(ParDialect::kBucketAttrName))
+      isLate(def))
     return def->getOperand(0);
   // A deferred reduction in a bucket (--par-combine-collectives): the
   // update reads its piece cut out of the bucket; the full gradient held is

@@ -20,25 +20,27 @@
 // bucket being filled while it fits, else starts the next one, so every
 // bucket is issued right after its own last gradient and the early ones
 // overlap the rest of the backward pass. A bucket size of 0 leaves them
-// one per gradient. Every bucket, combined or not, is marked par.bucket
-// with its number of gradients (the reports list them).
+// one per gradient. Every gradient bucket, combined or not, is marked
+// par.bucket with its number of gradients (the reports list them).
 //
 // With a bucket size, the all-gathers of parameter shards (the step's
 // arguments or their low-precision copies: ZeRO's working copies at the
 // start of the step, ZeRO-3's gathers before each use) travel in buckets
 // too: gathers with the same
 // group, element type, phase, schedule (issued late or not) and, for late
-// ones, the layer of their first reader, next-fit in program order. A
+// ones, the layer of their first reader (or, outside the layers, that
+// reader itself), next-fit in program order. A
 // bucket packs each shard as one row of its elements, gathers the rows as
 // one [devices, elements] tensor and cuts each parameter's columns out
 // again (the devices' shards of a dim-0 gather, in order, are the whole
 // parameter's elements; a gather along a later dim moves the dims before
 // it back in front). It is marked par.bucket with its number of
-// parameters.
+// parameters; a gather alone in its bucket stays as it is, unmarked.
 //
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/TrainingStep.h"
 #include "par/Transforms/Passes.h"
+#include "par/Transforms/StepArguments.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -440,9 +442,14 @@ struct GatherKey {
   Type element;
   bool late;
   StepMarks marks;
+  /// A late gather first read outside the layers: that reader (the head's
+  /// weights are not gathered with the embedding's, to live through every
+  /// layer).
+  Operation *reader = nullptr;
   bool operator==(const GatherKey &other) const {
     return mesh == other.mesh && axes == other.axes &&
            element == other.element && late == other.late &&
+           reader == other.reader &&
            marks.phase == other.marks.phase &&
            marks.layer == other.marks.layer &&
            marks.stage == other.marks.stage &&
@@ -459,21 +466,24 @@ Operation *firstReader(Value value) {
   return first;
 }
 
-/// A step argument, or its working copy made from it alone (the
-/// low-precision convert of a master shard, par.copy_of).
-bool isParameterShard(Value value) {
-  if (isa<BlockArgument>(value))
+/// A parameter argument of `func`, or its working copy made from it alone
+/// (the low-precision convert of a master shard, par.copy_of).
+bool isParameterShard(func::FuncOp func, Value value) {
+  auto isParam = [&](Value v) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg && isParameter(func, arg.getArgNumber());
+  };
+  if (isParam(value))
     return true;
   Operation *def = value.getDefiningOp();
   return def && getCopyOf(def) && isMemoryEffectFree(def) &&
-         llvm::all_of(def->getOperands(), [](Value operand) {
-           return isa<BlockArgument>(operand);
-         });
+         llvm::all_of(def->getOperands(), isParam);
 }
 
 /// Gathers of step arguments (parameter shards) into buckets of
 /// at most `bucketBytes` gathered bytes; returns the gathers folded.
-int64_t bucketGathers(Block &block, int64_t bucketBytes) {
+int64_t bucketGathers(func::FuncOp func, int64_t bucketBytes) {
+  Block &block = func.getBody().front();
   struct Bucket {
     GatherKey key;
     SmallVector<AllGatherOp> members;
@@ -483,7 +493,7 @@ int64_t bucketGathers(Block &block, int64_t bucketBytes) {
   SmallVector<std::pair<GatherKey, size_t>, 4> filling;
   for (Operation &op : block) {
     auto gather = dyn_cast<AllGatherOp>(op);
-    if (!gather || !isParameterShard(gather.getInput()) ||
+    if (!gather || !isParameterShard(func, gather.getInput()) ||
         gather->use_empty())
       continue;
     auto type = gather.getResult().getType();
@@ -493,10 +503,15 @@ int64_t bucketGathers(Block &block, int64_t bucketBytes) {
       continue;
     StepMarks marks = StepMarks::of(gather);
     // A late gather runs where its first reader does.
-    if (isLate(gather))
-      marks.layer = getLayer(firstReader(gather.getResult()));
+    Operation *reader = nullptr;
+    if (isLate(gather)) {
+      reader = firstReader(gather.getResult());
+      marks.layer = getLayer(reader);
+      if (marks.layer)
+        reader = nullptr;
+    }
     GatherKey key{gather.getMeshAttr().getValue(), gather.getAxesAttr(),
-                  type.getElementType(), isLate(gather), marks};
+                  type.getElementType(), isLate(gather), marks, reader};
     // Next fit: the bucket being filled for this key, or a new one.
     auto it = llvm::find_if(filling,
                             [&](auto &entry) { return entry.first == key; });
@@ -526,7 +541,7 @@ int64_t bucketGathers(Block &block, int64_t bucketBytes) {
     Operation *at = lead;
     for (AllGatherOp member : bucket.members)
       if (Operation *def = member.getInput().getDefiningOp())
-        if (at->isBeforeInBlock(def))
+        if (def == at || at->isBeforeInBlock(def))
           at = def->getNextNode();
     bool readEarlier = llvm::any_of(bucket.members, [&](AllGatherOp member) {
       return llvm::any_of(member->getUsers(), [&](Operation *user) {
@@ -616,7 +631,7 @@ struct CombineCollectivesPass
         numCombined +=
             Combiner(func.getBody().front(), maxBytes, bucketBytes).run();
         if (bucketBytes && *bucketBytes > 0 && isTrainingStep(func))
-          numCombined += bucketGathers(func.getBody().front(), *bucketBytes);
+          numCombined += bucketGathers(func, *bucketBytes);
       }
   }
 };

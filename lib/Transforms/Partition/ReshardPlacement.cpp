@@ -2,9 +2,11 @@
 //
 // The first step of partitioning. Each op's factor shardings are chosen by
 // the same evaluation propagation uses (compatible prefixes merge; conflicts
-// go to the earlier priority, then the larger tensor, so a large weight stays
-// in place and the small activation moves); every tensor of the op that
-// disagrees gets an explicit par.reshard.
+// go to the earlier priority, then a parameter or its gradient before an
+// activation, then the larger tensor, so a weight stays in place and the
+// activation moves); every tensor of the op that disagrees gets an explicit
+// par.reshard. A forward activation that a backward op reads gathered is
+// gathered again there (docs/partitioning.md).
 //
 //===----------------------------------------------------------------------===//
 #include "par/Transforms/ShardingGraph.h"
@@ -58,8 +60,10 @@ static bool sameLayout(const Node &node, ArrayRef<AxisList> dims,
 static bool gathersAgain(Value value, Operation *reader, int64_t fromShards,
                          int64_t toShards) {
   Operation *def = value.getDefiningOp();
+  // A parameter's working copy or view is not an activation (ZeRO decides
+  // where parameters are gathered).
   return def && toShards < fromShards && inPhase(def, Phase::forward) &&
-         inPhase(reader, Phase::backward);
+         !getCopyOf(def) && !getViewOf(def) && inPhase(reader, Phase::backward);
 }
 
 /// Drops from `eval` every factor split that some tensor of the op cannot

@@ -270,8 +270,10 @@ void ShardingGraph::build() {
             !func.getArgAttr(index, ParDialect::kDataAttrName);
       }
     func.walk([&](Operation *op) {
-      // A parameter's gradient ranks as its parameter does.
-      bool gradient = !getGradientOf(op).empty();
+      // A parameter's gradient, working copy (the low-precision convert)
+      // or flat view ranks as its parameter does.
+      bool gradient =
+          !getGradientOf(op).empty() || getCopyOf(op) || getViewOf(op);
       for (OpResult result : op->getResults())
         if (auto type = trackedTensor(result.getType())) {
           int32_t id = addNode(result, func, -1, type, op->getLoc(),
@@ -501,10 +503,15 @@ bool ShardingGraph::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
     // claims its axes below (against the op's other factors) with the rank
     // of the strongest of them. A weight gradient's split thus counts the
     // gradient, not only the smaller activation it is contracted from.
+    size_t picked = chosen;
     for (size_t c = 0; c < cands.size(); ++c)
       if (cands[c].axes == cands[chosen].axes &&
           beats(cands[c], cands[chosen]))
         chosen = c;
+    // The report names the tensor whose axes were kept.
+    if (report && chosen != picked && !eval.conflicts.empty() &&
+        eval.conflicts.back().factor == int64_t(f))
+      eval.conflicts.back().winner = cands[chosen].slot;
     eval.choices[f] = cands[chosen];
   }
 

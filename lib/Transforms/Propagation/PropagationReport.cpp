@@ -272,6 +272,11 @@ static void explainPlanned(llvm::raw_ostream &os, DictionaryAttr planned) {
     os << "the layout its reader needs\n";
     return;
   }
+  if (planned.get("pin")) {
+    os << "the residual stream split over the sequence (Megatron's "
+          "sequence parallelism)\n";
+    return;
+  }
   if (!beat || !by) {
     os << (planned.get("annotated") ? "kept as annotated"
                                     : "no other layout was possible")
