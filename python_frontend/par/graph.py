@@ -706,14 +706,9 @@ class Graph:
                 if pin:
                     spec, unpinned = pin
                     result = op.results[0]
-                    marks = []
-                    if op.layer is not None:
-                        marks.append(f"par.layer = {op.layer} : i64")
-                    if op.stage is not None:
-                        marks.append(f"par.stage = {op.stage} : i64")
-                    marks = f" {{{', '.join(marks)}}}" if marks else ""
                     lines.append(f"  %{result.ssa} = par.sharding_constraint %{unpinned} "
-                                 f"<@{mesh_name}, {spec.body()}>{marks} : {result.type}"
+                                 f"<@{mesh_name}, {spec.body()}>{_marks_text(op)} : "
+                                 f"{result.type}"
                                  + loc(op.loc))
         values = ", ".join("%" + o.tensor.ssa for o in self.outputs)
         types = ", ".join(o.tensor.type for o in self.outputs)
@@ -848,14 +843,19 @@ def _format_op(op: Op, mesh_name: str, result_name: Optional[str] = None) -> str
     if len(op.results) > 1:
         results = f"({results})"
     operand_types = ", ".join(t.type for t in op.operands)
+    return (f'{res} = "par.{op.kind}"({ops}){props_text}{_marks_text(op)} : '
+            f'({operand_types}) -> {results}')
+
+
+def _marks_text(op: Op) -> str:
+    """The op's layer and stage marks as an attribute dictionary (with its
+    leading space), or nothing."""
     marks = []
     if op.layer is not None:
         marks.append(f"par.layer = {op.layer} : i64")
     if op.stage is not None:
         marks.append(f"par.stage = {op.stage} : i64")
-    marks = f" {{{', '.join(marks)}}}" if marks else ""
-    return (f'{res} = "par.{op.kind}"({ops}){props_text}{marks} : ({operand_types}) -> '
-            f'{results}')
+    return f" {{{', '.join(marks)}}}" if marks else ""
 
 
 # ----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-//===- SequenceVariant.h - a plan with Megatron's sequence parallelism --*- C++ -*-===//
+//===- SequenceVariant.h - a plan with sequence parallelism -----*- C++ -*-===//
 //
 // The variant of a planned module that --auto-shard checks with Megatron's
 // sequence parallelism on a tensor axis (docs/auto-shard.md).

@@ -1453,6 +1453,14 @@ static std::optional<int32_t> dataAxisOf(ArrayRef<std::string> roles) {
   return std::nullopt;
 }
 
+/// The first axis a plan splits weights over.
+static std::optional<int32_t> tensorAxisOf(ArrayRef<std::string> roles) {
+  for (auto [a, role] : llvm::enumerate(roles))
+    if (StringRef(role).contains("tensor"))
+      return int32_t(a);
+  return std::nullopt;
+}
+
 /// The name an axis `--mesh` named by position takes from its role: dp
 /// (data), tp (tensor), os (optimizer states only), rep (replicated), pp
 /// (pipeline stages); an axis with several roles joins them (dp_tp).
@@ -2075,15 +2083,12 @@ struct AutoShardPass
       streamStep = openPipelineStep(module);
     if (streamStep) {
       SmallVector<Candidate *> tensorPlans;
-      for (Candidate &candidate : considered) {
-        if (!candidate.exact || candidate.pipelineAxis ||
-            candidate.microbatches || !candidate.planned->autoSchedule.empty())
-          continue;
-        if (llvm::any_of(candidate.roles, [](const std::string &role) {
-              return StringRef(role).contains("tensor");
-            }))
+      for (Candidate &candidate : considered)
+        if (candidate.exact && !candidate.pipelineAxis &&
+            !candidate.microbatches &&
+            candidate.planned->autoSchedule.empty() &&
+            tensorAxisOf(candidate.roles))
           tensorPlans.push_back(&candidate);
-      }
       llvm::stable_sort(tensorPlans, [&](const Candidate *a,
                                          const Candidate *b) {
         bool fa = a->exact->arenaBytes <= limit, fb = b->exact->arenaBytes <= limit;
@@ -2091,12 +2096,11 @@ struct AutoShardPass
           return fa;
         return a->exact->stepSeconds < b->exact->stepSeconds;
       });
+      // Checked apart and added after: `tensorPlans` points into
+      // `considered`.
       std::vector<Candidate> variants;
       for (Candidate *base : ArrayRef(tensorPlans).take_front(kSequenceChecks)) {
-        int32_t axis = -1;
-        for (auto [a, role] : llvm::enumerate(base->roles))
-          if (StringRef(role).contains("tensor") && axis < 0)
-            axis = int32_t(a);
+        int32_t axis = *tensorAxisOf(base->roles);
         StringRef axisName =
             cast<StringAttr>(mesh.getAxisNames()[axis]).getValue();
         OwningOpRef<ModuleOp> module2 = sequenceParallelVariant(

@@ -64,9 +64,9 @@ static SmallVector<int64_t> sequenceDims(ModuleOp module, StringRef stepName,
   SmallVector<int64_t> dims(stream.size(), -1);
   OwningOpRef<ModuleOp> probe = module.clone();
   auto step = probe->lookupSymbol<func::FuncOp>(stepName);
-  MeshOp mesh = *probe->getOps<MeshOp>().begin();
   if (!step)
     return dims;
+  MeshOp mesh = *probe->getOps<MeshOp>().begin();
   // The stream's values in the probe, named before its constraints go (a
   // constraint's value is its input's once the constraint is erased).
   SmallVector<Operation *> ops = unplannedOps(step);
@@ -165,7 +165,6 @@ OwningOpRef<ModuleOp> mlir::par::sequenceParallelVariant(ModuleOp original,
   for (auto [k, i] : llvm::enumerate(stream)) {
     Value value = ops[i]->getResult(0);
     ShardingAttr layout = getValueSharding(value);
-
     if (seq[k] < 0 || !layout)
       continue;
     // The planned split, with the tensor axis moved to the sequence (last

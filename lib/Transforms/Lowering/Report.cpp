@@ -130,8 +130,7 @@ Value heldGradient(OptimizerUpdateOpInterface update) {
     }
     op = in;
   }
-  if (bucket && isa<CollectiveOpInterface>(bucket) && isLate(bucket) &&
-      bucket->hasAttr(ParDialect::kBucketAttrName))
+  if (bucket && isLate(bucket) && bucket->hasAttr(ParDialect::kBucketAttrName))
     if (Operation *joined = bucket->getOperand(0).getDefiningOp())
       for (Value packed : joined->getOperands()) {
         Value root = packed;

@@ -449,11 +449,7 @@ struct GatherKey {
   bool operator==(const GatherKey &other) const {
     return mesh == other.mesh && axes == other.axes &&
            element == other.element && late == other.late &&
-           reader == other.reader &&
-           marks.phase == other.marks.phase &&
-           marks.layer == other.marks.layer &&
-           marks.stage == other.marks.stage &&
-           marks.microbatch == other.marks.microbatch;
+           reader == other.reader && marks == other.marks;
   }
 };
 

@@ -272,13 +272,13 @@ void ShardingGraph::build() {
     func.walk([&](Operation *op) {
       // A parameter's gradient, working copy (the low-precision convert)
       // or flat view ranks as its parameter does.
-      bool gradient =
+      bool ofParameter =
           !getGradientOf(op).empty() || getCopyOf(op) || getViewOf(op);
       for (OpResult result : op->getResults())
         if (auto type = trackedTensor(result.getType())) {
           int32_t id = addNode(result, func, -1, type, op->getLoc(),
                                getValueSharding(result));
-          nodes[id].parameter = gradient;
+          nodes[id].parameter = ofParameter;
         }
     });
     SmallVector<int32_t> resultNodes;

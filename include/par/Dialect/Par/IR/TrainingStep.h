@@ -68,6 +68,10 @@ struct StepMarks {
   static StepMarks of(Operation *op);
   /// Gives `op` the marks it lacks.
   void stamp(Operation *op) const;
+  bool operator==(const StepMarks &other) const {
+    return phase == other.phase && layer == other.layer &&
+           stage == other.stage && microbatch == other.microbatch;
+  }
 };
 
 /// The parameters (argument numbers) whose gradient `op`'s result is.
