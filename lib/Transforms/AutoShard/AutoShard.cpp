@@ -475,10 +475,10 @@ void Planner::cluster() {
   auto attributes = [](Operation *op) {
     SmallVector<NamedAttribute> kept;
     for (NamedAttribute attr : op->getAttrs())
-      if (!llvm::is_contained(
-              {ParDialect::kStageAttrName, ParDialect::kMicrobatchAttrName,
-               ParDialect::kGradientOfAttrName},
-              attr.getName().getValue()))
+      if (!llvm::is_contained({ParDialect::kStageAttrName,
+                               ParDialect::kMicrobatchAttrName,
+                               ParDialect::kGradientOfAttrName},
+                              attr.getName().getValue()))
         kept.push_back(attr);
     return kept;
   };
@@ -2089,17 +2089,19 @@ struct AutoShardPass
             candidate.planned->autoSchedule.empty() &&
             tensorAxisOf(candidate.roles))
           tensorPlans.push_back(&candidate);
-      llvm::stable_sort(tensorPlans, [&](const Candidate *a,
-                                         const Candidate *b) {
-        bool fa = a->exact->arenaBytes <= limit, fb = b->exact->arenaBytes <= limit;
-        if (fa != fb)
-          return fa;
-        return a->exact->stepSeconds < b->exact->stepSeconds;
-      });
+      llvm::stable_sort(tensorPlans,
+                        [&](const Candidate *a, const Candidate *b) {
+                          bool fa = a->exact->arenaBytes <= limit,
+                               fb = b->exact->arenaBytes <= limit;
+                          if (fa != fb)
+                            return fa;
+                          return a->exact->stepSeconds < b->exact->stepSeconds;
+                        });
       // Checked apart and added after: `tensorPlans` points into
       // `considered`.
       std::vector<Candidate> variants;
-      for (Candidate *base : ArrayRef(tensorPlans).take_front(kSequenceChecks)) {
+      for (Candidate *base :
+           ArrayRef(tensorPlans).take_front(kSequenceChecks)) {
         int32_t axis = *tensorAxisOf(base->roles);
         StringRef axisName =
             cast<StringAttr>(mesh.getAxisNames()[axis]).getValue();

@@ -75,7 +75,8 @@ static SmallVector<int64_t> sequenceDims(ModuleOp module, StringRef stepName,
     Value value;
     if (i < ops.size() && ops[i]->getNumResults() == 1)
       value = ops[i]->getResult(0);
-    while (value && isa_and_nonnull<ShardingConstraintOp>(value.getDefiningOp()))
+    while (value &&
+           isa_and_nonnull<ShardingConstraintOp>(value.getDefiningOp()))
       value = value.getDefiningOp()->getOperand(0);
     probed.push_back(value);
   }
@@ -102,10 +103,10 @@ static SmallVector<int64_t> sequenceDims(ModuleOp module, StringRef stepName,
     SmallVector<DimShardingAttr> argDims(type.getRank(), open);
     argDims[1] = DimShardingAttr::get(ctx, {StringAttr::get(ctx, axis)},
                                       /*isClosed=*/true, std::nullopt);
-    step.setArgAttr(arg.getArgNumber(), shardingName,
-                    ShardingAttr::get(ctx, FlatSymbolRefAttr::get(
-                                               mesh.getSymNameAttr()),
-                                      argDims, {}, {}));
+    step.setArgAttr(
+        arg.getArgNumber(), shardingName,
+        ShardingAttr::get(ctx, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
+                          argDims, {}, {}));
     seeded = true;
   }
   if (!seeded)
@@ -211,12 +212,11 @@ OwningOpRef<ModuleOp> mlir::par::sequenceParallelVariant(ModuleOp original,
       setLayer(pin, *layer);
     // The plan's, not the user's (as the planner's own constraints).
     pin->setAttr(ParDialect::kPlannedAttrName,
-                 ArrayAttr::get(ctx, {DictionaryAttr::get(
-                                         ctx, {NamedAttribute(
-                                                  StringAttr::get(ctx, "pin"),
-                                                  UnitAttr::get(ctx))})}));
+                 ArrayAttr::get(
+                     ctx, {DictionaryAttr::get(
+                              ctx, {NamedAttribute(StringAttr::get(ctx, "pin"),
+                                                   UnitAttr::get(ctx))})}));
     value.replaceAllUsesExcept(pin.getResult(), pin.getOperation());
   }
   return variant;
 }
-

@@ -167,8 +167,8 @@ struct SchedulePass : public par::impl::SchedulePassBase<SchedulePass> {
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (!func.isDeclaration() &&
           !func->hasAttr(ParDialect::kStageOfAttrName)) {
-        auto prefetch = func->getAttrOfType<IntegerAttr>(
-            ParDialect::kPrefetchAttrName);
+        auto prefetch =
+            func->getAttrOfType<IntegerAttr>(ParDialect::kPrefetchAttrName);
         scheduleBlock(func.getBody().front(), prefetch ? prefetch.getInt() : 0);
         if (getPipeline(func) &&
             !func->hasAttr(ParDialect::kStageOfAttrName))

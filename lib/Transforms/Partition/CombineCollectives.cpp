@@ -94,16 +94,11 @@ struct Reduction {
     auto reduce = dyn_cast<AllReduceOp>(op);
     CollectiveKind kind =
         reduce ? reduce.getKind() : cast<ReduceScatterOp>(op).getKind();
-    return {op->getName(),
-            collective.getMeshAttr().getValue(),
-            collective.getAxes(),
-            kind,
-            elementOf(),
-            getPhase(op),
-            getLayer(op),
-            getStage(op),
-            getMicrobatch(op),
-            isLate(op)};
+    return {op->getName(),        collective.getMeshAttr().getValue(),
+            collective.getAxes(), kind,
+            elementOf(),          getPhase(op),
+            getLayer(op),         getStage(op),
+            getMicrobatch(op),    isLate(op)};
   }
   Type elementOf() const {
     return cast<RankedTensorType>(input().getType()).getElementType();
@@ -405,8 +400,8 @@ bool Combiner::rewrite(Group &group) {
              std::next(tail->getIterator()));
   // A deferred bucket is issued where its first member was read.
   if (group.key.late)
-    for (Operation &op : llvm::make_range(begin->getIterator(),
-                                          std::next(tail->getIterator())))
+    for (Operation &op :
+         llvm::make_range(begin->getIterator(), std::next(tail->getIterator())))
       setLate(&op);
   for (Reduction member : group.members)
     member.op->erase();
@@ -506,11 +501,15 @@ int64_t bucketGathers(func::FuncOp func, int64_t bucketBytes) {
       if (marks.layer)
         reader = nullptr;
     }
-    GatherKey key{gather.getMeshAttr().getValue(), gather.getAxesAttr(),
-                  type.getElementType(), isLate(gather), marks, reader};
+    GatherKey key{gather.getMeshAttr().getValue(),
+                  gather.getAxesAttr(),
+                  type.getElementType(),
+                  isLate(gather),
+                  marks,
+                  reader};
     // Next fit: the bucket being filled for this key, or a new one.
-    auto it = llvm::find_if(filling,
-                            [&](auto &entry) { return entry.first == key; });
+    auto it =
+        llvm::find_if(filling, [&](auto &entry) { return entry.first == key; });
     size_t index;
     if (it != filling.end() &&
         buckets[it->second].bytes + bytes <= bucketBytes) {
@@ -559,9 +558,9 @@ int64_t bucketGathers(func::FuncOp func, int64_t bucketBytes) {
     for (AllGatherOp member : bucket.members) {
       auto type = member.getInput().getType();
       int64_t size = type.getNumElements();
-      rows.push_back(ReshapeOp::create(
-          b, loc, RankedTensorType::get({1, size}, element),
-          member.getInput()));
+      rows.push_back(
+          ReshapeOp::create(b, loc, RankedTensorType::get({1, size}, element),
+                            member.getInput()));
       sizes.push_back(size);
       total += size;
     }
@@ -604,7 +603,8 @@ int64_t bucketGathers(func::FuncOp func, int64_t bucketBytes) {
       offset += size;
     }
     if (bucket.key.late)
-      for (Operation &op : llvm::make_range(begin, std::next(tail->getIterator())))
+      for (Operation &op :
+           llvm::make_range(begin, std::next(tail->getIterator())))
         setLate(&op);
     stampMarks(bucket.key.marks, begin, std::next(tail->getIterator()));
     for (AllGatherOp member : bucket.members)

@@ -5,8 +5,8 @@
 // the broadcast-like "expanding" flag are derived from the rule too.
 //
 //===----------------------------------------------------------------------===//
-#include "par/Transforms/ShardingGraph.h"
 #include "par/Dialect/Par/IR/TrainingStep.h"
+#include "par/Transforms/ShardingGraph.h"
 #include "par/Transforms/StepArguments.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -505,8 +505,7 @@ bool ShardingGraph::evaluate(Edge &edge, const Stage &stage, EdgeEval &eval,
     // gradient, not only the smaller activation it is contracted from.
     size_t picked = chosen;
     for (size_t c = 0; c < cands.size(); ++c)
-      if (cands[c].axes == cands[chosen].axes &&
-          beats(cands[c], cands[chosen]))
+      if (cands[c].axes == cands[chosen].axes && beats(cands[c], cands[chosen]))
         chosen = c;
     // The report names the tensor whose axes were kept.
     if (report && chosen != picked && !eval.conflicts.empty() &&

@@ -161,10 +161,10 @@ struct AutodiffPass : public par::impl::AutodiffPassBase<AutodiffPass> {
       return signalPassFailure();
     }
     if (prefetch < 0) {
-      getOperation().emitError() << "--par-autodiff prefetch="
-                                 << int64_t(prefetch)
-                                 << " must be 0 (gather just before the use) "
-                                    "or a number of layers ahead";
+      getOperation().emitError()
+          << "--par-autodiff prefetch=" << int64_t(prefetch)
+          << " must be 0 (gather just before the use) "
+             "or a number of layers ahead";
       return signalPassFailure();
     }
     if (prefetch > 0 && zero != 3) {
