@@ -106,6 +106,23 @@ FailureOr<MemoryPlan> planMemory(func::FuncOp func, ArrayRef<bool> persistent,
 FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment,
                                  bool asyncCollectives = false);
 
+/// A block of memory to place: its size and the instructions at which it
+/// is taken (inclusive, from 0).
+struct PlacementRequest {
+  int64_t bytes = 0;
+  int64_t first = 0, until = 0;
+};
+
+/// The offsets of `blocks`, placed greedily by size: the largest first
+/// (equal sizes in order), each at the lowest multiple of `alignment` where
+/// it meets no block placed before it that is taken at a common
+/// instruction. Zero-byte blocks are at 0 and take nothing. The blocks
+/// taken are indexed by time (a segment tree of coalesced address ranges),
+/// so a block's placement looks at O(log T) range sets instead of every
+/// block placed before it.
+SmallVector<int64_t> placeBlocks(ArrayRef<PlacementRequest> blocks,
+                                 int64_t alignment);
+
 /// Fails with an error at `anchor` naming `--<pass>` unless `alignment` is a
 /// positive power of two the runtime accepts (up to 2^20).
 LogicalResult checkAlignment(Operation *anchor, StringRef pass,

@@ -686,13 +686,33 @@ static bool isRecordList(llvm::StringRef key) {
 /// Readable JSON: a value whose compact form fits on a line is written
 /// compact, larger ones expanded; the elements of a record list (one input,
 /// output, group, buffer or instruction each) are always one line each.
+static std::string compactJson(const json &value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+/// The length of compactJson(value), or some length over `limit` once it
+/// is known to exceed it (a large value is not written out to be measured).
+static size_t compactLength(const json &value, size_t limit) {
+  if (!value.is_structured())
+    return compactJson(value).size();
+  size_t length = 2; // the brackets
+  for (auto it = value.begin(); it != value.end() && length <= limit; ++it) {
+    if (it != value.begin())
+      ++length; // a comma
+    if (value.is_object())
+      length += compactJson(it.key()).size() + 1; // "key":
+    length += compactLength(*it, limit);
+  }
+  return length;
+}
+
 static void writeJson(llvm::raw_ostream &os, const json &value, int indent,
                       bool recordList = false) {
-  std::string compact =
-      value.dump(-1, ' ', false, json::error_handler_t::replace);
-  bool fits = compact.size() + indent <= 160;
+  constexpr size_t kLine = 160;
+  bool fits = size_t(indent) <= kLine &&
+              compactLength(value, kLine - indent) + indent <= kLine;
   if (!value.is_structured() || value.empty() || (fits && !recordList)) {
-    os << compact;
+    os << compactJson(value);
     return;
   }
   std::string pad(indent + 1, ' ');
@@ -702,7 +722,7 @@ static void writeJson(llvm::raw_ostream &os, const json &value, int indent,
   for (auto it = value.begin(); it != value.end(); ++it, ++i) {
     os << pad;
     if (recordList)
-      os << it->dump(-1, ' ', false, json::error_handler_t::replace);
+      os << compactJson(*it);
     else if (object) {
       os << json(it.key()).dump() << ": ";
       writeJson(os, *it, indent + 1,

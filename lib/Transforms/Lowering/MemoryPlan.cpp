@@ -13,6 +13,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <numeric>
 
 #define DEBUG_TYPE "par-memory-plan"
 
@@ -71,6 +72,158 @@ FailureOr<ProgramDType> mlir::par::programDType(Type type, Location loc) {
 
 bool mlir::par::canWriteInPlace(Operation *op) {
   return op->hasTrait<mlir::par::OpTrait::InPlace>();
+}
+
+namespace {
+/// Sorted, disjoint, coalesced address ranges [lo, hi).
+class RangeSet {
+public:
+  bool empty() const { return ranges.empty(); }
+
+  void insert(int64_t lo, int64_t hi) {
+    // The ranges that overlap or touch [lo, hi) become one.
+    auto first = llvm::partition_point(
+        ranges, [&](const Range &r) { return r.hi < lo; });
+    auto last = first;
+    for (; last != ranges.end() && last->lo <= hi; ++last) {
+      lo = std::min(lo, last->lo);
+      hi = std::max(hi, last->hi);
+    }
+    if (first == last) {
+      ranges.insert(first, {lo, hi});
+      return;
+    }
+    *first = {lo, hi};
+    ranges.erase(first + 1, last);
+  }
+
+  /// Moves `offset` past every range that meets [offset, offset + bytes)
+  /// from there up; whether it moved.
+  bool pushPast(int64_t &offset, int64_t bytes) const {
+    auto it = llvm::partition_point(
+        ranges, [&](const Range &r) { return r.hi <= offset; });
+    bool moved = false;
+    for (; it != ranges.end() && it->lo < offset + bytes; ++it) {
+      offset = it->hi;
+      moved = true;
+    }
+    return moved;
+  }
+
+private:
+  struct Range {
+    int64_t lo, hi;
+  };
+  SmallVector<Range, 2> ranges;
+};
+
+/// The address ranges taken, indexed by the instructions they are taken
+/// at: a segment tree over time whose nodes each keep two range sets.
+/// A block taken over [first, until] is in `own` of each node of that
+/// interval's canonical cover, and in `sub` of those nodes and of every
+/// node on the paths from its two end leaves to the root. The blocks that
+/// meet a time interval are then exactly those in `sub` of its cover's
+/// nodes (blocks with a cover node inside one of them) and in `own` of the
+/// nodes on its two paths (blocks whose cover node holds one of them);
+/// every block found there does meet it.
+class TakenSpace {
+public:
+  explicit TakenSpace(int64_t times) {
+    while (leaves < times)
+      leaves <<= 1;
+    own.resize(2 * leaves);
+    sub.resize(2 * leaves);
+  }
+
+  /// The lowest multiple of the alignment (the ranges' ends are) where
+  /// `bytes` meet no range taken at an instruction in [first, until].
+  int64_t lowestFree(int64_t first, int64_t until, int64_t bytes) {
+    sets.clear();
+    forCover(first, until, [&](int64_t node) { add(sub[node]); });
+    forPaths(first, until, /*leaves=*/false,
+             [&](int64_t node) { add(own[node]); });
+    int64_t offset = 0;
+    // Round the sets until none moves the offset: each move is past a
+    // range that meets the block, so the first offset no set moves is the
+    // lowest free one.
+    for (size_t i = 0, since = 0; since < sets.size();
+         i = (i + 1) % sets.size())
+      since = sets[i]->pushPast(offset, bytes) ? 1 : since + 1;
+    return offset;
+  }
+
+  void take(int64_t first, int64_t until, int64_t lo, int64_t hi) {
+    forCover(first, until, [&](int64_t node) {
+      own[node].insert(lo, hi);
+      sub[node].insert(lo, hi);
+    });
+    forPaths(first, until, /*leaves=*/true,
+             [&](int64_t node) { sub[node].insert(lo, hi); });
+  }
+
+private:
+  void add(const RangeSet &set) {
+    if (!set.empty())
+      sets.push_back(&set);
+  }
+  /// The nodes whose ranges cover [first, until] exactly, disjointly.
+  template <typename Fn>
+  void forCover(int64_t first, int64_t until, Fn fn) const {
+    for (int64_t l = first + leaves, r = until + leaves + 1; l < r;
+         l >>= 1, r >>= 1) {
+      if (l & 1)
+        fn(l++);
+      if (r & 1)
+        fn(--r);
+    }
+  }
+  /// Each node on the paths from the leaves of `first` and `until` (with
+  /// them, or from their parents) to the root, once.
+  template <typename Fn>
+  void forPaths(int64_t first, int64_t until, bool withLeaves, Fn fn) const {
+    int64_t l = first + leaves, r = until + leaves;
+    if (!withLeaves) {
+      l >>= 1;
+      r >>= 1;
+    }
+    for (; l != r; l >>= 1, r >>= 1) {
+      fn(l);
+      fn(r);
+    }
+    for (; l >= 1; l >>= 1)
+      fn(l);
+  }
+
+  int64_t leaves = 1;
+  std::vector<RangeSet> own, sub;
+  SmallVector<const RangeSet *> sets;
+};
+} // namespace
+
+SmallVector<int64_t>
+mlir::par::placeBlocks(ArrayRef<PlacementRequest> blocks, int64_t alignment) {
+  SmallVector<unsigned> order(blocks.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
+    return blocks[a].bytes > blocks[b].bytes;
+  });
+  int64_t times = 1;
+  for (const PlacementRequest &block : blocks)
+    times = std::max(times, block.until + 1);
+  TakenSpace taken(times);
+  SmallVector<int64_t> offsets(blocks.size(), 0);
+  for (unsigned id : order) {
+    const PlacementRequest &block = blocks[id];
+    if (!block.bytes)
+      continue;
+    int64_t offset = taken.lowestFree(block.first, block.until, block.bytes);
+    offsets[id] = offset;
+    // Taken up to the next aligned offset: for aligned offsets the same
+    // test, and neighbours coalesce.
+    taken.take(block.first, block.until, offset,
+               alignUp(offset + block.bytes, alignment));
+  }
+  return offsets;
 }
 
 FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
@@ -208,40 +361,20 @@ FailureOr<MemoryPlan> mlir::par::planMemory(func::FuncOp func,
     if (buffer.reuses >= 0)
       plan.buffers[buffer.reuses].until = buffer.last;
 
-  // Greedy by size: the largest buffers claim the lowest offsets, each later
-  // one takes the lowest aligned gap that no overlapping-in-time buffer uses.
-  SmallVector<unsigned> order;
-  for (unsigned i = 0; i < plan.buffers.size(); ++i)
-    if (plan.buffers[i].reuses < 0)
-      order.push_back(i);
-  std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
-    return plan.buffers[a].bytes > plan.buffers[b].bytes;
-  });
-  // The placed blocks are kept in order of (offset, end), so one scan
-  // from the bottom meets the blocks that overlap in time in address order
-  // and stops at the first gap that fits.
-  SmallVector<unsigned> placed;
-  auto below = [&](unsigned a, unsigned b) {
-    const PlannedBuffer &x = plan.buffers[a], &y = plan.buffers[b];
-    return std::make_pair(x.offset, x.bytes) <
-           std::make_pair(y.offset, y.bytes);
-  };
-  for (unsigned id : order) {
+  // Greedy by size (placeBlocks); a result that reuses an argument's
+  // memory takes its offset.
+  SmallVector<unsigned> placedIds;
+  SmallVector<PlacementRequest> requests;
+  for (auto [i, buffer] : llvm::enumerate(plan.buffers))
+    if (buffer.reuses < 0) {
+      placedIds.push_back(unsigned(i));
+      requests.push_back({buffer.bytes, buffer.first, buffer.until});
+    }
+  SmallVector<int64_t> offsets = placeBlocks(requests, alignment);
+  for (auto [id, offset] : llvm::zip_equal(placedIds, offsets)) {
     PlannedBuffer &buffer = plan.buffers[id];
-    int64_t offset = 0;
-    if (buffer.bytes)
-      for (unsigned other : placed) {
-        const PlannedBuffer &o = plan.buffers[other];
-        if (!(o.first <= buffer.until && buffer.first <= o.until))
-          continue;
-        if (offset + buffer.bytes <= o.offset)
-          break;
-        offset = std::max(offset, alignUp(o.offset + o.bytes, alignment));
-      }
     buffer.offset = offset;
     plan.arenaBytes = std::max(plan.arenaBytes, buffer.offset + buffer.bytes);
-    if (buffer.bytes)
-      placed.insert(llvm::upper_bound(placed, id, below), id);
   }
   for (PlannedBuffer &buffer : plan.buffers)
     if (buffer.reuses >= 0)

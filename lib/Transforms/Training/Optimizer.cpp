@@ -55,10 +55,13 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
   SmallVector<NamedAttrList> resultAttrs(1);
   resultAttrs[0].set(ParDialect::kNameAttrName, StringAttr::get(ctx, "loss"));
   // A state of parameter `of` (if any) is flat when the parameter is, with
-  // the same view.
+  // the same view. States are block arguments at once; the function's type
+  // and argument attributes take them all at the end (one rewrite of the
+  // signature, not one per state).
+  unsigned firstState = func.getNumArguments();
+  SmallVector<DictionaryAttr> stateAttrs;
   auto addState = [&](Type type, const std::string &name,
                       std::optional<unsigned> of = {}) -> BlockArgument {
-    unsigned index = func.getNumArguments();
     NamedAttrList attrs;
     attrs.set(ParDialect::kNameAttrName, StringAttr::get(ctx, name));
     attrs.set(ParDialect::kRoleAttrName, StringAttr::get(ctx, "param"));
@@ -66,9 +69,15 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
     if (of)
       if (std::optional<SmallVector<int64_t>> view = getViewShape(func, *of))
         attrs.set(ParDialect::kViewAttrName, b.getDenseI64ArrayAttr(*view));
-    if (failed(func.insertArgument(index, type, attrs.getDictionary(ctx), loc)))
-      return BlockArgument();
-    return body.getArgument(index);
+    stateAttrs.push_back(attrs.getDictionary(ctx));
+    return body.addArgument(type, loc);
+  };
+  // An argument attribute of the step, states not yet in the signature
+  // included.
+  auto argAttr = [&](unsigned index, StringRef name) -> Attribute {
+    if (index < firstState)
+      return func.getArgAttr(index, name);
+    return stateAttrs[index - firstState].get(name);
   };
   // fp16: a step whose gradients are not all finite changes nothing.
   Value skip;
@@ -85,12 +94,11 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
               IntegerAttr::get(IntegerType::get(ctx, 64), argIndex));
     // The new value keeps the layout a user gave the parameter, whatever
     // layout its gradient arrives in.
-    if (Attribute sharding =
-            func.getArgAttr(argIndex, ParDialect::kShardingAttrName))
+    if (Attribute sharding = argAttr(argIndex, ParDialect::kShardingAttrName))
       attrs.set(ParDialect::kShardingAttrName, sharding);
-    if (std::optional<SmallVector<int64_t>> view =
-            getViewShape(func, argIndex))
-      attrs.set(ParDialect::kViewAttrName, b.getDenseI64ArrayAttr(*view));
+    if (auto view = dyn_cast_or_null<DenseI64ArrayAttr>(
+            argAttr(argIndex, ParDialect::kViewAttrName)))
+      attrs.set(ParDialect::kViewAttrName, view);
     resultAttrs.push_back(attrs);
   };
 
@@ -226,6 +234,18 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
     // The scale this step used (a copy: the state itself is replaced).
     logResult(scale(lossScale, 1.0), "log.loss_scale");
     logResult(newSkipped, "log.skipped");
+  }
+
+  // The states join the signature.
+  if (!stateAttrs.empty()) {
+    SmallVector<Attribute> argAttrs;
+    for (unsigned i = 0; i < firstState; ++i)
+      argAttrs.push_back(func.getArgAttrDict(i));
+    for (DictionaryAttr dict : stateAttrs)
+      argAttrs.push_back(dict);
+    func.setType(FunctionType::get(ctx, body.getArgumentTypes(),
+                                   func.getResultTypes()));
+    func.setAllArgAttrs(argAttrs);
   }
 
   if (config.zero > 0) {
