@@ -166,6 +166,9 @@ def PropagatePass : Pass<"par-propagate", "::mlir::ModuleOp"> {
   let options = [
     Option<"explain", "explain", "bool", /*default=*/"false",
            "Also print the --par-explain-sharding report to standard output">,
+    Option<"diagnose", "diagnose", "bool", /*default=*/"true",
+           "Report shardings ops cannot carry (remarks, warnings); off for "
+           "copies whose diagnostics are discarded">,
   ];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }

@@ -13,9 +13,11 @@
 namespace mlir::par {
 
 /// Propagates shardings through `module` and writes one on every tensor,
-/// emitting propagation's diagnostics; with `explain`, prints the explain
+/// emitting propagation's diagnostics unless `diagnose` is off (a copy
+/// whose diagnostics nobody reads); with `explain`, prints the explain
 /// report to it. See docs/propagation.md.
-void propagateShardings(ModuleOp module, llvm::raw_ostream *explain);
+void propagateShardings(ModuleOp module, llvm::raw_ostream *explain,
+                        bool diagnose = true);
 
 /// Makes every op's operands agree with one sharding of its factors: where
 /// an operand's sharding differs, a `par.reshard` to the sharding the op

@@ -10,6 +10,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <cstdint>
 #include <string>
@@ -70,6 +71,23 @@ bool planReshard(llvm::ArrayRef<int64_t> axisSizes,
                  llvm::ArrayRef<int64_t> shape, const ReshardLayout &from,
                  const ReshardLayout &to, ReshardPlan &plan,
                  std::string &error);
+
+/// planReshard with its answers kept: a move planned again (every layer of
+/// a model reshards alike) is looked up instead of searched.
+class ReshardPlanCache {
+public:
+  bool plan(llvm::ArrayRef<int64_t> axisSizes, llvm::ArrayRef<int64_t> shape,
+            const ReshardLayout &from, const ReshardLayout &to,
+            ReshardPlan &plan, std::string &error);
+
+private:
+  struct Answer {
+    bool planned;
+    ReshardPlan plan;
+    std::string error;
+  };
+  llvm::StringMap<Answer> answers;
+};
 
 /// Name of a step kind as the collective op spells it (all_reduce, ...).
 const char *stringifyReshardStep(ReshardStepKind kind);

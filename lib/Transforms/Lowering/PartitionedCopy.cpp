@@ -17,7 +17,10 @@ mlir::par::partitionedCopy(OwningOpRef<ModuleOp> clone, std::string &error) {
   PassManager pm(context);
   // Not verified here (a third of a check's time on a 96-layer plan).
   pm.enableVerifier(false);
-  pm.addPass(createPropagatePass());
+  // Its diagnostics are discarded: not made either.
+  PropagatePassOptions propagate;
+  propagate.diagnose = false;
+  pm.addPass(createPropagatePass(propagate));
   buildPartitionPipeline(pm, PartitionPipelineOptions{});
   pm.addPass(createSchedulePass());
   ScopedDiagnosticHandler capture(context, [&](Diagnostic &diag) {

@@ -506,3 +506,35 @@ ReshardCost mlir::par::reshardCost(ArrayRef<int64_t> axisSizes,
   }
   return cost;
 }
+
+bool ReshardPlanCache::plan(ArrayRef<int64_t> axisSizes,
+                            ArrayRef<int64_t> shape, const ReshardLayout &from,
+                            const ReshardLayout &to, ReshardPlan &plan,
+                            std::string &error) {
+  // The question as one key: each list with its length in front.
+  SmallVector<int64_t, 32> words;
+  auto list = [&](auto values) {
+    words.push_back(int64_t(values.size()));
+    words.append(values.begin(), values.end());
+  };
+  auto layout = [&](const ReshardLayout &l) {
+    words.push_back(int64_t(l.dims.size()));
+    for (const auto &dim : l.dims)
+      list(ArrayRef<int32_t>(dim));
+    list(ArrayRef<int32_t>(l.partial));
+  };
+  list(axisSizes);
+  list(shape);
+  layout(from);
+  layout(to);
+  StringRef key(reinterpret_cast<const char *>(words.data()),
+                words.size() * sizeof(int64_t));
+  auto [it, inserted] = answers.try_emplace(key);
+  Answer &answer = it->second;
+  if (inserted)
+    answer.planned =
+        planReshard(axisSizes, shape, from, to, answer.plan, answer.error);
+  plan = answer.plan;
+  error = answer.error;
+  return answer.planned;
+}

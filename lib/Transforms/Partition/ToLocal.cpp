@@ -121,6 +121,8 @@ private:
 
   func::FuncOp func;
   OpBuilder ownBuilder;
+  /// The collective sequences planned so far (layers repeat them).
+  ReshardPlanCache reshardPlans;
   DenseMap<Value, GlobalInfo> globals;
   /// Combiners of partial values made by collectives (which keep the
   /// combiner of the value they came from).
@@ -403,8 +405,8 @@ FailureOr<Value> Localizer::lowerPlanned(Operation *op, Value input,
   type = RankedTensorType::get(shape, type.getElementType());
   ReshardPlan plan;
   std::string error;
-  if (!planReshard(mesh.getAxisSizes(), type.getShape(), source, target, plan,
-                   error))
+  if (!reshardPlans.plan(mesh.getAxisSizes(), type.getShape(), source, target,
+                         plan, error))
     return op->emitError() << "cannot reshard " << describe(input) << ": "
                            << error;
   if (!plan.gatherThenSlice.empty())

@@ -17,7 +17,8 @@ struct PropagatePass : public par::impl::PropagatePassBase<PropagatePass> {
   using PropagatePassBase::PropagatePassBase;
 
   void runOnOperation() override {
-    propagateShardings(getOperation(), explain ? &llvm::outs() : nullptr);
+    propagateShardings(getOperation(), explain ? &llvm::outs() : nullptr,
+                       diagnose);
   }
 };
 } // namespace

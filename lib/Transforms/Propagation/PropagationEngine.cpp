@@ -733,11 +733,12 @@ void ShardingGraph::writeBack() {
 }
 
 void mlir::par::propagateShardings(ModuleOp module,
-                                   llvm::raw_ostream *explain) {
+                                   llvm::raw_ostream *explain, bool diagnose) {
   propagation::ShardingGraph engine(module);
   engine.build();
   engine.run();
-  engine.emitDiagnostics();
+  if (diagnose)
+    engine.emitDiagnostics();
   if (explain)
     engine.explain(*explain);
   engine.writeBack();
