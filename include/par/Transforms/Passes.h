@@ -91,6 +91,11 @@ struct PartitionPipelineOptions
       llvm::cl::desc("Issue independent small all-reduces on one group as "
                      "one (--par-combine-collectives)"),
       llvm::cl::init(true)};
+  Option<bool> diagnose{
+      *this, "diagnose",
+      llvm::cl::desc("Report what propagating ZeRO's layouts meets (off for "
+                     "copies whose diagnostics are discarded)"),
+      llvm::cl::init(true)};
 };
 
 /// --par-partition: a sharded global program into one per-device program:

@@ -740,6 +740,11 @@ def ZeroPass : Pass<"par-zero", "::mlir::ModuleOp"> {
     rank sends 2 parameter counts of elements (stages 1, 2: reduce-scatter
     and all-gather) or 3 (stage 3: two all-gathers and a reduce-scatter).
   }];
+  let options = [
+    Option<"diagnose", "diagnose", "bool", /*default=*/"true",
+           "Report what propagating the new layouts meets (remarks, "
+           "warnings); off for copies whose diagnostics are discarded">,
+  ];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }
 

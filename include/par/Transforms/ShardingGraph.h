@@ -274,8 +274,9 @@ private:
                         ArrayRef<uint8_t> partial) const;
   std::string dropReason(const Edge &edge, const EdgeEval &eval, int32_t slot,
                          int64_t dim);
-  /// Final-state evaluation of every edge (for reports), computed once.
-  void evaluateFinal();
+  /// Final-state evaluation of every edge, computed once; with `report`,
+  /// with the records reports name (conflicts and their reasons).
+  void evaluateFinal(bool report = true);
 
   ModuleOp module;
   MLIRContext *ctx;
@@ -290,6 +291,8 @@ private:
   SmallVector<Stage> stages;
   std::vector<uint8_t> dirty;
   std::vector<EdgeEval> finalEvals;
+  /// Whether finalEvals carry the report records.
+  bool finalReported = false;
   std::optional<AsmState> asmState;
 };
 

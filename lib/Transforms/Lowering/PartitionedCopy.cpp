@@ -21,7 +21,9 @@ mlir::par::partitionedCopy(OwningOpRef<ModuleOp> clone, std::string &error) {
   PropagatePassOptions propagate;
   propagate.diagnose = false;
   pm.addPass(createPropagatePass(propagate));
-  buildPartitionPipeline(pm, PartitionPipelineOptions{});
+  PartitionPipelineOptions partition;
+  partition.diagnose = false;
+  buildPartitionPipeline(pm, partition);
   pm.addPass(createSchedulePass());
   ScopedDiagnosticHandler capture(context, [&](Diagnostic &diag) {
     if (diag.getSeverity() == DiagnosticSeverity::Error && error.empty())

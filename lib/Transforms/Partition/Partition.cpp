@@ -16,8 +16,11 @@ using namespace mlir::par;
 
 void mlir::par::buildPartitionPipeline(
     OpPassManager &pm, const PartitionPipelineOptions &options) {
-  if (options.zero)
-    pm.addPass(createZeroPass());
+  if (options.zero) {
+    ZeroPassOptions zero;
+    zero.diagnose = options.diagnose;
+    pm.addPass(createZeroPass(zero));
+  }
   pm.addPass(createSplitCheckpointsPass());
   pm.addPass(createInsertReshardsPass());
   if (options.sinkPartials)

@@ -102,7 +102,8 @@ void ShardingGraph::keepRepresentable(const Edge &edge, EdgeEval &eval) const {
 }
 
 int64_t ShardingGraph::insertReshards() {
-  evaluateFinal();
+  // The choices alone: nothing here is reported.
+  evaluateFinal(/*report=*/false);
   OpBuilder builder(ctx);
   DenseMap<std::tuple<Value, Attribute, unsigned>, Value> cache;
   int64_t inserted = 0;

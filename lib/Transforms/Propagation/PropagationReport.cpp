@@ -137,13 +137,14 @@ std::string ShardingGraph::originChain(int32_t nodeId, uint8_t axis) {
   return text;
 }
 
-void ShardingGraph::evaluateFinal() {
-  if (!finalEvals.empty() || edges.empty())
+void ShardingGraph::evaluateFinal(bool report) {
+  if ((!finalEvals.empty() && (finalReported || !report)) || edges.empty())
     return;
   Stage last = stages.back();
-  finalEvals.resize(edges.size());
+  finalEvals.assign(edges.size(), EdgeEval());
+  finalReported = report;
   for (auto [id, edge] : llvm::enumerate(edges))
-    if (!evaluate(edge, last, finalEvals[id], /*report=*/true))
+    if (!evaluate(edge, last, finalEvals[id], report))
       finalEvals[id].mesh = -1;
 }
 

@@ -66,7 +66,7 @@ static llvm::BitVector unsplitArguments(func::FuncOp func) {
   auto copy = cast<func::FuncOp>(b.clone(*func));
   {
     ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
-    propagateShardings(*scratch, /*explain=*/nullptr);
+    propagateShardings(*scratch, /*explain=*/nullptr, /*diagnose=*/false);
   }
   llvm::BitVector unsplit(func.getNumArguments(), true);
   for (unsigned i = 0; i < copy.getNumArguments(); ++i)

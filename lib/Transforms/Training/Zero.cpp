@@ -344,6 +344,8 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
 
 namespace {
 struct ZeroPass : public par::impl::ZeroPassBase<ZeroPass> {
+  using ZeroPassBase::ZeroPassBase;
+
   void runOnOperation() override {
     bool changed = false;
     for (auto func : getOperation().getOps<func::FuncOp>()) {
@@ -355,7 +357,7 @@ struct ZeroPass : public par::impl::ZeroPassBase<ZeroPass> {
       changed |= changedHere;
     }
     if (changed)
-      propagateShardings(getOperation(), /*explain=*/nullptr);
+      propagateShardings(getOperation(), /*explain=*/nullptr, diagnose);
   }
 };
 } // namespace
