@@ -46,8 +46,7 @@ SmallVector<int64_t> reference(ArrayRef<PlacementRequest> blocks,
         meeting.push_back(other);
     SmallVector<int64_t> tries{0};
     for (unsigned other : meeting)
-      tries.push_back(
-          alignUp(offsets[other] + blocks[other].bytes, alignment));
+      tries.push_back(alignUp(offsets[other] + blocks[other].bytes, alignment));
     llvm::sort(tries);
     for (int64_t at : tries) {
       bool free = llvm::none_of(meeting, [&](unsigned other) {
@@ -94,12 +93,12 @@ TEST(MemoryPlacement, EqualsTheDefinitionOnRandomBlocks) {
     SmallVector<PlacementRequest> blocks;
     for (int64_t i = 0; i < count; ++i) {
       int64_t first = int64_t(random() % times);
-      int64_t length = random() % 4 == 0 ? int64_t(random() % times)
-                                         : int64_t(random() % 8);
+      int64_t length =
+          random() % 4 == 0 ? int64_t(random() % times) : int64_t(random() % 8);
       int64_t until = std::min(times - 1, first + length);
       static const int64_t sizes[] = {0, 1, 7, 64, 100, 4096};
-      int64_t bytes = random() % 2 ? sizes[random() % 6]
-                                   : 1 + int64_t(random() % 100000);
+      int64_t bytes =
+          random() % 2 ? sizes[random() % 6] : 1 + int64_t(random() % 100000);
       blocks.push_back({bytes, first, until});
     }
     ASSERT_EQ(placeBlocks(blocks, alignment), reference(blocks, alignment))

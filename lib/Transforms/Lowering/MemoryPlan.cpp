@@ -200,8 +200,8 @@ private:
 };
 } // namespace
 
-SmallVector<int64_t>
-mlir::par::placeBlocks(ArrayRef<PlacementRequest> blocks, int64_t alignment) {
+SmallVector<int64_t> mlir::par::placeBlocks(ArrayRef<PlacementRequest> blocks,
+                                            int64_t alignment) {
   SmallVector<unsigned> order(blocks.size());
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {

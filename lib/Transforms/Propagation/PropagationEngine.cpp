@@ -732,8 +732,8 @@ void ShardingGraph::writeBack() {
     entry.second.write();
 }
 
-void mlir::par::propagateShardings(ModuleOp module,
-                                   llvm::raw_ostream *explain, bool diagnose) {
+void mlir::par::propagateShardings(ModuleOp module, llvm::raw_ostream *explain,
+                                   bool diagnose) {
   propagation::ShardingGraph engine(module);
   engine.build();
   engine.run();

@@ -243,8 +243,8 @@ LogicalResult Differentiator::buildStep(func::ReturnOp ret, Value loss,
       argAttrs.push_back(func.getArgAttrDict(i));
     for (DictionaryAttr dict : stateAttrs)
       argAttrs.push_back(dict);
-    func.setType(FunctionType::get(ctx, body.getArgumentTypes(),
-                                   func.getResultTypes()));
+    func.setType(
+        FunctionType::get(ctx, body.getArgumentTypes(), func.getResultTypes()));
     func.setAllArgAttrs(argAttrs);
   }
 
