@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/BitVector.h"
 
 #include <functional>
 #include <queue>
@@ -62,10 +63,13 @@ static void scheduleBlock(Block &block, int64_t prefetch) {
   }
 
   // Collectives sort before everything else, then original order.
+  llvm::BitVector collective(ops.size());
+  for (auto [i, op] : llvm::enumerate(ops))
+    if (isCollective(op))
+      collective.set(i);
   auto later = [&](unsigned a, unsigned b) {
-    bool ca = isCollective(ops[a]), cb = isCollective(ops[b]);
-    if (ca != cb)
-      return cb;
+    if (collective[a] != collective[b])
+      return bool(collective[b]);
     return a > b;
   };
   std::priority_queue<unsigned, std::vector<unsigned>, decltype(later)> ready(
@@ -94,6 +98,30 @@ static void scheduleBlock(Block &block, int64_t prefetch) {
   for (Operation &op : block.without_terminator())
     if (isLate(&op) && isMemoryEffectFree(&op))
       lateOps.push_back(&op);
+  // The order of the block as the late ops move: each op's label grows
+  // along the block, and a moved op takes one between its new neighbours
+  // (all ops are labelled again, in order, when no label is left there).
+  // Block::isBeforeInBlock would renumber the whole block after most moves.
+  DenseMap<Operation *, int64_t> label;
+  auto relabel = [&] {
+    int64_t next = 0;
+    for (Operation &op : block)
+      label[&op] = (next += int64_t(1) << 24);
+  };
+  relabel();
+  auto isBefore = [&](Operation *a, Operation *b) {
+    return label.lookup(a) < label.lookup(b);
+  };
+  auto moveBefore = [&](Operation *op, Operation *at) {
+    op->moveBefore(at);
+    Operation *prev = op->getPrevNode();
+    int64_t low = prev ? label.lookup(prev) : 0, high = label.lookup(at);
+    if (high - low < 2) {
+      relabel();
+      return;
+    }
+    label[op] = low + (high - low) / 2;
+  };
   // The runs of consecutive ops of one layer and phase (ops of no layer
   // join the run they fall in), and each op's run.
   SmallVector<Operation *> runStarts;
@@ -124,7 +152,7 @@ static void scheduleBlock(Block &block, int64_t prefetch) {
       if (!def || def->getBlock() != &block)
         continue;
       if (late.contains(def) ? !readsOnlyEarly(def)
-                             : !def->isBeforeInBlock(runStarts.front()))
+                             : !isBefore(def, runStarts.front()))
         return false;
     }
     return true;
@@ -135,8 +163,7 @@ static void scheduleBlock(Block &block, int64_t prefetch) {
   for (Operation *op : llvm::reverse(lateOps)) {
     Operation *first = nullptr;
     for (Operation *user : op->getUsers())
-      if (user->getBlock() == &block &&
-          (!first || user->isBeforeInBlock(first)))
+      if (user->getBlock() == &block && (!first || isBefore(user, first)))
         first = user;
     if (!first)
       continue;
@@ -151,7 +178,7 @@ static void scheduleBlock(Block &block, int64_t prefetch) {
       target = it->second;
     }
     if (op->getNextNode() != at)
-      op->moveBefore(at);
+      moveBefore(op, at);
     if (target) {
       frontAt[target] = op;
       targetOf[op] = target;
