@@ -8,6 +8,8 @@
 #ifndef PAR_TRANSFORMS_REMAT_H
 #define PAR_TRANSFORMS_REMAT_H
 
+#include "par/Transforms/MemoryPlan.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseSet.h"
@@ -54,6 +56,23 @@ struct RematChoice {
   int64_t peak = 0;
 };
 
+/// What one partitioned training step keeps, as --par-remat=auto measures
+/// it from the step's memory plan.
+struct RematMeasurement {
+  int64_t arenaBytes = 0;
+  /// Per layer: activation bytes a device keeps, FLOPs it recomputes.
+  std::map<int64_t, int64_t> kept;
+  std::map<int64_t, double> flops;
+  /// Bytes live at each instruction and after the last.
+  SmallVector<int64_t> live;
+  /// Per layer: the last forward instruction and the first of a later
+  /// phase.
+  std::map<int64_t, int64_t> forwardEnd, laterStart;
+};
+
+/// The measurement of the partitioned step `plan` was made for.
+RematMeasurement measureRemat(const MemoryPlan &plan);
+
 /// The training steps of `module` (functions with a backward pass) that
 /// are not yet rematerialized.
 SmallVector<func::FuncOp> openTrainingSteps(ModuleOp module);
@@ -64,10 +83,13 @@ SmallVector<func::FuncOp> openTrainingSteps(ModuleOp module);
 /// (RematPass.cpp). Changes nothing; fails after an error at the step
 /// (naming the smallest planned peak when nothing fits).
 /// With a `checkpointAxis`, every choice is measured with its checkpoints
-/// split over it (--par-split-checkpoints).
+/// split over it (--par-split-checkpoints). `plain`, when given, holds the
+/// measurement of every step as it is (partitioned and planned by the
+/// caller already), which is then not made again.
 FailureOr<std::map<std::string, RematChoice>>
 planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps, int64_t budget,
-          StringRef checkpointAxis = "");
+          StringRef checkpointAxis = "",
+          const std::map<std::string, RematMeasurement> *plain = nullptr);
 
 /// Rematerializes `func` as `modes` says and records it in par.remat: the
 /// mode `asked` for, each layer's mode, and the budget and planned peak

@@ -1316,6 +1316,9 @@ struct Exact {
   int64_t arenaBytes = 0;
   double stepSeconds = 0;
   StepPrediction step;
+  /// Each function as --par-remat=auto measures it (a recomputation trial
+  /// starts from these instead of partitioning the plan again).
+  std::map<std::string, RematMeasurement> measured;
 };
 
 FailureOr<Exact> evaluate(ModuleOp module, const MachineModel &machine,
@@ -1331,6 +1334,7 @@ FailureOr<Exact> evaluate(ModuleOp module, const MachineModel &machine,
     if (failed(plan))
       return failure();
     exact.arenaBytes = std::max(exact.arenaBytes, plan->arenaBytes);
+    exact.measured[func.getSymName().str()] = measureRemat(*plan);
     StepPrediction step = predictStep(func, machine);
     // A pipeline stage's call is one stage's work; the step waits for the
     // slowest stage and the bubble the schedule leaves (simulated with the
@@ -1759,7 +1763,9 @@ struct AutoShardPass
       // A plan that cannot fit even so is just not an alternative.
       ScopedDiagnosticHandler quiet(copy->getContext(),
                                     [](Diagnostic &) { return success(); });
-      chosen = planRemat(*copy, steps, limit);
+      chosen = planRemat(*copy, steps, limit, /*checkpointAxis=*/"",
+                         candidate.exact ? &candidate.exact->measured
+                                         : nullptr);
     }
     if (failed(chosen))
       return false;

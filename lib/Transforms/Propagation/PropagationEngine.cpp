@@ -257,6 +257,21 @@ void ShardingGraph::build() {
     axisSizes.push_back(SmallVector<int64_t>(mesh.getAxisSizes()));
   }
 
+  // Nodes and edges are large: room for all of them at once, not grown
+  // (and moved) op by op.
+  size_t values = 0, ops = 0;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    values += func.getNumArguments() + func.getNumResults();
+    func.walk([&](Operation *op) {
+      values += op->getNumResults();
+      ++ops;
+    });
+  }
+  nodes.reserve(nodes.size() + values);
+  edges.reserve(edges.size() + ops);
+
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       continue;

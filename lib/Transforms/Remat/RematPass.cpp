@@ -57,18 +57,7 @@ using namespace mlir::par;
 
 namespace {
 
-/// What one function's partitioned plan keeps, under one choice of modes.
-struct Measured {
-  int64_t arenaBytes = 0;
-  /// Per layer: activation bytes a device keeps, FLOPs it recomputes.
-  std::map<int64_t, int64_t> kept;
-  std::map<int64_t, double> flops;
-  /// Bytes live at each instruction and after the last.
-  SmallVector<int64_t> live;
-  /// Per layer: the last forward instruction and the first of a later
-  /// phase.
-  std::map<int64_t, int64_t> forwardEnd, laterStart;
-};
+using Measured = RematMeasurement;
 
 /// Applies `modes` (per function) to a copy of `module`, partitions it and
 /// measures each training step.
@@ -107,27 +96,7 @@ measure(ModuleOp module, const std::map<std::string, RematModes> &modes,
       error = "the memory plan of @" + func.getSymName().str() + " failed";
       return failure();
     }
-    Measured &m = result[func.getSymName().str()];
-    m.arenaBytes = plan->arenaBytes;
-    m.live = liveBytes(*plan);
-    m.kept = activationsByLayer(*plan).byLayer;
-    m.flops = recomputedFlops(*plan);
-    // Where each layer's forward ops end, then where its ops of a later
-    // phase start after that (a later-phase op scheduled earlier, one
-    // that reads no activation, does not end the span).
-    for (auto [t, op] : llvm::enumerate(plan->instructions))
-      if (std::optional<int64_t> layer = getLayer(op))
-        if (inPhase(op, Phase::forward))
-          m.forwardEnd[*layer] = int64_t(t);
-    for (auto [t, op] : llvm::enumerate(plan->instructions)) {
-      std::optional<int64_t> layer = getLayer(op);
-      if (!layer || !getPhase(op) || inPhase(op, Phase::forward) ||
-          m.laterStart.count(*layer))
-        continue;
-      auto end = m.forwardEnd.find(*layer);
-      if (end == m.forwardEnd.end() || int64_t(t) > end->second)
-        m.laterStart[*layer] = int64_t(t);
-    }
+    result[func.getSymName().str()] = measureRemat(*plan);
   }
   return result;
 }
@@ -504,12 +473,48 @@ struct RematPass : public mlir::par::impl::RematPassBase<RematPass> {
 
 } // namespace
 
+RematMeasurement mlir::par::measureRemat(const MemoryPlan &plan) {
+  RematMeasurement m;
+  m.arenaBytes = plan.arenaBytes;
+  m.live = liveBytes(plan);
+  m.kept = activationsByLayer(plan).byLayer;
+  m.flops = recomputedFlops(plan);
+  // Where each layer's forward ops end, then where its ops of a later
+  // phase start after that (a later-phase op scheduled earlier, one
+  // that reads no activation, does not end the span).
+  for (auto [t, op] : llvm::enumerate(plan.instructions))
+    if (std::optional<int64_t> layer = getLayer(op))
+      if (inPhase(op, Phase::forward))
+        m.forwardEnd[*layer] = int64_t(t);
+  for (auto [t, op] : llvm::enumerate(plan.instructions)) {
+    std::optional<int64_t> layer = getLayer(op);
+    if (!layer || !getPhase(op) || inPhase(op, Phase::forward) ||
+        m.laterStart.count(*layer))
+      continue;
+    auto end = m.forwardEnd.find(*layer);
+    if (end == m.forwardEnd.end() || int64_t(t) > end->second)
+      m.laterStart[*layer] = int64_t(t);
+  }
+  return m;
+}
+
 FailureOr<std::map<std::string, RematChoice>>
 mlir::par::planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps,
-                     int64_t limit, StringRef checkpointAxis) {
-  // 1. Measure every mode on every layer.
+                     int64_t limit, StringRef checkpointAxis,
+                     const std::map<std::string, RematMeasurement> *plain) {
+  // 1. Measure every mode on every layer (`none` is the step as it is: the
+  // caller's measurement when it has one; split checkpoints change it).
   std::map<RematMode, std::map<std::string, Measured>> byMode;
+  if (plain && checkpointAxis.empty() &&
+      llvm::all_of(steps, [&](func::FuncOp func) {
+        return plain->count(func.getSymName().str());
+      }))
+    for (func::FuncOp func : steps)
+      byMode[RematMode::none][func.getSymName().str()] =
+          plain->at(func.getSymName().str());
   for (RematMode m : {RematMode::none, RematMode::selective, RematMode::full}) {
+    if (byMode.count(m))
+      continue;
     std::map<std::string, RematModes> all;
     bool differs = m != RematMode::selective;
     for (func::FuncOp func : steps) {
