@@ -558,7 +558,8 @@ void Planner::cluster() {
                ParDialect::kCopyOfAttrName, ParDialect::kViewOfAttrName,
                ParDialect::kStageAttrName, ParDialect::kMicrobatchAttrName},
               attr.getName().getValue()))
-        os << " " << attr.getName().getValue() << "=" << attr.getValue();
+        os << " " << attr.getName().getValue() << "="
+           << attr.getValue().getAsOpaquePointer();
     for (Type type : node.op->getResultTypes())
       os << " ->" << type;
     // Operands: a node's representative, or an argument read here first
@@ -581,7 +582,8 @@ void Planner::cluster() {
                                        ? func.getArgAttrDict(number).getValue()
                                        : ArrayRef<NamedAttribute>())
           if (attr.getName() != ParDialect::kNameAttrName)
-            os << " " << attr.getName().getValue() << "=" << attr.getValue();
+            os << " " << attr.getName().getValue() << "="
+               << attr.getValue().getAsOpaquePointer();
         if (it == fresh.end())
           fresh.push_back(tensors[t].node);
         continue;
