@@ -85,11 +85,17 @@ SmallVector<func::FuncOp> openTrainingSteps(ModuleOp module);
 /// With a `checkpointAxis`, every choice is measured with its checkpoints
 /// split over it (--par-split-checkpoints). `plain`, when given, holds the
 /// measurement of every step as it is (partitioned and planned by the
-/// caller already), which is then not made again.
+/// caller already), which is then not made again. `partitioned`, when
+/// given, receives for one step the partitioned copy of `module` its
+/// chosen mix of modes was checked on (as propagate, partition and
+/// schedule leave it; --par-remat=auto's record aside, what applyRemat
+/// and partitioning would make again), or null when there is none (a mode
+/// chosen for every layer, several steps).
 FailureOr<std::map<std::string, RematChoice>>
 planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps, int64_t budget,
           StringRef checkpointAxis = "",
-          const std::map<std::string, RematMeasurement> *plain = nullptr);
+          const std::map<std::string, RematMeasurement> *plain = nullptr,
+          OwningOpRef<ModuleOp> *partitioned = nullptr);
 
 /// Rematerializes `func` as `modes` says and records it in par.remat: the
 /// mode `asked` for, each layer's mode, and the budget and planned peak

@@ -1323,13 +1323,12 @@ struct Exact {
   std::map<std::string, RematMeasurement> measured;
 };
 
-FailureOr<Exact> evaluate(ModuleOp module, const MachineModel &machine,
-                          std::string &error) {
-  FailureOr<OwningOpRef<ModuleOp>> clone = partitionedCopy(module, error);
-  if (failed(clone))
-    return failure();
+/// The checked figures of `partitioned` (a plan partitioned and
+/// scheduled by partitionedCopy).
+FailureOr<Exact> evaluatePartitioned(ModuleOp partitioned,
+                                     const MachineModel &machine) {
   Exact exact;
-  for (auto func : (*clone)->getOps<func::FuncOp>()) {
+  for (auto func : partitioned.getOps<func::FuncOp>()) {
     if (func.isDeclaration())
       continue;
     FailureOr<MemoryPlan> plan = planMemory(func, 64);
@@ -1344,9 +1343,9 @@ FailureOr<Exact> evaluate(ModuleOp module, const MachineModel &machine,
     if (auto of = func->getAttrOfType<StringAttr>(
             ParDialect::kStageOfAttrName))
       if (std::optional<PipelineInfo> info = getPipeline(func))
-        if (auto stepFunc = (*clone)->lookupSymbol<func::FuncOp>(of)) {
+        if (auto stepFunc = partitioned.lookupSymbol<func::FuncOp>(of)) {
           ScheduleTimes times = simulateSchedule(
-              *info, stageWork(**clone, stepFunc, *info));
+              *info, stageWork(partitioned, stepFunc, *info));
           step.stepSeconds *= 1 + times.bubble;
         }
     if (step.stepSeconds >= exact.stepSeconds) {
@@ -1355,6 +1354,14 @@ FailureOr<Exact> evaluate(ModuleOp module, const MachineModel &machine,
     }
   }
   return exact;
+}
+
+FailureOr<Exact> evaluate(ModuleOp module, const MachineModel &machine,
+                          std::string &error) {
+  FailureOr<OwningOpRef<ModuleOp>> clone = partitionedCopy(module, error);
+  if (failed(clone))
+    return failure();
+  return evaluatePartitioned(**clone, machine);
 }
 
 /// A module planned under one restriction of the axes, shared by the ZeRO
@@ -1761,13 +1768,15 @@ struct AutoShardPass
     OwningOpRef<ModuleOp> copy = candidate.planned->module->clone();
     SmallVector<func::FuncOp> steps = openTrainingSteps(*copy);
     FailureOr<std::map<std::string, RematChoice>> chosen = failure();
+    OwningOpRef<ModuleOp> partitioned;
     {
       // A plan that cannot fit even so is just not an alternative.
       ScopedDiagnosticHandler quiet(copy->getContext(),
                                     [](Diagnostic &) { return success(); });
       chosen = planRemat(*copy, steps, limit, /*checkpointAxis=*/"",
                          candidate.exact ? &candidate.exact->measured
-                                         : nullptr);
+                                         : nullptr,
+                         &partitioned);
     }
     if (failed(chosen))
       return false;
@@ -1775,8 +1784,12 @@ struct AutoShardPass
       if (failed(applyRemat(func, chosen->at(func.getSymName().str()).modes,
                             "auto")))
         return false;
+    // The choice was checked on a partitioned copy: its figures are read
+    // there rather than partitioning the same module again.
     std::string why;
-    FailureOr<Exact> exact = evaluate(*copy, machine, why);
+    FailureOr<Exact> exact = partitioned
+                                 ? evaluatePartitioned(*partitioned, machine)
+                                 : evaluate(*copy, machine, why);
     if (failed(exact) || exact->arenaBytes > limit)
       return false;
     candidate.exact = *exact;

@@ -63,7 +63,8 @@ using Measured = RematMeasurement;
 /// measures each training step.
 FailureOr<std::map<std::string, Measured>>
 measure(ModuleOp module, const std::map<std::string, RematModes> &modes,
-        StringRef checkpointAxis, std::string &error) {
+        StringRef checkpointAxis, std::string &error,
+        OwningOpRef<ModuleOp> *keep = nullptr) {
   OwningOpRef<ModuleOp> copy = module.clone();
   for (auto func : copy->getOps<func::FuncOp>()) {
     auto it = modes.find(func.getSymName().str());
@@ -98,6 +99,8 @@ measure(ModuleOp module, const std::map<std::string, RematModes> &modes,
     }
     result[func.getSymName().str()] = measureRemat(*plan);
   }
+  if (keep)
+    *keep = std::move(*planned);
   return result;
 }
 
@@ -163,7 +166,8 @@ choose(ArrayRef<SmallVector<LayerOption>> options, ArrayRef<int64_t> need) {
 std::optional<RematChoice>
 chooseModes(ModuleOp module, func::FuncOp func,
             std::map<RematMode, std::map<std::string, Measured>> &byMode,
-            int64_t limit, StringRef checkpointAxis) {
+            int64_t limit, StringRef checkpointAxis,
+            OwningOpRef<ModuleOp> *partitioned) {
   std::string name = func.getSymName().str();
   auto measuredPlain = byMode[RematMode::none].find(name);
   if (measuredPlain == byMode[RematMode::none].end()) {
@@ -256,13 +260,16 @@ chooseModes(ModuleOp module, func::FuncOp func,
   };
   // 4. Its planned arena, on a partitioned copy.
   std::map<RematModes, int64_t> arenas;
+  std::optional<RematModes> partitionedModes;
   auto check = [&](const RematModes &modes) -> FailureOr<int64_t> {
     auto it = arenas.find(modes);
     if (it != arenas.end())
       return it->second;
     std::string error;
+    OwningOpRef<ModuleOp> copy;
     FailureOr<std::map<std::string, Measured>> checked =
-        measure(module, {{name, modes}}, checkpointAxis, error);
+        measure(module, {{name, modes}}, checkpointAxis, error,
+                partitioned ? &copy : nullptr);
     if (failed(checked)) {
       func.emitError() << "--par-remat=auto: planning @" << name
                        << " with the chosen modes failed: " << error;
@@ -270,6 +277,11 @@ chooseModes(ModuleOp module, func::FuncOp func,
     }
     int64_t arena = (*checked)[name].arenaBytes;
     arenas[modes] = arena;
+    // The copy of a choice that fits may be the one chosen.
+    if (partitioned && arena <= limit) {
+      *partitioned = std::move(copy);
+      partitionedModes = modes;
+    }
     if (arena > limit && arena < smallest) {
       smallest = arena;
       smallestWhat = "a mix of modes";
@@ -334,6 +346,9 @@ chooseModes(ModuleOp module, func::FuncOp func,
         high = mid;
       }
     }
+    // The kept copy only if it is the chosen mix's.
+    if (partitioned && partitionedModes != best->modes)
+      *partitioned = nullptr;
     return RematChoice{best->modes, bestArena};
   }
   func.emitError() << "--par-remat=auto: no choice of what to recompute fits @"
@@ -501,7 +516,10 @@ RematMeasurement mlir::par::measureRemat(const MemoryPlan &plan) {
 FailureOr<std::map<std::string, RematChoice>>
 mlir::par::planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps,
                      int64_t limit, StringRef checkpointAxis,
-                     const std::map<std::string, RematMeasurement> *plain) {
+                     const std::map<std::string, RematMeasurement> *plain,
+                     OwningOpRef<ModuleOp> *partitioned) {
+  if (partitioned)
+    *partitioned = nullptr;
   // 1. Measure every mode on every layer (`none` is the step as it is: the
   // caller's measurement when it has one; split checkpoints change it).
   std::map<RematMode, std::map<std::string, Measured>> byMode;
@@ -538,7 +556,8 @@ mlir::par::planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps,
   std::map<std::string, RematChoice> chosen;
   for (func::FuncOp func : steps) {
     std::optional<RematChoice> choice =
-        chooseModes(module, func, byMode, limit, checkpointAxis);
+        chooseModes(module, func, byMode, limit, checkpointAxis,
+                    steps.size() == 1 ? partitioned : nullptr);
     if (!choice)
       return failure();
     chosen[func.getSymName().str()] = *choice;
