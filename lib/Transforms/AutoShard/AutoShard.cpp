@@ -1321,13 +1321,52 @@ struct Exact {
   /// Each function as --par-remat=auto measures it (a recomputation trial
   /// starts from these instead of partitioning the plan again).
   std::map<std::string, RematMeasurement> measured;
+  /// The partitioned program's structure (programHash): plans that differ
+  /// only in a choice the partitioner makes moot (ZeRO-3 where every
+  /// parameter is already split over the data axis) compare equal.
+  llvm::hash_code program = 0;
 };
+
+/// A hash of `module`'s structure: each op's name, attributes and result
+/// types, and its operands as the positions of the values they read, in
+/// order; of a function, its signature and argument and result attributes
+/// but not its marks (par.zero and the like record how the program was
+/// made). Two modules with the same hash are the same program (up to a
+/// 64-bit collision).
+static llvm::hash_code programHash(ModuleOp module) {
+  DenseMap<Value, uint64_t> ids;
+  llvm::hash_code hash = 0;
+  module->walk<WalkOrder::PreOrder>([&](Operation *op) {
+    Attribute attrs = isa<FunctionOpInterface>(op)
+                          ? op->getPropertiesAsAttribute()
+                          : Attribute(op->getAttrDictionary());
+    hash = llvm::hash_combine(hash, op->getName().getAsOpaquePointer(),
+                              attrs.getAsOpaquePointer(), op->getNumRegions(),
+                              op->getNumOperands());
+    for (Value operand : op->getOperands())
+      hash = llvm::hash_combine(hash, ids.lookup(operand));
+    for (Value result : op->getResults()) {
+      ids[result] = ids.size() + 1;
+      hash = llvm::hash_combine(hash, result.getType().getAsOpaquePointer());
+    }
+    for (Region &region : op->getRegions())
+      for (Block &block : region) {
+        hash = llvm::hash_combine(hash, block.getNumArguments());
+        for (BlockArgument arg : block.getArguments()) {
+          ids[arg] = ids.size() + 1;
+          hash = llvm::hash_combine(hash, arg.getType().getAsOpaquePointer());
+        }
+      }
+  });
+  return hash;
+}
 
 /// The checked figures of `partitioned` (a plan partitioned and
 /// scheduled by partitionedCopy).
 FailureOr<Exact> evaluatePartitioned(ModuleOp partitioned,
                                      const MachineModel &machine) {
   Exact exact;
+  exact.program = programHash(partitioned);
   for (auto func : partitioned.getOps<func::FuncOp>()) {
     if (func.isDeclaration())
       continue;
@@ -2167,12 +2206,31 @@ struct AutoShardPass
         return a->exact->stepSeconds < b->exact->stepSeconds;
       });
       int tries = 0;
+      // A plan whose checked program is one already tried (ZeRO-2 and -3
+      // partition alike when every parameter is split over the data axis
+      // anyway) recomputes as that one did: it takes that trial's outcome
+      // instead of repeating it.
+      std::vector<std::pair<llvm::hash_code, const Candidate *>> tried;
       for (Candidate *candidate : over) {
         if (tries == kExactChecks ||
             (bestChecked && candidate->exact->stepSeconds >= *bestChecked))
           break;
         ++tries;
-        if (tryRemat(*candidate, *machine, limit)) {
+        llvm::hash_code program = candidate->exact->program;
+        auto same = llvm::find_if(
+            tried, [&](const auto &entry) { return entry.first == program; });
+        bool fits;
+        if (same != tried.end()) {
+          fits = same->second->remat.has_value();
+          if (fits) {
+            candidate->exact = same->second->exact;
+            candidate->remat = same->second->remat;
+          }
+        } else {
+          fits = tryRemat(*candidate, *machine, limit);
+          tried.push_back({program, candidate});
+        }
+        if (fits) {
           ++fitting;
           bestChecked =
               std::min(bestChecked.value_or(candidate->exact->stepSeconds),
