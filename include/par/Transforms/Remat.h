@@ -63,6 +63,8 @@ struct RematMeasurement {
   /// Per layer: activation bytes a device keeps, FLOPs it recomputes.
   std::map<int64_t, int64_t> kept;
   std::map<int64_t, double> flops;
+  /// The FLOPs of the whole step on a device.
+  double stepFlops = 0;
   /// Bytes live at each instruction and after the last.
   SmallVector<int64_t> live;
   /// Per layer: the last forward instruction and the first of a later

@@ -340,6 +340,14 @@ std::optional<ReshardLayout> pinnedLayout(ShardingAttr sharding, MeshOp mesh) {
 
 LogicalResult Planner::build() {
   Block &body = func.getBody().front();
+  // Room for every node and tensor at once (they are large to move).
+  size_t ops = 0, values = body.getNumArguments();
+  for (Operation &op : body.without_terminator()) {
+    ++ops;
+    values += op.getNumResults();
+  }
+  nodes.reserve(body.getNumArguments() + ops);
+  tensors.reserve(values);
   auto addTensor = [&](Value value, int32_t node, unsigned output,
                        Location loc) -> FailureOr<int32_t> {
     auto type = dyn_cast<RankedTensorType>(value.getType());

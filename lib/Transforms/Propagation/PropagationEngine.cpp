@@ -266,7 +266,8 @@ void ShardingGraph::build() {
     values += func.getNumArguments() + func.getNumResults();
     func.walk([&](Operation *op) {
       values += op->getNumResults();
-      ++ops;
+      // A return has an edge per returned value.
+      ops += isa<func::ReturnOp>(op) ? op->getNumOperands() : 1;
     });
   }
   nodes.reserve(nodes.size() + values);

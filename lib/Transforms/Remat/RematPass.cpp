@@ -59,6 +59,10 @@ namespace {
 
 using Measured = RematMeasurement;
 
+/// The share of a step's FLOPs below which recomputing less is not worth
+/// another partitioned check.
+constexpr double kNegligibleRecompute = 0.001;
+
 /// Applies `modes` (per function) to a copy of `module`, partitions it and
 /// measures each training step.
 FailureOr<std::map<std::string, Measured>>
@@ -326,9 +330,12 @@ chooseModes(ModuleOp module, func::FuncOp func,
   if (best) {
     // Then loosen it: the model counts a layer's savings only until its
     // backward ops start, so it may ask for more than the plan needs. A
-    // larger target gives a choice with fewer FLOPs, kept if it fits.
+    // larger target gives a choice with fewer FLOPs, kept if it fits;
+    // not worth a check once what is recomputed is a sliver of the step.
     int64_t low = target, high = plain.arenaBytes;
-    for (int step = 0; step < 6 && high - low > 64; ++step) {
+    for (int step = 0; step < 6 && high - low > 64 &&
+                       best->flops > kNegligibleRecompute * plain.stepFlops;
+         ++step) {
       int64_t mid = low + (high - low) / 2;
       std::optional<Choice> choice = pick(mid);
       if (!choice || choice->flops >= best->flops) {
@@ -494,6 +501,9 @@ RematMeasurement mlir::par::measureRemat(const MemoryPlan &plan) {
   m.live = liveBytes(plan);
   m.kept = activationsByLayer(plan).byLayer;
   m.flops = recomputedFlops(plan);
+  for (Operation *op : plan.instructions)
+    if (auto rule = dyn_cast<ShardingRuleOpInterface>(op))
+      m.stepFlops += rule.getWork().flops;
   // Where each layer's forward ops end, then where its ops of a later
   // phase start after that (a later-phase op scheduled earlier, one
   // that reads no activation, does not end the span).
