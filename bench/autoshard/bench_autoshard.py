@@ -47,9 +47,19 @@ def par_opt_path():
 
 
 def predicted_step(report):
+    """The plan's predicted step and MFU from --report. A pipelined plan's
+    step is the schedule's (the summary line); the per-call breakdown after
+    it is one stage's, so no MFU is read for it."""
+    planned = re.search(r"^\s+predicted step ([0-9.e+-]+) s", report, re.M)
     steps = re.findall(r"^\s+step\s+([0-9.e+-]+) s", report, re.M)
     mfu = re.findall(r"^\s+MFU\s+([0-9.]+) %", report, re.M)
+    if planned and "pipeline schedules checked" in report:
+        return float(planned.group(1)), None
     return (float(steps[-1]) if steps else None, float(mfu[-1]) if mfu else None)
+
+
+def mfu_text(mfu):
+    return f"{mfu:>6.1f}" if mfu is not None else f"{'-':>6}"
 
 
 def depth_table(args, par_opt, work):
@@ -85,7 +95,7 @@ def depth_table(args, par_opt, work):
         step_s, mfu = predicted_step(report.stdout)
         plan = re.search(r'plan = "([^"]*)"', open(path + ".plan").readline())
         print(f"{layers:>6} {ops:>6} {seconds:>9.2f} {seconds / layers:>8.2f} "
-              f"{step_s or 0:>10.4g} {mfu or 0:>6.1f}  {plan.group(1) if plan else '?'}",
+              f"{step_s or 0:>10.4g} {mfu_text(mfu)}  {plan.group(1) if plan else '?'}",
               flush=True)
 
 
@@ -146,7 +156,7 @@ def models_table(args, par_opt, work):
                                     capture_output=True, text=True)
             step_s, mfu = predicted_step(report.stdout)
             print(f"{row} {checked.group(1) if checked else '?':>7} "
-                  f"{step_s or 0:>9.4g} {mfu or 0:>6.1f}  "
+                  f"{step_s or 0:>9.4g} {mfu_text(mfu)}  "
                   f"{plan.group(1) if plan else '?'}", flush=True)
 
 
