@@ -109,12 +109,23 @@ void buildPartitionPipeline(OpPassManager &pm,
 /// leave it (the pipeline's default options), for a planner to measure a
 /// candidate exactly (--auto-shard, --par-remat=auto). Not verified between
 /// passes: the pipeline verifies when it runs on the module itself. On
-/// failure, `error` holds the first error reported.
+/// failure, `error` holds the first error reported. Without `schedule`,
+/// --par-schedule is left out: nothing before it reads a pipeline's
+/// schedule, so one such copy serves every schedule of the same stages
+/// (scheduledCopy).
 FailureOr<OwningOpRef<ModuleOp>> partitionedCopy(ModuleOp module,
-                                                 std::string &error);
+                                                 std::string &error,
+                                                 bool schedule = true);
 /// The same on a module the caller has already copied.
-FailureOr<OwningOpRef<ModuleOp>>
-partitionedCopy(OwningOpRef<ModuleOp> copy, std::string &error);
+FailureOr<OwningOpRef<ModuleOp>> partitionedCopy(OwningOpRef<ModuleOp> copy,
+                                                 std::string &error,
+                                                 bool schedule = true);
+/// A copy of `partitioned` (from partitionedCopy without `schedule`) with
+/// each pipelined function given `schedule` (same stages) and then
+/// --par-schedule run.
+FailureOr<OwningOpRef<ModuleOp>> scheduledCopy(ModuleOp partitioned,
+                                               StringRef schedule,
+                                               std::string &error);
 
 /// Registers the par passes and pipelines with the command line.
 void registerParPassesAndPipelines();

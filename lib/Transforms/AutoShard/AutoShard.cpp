@@ -1775,13 +1775,30 @@ struct AutoShardPass
     }
     if (interleave)
       schedules.push_back("interleaved");
+    // The schedules of the same stages (all but interleaving) share one
+    // partitioned copy: only --par-schedule reads which schedule it is.
+    std::optional<FailureOr<OwningOpRef<ModuleOp>>> partitioned;
+    std::string partitionError;
     for (const std::string &schedule : schedules) {
       Candidate trial = candidate;
       trial.schedule = schedule;
       setStage(trial);
       std::string why;
-      FailureOr<Exact> exact =
-          evaluate(*candidate.planned->module, machine, why);
+      FailureOr<Exact> exact = failure();
+      if (!schedule.empty() && schedule != "interleaved") {
+        if (!partitioned)
+          partitioned = partitionedCopy(*candidate.planned->module,
+                                        partitionError, /*schedule=*/false);
+        why = partitionError;
+        if (succeeded(*partitioned)) {
+          FailureOr<OwningOpRef<ModuleOp>> scheduled =
+              scheduledCopy(***partitioned, schedule, why);
+          if (succeeded(scheduled))
+            exact = evaluatePartitioned(**scheduled, machine);
+        }
+      } else {
+        exact = evaluate(*candidate.planned->module, machine, why);
+      }
       if (failed(exact)) {
         if (!candidate.exact)
           candidate.error = why.empty() ? "does not partition" : why;

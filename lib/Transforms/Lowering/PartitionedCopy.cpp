@@ -1,18 +1,33 @@
 //===- PartitionedCopy.cpp - a candidate plan, partitioned on a copy ------===//
 #include "par/Transforms/Passes.h"
+#include "par/Transforms/Pipeline.h"
 
 #include "mlir/IR/Diagnostics.h"
 
 using namespace mlir;
 using namespace mlir::par;
 
-FailureOr<OwningOpRef<ModuleOp>>
-mlir::par::partitionedCopy(ModuleOp module, std::string &error) {
-  return partitionedCopy(OwningOpRef<ModuleOp>(module.clone()), error);
+/// Runs `pm` on `module`, the first error into `error`.
+static LogicalResult runQuietly(PassManager &pm, ModuleOp module,
+                                std::string &error) {
+  ScopedDiagnosticHandler capture(module.getContext(), [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error && error.empty())
+      error = diag.str();
+    return success();
+  });
+  return pm.run(module);
 }
 
 FailureOr<OwningOpRef<ModuleOp>>
-mlir::par::partitionedCopy(OwningOpRef<ModuleOp> clone, std::string &error) {
+mlir::par::partitionedCopy(ModuleOp module, std::string &error,
+                           bool schedule) {
+  return partitionedCopy(OwningOpRef<ModuleOp>(module.clone()), error,
+                         schedule);
+}
+
+FailureOr<OwningOpRef<ModuleOp>>
+mlir::par::partitionedCopy(OwningOpRef<ModuleOp> clone, std::string &error,
+                           bool schedule) {
   MLIRContext *context = clone->getContext();
   PassManager pm(context);
   // Not verified here (a third of a check's time on a 96-layer plan).
@@ -24,13 +39,26 @@ mlir::par::partitionedCopy(OwningOpRef<ModuleOp> clone, std::string &error) {
   PartitionPipelineOptions partition;
   partition.diagnose = false;
   buildPartitionPipeline(pm, partition);
+  if (schedule)
+    pm.addPass(createSchedulePass());
+  if (failed(runQuietly(pm, *clone, error)))
+    return failure();
+  return clone;
+}
+
+FailureOr<OwningOpRef<ModuleOp>>
+mlir::par::scheduledCopy(ModuleOp partitioned, StringRef schedule,
+                         std::string &error) {
+  OwningOpRef<ModuleOp> clone(partitioned.clone());
+  for (auto func : clone->getOps<func::FuncOp>())
+    if (std::optional<PipelineInfo> info = getPipeline(func)) {
+      info->schedule = schedule.str();
+      setPipeline(func, *info);
+    }
+  PassManager pm(clone->getContext());
+  pm.enableVerifier(false);
   pm.addPass(createSchedulePass());
-  ScopedDiagnosticHandler capture(context, [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error && error.empty())
-      error = diag.str();
-    return success();
-  });
-  if (failed(pm.run(*clone)))
+  if (failed(runQuietly(pm, *clone, error)))
     return failure();
   return clone;
 }
