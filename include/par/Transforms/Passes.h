@@ -121,11 +121,11 @@ FailureOr<OwningOpRef<ModuleOp>> partitionedCopy(OwningOpRef<ModuleOp> copy,
                                                  std::string &error,
                                                  bool schedule = true);
 /// A copy of `partitioned` (from partitionedCopy without `schedule`) with
-/// each pipelined function given `schedule` (same stages) and then
-/// --par-schedule run.
-FailureOr<OwningOpRef<ModuleOp>> scheduledCopy(ModuleOp partitioned,
-                                               StringRef schedule,
-                                               std::string &error);
+/// the pipelined functions named in `functions` given `schedule` (same
+/// stages; other functions keep theirs), then --par-schedule run.
+FailureOr<OwningOpRef<ModuleOp>>
+scheduledCopy(ModuleOp partitioned, ArrayRef<std::string> functions,
+              StringRef schedule, std::string &error);
 
 /// Registers the par passes and pipelines with the command line.
 void registerParPassesAndPipelines();

@@ -1792,7 +1792,8 @@ struct AutoShardPass
         why = partitionError;
         if (succeeded(*partitioned)) {
           FailureOr<OwningOpRef<ModuleOp>> scheduled =
-              scheduledCopy(***partitioned, schedule, why);
+              scheduledCopy(***partitioned, candidate.planned->autoSchedule,
+                            schedule, why);
           if (succeeded(scheduled))
             exact = evaluatePartitioned(**scheduled, machine);
         }

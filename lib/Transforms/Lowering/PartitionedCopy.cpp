@@ -47,14 +47,15 @@ mlir::par::partitionedCopy(OwningOpRef<ModuleOp> clone, std::string &error,
 }
 
 FailureOr<OwningOpRef<ModuleOp>>
-mlir::par::scheduledCopy(ModuleOp partitioned, StringRef schedule,
-                         std::string &error) {
+mlir::par::scheduledCopy(ModuleOp partitioned, ArrayRef<std::string> functions,
+                         StringRef schedule, std::string &error) {
   OwningOpRef<ModuleOp> clone(partitioned.clone());
-  for (auto func : clone->getOps<func::FuncOp>())
-    if (std::optional<PipelineInfo> info = getPipeline(func)) {
-      info->schedule = schedule.str();
-      setPipeline(func, *info);
-    }
+  for (const std::string &name : functions)
+    if (auto func = clone->lookupSymbol<func::FuncOp>(name))
+      if (std::optional<PipelineInfo> info = getPipeline(func)) {
+        info->schedule = schedule.str();
+        setPipeline(func, *info);
+      }
   PassManager pm(clone->getContext());
   pm.enableVerifier(false);
   pm.addPass(createSchedulePass());

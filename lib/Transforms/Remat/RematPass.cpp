@@ -568,8 +568,11 @@ mlir::par::planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps,
     std::optional<RematChoice> choice =
         chooseModes(module, func, byMode, limit, checkpointAxis,
                     steps.size() == 1 ? partitioned : nullptr);
-    if (!choice)
+    if (!choice) {
+      if (partitioned)
+        *partitioned = nullptr;
       return failure();
+    }
     chosen[func.getSymName().str()] = *choice;
   }
   return chosen;
