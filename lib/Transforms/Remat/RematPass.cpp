@@ -57,15 +57,13 @@ using namespace mlir::par;
 
 namespace {
 
-using Measured = RematMeasurement;
-
 /// The share of a step's FLOPs below which recomputing less is not worth
 /// another partitioned check.
 constexpr double kNegligibleRecompute = 0.001;
 
 /// Applies `modes` (per function) to a copy of `module`, partitions it and
 /// measures each training step.
-FailureOr<std::map<std::string, Measured>>
+FailureOr<std::map<std::string, RematMeasurement>>
 measure(ModuleOp module, const std::map<std::string, RematModes> &modes,
         StringRef checkpointAxis, std::string &error,
         OwningOpRef<ModuleOp> *keep = nullptr) {
@@ -92,7 +90,7 @@ measure(ModuleOp module, const std::map<std::string, RematModes> &modes,
       partitionedCopy(std::move(copy), error);
   if (failed(planned))
     return failure();
-  std::map<std::string, Measured> result;
+  std::map<std::string, RematMeasurement> result;
   for (auto func : (*planned)->getOps<func::FuncOp>()) {
     if (!modes.count(func.getSymName().str()))
       continue;
@@ -169,7 +167,7 @@ choose(ArrayRef<SmallVector<LayerOption>> options, ArrayRef<int64_t> need) {
 /// none after an error at `func`.
 std::optional<RematChoice>
 chooseModes(ModuleOp module, func::FuncOp func,
-            std::map<RematMode, std::map<std::string, Measured>> &byMode,
+            std::map<RematMode, std::map<std::string, RematMeasurement>> &byMode,
             int64_t limit, StringRef checkpointAxis,
             OwningOpRef<ModuleOp> *partitioned) {
   std::string name = func.getSymName().str();
@@ -178,7 +176,7 @@ chooseModes(ModuleOp module, func::FuncOp func,
     func.emitError() << "--par-remat=auto: @" << name << " was not measured";
     return std::nullopt;
   }
-  const Measured &plain = measuredPlain->second;
+  const RematMeasurement &plain = measuredPlain->second;
   SmallVector<int64_t> layers = forwardLayers(func);
   auto uniform = [&](RematMode m) {
     RematModes modes;
@@ -198,8 +196,8 @@ chooseModes(ModuleOp module, func::FuncOp func,
     for (auto &[m, measured] : byMode) {
       if (m == RematMode::none)
         continue;
-      const Measured &with = measured[name];
-      auto kept = [&](const Measured &x) {
+      const RematMeasurement &with = measured[name];
+      auto kept = [&](const RematMeasurement &x) {
         auto it = x.kept.find(layer);
         return it == x.kept.end() ? int64_t(0) : it->second;
       };
@@ -271,7 +269,7 @@ chooseModes(ModuleOp module, func::FuncOp func,
       return it->second;
     std::string error;
     OwningOpRef<ModuleOp> copy;
-    FailureOr<std::map<std::string, Measured>> checked =
+    FailureOr<std::map<std::string, RematMeasurement>> checked =
         measure(module, {{name, modes}}, checkpointAxis, error,
                 partitioned ? &copy : nullptr);
     if (failed(checked)) {
@@ -297,7 +295,7 @@ chooseModes(ModuleOp module, func::FuncOp func,
   std::optional<Choice> best;
   int64_t bestArena = 0;
   for (auto &[m, measured] : byMode) {
-    const Measured &with = measured[name];
+    const RematMeasurement &with = measured[name];
     Choice choice{uniform(m), 0};
     for (auto &[layer, flops] : with.flops)
       choice.flops += flops;
@@ -532,7 +530,7 @@ mlir::par::planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps,
     *partitioned = nullptr;
   // 1. Measure every mode on every layer (`none` is the step as it is: the
   // caller's measurement when it has one; split checkpoints change it).
-  std::map<RematMode, std::map<std::string, Measured>> byMode;
+  std::map<RematMode, std::map<std::string, RematMeasurement>> byMode;
   if (plain && checkpointAxis.empty() &&
       llvm::all_of(steps, [&](func::FuncOp func) {
         return plain->count(func.getSymName().str());
@@ -555,7 +553,7 @@ mlir::par::planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps,
     if (!differs)
       continue; // selective would keep what none keeps
     std::string error;
-    FailureOr<std::map<std::string, Measured>> measured =
+    FailureOr<std::map<std::string, RematMeasurement>> measured =
         measure(module, all, checkpointAxis, error);
     if (failed(measured))
       return module.emitError()
