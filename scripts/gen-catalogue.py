@@ -157,6 +157,10 @@ def collect(records):
                                      "no program encoding")
             optional_results += "Optional" in supers
             results.append(res_name)
+        if rec.get("pairedOptionals", 0) and optional_results != sum(
+                o["optional"] for o in operands):
+            raise CatalogueError(f"par.{mnemonic}: pairedOptionals needs as "
+                                 "many optional results as optional operands")
         traits = {t["def"] for t in rec["traits"]}
         collective = "Par_CollectiveOp" in rec["!superclasses"]
         fixed = [o for o in operands if not (o["variadic"] or o["optional"])]
@@ -171,9 +175,9 @@ def collect(records):
             "results": results,
             "min_results": len(results) - optional_results,
             # An optional result computed from an optional operand (sgd's
-            # momentum): present exactly when the operand is.
-            "paired_optionals": optional_results > 0 and optional_results ==
-            sum(o["optional"] for o in operands),
+            # momentum): present exactly when the operand is (the op's ODS
+            # `pairedOptionals`).
+            "paired_optionals": bool(rec.get("pairedOptionals", 0)),
             "attrs": attrs,
             "in_place": "Par_InPlace" in traits,
             "collective": collective,

@@ -246,7 +246,33 @@ std::map<OpCode, CaseBuilder> cases() {
             values(t, {2, 3, 2, 4}, rng, -1, 1),
             values(t, {2, 3, 2, 4}, rng, -1, 1)};
     c.attrs.causal = true;
+    // With the row statistics the gradient ops read.
+    c.out = {{t, {2, 3, 4, 4}},
+             {t == DType::F64 ? DType::F64 : DType::F32, {2, 3, 4}}};
+    return c;
+  };
+  // The gradients: q, k, v, out, grad_out and f32 row statistics (any
+  // finite values do: the backends must agree on the same formula).
+  auto attentionGrad = [](DType t, std::mt19937 &rng) {
+    Case c; // 4 query heads on 2 KV heads, causal
+    c.in = {values(t, {2, 3, 4, 4}, rng, -1, 1),
+            values(t, {2, 3, 2, 4}, rng, -1, 1),
+            values(t, {2, 3, 2, 4}, rng, -1, 1),
+            values(t, {2, 3, 4, 4}, rng, -1, 1),
+            values(t, {2, 3, 4, 4}, rng, -1, 1),
+            values(t == DType::F64 ? DType::F64 : DType::F32, {2, 3, 4}, rng,
+                   0.5, 1.5)};
+    c.attrs.causal = true;
+    return c;
+  };
+  m[OpCode::AttentionGradQ] = [=](DType t, std::mt19937 &rng) {
+    Case c = attentionGrad(t, rng);
     c.out = {{t, {2, 3, 4, 4}}};
+    return c;
+  };
+  m[OpCode::AttentionGradKv] = [=](DType t, std::mt19937 &rng) {
+    Case c = attentionGrad(t, rng);
+    c.out = {{t, {2, 3, 2, 4}}, {t, {2, 3, 2, 4}}};
     return c;
   };
   m[OpCode::Embedding] = [](DType t, std::mt19937 &rng) {

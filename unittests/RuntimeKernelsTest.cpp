@@ -1472,6 +1472,146 @@ TEST(AttentionKernel, FullyMaskedRowsAreZero) {
   EXPECT_TRUE(equal(masked, std::vector<double>(masked.size(), 0.0)));
 }
 
+/// The forward's row statistics and the gradient kernels against the
+/// textbook backward in double: P = softmax(scale q.k) over visible keys,
+/// dV = P^T dO, dP = dO v^T, dS = scale P (dP - rowsum(P dP)), dQ = dS k,
+/// dK = dS^T q (summed over the query heads of a KV head).
+void checkAttentionGrads(const AttentionCase &c, DType dtype,
+                         std::mt19937 &rng) {
+  SCOPED_TRACE(std::string(dtypeName(dtype)) + " B" + std::to_string(c.batch) +
+               " S" + std::to_string(c.seq) + " T" + std::to_string(c.keys) +
+               " H" + std::to_string(c.heads) + "/" +
+               std::to_string(c.kvHeads) + " D" + std::to_string(c.dim) +
+               (c.causal ? " causal" : "") + " offset " +
+               std::to_string(c.offset));
+  const Shape qShape{c.batch, c.seq, c.heads, c.dim};
+  const Shape kvShape{c.batch, c.keys, c.kvHeads, c.dim};
+  const Shape rowShape{c.batch, c.seq, c.heads};
+  Buffer q = randomFloats(dtype, qShape, rng),
+         k = randomFloats(dtype, kvShape, rng),
+         v = randomFloats(dtype, kvShape, rng, -1, 1),
+         dO = randomFloats(dtype, qShape, rng, -1, 1);
+  const float scale = c.scale ? c.scale : float(1 / std::sqrt(double(c.dim)));
+  Buffer out = garbage(dtype, qShape),
+         lse = garbage(dtype == DType::F64 ? DType::F64 : DType::F32, rowShape);
+  Tensor tq = q.tensor(), tk = k.tensor(), tv = v.tensor(), to = out.tensor(),
+         tl = lse.tensor(), tdo = dO.tensor();
+  attention(tq, tk, tv, c.causal, scale, c.offset, to, &tl);
+  Buffer dq = garbage(dtype, qShape), dk = garbage(dtype, kvShape),
+         dv = garbage(dtype, kvShape);
+  Tensor tdq = dq.tensor(), tdk = dk.tensor(), tdv = dv.tensor();
+  attentionGradQ(tq, tk, tv, to, tdo, tl, c.causal, scale, c.offset, tdq);
+  attentionGradKv(tq, tk, tv, to, tdo, tl, c.causal, scale, c.offset, tdk,
+                  tdv);
+
+  std::vector<double> wantLse(lse.size()), wantDq(dq.size(), 0),
+      wantDk(dk.size(), 0), wantDv(dv.size(), 0);
+  // Magnitudes of the summed terms: the tolerance scales with them.
+  std::vector<double> magDq(dq.size(), 0), magDk(dk.size(), 0),
+      magDv(dv.size(), 0);
+  const int64_t group = c.heads / c.kvHeads;
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t s = 0; s < c.seq; ++s)
+      for (int64_t h = 0; h < c.heads; ++h) {
+        const int64_t hk = h / group;
+        auto qAt = [&](int64_t d) { return q.get(ravel({b, s, h, d}, qShape)); };
+        auto doAt = [&](int64_t d) {
+          return dO.get(ravel({b, s, h, d}, qShape));
+        };
+        auto kvAt = [&](int64_t t, int64_t d) {
+          return ravel({b, t, hk, d}, kvShape);
+        };
+        const int64_t seen =
+            c.causal ? std::clamp<int64_t>(s + c.offset + 1, 0, c.keys)
+                     : c.keys;
+        const int64_t row = ravel({b, s, h}, rowShape);
+        if (seen == 0) {
+          wantLse[row] = -INFINITY;
+          continue;
+        }
+        std::vector<double> p(seen), dp(seen);
+        double mx = -INFINITY, sum = 0;
+        for (int64_t t = 0; t < seen; ++t) {
+          double score = 0;
+          for (int64_t d = 0; d < c.dim; ++d)
+            score += qAt(d) * k.get(kvAt(t, d));
+          p[t] = scale * score;
+          mx = std::max(mx, p[t]);
+        }
+        for (int64_t t = 0; t < seen; ++t)
+          sum += std::exp(p[t] - mx);
+        wantLse[row] = mx + std::log(sum);
+        double rowDot = 0;
+        for (int64_t t = 0; t < seen; ++t) {
+          p[t] = std::exp(p[t] - wantLse[row]);
+          for (int64_t d = 0; d < c.dim; ++d)
+            dp[t] += doAt(d) * v.get(kvAt(t, d));
+          rowDot += p[t] * dp[t];
+        }
+        for (int64_t t = 0; t < seen; ++t) {
+          const double ds = scale * p[t] * (dp[t] - rowDot);
+          const double mag = scale * p[t] * (std::abs(dp[t]) + std::abs(rowDot));
+          for (int64_t d = 0; d < c.dim; ++d) {
+            const int64_t qi = ravel({b, s, h, d}, qShape), ki = kvAt(t, d);
+            wantDq[qi] += ds * k.get(ki);
+            magDq[qi] += mag * std::abs(k.get(ki));
+            wantDk[ki] += ds * qAt(d);
+            magDk[ki] += mag * std::abs(qAt(d));
+            wantDv[ki] += p[t] * doAt(d);
+            magDv[ki] += p[t] * std::abs(doAt(d));
+          }
+        }
+      }
+  const double rtol = rtolFor(dtype) * 4;
+  EXPECT_TRUE(near(lse, wantLse,
+                   rtolFor(dtype == DType::F64 ? dtype : DType::F32) * 4));
+  EXPECT_TRUE(near(dq, wantDq, rtol, 0.0, magDq));
+  EXPECT_TRUE(near(dk, wantDk, rtol, 0.0, magDk));
+  EXPECT_TRUE(near(dv, wantDv, rtol, 0.0, magDv));
+}
+
+TEST(AttentionKernel, GradientsMatchTheTextbookBackward) {
+  std::mt19937 rng(23);
+  const AttentionCase cases[] = {
+      {1, 1, 1, 1, 1, 1, false, 0, 0},  {2, 7, 7, 4, 4, 8, false, 0, 0},
+      {2, 7, 7, 4, 2, 8, true, 0, 0},   {1, 5, 13, 6, 1, 3, true, 8, 0},
+      {2, 3, 9, 2, 1, 13, true, 2, 0.3f},
+      // Rows that see no key (offset -2), and several query and key tiles.
+      {1, 4, 5, 2, 1, 3, true, -2, 0},  {1, 150, 150, 2, 1, 4, true, 0, 0},
+      {1, 70, 300, 2, 2, 3, false, 0, 0},
+  };
+  for (DType dtype : {DType::F32, DType::F64, DType::BF16})
+    for (const AttentionCase &c : cases)
+      checkAttentionGrads(c, dtype, rng);
+}
+
+TEST(AttentionKernel, GradientsRejectBadStatistics) {
+  Buffer q(DType::F32, {1, 2, 2, 4}), k(DType::F32, {1, 3, 1, 4}),
+      lse(DType::F32, {1, 2, 2}), lseShort(DType::F32, {1, 2, 1}),
+      lseBf(DType::BF16, {1, 2, 2}), dq(DType::F32, {1, 2, 2, 4}),
+      dk(DType::F32, {1, 3, 1, 4}), dv(DType::F32, {1, 3, 1, 4});
+  Tensor tq = q.tensor(), tk = k.tensor(), tl = lse.tensor(),
+         ts = lseShort.tensor(), tb = lseBf.tensor(), tdq = dq.tensor(),
+         tdk = dk.tensor(), tdv = dv.tensor();
+  EXPECT_TRUE(throwsKernelError(
+      [&] { attentionGradQ(tq, tk, tk, tq, tq, ts, true, 1, 0, tdq); },
+      {"attention_grad_q:", "stats must be f32 [batch, seq, heads]"}));
+  Buffer q64(DType::F64, {1, 2, 2, 4}), k64(DType::F64, {1, 3, 1, 4}),
+      dq64(DType::F64, {1, 2, 2, 4});
+  Tensor tq64 = q64.tensor(), tk64 = k64.tensor(), tdq64 = dq64.tensor();
+  EXPECT_TRUE(throwsKernelError(
+      [&] {
+        attentionGradQ(tq64, tk64, tk64, tq64, tq64, tl, true, 1, 0, tdq64);
+      },
+      {"attention_grad_q:", "stats must be f64"}));
+  EXPECT_TRUE(throwsKernelError(
+      [&] { attentionGradKv(tq, tk, tk, tq, tq, tb, true, 1, 0, tdk, tdv); },
+      {"attention_grad_kv:", "stats", "bf16"}));
+  EXPECT_TRUE(throwsKernelError(
+      [&] { attentionGradKv(tq, tk, tk, tq, tq, tl, true, 1, 0, tdq, tdv); },
+      {"attention_grad_kv:", "grad_k"}));
+}
+
 TEST(AttentionKernel, RejectsMismatches) {
   Buffer q(DType::F32, {2, 4, 6, 8}), k(DType::F32, {2, 4, 4, 8}),
       kOk(DType::F32, {2, 5, 3, 8}), vShort(DType::F32, {2, 4, 3, 8}),

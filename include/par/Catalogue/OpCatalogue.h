@@ -55,6 +55,8 @@ enum class OpCode : int {
   LayerNorm,
   RmsNorm,
   Attention,
+  AttentionGradQ,
+  AttentionGradKv,
   Embedding,
   ScatterAdd,
   Gather,
@@ -73,7 +75,7 @@ enum class OpCode : int {
   Send,
   Recv,
 };
-inline constexpr int kNumOps = 52;
+inline constexpr int kNumOps = 54;
 
 enum class CollectiveKind : int {
   Sum = 0,
@@ -203,6 +205,16 @@ inline constexpr AttrSpec kAttentionAttrs[] = {
     {"scale", "scale", AttrKind::Float, true, false, 0.0, nullptr, 0, true},
     {"position_offset", "position_offset", AttrKind::Int, false, true, 0.0, nullptr, 0, false},
 };
+inline constexpr AttrSpec kAttentionGradQAttrs[] = {
+    {"causal", "causal", AttrKind::Bool, false, true, 0.0, nullptr, 0, false},
+    {"scale", "scale", AttrKind::Float, true, false, 0.0, nullptr, 0, true},
+    {"position_offset", "position_offset", AttrKind::Int, false, true, 0.0, nullptr, 0, false},
+};
+inline constexpr AttrSpec kAttentionGradKvAttrs[] = {
+    {"causal", "causal", AttrKind::Bool, false, true, 0.0, nullptr, 0, false},
+    {"scale", "scale", AttrKind::Float, true, false, 0.0, nullptr, 0, true},
+    {"position_offset", "position_offset", AttrKind::Int, false, true, 0.0, nullptr, 0, false},
+};
 inline constexpr AttrSpec kScatterAddAttrs[] = {
     {"dims", "dims", AttrKind::Ints, false, false, 0.0, nullptr, 0, false},
 };
@@ -309,7 +321,9 @@ inline constexpr OpSpec kOps[kNumOps] = {
     {OpCode::Argmin, "argmin", 1, 1, 1, 1, false, false, false, false, false, 0, false, 1, kArgminAttrs, 1},
     {OpCode::LayerNorm, "layer_norm", 3, 3, 1, 1, false, false, false, false, false, 0, false, 8, kLayerNormAttrs, 1},
     {OpCode::RmsNorm, "rms_norm", 2, 2, 1, 1, false, false, false, false, false, 0, false, 5, kRmsNormAttrs, 1},
-    {OpCode::Attention, "attention", 3, 4, 1, 1, false, false, false, false, false, 0, false, 2, kAttentionAttrs, 3},
+    {OpCode::Attention, "attention", 3, 4, 1, 2, false, false, false, false, false, 0, false, 2, kAttentionAttrs, 3},
+    {OpCode::AttentionGradQ, "attention_grad_q", 6, 7, 1, 1, false, false, false, false, false, 0, false, 2, kAttentionGradQAttrs, 3},
+    {OpCode::AttentionGradKv, "attention_grad_kv", 6, 7, 2, 2, false, false, false, false, false, 0, false, 2, kAttentionGradKvAttrs, 3},
     {OpCode::Embedding, "embedding", 2, 2, 1, 1, false, false, false, false, false, 0, false, 0, nullptr, 0},
     {OpCode::ScatterAdd, "scatter_add", 3, 3, 1, 1, false, false, false, false, false, 0, false, 1, kScatterAddAttrs, 1},
     {OpCode::Gather, "gather", 2, 2, 1, 1, false, false, false, false, false, 0, false, 0, kGatherAttrs, 1},
@@ -466,6 +480,16 @@ void decodeAttrs(OpCode op, Decoder &d, Attrs &a) {
     d.boolean(kAttentionAttrs[0], a.causal);
     d.optionalNumber(kAttentionAttrs[1], a.scale);
     d.integer(kAttentionAttrs[2], a.positionOffset);
+    return;
+  case OpCode::AttentionGradQ:
+    d.boolean(kAttentionGradQAttrs[0], a.causal);
+    d.optionalNumber(kAttentionGradQAttrs[1], a.scale);
+    d.integer(kAttentionGradQAttrs[2], a.positionOffset);
+    return;
+  case OpCode::AttentionGradKv:
+    d.boolean(kAttentionGradKvAttrs[0], a.causal);
+    d.optionalNumber(kAttentionGradKvAttrs[1], a.scale);
+    d.integer(kAttentionGradKvAttrs[2], a.positionOffset);
     return;
   case OpCode::ScatterAdd:
     d.integers(kScatterAddAttrs[0], a.dims);

@@ -102,8 +102,21 @@ void rmsNorm(const Tensor &input, const Tensor &gamma, float epsilon,
 /// q [B, S, H, D], k/v [B, T, Hkv, D]; query head h reads KV head
 /// h / (H / Hkv). With `causal`, query position s + positionOffset sees keys
 /// t <= s + positionOffset. out has q's shape.
+/// With `stats` (f32 [B, S, H]), also each query row's log-sum-exp of its
+/// scaled, visible scores (-inf when it sees no key).
 void attention(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
-               float scale, int64_t positionOffset, Tensor &out);
+               float scale, int64_t positionOffset, Tensor &out,
+               Tensor *stats = nullptr);
+/// The gradients of `attention(q, k, v, ...) = out` given the gradient of
+/// its result and its `stats`: dQ (q's type), and dK, dV (k's type).
+void attentionGradQ(const Tensor &q, const Tensor &k, const Tensor &v,
+                    const Tensor &out, const Tensor &gradOut,
+                    const Tensor &stats, bool causal, float scale,
+                    int64_t positionOffset, Tensor &gradQ);
+void attentionGradKv(const Tensor &q, const Tensor &k, const Tensor &v,
+                     const Tensor &out, const Tensor &gradOut,
+                     const Tensor &stats, bool causal, float scale,
+                     int64_t positionOffset, Tensor &gradK, Tensor &gradV);
 /// out[i..., :] = table[ids[i...], :]; ids outside [0, V) give zeros.
 void embedding(const Tensor &table, const Tensor &ids, Tensor &out);
 /// out = operand, then for each entry e of indices [N..., k] whose k

@@ -45,15 +45,40 @@ void sliceKernel(Stream, const Attrs &a, const Tensors &in, Tensors &out) {
   slice(in[0], a.starts, strides, out[0]);
 }
 
-void attentionKernel(Stream, const Attrs &a, const Tensors &in, Tensors &out) {
+/// The runtime position offset (the attribute plus the optional 0-d operand
+/// at `operand`) and the scale of an attention-shaped op.
+std::pair<int64_t, float> attentionPositions(const char *op, const Attrs &a,
+                                             const Tensors &in,
+                                             size_t operand) {
   int64_t offset = a.positionOffset;
-  if (in.size() > 3)
-    offset += int64_t(scalarValue(in[3]));
+  if (in.size() > operand)
+    offset += int64_t(scalarValue(in[operand]));
   if (in[0].shape.size() != 4)
-    throw KernelError("attention: q must be [batch, seq, heads, head_dim]");
+    throw KernelError(std::string(op) +
+                      ": q must be [batch, seq, heads, head_dim]");
   float scale = a.scale ? float(*a.scale)
                         : float(1.0 / std::sqrt(double(in[0].shape[3])));
-  attention(in[0], in[1], in[2], a.causal, scale, offset, out[0]);
+  return {offset, scale};
+}
+
+void attentionKernel(Stream, const Attrs &a, const Tensors &in, Tensors &out) {
+  auto [offset, scale] = attentionPositions("attention", a, in, 3);
+  attention(in[0], in[1], in[2], a.causal, scale, offset, out[0],
+            out.size() > 1 ? &out[1] : nullptr);
+}
+
+void attentionGradQKernel(Stream, const Attrs &a, const Tensors &in,
+                          Tensors &out) {
+  auto [offset, scale] = attentionPositions("attention_grad_q", a, in, 6);
+  attentionGradQ(in[0], in[1], in[2], in[3], in[4], in[5], a.causal, scale,
+                 offset, out[0]);
+}
+
+void attentionGradKvKernel(Stream, const Attrs &a, const Tensors &in,
+                           Tensors &out) {
+  auto [offset, scale] = attentionPositions("attention_grad_kv", a, in, 6);
+  attentionGradKv(in[0], in[1], in[2], in[3], in[4], in[5], a.causal, scale,
+                  offset, out[0], out[1]);
 }
 
 void ropeKernel(Stream, const Attrs &a, const Tensors &in, Tensors &out) {
@@ -141,6 +166,8 @@ KernelTable build() {
         rmsNorm(in[0], in[1], float(a.epsilon), out[0]);
       });
   set(OpCode::Attention, attentionKernel);
+  set(OpCode::AttentionGradQ, attentionGradQKernel);
+  set(OpCode::AttentionGradKv, attentionGradKvKernel);
   set(OpCode::Embedding, [](Stream, const Attrs &, const Tensors &in,
                             Tensors &out) { embedding(in[0], in[1], out[0]); });
   set(OpCode::ScatterAdd,

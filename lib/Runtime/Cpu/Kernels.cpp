@@ -775,68 +775,277 @@ void rmsNormAs(const Tensor &input, const Tensor &gamma, float epsilon,
   y.commit();
 }
 
-/// Per (batch, head): scores = scale * Q K^T and out = P V as two GEMMs on
-/// strided views of the [B, S, H, D] layouts (the leading dim skips the
-/// other heads), with the masked softmax in between.
+/// C = alpha op(A) op(B) + beta C, row-major (op transposes when asked).
+void gemmAcc(bool transA, bool transB, blasint m, blasint n, blasint k,
+             float alpha, const float *a, blasint lda, const float *b,
+             blasint ldb, float beta, float *c, blasint ldc) {
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
+              ldb, beta, c, ldc);
+}
+void gemmAcc(bool transA, bool transB, blasint m, blasint n, blasint k,
+             double alpha, const double *a, blasint lda, const double *b,
+             blasint ldb, double beta, double *c, blasint ldc) {
+  cblas_dgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
+              ldb, beta, c, ldc);
+}
+
+/// Query rows and key columns are processed in tiles of these sizes: no
+/// buffer larger than a tile of scores exists, whatever the sequence length.
+constexpr int64_t kQueryTile = 64, kKeyTile = 128;
+
+/// The shape of one attention call (q [B, S, H, D], k/v [B, T, Hkv, D]) and
+/// its mask, shared by the forward kernel and both gradient kernels.
+struct AttentionShape {
+  int64_t batch, seq, heads, dim, keys, kvHeads, group;
+  bool causal;
+  int64_t offset; // clamped: s + offset cannot overflow
+  blasint qld, kvld;
+
+  AttentionShape(const char *op, const Tensor &q, const Tensor &k,
+                 bool causal, int64_t positionOffset)
+      : batch(q.shape[0]), seq(q.shape[1]), heads(q.shape[2]),
+        dim(q.shape[3]), keys(k.shape[1]), kvHeads(k.shape[2]),
+        group(heads / kvHeads), causal(causal),
+        // Offsets beyond these bounds behave like the bounds.
+        offset(std::clamp<int64_t>(positionOffset, -seq - 1, keys)),
+        qld(blasDim(op, heads * dim)), kvld(blasDim(op, kvHeads * dim)) {}
+
+  /// Keys that query row s sees (a prefix of the keys).
+  int64_t visible(int64_t s) const {
+    return causal ? std::clamp<int64_t>(s + offset + 1, 0, keys) : keys;
+  }
+  int64_t queryIndex(int64_t b, int64_t s, int64_t h) const {
+    return (b * seq + s) * heads + h;
+  }
+  int64_t keyIndex(int64_t b, int64_t t, int64_t hk) const {
+    return (b * keys + t) * kvHeads + hk;
+  }
+};
+
+/// Scores of query rows [s0, s0 + rows) of head h against keys
+/// [t0, t0 + cols) turned into the forward pass's weights P = exp(scale q.k
+/// - lse), zero where masked (and for rows that see no key).
+template <typename T>
+void attentionWeights(const AttentionShape &g, int64_t b, int64_t h,
+                      int64_t s0, int64_t rows, int64_t t0, int64_t cols,
+                      T scale, const T *q, const T *k, const T *lse,
+                      T *p) {
+  const int64_t hk = h / g.group;
+  gemmAcc(false, true, blasint(rows), blasint(cols), blasint(g.dim), scale,
+          q + g.queryIndex(b, s0, h) * g.dim, g.qld,
+          k + g.keyIndex(b, t0, hk) * g.dim, g.kvld, T(0), p, blasint(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    T *row = p + r * cols;
+    const int64_t seen = g.visible(s0 + r);
+    const int64_t live = std::clamp<int64_t>(seen - t0, 0, cols);
+    const T rowLse = T(lse[g.queryIndex(b, s0 + r, h)]);
+    for (int64_t t = 0; t < live; ++t)
+      row[t] = std::exp(row[t] - rowLse);
+    std::fill(row + live, row + cols, T(0));
+  }
+}
+
+/// Flash-style forward: per (batch, head, tile of query rows), the keys in
+/// tiles with a running row maximum and sum (online softmax), so that only
+/// a tile of scores is ever held. `lse` (optional) receives each row's
+/// log-sum-exp, -inf for a row that sees no key.
 template <typename T>
 void attentionAs(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
-                 float scale, int64_t positionOffset, Tensor &out) {
+                 float scale, int64_t positionOffset, Tensor &out,
+                 Tensor *stats) {
   const char *op = "attention";
-  const int64_t batch = q.shape[0], seq = q.shape[1], heads = q.shape[2],
-                dim = q.shape[3];
-  const int64_t keys = k.shape[1], kvHeads = k.shape[2];
-  const int64_t group = heads / kvHeads;
+  const AttentionShape g(op, q, k, causal, positionOffset);
   Output<T> o(out);
+  std::optional<Output<T>> lse;
+  if (stats)
+    lse.emplace(*stats);
   if (out.size() == 0)
     return;
-  if (keys == 0) {
-    // No key to attend to: every row is fully masked.
-    std::fill(o.data(), o.data() + out.size(), T(0));
-    o.commit();
-    return;
-  }
   Input<T> qv(q), kv(k), vv(v);
-  const blasint bs = blasDim(op, seq), bt = blasDim(op, keys),
-                bd = blasDim(op, dim);
-  const blasint qld = blasDim(op, heads * dim),
-                kvld = blasDim(op, kvHeads * dim);
-  // Offsets beyond these bounds behave like the bounds; clamping keeps
-  // s + offset from overflowing.
-  const int64_t offset = std::clamp<int64_t>(positionOffset, -seq - 1, keys);
-  std::vector<T> probs(seq * keys);
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t h = 0; h < heads; ++h) {
-      const int64_t hk = h / group;
-      const T *qp = qv.data() + (b * seq * heads + h) * dim;
-      const T *kp = kv.data() + (b * keys * kvHeads + hk) * dim;
-      const T *vp = vv.data() + (b * keys * kvHeads + hk) * dim;
-      T *outHead = o.data() + (b * seq * heads + h) * dim;
-      gemm(/*transB=*/true, bs, bt, bd, T(scale), qp, qld, kp, kvld,
-           probs.data(), bt);
-      for (int64_t s = 0; s < seq; ++s) {
-        T *row = probs.data() + s * keys;
-        const int64_t visible =
-            causal ? std::clamp<int64_t>(s + offset + 1, 0, keys) : keys;
-        if (visible == 0) {
-          std::fill(row, row + keys, T(0));
-          continue;
+  std::vector<T> scores(kQueryTile * kKeyTile), acc(kQueryTile * g.dim);
+  std::vector<T> rowMax(kQueryTile), rowSum(kQueryTile);
+  for (int64_t b = 0; b < g.batch; ++b) {
+    for (int64_t h = 0; h < g.heads; ++h) {
+      const int64_t hk = h / g.group;
+      for (int64_t s0 = 0; s0 < g.seq; s0 += kQueryTile) {
+        const int64_t rows = std::min(kQueryTile, g.seq - s0);
+        std::fill(acc.begin(), acc.end(), T(0));
+        std::fill(rowMax.begin(), rowMax.end(),
+                  -std::numeric_limits<T>::infinity());
+        std::fill(rowSum.begin(), rowSum.end(), T(0));
+        const int64_t reach = g.visible(s0 + rows - 1);
+        for (int64_t t0 = 0; t0 < reach; t0 += kKeyTile) {
+          const int64_t cols = std::min(kKeyTile, reach - t0);
+          gemmAcc(false, true, blasint(rows), blasint(cols), blasint(g.dim),
+                  T(scale), qv.data() + g.queryIndex(b, s0, h) * g.dim, g.qld,
+                  kv.data() + g.keyIndex(b, t0, hk) * g.dim, g.kvld, T(0),
+                  scores.data(), blasint(cols));
+          for (int64_t r = 0; r < rows; ++r) {
+            T *row = scores.data() + r * cols;
+            const int64_t live =
+                std::clamp<int64_t>(g.visible(s0 + r) - t0, 0, cols);
+            if (live == 0) {
+              std::fill(row, row + cols, T(0));
+              continue;
+            }
+            const T tileMax = *std::max_element(row, row + live);
+            const T newMax = std::max(rowMax[r], tileMax);
+            // exp(-inf) = 0 on the first tile a row sees.
+            const T correction = std::exp(rowMax[r] - newMax);
+            T sum = 0;
+            for (int64_t t = 0; t < live; ++t) {
+              row[t] = std::exp(row[t] - newMax);
+              sum += row[t];
+            }
+            std::fill(row + live, row + cols, T(0));
+            rowSum[r] = rowSum[r] * correction + sum;
+            rowMax[r] = newMax;
+            if (correction != T(1))
+              for (int64_t d = 0; d < g.dim; ++d)
+                acc[r * g.dim + d] *= correction;
+          }
+          gemmAcc(false, false, blasint(rows), blasint(g.dim), blasint(cols),
+                  T(1), scores.data(), blasint(cols),
+                  vv.data() + g.keyIndex(b, t0, hk) * g.dim, g.kvld, T(1),
+                  acc.data(), blasint(g.dim));
         }
-        T rowMax = *std::max_element(row, row + visible);
-        double sum = 0;
-        for (int64_t t = 0; t < visible; ++t) {
-          row[t] = std::exp(row[t] - rowMax);
-          sum += row[t];
+        for (int64_t r = 0; r < rows; ++r) {
+          T *outRow = o.data() + g.queryIndex(b, s0 + r, h) * g.dim;
+          const bool seesKeys = rowSum[r] > T(0);
+          const T inv = seesKeys ? T(1) / rowSum[r] : T(0);
+          for (int64_t d = 0; d < g.dim; ++d)
+            outRow[d] = acc[r * g.dim + d] * inv;
+          if (lse)
+            (*lse)[g.queryIndex(b, s0 + r, h)] =
+                seesKeys ? rowMax[r] + std::log(rowSum[r])
+                         : -std::numeric_limits<T>::infinity();
         }
-        const T inv = T(1.0 / sum);
-        for (int64_t t = 0; t < visible; ++t)
-          row[t] *= inv;
-        std::fill(row + visible, row + keys, T(0));
       }
-      gemm(/*transB=*/false, bs, bd, bt, T(1), probs.data(), bt, vp, kvld,
-           outHead, qld);
     }
   }
   o.commit();
+  if (lse)
+    lse->commit();
+}
+
+/// rowsum(dO * O) of every query row: the term dS subtracts from dP.
+template <typename T>
+std::vector<T> attentionRowDots(const AttentionShape &g, const T *out,
+                                const T *gradOut) {
+  std::vector<T> dots(g.batch * g.seq * g.heads);
+  for (size_t i = 0; i < dots.size(); ++i) {
+    T sum = 0;
+    for (int64_t d = 0; d < g.dim; ++d)
+      sum += out[i * g.dim + d] * gradOut[i * g.dim + d];
+    dots[i] = sum;
+  }
+  return dots;
+}
+
+/// dS = scale P (dP - rowsum(dO O)) over a tile, in place of dP.
+template <typename T>
+void attentionScoreGrads(const AttentionShape &g, int64_t b, int64_t h,
+                         int64_t s0, int64_t rows, int64_t cols, T scale,
+                         const T *p, const std::vector<T> &dots, T *dp) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T dot = dots[g.queryIndex(b, s0 + r, h)];
+    for (int64_t t = 0; t < cols; ++t)
+      dp[r * cols + t] = scale * p[r * cols + t] * (dp[r * cols + t] - dot);
+  }
+}
+
+/// dQ, per (batch, head, tile of query rows): the weights again from the
+/// saved log-sum-exp, dP = dO v^T, dS, then dQ += dS k.
+template <typename T>
+void attentionGradQAs(const Tensor &q, const Tensor &k, const Tensor &v,
+                      const Tensor &out, const Tensor &gradOut,
+                      const Tensor &stats, bool causal, float scale,
+                      int64_t positionOffset, Tensor &gradQ) {
+  const char *op = "attention_grad_q";
+  const AttentionShape g(op, q, k, causal, positionOffset);
+  Output<T> dq(gradQ);
+  std::fill(dq.data(), dq.data() + gradQ.size(), T(0));
+  Input<T> qv(q), kv(k), vv(v), ov(out), dov(gradOut);
+  Input<T> lse(stats);
+  const std::vector<T> dots = attentionRowDots(g, ov.data(), dov.data());
+  std::vector<T> p(kQueryTile * kKeyTile), dp(kQueryTile * kKeyTile);
+  for (int64_t b = 0; b < g.batch; ++b)
+    for (int64_t h = 0; h < g.heads; ++h) {
+      const int64_t hk = h / g.group;
+      for (int64_t s0 = 0; s0 < g.seq; s0 += kQueryTile) {
+        const int64_t rows = std::min(kQueryTile, g.seq - s0);
+        const int64_t reach = g.visible(s0 + rows - 1);
+        for (int64_t t0 = 0; t0 < reach; t0 += kKeyTile) {
+          const int64_t cols = std::min(kKeyTile, reach - t0);
+          attentionWeights(g, b, h, s0, rows, t0, cols, T(scale), qv.data(),
+                           kv.data(), lse.data(), p.data());
+          gemmAcc(false, true, blasint(rows), blasint(cols), blasint(g.dim),
+                  T(1), dov.data() + g.queryIndex(b, s0, h) * g.dim, g.qld,
+                  vv.data() + g.keyIndex(b, t0, hk) * g.dim, g.kvld, T(0),
+                  dp.data(), blasint(cols));
+          attentionScoreGrads(g, b, h, s0, rows, cols, T(scale), p.data(),
+                              dots, dp.data());
+          gemmAcc(false, false, blasint(rows), blasint(g.dim), blasint(cols),
+                  T(1), dp.data(), blasint(cols),
+                  kv.data() + g.keyIndex(b, t0, hk) * g.dim, g.kvld, T(1),
+                  dq.data() + g.queryIndex(b, s0, h) * g.dim, g.qld);
+        }
+      }
+    }
+  dq.commit();
+}
+
+/// dK and dV, per (batch, KV head, tile of keys): for every query head of
+/// the group and every tile of query rows that sees the keys, the weights
+/// again, dV += P^T dO, dS, dK += dS^T q.
+template <typename T>
+void attentionGradKvAs(const Tensor &q, const Tensor &k, const Tensor &v,
+                       const Tensor &out, const Tensor &gradOut,
+                       const Tensor &stats, bool causal, float scale,
+                       int64_t positionOffset, Tensor &gradK, Tensor &gradV) {
+  const char *op = "attention_grad_kv";
+  const AttentionShape g(op, q, k, causal, positionOffset);
+  Output<T> dk(gradK), dv(gradV);
+  std::fill(dk.data(), dk.data() + gradK.size(), T(0));
+  std::fill(dv.data(), dv.data() + gradV.size(), T(0));
+  Input<T> qv(q), kv(k), vv(v), ov(out), dov(gradOut);
+  Input<T> lse(stats);
+  const std::vector<T> dots = attentionRowDots(g, ov.data(), dov.data());
+  std::vector<T> p(kQueryTile * kKeyTile), dp(kQueryTile * kKeyTile);
+  for (int64_t b = 0; b < g.batch; ++b)
+    for (int64_t hk = 0; hk < g.kvHeads; ++hk)
+      for (int64_t t0 = 0; t0 < g.keys; t0 += kKeyTile) {
+        const int64_t cols = std::min(kKeyTile, g.keys - t0);
+        T *dkTile = dk.data() + g.keyIndex(b, t0, hk) * g.dim;
+        T *dvTile = dv.data() + g.keyIndex(b, t0, hk) * g.dim;
+        for (int64_t h = hk * g.group; h < (hk + 1) * g.group; ++h)
+          for (int64_t s0 = 0; s0 < g.seq; s0 += kQueryTile) {
+            const int64_t rows = std::min(kQueryTile, g.seq - s0);
+            // Rows see a prefix of the keys, longer for later rows.
+            if (g.visible(s0 + rows - 1) <= t0)
+              continue;
+            const T *qTile = qv.data() + g.queryIndex(b, s0, h) * g.dim;
+            const T *doTile = dov.data() + g.queryIndex(b, s0, h) * g.dim;
+            attentionWeights(g, b, h, s0, rows, t0, cols, T(scale), qv.data(),
+                             kv.data(), lse.data(), p.data());
+            gemmAcc(true, false, blasint(cols), blasint(g.dim), blasint(rows),
+                    T(1), p.data(), blasint(cols), doTile, g.qld, T(1), dvTile,
+                    g.kvld);
+            gemmAcc(false, true, blasint(rows), blasint(cols), blasint(g.dim),
+                    T(1), doTile, g.qld,
+                    vv.data() + g.keyIndex(b, t0, hk) * g.dim, g.kvld, T(0),
+                    dp.data(), blasint(cols));
+            attentionScoreGrads(g, b, h, s0, rows, cols, T(scale), p.data(),
+                                dots, dp.data());
+            gemmAcc(true, false, blasint(cols), blasint(g.dim), blasint(rows),
+                    T(1), dp.data(), blasint(cols), qTile, g.qld, T(1), dkTile,
+                    g.kvld);
+          }
+      }
+  dk.commit();
+  dv.commit();
 }
 
 template <typename T>
@@ -1450,19 +1659,21 @@ void rmsNorm(const Tensor &input, const Tensor &gamma, float epsilon,
   });
 }
 
-void attention(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
-               float scale, int64_t positionOffset, Tensor &out) {
-  const std::string op = "attention";
+/// The checks of q, k, v (and `out`, q's type) every attention kernel
+/// makes.
+static void checkAttentionOperands(const std::string &op, const Tensor &q,
+                                   const Tensor &k, const Tensor &v,
+                                   const Tensor &out, const char *outName) {
   checkTensor(op, "q", q);
   checkTensor(op, "k", k);
   checkTensor(op, "v", v);
-  checkTensor(op, "out", out);
+  checkTensor(op, outName, out);
   checkFloat(op, "q", q);
   checkRank(op, "q", q, 4);
   checkRank(op, "k", k, 4);
   checkSameDType(op, "q", q, "k", k);
   checkSameType(op, "k", k, "v", v);
-  checkSameType(op, "q", q, "out", out);
+  checkSameType(op, "q", q, outName, out);
   if (q.shape[0] != k.shape[0] || q.shape[3] != k.shape[3])
     fail(op, "q " + typeStr(q) + " and k/v " + typeStr(k) +
                  " must agree on batch and head_dim");
@@ -1470,8 +1681,66 @@ void attention(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
     fail(op, "query heads (" + std::to_string(q.shape[2]) +
                  ") must be a multiple of key/value heads (" +
                  std::to_string(k.shape[2]) + ")");
+}
+
+/// Row statistics: [B, S, H] for q [B, S, H, D], f32 (f64 for f64 q).
+static void checkAttentionStats(const std::string &op, const Tensor &stats,
+                                const Tensor &q) {
+  checkTensor(op, "stats", stats);
+  const DType want = q.dtype == DType::F64 ? DType::F64 : DType::F32;
+  if (stats.dtype != want || stats.shape.size() != 3 ||
+      !std::equal(stats.shape.begin(), stats.shape.end(), q.shape.begin()))
+    fail(op, "stats must be " + std::string(dtypeName(want)) +
+                 " [batch, seq, heads] for q " + typeStr(q) + ", got " +
+                 typeStr(stats));
+}
+
+void attention(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
+               float scale, int64_t positionOffset, Tensor &out,
+               Tensor *stats) {
+  const std::string op = "attention";
+  checkAttentionOperands(op, q, k, v, out, "out");
+  if (stats)
+    checkAttentionStats(op, *stats, q);
   withFloatCompute(q.dtype, [&](auto tag) {
-    attentionAs<decltype(tag)>(q, k, v, causal, scale, positionOffset, out);
+    attentionAs<decltype(tag)>(q, k, v, causal, scale, positionOffset, out,
+                               stats);
+  });
+}
+
+void attentionGradQ(const Tensor &q, const Tensor &k, const Tensor &v,
+                    const Tensor &out, const Tensor &gradOut,
+                    const Tensor &stats, bool causal, float scale,
+                    int64_t positionOffset, Tensor &gradQ) {
+  const std::string op = "attention_grad_q";
+  checkAttentionOperands(op, q, k, v, gradQ, "grad_q");
+  checkTensor(op, "out", out);
+  checkTensor(op, "grad_out", gradOut);
+  checkSameType(op, "q", q, "out", out);
+  checkSameType(op, "q", q, "grad_out", gradOut);
+  checkAttentionStats(op, stats, q);
+  withFloatCompute(q.dtype, [&](auto tag) {
+    attentionGradQAs<decltype(tag)>(q, k, v, out, gradOut, stats, causal,
+                                    scale, positionOffset, gradQ);
+  });
+}
+
+void attentionGradKv(const Tensor &q, const Tensor &k, const Tensor &v,
+                     const Tensor &out, const Tensor &gradOut,
+                     const Tensor &stats, bool causal, float scale,
+                     int64_t positionOffset, Tensor &gradK, Tensor &gradV) {
+  const std::string op = "attention_grad_kv";
+  checkAttentionOperands(op, q, k, v, out, "out");
+  checkTensor(op, "grad_out", gradOut);
+  checkTensor(op, "grad_k", gradK);
+  checkTensor(op, "grad_v", gradV);
+  checkSameType(op, "q", q, "grad_out", gradOut);
+  checkSameType(op, "k", k, "grad_k", gradK);
+  checkSameType(op, "k", k, "grad_v", gradV);
+  checkAttentionStats(op, stats, q);
+  withFloatCompute(q.dtype, [&](auto tag) {
+    attentionGradKvAs<decltype(tag)>(q, k, v, out, gradOut, stats, causal,
+                                     scale, positionOffset, gradK, gradV);
   });
 }
 

@@ -89,14 +89,34 @@ OpWork DotOp::getWork() {
   return {catalogueSpec(getOperation()).flopsPerElement * points, true};
 }
 
+/// Attention-shaped work: q [B, S, H, D] against k [B, T, Hkv, D] gives
+/// B x H x S x T score points; each product over them costs the op's
+/// FLOPs per point times its depth (D for the scores and dS k, dS^T q;
+/// Dv for P v, dO v^T and P^T dO).
+static OpWork attentionWork(Operation *op, Value q, Value v,
+                            int64_t headDimProducts, int64_t valueProducts) {
+  ArrayRef<int64_t> qs = cast<RankedTensorType>(q.getType()).getShape(),
+                    vs = cast<RankedTensorType>(v.getType()).getShape();
+  double rows = double(qs[0]) * double(qs[2]) * double(qs[1]) * double(vs[1]);
+  double perElement = catalogueSpec(op).flopsPerElement;
+  return {perElement * rows *
+              double(headDimProducts * qs[3] + valueProducts * vs[3]),
+          true};
+}
+
 OpWork AttentionOp::getWork() {
-  // q [B, S, H, D] against k [B, T, Hkv, D] gives B x H x S x T scores of D
-  // products each, then as many rows of T weights times v's Dv columns.
-  ArrayRef<int64_t> q = getQ().getType().getShape(),
-                    v = getV().getType().getShape();
-  double rows = double(q[0]) * double(q[2]) * double(q[1]) * double(v[1]);
-  double perElement = catalogueSpec(getOperation()).flopsPerElement;
-  return {perElement * rows * double(q[3] + v[3]), true};
+  // The scores, then the weights times v.
+  return attentionWork(getOperation(), getQ(), getV(), 1, 1);
+}
+
+OpWork AttentionGradQOp::getWork() {
+  // The scores again, dP = dO v^T, dQ = dS k.
+  return attentionWork(getOperation(), getQ(), getV(), 2, 1);
+}
+
+OpWork AttentionGradKvOp::getWork() {
+  // The scores again, dP = dO v^T, dV = P^T dO, dK = dS^T q.
+  return attentionWork(getOperation(), getQ(), getV(), 2, 2);
 }
 
 //===----------------------------------------------------------------------===//

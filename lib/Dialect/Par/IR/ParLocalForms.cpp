@@ -355,6 +355,26 @@ LogicalResult AttentionOp::localize(LocalFormContext &ctx) {
   return success();
 }
 
+LogicalResult AttentionGradQOp::localize(LocalFormContext &ctx) {
+  ::shiftPositions(ctx, *this, /*operand=*/0, getOffsetMutable());
+  return success();
+}
+
+/// dK and dV sum over query rows and heads: padded rows (which may hold
+/// anything) are zeroed in q, out, grad_out and the statistics, which makes
+/// their contributions exactly zero.
+LogicalResult AttentionGradKvOp::localize(LocalFormContext &ctx) {
+  ::shiftPositions(ctx, *this, /*operand=*/0, getOffsetMutable());
+  Location loc = getLoc();
+  ctx.builder.setInsertionPoint(*this);
+  for (OpOperand *operand : {&getQMutable(), &getOutMutable(),
+                             &getGradOutMutable(), &getStatsMutable()}) {
+    Value value = operand->get();
+    operand->set(ctx.maskPadding(loc, value, value, {1, 2}, 0.0));
+  }
+  return success();
+}
+
 /// Vocabulary-parallel lookup: each shard looks up `ids - start`; ids of
 /// other shards fall outside its rows and give zeros, so the sum over the
 /// vocabulary axes (the partial result) is the global lookup.

@@ -539,37 +539,69 @@ LogicalResult RmsNormOp::verify() {
   return verifyNormScale(*this, getInput(), getGamma(), "gamma");
 }
 
-LogicalResult AttentionOp::verify() {
-  RankedTensorType q = tensorOf(getQ()), k = tensorOf(getK());
+/// The checks `par.attention` and its gradient ops share: q [B, S, H, D]
+/// against k/v [B, T, Hkv, D], positions and scale; with `stats`, a
+/// [B, S, H] row statistic.
+template <typename AttentionLike>
+static LogicalResult verifyAttention(AttentionLike op, Value stats) {
+  RankedTensorType q = tensorOf(op.getQ()), k = tensorOf(op.getK());
   if (q.getRank() != 4 || k.getRank() != 4)
-    return emitOpError() << "expects [batch, seq, heads, head_dim] operands, "
-                            "got ranks "
-                         << q.getRank() << " and " << k.getRank();
+    return op.emitOpError() << "expects [batch, seq, heads, head_dim] "
+                               "operands, got ranks "
+                            << q.getRank() << " and " << k.getRank();
   if (q.getElementType() != k.getElementType())
-    return emitOpError() << "q and k/v element types differ";
+    return op.emitOpError() << "q and k/v element types differ";
   if (q.getDimSize(0) != k.getDimSize(0))
-    return emitOpError() << "q batch " << q.getDimSize(0)
-                         << " differs from k/v batch " << k.getDimSize(0);
+    return op.emitOpError() << "q batch " << q.getDimSize(0)
+                            << " differs from k/v batch " << k.getDimSize(0);
   if (q.getDimSize(3) != k.getDimSize(3))
-    return emitOpError() << "q head_dim " << q.getDimSize(3)
-                         << " differs from k/v head_dim " << k.getDimSize(3);
+    return op.emitOpError() << "q head_dim " << q.getDimSize(3)
+                            << " differs from k/v head_dim " << k.getDimSize(3);
   int64_t heads = q.getDimSize(2), kvHeads = k.getDimSize(2);
   if (kvHeads <= 0 || heads % kvHeads != 0)
-    return emitOpError() << "query heads (" << heads
-                         << ") must be a multiple of key/value heads ("
-                         << kvHeads << ")";
-  if (getCausal() && !getOffset() &&
-      q.getDimSize(1) + (int64_t)getPositionOffset() > k.getDimSize(1))
-    return emitOpError() << "causal attention needs query positions (offset "
-                         << (int64_t)getPositionOffset() << " + "
-                         << q.getDimSize(1) << ") within the key length "
-                         << k.getDimSize(1);
-  if ((int64_t)getPositionOffset() < 0)
-    return emitOpError() << "position_offset must be non-negative";
-  if (std::optional<APFloat> scale = getScale())
+    return op.emitOpError() << "query heads (" << heads
+                            << ") must be a multiple of key/value heads ("
+                            << kvHeads << ")";
+  if (op.getCausal() && !op.getOffset() &&
+      q.getDimSize(1) + (int64_t)op.getPositionOffset() > k.getDimSize(1))
+    return op.emitOpError()
+           << "causal attention needs query positions (offset "
+           << (int64_t)op.getPositionOffset() << " + " << q.getDimSize(1)
+           << ") within the key length " << k.getDimSize(1);
+  if ((int64_t)op.getPositionOffset() < 0)
+    return op.emitOpError() << "position_offset must be non-negative";
+  if (std::optional<APFloat> scale = op.getScale())
     if (!scale->isFiniteNonZero())
-      return emitOpError() << "scale must be finite and non-zero";
+      return op.emitOpError() << "scale must be finite and non-zero";
+  if (stats) {
+    ArrayRef<int64_t> rows = q.getShape().take_front(3);
+    Type f64 = Float64Type::get(op.getContext());
+    Type want = q.getElementType() == f64
+                    ? f64
+                    : Type(Float32Type::get(op.getContext()));
+    if (tensorOf(stats).getElementType() != want)
+      return op.emitOpError() << "stats must be " << want << " for "
+                              << q.getElementType() << " operands, got "
+                              << stats.getType();
+    if (tensorOf(stats).getShape() != rows)
+      return op.emitOpError()
+             << "stats must be [batch, seq, heads] = ["
+             << rows[0] << ", " << rows[1] << ", " << rows[2] << "], got "
+             << stats.getType();
+  }
   return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  return verifyAttention(*this, getStats());
+}
+
+LogicalResult AttentionGradQOp::verify() {
+  return verifyAttention(*this, getStats());
+}
+
+LogicalResult AttentionGradKvOp::verify() {
+  return verifyAttention(*this, getStats());
 }
 
 LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,

@@ -313,27 +313,149 @@ ShardingRule RmsNormOp::getShardingRule() {
   return buildNormRule(getOperation(), 1);
 }
 
-ShardingRule AttentionOp::getShardingRule() {
-  ShardingRule rule(getOperation());
-  ArrayRef<int64_t> q = shapeOf(getQ()), k = shapeOf(getK());
-  // Operands: 0 = q [B, S, H, D], 1 = k, 2 = v [B, T, Hkv, D].
-  rule.addSharedFactor(q[0], {{0, 0}, {1, 0}, {2, 0}}, {{0, 0}});
-  // Query positions: a causal mask compares them with key positions.
-  int64_t positions = rule.addSharedFactor(q[1], {{0, 1}}, {{0, 1}});
-  if (getCausal())
-    rule.markPositional(positions);
-  rule.addSharedFactor(k[1], {{1, 1}, {2, 1}}, {}, FactorKind::NeedReplication);
-  // Query heads split as [kv head, group member]: kv heads major.
-  int64_t kvHeads = k[2], group = q[2] / k[2];
-  if (kvHeads > 1 || group == 1)
-    rule.addSharedFactor(kvHeads, {{0, 2}, {1, 2}, {2, 2}}, {{0, 2}});
-  if (group > 1)
-    rule.addSharedFactor(group, {{0, 2}}, {{0, 2}});
-  rule.addSharedFactor(q[3], {{0, 3}, {1, 3}}, {}, FactorKind::NeedReplication);
-  // The value columns: the op keeps q, k, v and the result of one type, so
-  // they cannot split apart from q's head dim.
-  rule.addSharedFactor(k[3], {{2, 3}}, {{0, 3}}, FactorKind::NeedReplication);
+namespace {
+/// Where `par.attention` and its gradient ops keep their tensors: operand
+/// and result slots of each layout.
+struct AttentionSlots {
+  /// [B, S, H, D]: q (D its head dim).
+  SmallVector<unsigned, 1> query;
+  /// [B, S, H, Dv]: the result and its gradient.
+  SmallVector<unsigned, 2> rows;
+  /// [B, S, H]: the row statistics.
+  std::optional<unsigned> stats;
+  SmallVector<unsigned, 1> queryResults, rowResults;
+  std::optional<unsigned> statsResult;
+  /// [B, T, Hkv, D] and [B, T, Hkv, Dv] results: dK, dV.
+  std::optional<unsigned> keyResult, valueResult;
+};
+} // namespace
+
+/// The rule of attention-shaped ops: q [B, S, H, D], k [B, T, Hkv, D] and
+/// v [B, T, Hkv, Dv] are operands 0, 1 and 2; `slots` places the rest. The
+/// query heads split as [kv head, group member], kv heads major. With
+/// `keyGradients`, the results are dK and dV: the query positions and the
+/// group members are summed over (reductions).
+static ShardingRule buildAttentionRule(Operation *op, Value q, Value k,
+                                       bool causal, const AttentionSlots &at,
+                                       bool keyGradients) {
+  ShardingRule rule(op);
+  ArrayRef<int64_t> qs = shapeOf(q), ks = shapeOf(k);
+  using Slots = SmallVector<std::pair<unsigned, int64_t>>;
+  // Slots of dim `d` of the [B, S, H, ...] operands and results.
+  auto queryDims = [&](int64_t d, bool withQuery, bool withRows,
+                       bool withStats, Slots &ins, Slots &outs) {
+    if (withQuery)
+      for (unsigned i : at.query)
+        ins.push_back({i, d});
+    if (withRows)
+      for (unsigned i : at.rows)
+        ins.push_back({i, d});
+    if (withStats && at.stats)
+      ins.push_back({*at.stats, d});
+    if (withQuery)
+      for (unsigned i : at.queryResults)
+        outs.push_back({i, d});
+    if (withRows)
+      for (unsigned i : at.rowResults)
+        outs.push_back({i, d});
+    if (withStats && at.statsResult)
+      outs.push_back({*at.statsResult, d});
+  };
+  auto keyDims = [&](int64_t d, bool withKey, bool withValue, Slots &ins,
+                     Slots &outs) {
+    if (withKey)
+      ins.push_back({1, d});
+    if (withValue)
+      ins.push_back({2, d});
+    if (withKey && at.keyResult)
+      outs.push_back({*at.keyResult, d});
+    if (withValue && at.valueResult)
+      outs.push_back({*at.valueResult, d});
+  };
+  FactorKind summed =
+      keyGradients ? FactorKind::Reduction : FactorKind::PassThrough;
+  FactorCombiner sum =
+      keyGradients ? FactorCombiner::Sum : FactorCombiner::None;
+  {
+    Slots ins, outs;
+    queryDims(0, true, true, true, ins, outs);
+    keyDims(0, true, true, ins, outs);
+    rule.addSharedFactor(qs[0], ins, outs);
+  }
+  {
+    // Query positions: a causal mask compares them with key positions.
+    Slots ins, outs;
+    queryDims(1, true, true, true, ins, outs);
+    int64_t positions = rule.addSharedFactor(qs[1], ins, outs, summed, sum);
+    if (causal)
+      rule.markPositional(positions);
+  }
+  {
+    Slots ins, outs;
+    keyDims(1, true, true, ins, outs);
+    rule.addSharedFactor(ks[1], ins, outs, FactorKind::NeedReplication);
+  }
+  int64_t kvHeads = ks[2], group = qs[2] / ks[2];
+  if (kvHeads > 1 || group == 1) {
+    Slots ins, outs;
+    queryDims(2, true, true, true, ins, outs);
+    keyDims(2, true, true, ins, outs);
+    rule.addSharedFactor(kvHeads, ins, outs);
+  }
+  if (group > 1) {
+    Slots ins, outs;
+    queryDims(2, true, true, true, ins, outs);
+    rule.addSharedFactor(group, ins, outs, summed, sum);
+  }
+  {
+    Slots ins, outs;
+    queryDims(3, true, false, false, ins, outs);
+    keyDims(3, true, false, ins, outs);
+    rule.addSharedFactor(qs[3], ins, outs, FactorKind::NeedReplication);
+  }
+  {
+    // The value columns: the ops keep q, k, v and the result of one type,
+    // so they cannot split apart from q's head dim.
+    Slots ins, outs;
+    queryDims(3, false, true, false, ins, outs);
+    keyDims(3, false, true, ins, outs);
+    rule.addSharedFactor(ks[3], ins, outs, FactorKind::NeedReplication);
+  }
   return rule;
+}
+
+ShardingRule AttentionOp::getShardingRule() {
+  AttentionSlots at;
+  at.query = {0};
+  at.rowResults = {0};
+  if (getStats())
+    at.statsResult = 1;
+  return buildAttentionRule(getOperation(), getQ(), getK(), getCausal(), at,
+                            /*keyGradients=*/false);
+}
+
+/// Operands of the gradient ops: 0 q, 1 k, 2 v, 3 out, 4 grad_out, 5 stats.
+static AttentionSlots attentionGradSlots() {
+  AttentionSlots at;
+  at.query = {0};
+  at.rows = {3, 4};
+  at.stats = 5;
+  return at;
+}
+
+ShardingRule AttentionGradQOp::getShardingRule() {
+  AttentionSlots at = attentionGradSlots();
+  at.queryResults = {0};
+  return buildAttentionRule(getOperation(), getQ(), getK(), getCausal(), at,
+                            /*keyGradients=*/false);
+}
+
+ShardingRule AttentionGradKvOp::getShardingRule() {
+  AttentionSlots at = attentionGradSlots();
+  at.keyResult = 0;
+  at.valueResult = 1;
+  return buildAttentionRule(getOperation(), getQ(), getK(), getCausal(), at,
+                            /*keyGradients=*/true);
 }
 
 ShardingRule EmbeddingOp::getShardingRule() {

@@ -153,6 +153,9 @@ class Par_Op<string mnemonic, list<Trait> traits = []>
   // The runtime catalogue (scripts/gen-catalogue.py) lists every op whose
   // `inProgram` is set: program files may hold it as an instruction.
   bit inProgram = 1;
+  // Optional results computed from the optional operands (sgd's momentum):
+  // present exactly when those operands are.
+  bit pairedOptionals = 0;
 }
 
 class Par_Attr<string name, string attrMnemonic, list<Trait> traits = []>

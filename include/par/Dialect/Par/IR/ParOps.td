@@ -629,9 +629,18 @@ def Par_AttentionOp : Par_ComputeOp<"attention", [DeclareOpInterfaceMethods<Par_
     by the partitioner from `par.axis_index`, is added as well). `scale`
     defaults to `1/sqrt(head_dim)`.
 
+    With a second result type (`-> tensor<BxSxHxf32>`), the op also returns
+    each query row's log-sum-exp of its scaled, masked scores (`[batch, seq,
+    heads]`, f32, or f64 for f64 operands; -inf for a row that sees no key),
+    the only value the gradient ops
+    (`par.attention_grad_q`, `par.attention_grad_kv`) need from the forward
+    pass besides its operands and result. `--par-autodiff` adds it.
+
     ```mlir
     %o = par.attention %q, %k, %v causal
         : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32>
+    %o, %lse = par.attention %q, %k, %v causal
+        : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32> -> tensor<2x16x8xf32>
     ```
     Sharding rule: batch, query sequence and heads are pass-through (KV
     heads major, the group minor on the query's head dimension); key sequence
@@ -641,12 +650,83 @@ def Par_AttentionOp : Par_ComputeOp<"attention", [DeclareOpInterfaceMethods<Par_
                        Par_FloatTensor:$v, Optional<Par_Index>:$offset,
                        UnitAttr:$causal, OptionalAttr<Par_FiniteF32Attr>:$scale,
                        DefaultValuedAttr<I64Attr, "0">:$position_offset);
-  let results = (outs Par_FloatTensor:$result);
+  let results = (outs Par_FloatTensor:$result,
+                      Optional<StaticShapeTensorOf<[F32, F64]>>:$stats);
   let assemblyFormat = [{
     $q `,` $k `,` $v (`causal` $causal^)? (`offset` `(` $offset^ `)`)?
-    attr-dict `:` type($q) `,` type($k)
+    attr-dict `:` type($q) `,` type($k) (`->` type($stats)^)?
   }];
   let hasVerifier = 1;
+}
+
+class Par_AttentionGradOp<string mnemonic, list<Trait> traits = []>
+    : Par_ComputeOp<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<Par_LocalFormOpInterface>,
+        AllTypesMatch<["q", "out", "grad_out"]>, AllTypesMatch<["k", "v"]>]),
+        ["getWork"]> {
+  let arguments = (ins Par_FloatTensor:$q, Par_FloatTensor:$k,
+                       Par_FloatTensor:$v, Par_FloatTensor:$out,
+                       Par_FloatTensor:$grad_out,
+                       StaticShapeTensorOf<[F32, F64]>:$stats,
+                       Optional<Par_Index>:$offset,
+                       UnitAttr:$causal, OptionalAttr<Par_FiniteF32Attr>:$scale,
+                       DefaultValuedAttr<I64Attr, "0">:$position_offset);
+  let hasVerifier = 1;
+}
+
+def Par_AttentionGradQOp : Par_AttentionGradOp<"attention_grad_q",
+    [AllTypesMatch<["q", "grad_q"]>]> {
+  // Per point of its three products (scores, dO v^T, dS k).
+  let flopsPerElement = 2;
+  let summary = "the query gradient of par.attention";
+  let description = [{
+    `dQ` of `par.attention %q, %k, %v` (same `causal`, `scale`,
+    `position_offset` and `offset`) given its result `out`, the result's
+    gradient `grad_out` and the forward's `stats` (row log-sum-exp): per
+    query row the scores are recomputed block by block,
+    `P = exp(scale q.k - lse)`, `dP = dO v^T`, `dS = scale P (dP - rowsum(dO
+    out))`, `dQ = dS k`. No score-sized tensor exists outside the kernel.
+
+    ```mlir
+    %dq = par.attention_grad_q %q, %k, %v, %o, %do, %lse causal
+        : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x8xf32>
+    ```
+    Sharding rule: as `par.attention` for `dQ` (batch, query sequence and
+    heads pass through; key sequence and head dims need replication).
+  }];
+  let results = (outs Par_FloatTensor:$grad_q);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $out `,` $grad_out `,` $stats (`causal` $causal^)?
+    (`offset` `(` $offset^ `)`)? attr-dict `:` type($q) `,` type($k) `,`
+    type($stats)
+  }];
+}
+
+def Par_AttentionGradKvOp : Par_AttentionGradOp<"attention_grad_kv",
+    [AllTypesMatch<["k", "grad_k", "grad_v"]>]> {
+  // Per point of its four products (scores, dO v^T, P^T dO, dS^T q).
+  let flopsPerElement = 2;
+  let summary = "the key and value gradients of par.attention";
+  let description = [{
+    `dK` and `dV` of `par.attention %q, %k, %v` from the same operands as
+    `par.attention_grad_q`: per key block the scores of every query row are
+    recomputed, `dV = P^T dO`, `dK = dS^T q` (summed over the query heads
+    that share a KV head).
+
+    ```mlir
+    %dk, %dv = par.attention_grad_kv %q, %k, %v, %o, %do, %lse causal
+        : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x8xf32>
+    ```
+    Sharding rule: batch and KV heads pass through; key sequence and head
+    dims need replication; the query sequence and the group members of a KV
+    head are reductions (each shard's `dK` and `dV` are partial sums).
+  }];
+  let results = (outs Par_FloatTensor:$grad_k, Par_FloatTensor:$grad_v);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $out `,` $grad_out `,` $stats (`causal` $causal^)?
+    (`offset` `(` $offset^ `)`)? attr-dict `:` type($q) `,` type($k) `,`
+    type($stats)
+  }];
 }
 
 def Par_EmbeddingOp : Par_ComputeOp<"embedding", [
@@ -888,6 +968,7 @@ def Par_SgdOp : Par_ComputeOp<"sgd", [Par_InPlace,
   let results = (outs Par_FloatTensor:$new_param,
                       Optional<Par_FloatTensor>:$new_momentum);
   let hasCustomAssemblyFormat = 1;
+  let pairedOptionals = 1;
   let hasVerifier = 1;
 }
 
