@@ -32,6 +32,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "par/Transforms/Remat.h"
+#include "par/Transforms/Pipeline.h"
 
 #include "par/Dialect/Par/IR/ParOps.h"
 #include "par/Dialect/Par/IR/TrainingStep.h"
@@ -528,6 +529,17 @@ mlir::par::planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps,
                      OwningOpRef<ModuleOp> *partitioned) {
   if (partitioned)
     *partitioned = nullptr;
+  // A pipelined step is partitioned into one function per stage: its
+  // layers' choices are not measured on them.
+  for (func::FuncOp func : steps)
+    if (getPipeline(func)) {
+      func.emitError() << "--par-remat=auto does not measure pipelined "
+                          "steps: @"
+                       << func.getSymName()
+                       << " runs in pipeline stages; give --par-remat a "
+                          "mode (none, selective or full) instead";
+      return failure();
+    }
   // 1. Measure every mode on every layer (`none` is the step as it is: the
   // caller's measurement when it has one; split checkpoints change it).
   std::map<RematMode, std::map<std::string, RematMeasurement>> byMode;

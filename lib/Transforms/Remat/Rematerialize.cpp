@@ -132,9 +132,15 @@ LogicalResult mlir::par::rematerialize(func::FuncOp func,
       return false;
     return mode == RematMode::full || cores.contains(value);
   };
-  // Per layer, the forward values the backward pass reads that the layer
-  // does not keep.
-  llvm::MapVector<int64_t, llvm::SetVector<Value>> needed;
+  // Per layer and micro-batch (a pipelined step runs a layer once per
+  // micro-batch, and a later micro-batch's forward pass may come after an
+  // earlier one's backward pass), the forward values the backward pass
+  // reads that the layer does not keep.
+  using Run = std::pair<int64_t, int64_t>; // layer, micro-batch (-1: none)
+  auto runOf = [](Operation *op, int64_t layer) {
+    return Run{layer, getMicrobatch(op).value_or(-1)};
+  };
+  llvm::MapVector<Run, llvm::SetVector<Value>> needed;
   for (Operation &op : body) {
     std::optional<int64_t> layer = recomputableLayer(&op);
     if (!layer)
@@ -144,21 +150,26 @@ LogicalResult mlir::par::rematerialize(func::FuncOp func,
         return !inPhase(user, Phase::forward) && !isa<func::ReturnOp>(user);
       });
       if (readBackward && drops(result, *layer))
-        needed[*layer].insert(result);
+        needed[runOf(&op, *layer)].insert(result);
     }
   }
-  for (auto &[layer, values] : needed) {
+  for (auto &[run, values] : needed) {
+    int64_t layer = run.first;
+    auto inRun = [&, run = run](Operation *op) {
+      std::optional<int64_t> opLayer = recomputableLayer(op);
+      return opLayer && runOf(op, *opLayer) == run;
+    };
     // The layer's ops that make them, back to what the layer keeps.
     llvm::SmallPtrSet<Operation *, 16> ops;
     SmallVector<Value> work(values.begin(), values.end());
     while (!work.empty()) {
       Operation *def = work.pop_back_val().getDefiningOp();
-      if (!def || recomputableLayer(def) != layer || !ops.insert(def).second)
+      if (!def || !inRun(def) || !ops.insert(def).second)
         continue;
       // What the layer keeps is read as is.
       for (Value operand : def->getOperands()) {
         Operation *from = operand.getDefiningOp();
-        if (from && recomputableLayer(from) == layer && drops(operand, layer))
+        if (from && inRun(from) && drops(operand, layer))
           work.push_back(operand);
       }
     }
@@ -181,13 +192,18 @@ LogicalResult mlir::par::rematerialize(func::FuncOp func,
       setRecomputed(copy);
       setLate(copy);
     }
-    // Every value (and what makes it) dominates its first backward
-    // reader, so all were copied above.
-    for (Value value : values)
-      value.replaceUsesWithIf(copies.lookup(value), [&](OpOperand &use) {
+    // A value made after the first backward reader (a constant that
+    // partitioning placed next to its backward reader) is not kept across
+    // the backward pass anyway: it stays as it is.
+    for (Value value : values) {
+      Value copy = copies.lookup(value);
+      if (!copy)
+        continue;
+      value.replaceUsesWithIf(copy, [&](OpOperand &use) {
         return !inPhase(use.getOwner(), Phase::forward) &&
                !isa<func::ReturnOp>(use.getOwner());
       });
+    }
   }
   return success();
 }

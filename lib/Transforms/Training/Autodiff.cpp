@@ -100,9 +100,14 @@ LogicalResult Differentiator::run() {
     Value g = adjoints.lookup(op->getResult(0));
     if (!g || copyOps.contains(op))
       continue; // the gradient of a master weight is its copy's
-    if (op->getNumResults() != 1)
-      return op->emitError() << "--par-autodiff: no gradient rule for '"
-                             << op->getName() << "'";
+    // Only a first result carries gradients (attention's row statistics
+    // are not differentiated).
+    for (Value other : op->getResults().drop_front())
+      if (adjoints.count(other))
+        return op->emitError()
+               << "--par-autodiff: no gradient rule for result #"
+               << cast<OpResult>(other).getResultNumber() << " of '"
+               << op->getName() << "'";
     loc = op->getLoc();
     b.setInsertionPoint(ret);
     // The gradient of a layer's op belongs to the layer.

@@ -109,6 +109,7 @@ private:
   LogicalResult dotRule(DotOp op, Value g);
   LogicalResult layerNormRule(Operation *op, Value g);
   LogicalResult attentionRule(AttentionOp op, Value g);
+  AttentionOp withStatistics(AttentionOp op);
   LogicalResult ropeRule(RopeOp op, Value g);
   LogicalResult scatterAddRule(ScatterAddOp op, Value g);
   Value dot(Value x, Value y, ArrayRef<int64_t> xb, ArrayRef<int64_t> yb,

@@ -356,65 +356,64 @@ Value Differentiator::transpose(Value x, ArrayRef<int64_t> perm) {
                              x, b.getDenseI64ArrayAttr(perm));
 }
 
-/// Attention, recomputed in catalogue ops with the query heads split as
-/// [kv head, group member] (q5: [B, S, Hkv, G, D]):
-/// scores [B, Hkv, S, G, T] = scale q5 . k, P = softmax over T (masked
-/// keys after the query position when causal), then
-/// dV = P^T dO, dP = dO v^T, dS = scale P (dP - sum(dP P)),
-/// dQ = dS k, dK = dS^T q.
+/// `op` returning its row statistics too: `op` itself when it does, else
+/// a copy in its place (same operands, attributes and marks) that takes
+/// over its uses and its entries in the sweep's maps.
+AttentionOp Differentiator::withStatistics(AttentionOp op) {
+  if (op.getStats())
+    return op;
+  RankedTensorType q = typeOf(op.getQ());
+  Type f64 = b.getF64Type();
+  Type element = q.getElementType() == f64 ? f64 : b.getF32Type();
+  auto statsType = RankedTensorType::get(q.getShape().take_front(3), element);
+  // A builder of its own: the copy is a forward op, not one of the
+  // backward pass that `b` stamps.
+  OpBuilder forward(op);
+  auto copy = AttentionOp::create(
+      forward, op.getLoc(), op.getResult().getType(), statsType, op.getQ(),
+      op.getK(), op.getV(), op.getOffset(), op.getCausalAttr(),
+      op.getScaleAttr(), op.getPositionOffsetAttr());
+  copy->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  Value old = op.getResult(), now = copy.getResult();
+  old.replaceAllUsesWith(now);
+  if (varied.erase(old))
+    varied.insert(copy->result_begin(), copy->result_end());
+  if (Value adjoint = adjoints.lookup(old)) {
+    adjoints.erase(old);
+    adjoints[now] = adjoint;
+  }
+  op.erase();
+  return copy;
+}
+
+/// Attention's gradients come from its own gradient ops, which recompute
+/// the weights tile by tile from the forward's row log-sum-exp: nothing
+/// score-sized is kept or materialized.
 LogicalResult Differentiator::attentionRule(AttentionOp op, Value g) {
   if (op.getOffset())
     return op.emitError() << "--par-autodiff runs on global programs; this "
                              "attention already has a per-device offset";
   Value q = op.getQ(), k = op.getK(), v = op.getV();
-  RankedTensorType qt = typeOf(q), kt = typeOf(k);
-  int64_t B = qt.getDimSize(0), S = qt.getDimSize(1), H = qt.getDimSize(2),
-          D = qt.getDimSize(3), T = kt.getDimSize(1), Hkv = kt.getDimSize(2);
-  int64_t G = H / Hkv;
-  double scaleValue = op.getScale() ? op.getScale()->convertToDouble()
-                                    : 1.0 / std::sqrt(double(D));
-  Type f = qt.getElementType();
-  Value q5 = reshape(q, {B, S, Hkv, G, D});
-  Value dO5 = reshape(g, {B, S, Hkv, G, D});
-  SmallVector<int64_t> scoreShape{B, Hkv, S, G, T};
-  auto scoreType = RankedTensorType::get(scoreShape, f);
-  Value scores =
-      scale(dot(q5, k, {0, 2}, {0, 2}, {4}, {3}, scoreShape), scaleValue);
-  Value mask;
-  if (op.getCausal()) {
-    auto maskType = RankedTensorType::get({S, T}, b.getI1Type());
-    SmallVector<bool> visible;
-    for (int64_t s = 0; s < S; ++s)
-      for (int64_t t = 0; t < T; ++t)
-        visible.push_back(t <= s + op.getPositionOffset());
-    Value table = ConstantOp::create(b, loc, maskType,
-                                     DenseElementsAttr::get(maskType, visible));
-    mask = broadcast(table, cast<RankedTensorType>(getI1TensorLike(scoreType)),
-                     {2, 4});
-    double lowest = APFloat::getLargest(cast<FloatType>(f).getFloatSemantics(),
-                                        /*Negative=*/true)
-                        .convertToDouble();
-    scores = select(mask, scores, splat(scoreType, lowest));
+  bool wantQ = varied.contains(q),
+       wantKv = varied.contains(k) || varied.contains(v);
+  if (!wantQ && !wantKv)
+    return success();
+  AttentionOp fwd = withStatistics(op);
+  Value out = fwd.getResult(), stats = fwd.getStats();
+  if (wantQ)
+    accumulate(q, AttentionGradQOp::create(
+                      b, loc, typeOf(q), q, k, v, out, g, stats, Value(),
+                      fwd.getCausalAttr(), fwd.getScaleAttr(),
+                      fwd.getPositionOffsetAttr()));
+  if (wantKv) {
+    auto grads = AttentionGradKvOp::create(
+        b, loc, typeOf(k), typeOf(v), q, k, v, out, g, stats, Value(),
+        fwd.getCausalAttr(), fwd.getScaleAttr(), fwd.getPositionOffsetAttr());
+    if (varied.contains(k))
+      accumulate(k, grads.getGradK());
+    if (varied.contains(v))
+      accumulate(v, grads.getGradV());
   }
-  Value p = SoftmaxOp::create(b, loc, scoreType, scores, (uint64_t)4);
-  if (mask)
-    p = select(mask, p, splat(scoreType, 0.0));
-  if (varied.contains(v))
-    accumulate(v, transpose(dot(p, dO5, {0, 1}, {0, 2}, {2, 3}, {1, 3},
-                                {B, Hkv, T, D}),
-                            {0, 2, 1, 3}));
-  Value dp = dot(dO5, v, {0, 2}, {0, 2}, {4}, {3}, scoreShape);
-  Value rowDot = broadcast(reduceSum(mul(dp, p), {4}), scoreType, {0, 1, 2, 3});
-  Value ds = scale(mul(p, sub(dp, rowDot)), scaleValue);
-  if (varied.contains(q))
-    accumulate(q, reshape(transpose(dot(ds, k, {0, 1}, {0, 2}, {4}, {1},
-                                        {B, Hkv, S, G, D}),
-                                    {0, 2, 1, 3, 4}),
-                          {B, S, H, D}));
-  if (varied.contains(k))
-    accumulate(k, transpose(dot(ds, q5, {0, 1}, {0, 2}, {2, 3}, {1, 3},
-                                {B, Hkv, T, D}),
-                            {0, 2, 1, 3}));
   return success();
 }
 

@@ -592,6 +592,10 @@ static LogicalResult verifyAttention(AttentionLike op, Value stats) {
   return success();
 }
 
+/// Results print as numbered values (`%0`, `%0:2`), as every single-result
+/// op's do, not by their ODS names.
+void AttentionOp::getAsmResultNames(OpAsmSetValueNameFn) {}
+
 LogicalResult AttentionOp::verify() {
   return verifyAttention(*this, getStats());
 }

@@ -51,19 +51,22 @@ def layer_bytes(t: int, remat: str, unfused: bool, sequence: bool = False) -> in
 
 # (name, t, remat, unfused attention, formula in bytes, par's own accounting
 # [, sequence parallel])
+# par.attention's gradient ops read one f32 log-sum-exp per query row and
+# head from the forward pass: 4asb bytes, split over t with the heads.
+STATS = 4 * A * S * B
 CASES = [
-    ("none", 1, "none", False, SBH * (34 + 5 * A * S / H), 32 * SBH),
+    ("none", 1, "none", False, SBH * (34 + 5 * A * S / H), 32 * SBH + STATS),
     ("none, unfused attention", 1, "none", True, SBH * (34 + 5 * A * S / H),
      32 * SBH + 5 * SCORES),
     ("tensor parallel t=2", 2, "none", False, SBH * (10 + 24 / 2 + 5 * A * S / (H * 2)),
-     (8 + 24 / 2) * SBH),
+     (8 + 24 / 2) * SBH + STATS / 2),
     ("tensor parallel t=4", 4, "none", False, SBH * (10 + 24 / 4 + 5 * A * S / (H * 4)),
-     (8 + 24 / 4) * SBH),
+     (8 + 24 / 4) * SBH + STATS / 4),
     ("selective, unfused attention", 1, "selective", True, SBH * 34, 32 * SBH),
     ("tensor + sequence parallel t=2", 2, "none", False, SBH * (34 / 2 + 5 * A * S / (H * 2)),
-     32 / 2 * SBH, True),
+     32 / 2 * SBH + STATS / 2, True),
     ("tensor + sequence parallel t=4", 4, "none", False, SBH * (34 / 4 + 5 * A * S / (H * 4)),
-     32 / 4 * SBH, True),
+     32 / 4 * SBH + STATS / 4, True),
     ("selective, sequence parallel t=2", 2, "selective", True, SBH * 34 / 2, 32 / 2 * SBH, True),
     ("full", 1, "full", False, 2 * SBH, 2 * SBH),
     ("full, tensor parallel t=2", 2, "full", False, 2 * SBH, 2 * SBH),

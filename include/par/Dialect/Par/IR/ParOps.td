@@ -7,6 +7,7 @@ include "par/Dialect/Par/IR/ParAttrs.td"
 include "par/Dialect/Par/IR/ParInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 
@@ -616,6 +617,7 @@ def Par_RmsNormOp : Par_ComputeOp<"rms_norm", [
 }
 
 def Par_AttentionOp : Par_ComputeOp<"attention", [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>,
     AllTypesMatch<["q", "result"]>, AllTypesMatch<["k", "v"]>], ["getWork"]> {
   // Per point of its two products (scores, then scores x values).
   let flopsPerElement = 2;
