@@ -25,6 +25,12 @@ Table 2 (run): a small GPT (4 layers, width 64, 4 heads, 128 tokens, batch
 Megatron's sequence parallelism, no recomputation: `sequence`): planned
 and measured peak, recomputed FLOPs, median step time, and the losses
 compared with the plain step's.
+
+Table 3 (compiled only): the planned peak, the most temporaries live at
+once and those live at the peak for one layer of each shape, with par.attention (whose gradient ops keep
+and make nothing score-sized) against attention written from its parts
+(the score-sized tensors its backward pass makes), with a small
+vocabulary so that the peak is the layer's.
 """
 import argparse
 import os
@@ -47,6 +53,7 @@ SHAPES = {
     "175B": (96, 12288, 96, 8),
 }
 SEQ, VOCAB = 2048, 50304
+SMALL_VOCAB = 1024
 
 
 def tool(build, name):
@@ -110,6 +117,40 @@ def compiled_table(par_opt, names, layers):
             f = formulas[mode]
             print(f"| {name} | {t} | {mode} | {r['layer']:,} | {int(f):,} | "
                   f"{r['layer'] / f:.3f} | {r['recomputed %']:.1f} | {r['step']:.4g} |")
+        sys.stdout.flush()
+
+
+def attention_table(par_opt, names):
+    """Planned peak and temporaries at the peak of a one-layer step with
+    par.attention (its gradient ops recompute the weights tile by tile)
+    against the same attention written from its parts (scores, softmax,
+    value product: the score-sized tensors autodiff made for par.attention
+    before it had gradient ops of its own)."""
+    print("Table 3: attention's backward, one layer, compiled only; sequence "
+          f"{SEQ}, micro-batch 1, bf16, a vocabulary of {SMALL_VOCAB} (so that the "
+          "layer, not the output head, makes the peak; bytes per device)")
+    print("| model | t | attention | planned peak | temporaries live at most | at the peak |")
+    print("|---|--:|---|--:|--:|--:|")
+    for name in names:
+        _, h, a, t = SHAPES[name]
+        mesh = Mesh({"tp": t}) if t > 1 else None
+        for fused in (True, False):
+            config = models.GPTConfig(vocab_size=SMALL_VOCAB, block_size=SEQ, n_layer=1,
+                                      n_head=a, n_embd=h, fused_attention=fused)
+            shardings = models.tensor_parallel("tp", vocab=True) if t > 1 else {}
+            mlir = models.loss_graph(models.GPT(config), 1, SEQ, mesh=mesh,
+                                     shardings=shardings, name="gpt").to_mlir()
+            run = subprocess.run(
+                [par_opt, "-", "--par-autodiff=optimizer=adamw precision=bf16",
+                 "--par-propagate", "--par-partition", "--report", "-o", os.devnull],
+                input=mlir, capture_output=True, text=True)
+            if run.returncode:
+                sys.exit(f"par-opt failed:\n{run.stderr[-2000:]}")
+            peak = int(re.search(r"planned peak: (\d+) bytes", run.stderr).group(1))
+            most, at_peak = map(int, re.search(
+                r"^  temporaries\s+\d+\s+\d+\s+(\d+)\s+(\d+)", run.stderr, re.M).groups())
+            label = "par.attention" if fused else "from its parts"
+            print(f"| {name} | {t} | {label} | {peak:,} | {most:,} | {at_peak:,} |")
         sys.stdout.flush()
 
 
@@ -187,12 +228,15 @@ def main():
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--skip-compiled", action="store_true")
     parser.add_argument("--skip-run", action="store_true")
+    parser.add_argument("--skip-attention", action="store_true")
     args = parser.parse_args()
     par_opt = tool(args.build, "par-opt")
     if not args.skip_compiled:
         compiled_table(par_opt, args.models.split(","), args.layers)
     if not args.skip_run:
         run_table(par_opt, tool(args.build, "par-run"), args.ranks, args.steps)
+    if not args.skip_attention:
+        attention_table(par_opt, args.models.split(","))
 
 
 if __name__ == "__main__":

@@ -31,9 +31,15 @@ def test_sharded_training_matches_one_rank_and_learns(tmp_path):
     for x, y in zip(a.losses, b.losses):
         assert abs(x - y) <= 1e-4 * abs(y)
     # Every updated parameter and AdamW moment agrees after the last step
-    # (absolutely where the true value is ~0: the key biases' gradients
-    # vanish, softmax ignores a constant added to every key's score).
+    # (absolutely where the true value is ~0). The key biases get no
+    # gradient (softmax ignores a constant added to every key's score):
+    # what AdamW makes of their rounding noise differs between the runs,
+    # so they are checked to stay at that level instead.
+    updates = {o["name"]: o.get("updates", "") for o in single.program["outputs"]}
     for name, value in b.outputs.items():
+        if updates[name].split(".")[-1] == "bk":
+            assert abs(value).max() < 1e-4 and abs(a.outputs[name]).max() < 1e-4, name
+            continue
         close = abs(a.outputs[name] - value).max() < 1e-5
         assert close or par.max_relative_error(a.outputs[name], value) < 1e-4, name
     assert a.losses[-1] < a.losses[0] - 0.5

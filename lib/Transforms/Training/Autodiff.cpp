@@ -97,9 +97,6 @@ LogicalResult Differentiator::run() {
   for (Operation *op : llvm::reverse(ops)) {
     if (op->getNumResults() == 0)
       continue;
-    Value g = adjoints.lookup(op->getResult(0));
-    if (!g || copyOps.contains(op))
-      continue; // the gradient of a master weight is its copy's
     // Only a first result carries gradients (attention's row statistics
     // are not differentiated).
     for (Value other : op->getResults().drop_front())
@@ -108,6 +105,9 @@ LogicalResult Differentiator::run() {
                << "--par-autodiff: no gradient rule for result #"
                << cast<OpResult>(other).getResultNumber() << " of '"
                << op->getName() << "'";
+    Value g = adjoints.lookup(op->getResult(0));
+    if (!g || copyOps.contains(op))
+      continue; // the gradient of a master weight is its copy's
     loc = op->getLoc();
     b.setInsertionPoint(ret);
     // The gradient of a layer's op belongs to the layer.

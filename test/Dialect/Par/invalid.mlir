@@ -610,6 +610,42 @@ func.func @attention_gqa(%q: tensor<2x16x8x32xf32>, %k: tensor<2x16x3x32xf32>) {
 
 // -----
 
+// attention: the row statistics are [batch, seq, heads].
+func.func @attention_stats_shape(%q: tensor<2x16x8x32xf32>, %k: tensor<2x16x2x32xf32>) {
+  // expected-error @below {{'par.attention' op stats must be [batch, seq, heads] = [2, 16, 8], got 'tensor<2x8x16xf32>'}}
+  %0:2 = par.attention %q, %k, %k : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32> -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+// attention: f64 operands keep f64 statistics.
+func.func @attention_stats_type(%q: tensor<2x16x8x32xf64>, %k: tensor<2x16x2x32xf64>) {
+  // expected-error @below {{'par.attention' op stats must be 'f64' for 'f64' operands, got 'tensor<2x16x8xf32>'}}
+  %0:2 = par.attention %q, %k, %k : tensor<2x16x8x32xf64>, tensor<2x16x2x32xf64> -> tensor<2x16x8xf32>
+  return
+}
+
+// -----
+
+// attention_grad_kv: the same checks as the forward op.
+func.func @attention_grad_heads(%q: tensor<2x16x8x32xf32>, %k: tensor<2x16x3x32xf32>, %s: tensor<2x16x8xf32>) {
+  // expected-error @below {{'par.attention_grad_kv' op query heads (8) must be a multiple of key/value heads (3)}}
+  %dk, %dv = par.attention_grad_kv %q, %k, %k, %q, %q, %s : tensor<2x16x8x32xf32>, tensor<2x16x3x32xf32>, tensor<2x16x8xf32>
+  return
+}
+
+// -----
+
+// attention_grad_q: statistics of the query rows.
+func.func @attention_grad_stats(%q: tensor<2x16x8x32xf32>, %k: tensor<2x16x2x32xf32>, %s: tensor<2x16xf32>) {
+  // expected-error @below {{'par.attention_grad_q' op stats must be [batch, seq, heads] = [2, 16, 8], got 'tensor<2x16xf32>'}}
+  %dq = par.attention_grad_q %q, %k, %k, %q, %q, %s : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16xf32>
+  return
+}
+
+// -----
+
 // attention: rank 4.
 func.func @attention_rank(%q: tensor<16x8x32xf32>) {
   // expected-error @below {{'par.attention' op expects [batch, seq, heads, head_dim] operands, got ranks 3 and 3}}

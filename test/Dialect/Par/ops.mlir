@@ -167,6 +167,12 @@ func.func @nn(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>,
   %4 = par.attention %q, %k, %v causal : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32>
   // CHECK: par.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 2.500000e-01 : f32} : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32>
   %5 = par.attention %q, %k, %v {scale = 0.25 : f32} : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32>
+  // CHECK: %[[O:.*]]:2 = par.attention %{{.*}}, %{{.*}}, %{{.*}} causal : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32> -> tensor<2x16x8xf32>
+  %o, %lse = par.attention %q, %k, %v causal : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32> -> tensor<2x16x8xf32>
+  // CHECK: par.attention_grad_q %{{.*}}, %{{.*}}, %{{.*}}, %[[O]]#0, %[[O]]#0, %[[O]]#1 causal : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x8xf32>
+  %dq = par.attention_grad_q %q, %k, %v, %o, %o, %lse causal : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x8xf32>
+  // CHECK: par.attention_grad_kv %{{.*}}, %{{.*}}, %{{.*}}, %[[O]]#0, %[[O]]#0, %[[O]]#1 causal {scale = 2.500000e-01 : f32} : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x8xf32>
+  %dk, %dv = par.attention_grad_kv %q, %k, %v, %o, %o, %lse causal {scale = 0.25 : f32} : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x8xf32>
   // CHECK: par.embedding %{{.*}}, %{{.*}} : (tensor<256x64xf32>, tensor<2x16xi32>) -> tensor<2x16x64xf32>
   %6 = par.embedding %table, %ids : (tensor<256x64xf32>, tensor<2x16xi32>) -> tensor<2x16x64xf32>
   // CHECK: par.cross_entropy %{{.*}}, %{{.*}} : (tensor<2x16x256xf32>, tensor<2x16xi32>) -> tensor<f32>

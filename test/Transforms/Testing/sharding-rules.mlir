@@ -166,6 +166,20 @@ func.func @attention(%q: tensor<2x16x8x32xf32>, %k: tensor<2x16x2x32xf32>, %v: t
   return
 }
 
+// The row statistics split like the query rows; the gradient ops read q,
+// k, v, the result, its gradient and the statistics. dQ splits like the
+// forward op; dK and dV are sums over the query positions and the group
+// members (reductions: a split leaves them partial).
+func.func @attention_grads(%q: tensor<2x16x8x32xf32>, %k: tensor<2x16x2x32xf32>, %v: tensor<2x16x2x32xf32>, %s: tensor<2x16x8xf32>) {
+  // expected-remark @below {{sharding rule: ([i, j, lm, n], [i, k, l, n], [i, k, l, o]) -> ([i, j, lm, o], [i, j, lm]) {i=2, j=16 positional, k=16 need-replication, l=2, m=4, n=32 need-replication, o=32 need-replication}}}
+  %o, %lse = par.attention %q, %k, %v causal : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32> -> tensor<2x16x8xf32>
+  // expected-remark @below {{sharding rule: ([i, j, lm, n], [i, k, l, n], [i, k, l, o], [i, j, lm, o], [i, j, lm, o], [i, j, lm]) -> ([i, j, lm, n]) {i=2, j=16 positional, k=16 need-replication, l=2, m=4, n=32 need-replication, o=32 need-replication}}}
+  %dq = par.attention_grad_q %q, %k, %v, %q, %q, %s causal : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x8xf32>
+  // expected-remark @below {{sharding rule: ([i, j, lm, n], [i, k, l, n], [i, k, l, o], [i, j, lm, o], [i, j, lm, o], [i, j, lm]) -> ([i, k, l, n], [i, k, l, o]) {i=2, j=16 positional reduction(sum), k=16 need-replication, l=2, m=4 reduction(sum), n=32 need-replication, o=32 need-replication}}}
+  %dk, %dv = par.attention_grad_kv %q, %k, %v, %q, %q, %s causal : tensor<2x16x8x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x8xf32>
+  return
+}
+
 // embedding: the vocabulary is a reduction (vocab-parallel lookup).
 func.func @embedding(%table: tensor<256x64xf32>, %ids: tensor<2x16xi32>) {
   // expected-remark @below {{sharding rule: ([l, k], [i, j]) -> ([i, j, k]) {i=2, j=16, k=64, l=256 reduction(sum)}}}
