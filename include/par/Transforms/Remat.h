@@ -92,12 +92,15 @@ SmallVector<func::FuncOp> openTrainingSteps(ModuleOp module);
 /// chosen mix of modes was checked on (as propagate, partition and
 /// schedule leave it; --par-remat=auto's record aside, what applyRemat
 /// and partitioning would make again), or null when there is none (a mode
-/// chosen for every layer, several steps).
+/// chosen for every layer, several steps). When nothing fits,
+/// `smallestPeak` (when given) receives the smallest planned peak any
+/// choice reached (the largest over the steps).
 FailureOr<std::map<std::string, RematChoice>>
 planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps, int64_t budget,
           StringRef checkpointAxis = "",
           const std::map<std::string, RematMeasurement> *plain = nullptr,
-          OwningOpRef<ModuleOp> *partitioned = nullptr);
+          OwningOpRef<ModuleOp> *partitioned = nullptr,
+          int64_t *smallestPeak = nullptr);
 
 /// Rematerializes `func` as `modes` says and records it in par.remat: the
 /// mode `asked` for, each layer's mode, and the budget and planned peak

@@ -1446,6 +1446,9 @@ struct Candidate {
   /// (its `exact` figures are with the recomputation); none when the plan
   /// recomputes nothing.
   std::optional<std::map<std::string, RematChoice>> remat;
+  /// When recomputation was tried and nothing fitted: the smallest planned
+  /// peak a choice of it reached.
+  std::optional<int64_t> rematSmallest;
   /// The schedule chosen for pipelined steps given `schedule=auto` (empty
   /// when none is).
   std::string schedule;
@@ -1834,6 +1837,7 @@ struct AutoShardPass
     SmallVector<func::FuncOp> steps = openTrainingSteps(*copy);
     FailureOr<std::map<std::string, RematChoice>> chosen = failure();
     OwningOpRef<ModuleOp> partitioned;
+    int64_t smallest = 0;
     {
       // A plan that cannot fit even so is just not an alternative.
       ScopedDiagnosticHandler quiet(copy->getContext(),
@@ -1841,10 +1845,13 @@ struct AutoShardPass
       chosen = planRemat(*copy, steps, limit, /*checkpointAxis=*/"",
                          candidate.exact ? &candidate.exact->measured
                                          : nullptr,
-                         &partitioned);
+                         &partitioned, &smallest);
     }
-    if (failed(chosen))
+    if (failed(chosen)) {
+      if (smallest > 0)
+        candidate.rematSmallest = smallest;
       return false;
+    }
     for (func::FuncOp func : steps)
       if (failed(applyRemat(func, chosen->at(func.getSymName().str()).modes,
                             "auto")))
@@ -2251,6 +2258,8 @@ struct AutoShardPass
           if (fits) {
             candidate->exact = same->second->exact;
             candidate->remat = same->second->remat;
+          } else {
+            candidate->rematSmallest = same->second->rematSmallest;
           }
         } else {
           fits = tryRemat(*candidate, *machine, limit);
@@ -2278,10 +2287,27 @@ struct AutoShardPass
       return signalPassFailure();
     }
     if (!best.fits(limit)) {
+      // The smallest need of any checked plan, with recomputation where it
+      // was tried.
+      const Candidate *smallest = nullptr;
+      auto need = [](const Candidate &c) {
+        return std::min(c.exact->arenaBytes,
+                        c.rematSmallest.value_or(c.exact->arenaBytes));
+      };
+      for (const Candidate &candidate : considered)
+        if (candidate.exact && (!smallest || need(candidate) < need(*smallest)))
+          smallest = &candidate;
       module.emitError() << "--auto-shard: no plan fits in " << limit
                          << " bytes per device: the smallest found needs "
-                         << best.exact->arenaBytes << " bytes ("
-                         << best.name(mesh) << ", on " << machine->numDevices()
+                         << need(*smallest) << " bytes ("
+                         << smallest->name(mesh)
+                         << (smallest->rematSmallest &&
+                                     *smallest->rematSmallest <
+                                         smallest->exact->arenaBytes
+                                 ? " with recomputation"
+                                 : "")
+                         << "; the fastest considered: " << best.name(mesh)
+                         << ", on " << machine->numDevices()
                          << " devices"
                          << (rematOpen ? ", recomputation tried" : "")
                          << "); give more devices, a larger memory=, "

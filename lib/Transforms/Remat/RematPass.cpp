@@ -170,7 +170,7 @@ std::optional<RematChoice>
 chooseModes(ModuleOp module, func::FuncOp func,
             std::map<RematMode, std::map<std::string, RematMeasurement>> &byMode,
             int64_t limit, StringRef checkpointAxis,
-            OwningOpRef<ModuleOp> *partitioned) {
+            OwningOpRef<ModuleOp> *partitioned, int64_t *smallestPeak) {
   std::string name = func.getSymName().str();
   auto measuredPlain = byMode[RematMode::none].find(name);
   if (measuredPlain == byMode[RematMode::none].end()) {
@@ -357,6 +357,8 @@ chooseModes(ModuleOp module, func::FuncOp func,
       *partitioned = nullptr;
     return RematChoice{best->modes, bestArena};
   }
+  if (smallestPeak)
+    *smallestPeak = std::max(*smallestPeak, smallest);
   func.emitError() << "--par-remat=auto: no choice of what to recompute fits @"
                    << name << " in a budget of " << humanBytes(limit) << " ("
                    << limit
@@ -526,9 +528,12 @@ FailureOr<std::map<std::string, RematChoice>>
 mlir::par::planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps,
                      int64_t limit, StringRef checkpointAxis,
                      const std::map<std::string, RematMeasurement> *plain,
-                     OwningOpRef<ModuleOp> *partitioned) {
+                     OwningOpRef<ModuleOp> *partitioned,
+                     int64_t *smallestPeak) {
   if (partitioned)
     *partitioned = nullptr;
+  if (smallestPeak)
+    *smallestPeak = 0;
   // A pipelined step is partitioned into one function per stage: its
   // layers' choices are not measured on them.
   for (func::FuncOp func : steps)
@@ -577,7 +582,7 @@ mlir::par::planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps,
   for (func::FuncOp func : steps) {
     std::optional<RematChoice> choice =
         chooseModes(module, func, byMode, limit, checkpointAxis,
-                    steps.size() == 1 ? partitioned : nullptr);
+                    steps.size() == 1 ? partitioned : nullptr, smallestPeak);
     if (!choice) {
       if (partitioned)
         *partitioned = nullptr;
