@@ -1501,8 +1501,7 @@ void checkAttentionGrads(const AttentionCase &c, DType dtype,
          dv = garbage(dtype, kvShape);
   Tensor tdq = dq.tensor(), tdk = dk.tensor(), tdv = dv.tensor();
   attentionGradQ(tq, tk, tv, to, tdo, tl, c.causal, scale, c.offset, tdq);
-  attentionGradKv(tq, tk, tv, to, tdo, tl, c.causal, scale, c.offset, tdk,
-                  tdv);
+  attentionGradKv(tq, tk, tv, to, tdo, tl, c.causal, scale, c.offset, tdk, tdv);
 
   std::vector<double> wantLse(lse.size()), wantDq(dq.size(), 0),
       wantDk(dk.size(), 0), wantDv(dv.size(), 0);
@@ -1514,7 +1513,9 @@ void checkAttentionGrads(const AttentionCase &c, DType dtype,
     for (int64_t s = 0; s < c.seq; ++s)
       for (int64_t h = 0; h < c.heads; ++h) {
         const int64_t hk = h / group;
-        auto qAt = [&](int64_t d) { return q.get(ravel({b, s, h, d}, qShape)); };
+        auto qAt = [&](int64_t d) {
+          return q.get(ravel({b, s, h, d}, qShape));
+        };
         auto doAt = [&](int64_t d) {
           return dO.get(ravel({b, s, h, d}, qShape));
         };
@@ -1550,7 +1551,8 @@ void checkAttentionGrads(const AttentionCase &c, DType dtype,
         }
         for (int64_t t = 0; t < seen; ++t) {
           const double ds = scale * p[t] * (dp[t] - rowDot);
-          const double mag = scale * p[t] * (std::abs(dp[t]) + std::abs(rowDot));
+          const double mag =
+              scale * p[t] * (std::abs(dp[t]) + std::abs(rowDot));
           for (int64_t d = 0; d < c.dim; ++d) {
             const int64_t qi = ravel({b, s, h, d}, qShape), ki = kvAt(t, d);
             wantDq[qi] += ds * k.get(ki);
@@ -1573,11 +1575,14 @@ void checkAttentionGrads(const AttentionCase &c, DType dtype,
 TEST(AttentionKernel, GradientsMatchTheTextbookBackward) {
   std::mt19937 rng(23);
   const AttentionCase cases[] = {
-      {1, 1, 1, 1, 1, 1, false, 0, 0},  {2, 7, 7, 4, 4, 8, false, 0, 0},
-      {2, 7, 7, 4, 2, 8, true, 0, 0},   {1, 5, 13, 6, 1, 3, true, 8, 0},
+      {1, 1, 1, 1, 1, 1, false, 0, 0},
+      {2, 7, 7, 4, 4, 8, false, 0, 0},
+      {2, 7, 7, 4, 2, 8, true, 0, 0},
+      {1, 5, 13, 6, 1, 3, true, 8, 0},
       {2, 3, 9, 2, 1, 13, true, 2, 0.3f},
       // Rows that see no key (offset -2), and several query and key tiles.
-      {1, 4, 5, 2, 1, 3, true, -2, 0},  {1, 150, 150, 2, 1, 4, true, 0, 0},
+      {1, 4, 5, 2, 1, 3, true, -2, 0},
+      {1, 150, 150, 2, 1, 4, true, 0, 0},
       {1, 70, 300, 2, 2, 3, false, 0, 0},
   };
   for (DType dtype : {DType::F32, DType::F64, DType::BF16})

@@ -123,9 +123,10 @@ FailureOr<OwningOpRef<ModuleOp>> partitionedCopy(OwningOpRef<ModuleOp> copy,
 /// A copy of `partitioned` (from partitionedCopy without `schedule`) with
 /// the pipelined functions named in `functions` given `schedule` (same
 /// stages; other functions keep theirs), then --par-schedule run.
-FailureOr<OwningOpRef<ModuleOp>>
-scheduledCopy(ModuleOp partitioned, ArrayRef<std::string> functions,
-              StringRef schedule, std::string &error);
+FailureOr<OwningOpRef<ModuleOp>> scheduledCopy(ModuleOp partitioned,
+                                               ArrayRef<std::string> functions,
+                                               StringRef schedule,
+                                               std::string &error);
 
 /// Registers the par passes and pipelines with the command line.
 void registerParPassesAndPipelines();

@@ -803,11 +803,11 @@ struct AttentionShape {
   int64_t offset; // clamped: s + offset cannot overflow
   blasint qld, kvld;
 
-  AttentionShape(const char *op, const Tensor &q, const Tensor &k,
-                 bool causal, int64_t positionOffset)
-      : batch(q.shape[0]), seq(q.shape[1]), heads(q.shape[2]),
-        dim(q.shape[3]), keys(k.shape[1]), kvHeads(k.shape[2]),
-        group(heads / kvHeads), causal(causal),
+  AttentionShape(const char *op, const Tensor &q, const Tensor &k, bool causal,
+                 int64_t positionOffset)
+      : batch(q.shape[0]), seq(q.shape[1]), heads(q.shape[2]), dim(q.shape[3]),
+        keys(k.shape[1]), kvHeads(k.shape[2]), group(heads / kvHeads),
+        causal(causal),
         // Offsets beyond these bounds behave like the bounds.
         offset(std::clamp<int64_t>(positionOffset, -seq - 1, keys)),
         qld(blasDim(op, heads * dim)), kvld(blasDim(op, kvHeads * dim)) {}
@@ -828,10 +828,9 @@ struct AttentionShape {
 /// [t0, t0 + cols) turned into the forward pass's weights P = exp(scale q.k
 /// - lse), zero where masked (and for rows that see no key).
 template <typename T>
-void attentionWeights(const AttentionShape &g, int64_t b, int64_t h,
-                      int64_t s0, int64_t rows, int64_t t0, int64_t cols,
-                      T scale, const T *q, const T *k, const T *lse,
-                      T *p) {
+void attentionWeights(const AttentionShape &g, int64_t b, int64_t h, int64_t s0,
+                      int64_t rows, int64_t t0, int64_t cols, T scale,
+                      const T *q, const T *k, const T *lse, T *p) {
   const int64_t hk = h / g.group;
   gemmAcc(false, true, blasint(rows), blasint(cols), blasint(g.dim), scale,
           q + g.queryIndex(b, s0, h) * g.dim, g.qld,
@@ -985,8 +984,8 @@ void attentionGradQAs(const Tensor &q, const Tensor &k, const Tensor &v,
                   T(1), dov.data() + g.queryIndex(b, s0, h) * g.dim, g.qld,
                   vv.data() + g.keyIndex(b, t0, hk) * g.dim, g.kvld, T(0),
                   dp.data(), blasint(cols));
-          attentionScoreGrads(g, b, h, s0, rows, cols, T(scale), p.data(),
-                              dots, dp.data());
+          attentionScoreGrads(g, b, h, s0, rows, cols, T(scale), p.data(), dots,
+                              dp.data());
           gemmAcc(false, false, blasint(rows), blasint(g.dim), blasint(cols),
                   T(1), dp.data(), blasint(cols),
                   kv.data() + g.keyIndex(b, t0, hk) * g.dim, g.kvld, T(1),
@@ -1720,8 +1719,8 @@ void attentionGradQ(const Tensor &q, const Tensor &k, const Tensor &v,
   checkSameType(op, "q", q, "grad_out", gradOut);
   checkAttentionStats(op, stats, q);
   withFloatCompute(q.dtype, [&](auto tag) {
-    attentionGradQAs<decltype(tag)>(q, k, v, out, gradOut, stats, causal,
-                                    scale, positionOffset, gradQ);
+    attentionGradQAs<decltype(tag)>(q, k, v, out, gradOut, stats, causal, scale,
+                                    positionOffset, gradQ);
   });
 }
 

@@ -1794,9 +1794,8 @@ struct AutoShardPass
                                         partitionError, /*schedule=*/false);
         why = partitionError;
         if (succeeded(*partitioned)) {
-          FailureOr<OwningOpRef<ModuleOp>> scheduled =
-              scheduledCopy(***partitioned, candidate.planned->autoSchedule,
-                            schedule, why);
+          FailureOr<OwningOpRef<ModuleOp>> scheduled = scheduledCopy(
+              ***partitioned, candidate.planned->autoSchedule, schedule, why);
           if (succeeded(scheduled))
             exact = evaluatePartitioned(**scheduled, machine);
         }
@@ -1843,8 +1842,7 @@ struct AutoShardPass
       ScopedDiagnosticHandler quiet(copy->getContext(),
                                     [](Diagnostic &) { return success(); });
       chosen = planRemat(*copy, steps, limit, /*checkpointAxis=*/"",
-                         candidate.exact ? &candidate.exact->measured
-                                         : nullptr,
+                         candidate.exact ? &candidate.exact->measured : nullptr,
                          &partitioned, &smallest);
     }
     if (failed(chosen)) {
@@ -2307,8 +2305,7 @@ struct AutoShardPass
                                  ? " with recomputation"
                                  : "")
                          << "; the fastest considered: " << best.name(mesh)
-                         << ", on " << machine->numDevices()
-                         << " devices"
+                         << ", on " << machine->numDevices() << " devices"
                          << (rematOpen ? ", recomputation tried" : "")
                          << "); give more devices, a larger memory=, "
                          << (rematGiven ? "--par-remat=auto, " : "")

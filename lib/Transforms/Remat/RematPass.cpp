@@ -31,8 +31,8 @@
 //    candidates as well; the fitting one with the fewest FLOPs wins.
 //
 //===----------------------------------------------------------------------===//
-#include "par/Transforms/Remat.h"
 #include "par/Transforms/Pipeline.h"
+#include "par/Transforms/Remat.h"
 
 #include "par/Dialect/Par/IR/ParOps.h"
 #include "par/Dialect/Par/IR/TrainingStep.h"
@@ -166,11 +166,11 @@ choose(ArrayRef<SmallVector<LayerOption>> options, ArrayRef<int64_t> need) {
 
 /// The choice for one training step (step 2 to 4 of the file comment), or
 /// none after an error at `func`.
-std::optional<RematChoice>
-chooseModes(ModuleOp module, func::FuncOp func,
-            std::map<RematMode, std::map<std::string, RematMeasurement>> &byMode,
-            int64_t limit, StringRef checkpointAxis,
-            OwningOpRef<ModuleOp> *partitioned, int64_t *smallestPeak) {
+std::optional<RematChoice> chooseModes(
+    ModuleOp module, func::FuncOp func,
+    std::map<RematMode, std::map<std::string, RematMeasurement>> &byMode,
+    int64_t limit, StringRef checkpointAxis, OwningOpRef<ModuleOp> *partitioned,
+    int64_t *smallestPeak) {
   std::string name = func.getSymName().str();
   auto measuredPlain = byMode[RematMode::none].find(name);
   if (measuredPlain == byMode[RematMode::none].end()) {

@@ -401,10 +401,10 @@ LogicalResult Differentiator::attentionRule(AttentionOp op, Value g) {
   AttentionOp fwd = withStatistics(op);
   Value out = fwd.getResult(), stats = fwd.getStats();
   if (wantQ)
-    accumulate(q, AttentionGradQOp::create(
-                      b, loc, typeOf(q), q, k, v, out, g, stats, Value(),
-                      fwd.getCausalAttr(), fwd.getScaleAttr(),
-                      fwd.getPositionOffsetAttr()));
+    accumulate(q, AttentionGradQOp::create(b, loc, typeOf(q), q, k, v, out, g,
+                                           stats, Value(), fwd.getCausalAttr(),
+                                           fwd.getScaleAttr(),
+                                           fwd.getPositionOffsetAttr()));
   if (wantKv) {
     auto grads = AttentionGradKvOp::create(
         b, loc, typeOf(k), typeOf(v), q, k, v, out, g, stats, Value(),

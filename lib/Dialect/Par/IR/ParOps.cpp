@@ -559,9 +559,9 @@ static LogicalResult verifyAttention(AttentionLike op, Value stats) {
                             << " differs from k/v head_dim " << k.getDimSize(3);
   int64_t heads = q.getDimSize(2), kvHeads = k.getDimSize(2);
   if (kvHeads <= 0 || heads % kvHeads != 0)
-    return op.emitOpError() << "query heads (" << heads
-                            << ") must be a multiple of key/value heads ("
-                            << kvHeads << ")";
+    return op.emitOpError()
+           << "query heads (" << heads
+           << ") must be a multiple of key/value heads (" << kvHeads << ")";
   if (op.getCausal() && !op.getOffset() &&
       q.getDimSize(1) + (int64_t)op.getPositionOffset() > k.getDimSize(1))
     return op.emitOpError()
@@ -580,14 +580,13 @@ static LogicalResult verifyAttention(AttentionLike op, Value stats) {
                     ? f64
                     : Type(Float32Type::get(op.getContext()));
     if (tensorOf(stats).getElementType() != want)
-      return op.emitOpError() << "stats must be " << want << " for "
-                              << q.getElementType() << " operands, got "
-                              << stats.getType();
+      return op.emitOpError()
+             << "stats must be " << want << " for " << q.getElementType()
+             << " operands, got " << stats.getType();
     if (tensorOf(stats).getShape() != rows)
       return op.emitOpError()
-             << "stats must be [batch, seq, heads] = ["
-             << rows[0] << ", " << rows[1] << ", " << rows[2] << "], got "
-             << stats.getType();
+             << "stats must be [batch, seq, heads] = [" << rows[0] << ", "
+             << rows[1] << ", " << rows[2] << "], got " << stats.getType();
   }
   return success();
 }

@@ -342,8 +342,8 @@ static ShardingRule buildAttentionRule(Operation *op, Value q, Value k,
   ArrayRef<int64_t> qs = shapeOf(q), ks = shapeOf(k);
   using Slots = SmallVector<std::pair<unsigned, int64_t>>;
   // Slots of dim `d` of the [B, S, H, ...] operands and results.
-  auto queryDims = [&](int64_t d, bool withQuery, bool withRows,
-                       bool withStats, Slots &ins, Slots &outs) {
+  auto queryDims = [&](int64_t d, bool withQuery, bool withRows, bool withStats,
+                       Slots &ins, Slots &outs) {
     if (withQuery)
       for (unsigned i : at.query)
         ins.push_back({i, d});
