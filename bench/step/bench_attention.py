@@ -60,7 +60,7 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--seqs", default="128,512,1024")
-    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--batch", type=int, default=2)
     args = parser.parse_args()
     par_opt, par_run = tool(args.build, "par-opt"), tool(args.build, "par-run")
