@@ -1590,6 +1590,21 @@ TEST(AttentionKernel, GradientsMatchTheTextbookBackward) {
       checkAttentionGrads(c, dtype, rng);
 }
 
+TEST(AttentionKernel, EmptyHeadDimsGiveRowCounts) {
+  // D = 0: every visible score is 0, so a row's log-sum-exp is the log of
+  // the keys it sees (-inf for none), and the gradients are empty.
+  Buffer q(DType::F32, {1, 3, 2, 0}), k(DType::F32, {1, 4, 1, 0}),
+      out(DType::F32, {1, 3, 2, 0}), dk(DType::F32, {1, 4, 1, 0});
+  Buffer lse = garbage(DType::F32, {1, 3, 2});
+  Tensor tq = q.tensor(), tk = k.tensor(), to = out.tensor(), tl = lse.tensor(),
+         tdk = dk.tensor();
+  attention(tq, tk, tk, true, 1, -1, to, &tl);
+  EXPECT_TRUE(near(lse, {-INFINITY, -INFINITY, 0, 0, std::log(2.0), std::log(2.0)},
+                   1e-6));
+  attentionGradQ(tq, tk, tk, to, to, tl, true, 1, -1, to);
+  attentionGradKv(tq, tk, tk, to, to, tl, true, 1, -1, tdk, tdk);
+}
+
 TEST(AttentionKernel, GradientsRejectBadStatistics) {
   Buffer q(DType::F32, {1, 2, 2, 4}), k(DType::F32, {1, 3, 1, 4}),
       lse(DType::F32, {1, 2, 2}), lseShort(DType::F32, {1, 2, 1}),

@@ -860,6 +860,22 @@ void attentionAs(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
   std::optional<Output<T>> lse;
   if (stats)
     lse.emplace(*stats);
+  if (g.dim == 0) {
+    // No head dims: every visible score is 0, the result is empty.
+    if (lse)
+      for (int64_t b = 0; b < g.batch; ++b)
+        for (int64_t s = 0; s < g.seq; ++s)
+          for (int64_t h = 0; h < g.heads; ++h) {
+            const int64_t seen = g.visible(s);
+            (*lse)[g.queryIndex(b, s, h)] =
+                seen ? T(std::log(double(seen)))
+                     : -std::numeric_limits<T>::infinity();
+          }
+    o.commit();
+    if (lse)
+      lse->commit();
+    return;
+  }
   if (out.size() == 0)
     return;
   Input<T> qv(q), kv(k), vv(v);
@@ -966,6 +982,8 @@ void attentionGradQAs(const Tensor &q, const Tensor &k, const Tensor &v,
   const AttentionShape g(op, q, k, causal, positionOffset);
   Output<T> dq(gradQ);
   std::fill(dq.data(), dq.data() + gradQ.size(), T(0));
+  if (g.dim == 0)
+    return; // nothing to differentiate
   Input<T> qv(q), kv(k), vv(v), ov(out), dov(gradOut);
   Input<T> lse(stats);
   const std::vector<T> dots = attentionRowDots(g, ov.data(), dov.data());
@@ -1009,6 +1027,8 @@ void attentionGradKvAs(const Tensor &q, const Tensor &k, const Tensor &v,
   Output<T> dk(gradK), dv(gradV);
   std::fill(dk.data(), dk.data() + gradK.size(), T(0));
   std::fill(dv.data(), dv.data() + gradV.size(), T(0));
+  if (g.dim == 0)
+    return; // nothing to differentiate
   Input<T> qv(q), kv(k), vv(v), ov(out), dov(gradOut);
   Input<T> lse(stats);
   const std::vector<T> dots = attentionRowDots(g, ov.data(), dov.data());

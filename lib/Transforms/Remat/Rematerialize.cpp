@@ -196,7 +196,7 @@ LogicalResult mlir::par::rematerialize(func::FuncOp func,
     // partitioning placed next to its backward reader) is not kept across
     // the backward pass anyway: it stays as it is.
     for (Value value : values) {
-      Value copy = copies.lookup(value);
+      Value copy = copies.lookupOrNull(value);
       if (!copy)
         continue;
       value.replaceUsesWithIf(copy, [&](OpOperand &use) {

@@ -373,7 +373,21 @@ AttentionOp Differentiator::withStatistics(AttentionOp op) {
       forward, op.getLoc(), op.getResult().getType(), statsType, op.getQ(),
       op.getK(), op.getV(), op.getOffset(), op.getCausalAttr(),
       op.getScaleAttr(), op.getPositionOffsetAttr());
-  copy->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  // The marks carry over; a sharding the user gave the result becomes the
+  // first of the two results' (the statistics split like its rows).
+  ShardingAttr sharding = getResultSharding(op, 0);
+  NamedAttrList marks(op->getDiscardableAttrDictionary());
+  marks.erase(ParDialect::kShardingAttrName);
+  copy->setDiscardableAttrs(marks.getDictionary(op->getContext()));
+  if (sharding) {
+    setResultSharding(copy, 0, sharding);
+    setResultSharding(
+        copy, 1,
+        ShardingAttr::get(op->getContext(), sharding.getMesh(),
+                          sharding.getDims().take_front(3),
+                          sharding.getReplicatedAxes(),
+                          sharding.getPartialAxes()));
+  }
   Value old = op.getResult(), now = copy.getResult();
   old.replaceAllUsesWith(now);
   if (varied.erase(old))

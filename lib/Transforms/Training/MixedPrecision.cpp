@@ -38,8 +38,11 @@ Value Differentiator::lowerPrecision(FloatType low, Value loss) {
   for (Operation &op : body.without_terminator()) {
     if (copyOps.contains(&op))
       continue;
+    auto attention = dyn_cast<AttentionOp>(op);
     for (OpResult result : op.getResults())
-      result.setType(lowType(result.getType()));
+      // Attention's row statistics stay f32 (its verifier says so).
+      if (!attention || result != attention.getStats())
+        result.setType(lowType(result.getType()));
     auto constant = dyn_cast<ConstantOp>(op);
     if (!constant)
       continue;
