@@ -94,7 +94,8 @@ SmallVector<func::FuncOp> openTrainingSteps(ModuleOp module);
 /// and partitioning would make again), or null when there is none (a mode
 /// chosen for every layer, several steps). When nothing fits,
 /// `smallestPeak` (when given) receives the smallest planned peak any
-/// choice reached (the largest over the steps).
+/// choice reached on the first step that fits no choice (later steps are
+/// not measured).
 FailureOr<std::map<std::string, RematChoice>>
 planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps, int64_t budget,
           StringRef checkpointAxis = "",
