@@ -1388,13 +1388,16 @@ struct AttentionCase {
   float scale; // 0: 1/sqrt(dim)
 };
 
+std::string describe(const AttentionCase &c, DType dtype) {
+  return std::string(dtypeName(dtype)) + " B" + std::to_string(c.batch) +
+         " S" + std::to_string(c.seq) + " T" + std::to_string(c.keys) + " H" +
+         std::to_string(c.heads) + "/" + std::to_string(c.kvHeads) + " D" +
+         std::to_string(c.dim) + (c.causal ? " causal" : "") + " offset " +
+         std::to_string(c.offset);
+}
+
 void checkAttention(const AttentionCase &c, DType dtype, std::mt19937 &rng) {
-  SCOPED_TRACE(std::string(dtypeName(dtype)) + " B" + std::to_string(c.batch) +
-               " S" + std::to_string(c.seq) + " T" + std::to_string(c.keys) +
-               " H" + std::to_string(c.heads) + "/" +
-               std::to_string(c.kvHeads) + " D" + std::to_string(c.dim) +
-               (c.causal ? " causal" : "") + " offset " +
-               std::to_string(c.offset));
+  SCOPED_TRACE(describe(c, dtype));
   const Shape qShape{c.batch, c.seq, c.heads, c.dim};
   const Shape kvShape{c.batch, c.keys, c.kvHeads, c.dim};
   Buffer q = randomFloats(dtype, qShape, rng),
@@ -1478,12 +1481,7 @@ TEST(AttentionKernel, FullyMaskedRowsAreZero) {
 /// dK = dS^T q (summed over the query heads of a KV head).
 void checkAttentionGrads(const AttentionCase &c, DType dtype,
                          std::mt19937 &rng) {
-  SCOPED_TRACE(std::string(dtypeName(dtype)) + " B" + std::to_string(c.batch) +
-               " S" + std::to_string(c.seq) + " T" + std::to_string(c.keys) +
-               " H" + std::to_string(c.heads) + "/" +
-               std::to_string(c.kvHeads) + " D" + std::to_string(c.dim) +
-               (c.causal ? " causal" : "") + " offset " +
-               std::to_string(c.offset));
+  SCOPED_TRACE(describe(c, dtype));
   const Shape qShape{c.batch, c.seq, c.heads, c.dim};
   const Shape kvShape{c.batch, c.keys, c.kvHeads, c.dim};
   const Shape rowShape{c.batch, c.seq, c.heads};

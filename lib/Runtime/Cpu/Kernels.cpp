@@ -824,6 +824,18 @@ struct AttentionShape {
   }
 };
 
+/// scale q.k for query rows [s0, s0 + rows) of head h against keys
+/// [t0, t0 + cols), row-major into `scores` (`cols` wide).
+template <typename T>
+void attentionScores(const AttentionShape &g, int64_t b, int64_t h, int64_t s0,
+                     int64_t rows, int64_t t0, int64_t cols, T scale,
+                     const T *q, const T *k, T *scores) {
+  gemmAcc(false, true, blasint(rows), blasint(cols), blasint(g.dim), scale,
+          q + g.queryIndex(b, s0, h) * g.dim, g.qld,
+          k + g.keyIndex(b, t0, h / g.group) * g.dim, g.kvld, T(0), scores,
+          blasint(cols));
+}
+
 /// Scores of query rows [s0, s0 + rows) of head h against keys
 /// [t0, t0 + cols) turned into the forward pass's weights P = exp(scale q.k
 /// - lse), zero where masked (and for rows that see no key).
@@ -831,10 +843,7 @@ template <typename T>
 void attentionWeights(const AttentionShape &g, int64_t b, int64_t h, int64_t s0,
                       int64_t rows, int64_t t0, int64_t cols, T scale,
                       const T *q, const T *k, const T *lse, T *p) {
-  const int64_t hk = h / g.group;
-  gemmAcc(false, true, blasint(rows), blasint(cols), blasint(g.dim), scale,
-          q + g.queryIndex(b, s0, h) * g.dim, g.qld,
-          k + g.keyIndex(b, t0, hk) * g.dim, g.kvld, T(0), p, blasint(cols));
+  attentionScores(g, b, h, s0, rows, t0, cols, scale, q, k, p);
   for (int64_t r = 0; r < rows; ++r) {
     T *row = p + r * cols;
     const int64_t seen = g.visible(s0 + r);
@@ -893,10 +902,8 @@ void attentionAs(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
         const int64_t reach = g.visible(s0 + rows - 1);
         for (int64_t t0 = 0; t0 < reach; t0 += kKeyTile) {
           const int64_t cols = std::min(kKeyTile, reach - t0);
-          gemmAcc(false, true, blasint(rows), blasint(cols), blasint(g.dim),
-                  T(scale), qv.data() + g.queryIndex(b, s0, h) * g.dim, g.qld,
-                  kv.data() + g.keyIndex(b, t0, hk) * g.dim, g.kvld, T(0),
-                  scores.data(), blasint(cols));
+          attentionScores(g, b, h, s0, rows, t0, cols, T(scale), qv.data(),
+                          kv.data(), scores.data());
           for (int64_t r = 0; r < rows; ++r) {
             T *row = scores.data() + r * cols;
             const int64_t live =
@@ -959,15 +966,24 @@ std::vector<T> attentionRowDots(const AttentionShape &g, const T *out,
   return dots;
 }
 
-/// dS = scale P (dP - rowsum(dO O)) over a tile, in place of dP.
+/// For query rows [s0, s0 + rows) of head h against keys [t0, t0 + cols):
+/// the weights P again (into `p`) and dS = scale P (dO v^T - rowsum(dO O))
+/// (into `ds`), both `cols` wide.
 template <typename T>
-void attentionScoreGrads(const AttentionShape &g, int64_t b, int64_t h,
-                         int64_t s0, int64_t rows, int64_t cols, T scale,
-                         const T *p, const std::vector<T> &dots, T *dp) {
+void attentionTileGrads(const AttentionShape &g, int64_t b, int64_t h,
+                        int64_t s0, int64_t rows, int64_t t0, int64_t cols,
+                        T scale, const T *q, const T *k, const T *v,
+                        const T *gradOut, const T *lse,
+                        const std::vector<T> &dots, T *p, T *ds) {
+  attentionWeights(g, b, h, s0, rows, t0, cols, scale, q, k, lse, p);
+  gemmAcc(false, true, blasint(rows), blasint(cols), blasint(g.dim), T(1),
+          gradOut + g.queryIndex(b, s0, h) * g.dim, g.qld,
+          v + g.keyIndex(b, t0, h / g.group) * g.dim, g.kvld, T(0), ds,
+          blasint(cols));
   for (int64_t r = 0; r < rows; ++r) {
     const T dot = dots[g.queryIndex(b, s0 + r, h)];
     for (int64_t t = 0; t < cols; ++t)
-      dp[r * cols + t] = scale * p[r * cols + t] * (dp[r * cols + t] - dot);
+      ds[r * cols + t] = scale * p[r * cols + t] * (ds[r * cols + t] - dot);
   }
 }
 
@@ -996,14 +1012,9 @@ void attentionGradQAs(const Tensor &q, const Tensor &k, const Tensor &v,
         const int64_t reach = g.visible(s0 + rows - 1);
         for (int64_t t0 = 0; t0 < reach; t0 += kKeyTile) {
           const int64_t cols = std::min(kKeyTile, reach - t0);
-          attentionWeights(g, b, h, s0, rows, t0, cols, T(scale), qv.data(),
-                           kv.data(), lse.data(), p.data());
-          gemmAcc(false, true, blasint(rows), blasint(cols), blasint(g.dim),
-                  T(1), dov.data() + g.queryIndex(b, s0, h) * g.dim, g.qld,
-                  vv.data() + g.keyIndex(b, t0, hk) * g.dim, g.kvld, T(0),
-                  dp.data(), blasint(cols));
-          attentionScoreGrads(g, b, h, s0, rows, cols, T(scale), p.data(), dots,
-                              dp.data());
+          attentionTileGrads(g, b, h, s0, rows, t0, cols, T(scale),
+                             qv.data(), kv.data(), vv.data(), dov.data(),
+                             lse.data(), dots, p.data(), dp.data());
           gemmAcc(false, false, blasint(rows), blasint(g.dim), blasint(cols),
                   T(1), dp.data(), blasint(cols),
                   kv.data() + g.keyIndex(b, t0, hk) * g.dim, g.kvld, T(1),
@@ -1047,17 +1058,12 @@ void attentionGradKvAs(const Tensor &q, const Tensor &k, const Tensor &v,
               continue;
             const T *qTile = qv.data() + g.queryIndex(b, s0, h) * g.dim;
             const T *doTile = dov.data() + g.queryIndex(b, s0, h) * g.dim;
-            attentionWeights(g, b, h, s0, rows, t0, cols, T(scale), qv.data(),
-                             kv.data(), lse.data(), p.data());
+            attentionTileGrads(g, b, h, s0, rows, t0, cols, T(scale),
+                               qv.data(), kv.data(), vv.data(), dov.data(),
+                               lse.data(), dots, p.data(), dp.data());
             gemmAcc(true, false, blasint(cols), blasint(g.dim), blasint(rows),
                     T(1), p.data(), blasint(cols), doTile, g.qld, T(1), dvTile,
                     g.kvld);
-            gemmAcc(false, true, blasint(rows), blasint(cols), blasint(g.dim),
-                    T(1), doTile, g.qld,
-                    vv.data() + g.keyIndex(b, t0, hk) * g.dim, g.kvld, T(0),
-                    dp.data(), blasint(cols));
-            attentionScoreGrads(g, b, h, s0, rows, cols, T(scale), p.data(),
-                                dots, dp.data());
             gemmAcc(true, false, blasint(cols), blasint(g.dim), blasint(rows),
                     T(1), dp.data(), blasint(cols), qTile, g.qld, T(1), dkTile,
                     g.kvld);
