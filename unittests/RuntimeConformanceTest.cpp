@@ -408,10 +408,17 @@ const DType kTypes[] = {DType::F32, DType::F64, DType::BF16,
 class Conformance : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override {
-    device = createDevice(GetParam());
     reference = createDevice("cpu");
+    try {
+      device = createDevice(GetParam());
+    } catch (const DeviceError &e) {
+      // A backend built in but without its hardware here (CUDA with no
+      // GPU): the tests that run kernels skip, the table is still checked.
+      missing = e.what();
+    }
   }
   std::unique_ptr<Device> device, reference;
+  std::string missing;
 };
 
 TEST_P(Conformance, EveryComputeOpHasACaseAndAKernel) {
@@ -422,12 +429,14 @@ TEST_P(Conformance, EveryComputeOpHasACaseAndAKernel) {
       continue; // collectives and axis_index run through Collectives
     EXPECT_TRUE(all.count(spec.code))
         << spec.name << " has no conformance case";
-    EXPECT_NE(device->kernels().lookup(spec.code), nullptr)
+    EXPECT_NE(backendKernels(GetParam()).lookup(spec.code), nullptr)
         << "the " << GetParam() << " backend has no kernel for " << spec.name;
   }
 }
 
 TEST_P(Conformance, EveryOpEveryTypeMatchesTheCpuBackend) {
+  if (!device)
+    GTEST_SKIP() << missing;
   for (const auto &[op, build] : cases()) {
     const char *name = par::catalogue::spec(op).name;
     int accepted = 0;
@@ -476,6 +485,8 @@ TEST_P(Conformance, EveryOpEveryTypeMatchesTheCpuBackend) {
 }
 
 TEST_P(Conformance, PlainSgdAndRuntimeOperandsMatch) {
+  if (!device)
+    GTEST_SKIP() << missing;
   std::mt19937 rng(7);
   // SGD without a momentum buffer: param, grad, lr -> param.
   Case sgd;

@@ -1,6 +1,7 @@
 //===- DType.cpp - Element types of runtime tensors -----------------------===//
 
 #include "par/Runtime/DType.h"
+#include "par/Runtime/KernelMath.h"
 
 #include <cstring>
 
@@ -68,72 +69,19 @@ std::string shapeString(const Shape &shape) {
 }
 
 float bf16ToFloat(uint16_t bits) {
-  uint32_t word = uint32_t(bits) << 16;
-  float value;
-  std::memcpy(&value, &word, 4);
-  return value;
+  return math::bf16ToFloat(bits);
 }
 
 uint16_t floatToBf16(float value) {
-  uint32_t word;
-  std::memcpy(&word, &value, 4);
-  if (std::isnan(value))
-    return uint16_t((word >> 16) | 0x40);
-  // Round to nearest even on the 16 dropped bits.
-  word += 0x7fff + ((word >> 16) & 1);
-  return uint16_t(word >> 16);
+  return math::floatToBf16(value);
 }
 
 float f16ToFloat(uint16_t bits) {
-  uint32_t sign = uint32_t(bits & 0x8000) << 16;
-  int exponent = (bits >> 10) & 0x1f;
-  uint32_t mantissa = bits & 0x3ff;
-  uint32_t word;
-  if (exponent == 0x1f) {
-    word = sign | 0x7f800000 | (mantissa << 13);
-  } else if (exponent == 0) {
-    if (mantissa == 0) {
-      word = sign;
-    } else {
-      // Subnormal: normalize.
-      int shift = 0;
-      while (!(mantissa & 0x400)) {
-        mantissa <<= 1;
-        ++shift;
-      }
-      mantissa &= 0x3ff;
-      word = sign | uint32_t(127 - 15 - shift + 1) << 23 | (mantissa << 13);
-    }
-  } else {
-    word = sign | uint32_t(exponent - 15 + 127) << 23 | (mantissa << 13);
-  }
-  float value;
-  std::memcpy(&value, &word, 4);
-  return value;
+  return math::f16ToFloat(bits);
 }
 
 uint16_t floatToF16(float value) {
-  uint32_t word;
-  std::memcpy(&word, &value, 4);
-  uint16_t sign = uint16_t((word >> 16) & 0x8000);
-  if (std::isnan(value))
-    return sign | 0x7e00;
-  float magnitude = std::fabs(value);
-  if (magnitude >= 65520.0f)
-    return sign | 0x7c00;
-  if (magnitude < 6.103515625e-05f) {
-    // Subnormal range: units of 2^-24, rounded to nearest even by rint.
-    float units = std::nearbyint(magnitude * 16777216.0f);
-    return sign | uint16_t(units);
-  }
-  uint32_t bits = word & 0x7fffffff;
-  // Rebias the exponent and round to nearest even on the 13 dropped bits.
-  bits += 0xfff + ((bits >> 13) & 1);
-  uint32_t exponent = (bits >> 23) - 127 + 15;
-  uint32_t mantissa = (bits >> 13) & 0x3ff;
-  if (exponent >= 0x1f)
-    return sign | 0x7c00;
-  return sign | uint16_t(exponent << 10) | uint16_t(mantissa);
+  return math::floatToF16(value);
 }
 
 double loadElement(DType type, const void *data, int64_t i) {

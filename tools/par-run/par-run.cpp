@@ -14,6 +14,7 @@
 #include "par/Runtime/FileIO.h"
 #include "par/Runtime/Bubble.h"
 #include "par/Runtime/Calibrate.h"
+#include "par/Runtime/Comm/DeviceCollectives.h"
 #include "par/Runtime/Comm/MpiCollectives.h"
 #include "par/Runtime/Executor.h"
 #include "par/Runtime/Program.h"
@@ -635,6 +636,10 @@ int runRank(const Options &o, int rank, int size) {
   DataSource data =
       o.data == "synthetic" ? DataSource() : DataSource(o.data, o.timeout);
   std::unique_ptr<Device> device = createDevice(o.backend);
+  // A device with memory of its own runs its collectives on it (NCCL
+  // where built in), or through host copies over MPI.
+  if (device->memorySpace() == MemorySpace::Device)
+    comm = createDeviceCollectives(std::move(comm), *device);
   Executor exec(program, *device, *comm, tracer.get());
   const RankClass &rc = exec.rankClass();
 

@@ -86,6 +86,9 @@ public:
 
 /// The backends this runtime was built with ("cpu", ...).
 std::vector<std::string> availableBackends();
+/// The kernel table of a built-in `backend`, without its hardware (what
+/// the backend can run); throws DeviceError like createDevice.
+const KernelTable &backendKernels(const std::string &backend);
 /// The device of `backend` for this rank; throws DeviceError naming the
 /// built-in backends when `backend` is not one of them.
 std::unique_ptr<Device> createDevice(const std::string &backend);

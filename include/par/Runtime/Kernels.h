@@ -14,6 +14,7 @@
 #define PAR_RUNTIME_KERNELS_H
 
 #include "par/Catalogue/OpCatalogue.h"
+#include "par/Runtime/KernelMath.h"
 #include "par/Runtime/Tensor.h"
 
 #include <stdexcept>
@@ -22,22 +23,7 @@
 
 namespace par::rt {
 
-enum class BinaryKind { Add, Sub, Mul, Div, Max, Min };
-enum class UnaryKind {
-  Neg,
-  Exp,
-  Log,
-  Tanh,
-  Sqrt,
-  Rsqrt,
-  Gelu,
-  Silu,
-  Relu,
-  Sigmoid
-};
-// The attribute enums of the catalogue (ParAttrs.td), as programs carry them.
-using CompareKind = catalogue::CompareDirection;
-using ReduceKind = catalogue::ReduceKind;
+// BinaryKind, UnaryKind, CompareKind and ReduceKind: KernelMath.h.
 
 // Elementwise. Binary/unary ops accept float and integer types (int division
 // truncates; exp/log/... on integers is a KernelError); all operands share
@@ -150,6 +136,86 @@ void sgd(const Tensor &param, const Tensor &grad, const Tensor &lr,
 void sgd(const Tensor &param, const Tensor &grad, const Tensor &momentumBuf,
          const Tensor &lr, float momentum, float weightDecay, bool nesterov,
          Tensor &newParam, Tensor &newMomentum);
+
+//===----------------------------------------------------------------------===//
+// Checks and plans shared by the backends
+//===----------------------------------------------------------------------===//
+//
+// What a kernel decides before it touches data: whether its operands are
+// valid (a KernelError naming the op otherwise) and, where it needs one,
+// the plan of its loops. The CPU kernels above run them first; another
+// backend runs the same ones on its host side before it launches, so every
+// backend accepts and rejects exactly the same calls.
+
+/// A strided gather: result element at multi-index idx (row-major) reads
+/// input element offset + sum_d idx[d] * srcStrides[d].
+struct GatherPlan {
+  int64_t offset = 0;
+  std::vector<int64_t> srcStrides;
+};
+GatherPlan planBroadcast(const Tensor &input, const std::vector<int64_t> &dims,
+                         const Tensor &out);
+GatherPlan planTranspose(const Tensor &input, const std::vector<int64_t> &perm,
+                         const Tensor &out);
+GatherPlan planSlice(const Tensor &input, const std::vector<int64_t> &starts,
+                     const std::vector<int64_t> &strides, const Tensor &out);
+void checkReshape(const Tensor &input, const Tensor &out);
+
+void checkBinary(BinaryKind kind, const Tensor &lhs, const Tensor &rhs,
+                 const Tensor &out);
+void checkUnary(UnaryKind kind, const Tensor &input, const Tensor &out);
+void checkCompare(const Tensor &lhs, const Tensor &rhs, const Tensor &out);
+void checkSelect(const Tensor &pred, const Tensor &onTrue,
+                 const Tensor &onFalse, const Tensor &out);
+void checkConvert(const Tensor &input, const Tensor &out);
+
+/// A dot as batched GEMMs: lhs permuted by lhsPerm is [batch, m, k], rhs
+/// permuted by rhsPerm is [batch, k, n], the result is [batch, m, n].
+struct DotPlan {
+  std::vector<int64_t> lhsPerm, rhsPerm;
+  int64_t batch = 1, m = 1, k = 1, n = 1;
+};
+DotPlan planDot(const Tensor &lhs, const Tensor &rhs,
+                const std::vector<int64_t> &lhsBatch,
+                const std::vector<int64_t> &rhsBatch,
+                const std::vector<int64_t> &lhsContract,
+                const std::vector<int64_t> &rhsContract, const Tensor &out);
+
+/// Softmax over the middle dim of the input viewed as [outer, len, inner].
+struct RowPlan {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+RowPlan planSoftmax(const std::string &op, const Tensor &input, int64_t dim,
+                    const Tensor &out);
+void checkLayerNorm(const Tensor &input, const Tensor &gamma,
+                    const Tensor &beta, const Tensor &out);
+void checkRmsNorm(const Tensor &input, const Tensor &gamma, const Tensor &out);
+
+/// A reduction: input dim d moves to output offset toOut[d] per step (0 for
+/// reduced dims); `count` elements land in each output slot.
+struct ReducePlan {
+  std::vector<int64_t> toOut;
+  int64_t count = 1;
+};
+ReducePlan planReduce(ReduceKind kind, const Tensor &input,
+                      const std::vector<int64_t> &dims, const Tensor &out);
+
+/// An optimizer's runtime scalars, read from lr and step (which must be in
+/// host memory here): the learning rate and, for AdamW, the 1-based step.
+struct OptimizerScalars {
+  double lr = 0, step = 0;
+};
+OptimizerScalars checkAdamw(const Tensor &param, const Tensor &grad,
+                            const Tensor &m, const Tensor &v, const Tensor &lr,
+                            const Tensor &step, const Tensor &newParam,
+                            const Tensor &newM, const Tensor &newV);
+/// momentumBuf and newMomentum are both null for plain SGD.
+OptimizerScalars checkSgd(const Tensor &param, const Tensor &grad,
+                          const Tensor *momentumBuf, const Tensor &lr,
+                          const Tensor &newParam, const Tensor *newMomentum);
+
+/// Row-major strides of `shape`, in elements.
+std::vector<int64_t> rowMajorStrides(const Shape &shape);
 
 /// Reads a 0-d tensor of any type as a double.
 double scalarValue(const Tensor &t);

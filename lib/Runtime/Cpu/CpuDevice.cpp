@@ -7,6 +7,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Runtime/Device.h"
+#ifdef PAR_HAVE_CUDA_BACKEND
+#include "par/Runtime/Cuda/CudaBackend.h"
+#endif
 
 #include <cstdlib>
 #include <cstring>
@@ -58,16 +61,42 @@ public:
 };
 } // namespace
 
-std::vector<std::string> availableBackends() { return {"cpu"}; }
+std::vector<std::string> availableBackends() {
+#ifdef PAR_HAVE_CUDA_BACKEND
+  return {"cpu", "cuda"};
+#else
+  return {"cpu"};
+#endif
+}
 
-std::unique_ptr<Device> createDevice(const std::string &backend) {
-  if (backend == "cpu")
-    return std::make_unique<CpuDevice>();
+namespace {
+[[noreturn]] void notBuiltIn(const std::string &backend) {
   std::string list;
   for (const std::string &name : availableBackends())
     list += (list.empty() ? "" : ", ") + name;
   throw DeviceError("backend '" + backend +
                     "' is not built into this runtime (built: " + list + ")");
+}
+} // namespace
+
+const KernelTable &backendKernels(const std::string &backend) {
+  if (backend == "cpu")
+    return cpuKernels();
+#ifdef PAR_HAVE_CUDA_BACKEND
+  if (backend == "cuda")
+    return cudaKernels();
+#endif
+  notBuiltIn(backend);
+}
+
+std::unique_ptr<Device> createDevice(const std::string &backend) {
+  if (backend == "cpu")
+    return std::make_unique<CpuDevice>();
+#ifdef PAR_HAVE_CUDA_BACKEND
+  if (backend == "cuda")
+    return createCudaDevice();
+#endif
+  notBuiltIn(backend);
 }
 
 } // namespace par::rt

@@ -262,43 +262,18 @@ void withNumericCompute(const std::string &op, const Tensor &t, Fn &&fn) {
   fail(op, "i1 tensors are masks, not numbers: " + typeStr(t));
 }
 
-// Integer arithmetic wraps like the hardware instead of being undefined.
-template <typename T> T wrapAdd(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return T(U(a) + U(b));
-  } else {
-    return a + b;
-  }
-}
-template <typename T> T wrapSub(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return T(U(a) - U(b));
-  } else {
-    return a - b;
-  }
-}
-template <typename T> T wrapMul(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return T(U(a) * U(b));
-  } else {
-    return a * b;
-  }
-}
-template <typename T> T wrapNeg(T a) { return wrapSub(T(0), a); }
+using math::isNaN;
+using math::maxOf;
+using math::minOf;
+using math::wrapAdd;
 
-template <typename T> bool isNaN(T x) {
-  if constexpr (std::is_floating_point_v<T>)
-    return std::isnan(x);
-  else
-    return false;
+/// Calls fn(std::integral_constant<E, K>) for the K of `Ks` equal to
+/// `kind`, so a shared body sees its kind as a constant and the switch
+/// inside it folds away outside the loop.
+template <typename E, E... Ks, typename Fn> void withKind(E kind, Fn &&fn) {
+  (void)((kind == Ks ? (fn(std::integral_constant<E, Ks>()), true) : false) ||
+         ...);
 }
-
-// max/min propagate NaN (a NaN anywhere in a reduction shows in its result).
-template <typename T> T maxOf(T a, T b) { return a > b || isNaN(a) ? a : b; }
-template <typename T> T minOf(T a, T b) { return a < b || isNaN(a) ? a : b; }
 
 template <typename T> T lowestValue() {
   if constexpr (std::numeric_limits<T>::has_infinity)
@@ -317,12 +292,16 @@ template <typename T> T highestValue() {
 // Index walking
 //===----------------------------------------------------------------------===//
 
+} // namespace
+
 std::vector<int64_t> rowMajorStrides(const Shape &shape) {
   std::vector<int64_t> strides(shape.size(), 1);
   for (size_t i = shape.size(); i-- > 1;)
     strides[i - 1] = strides[i] * shape[i];
   return strides;
 }
+
+namespace {
 
 /// Calls fn(a, b) for every index of `shape` in row-major order, with a and
 /// b the index's dot products with `stridesA` and `stridesB`. The innermost
@@ -382,8 +361,9 @@ template <typename Fn> void withWidth(size_t bytes, Fn &&fn) {
 
 /// out[i...] = src[offset + i... . srcStrides] (strides in elements),
 /// moving element bytes unchanged. Serves broadcast, transpose and slice.
-void gatherElements(const Tensor &src, int64_t offset,
-                    const std::vector<int64_t> &srcStrides, Tensor &out) {
+void gatherElements(const Tensor &src, const GatherPlan &plan, Tensor &out) {
+  const int64_t offset = plan.offset;
+  const std::vector<int64_t> &srcStrides = plan.srcStrides;
   std::vector<int64_t> outStrides = rowMajorStrides(out.shape);
   const char *from = static_cast<const char *>(src.data);
   char *to = static_cast<char *>(out.data);
@@ -482,29 +462,13 @@ void mapBinary(const Tensor &lhs, const Tensor &rhs, Tensor &out, Fn fn) {
 template <typename T>
 void binaryAs(BinaryKind kind, const Tensor &lhs, const Tensor &rhs,
               Tensor &out) {
-  switch (kind) {
-  case BinaryKind::Add:
-    return mapBinary<T>(lhs, rhs, out, [](T a, T b) { return wrapAdd(a, b); });
-  case BinaryKind::Sub:
-    return mapBinary<T>(lhs, rhs, out, [](T a, T b) { return wrapSub(a, b); });
-  case BinaryKind::Mul:
-    return mapBinary<T>(lhs, rhs, out, [](T a, T b) { return wrapMul(a, b); });
-  case BinaryKind::Div:
-    return mapBinary<T>(lhs, rhs, out, [](T a, T b) -> T {
-      if constexpr (std::is_integral_v<T>) {
-        // x / 0 and INT_MIN / -1 trap on x86; give 0 and the wrapped value.
-        if (b == 0)
-          return 0;
-        if (b == -1)
-          return wrapNeg(a);
-      }
-      return a / b;
-    });
-  case BinaryKind::Max:
-    return mapBinary<T>(lhs, rhs, out, [](T a, T b) { return maxOf(a, b); });
-  case BinaryKind::Min:
-    return mapBinary<T>(lhs, rhs, out, [](T a, T b) { return minOf(a, b); });
-  }
+  using K = BinaryKind;
+  withKind<K, K::Add, K::Sub, K::Mul, K::Div, K::Max, K::Min>(
+      kind, [&](auto k) {
+        mapBinary<T>(lhs, rhs, out, [](T a, T b) {
+          return math::applyBinary(decltype(k)::value, a, b);
+        });
+      });
 }
 
 template <typename T, typename Fn>
@@ -520,44 +484,13 @@ void mapUnary(const Tensor &input, Tensor &out, Fn fn) {
 
 template <typename T>
 void unaryAs(UnaryKind kind, const Tensor &input, Tensor &out) {
-  if constexpr (std::is_integral_v<T>) {
-    if (kind == UnaryKind::Neg)
-      return mapUnary<T>(input, out, [](T x) { return wrapNeg(x); });
-    if (kind == UnaryKind::Relu)
-      return mapUnary<T>(input, out, [](T x) { return x > 0 ? x : T(0); });
-    fail(unaryName(kind),
-         "is not defined on integer tensors, got " + typeStr(input));
-  } else {
-    switch (kind) {
-    case UnaryKind::Neg:
-      return mapUnary<T>(input, out, [](T x) { return -x; });
-    case UnaryKind::Exp:
-      return mapUnary<T>(input, out, [](T x) { return std::exp(x); });
-    case UnaryKind::Log:
-      return mapUnary<T>(input, out, [](T x) { return std::log(x); });
-    case UnaryKind::Tanh:
-      return mapUnary<T>(input, out, [](T x) { return std::tanh(x); });
-    case UnaryKind::Sqrt:
-      return mapUnary<T>(input, out, [](T x) { return std::sqrt(x); });
-    case UnaryKind::Rsqrt:
-      return mapUnary<T>(input, out, [](T x) { return T(1) / std::sqrt(x); });
-    case UnaryKind::Gelu:
-      return mapUnary<T>(input, out, [](T x) {
-        const T k = T(0.7978845608028654); // sqrt(2 / pi)
-        const T inner = k * (x + T(0.044715) * x * x * x);
-        return T(0.5) * x * (T(1) + std::tanh(inner));
-      });
-    case UnaryKind::Silu:
-      return mapUnary<T>(input, out,
-                         [](T x) { return x / (T(1) + std::exp(-x)); });
-    case UnaryKind::Relu:
-      // Written as a comparison so NaN stays NaN.
-      return mapUnary<T>(input, out, [](T x) { return x < 0 ? T(0) : x; });
-    case UnaryKind::Sigmoid:
-      return mapUnary<T>(input, out,
-                         [](T x) { return T(1) / (T(1) + std::exp(-x)); });
-    }
-  }
+  using K = UnaryKind;
+  withKind<K, K::Neg, K::Exp, K::Log, K::Tanh, K::Sqrt, K::Rsqrt, K::Gelu,
+           K::Silu, K::Relu, K::Sigmoid>(kind, [&](auto k) {
+    mapUnary<T>(input, out, [](T x) {
+      return math::applyUnary(decltype(k)::value, x);
+    });
+  });
 }
 
 template <typename T>
@@ -566,24 +499,11 @@ void compareAs(CompareKind kind, const Tensor &lhs, const Tensor &rhs,
   Input<T> a(lhs), b(rhs);
   auto *r = static_cast<uint8_t *>(out.data);
   const int64_t n = out.size();
-  auto run = [&](auto pred) {
+  using K = CompareKind;
+  withKind<K, K::Eq, K::Ne, K::Lt, K::Le, K::Gt, K::Ge>(kind, [&](auto k) {
     for (int64_t i = 0; i < n; ++i)
-      r[i] = pred(a[i], b[i]) ? 1 : 0;
-  };
-  switch (kind) {
-  case CompareKind::Eq:
-    return run([](T x, T y) { return x == y; });
-  case CompareKind::Ne:
-    return run([](T x, T y) { return x != y; });
-  case CompareKind::Lt:
-    return run([](T x, T y) { return x < y; });
-  case CompareKind::Le:
-    return run([](T x, T y) { return x <= y; });
-  case CompareKind::Gt:
-    return run([](T x, T y) { return x > y; });
-  case CompareKind::Ge:
-    return run([](T x, T y) { return x >= y; });
-  }
+      r[i] = math::applyCompare(decltype(k)::value, a[i], b[i]) ? 1 : 0;
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -682,8 +602,8 @@ void dotAs(const Tensor &lhs, const Tensor &rhs,
 //===----------------------------------------------------------------------===//
 
 /// Softmax (or, with `log`, its logarithm) along the middle dim of input
-/// viewed as [outer, len, inner]; the inner positions are processed side by
-/// side so memory is read in order.
+/// viewed as [outer, len, inner], one row (strided when inner > 1) at a
+/// time through the shared row body.
 template <typename T>
 void softmaxAs(const Tensor &input, int64_t dim, bool log, Tensor &out) {
   Input<T> x(input);
@@ -691,32 +611,16 @@ void softmaxAs(const Tensor &input, int64_t dim, bool log, Tensor &out) {
   const int64_t len = input.shape[dim];
   const int64_t inner = product(input.shape, dim + 1, input.shape.size());
   const int64_t outer = product(input.shape, 0, dim);
-  if (len * inner == 0)
-    return;
-  std::vector<T> rowMax(inner);
-  std::vector<double> sum(inner);
-  for (int64_t o = 0; o < outer; ++o) {
-    const T *xs = x.data() + o * len * inner;
-    T *ys = y.data() + o * len * inner;
-    std::fill(rowMax.begin(), rowMax.end(), lowestValue<T>());
-    for (int64_t l = 0; l < len; ++l)
-      for (int64_t i = 0; i < inner; ++i)
-        rowMax[i] = std::max(rowMax[i], xs[l * inner + i]);
-    std::fill(sum.begin(), sum.end(), 0.0);
-    for (int64_t l = 0; l < len; ++l)
-      for (int64_t i = 0; i < inner; ++i) {
-        T shifted = xs[l * inner + i] - rowMax[i];
-        T e = std::exp(shifted);
-        ys[l * inner + i] = log ? shifted : e;
-        sum[i] += e;
-      }
-    for (int64_t i = 0; log && i < inner; ++i)
-      sum[i] = std::log(sum[i]);
-    for (int64_t l = 0; l < len; ++l)
-      for (int64_t i = 0; i < inner; ++i)
-        ys[l * inner + i] = log ? T(ys[l * inner + i] - sum[i])
-                                : T(ys[l * inner + i] / sum[i]);
-  }
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const T *xs = x.data() + o * len * inner + i;
+      T *ys = y.data() + o * len * inner + i;
+      if (inner == 1)
+        math::softmaxRow<T>(xs, ys, len, log);
+      else
+        math::softmaxRow<T>(math::Strided<const T *>{xs, inner},
+                            math::Strided<T *>{ys, inner}, len, log);
+    }
   y.commit();
 }
 
@@ -735,24 +639,9 @@ void layerNormAs(const Tensor &input, const Tensor &gamma, const Tensor &beta,
   Input<T> x(input), g(gamma), b(beta);
   Output<T> y(out);
   Rows rows = rowsOf(input);
-  for (int64_t r = 0; r < rows.count; ++r) {
-    const T *xr = x.data() + r * rows.width;
-    T *yr = y.data() + r * rows.width;
-    double sum = 0;
-    for (int64_t i = 0; i < rows.width; ++i)
-      sum += xr[i];
-    const double mean = sum / double(rows.width);
-    // Two passes: E[x^2] - E[x]^2 cancels badly when |mean| >> std.
-    double squares = 0;
-    for (int64_t i = 0; i < rows.width; ++i) {
-      double d = xr[i] - mean;
-      squares += d * d;
-    }
-    const T rstd = T(1.0 / std::sqrt(squares / double(rows.width) + epsilon));
-    const T m = T(mean);
-    for (int64_t i = 0; i < rows.width; ++i)
-      yr[i] = (xr[i] - m) * rstd * g[i] + b[i];
-  }
+  for (int64_t r = 0; r < rows.count; ++r)
+    math::layerNormRow<T>(x.data() + r * rows.width, g.data(), b.data(),
+                          y.data() + r * rows.width, rows.width, epsilon);
   y.commit();
 }
 
@@ -762,16 +651,9 @@ void rmsNormAs(const Tensor &input, const Tensor &gamma, float epsilon,
   Input<T> x(input), g(gamma);
   Output<T> y(out);
   Rows rows = rowsOf(input);
-  for (int64_t r = 0; r < rows.count; ++r) {
-    const T *xr = x.data() + r * rows.width;
-    T *yr = y.data() + r * rows.width;
-    double squares = 0;
-    for (int64_t i = 0; i < rows.width; ++i)
-      squares += double(xr[i]) * double(xr[i]);
-    const T rms = T(1.0 / std::sqrt(squares / double(rows.width) + epsilon));
-    for (int64_t i = 0; i < rows.width; ++i)
-      yr[i] = xr[i] * rms * g[i];
-  }
+  for (int64_t r = 0; r < rows.count; ++r)
+    math::rmsNormRow<T>(x.data() + r * rows.width, g.data(),
+                        y.data() + r * rows.width, rows.width, epsilon);
   y.commit();
 }
 
@@ -1102,9 +984,8 @@ void ropeAs(const Tensor &input, float theta, int64_t positionOffset,
         const T *c = cosTable.data() + s * half;
         const T *sn = sinTable.data() + s * half;
         for (int64_t i = 0; i < half; ++i) {
-          const T lo = xs[i], hi = xs[i + half];
-          ys[i] = lo * c[i] - hi * sn[i];
-          ys[i + half] = lo * sn[i] + hi * c[i];
+          math::ropePair(xs[i], xs[i + half], c[i], sn[i], ys[i],
+                         ys[i + half]);
         }
       }
   y.commit();
@@ -1126,29 +1007,43 @@ void checkScalarOperand(const std::string &op, const std::string &name,
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-void binary(BinaryKind kind, const Tensor &lhs, const Tensor &rhs,
-            Tensor &out) {
+void checkBinary(BinaryKind kind, const Tensor &lhs, const Tensor &rhs,
+                 const Tensor &out) {
   const std::string op = binaryName(kind);
   checkTensor(op, "lhs", lhs);
   checkTensor(op, "rhs", rhs);
   checkTensor(op, "out", out);
   checkSameType(op, "lhs", lhs, "out", out);
   checkSameType(op, "rhs", rhs, "out", out);
+  withNumericCompute(op, out, [](auto) {});
+}
+
+void binary(BinaryKind kind, const Tensor &lhs, const Tensor &rhs,
+            Tensor &out) {
+  checkBinary(kind, lhs, rhs, out);
+  const std::string op = binaryName(kind);
   withNumericCompute(
       op, out, [&](auto tag) { binaryAs<decltype(tag)>(kind, lhs, rhs, out); });
 }
 
-void unary(UnaryKind kind, const Tensor &input, Tensor &out) {
+void checkUnary(UnaryKind kind, const Tensor &input, const Tensor &out) {
   const std::string op = unaryName(kind);
   checkTensor(op, "input", input);
   checkTensor(op, "out", out);
   checkSameType(op, "input", input, "out", out);
+  withNumericCompute(op, out, [](auto) {});
+  if (isInteger(out.dtype) && !math::unaryOnIntegers(kind))
+    fail(op, "is not defined on integer tensors, got " + typeStr(input));
+}
+
+void unary(UnaryKind kind, const Tensor &input, Tensor &out) {
+  checkUnary(kind, input, out);
+  const std::string op = unaryName(kind);
   withNumericCompute(
       op, out, [&](auto tag) { unaryAs<decltype(tag)>(kind, input, out); });
 }
 
-void compare(CompareKind kind, const Tensor &lhs, const Tensor &rhs,
-             Tensor &out) {
+void checkCompare(const Tensor &lhs, const Tensor &rhs, const Tensor &out) {
   const std::string op = "compare";
   checkTensor(op, "lhs", lhs);
   checkTensor(op, "rhs", rhs);
@@ -1157,13 +1052,19 @@ void compare(CompareKind kind, const Tensor &lhs, const Tensor &rhs,
   if (out.dtype != DType::I1)
     fail(op, "out must be i1, got " + typeStr(out));
   checkSameShape(op, "lhs", lhs, "out", out);
-  withNumericCompute(op, lhs, [&](auto tag) {
+  withNumericCompute(op, lhs, [](auto) {});
+}
+
+void compare(CompareKind kind, const Tensor &lhs, const Tensor &rhs,
+             Tensor &out) {
+  checkCompare(lhs, rhs, out);
+  withNumericCompute("compare", lhs, [&](auto tag) {
     compareAs<decltype(tag)>(kind, lhs, rhs, out);
   });
 }
 
-void select(const Tensor &pred, const Tensor &onTrue, const Tensor &onFalse,
-            Tensor &out) {
+void checkSelect(const Tensor &pred, const Tensor &onTrue,
+                 const Tensor &onFalse, const Tensor &out) {
   const std::string op = "select";
   checkTensor(op, "pred", pred);
   checkTensor(op, "on_true", onTrue);
@@ -1174,6 +1075,11 @@ void select(const Tensor &pred, const Tensor &onTrue, const Tensor &onFalse,
   checkSameShape(op, "pred", pred, "out", out);
   checkSameType(op, "on_true", onTrue, "out", out);
   checkSameType(op, "on_false", onFalse, "out", out);
+}
+
+void select(const Tensor &pred, const Tensor &onTrue, const Tensor &onFalse,
+            Tensor &out) {
+  checkSelect(pred, onTrue, onFalse, out);
   const auto *p = static_cast<const uint8_t *>(pred.data);
   const auto *t = static_cast<const char *>(onTrue.data);
   const auto *f = static_cast<const char *>(onFalse.data);
@@ -1186,11 +1092,15 @@ void select(const Tensor &pred, const Tensor &onTrue, const Tensor &onFalse,
   });
 }
 
-void convert(const Tensor &input, Tensor &out) {
+void checkConvert(const Tensor &input, const Tensor &out) {
   const std::string op = "convert";
   checkTensor(op, "input", input);
   checkTensor(op, "out", out);
   checkSameShape(op, "input", input, "out", out);
+}
+
+void convert(const Tensor &input, Tensor &out) {
+  checkConvert(input, out);
   convertBuffer(input.dtype, input.data, out.dtype, out.data, out.size());
 }
 
@@ -1198,8 +1108,8 @@ void convert(const Tensor &input, Tensor &out) {
 // Structural
 //===----------------------------------------------------------------------===//
 
-void broadcast(const Tensor &input, const std::vector<int64_t> &dims,
-               Tensor &out) {
+GatherPlan planBroadcast(const Tensor &input, const std::vector<int64_t> &dims,
+                         const Tensor &out) {
   const std::string op = "broadcast";
   checkTensor(op, "input", input);
   checkTensor(op, "out", out);
@@ -1222,11 +1132,16 @@ void broadcast(const Tensor &input, const std::vector<int64_t> &dims,
     if (inSize != 1)
       srcStrides[dims[i]] = inStrides[i];
   }
-  gatherElements(input, 0, srcStrides, out);
+  return {0, srcStrides};
 }
 
-void reduce(ReduceKind kind, const Tensor &input,
-            const std::vector<int64_t> &dims, Tensor &out) {
+void broadcast(const Tensor &input, const std::vector<int64_t> &dims,
+               Tensor &out) {
+  gatherElements(input, planBroadcast(input, dims, out), out);
+}
+
+ReducePlan planReduce(ReduceKind kind, const Tensor &input,
+                      const std::vector<int64_t> &dims, const Tensor &out) {
   const std::string op = "reduce";
   checkTensor(op, "input", input);
   checkTensor(op, "out", out);
@@ -1251,8 +1166,16 @@ void reduce(ReduceKind kind, const Tensor &input,
   for (size_t d = 0, j = 0; d < rank; ++d)
     if (!reduced[d])
       toOut[d] = outStrides[j++];
-  const int64_t outSize = out.size();
-  withNumericCompute(op, input, [&](auto tag) {
+  withNumericCompute(op, input, [](auto) {});
+  return {toOut, count};
+}
+
+void reduce(ReduceKind kind, const Tensor &input,
+            const std::vector<int64_t> &dims, Tensor &out) {
+  ReducePlan plan = planReduce(kind, input, dims, out);
+  const std::vector<int64_t> &toOut = plan.toOut;
+  const int64_t count = plan.count, outSize = out.size();
+  withNumericCompute("reduce", input, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>) {
       std::vector<double> acc =
@@ -1268,8 +1191,8 @@ void reduce(ReduceKind kind, const Tensor &input,
   });
 }
 
-void transpose(const Tensor &input, const std::vector<int64_t> &perm,
-               Tensor &out) {
+GatherPlan planTranspose(const Tensor &input, const std::vector<int64_t> &perm,
+                         const Tensor &out) {
   const std::string op = "transpose";
   checkTensor(op, "input", input);
   checkTensor(op, "out", out);
@@ -1288,10 +1211,15 @@ void transpose(const Tensor &input, const std::vector<int64_t> &perm,
     fail(op, "permuting " + typeStr(input) + " by " + listStr(perm) +
                  " gives " + shapeDesc(expected) + ", but out is " +
                  typeStr(out));
-  gatherElements(input, 0, srcStrides, out);
+  return {0, srcStrides};
 }
 
-void reshape(const Tensor &input, Tensor &out) {
+void transpose(const Tensor &input, const std::vector<int64_t> &perm,
+               Tensor &out) {
+  gatherElements(input, planTranspose(input, perm, out), out);
+}
+
+void checkReshape(const Tensor &input, const Tensor &out) {
   const std::string op = "reshape";
   checkTensor(op, "input", input);
   checkTensor(op, "out", out);
@@ -1301,12 +1229,16 @@ void reshape(const Tensor &input, Tensor &out) {
                  std::to_string(input.size()) + " elements) to " +
                  typeStr(out) + " (" + std::to_string(out.size()) +
                  " elements)");
+}
+
+void reshape(const Tensor &input, Tensor &out) {
+  checkReshape(input, out);
   if (out.size() > 0)
     std::memmove(out.data, input.data, out.bytes());
 }
 
-void slice(const Tensor &input, const std::vector<int64_t> &starts,
-           const std::vector<int64_t> &strides, Tensor &out) {
+GatherPlan planSlice(const Tensor &input, const std::vector<int64_t> &starts,
+                     const std::vector<int64_t> &strides, const Tensor &out) {
   const std::string op = "slice";
   checkTensor(op, "input", input);
   checkTensor(op, "out", out);
@@ -1344,8 +1276,14 @@ void slice(const Tensor &input, const std::vector<int64_t> &starts,
     // A single element never steps, and a huge stride could overflow.
     srcStrides[d] = extent > 1 ? stride * inStrides[d] : 0;
   }
+  return {offset, srcStrides};
+}
+
+void slice(const Tensor &input, const std::vector<int64_t> &starts,
+           const std::vector<int64_t> &strides, Tensor &out) {
+  GatherPlan plan = planSlice(input, starts, strides, out);
   if (out.size() > 0)
-    gatherElements(input, offset, srcStrides, out);
+    gatherElements(input, plan, out);
 }
 
 void pad(const Tensor &input, const std::vector<int64_t> &low,
@@ -1490,11 +1428,11 @@ void fill(Tensor &out, double value) {
 // Contraction
 //===----------------------------------------------------------------------===//
 
-void dot(const Tensor &lhs, const Tensor &rhs,
-         const std::vector<int64_t> &lhsBatch,
-         const std::vector<int64_t> &rhsBatch,
-         const std::vector<int64_t> &lhsContract,
-         const std::vector<int64_t> &rhsContract, Tensor &out) {
+DotPlan planDot(const Tensor &lhs, const Tensor &rhs,
+                const std::vector<int64_t> &lhsBatch,
+                const std::vector<int64_t> &rhsBatch,
+                const std::vector<int64_t> &lhsContract,
+                const std::vector<int64_t> &rhsContract, const Tensor &out) {
   const std::string op = "dot";
   checkTensor(op, "lhs", lhs);
   checkTensor(op, "rhs", rhs);
@@ -1559,8 +1497,19 @@ void dot(const Tensor &lhs, const Tensor &rhs,
     fail(op, "contracting " + typeStr(lhs) + " with " + typeStr(rhs) +
                  " gives " + shapeDesc(expected) + ", but out is " +
                  typeStr(out));
+  return {lhsPerm, rhsPerm, batch, m, k, n};
+}
+
+void dot(const Tensor &lhs, const Tensor &rhs,
+         const std::vector<int64_t> &lhsBatch,
+         const std::vector<int64_t> &rhsBatch,
+         const std::vector<int64_t> &lhsContract,
+         const std::vector<int64_t> &rhsContract, Tensor &out) {
+  DotPlan p =
+      planDot(lhs, rhs, lhsBatch, rhsBatch, lhsContract, rhsContract, out);
   withFloatCompute(out.dtype, [&](auto tag) {
-    dotAs<decltype(tag)>(lhs, rhs, lhsPerm, rhsPerm, batch, m, k, n, out);
+    dotAs<decltype(tag)>(lhs, rhs, p.lhsPerm, p.rhsPerm, p.batch, p.m, p.k,
+                         p.n, out);
   });
 }
 
@@ -1568,9 +1517,8 @@ void dot(const Tensor &lhs, const Tensor &rhs,
 // Neural-network ops
 //===----------------------------------------------------------------------===//
 
-namespace {
-void softmaxKernel(const std::string &op, const Tensor &input, int64_t dim,
-                   bool log, Tensor &out) {
+RowPlan planSoftmax(const std::string &op, const Tensor &input, int64_t dim,
+                    const Tensor &out) {
   checkTensor(op, "input", input);
   checkTensor(op, "out", out);
   checkFloat(op, "input", input);
@@ -1578,6 +1526,14 @@ void softmaxKernel(const std::string &op, const Tensor &input, int64_t dim,
   if (dim < 0 || dim >= int64_t(input.shape.size()))
     fail(op, "dim " + std::to_string(dim) + " is outside the rank of " +
                  typeStr(input));
+  return {product(input.shape, 0, dim), input.shape[dim],
+          product(input.shape, dim + 1, input.shape.size())};
+}
+
+namespace {
+void softmaxKernel(const std::string &op, const Tensor &input, int64_t dim,
+                   bool log, Tensor &out) {
+  planSoftmax(op, input, dim, out);
   withFloatCompute(input.dtype, [&](auto tag) {
     softmaxAs<decltype(tag)>(input, dim, log, out);
   });
@@ -1663,12 +1619,24 @@ void checkNormInput(const std::string &op, const Tensor &input,
 
 } // namespace
 
-void layerNorm(const Tensor &input, const Tensor &gamma, const Tensor &beta,
-               float epsilon, Tensor &out) {
+void checkLayerNorm(const Tensor &input, const Tensor &gamma,
+                    const Tensor &beta, const Tensor &out) {
   const std::string op = "layer_norm";
   checkNormInput(op, input, out);
   checkNormScale(op, "gamma", gamma, input);
   checkNormScale(op, "beta", beta, input);
+}
+
+void checkRmsNorm(const Tensor &input, const Tensor &gamma,
+                  const Tensor &out) {
+  const std::string op = "rms_norm";
+  checkNormInput(op, input, out);
+  checkNormScale(op, "gamma", gamma, input);
+}
+
+void layerNorm(const Tensor &input, const Tensor &gamma, const Tensor &beta,
+               float epsilon, Tensor &out) {
+  checkLayerNorm(input, gamma, beta, out);
   withFloatCompute(input.dtype, [&](auto tag) {
     layerNormAs<decltype(tag)>(input, gamma, beta, epsilon, out);
   });
@@ -1676,9 +1644,7 @@ void layerNorm(const Tensor &input, const Tensor &gamma, const Tensor &beta,
 
 void rmsNorm(const Tensor &input, const Tensor &gamma, float epsilon,
              Tensor &out) {
-  const std::string op = "rms_norm";
-  checkNormInput(op, input, out);
-  checkNormScale(op, "gamma", gamma, input);
+  checkRmsNorm(input, gamma, out);
   withFloatCompute(input.dtype, [&](auto tag) {
     rmsNormAs<decltype(tag)>(input, gamma, epsilon, out);
   });
@@ -1959,12 +1925,7 @@ void crossEntropy(const Tensor &logits, const Tensor &labels, Tensor &out) {
         fail(op, "label " + std::to_string(l) + " of token " +
                      std::to_string(t) + " is outside the vocabulary [0, " +
                      std::to_string(vocab) + ")");
-      const T *row = x.data() + t * vocab;
-      const T rowMax = *std::max_element(row, row + vocab);
-      double sum = 0;
-      for (int64_t i = 0; i < vocab; ++i)
-        sum += std::exp(row[i] - rowMax);
-      total += double(rowMax) + std::log(sum) - double(row[l]);
+      total += math::crossEntropyRow<T>(x.data() + t * vocab, vocab, l);
     }
   });
   // No tokens (an empty shard) contribute nothing rather than NaN.
@@ -1993,10 +1954,10 @@ void rope(const Tensor &input, float theta, int64_t positionOffset,
 // Optimizers
 //===----------------------------------------------------------------------===//
 
-void adamw(const Tensor &param, const Tensor &grad, const Tensor &m,
-           const Tensor &v, const Tensor &lr, const Tensor &step, float beta1,
-           float beta2, float epsilon, float weightDecay, Tensor &newParam,
-           Tensor &newM, Tensor &newV) {
+OptimizerScalars checkAdamw(const Tensor &param, const Tensor &grad,
+                            const Tensor &m, const Tensor &v, const Tensor &lr,
+                            const Tensor &step, const Tensor &newParam,
+                            const Tensor &newM, const Tensor &newV) {
   const std::string op = "adamw";
   checkTensor(op, "param", param);
   checkTensor(op, "grad", grad);
@@ -2020,35 +1981,38 @@ void adamw(const Tensor &param, const Tensor &grad, const Tensor &m,
   const double rate = scalarValue(lr), t = scalarValue(step);
   if (!(t >= 1))
     fail(op, "step must be >= 1 (steps are 1-based), got " + std::to_string(t));
+  return {rate, t};
+}
+
+void adamw(const Tensor &param, const Tensor &grad, const Tensor &m,
+           const Tensor &v, const Tensor &lr, const Tensor &step, float beta1,
+           float beta2, float epsilon, float weightDecay, Tensor &newParam,
+           Tensor &newM, Tensor &newV) {
+  const auto [rate, t] =
+      checkAdamw(param, grad, m, v, lr, step, newParam, newM, newV);
   withFloatCompute(param.dtype, [&](auto tag) {
     using T = decltype(tag);
     Input<T> p(param), g(grad), m0(m), v0(v);
     Output<T> p1(newParam), m1(newM), v1(newV);
-    const T b1 = beta1, b2 = beta2, eps = epsilon, wd = weightDecay;
-    const T lrT = T(rate);
     // Bias corrections in double: b^t for large t needs the precision.
-    const T c1 = T(1.0 / (1.0 - std::pow(double(beta1), t)));
-    const T c2 = T(1.0 / (1.0 - std::pow(double(beta2), t)));
-    for (int64_t i = 0, n = param.size(); i < n; ++i) {
-      const T gi = g[i], pi = p[i];
-      const T mi = b1 * m0[i] + (T(1) - b1) * gi;
-      const T vi = b2 * v0[i] + (T(1) - b2) * gi * gi;
-      p1[i] = pi - lrT * ((mi * c1) / (std::sqrt(vi * c2) + eps) + wd * pi);
-      m1[i] = mi;
-      v1[i] = vi;
-    }
+    const math::AdamwStep<T> s{T(beta1),
+                               T(beta2),
+                               T(epsilon),
+                               T(weightDecay),
+                               T(rate),
+                               T(1.0 / (1.0 - std::pow(double(beta1), t))),
+                               T(1.0 / (1.0 - std::pow(double(beta2), t)))};
+    for (int64_t i = 0, n = param.size(); i < n; ++i)
+      math::adamwElement(s, p[i], g[i], m0[i], v0[i], p1[i], m1[i], v1[i]);
     p1.commit();
     m1.commit();
     v1.commit();
   });
 }
 
-/// SGD with a momentum buffer (`momentumBuf`, `newMomentum`) or without one
-/// (both null: plain SGD keeps no state).
-static void sgdUpdate(const Tensor &param, const Tensor &grad,
-                      const Tensor *momentumBuf, const Tensor &lr,
-                      float momentum, float weightDecay, bool nesterov,
-                      Tensor &newParam, Tensor *newMomentum) {
+OptimizerScalars checkSgd(const Tensor &param, const Tensor &grad,
+                          const Tensor *momentumBuf, const Tensor &lr,
+                          const Tensor &newParam, const Tensor *newMomentum) {
   const std::string op = "sgd";
   checkTensor(op, "param", param);
   checkTensor(op, "grad", grad);
@@ -2065,7 +2029,17 @@ static void sgdUpdate(const Tensor &param, const Tensor &grad,
     checkSameType(op, "new_momentum", *newMomentum, "param", param);
   }
   checkScalarOperand(op, "lr", lr, /*floatOnly=*/true);
-  const double rate = scalarValue(lr);
+  return {scalarValue(lr), 0};
+}
+
+/// SGD with a momentum buffer (`momentumBuf`, `newMomentum`) or without one
+/// (both null: plain SGD keeps no state).
+static void sgdUpdate(const Tensor &param, const Tensor &grad,
+                      const Tensor *momentumBuf, const Tensor &lr,
+                      float momentum, float weightDecay, bool nesterov,
+                      Tensor &newParam, Tensor *newMomentum) {
+  const double rate =
+      checkSgd(param, grad, momentumBuf, lr, newParam, newMomentum).lr;
   withFloatCompute(param.dtype, [&](auto tag) {
     using T = decltype(tag);
     Input<T> p(param), g(grad);
@@ -2076,12 +2050,11 @@ static void sgdUpdate(const Tensor &param, const Tensor &grad,
       b0.emplace(*momentumBuf);
       b1.emplace(*newMomentum);
     }
-    const T mu = momentum, wd = weightDecay, lrT = T(rate);
+    const math::SgdStep<T> s{T(momentum), T(weightDecay), T(rate), nesterov,
+                             b0.has_value()};
     for (int64_t i = 0, n = param.size(); i < n; ++i) {
-      const T pi = p[i];
-      const T step = g[i] + wd * pi;
-      const T bi = b0 ? mu * (*b0)[i] + step : step;
-      p1[i] = pi - lrT * (nesterov ? step + mu * bi : bi);
+      T bi;
+      math::sgdElement(s, p[i], g[i], b0 ? (*b0)[i] : T(0), p1[i], bi);
       if (b1)
         (*b1)[i] = bi;
     }

@@ -1,0 +1,36 @@
+//===- CudaBackend.h - The CUDA backend's entry points ----------*- C++ -*-===//
+//
+// Built only with a CUDA toolkit (PAR_HAVE_CUDA_BACKEND); createDevice
+// ("cuda") reaches it through these.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_RUNTIME_CUDA_CUDABACKEND_H
+#define PAR_RUNTIME_CUDA_CUDABACKEND_H
+
+#include "par/Runtime/Collectives.h"
+#include "par/Runtime/Device.h"
+
+#include <memory>
+
+namespace par::rt {
+
+/// The device of this rank's GPU; throws DeviceError when no GPU is
+/// visible.
+std::unique_ptr<Device> createCudaDevice();
+
+/// The CUDA kernel table: a CUDA kernel for each op in cudaNativeOps(),
+/// and for every other compute op the CPU kernel run on host copies of
+/// the operands (correct, slow).
+const KernelTable &cudaKernels();
+/// Whether `op` runs as CUDA kernels (false: on the host).
+bool cudaNative(catalogue::OpCode op);
+
+/// NCCL's collectives over `host`, which bootstraps them and runs what
+/// needs no device memory (built with PAR_HAVE_NCCL).
+std::unique_ptr<Collectives>
+createNcclCollectives(std::unique_ptr<Collectives> host, Device &device);
+
+} // namespace par::rt
+
+#endif // PAR_RUNTIME_CUDA_CUDABACKEND_H

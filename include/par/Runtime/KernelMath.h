@@ -1,0 +1,402 @@
+//===- KernelMath.h - Kernel bodies shared by every backend -----*- C++ -*-===//
+//
+// The per-element and per-row math of the kernels, written once for the
+// host and the device: the CPU backend (Cpu/Kernels.cpp) runs these bodies
+// in host loops, the CUDA backend (Cuda/CudaKernels.cu) in its launches, so
+// the tests of the CPU kernels check the arithmetic of both. What differs
+// between backends (how elements are stored, walked and launched) stays
+// in the backend.
+//
+// Row bodies read their row through any `x[i]` (a pointer, or a strided
+// view) and write through `put(y, i, value)`, so one body serves a
+// contiguous row on the host and a strided row on the device.
+//
+// Header-only, no STL beyond <cstdint> and <type_traits>: nvcc compiles it
+// for the device.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_RUNTIME_KERNELMATH_H
+#define PAR_RUNTIME_KERNELMATH_H
+
+#include "par/Catalogue/OpCatalogue.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <type_traits>
+
+#if defined(__CUDACC__)
+#define PAR_HD __host__ __device__
+#else
+#define PAR_HD
+#endif
+
+namespace par::rt {
+
+enum class BinaryKind { Add, Sub, Mul, Div, Max, Min };
+enum class UnaryKind {
+  Neg,
+  Exp,
+  Log,
+  Tanh,
+  Sqrt,
+  Rsqrt,
+  Gelu,
+  Silu,
+  Relu,
+  Sigmoid
+};
+// The attribute enums of the catalogue (ParAttrs.td), as programs carry them.
+using CompareKind = catalogue::CompareDirection;
+using ReduceKind = catalogue::ReduceKind;
+
+namespace math {
+
+//===----------------------------------------------------------------------===//
+// Low-precision storage (round to nearest even)
+//===----------------------------------------------------------------------===//
+
+PAR_HD inline uint32_t bitsOf(float value) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(value);
+#else
+  uint32_t word;
+  memcpy(&word, &value, 4);
+  return word;
+#endif
+}
+PAR_HD inline float floatOf(uint32_t word) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(word);
+#else
+  float value;
+  memcpy(&value, &word, 4);
+  return value;
+#endif
+}
+
+PAR_HD inline float bf16ToFloat(uint16_t bits) {
+  return floatOf(uint32_t(bits) << 16);
+}
+PAR_HD inline uint16_t floatToBf16(float value) {
+  uint32_t word = bitsOf(value);
+  if (value != value)
+    return uint16_t((word >> 16) | 0x40);
+  word += 0x7fff + ((word >> 16) & 1);
+  return uint16_t(word >> 16);
+}
+PAR_HD inline float f16ToFloat(uint16_t bits) {
+  uint32_t sign = uint32_t(bits & 0x8000) << 16;
+  int exponent = (bits >> 10) & 0x1f;
+  uint32_t mantissa = bits & 0x3ff;
+  if (exponent == 0x1f)
+    return floatOf(sign | 0x7f800000 | (mantissa << 13));
+  if (exponent != 0)
+    return floatOf(sign | uint32_t(exponent - 15 + 127) << 23 |
+                   (mantissa << 13));
+  if (mantissa == 0)
+    return floatOf(sign);
+  // Subnormal: normalize.
+  int shift = 0;
+  while (!(mantissa & 0x400)) {
+    mantissa <<= 1;
+    ++shift;
+  }
+  mantissa &= 0x3ff;
+  return floatOf(sign | uint32_t(127 - 15 - shift + 1) << 23 |
+                 (mantissa << 13));
+}
+PAR_HD inline uint16_t floatToF16(float value) {
+  uint32_t word = bitsOf(value);
+  uint16_t sign = uint16_t((word >> 16) & 0x8000);
+  if (value != value)
+    return sign | 0x7e00;
+  float magnitude = fabsf(value);
+  if (magnitude >= 65520.0f)
+    return sign | 0x7c00;
+  if (magnitude < 6.103515625e-05f) {
+    // Subnormal range: units of 2^-24, rounded to nearest even.
+    float units = nearbyintf(magnitude * 16777216.0f);
+    return sign | uint16_t(units);
+  }
+  uint32_t bits = word & 0x7fffffff;
+  // Rebias the exponent and round to nearest even on the 13 dropped bits.
+  bits += 0xfff + ((bits >> 13) & 1);
+  uint32_t exponent = (bits >> 23) - 127 + 15;
+  uint32_t mantissa = (bits >> 13) & 0x3ff;
+  if (exponent >= 0x1f)
+    return sign | 0x7c00;
+  return sign | uint16_t(exponent << 10) | uint16_t(mantissa);
+}
+
+//===----------------------------------------------------------------------===//
+// Scalar functions in the compute type (f32 stays f32, f64 stays f64)
+//===----------------------------------------------------------------------===//
+
+PAR_HD inline float expOf(float x) { return expf(x); }
+PAR_HD inline double expOf(double x) { return exp(x); }
+PAR_HD inline float logOf(float x) { return logf(x); }
+PAR_HD inline double logOf(double x) { return log(x); }
+PAR_HD inline float tanhOf(float x) { return tanhf(x); }
+PAR_HD inline double tanhOf(double x) { return tanh(x); }
+PAR_HD inline float sqrtOf(float x) { return sqrtf(x); }
+PAR_HD inline double sqrtOf(double x) { return sqrt(x); }
+
+template <typename T> PAR_HD bool isNaN(T x) {
+  if constexpr (std::is_floating_point_v<T>)
+    return x != x;
+  else
+    return false;
+}
+
+// Integer arithmetic wraps like the hardware instead of being undefined.
+template <typename T> PAR_HD T wrapAdd(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return T(U(a) + U(b));
+  } else {
+    return a + b;
+  }
+}
+template <typename T> PAR_HD T wrapSub(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return T(U(a) - U(b));
+  } else {
+    return a - b;
+  }
+}
+template <typename T> PAR_HD T wrapMul(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return T(U(a) * U(b));
+  } else {
+    return a * b;
+  }
+}
+template <typename T> PAR_HD T wrapNeg(T a) { return wrapSub(T(0), a); }
+
+// max/min propagate NaN (a NaN anywhere in a reduction shows in its result).
+template <typename T> PAR_HD T maxOf(T a, T b) {
+  return a > b || isNaN(a) ? a : b;
+}
+template <typename T> PAR_HD T minOf(T a, T b) {
+  return a < b || isNaN(a) ? a : b;
+}
+
+template <typename T> PAR_HD T applyBinary(BinaryKind kind, T a, T b) {
+  switch (kind) {
+  case BinaryKind::Add:
+    return wrapAdd(a, b);
+  case BinaryKind::Sub:
+    return wrapSub(a, b);
+  case BinaryKind::Mul:
+    return wrapMul(a, b);
+  case BinaryKind::Div:
+    if constexpr (std::is_integral_v<T>) {
+      // x / 0 and INT_MIN / -1 trap; give 0 and the wrapped value.
+      if (b == 0)
+        return 0;
+      if (b == T(-1))
+        return wrapNeg(a);
+    }
+    return a / b;
+  case BinaryKind::Max:
+    return maxOf(a, b);
+  case BinaryKind::Min:
+    return minOf(a, b);
+  }
+  return a;
+}
+
+/// Whether `kind` is defined on integers (the others are float-only).
+PAR_HD inline bool unaryOnIntegers(UnaryKind kind) {
+  return kind == UnaryKind::Neg || kind == UnaryKind::Relu;
+}
+
+template <typename T> PAR_HD T applyUnary(UnaryKind kind, T x) {
+  if constexpr (std::is_integral_v<T>) {
+    if (kind == UnaryKind::Neg)
+      return wrapNeg(x);
+    return x > 0 ? x : T(0); // Relu; the rest is rejected before launch
+  } else {
+    switch (kind) {
+    case UnaryKind::Neg:
+      return -x;
+    case UnaryKind::Exp:
+      return expOf(x);
+    case UnaryKind::Log:
+      return logOf(x);
+    case UnaryKind::Tanh:
+      return tanhOf(x);
+    case UnaryKind::Sqrt:
+      return sqrtOf(x);
+    case UnaryKind::Rsqrt:
+      return T(1) / sqrtOf(x);
+    case UnaryKind::Gelu: {
+      const T k = T(0.7978845608028654); // sqrt(2 / pi)
+      const T inner = k * (x + T(0.044715) * x * x * x);
+      return T(0.5) * x * (T(1) + tanhOf(inner));
+    }
+    case UnaryKind::Silu:
+      return x / (T(1) + expOf(-x));
+    case UnaryKind::Relu:
+      // Written as a comparison so NaN stays NaN.
+      return x < 0 ? T(0) : x;
+    case UnaryKind::Sigmoid:
+      return T(1) / (T(1) + expOf(-x));
+    }
+    return x;
+  }
+}
+
+template <typename T> PAR_HD bool applyCompare(CompareKind kind, T a, T b) {
+  switch (kind) {
+  case CompareKind::Eq:
+    return a == b;
+  case CompareKind::Ne:
+    return a != b;
+  case CompareKind::Lt:
+    return a < b;
+  case CompareKind::Le:
+    return a <= b;
+  case CompareKind::Gt:
+    return a > b;
+  case CompareKind::Ge:
+    return a >= b;
+  }
+  return false;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates, one element at a time
+//===----------------------------------------------------------------------===//
+
+/// AdamW's constants for one call: c1 and c2 are the bias corrections
+/// 1 / (1 - beta^t), computed by the caller in double.
+template <typename T> struct AdamwStep {
+  T beta1, beta2, epsilon, weightDecay, lr, c1, c2;
+};
+
+template <typename T>
+PAR_HD void adamwElement(const AdamwStep<T> &s, T p, T g, T m0, T v0, T &p1,
+                         T &m1, T &v1) {
+  const T m = s.beta1 * m0 + (T(1) - s.beta1) * g;
+  const T v = s.beta2 * v0 + (T(1) - s.beta2) * g * g;
+  p1 = p - s.lr * ((m * s.c1) / (sqrtOf(v * s.c2) + s.epsilon) +
+                   s.weightDecay * p);
+  m1 = m;
+  v1 = v;
+}
+
+template <typename T> struct SgdStep {
+  T momentum, weightDecay, lr;
+  bool nesterov, hasMomentum;
+};
+
+/// `b0` is the momentum buffer (ignored without one); `b1` its new value.
+template <typename T>
+PAR_HD void sgdElement(const SgdStep<T> &s, T p, T g, T b0, T &p1, T &b1) {
+  const T step = g + s.weightDecay * p;
+  const T b = s.hasMomentum ? s.momentum * b0 + step : step;
+  p1 = p - s.lr * (s.nesterov ? step + s.momentum * b : b);
+  b1 = b;
+}
+
+//===----------------------------------------------------------------------===//
+// Rows
+//===----------------------------------------------------------------------===//
+
+/// Writes element `i` of a row: a pointer's, or a view's own put().
+template <typename T, typename V> PAR_HD void put(T *row, int64_t i, V value) {
+  row[i] = T(value);
+}
+
+/// Elements base[0], base[stride], ... of a buffer.
+template <typename P> struct Strided {
+  P base;
+  int64_t stride;
+  PAR_HD auto operator[](int64_t i) const { return base[i * stride]; }
+};
+template <typename T, typename V>
+PAR_HD void put(const Strided<T *> &row, int64_t i, V value) {
+  row.base[i * row.stride] = T(value);
+}
+
+/// Softmax (or, with `log`, its logarithm) of a row of `len` elements in
+/// compute type T, sums in double.
+template <typename T, typename X, typename Y>
+PAR_HD void softmaxRow(const X &x, const Y &y, int64_t len, bool log) {
+  T rowMax = -T(INFINITY);
+  for (int64_t l = 0; l < len; ++l)
+    rowMax = T(x[l]) > rowMax ? T(x[l]) : rowMax;
+  double sum = 0;
+  for (int64_t l = 0; l < len; ++l)
+    sum += double(expOf(T(T(x[l]) - rowMax)));
+  const double logSum = log ? logOf(sum) : 0.0;
+  for (int64_t l = 0; l < len; ++l) {
+    T shifted = T(x[l]) - rowMax;
+    if (log)
+      put(y, l, T(double(shifted) - logSum));
+    else
+      put(y, l, T(double(expOf(shifted)) / sum));
+  }
+}
+
+/// (x - mean) / sqrt(var + eps) * gamma + beta over a row; two passes in
+/// double (E[x^2] - E[x]^2 cancels badly when |mean| >> std).
+template <typename T, typename X, typename G, typename Y>
+PAR_HD void layerNormRow(const X &x, const G &gamma, const G &beta, const Y &y,
+                         int64_t width, double epsilon) {
+  double sum = 0;
+  for (int64_t i = 0; i < width; ++i)
+    sum += double(T(x[i]));
+  const double mean = sum / double(width);
+  double squares = 0;
+  for (int64_t i = 0; i < width; ++i) {
+    double d = double(T(x[i])) - mean;
+    squares += d * d;
+  }
+  const T rstd = T(1.0 / sqrtOf(squares / double(width) + epsilon));
+  const T m = T(mean);
+  for (int64_t i = 0; i < width; ++i)
+    put(y, i, T((T(x[i]) - m) * rstd * T(gamma[i]) + T(beta[i])));
+}
+
+/// x / sqrt(mean(x^2) + eps) * gamma over a row.
+template <typename T, typename X, typename G, typename Y>
+PAR_HD void rmsNormRow(const X &x, const G &gamma, const Y &y, int64_t width,
+                       double epsilon) {
+  double squares = 0;
+  for (int64_t i = 0; i < width; ++i)
+    squares += double(T(x[i])) * double(T(x[i]));
+  const T rms = T(1.0 / sqrtOf(squares / double(width) + epsilon));
+  for (int64_t i = 0; i < width; ++i)
+    put(y, i, T(T(x[i]) * rms * T(gamma[i])));
+}
+
+/// -log softmax(row)[label] over a row of `vocab` logits, in double.
+template <typename T, typename X>
+PAR_HD double crossEntropyRow(const X &row, int64_t vocab, int64_t label) {
+  T rowMax = -T(INFINITY);
+  for (int64_t i = 0; i < vocab; ++i)
+    rowMax = maxOf(rowMax, T(row[i]));
+  double sum = 0;
+  for (int64_t i = 0; i < vocab; ++i)
+    sum += double(expOf(T(T(row[i]) - rowMax)));
+  return double(rowMax) + logOf(sum) - double(T(row[label]));
+}
+
+/// Rotates the pair (lo, hi) of a head by the angle whose cosine and sine
+/// are given.
+template <typename T>
+PAR_HD void ropePair(T lo, T hi, T cosine, T sine, T &outLo, T &outHi) {
+  outLo = lo * cosine - hi * sine;
+  outHi = lo * sine + hi * cosine;
+}
+
+} // namespace math
+} // namespace par::rt
+
+#endif // PAR_RUNTIME_KERNELMATH_H

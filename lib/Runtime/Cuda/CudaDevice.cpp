@@ -1,0 +1,168 @@
+//===- CudaDevice.cpp - The CUDA backend behind the device seam -----------===//
+//
+// One GPU per rank (the rank's index among the ranks of its node, modulo
+// the GPUs it sees), its memory for the arena, a compute stream that every
+// kernel is issued on and a communication stream for collectives; copies
+// are ordered on the compute stream. Events are CUDA events, recorded and
+// waited for across the two streams.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Runtime/Cuda/CudaBackend.h"
+
+#include "CudaCheck.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
+namespace par::rt {
+namespace {
+
+std::string mib(size_t bytes) {
+  return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
+}
+
+/// The GPU this rank uses: its local rank (from the launcher) modulo the
+/// devices it sees, so one rank per GPU on a node needs no flag.
+int chooseGpu(int count) {
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                           "SLURM_LOCALID", "LOCAL_RANK"})
+    if (const char *value = std::getenv(name))
+      return std::atoi(value) % count;
+  return 0;
+}
+
+class CudaDevice final : public Device {
+public:
+  CudaDevice() {
+    int count = 0;
+    cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess || count == 0)
+      throw DeviceError(
+          std::string("cuda: no CUDA device is visible to this rank (") +
+          (status != cudaSuccess ? cudaGetErrorString(status)
+                                 : "cudaGetDeviceCount found 0") +
+          ")");
+    gpu_ = chooseGpu(count);
+    PAR_CUDA(cudaSetDevice(gpu_));
+    PAR_CUDA(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
+    PAR_CUDA(cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
+  }
+  ~CudaDevice() override {
+    for (cudaEvent_t event : events_)
+      cudaEventDestroy(event);
+    cudaStreamDestroy(compute_);
+    cudaStreamDestroy(comm_);
+  }
+
+  const char *backend() const override { return "cuda"; }
+  MemorySpace memorySpace() const override { return MemorySpace::Device; }
+  const KernelTable &kernels() const override { return cudaKernels(); }
+
+  void *allocate(size_t bytes, size_t alignment) override {
+    // cudaMalloc aligns to at least 256 bytes.
+    if (alignment > 256)
+      throw DeviceError("cuda: cannot align an allocation to " +
+                        std::to_string(alignment) + " bytes (256 at most)");
+    void *memory = nullptr;
+    cudaError_t status = cudaMalloc(&memory, std::max<size_t>(bytes, 1));
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError(); // clear the sticky-free error
+      size_t free = 0, total = 0;
+      cudaMemGetInfo(&free, &total);
+      throw DeviceError("cuda: out of device memory on GPU " +
+                        std::to_string(gpu_) + ": the plan needs " +
+                        mib(bytes) + " (" + std::to_string(bytes) +
+                        " bytes), " + mib(free) + " of " + mib(total) +
+                        " are free");
+    }
+    PAR_CUDA(status);
+    return memory;
+  }
+  void release(void *memory) override {
+    if (memory)
+      cudaFree(memory);
+  }
+  void fill(void *dst, unsigned char byte, size_t bytes) override {
+    PAR_CUDA(cudaMemsetAsync(dst, byte, bytes, compute_));
+  }
+  size_t trailingBytesEqual(const void *memory, size_t bytes,
+                            unsigned char byte) override {
+    // From the end, a chunk at a time, until a byte differs.
+    const size_t chunk = size_t(16) << 20;
+    std::vector<unsigned char> host;
+    size_t equal = 0;
+    while (equal < bytes) {
+      size_t n = std::min(chunk, bytes - equal);
+      host.resize(n);
+      copyOut(host.data(),
+              static_cast<const char *>(memory) + (bytes - equal - n), n);
+      for (size_t i = n; i-- > 0;) {
+        if (host[i] != byte)
+          return equal;
+        ++equal;
+      }
+    }
+    return equal;
+  }
+  void copyIn(void *dst, const void *host, size_t bytes) override {
+    if (bytes == 0)
+      return;
+    PAR_CUDA(
+        cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, compute_));
+    // The host buffer may be gone when the call returns.
+    PAR_CUDA(cudaStreamSynchronize(compute_));
+  }
+  void copyOut(void *host, const void *src, size_t bytes) override {
+    if (bytes == 0)
+      return;
+    PAR_CUDA(
+        cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, compute_));
+    PAR_CUDA(cudaStreamSynchronize(compute_));
+  }
+  void copy(void *dst, const void *src, size_t bytes) override {
+    if (bytes == 0)
+      return;
+    PAR_CUDA(
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, compute_));
+  }
+
+  Stream computeStream() override { return compute_; }
+  Stream commStream() override { return comm_; }
+  Event record(Stream stream) override {
+    cudaEvent_t event;
+    PAR_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    events_.push_back(event);
+    PAR_CUDA(cudaEventRecord(event, static_cast<cudaStream_t>(stream)));
+    return event;
+  }
+  void wait(Stream stream, Event event) override {
+    PAR_CUDA(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream),
+                                 static_cast<cudaEvent_t>(event), 0));
+  }
+  void synchronize() override {
+    PAR_CUDA(cudaStreamSynchronize(comm_));
+    PAR_CUDA(cudaStreamSynchronize(compute_));
+    // Kernels report failures at the next synchronizing call.
+    PAR_CUDA(cudaGetLastError());
+    for (cudaEvent_t event : events_)
+      cudaEventDestroy(event);
+    events_.clear();
+  }
+
+private:
+  int gpu_ = 0;
+  cudaStream_t compute_ = nullptr, comm_ = nullptr;
+  std::vector<cudaEvent_t> events_;
+};
+
+} // namespace
+
+std::unique_ptr<Device> createCudaDevice() {
+  return std::make_unique<CudaDevice>();
+}
+
+} // namespace par::rt

@@ -1,0 +1,954 @@
+//===- CudaKernels.cu - The CUDA backend's kernel for each op -------------===//
+//
+// Every kernel first runs the checks and plans the CPU kernels run
+// (Kernels.h, "Checks and plans shared by the backends"), on the host, so
+// both backends accept and reject the same calls; then it launches on the
+// compute stream. The arithmetic is KernelMath.h's, shared with the CPU
+// kernels. GEMMs go through cuBLASLt (f32/f64, and bf16/f16 storage with
+// f32 accumulation), batched over the dot's batch dims.
+//
+// Ops without a CUDA kernel yet (cudaNative() says which) run the CPU
+// kernel on host copies of their operands: correct, and slow.
+//
+// Element access: a kernel computes in T (f32 for f32/bf16/f16 storage,
+// f64, i32, i64) and loads and stores through the storage type, decided
+// per tensor at run time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Runtime/Cuda/CudaBackend.h"
+#include "par/Runtime/KernelMath.h"
+#include "par/Runtime/KernelTable.h"
+#include "par/Runtime/Kernels.h"
+
+#include "CudaCheck.h"
+#include "CudaGather.h"
+#include "Launch.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cmath>
+#include <mutex>
+#include <utility>
+
+namespace par::rt {
+
+using catalogue::Attrs;
+using catalogue::OpCode;
+
+namespace cuda {
+namespace {
+
+using Tensors = std::vector<Tensor>;
+
+cudaStream_t streamOf(Stream stream) {
+  return static_cast<cudaStream_t>(stream);
+}
+
+/// Throws the launch's error, if any (bad configuration, no kernel image
+/// for this GPU); faults inside the kernel surface at the next
+/// synchronization.
+void checkLaunch(const char *kernel) {
+  cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess)
+    throw KernelError(std::string("cuda: launching ") + kernel +
+                      " failed: " + cudaGetErrorString(status));
+}
+
+//===----------------------------------------------------------------------===//
+// Storage access
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+__device__ T loadAs(DType type, const void *data, int64_t i) {
+  switch (type) {
+  case DType::F32:
+    return T(static_cast<const float *>(data)[i]);
+  case DType::F64:
+    return T(static_cast<const double *>(data)[i]);
+  case DType::BF16:
+    return T(math::bf16ToFloat(static_cast<const uint16_t *>(data)[i]));
+  case DType::F16:
+    return T(math::f16ToFloat(static_cast<const uint16_t *>(data)[i]));
+  case DType::I64:
+    return T(static_cast<const int64_t *>(data)[i]);
+  case DType::I32:
+    return T(static_cast<const int32_t *>(data)[i]);
+  case DType::I1:
+    return T(static_cast<const uint8_t *>(data)[i] ? 1 : 0);
+  }
+  return T(0);
+}
+
+template <typename T>
+__device__ void storeAs(DType type, void *data, int64_t i, T value) {
+  switch (type) {
+  case DType::F32:
+    static_cast<float *>(data)[i] = float(value);
+    return;
+  case DType::F64:
+    static_cast<double *>(data)[i] = double(value);
+    return;
+  case DType::BF16:
+    static_cast<uint16_t *>(data)[i] = math::floatToBf16(float(value));
+    return;
+  case DType::F16:
+    static_cast<uint16_t *>(data)[i] = math::floatToF16(float(value));
+    return;
+  case DType::I64:
+    static_cast<int64_t *>(data)[i] = int64_t(value);
+    return;
+  case DType::I32:
+    static_cast<int32_t *>(data)[i] = int32_t(value);
+    return;
+  case DType::I1:
+    static_cast<uint8_t *>(data)[i] = value != T(0);
+    return;
+  }
+}
+
+/// A tensor's elements base[0], base[stride], ... in compute type T, for
+/// the shared row bodies: v[i] loads, put(v, i, x) stores.
+template <typename T> struct View {
+  DType type;
+  void *data;
+  int64_t offset, stride;
+  __device__ T operator[](int64_t i) const {
+    return loadAs<T>(type, data, offset + i * stride);
+  }
+};
+template <typename T, typename V>
+__device__ void put(const View<T> &view, int64_t i, V value) {
+  storeAs<T>(view.type, view.data, view.offset + i * view.stride, T(value));
+}
+
+/// Calls fn(T{}) with the type a tensor of `type` computes in (the checks
+/// have already rejected i1 where it is no number).
+template <typename Fn> void withCompute(DType type, Fn &&fn) {
+  switch (type) {
+  case DType::F64:
+    return fn(double());
+  case DType::I32:
+    return fn(int32_t());
+  case DType::I64:
+    return fn(int64_t());
+  default:
+    return fn(float());
+  }
+}
+
+/// The same for ops on floats only (the checks rejected the rest).
+template <typename Fn> void withFloat(DType type, Fn &&fn) {
+  if (type == DType::F64)
+    return fn(double());
+  return fn(float());
+}
+
+#define PAR_GRID_STRIDE(i, n)                                                  \
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);   \
+       i += int64_t(gridDim.x) * blockDim.x)
+
+template <typename Kernel, typename... Args>
+void launch(const char *name, Stream stream, int64_t work, Kernel kernel,
+            Args... args) {
+  LaunchShape shape = launchShape(work);
+  if (shape.blocks == 0)
+    return;
+  kernel<<<shape.blocks, shape.threads, 0, streamOf(stream)>>>(args...);
+  checkLaunch(name);
+}
+
+//===----------------------------------------------------------------------===//
+// Host fallback
+//===----------------------------------------------------------------------===//
+
+/// Runs the CPU kernel of `op` on host copies of the operands and copies
+/// the results back.
+void onHost(OpCode op, Stream stream, const Attrs &attrs, const Tensors &in,
+            Tensors &out) {
+  cudaStream_t s = streamOf(stream);
+  std::vector<std::vector<char>> inBytes(in.size()), outBytes(out.size());
+  Tensors hostIn = in, hostOut = out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    inBytes[i].resize(in[i].bytes());
+    hostIn[i].data = inBytes[i].data();
+    if (!inBytes[i].empty())
+      PAR_CUDA_KERNEL(cudaMemcpyAsync(inBytes[i].data(), in[i].data,
+                                      inBytes[i].size(),
+                                      cudaMemcpyDeviceToHost, s));
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    outBytes[i].resize(out[i].bytes());
+    hostOut[i].data = outBytes[i].data();
+  }
+  PAR_CUDA_KERNEL(cudaStreamSynchronize(s));
+  cpuKernels().lookup(op)(nullptr, attrs, hostIn, hostOut);
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!outBytes[i].empty())
+      PAR_CUDA_KERNEL(cudaMemcpyAsync(out[i].data, outBytes[i].data(),
+                                      outBytes[i].size(),
+                                      cudaMemcpyHostToDevice, s));
+  // The host buffers go out of scope here.
+  PAR_CUDA_KERNEL(cudaStreamSynchronize(s));
+}
+
+template <int I>
+void hostKernel(Stream stream, const Attrs &attrs, const Tensors &in,
+                Tensors &out) {
+  onHost(OpCode(I), stream, attrs, in, out);
+}
+
+/// A 0-d operand's value, read to the host.
+double scalarOnHost(Stream stream, const Tensor &t, Tensor &host,
+                    std::vector<char> &bytes) {
+  host = t;
+  bytes.resize(t.bytes());
+  host.data = bytes.data();
+  if (!bytes.empty()) {
+    PAR_CUDA_KERNEL(cudaMemcpyAsync(bytes.data(), t.data, bytes.size(),
+                                    cudaMemcpyDeviceToHost, streamOf(stream)));
+    PAR_CUDA_KERNEL(cudaStreamSynchronize(streamOf(stream)));
+  }
+  return bytes.empty() ? 0.0 : loadElement(t.dtype, bytes.data(), 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+__global__ void unaryKernel(UnaryKind kind, DType type, const void *x,
+                            void *y, int64_t n) {
+  PAR_GRID_STRIDE(i, n) {
+    storeAs<T>(type, y, i, math::applyUnary(kind, loadAs<T>(type, x, i)));
+  }
+}
+
+template <typename T>
+__global__ void binaryKernel(BinaryKind kind, DType type, const void *a,
+                             const void *b, void *y, int64_t n) {
+  PAR_GRID_STRIDE(i, n) {
+    storeAs<T>(type, y, i,
+               math::applyBinary(kind, loadAs<T>(type, a, i),
+                                 loadAs<T>(type, b, i)));
+  }
+}
+
+template <typename T>
+__global__ void compareKernel(CompareKind kind, DType type, const void *a,
+                              const void *b, uint8_t *y, int64_t n) {
+  PAR_GRID_STRIDE(i, n) {
+    y[i] = math::applyCompare(kind, loadAs<T>(type, a, i),
+                              loadAs<T>(type, b, i))
+               ? 1
+               : 0;
+  }
+}
+
+template <typename W>
+__global__ void selectKernel(const uint8_t *pred, const W *onTrue,
+                             const W *onFalse, W *y, int64_t n) {
+  PAR_GRID_STRIDE(i, n) { y[i] = pred[i] ? onTrue[i] : onFalse[i]; }
+}
+
+/// As convertElements: through double, i64 -> i32 wraps.
+__global__ void convertKernel(DType from, const void *x, DType to, void *y,
+                              int64_t n) {
+  PAR_GRID_STRIDE(i, n) {
+    if (from == DType::I64 && to == DType::I32)
+      static_cast<int32_t *>(y)[i] =
+          int32_t(static_cast<const int64_t *>(x)[i]);
+    else
+      storeAs<double>(to, y, i, loadAs<double>(from, x, i));
+  }
+}
+
+/// Calls fn(W{}) with the unsigned type of `bytes` bytes.
+template <typename Fn> void withWidth(size_t bytes, Fn &&fn) {
+  switch (bytes) {
+  case 1:
+    return fn(uint8_t());
+  case 2:
+    return fn(uint16_t());
+  case 4:
+    return fn(uint32_t());
+  default:
+    return fn(uint64_t());
+  }
+}
+
+template <typename W>
+__global__ void fillKernel(W value, W *y, int64_t n) {
+  PAR_GRID_STRIDE(i, n) { y[i] = value; }
+}
+
+template <BinaryKind kind>
+void binaryOp(Stream stream, const Attrs &, const Tensors &in, Tensors &out) {
+  checkBinary(kind, in[0], in[1], out[0]);
+  withCompute(out[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch("binary", stream, out[0].size(), binaryKernel<T>, kind,
+           out[0].dtype, (const void *)in[0].data, (const void *)in[1].data,
+           out[0].data, out[0].size());
+  });
+}
+
+template <UnaryKind kind>
+void unaryOp(Stream stream, const Attrs &, const Tensors &in, Tensors &out) {
+  checkUnary(kind, in[0], out[0]);
+  withCompute(out[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch("unary", stream, out[0].size(), unaryKernel<T>, kind, out[0].dtype,
+           (const void *)in[0].data, out[0].data, out[0].size());
+  });
+}
+
+void compareOp(Stream stream, const Attrs &a, const Tensors &in,
+               Tensors &out) {
+  checkCompare(in[0], in[1], out[0]);
+  withCompute(in[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch("compare", stream, out[0].size(), compareKernel<T>,
+           a.compareDirection, in[0].dtype, (const void *)in[0].data,
+           (const void *)in[1].data, static_cast<uint8_t *>(out[0].data),
+           out[0].size());
+  });
+}
+
+void selectOp(Stream stream, const Attrs &, const Tensors &in, Tensors &out) {
+  checkSelect(in[0], in[1], in[2], out[0]);
+  withWidth(dtypeBytes(out[0].dtype), [&](auto width) {
+    using W = decltype(width);
+    launch("select", stream, out[0].size(), selectKernel<W>,
+           static_cast<const uint8_t *>(in[0].data),
+           static_cast<const W *>(in[1].data),
+           static_cast<const W *>(in[2].data), static_cast<W *>(out[0].data),
+           out[0].size());
+  });
+}
+
+void convertOp(Stream stream, const Attrs &, const Tensors &in, Tensors &out) {
+  checkConvert(in[0], out[0]);
+  if (in[0].dtype == out[0].dtype) {
+    if (out[0].bytes())
+      PAR_CUDA_KERNEL(cudaMemcpyAsync(out[0].data, in[0].data, out[0].bytes(),
+                                      cudaMemcpyDeviceToDevice,
+                                      streamOf(stream)));
+    return;
+  }
+  launch("convert", stream, out[0].size(), convertKernel, in[0].dtype,
+         (const void *)in[0].data, out[0].dtype, out[0].data, out[0].size());
+}
+
+void constantOp(Stream stream, const Attrs &a, const Tensors &in,
+                Tensors &out) {
+  Tensor &result = out[0];
+  if (a.value.size() == 1) {
+    withWidth(dtypeBytes(result.dtype), [&](auto width) {
+      using W = decltype(width);
+      W pattern{};
+      storeElement(result.dtype, &pattern, 0, a.value[0]);
+      launch("fill", stream, result.size(), fillKernel<W>, pattern,
+             static_cast<W *>(result.data), result.size());
+    });
+    return;
+  }
+  if (int64_t(a.value.size()) != result.size())
+    throw KernelError("constant: " + std::to_string(a.value.size()) +
+                      " values for a tensor of " +
+                      std::to_string(result.size()) + " elements");
+  std::vector<char> host(result.bytes());
+  for (size_t i = 0; i < a.value.size(); ++i)
+    storeElement(result.dtype, host.data(), int64_t(i), a.value[i]);
+  if (!host.empty()) {
+    PAR_CUDA_KERNEL(cudaMemcpyAsync(result.data, host.data(), host.size(),
+                                    cudaMemcpyHostToDevice, streamOf(stream)));
+    PAR_CUDA_KERNEL(cudaStreamSynchronize(streamOf(stream)));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Structural: strided gathers
+//===----------------------------------------------------------------------===//
+
+template <typename W>
+__global__ void gatherKernel(const W *x, int64_t offset, Strides from, W *y,
+                             int64_t n) {
+  PAR_GRID_STRIDE(i, n) { y[i] = x[offset + offsetOf(from, i)]; }
+}
+
+/// Element i of `out` (row-major) from input element plan.offset +
+/// offsetOf(srcStrides, i); false when the index space has too many dims.
+bool gather(Stream stream, const Tensor &input, const GatherPlan &plan,
+            Tensor &out) {
+  Strides from;
+  if (!makeStrides(out.shape, plan.srcStrides, from))
+    return false;
+  withWidth(dtypeBytes(out.dtype), [&](auto width) {
+    using W = decltype(width);
+    launch("gather", stream, out.size(), gatherKernel<W>,
+           static_cast<const W *>(input.data), plan.offset, from,
+           static_cast<W *>(out.data), out.size());
+  });
+  return true;
+}
+
+} // namespace
+
+bool gatherBytes(Stream stream, size_t width, const void *src,
+                 const Space &space, void *dst) {
+  Strides from;
+  if (!makeStrides(space.shape, space.steps, from))
+    return false;
+  int64_t n = numElements(space.shape);
+  withWidth(width, [&](auto w) {
+    using W = decltype(w);
+    launch("gather", stream, n, gatherKernel<W>, static_cast<const W *>(src),
+           int64_t(0), from, static_cast<W *>(dst), n);
+  });
+  return true;
+}
+
+namespace {
+
+template <OpCode op, typename Plan>
+void gatherOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out,
+              Plan plan) {
+  GatherPlan p = plan();
+  if (out[0].size() > 0 && !gather(stream, in[0], p, out[0]))
+    onHost(op, stream, a, in, out);
+}
+
+void broadcastOp(Stream stream, const Attrs &a, const Tensors &in,
+                 Tensors &out) {
+  gatherOp<OpCode::Broadcast>(stream, a, in, out, [&] {
+    return planBroadcast(in[0], a.dims, out[0]);
+  });
+}
+
+void transposeOp(Stream stream, const Attrs &a, const Tensors &in,
+                 Tensors &out) {
+  gatherOp<OpCode::Transpose>(stream, a, in, out, [&] {
+    return planTranspose(in[0], a.perm, out[0]);
+  });
+}
+
+void sliceOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
+  std::vector<int64_t> strides = a.strides;
+  if (strides.empty())
+    strides.assign(a.starts.size(), 1);
+  gatherOp<OpCode::Slice>(stream, a, in, out, [&] {
+    return planSlice(in[0], a.starts, strides, out[0]);
+  });
+}
+
+void reshapeOp(Stream stream, const Attrs &, const Tensors &in, Tensors &out) {
+  checkReshape(in[0], out[0]);
+  if (out[0].bytes())
+    PAR_CUDA_KERNEL(cudaMemcpyAsync(out[0].data, in[0].data, out[0].bytes(),
+                                    cudaMemcpyDeviceToDevice,
+                                    streamOf(stream)));
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+/// One thread per result element: it walks the `count` reduced elements
+/// (index space `reduced`) from its base (index space `kept`). Floats
+/// accumulate in double, as on the CPU.
+template <typename T, typename Acc>
+__global__ void reduceKernel(ReduceKind kind, DType type, const void *x,
+                             Strides kept, Strides reduced, int64_t count,
+                             void *y, int64_t n) {
+  PAR_GRID_STRIDE(o, n) {
+    const int64_t base = offsetOf(kept, o);
+    Acc lowest, highest;
+    if constexpr (std::is_integral_v<Acc>) {
+      using U = std::make_unsigned_t<Acc>;
+      highest = Acc(U(-1) >> 1);
+      lowest = Acc(~U(highest));
+    } else {
+      lowest = Acc(-INFINITY);
+      highest = Acc(INFINITY);
+    }
+    Acc acc = kind == ReduceKind::Max   ? lowest
+              : kind == ReduceKind::Min ? highest
+                                        : Acc(0);
+    for (int64_t r = 0; r < count; ++r) {
+      Acc v = Acc(loadAs<T>(type, x, base + offsetOf(reduced, r)));
+      if (kind == ReduceKind::Max)
+        acc = math::maxOf(acc, v);
+      else if (kind == ReduceKind::Min)
+        acc = math::minOf(acc, v);
+      else
+        acc = math::wrapAdd(acc, v);
+    }
+    if constexpr (std::is_floating_point_v<Acc>)
+      if (kind == ReduceKind::Mean)
+        acc /= Acc(count);
+    storeAs<Acc>(type, y, o, acc);
+  }
+}
+
+void reduceOp(Stream stream, const Attrs &a, const Tensors &in,
+              Tensors &out) {
+  const Tensor &input = in[0];
+  planReduce(a.reduceKind, input, a.dims, out[0]);
+  std::vector<bool> isReduced(input.shape.size(), false);
+  for (int64_t d : a.dims)
+    isReduced[size_t(d)] = true;
+  std::vector<int64_t> strides = rowMajorStrides(input.shape);
+  std::vector<int64_t> keptShape, keptSteps, reducedShape, reducedSteps;
+  int64_t count = 1;
+  for (size_t d = 0; d < input.shape.size(); ++d)
+    if (isReduced[d]) {
+      reducedShape.push_back(input.shape[d]);
+      reducedSteps.push_back(strides[d]);
+      count *= input.shape[d];
+    } else {
+      keptShape.push_back(input.shape[d]);
+      keptSteps.push_back(strides[d]);
+    }
+  Strides kept, reduced;
+  if (!makeStrides(keptShape, keptSteps, kept) ||
+      !makeStrides(reducedShape, reducedSteps, reduced))
+    return onHost(OpCode::Reduce, stream, a, in, out);
+  withCompute(input.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+    launch("reduce", stream, out[0].size(), reduceKernel<T, Acc>,
+           a.reduceKind, input.dtype, (const void *)input.data, kept, reduced,
+           count, out[0].data, out[0].size());
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Rows: softmax and the normalizations (one thread per row)
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+__global__ void softmaxKernel(DType type, const void *x, void *y,
+                              RowPlan plan, bool log, int64_t rows) {
+  PAR_GRID_STRIDE(r, rows) {
+    const int64_t o = r / plan.inner, i = r % plan.inner;
+    const int64_t start = o * plan.len * plan.inner + i;
+    math::softmaxRow<T>(View<T>{type, const_cast<void *>(x), start, plan.inner},
+                        View<T>{type, y, start, plan.inner}, plan.len, log);
+  }
+}
+
+template <bool log>
+void softmaxOp(Stream stream, const Attrs &a, const Tensors &in,
+               Tensors &out) {
+  RowPlan plan =
+      planSoftmax(log ? "log_softmax" : "softmax", in[0], a.dim, out[0]);
+  if (plan.len * plan.inner == 0)
+    return;
+  withFloat(in[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch("softmax", stream, plan.outer * plan.inner, softmaxKernel<T>,
+           in[0].dtype, (const void *)in[0].data, out[0].data, plan, log,
+           plan.outer * plan.inner);
+  });
+}
+
+template <typename T>
+__global__ void layerNormKernel(DType type, const void *x, const void *gamma,
+                                const void *beta, void *y, int64_t width,
+                                double epsilon, int64_t rows) {
+  PAR_GRID_STRIDE(r, rows) {
+    math::layerNormRow<T>(
+        View<T>{type, const_cast<void *>(x), r * width, 1},
+        View<T>{type, const_cast<void *>(gamma), 0, 1},
+        View<T>{type, const_cast<void *>(beta), 0, 1},
+        View<T>{type, y, r * width, 1}, width, epsilon);
+  }
+}
+
+template <typename T>
+__global__ void rmsNormKernel(DType type, const void *x, const void *gamma,
+                              void *y, int64_t width, double epsilon,
+                              int64_t rows) {
+  PAR_GRID_STRIDE(r, rows) {
+    math::rmsNormRow<T>(View<T>{type, const_cast<void *>(x), r * width, 1},
+                        View<T>{type, const_cast<void *>(gamma), 0, 1},
+                        View<T>{type, y, r * width, 1}, width, epsilon);
+  }
+}
+
+int64_t rowCount(const Tensor &t) {
+  int64_t width = t.shape.back();
+  return width ? t.size() / width : 0;
+}
+
+void layerNormOp(Stream stream, const Attrs &a, const Tensors &in,
+                 Tensors &out) {
+  checkLayerNorm(in[0], in[1], in[2], out[0]);
+  withFloat(in[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch("layer_norm", stream, rowCount(in[0]), layerNormKernel<T>,
+           in[0].dtype, (const void *)in[0].data, (const void *)in[1].data,
+           (const void *)in[2].data, out[0].data, in[0].shape.back(),
+           double(float(a.epsilon)), rowCount(in[0]));
+  });
+}
+
+void rmsNormOp(Stream stream, const Attrs &a, const Tensors &in,
+               Tensors &out) {
+  checkRmsNorm(in[0], in[1], out[0]);
+  withFloat(in[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch("rms_norm", stream, rowCount(in[0]), rmsNormKernel<T>, in[0].dtype,
+           (const void *)in[0].data, (const void *)in[1].data, out[0].data,
+           in[0].shape.back(), double(float(a.epsilon)), rowCount(in[0]));
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+__global__ void adamwKernel(math::AdamwStep<T> s, DType type, const void *p,
+                            const void *g, const void *m, const void *v,
+                            void *p1, void *m1, void *v1, int64_t n) {
+  PAR_GRID_STRIDE(i, n) {
+    T np, nm, nv;
+    math::adamwElement(s, loadAs<T>(type, p, i), loadAs<T>(type, g, i),
+                       loadAs<T>(type, m, i), loadAs<T>(type, v, i), np, nm,
+                       nv);
+    storeAs<T>(type, p1, i, np);
+    storeAs<T>(type, m1, i, nm);
+    storeAs<T>(type, v1, i, nv);
+  }
+}
+
+void adamwOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
+  Tensor lr, step;
+  std::vector<char> lrBytes, stepBytes;
+  scalarOnHost(stream, in[4], lr, lrBytes);
+  scalarOnHost(stream, in[5], step, stepBytes);
+  OptimizerScalars scalars = checkAdamw(in[0], in[1], in[2], in[3], lr, step,
+                                        out[0], out[1], out[2]);
+  const float beta1 = float(a.beta1), beta2 = float(a.beta2);
+  withFloat(in[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    {
+      const math::AdamwStep<T> s{
+          T(beta1),
+          T(beta2),
+          T(float(a.epsilon)),
+          T(float(a.weightDecay)),
+          T(scalars.lr),
+          T(1.0 / (1.0 - std::pow(double(beta1), scalars.step))),
+          T(1.0 / (1.0 - std::pow(double(beta2), scalars.step)))};
+      launch("adamw", stream, in[0].size(), adamwKernel<T>, s, in[0].dtype,
+             (const void *)in[0].data, (const void *)in[1].data,
+             (const void *)in[2].data, (const void *)in[3].data, out[0].data,
+             out[1].data, out[2].data, in[0].size());
+    }
+  });
+}
+
+template <typename T>
+__global__ void sgdKernel(math::SgdStep<T> s, DType type, const void *p,
+                          const void *g, const void *b, void *p1, void *b1,
+                          int64_t n) {
+  PAR_GRID_STRIDE(i, n) {
+    T np, nb;
+    math::sgdElement(s, loadAs<T>(type, p, i), loadAs<T>(type, g, i),
+                     b ? loadAs<T>(type, b, i) : T(0), np, nb);
+    storeAs<T>(type, p1, i, np);
+    if (b1)
+      storeAs<T>(type, b1, i, nb);
+  }
+}
+
+void sgdOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
+  const bool withMomentum = in.size() == 4 && out.size() == 2;
+  if (!withMomentum && !(in.size() == 3 && out.size() == 1))
+    throw KernelError("sgd: a momentum buffer operand goes with a new "
+                      "momentum result (" +
+                      std::to_string(in.size()) + " operands, " +
+                      std::to_string(out.size()) + " results)");
+  Tensor lr;
+  std::vector<char> lrBytes;
+  scalarOnHost(stream, in.back(), lr, lrBytes);
+  OptimizerScalars scalars =
+      checkSgd(in[0], in[1], withMomentum ? &in[2] : nullptr, lr, out[0],
+               withMomentum ? &out[1] : nullptr);
+  withFloat(in[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    {
+      const math::SgdStep<T> s{T(float(a.momentum)),
+                               T(float(a.weightDecay)), T(scalars.lr),
+                               withMomentum && a.nesterov, withMomentum};
+      launch("sgd", stream, in[0].size(), sgdKernel<T>, s, in[0].dtype,
+             (const void *)in[0].data, (const void *)in[1].data,
+             withMomentum ? (const void *)in[2].data : nullptr, out[0].data,
+             withMomentum ? out[1].data : nullptr, in[0].size());
+    }
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// GEMMs through cuBLASLt
+//===----------------------------------------------------------------------===//
+
+void checkLt(cublasStatus_t status, const char *call) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw KernelError(std::string("cuda: ") + call + " failed: " +
+                      cublasLtGetStatusString(status));
+}
+#define PAR_LT(call) checkLt((call), #call)
+
+/// Device memory a kernel needs for the length of one launch (packed GEMM
+/// operands, cuBLASLt's workspace). It grows to the largest request and is
+/// reused; every user runs on the one compute stream, so a later launch
+/// cannot overwrite what an earlier one still reads.
+class Scratch {
+public:
+  void *get(size_t bytes) {
+    if (bytes > size_) {
+      if (memory_)
+        PAR_CUDA_KERNEL(cudaFree(memory_)); // synchronizes the device
+      memory_ = nullptr;
+      PAR_CUDA_KERNEL(cudaMalloc(&memory_, bytes));
+      size_ = bytes;
+    }
+    return memory_;
+  }
+
+private:
+  void *memory_ = nullptr;
+  size_t size_ = 0;
+};
+
+/// cuBLASLt's handle and the scratch of the GEMMs (one set per process:
+/// a rank drives one GPU).
+struct Gemm {
+  cublasLtHandle_t handle = nullptr;
+  Scratch packed, workspace;
+  std::mutex mutex;
+  Gemm() { PAR_LT(cublasLtCreate(&handle)); }
+};
+Gemm &gemmState() {
+  static Gemm *state = new Gemm();
+  return *state;
+}
+
+inline constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
+/// C[b] = A[b] B[b] for row-major A [m, k], B [k, n], C [m, n] (batched
+/// with strides m*k, k*n, m*n). Column-major cuBLASLt computes the
+/// transposed product C^T = B^T A^T, which is the same memory.
+void batchedGemm(Stream stream, DType type, const void *a, const void *b,
+                 void *c, int64_t batch, int64_t m, int64_t k, int64_t n,
+                 Gemm &state) {
+  cudaDataType_t data = CUDA_R_32F, scale = CUDA_R_32F;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  switch (type) {
+  case DType::F64:
+    data = scale = CUDA_R_64F;
+    compute = CUBLAS_COMPUTE_64F;
+    break;
+  case DType::BF16:
+    data = CUDA_R_16BF;
+    break;
+  case DType::F16:
+    data = CUDA_R_16F;
+    break;
+  default:
+    break;
+  }
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  struct Release {
+    cublasLtMatmulDesc_t &desc;
+    cublasLtMatrixLayout_t &la, &lb, &lc;
+    cublasLtMatmulPreference_t &pref;
+    ~Release() {
+      if (pref)
+        cublasLtMatmulPreferenceDestroy(pref);
+      if (lc)
+        cublasLtMatrixLayoutDestroy(lc);
+      if (lb)
+        cublasLtMatrixLayoutDestroy(lb);
+      if (la)
+        cublasLtMatrixLayoutDestroy(la);
+      if (desc)
+        cublasLtMatmulDescDestroy(desc);
+    }
+  } release{desc, la, lb, lc, pref};
+  PAR_LT(cublasLtMatmulDescCreate(&desc, compute, scale));
+  // In cuBLASLt's column-major terms: "A" is our B ([n, k], ld n), "B" is
+  // our A ([k, m], ld k), "C" is [n, m], ld n.
+  PAR_LT(cublasLtMatrixLayoutCreate(&la, data, uint64_t(n), uint64_t(k), n));
+  PAR_LT(cublasLtMatrixLayoutCreate(&lb, data, uint64_t(k), uint64_t(m), k));
+  PAR_LT(cublasLtMatrixLayoutCreate(&lc, data, uint64_t(n), uint64_t(m), n));
+  if (batch > 1) {
+    int32_t count = int32_t(batch);
+    int64_t strides[3] = {k * n, m * k, m * n};
+    cublasLtMatrixLayout_t layouts[3] = {la, lb, lc};
+    for (int i = 0; i < 3; ++i) {
+      PAR_LT(cublasLtMatrixLayoutSetAttribute(
+          layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+          sizeof(count)));
+      PAR_LT(cublasLtMatrixLayoutSetAttribute(
+          layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+          &strides[i], sizeof(strides[i])));
+    }
+  }
+  PAR_LT(cublasLtMatmulPreferenceCreate(&pref));
+  size_t workspaceBytes = kWorkspaceBytes;
+  PAR_LT(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspaceBytes,
+      sizeof(workspaceBytes)));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  PAR_LT(cublasLtMatmulAlgoGetHeuristic(state.handle, desc, la, lb, lc, lc,
+                                        pref, 1, &result, &found));
+  if (found == 0)
+    throw KernelError("dot: cuBLASLt has no algorithm for a " +
+                      std::string(dtypeName(type)) + " GEMM of " +
+                      std::to_string(m) + "x" + std::to_string(k) + " by " +
+                      std::to_string(k) + "x" + std::to_string(n));
+  void *workspace = state.workspace.get(kWorkspaceBytes);
+  const float oneF = 1, zeroF = 0;
+  const double oneD = 1, zeroD = 0;
+  const void *alpha = type == DType::F64 ? (const void *)&oneD : &oneF;
+  const void *beta = type == DType::F64 ? (const void *)&zeroD : &zeroF;
+  PAR_LT(cublasLtMatmul(state.handle, desc, alpha, b, la, a, lb, beta, c, lc,
+                        c, lc, &result.algo, workspace, kWorkspaceBytes,
+                        streamOf(stream)));
+}
+
+bool isIdentity(const std::vector<int64_t> &perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != int64_t(i))
+      return false;
+  return true;
+}
+
+/// `t` permuted by `perm` into `packed` (row-major), or false when the
+/// gather has too many dims.
+bool pack(Stream stream, const Tensor &t, const std::vector<int64_t> &perm,
+          void *packed) {
+  std::vector<int64_t> strides = rowMajorStrides(t.shape), steps;
+  Shape shape;
+  for (int64_t d : perm) {
+    shape.push_back(t.shape[size_t(d)]);
+    steps.push_back(strides[size_t(d)]);
+  }
+  Tensor out{t.dtype, shape, packed};
+  return gather(stream, t, GatherPlan{0, steps}, out);
+}
+
+void dotOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
+  DotPlan p = planDot(in[0], in[1], a.lhsBatch, a.rhsBatch, a.lhsContract,
+                      a.rhsContract, out[0]);
+  Tensor &c = out[0];
+  if (p.batch * p.m * p.n == 0)
+    return;
+  if (p.k == 0) {
+    PAR_CUDA_KERNEL(cudaMemsetAsync(c.data, 0, c.bytes(), streamOf(stream)));
+    return;
+  }
+  Gemm &state = gemmState();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  const void *lhs = in[0].data, *rhs = in[1].data;
+  const bool packLhs = !isIdentity(p.lhsPerm), packRhs = !isIdentity(p.rhsPerm);
+  size_t lhsBytes = packLhs ? in[0].bytes() : 0;
+  size_t rhsBytes = packRhs ? in[1].bytes() : 0;
+  char *packed = static_cast<char *>(
+      state.packed.get(std::max<size_t>(lhsBytes + rhsBytes, 1)));
+  if (packLhs) {
+    if (!pack(stream, in[0], p.lhsPerm, packed))
+      return onHost(OpCode::Dot, stream, a, in, out);
+    lhs = packed;
+  }
+  if (packRhs) {
+    if (!pack(stream, in[1], p.rhsPerm, packed + lhsBytes))
+      return onHost(OpCode::Dot, stream, a, in, out);
+    rhs = packed + lhsBytes;
+  }
+  batchedGemm(stream, c.dtype, lhs, rhs, c.data, p.batch, p.m, p.k, p.n,
+              state);
+}
+
+//===----------------------------------------------------------------------===//
+// The table
+//===----------------------------------------------------------------------===//
+
+template <int... I>
+void setHostKernels(KernelTable &t, std::integer_sequence<int, I...>) {
+  ((t.kernels[size_t(I)] =
+        catalogue::kOps[I].usesGroup ? nullptr : &hostKernel<I>),
+   ...);
+}
+
+struct Table {
+  KernelTable kernels;
+  std::array<bool, catalogue::kNumOps> native{};
+};
+
+Table build() {
+  Table t;
+  t.kernels.backend = "cuda";
+  setHostKernels(t.kernels, std::make_integer_sequence<int, catalogue::kNumOps>());
+  auto set = [&](OpCode op, Kernel kernel) {
+    t.kernels.kernels[size_t(op)] = kernel;
+    t.native[size_t(op)] = true;
+  };
+  set(OpCode::Add, binaryOp<BinaryKind::Add>);
+  set(OpCode::Sub, binaryOp<BinaryKind::Sub>);
+  set(OpCode::Mul, binaryOp<BinaryKind::Mul>);
+  set(OpCode::Div, binaryOp<BinaryKind::Div>);
+  set(OpCode::Max, binaryOp<BinaryKind::Max>);
+  set(OpCode::Min, binaryOp<BinaryKind::Min>);
+  set(OpCode::Neg, unaryOp<UnaryKind::Neg>);
+  set(OpCode::Exp, unaryOp<UnaryKind::Exp>);
+  set(OpCode::Log, unaryOp<UnaryKind::Log>);
+  set(OpCode::Tanh, unaryOp<UnaryKind::Tanh>);
+  set(OpCode::Sqrt, unaryOp<UnaryKind::Sqrt>);
+  set(OpCode::Rsqrt, unaryOp<UnaryKind::Rsqrt>);
+  set(OpCode::Gelu, unaryOp<UnaryKind::Gelu>);
+  set(OpCode::Silu, unaryOp<UnaryKind::Silu>);
+  set(OpCode::Relu, unaryOp<UnaryKind::Relu>);
+  set(OpCode::Sigmoid, unaryOp<UnaryKind::Sigmoid>);
+  set(OpCode::Compare, compareOp);
+  set(OpCode::Select, selectOp);
+  set(OpCode::Convert, convertOp);
+  set(OpCode::Constant, constantOp);
+  set(OpCode::Broadcast, broadcastOp);
+  set(OpCode::Transpose, transposeOp);
+  set(OpCode::Slice, sliceOp);
+  set(OpCode::Reshape, reshapeOp);
+  set(OpCode::Reduce, reduceOp);
+  set(OpCode::Softmax, softmaxOp<false>);
+  set(OpCode::LogSoftmax, softmaxOp<true>);
+  set(OpCode::LayerNorm, layerNormOp);
+  set(OpCode::RmsNorm, rmsNormOp);
+  set(OpCode::Adamw, adamwOp);
+  set(OpCode::Sgd, sgdOp);
+  set(OpCode::Dot, dotOp);
+  return t;
+}
+
+const Table &table() {
+  static const Table t = build();
+  return t;
+}
+
+} // namespace
+} // namespace cuda
+
+const KernelTable &cudaKernels() { return cuda::table().kernels; }
+
+bool cudaNative(OpCode op) { return cuda::table().native[size_t(op)]; }
+
+} // namespace par::rt

@@ -1,0 +1,134 @@
+//===- Launch.h - Launch shapes of the CUDA kernels -------------*- C++ -*-===//
+//
+// How the CUDA backend spreads work over blocks and threads, and how it
+// describes a tensor's index space to a kernel: plain C++, so the host side
+// of every launch is unit-tested on machines without a GPU
+// (RuntimeCudaLaunchTest).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_RUNTIME_CUDA_LAUNCH_H
+#define PAR_RUNTIME_CUDA_LAUNCH_H
+
+#include "par/Runtime/KernelMath.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace par::rt::cuda {
+
+/// Blocks and threads of a grid-stride launch over `work` items.
+struct LaunchShape {
+  unsigned blocks = 0, threads = 0;
+};
+
+/// Threads per block of the element-wise and per-row kernels.
+inline constexpr unsigned kThreads = 256;
+/// At most this many blocks: a grid-stride loop covers the rest, and the
+/// device stays busy with 8 blocks per multiprocessor on 132-SM parts.
+inline constexpr unsigned kMaxBlocks = 132 * 8 * 4;
+
+/// No launch at all for no work (blocks == 0).
+inline LaunchShape launchShape(int64_t work) {
+  if (work <= 0)
+    return {0, kThreads};
+  int64_t blocks = (work + kThreads - 1) / kThreads;
+  return {unsigned(std::min<int64_t>(blocks, kMaxBlocks)), kThreads};
+}
+
+/// Most dims a kernel's index space has (a Strides argument is passed by
+/// value); tensors of more dims run on the host.
+inline constexpr int kMaxRank = 8;
+
+/// A row-major index space and, per dim, how far one step moves in another
+/// buffer: element `i` of the space (row-major over `size`) is at
+/// sum_d idx_d * step[d] there.
+struct Strides {
+  int rank = 0;
+  int64_t size[kMaxRank] = {};
+  int64_t step[kMaxRank] = {};
+};
+
+/// `shape` with `steps` (one per dim); false when it has too many dims.
+/// Dims of size 1 are dropped and neighbours that step contiguously are
+/// merged, so most gathers become one or two loops.
+inline bool makeStrides(const std::vector<int64_t> &shape,
+                        const std::vector<int64_t> &steps, Strides &out) {
+  if (shape.size() != steps.size())
+    throw std::logic_error("makeStrides: " + std::to_string(shape.size()) +
+                           " dims but " + std::to_string(steps.size()) +
+                           " steps");
+  std::vector<int64_t> size, step;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1)
+      continue;
+    if (!size.empty() && step.back() == steps[d] * shape[d]) {
+      size.back() *= shape[d];
+      step.back() = steps[d];
+      continue;
+    }
+    size.push_back(shape[d]);
+    step.push_back(steps[d]);
+  }
+  if (size.size() > size_t(kMaxRank))
+    return false;
+  out = Strides();
+  out.rank = int(size.size());
+  for (size_t d = 0; d < size.size(); ++d) {
+    out.size[d] = size[d];
+    out.step[d] = step[d];
+  }
+  return true;
+}
+
+/// Where element `i` of the space lands (the device computes the same).
+PAR_HD inline int64_t offsetOf(const Strides &s, int64_t i) {
+  int64_t offset = 0;
+  for (int d = s.rank - 1; d >= 0; --d) {
+    offset += (i % s.size[d]) * s.step[d];
+    i /= s.size[d];
+  }
+  return offset;
+}
+
+/// A gather's index space (row-major over `shape`) and where each step
+/// moves in the source, for the collectives' piece layouts.
+struct Space {
+  std::vector<int64_t> shape, steps;
+};
+
+/// The collectives' pieces (Collectives.h, splitPieces/joinPieces): a
+/// tensor of `shape` viewed as [outer, n, inner] elements along `dim`;
+/// piece j is the j-th middle block of every outer row, and the pieces lie
+/// one after another, [n, outer, inner].
+inline void piecesView(const std::vector<int64_t> &shape, int64_t dim,
+                       int64_t n, int64_t &outer, int64_t &inner) {
+  outer = 1;
+  inner = 1;
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= shape[size_t(d)];
+  for (size_t d = size_t(dim); d < shape.size(); ++d)
+    inner *= shape[d];
+  inner /= n;
+}
+/// The pieces [n, outer, inner] gathered from a tensor of `shape`.
+inline Space splitSpace(const std::vector<int64_t> &shape, int64_t dim,
+                        int64_t n) {
+  int64_t outer, inner;
+  piecesView(shape, dim, n, outer, inner);
+  return {{n, outer, inner}, {inner, n * inner, 1}};
+}
+/// A tensor of `shape`, [outer, n, inner], gathered from its pieces.
+inline Space joinSpace(const std::vector<int64_t> &shape, int64_t dim,
+                       int64_t n) {
+  int64_t outer, inner;
+  piecesView(shape, dim, n, outer, inner);
+  return {{outer, n, inner}, {inner, outer * inner, 1}};
+}
+
+} // namespace par::rt::cuda
+
+#endif // PAR_RUNTIME_CUDA_LAUNCH_H
