@@ -27,6 +27,15 @@ if config.par_have_mpi:
     config.available_features.add("mpi")
 if config.par_have_cuda:
     config.available_features.add("cuda")
+    # A GPU to run on (CI has none): nvidia-smi lists one.
+    import subprocess
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True,
+                                text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        listed = ""
+    if "GPU" in listed:
+        config.available_features.add("gpu")
 
 tool_dirs = [config.par_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(

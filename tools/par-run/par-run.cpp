@@ -46,7 +46,8 @@ const char *kUsage = R"(usage: par-run PROGRAM [options]
        par-run --calibrate [-np N] -o PROFILE.json
 
 Runs a program written by `par-opt --emit-program=PROGRAM` on one rank per
-device of its mesh (CPU backend: OpenBLAS kernels, MPI collectives). A
+device of its mesh (CPU backend: OpenBLAS kernels, MPI collectives; CUDA
+backend: cuBLASLt and CUDA kernels, NCCL collectives per group). A
 pipelined program ends with each stage's measured peak against its plan
 and the bubble: predicted, replayed from the measured instruction times,
 and wall-clock idle over busy per stage.
@@ -58,8 +59,9 @@ collective's latency and bandwidth; writes them as a hardware profile that
 options:
   -np N               ranks to start through mpirun (default: the program's
                       device count; must equal it)
-  --backend=cpu|cuda  execution backend (default cpu; this build has the cpu
-                      backend only: cuda is an error naming it)
+  --backend=cpu|cuda  execution backend (default cpu); cuda needs a runtime
+                      built with a CUDA toolkit and a visible GPU (an error
+                      names what is missing). One GPU per rank.
   --steps N           steps to run (default 10)
   --seed N            seed of parameter initialization and synthetic data
                       (default 0)
@@ -625,7 +627,11 @@ int runRank(const Options &o, int rank, int size) {
     if (rank == 0)
       std::cerr << "par-run: error: " << o.program << " runs on "
                 << program.numRanks << " ranks (mesh " << meshText(program)
-                << ") but " << size << " were started\n";
+                << ") but " << size << " were started"
+                << (mpiBuiltIn() ? ""
+                                 : " (this par-run was built without MPI "
+                                   "and runs one rank)")
+                << "\n";
     return 1;
   }
   std::unique_ptr<Collectives> comm = createMpiCollectives(program, o.timeout);
@@ -1103,9 +1109,10 @@ int main(int argc, char **argv) {
                 << "': " << std::strerror(errno) << "\n";
       return 1;
     }
-    return launch(o, o.np > 0 ? o.np : 1, rest);
+    if (mpiBuiltIn())
+      return launch(o, o.np > 0 ? o.np : 1, rest);
   }
-  if (!underLauncher()) {
+  if (!underLauncher() && mpiBuiltIn()) {
     // Everything that can be checked before starting ranks is checked here.
     Program program;
     try {
@@ -1131,6 +1138,12 @@ int main(int argc, char **argv) {
     return launch(o, program.numRanks, rest);
   }
 
+  if (!mpiBuiltIn() && o.np > 1) {
+    std::cerr << "par-run: error: -np " << o.np
+              << ": this par-run was built without MPI and runs one rank "
+                 "(rebuild it with MPI for more)\n";
+    return 1;
+  }
   auto [rank, size] = initMpi(&argc, &argv);
   setInjectionRank(rank);
   // Test hook (docs/par-run.md): a file-size limit from here on, as a disk

@@ -11,7 +11,7 @@
 
 #include "par/Runtime/Kernels.h"
 
-#include <cblas.h>
+#include "Blas.h"
 
 #include <algorithm>
 #include <cmath>
@@ -390,14 +390,12 @@ blasint blasDim(const std::string &op, int64_t value) {
 void gemm(bool transB, blasint m, blasint n, blasint k, float alpha,
           const float *a, blasint lda, const float *b, blasint ldb, float *c,
           blasint ldc) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
-              m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
+  rowMajorGemm(false, transB, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
 }
 void gemm(bool transB, blasint m, blasint n, blasint k, double alpha,
           const double *a, blasint lda, const double *b, blasint ldb, double *c,
           blasint ldc) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
-              m, n, k, alpha, a, lda, b, ldb, 0.0, c, ldc);
+  rowMajorGemm(false, transB, m, n, k, alpha, a, lda, b, ldb, 0.0, c, ldc);
 }
 
 //===----------------------------------------------------------------------===//
@@ -661,16 +659,12 @@ void rmsNormAs(const Tensor &input, const Tensor &gamma, float epsilon,
 void gemmAcc(bool transA, bool transB, blasint m, blasint n, blasint k,
              float alpha, const float *a, blasint lda, const float *b,
              blasint ldb, float beta, float *c, blasint ldc) {
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
-              ldb, beta, c, ldc);
+  rowMajorGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 void gemmAcc(bool transA, bool transB, blasint m, blasint n, blasint k,
              double alpha, const double *a, blasint lda, const double *b,
              blasint ldb, double beta, double *c, blasint ldc) {
-  cblas_dgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
-              ldb, beta, c, ldc);
+  rowMajorGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 /// Query rows and key columns are processed in tiles of these sizes: no

@@ -22,6 +22,9 @@ std::pair<int, int> initMpi(int *argc, char ***argv);
 void finalizeMpi();
 /// Ends every rank of the job with `code` (MPI_Abort).
 [[noreturn]] void abortMpi(int code);
+/// False in a runtime built without MPI (Comm/LocalCollectives.cpp): one
+/// rank, started directly.
+bool mpiBuiltIn();
 
 /// Collectives for `program`'s groups on this rank. `timeoutSeconds` <= 0
 /// waits forever.

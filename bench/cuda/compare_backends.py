@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Runs each program on the CPU backend and on the CUDA backend and
+compares every output and every logged loss (relative to the largest
+magnitude, as test/Integration/equivalence.py does).
+
+Prints one line per program and exits non-zero when any differs by more
+than --tolerance (1e-5 for f32 programs; programs that compute in bf16 or
+f16 are held to --low-tolerance, as the kernels of the two backends round
+at different points).
+"""
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run(par_run, program, backend, steps, out):
+    cmd = [par_run, str(program), f"--backend={backend}", "--steps", str(steps),
+           "--log-every", "1", "--dump-outputs", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def losses(log):
+    return {int(m.group(1)): float(m.group(2))
+            for m in re.finditer(r"^step (\d+)\s+loss (\S+)", log, re.M)}
+
+
+def worst(a, b):
+    err = 0.0
+    for name, out in a["outputs"].items():
+        other = b["outputs"].get(name)
+        if other is None or other["shape"] != out["shape"]:
+            return float("inf")
+        ref = [float(v) for v in out["values"]]
+        got = [float(v) for v in other["values"]]
+        scale = max([abs(v) for v in ref] + [1e-30])
+        err = max(err, max([abs(x - y) for x, y in zip(got, ref)] + [0.0]) / scale)
+    return err
+
+
+def low_precision(program):
+    text = program.read_text()
+    return '"bf16"' in text or '"f16"' in text
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--par-run", required=True)
+    parser.add_argument("--programs", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--tolerance", type=float, default=1e-5)
+    parser.add_argument("--low-tolerance", type=float, default=2e-2)
+    args = parser.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    failed = 0
+    print(f"{'program':<26} {'steps':>5} {'max rel err':>12} {'loss rel err':>12}  result")
+    for program in sorted(Path(args.programs).glob("*.parprog")):
+        steps_file = program.with_suffix(".steps")
+        steps = int(steps_file.read_text()) if steps_file.exists() else 2
+        outs, logs = {}, {}
+        status = ""
+        for backend in ("cpu", "cuda"):
+            out = work / f"{program.stem}.{backend}.json"
+            code, log = run(args.par_run, program, backend, steps, out)
+            if code != 0:
+                status = f"FAIL ({backend}: exit {code}: {log.strip().splitlines()[-1] if log.strip() else ''})"
+                break
+            outs[backend] = json.loads(out.read_text())
+            logs[backend] = losses(log)
+        if status:
+            print(f"{program.stem:<26} {steps:>5} {'-':>12} {'-':>12}  {status}")
+            failed += 1
+            continue
+        err = worst(outs["cpu"], outs["cuda"])
+        base, got = logs["cpu"], logs["cuda"]
+        loss_err = (float("inf") if base.keys() != got.keys() else
+                    max((abs(got[k] - base[k]) / max(abs(base[k]), 1e-30) for k in base),
+                        default=0.0))
+        tol = args.low_tolerance if low_precision(program) else args.tolerance
+        ok = max(err, loss_err) <= tol
+        failed += not ok
+        print(f"{program.stem:<26} {steps:>5} {err:>12.2e} {loss_err:>12.2e}  "
+              f"{'ok' if ok else 'FAIL'} (tolerance {tol:g})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
