@@ -6,8 +6,9 @@ Run here, on a machine with the compiler (par-opt) built; writes DEPS
 tree to the GPU machine:
   programs/   the runtime programs verify.sh runs on both backends: every
               integration model unsharded (1 rank: NCCL refuses two ranks
-              on one GPU) with its PASSES, GPT-tiny's training step (AdamW,
-              bf16 compute), and the GEMM-shaped models of the benchmarks;
+              on one GPU) with its PASSES and GPT-tiny's training step;
+  programs-bench/  GPT-2 124M's training step (bf16, 8 x 1024) for
+              bench/cuda/gpt2_step.py;
   include/    nlohmann/json's headers (header-only);
   googletest/ googletest's sources, built there for the conformance suite.
 Nothing here needs a GPU; the programs are small JSON files.
@@ -46,6 +47,19 @@ def gpt_tiny_step(out: Path, build: Path) -> bool:
     return True
 
 
+def gpt2_step(out: Path, build: Path) -> bool:
+    """GPT-2 124M's training step, bf16 compute, batch 8 x 1024."""
+    sys.path.insert(0, str(ROOT / "python_frontend"))
+    os.environ.setdefault("PAR_BUILD_DIR", str(build))
+    import par  # noqa: E402
+    from par import models  # noqa: E402
+    graph = models.loss_graph(models.GPT(models.GPT2_CONFIGS["124M"]), 8, 1024)
+    exe = par.compile(graph, optimizer=par.AdamW(lr=3e-4, weight_decay=0.01,
+                                                 precision="bf16"))
+    shutil.copy(exe.program_path, out)
+    return True
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default=str(ROOT / "build"),
@@ -71,6 +85,10 @@ def main() -> int:
         (programs / f"{model.stem}.steps").write_text((steps.group(1) if steps else "2") + "\n")
     ok &= gpt_tiny_step(programs / "gpt-tiny-train.parprog", build)
     (programs / "gpt-tiny-train.steps").write_text("10\n")
+    # The benchmark's GPT-2 124M step (not compared: run by gpt2_step.py).
+    bench = out / "programs-bench"
+    bench.mkdir(exist_ok=True)
+    ok &= gpt2_step(bench / "gpt2-124m.parprog", build)
 
     include = out / "include" / "nlohmann"
     if not include.exists():

@@ -24,7 +24,8 @@
 #   5. every program of deps/programs (the integration models, GPT-tiny's
 #      training step) on both backends: outputs and losses compared;
 #   6. the GEMM benchmark: par's dot (cuBLASLt) against cuBLAS's own GEMM
-#      on GPT-2 124M's and a 4096-wide layer's shapes.
+#      on GPT-2 124M's and a 4096-wide layer's shapes;
+#   7. GPT-2 124M's training step (bf16, 8 x 1024) against PyTorch eager.
 set -u
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 deps="${PAR_CUDA_DEPS:-$root/bench/cuda/deps}"
@@ -48,6 +49,8 @@ else
   device="no nvidia-smi"
 fi
 note "device: $device"
+has_gpu=no
+nvidia-smi -L 2>/dev/null | grep -q GPU && has_gpu=yes
 cmake_args=(-DPAR_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release
             -DCMAKE_CUDA_ARCHITECTURES="$arch")
 command -v ninja >/dev/null && cmake_args+=(-G Ninja)
@@ -83,7 +86,7 @@ if cmake -S "$root" -B "$build" "${cmake_args[@]}" >"$build.configure.log" 2>&1 
    cmake --build "$build" -j "$jobs" --target par-run ParRuntimeConformanceTests \
      ParRuntimeKernelTests ParRuntimeCudaLaunchTests par-cuda-gemm-bench \
      >"$build.build.log" 2>&1; then
-  pass "runtime-only build ($(grep -o 'par: [^\n]*' "$build.configure.log" | tr '\n' ';'))"
+  pass "runtime-only build ($(grep -o 'par: .*' "$build.configure.log" | tr '\n' ';'))"
 else
   fail "runtime-only build: see $build.configure.log and $build.build.log"
   tail -30 "$build.configure.log" "$build.build.log" 2>/dev/null
@@ -97,8 +100,13 @@ tests="$build/unittests"
 # 3. Conformance and the host-side tests.
 for t in ParRuntimeConformanceTests ParRuntimeKernelTests ParRuntimeCudaLaunchTests; do
   if "$tests/$t" >"$work/$t.log" 2>&1; then
-    skipped="$(grep -c '^\[  SKIPPED \]' "$work/$t.log" || true)"
-    pass "$t ($(grep -o '[0-9]* tests from [0-9]* test suites ran' "$work/$t.log"); skipped lines: $skipped)"
+    ran="$(grep -o '[0-9]* tests\? from [0-9]* test suites\? ran' "$work/$t.log")"
+    skipped="$(grep -o '^\[  SKIPPED \] [0-9]* test' "$work/$t.log" | grep -o '[0-9]*' || echo 0)"
+    if [ "$has_gpu" = yes ] && [ "$skipped" != 0 ]; then
+      fail "$t: $skipped tests skipped with a GPU present: $(grep -m1 'Skipped' -A1 "$work/$t.log" | tail -1)"
+    else
+      pass "$t ($ran; $skipped skipped)"
+    fi
   else
     fail "$t: $(grep -m5 -E '^\[  FAILED  \]|Failure' "$work/$t.log" | tr '\n' ' ')"
   fi
@@ -141,6 +149,21 @@ else
   fail "GEMM benchmark: $(tail -2 "$work/gemm.log" | tr '\n' ' ')"
 fi
 cat "$work/gemm.log"
+
+# 7. GPT-2 124M's step against PyTorch eager (capped: ops that still run
+# on the host make par's step slow).
+if [ -f "$deps/programs-bench/gpt2-124m.parprog" ]; then
+  if timeout "${PAR_GPT2_TIMEOUT:-300}" python3 "$root/bench/cuda/gpt2_step.py" \
+       --par-run "$bin/par-run" --program "$deps/programs-bench/gpt2-124m.parprog" \
+       >"$work/gpt2.log" 2>&1; then
+    pass "GPT-2 124M step: $(grep 'par / PyTorch' "$work/gpt2.log" || echo 'no ratio')"
+  else
+    fail "GPT-2 124M step: $(tail -2 "$work/gpt2.log" | tr '\n' ' ')"
+  fi
+  cat "$work/gpt2.log"
+else
+  skip "GPT-2 124M step: no program (run bench/cuda/prepare.py first)"
+fi
 
 printf '%s\n' "" "== report: par CUDA backend on $device ==" "${report[@]}"
 [ "$failures" -eq 0 ]

@@ -62,6 +62,10 @@ options:
   --backend=cpu|cuda  execution backend (default cpu); cuda needs a runtime
                       built with a CUDA toolkit and a visible GPU (an error
                       names what is missing). One GPU per rank.
+  --staged-collectives
+                      run every collective and transfer through host copies
+                      over MPI, as a GPU runtime without NCCL does (on the
+                      CPU backend: checks that path)
   --steps N           steps to run (default 10)
   --seed N            seed of parameter initialization and synthetic data
                       (default 0)
@@ -124,6 +128,7 @@ struct Options {
   std::string program;
   int64_t np = -1;
   std::string backend = "cpu";
+  bool stagedCollectives = false;
   int64_t steps = 10;
   uint64_t seed = 0;
   std::string data = "synthetic";
@@ -233,6 +238,12 @@ Options parseOptions(int argc, char **argv, std::vector<std::string> &rest) {
       if (hasValue)
         usageError("--json takes no value");
       o.json = true;
+      continue;
+    }
+    if (flag == "--staged-collectives") {
+      if (hasValue)
+        usageError("--staged-collectives takes no value");
+      o.stagedCollectives = true;
       continue;
     }
     if (flag == "--calibrate") {
@@ -644,7 +655,9 @@ int runRank(const Options &o, int rank, int size) {
   std::unique_ptr<Device> device = createDevice(o.backend);
   // A device with memory of its own runs its collectives on it (NCCL
   // where built in), or through host copies over MPI.
-  if (device->memorySpace() == MemorySpace::Device)
+  if (o.stagedCollectives)
+    comm = createStagedCollectives(std::move(comm), *device);
+  else if (device->memorySpace() == MemorySpace::Device)
     comm = createDeviceCollectives(std::move(comm), *device);
   Executor exec(program, *device, *comm, tracer.get());
   const RankClass &rc = exec.rankClass();

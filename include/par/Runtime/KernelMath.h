@@ -388,6 +388,31 @@ PAR_HD double crossEntropyRow(const X &row, int64_t vocab, int64_t label) {
   return double(rowMax) + logOf(sum) - double(T(row[label]));
 }
 
+/// The index of a row's largest (`max`) or smallest element: the first NaN
+/// wins (as reduce max/min propagate NaN); otherwise the first extreme, so
+/// ties go to the smallest index.
+template <typename T, typename X>
+PAR_HD int64_t argExtremeRow(const X &row, int64_t len, bool max) {
+  T best = T(row[0]);
+  int64_t at = 0;
+  for (int64_t l = 1; l < len && !isNaN(best); ++l) {
+    T v = T(row[l]);
+    if (isNaN(v) || (max ? v > best : v < best)) {
+      best = v;
+      at = l;
+    }
+  }
+  return at;
+}
+
+/// The angle rope turns the pair i of a head_dim `dim` at `position` by:
+/// position * theta^(-2i/dim), in double (f32 loses digits at long
+/// positions).
+PAR_HD inline double ropeAngle(double position, double theta, int64_t i,
+                               int64_t dim) {
+  return position * pow(theta, -2.0 * double(i) / double(dim));
+}
+
 /// Rotates the pair (lo, hi) of a head by the angle whose cosine and sine
 /// are given.
 template <typename T>

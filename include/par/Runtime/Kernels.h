@@ -214,6 +214,17 @@ OptimizerScalars checkSgd(const Tensor &param, const Tensor &grad,
                           const Tensor *momentumBuf, const Tensor &lr,
                           const Tensor &newParam, const Tensor *newMomentum);
 
+void checkConcat(const std::vector<Tensor> &inputs, int64_t dim,
+                 const Tensor &out);
+/// argmax/argmin over the middle dim of [outer, len, inner].
+RowPlan planArgReduce(const Tensor &input, int64_t dim, bool max,
+                      const Tensor &out);
+void checkEmbedding(const Tensor &table, const Tensor &ids, const Tensor &out);
+/// Reads the labels (host memory here): each must be in the vocabulary.
+void checkCrossEntropy(const Tensor &logits, const Tensor &labels,
+                       const Tensor &out);
+void checkRope(const Tensor &input, float theta, const Tensor &out);
+
 /// Row-major strides of `shape`, in elements.
 std::vector<int64_t> rowMajorStrides(const Shape &shape);
 

@@ -157,12 +157,17 @@ std::unique_ptr<Collectives> createStagedCollectives(Collectives &inner,
 }
 
 std::unique_ptr<Collectives>
+createStagedCollectives(std::unique_ptr<Collectives> inner, Device &device) {
+  Collectives &ref = *inner;
+  return std::make_unique<StagedCollectives>(ref, device, std::move(inner));
+}
+
+std::unique_ptr<Collectives>
 createDeviceCollectives(std::unique_ptr<Collectives> host, Device &device) {
 #ifdef PAR_HAVE_NCCL
   return createNcclCollectives(std::move(host), device);
 #else
-  Collectives &inner = *host;
-  return std::make_unique<StagedCollectives>(inner, device, std::move(host));
+  return createStagedCollectives(std::move(host), device);
 #endif
 }
 

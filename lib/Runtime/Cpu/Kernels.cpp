@@ -963,8 +963,7 @@ void ropeAs(const Tensor &input, float theta, int64_t positionOffset,
   for (int64_t s = 0; s < seq; ++s) {
     const double position = double(s) + double(positionOffset);
     for (int64_t i = 0; i < half; ++i) {
-      double angle =
-          position * std::pow(double(theta), -2.0 * double(i) / double(dim));
+      double angle = math::ropeAngle(position, double(theta), i, dim);
       cosTable[s * half + i] = T(std::cos(angle));
       sinTable[s * half + i] = T(std::sin(angle));
     }
@@ -1353,7 +1352,8 @@ void pad(const Tensor &input, const std::vector<int64_t> &low,
                });
 }
 
-void concat(const std::vector<Tensor> &inputs, int64_t dim, Tensor &out) {
+void checkConcat(const std::vector<Tensor> &inputs, int64_t dim,
+                 const Tensor &out) {
   const std::string op = "concat";
   checkTensor(op, "out", out);
   if (inputs.empty())
@@ -1380,6 +1380,11 @@ void concat(const std::vector<Tensor> &inputs, int64_t dim, Tensor &out) {
     fail(op, "inputs add up to " + std::to_string(total) + " along dim " +
                  std::to_string(dim) + " but out " + typeStr(out) + " has " +
                  std::to_string(out.shape[dim]));
+}
+
+void concat(const std::vector<Tensor> &inputs, int64_t dim, Tensor &out) {
+  checkConcat(inputs, dim, out);
+  const size_t rank = out.shape.size();
   const int64_t outer = product(out.shape, 0, dim);
   const int64_t innerBytes =
       product(out.shape, dim + 1, rank) * int64_t(dtypeBytes(out.dtype));
@@ -1542,7 +1547,8 @@ void logSoftmax(const Tensor &input, int64_t dim, Tensor &out) {
   softmaxKernel("log_softmax", input, dim, /*log=*/true, out);
 }
 
-void argReduce(const Tensor &input, int64_t dim, bool max, Tensor &out) {
+RowPlan planArgReduce(const Tensor &input, int64_t dim, bool max,
+                      const Tensor &out) {
   const std::string op = max ? "argmax" : "argmin";
   checkTensor(op, "input", input);
   checkTensor(op, "out", out);
@@ -1563,6 +1569,13 @@ void argReduce(const Tensor &input, int64_t dim, bool max, Tensor &out) {
   if (len == 0 && out.size() > 0)
     fail(op, "dim " + std::to_string(dim) + " of " + typeStr(input) +
                  " is empty: no element to pick");
+  withNumericCompute(op, input, [](auto) {});
+  return {outer, len, inner};
+}
+
+void argReduce(const Tensor &input, int64_t dim, bool max, Tensor &out) {
+  const std::string op = max ? "argmax" : "argmin";
+  const auto [outer, len, inner] = planArgReduce(input, dim, max, out);
   std::vector<int64_t> found(size_t(outer * inner), 0);
   withNumericCompute(op, input, [&](auto tag) {
     using T = decltype(tag);
@@ -1570,18 +1583,8 @@ void argReduce(const Tensor &input, int64_t dim, bool max, Tensor &out) {
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i) {
         const T *row = x.data() + o * len * inner + i;
-        T best = row[0];
-        int64_t at = 0;
-        // The first NaN wins (as reduce max/min propagate NaN); otherwise
-        // the first extreme: ties go to the smallest index.
-        for (int64_t l = 1; l < len && !isNaN(best); ++l) {
-          T v = row[l * inner];
-          if (isNaN(v) || (max ? v > best : v < best)) {
-            best = v;
-            at = l;
-          }
-        }
-        found[size_t(o * inner + i)] = at;
+        found[size_t(o * inner + i)] = math::argExtremeRow<T>(
+            math::Strided<const T *>{row, inner}, len, max);
       }
   });
   convertBuffer(DType::I64, found.data(), out.dtype, out.data, out.size());
@@ -1858,7 +1861,7 @@ void gather(const Tensor &operand, const Tensor &indices,
   });
 }
 
-void embedding(const Tensor &table, const Tensor &ids, Tensor &out) {
+void checkEmbedding(const Tensor &table, const Tensor &ids, const Tensor &out) {
   const std::string op = "embedding";
   checkTensor(op, "table", table);
   checkTensor(op, "ids", ids);
@@ -1874,6 +1877,10 @@ void embedding(const Tensor &table, const Tensor &ids, Tensor &out) {
     fail(op, "looking up " + typeStr(ids) + " in " + typeStr(table) +
                  " gives " + shapeDesc(expected) + ", but out is " +
                  typeStr(out));
+}
+
+void embedding(const Tensor &table, const Tensor &ids, Tensor &out) {
+  checkEmbedding(table, ids, out);
   const int64_t vocab = table.shape[0];
   const int64_t rowBytes = product(table.shape, 1, table.shape.size()) *
                            int64_t(dtypeBytes(table.dtype));
@@ -1891,7 +1898,8 @@ void embedding(const Tensor &table, const Tensor &ids, Tensor &out) {
   }
 }
 
-void crossEntropy(const Tensor &logits, const Tensor &labels, Tensor &out) {
+void checkCrossEntropy(const Tensor &logits, const Tensor &labels,
+                       const Tensor &out) {
   const std::string op = "cross_entropy";
   checkTensor(op, "logits", logits);
   checkTensor(op, "labels", labels);
@@ -1909,16 +1917,25 @@ void crossEntropy(const Tensor &logits, const Tensor &labels, Tensor &out) {
   checkRank(op, "out", out, 0);
   const int64_t vocab = logits.shape.back(), tokens = labels.size();
   Input<int64_t> label(labels);
+  for (int64_t t = 0; t < tokens; ++t) {
+    const int64_t l = label[t];
+    if (l < 0 || l >= vocab)
+      fail(op, "label " + std::to_string(l) + " of token " +
+                   std::to_string(t) + " is outside the vocabulary [0, " +
+                   std::to_string(vocab) + ")");
+  }
+}
+
+void crossEntropy(const Tensor &logits, const Tensor &labels, Tensor &out) {
+  checkCrossEntropy(logits, labels, out);
+  const int64_t vocab = logits.shape.back(), tokens = labels.size();
+  Input<int64_t> label(labels);
   double total = 0;
   withFloatCompute(logits.dtype, [&](auto tag) {
     using T = decltype(tag);
     Input<T> x(logits);
     for (int64_t t = 0; t < tokens; ++t) {
       const int64_t l = label[t];
-      if (l < 0 || l >= vocab)
-        fail(op, "label " + std::to_string(l) + " of token " +
-                     std::to_string(t) + " is outside the vocabulary [0, " +
-                     std::to_string(vocab) + ")");
       total += math::crossEntropyRow<T>(x.data() + t * vocab, vocab, l);
     }
   });
@@ -1926,8 +1943,7 @@ void crossEntropy(const Tensor &logits, const Tensor &labels, Tensor &out) {
   storeElement(out.dtype, out.data, 0, tokens ? total / double(tokens) : 0.0);
 }
 
-void rope(const Tensor &input, float theta, int64_t positionOffset,
-          Tensor &out) {
+void checkRope(const Tensor &input, float theta, const Tensor &out) {
   const std::string op = "rope";
   checkTensor(op, "input", input);
   checkTensor(op, "out", out);
@@ -1939,6 +1955,11 @@ void rope(const Tensor &input, float theta, int64_t positionOffset,
                  " must be even, got " + typeStr(input));
   if (!(theta > 0) || !std::isfinite(theta))
     fail(op, "theta must be positive and finite, got " + std::to_string(theta));
+}
+
+void rope(const Tensor &input, float theta, int64_t positionOffset,
+          Tensor &out) {
+  checkRope(input, theta, out);
   withFloatCompute(input.dtype, [&](auto tag) {
     ropeAs<decltype(tag)>(input, theta, positionOffset, out);
   });

@@ -7,8 +7,9 @@
 // kernels. GEMMs go through cuBLASLt (f32/f64, and bf16/f16 storage with
 // f32 accumulation), batched over the dot's batch dims.
 //
-// Ops without a CUDA kernel yet (cudaNative() says which) run the CPU
-// kernel on host copies of their operands: correct, and slow.
+// Ops without a CUDA kernel yet (cudaNative() says which: attention and its
+// gradients, scatter_add, gather, pad) run the CPU kernel on host copies of
+// their operands: correct, and slow.
 //
 // Element access: a kernel computes in T (f32 for f32/bf16/f16 storage,
 // f64, i32, i64) and loads and stores through the storage type, decided
@@ -695,20 +696,14 @@ void sgdOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
 }
 
 //===----------------------------------------------------------------------===//
-// GEMMs through cuBLASLt
+// Lookups, losses and positions
 //===----------------------------------------------------------------------===//
 
-void checkLt(cublasStatus_t status, const char *call) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    throw KernelError(std::string("cuda: ") + call + " failed: " +
-                      cublasLtGetStatusString(status));
-}
-#define PAR_LT(call) checkLt((call), #call)
-
-/// Device memory a kernel needs for the length of one launch (packed GEMM
-/// operands, cuBLASLt's workspace). It grows to the largest request and is
-/// reused; every user runs on the one compute stream, so a later launch
-/// cannot overwrite what an earlier one still reads.
+/// Device memory a kernel needs for the length of one launch (per-row
+/// partial results, packed GEMM operands, cuBLASLt's workspace). It grows
+/// to the largest request and is reused; every user runs on the one compute
+/// stream, so a later launch cannot overwrite what an earlier one still
+/// reads.
 class Scratch {
 public:
   void *get(size_t bytes) {
@@ -726,6 +721,193 @@ private:
   void *memory_ = nullptr;
   size_t size_ = 0;
 };
+
+/// A tensor's bytes in host memory (an operand whose values a check reads).
+struct OnHost {
+  std::vector<char> bytes;
+  Tensor tensor;
+  OnHost(Stream stream, const Tensor &t) : bytes(t.bytes()), tensor(t) {
+    tensor.data = bytes.data();
+    if (!bytes.empty()) {
+      PAR_CUDA_KERNEL(cudaMemcpyAsync(bytes.data(), t.data, bytes.size(),
+                                      cudaMemcpyDeviceToHost,
+                                      streamOf(stream)));
+      PAR_CUDA_KERNEL(cudaStreamSynchronize(streamOf(stream)));
+    }
+  }
+};
+
+template <typename W>
+__global__ void embeddingKernel(const W *table, DType idType, const void *ids,
+                                int64_t vocab, int64_t rowLen, W *out,
+                                int64_t n) {
+  PAR_GRID_STRIDE(i, n) {
+    const int64_t id = loadAs<int64_t>(idType, ids, i / rowLen);
+    out[i] = id >= 0 && id < vocab ? table[id * rowLen + i % rowLen] : W(0);
+  }
+}
+
+void embeddingOp(Stream stream, const Attrs &, const Tensors &in,
+                 Tensors &out) {
+  const Tensor &table = in[0], &ids = in[1];
+  checkEmbedding(table, ids, out[0]);
+  int64_t rowLen = 1;
+  for (size_t d = 1; d < table.shape.size(); ++d)
+    rowLen *= table.shape[d];
+  if (rowLen == 0)
+    return;
+  withWidth(dtypeBytes(table.dtype), [&](auto width) {
+    using W = decltype(width);
+    launch("embedding", stream, out[0].size(), embeddingKernel<W>,
+           static_cast<const W *>(table.data), ids.dtype,
+           (const void *)ids.data, table.shape[0], rowLen,
+           static_cast<W *>(out[0].data), out[0].size());
+  });
+}
+
+template <typename T>
+__global__ void crossEntropyRows(DType type, const void *logits,
+                                 DType labelType, const void *labels,
+                                 int64_t vocab, double *loss, int64_t tokens) {
+  PAR_GRID_STRIDE(t, tokens) {
+    loss[t] = math::crossEntropyRow<T>(
+        View<T>{type, const_cast<void *>(logits), t * vocab, 1}, vocab,
+        loadAs<int64_t>(labelType, labels, t));
+  }
+}
+
+/// The mean of the per-token losses, summed in token order as on the CPU.
+__global__ void meanOfRows(const double *loss, int64_t tokens, DType type,
+                           void *out) {
+  if (blockIdx.x != 0 || threadIdx.x != 0)
+    return;
+  double total = 0;
+  for (int64_t t = 0; t < tokens; ++t)
+    total += loss[t];
+  storeAs<double>(type, out, 0, tokens ? total / double(tokens) : 0.0);
+}
+
+Scratch &rowScratch() {
+  static Scratch *scratch = new Scratch();
+  return *scratch;
+}
+
+void crossEntropyOp(Stream stream, const Attrs &, const Tensors &in,
+                    Tensors &out) {
+  const Tensor &logits = in[0], &labels = in[1];
+  OnHost hostLabels(stream, labels);
+  checkCrossEntropy(logits, hostLabels.tensor, out[0]);
+  const int64_t vocab = logits.shape.back(), tokens = labels.size();
+  auto *loss = static_cast<double *>(
+      rowScratch().get(std::max<size_t>(size_t(tokens) * sizeof(double), 8)));
+  withFloat(logits.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch("cross_entropy", stream, tokens, crossEntropyRows<T>, logits.dtype,
+           (const void *)logits.data, labels.dtype, (const void *)labels.data,
+           vocab, loss, tokens);
+  });
+  meanOfRows<<<1, 1, 0, streamOf(stream)>>>(loss, tokens, out[0].dtype,
+                                             out[0].data);
+  checkLaunch("cross_entropy");
+}
+
+template <typename T>
+__global__ void ropeKernel(DType type, const void *x, void *y, int64_t seq,
+                           int64_t heads, int64_t dim, double theta,
+                           int64_t positionOffset, int64_t pairs) {
+  PAR_GRID_STRIDE(p, pairs) {
+    const int64_t half = dim / 2;
+    const int64_t i = p % half, row = p / half; // row over [B, S, H]
+    const int64_t s = (row / heads) % seq;
+    const double angle =
+        math::ropeAngle(double(s) + double(positionOffset), theta, i, dim);
+    const int64_t base = row * dim;
+    T lo, hi;
+    math::ropePair(loadAs<T>(type, x, base + i),
+                   loadAs<T>(type, x, base + i + half), T(cos(angle)),
+                   T(sin(angle)), lo, hi);
+    storeAs<T>(type, y, base + i, lo);
+    storeAs<T>(type, y, base + i + half, hi);
+  }
+}
+
+void ropeOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
+  const float theta = float(a.theta);
+  checkRope(in[0], theta, out[0]);
+  int64_t offset = a.positionOffset;
+  if (in.size() > 1) {
+    OnHost position(stream, in[1]);
+    offset += int64_t(scalarValue(position.tensor));
+  }
+  const Shape &shape = in[0].shape;
+  const int64_t pairs = in[0].size() / 2;
+  withFloat(in[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch("rope", stream, pairs, ropeKernel<T>, in[0].dtype,
+           (const void *)in[0].data, out[0].data, shape[1], shape[2], shape[3],
+           double(theta), offset, pairs);
+  });
+}
+
+template <typename T>
+__global__ void argExtremeKernel(DType type, const void *x, RowPlan plan,
+                                 bool max, DType outType, void *y,
+                                 int64_t rows) {
+  PAR_GRID_STRIDE(r, rows) {
+    const int64_t o = r / plan.inner, i = r % plan.inner;
+    const int64_t at = math::argExtremeRow<T>(
+        View<T>{type, const_cast<void *>(x), o * plan.len * plan.inner + i,
+                plan.inner},
+        plan.len, max);
+    storeAs<int64_t>(outType, y, r, at);
+  }
+}
+
+template <bool max>
+void argExtremeOp(Stream stream, const Attrs &a, const Tensors &in,
+                  Tensors &out) {
+  RowPlan plan = planArgReduce(in[0], a.dim, max, out[0]);
+  withCompute(in[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch(max ? "argmax" : "argmin", stream, plan.outer * plan.inner,
+           argExtremeKernel<T>, in[0].dtype, (const void *)in[0].data, plan,
+           max, out[0].dtype, out[0].data, plan.outer * plan.inner);
+  });
+}
+
+/// Each input's rows of `len_j * inner` elements go to their place in the
+/// rows of `total * inner` of the result: one 2-D copy per input.
+void concatOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
+  checkConcat(in, a.dim, out[0]);
+  const Tensor &result = out[0];
+  const size_t bytes = dtypeBytes(result.dtype);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < a.dim; ++d)
+    outer *= result.shape[size_t(d)];
+  for (size_t d = size_t(a.dim) + 1; d < result.shape.size(); ++d)
+    inner *= result.shape[d];
+  const size_t rowBytes = size_t(result.shape[size_t(a.dim)] * inner) * bytes;
+  size_t at = 0;
+  for (const Tensor &t : in) {
+    const size_t chunk = size_t(t.shape[size_t(a.dim)] * inner) * bytes;
+    if (chunk > 0 && outer > 0)
+      PAR_CUDA_KERNEL(cudaMemcpy2DAsync(
+          static_cast<char *>(result.data) + at, rowBytes, t.data, chunk,
+          chunk, size_t(outer), cudaMemcpyDeviceToDevice, streamOf(stream)));
+    at += chunk;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// GEMMs through cuBLASLt
+//===----------------------------------------------------------------------===//
+
+void checkLt(cublasStatus_t status, const char *call) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw KernelError(std::string("cuda: ") + call + " failed: " +
+                      cublasLtGetStatusString(status));
+}
+#define PAR_LT(call) checkLt((call), #call)
 
 /// cuBLASLt's handle and the scratch of the GEMMs (one set per process:
 /// a rank drives one GPU).
@@ -936,6 +1118,12 @@ Table build() {
   set(OpCode::Adamw, adamwOp);
   set(OpCode::Sgd, sgdOp);
   set(OpCode::Dot, dotOp);
+  set(OpCode::Embedding, embeddingOp);
+  set(OpCode::CrossEntropy, crossEntropyOp);
+  set(OpCode::Rope, ropeOp);
+  set(OpCode::Argmax, argExtremeOp<true>);
+  set(OpCode::Argmin, argExtremeOp<false>);
+  set(OpCode::Concat, concatOp);
   return t;
 }
 

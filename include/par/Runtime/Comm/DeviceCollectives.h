@@ -26,6 +26,9 @@ namespace par::rt {
 /// call.
 std::unique_ptr<Collectives> createStagedCollectives(Collectives &inner,
                                                      Device &device);
+/// The same, owning `inner`.
+std::unique_ptr<Collectives>
+createStagedCollectives(std::unique_ptr<Collectives> inner, Device &device);
 /// The collectives `device` runs on (NCCL where built in, staged
 /// otherwise), owning the host communicator `host`; `device` must outlive
 /// the result.

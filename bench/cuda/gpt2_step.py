@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""A GPT-2 124M training step (bf16 compute, AdamW, batch 8 x 1024) on one
+GPU: par-run's CUDA backend against PyTorch eager on the same device.
+
+par's program is compiled beforehand by bench/cuda/prepare.py
+(deps/programs-bench/gpt2-124m.parprog); PyTorch's model is the same
+architecture (learned positions, pre-norm blocks, GELU MLP of 4x, tied
+head, biases) written here. Prints tokens/s of each and the ratio, and
+MFU against the device's bf16 peak when --peak-tflops is given.
+"""
+import argparse
+import re
+import subprocess
+import sys
+import time
+
+
+def torch_eager(batch, seq, steps, layers=12, heads=12, width=768, vocab=50257):
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
+            self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+            self.up, self.down = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+
+        def forward(self, x):
+            b, s, _ = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(width, dim=2)
+            q, k, v = (t.view(b, s, heads, width // heads).transpose(1, 2) for t in (q, k, v))
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(a.transpose(1, 2).reshape(b, s, width))
+            return x + self.down(F.gelu(self.up(self.ln2(x)), approximate="tanh"))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(vocab, width), nn.Embedding(seq, width)
+            self.blocks = nn.ModuleList(Block() for _ in range(layers))
+            self.ln = nn.LayerNorm(width)
+
+        def forward(self, tokens, targets):
+            x = self.wte(tokens) + self.wpe(torch.arange(tokens.shape[1], device=tokens.device))
+            for block in self.blocks:
+                x = block(x)
+            logits = self.ln(x) @ self.wte.weight.t()
+            return F.cross_entropy(logits.view(-1, vocab).float(), targets.view(-1))
+
+    device = "cuda"
+    model = GPT().to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)
+    tokens = torch.randint(0, vocab, (batch, seq), device=device)
+    targets = torch.randint(0, vocab, (batch, seq), device=device)
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(tokens, targets)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    for _ in range(2):
+        step()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+    return batch * seq * steps / (time.perf_counter() - start)
+
+
+def par_step(par_run, program, steps):
+    proc = subprocess.run([par_run, program, "--backend=cuda", "--steps", str(steps + 1),
+                           "--log-every", "1"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError((proc.stdout + proc.stderr).strip().splitlines()[-1])
+    rates = [float(m.group(1)) for m in
+             re.finditer(r"^step \d+\s+loss \S+\s+(\S+) tokens/s", proc.stdout, re.M)]
+    # The first step warms up (cuBLASLt heuristics, NCCL, allocations).
+    return sorted(rates[1:])[len(rates[1:]) // 2] if len(rates) > 1 else float("nan")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--par-run", required=True)
+    parser.add_argument("--program", required=True)
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--seq", type=int, default=1024)
+    args = parser.parse_args()
+    flops = 6 * 124e6 * args.batch * args.seq  # per step, weights only
+    rows = []
+    try:
+        rows.append(("PyTorch eager", torch_eager(args.batch, args.seq, args.steps)))
+    except Exception as err:  # noqa: BLE001 - reported in the table
+        rows.append(("PyTorch eager", float("nan")))
+        print(f"PyTorch eager: {err}", file=sys.stderr)
+    try:
+        rows.append(("par (cuda)", par_step(args.par_run, args.program, args.steps)))
+    except Exception as err:  # noqa: BLE001
+        rows.append(("par (cuda)", float("nan")))
+        print(f"par: {err}", file=sys.stderr)
+    print(f"| GPT-2 124M step, bf16, {args.batch} x {args.seq} | tokens/s | TFLOP/s (6N) |")
+    print("|---|---:|---:|")
+    for name, rate in rows:
+        print(f"| {name} | {rate:,.0f} | {rate * flops / (args.batch * args.seq) / 1e12:.1f} |")
+    if rows[0][1] == rows[0][1] and rows[1][1] == rows[1][1]:
+        print(f"par / PyTorch eager: {rows[1][1] / rows[0][1]:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
