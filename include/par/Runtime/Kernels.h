@@ -216,6 +216,30 @@ OptimizerScalars checkSgd(const Tensor &param, const Tensor &grad,
 
 void checkConcat(const std::vector<Tensor> &inputs, int64_t dim,
                  const Tensor &out);
+/// pad: every result element holds `fill` (one element of out's type),
+/// then input element idx (row-major) goes to offset + sum idx[d] steps[d].
+struct PadPlan {
+  std::vector<char> fill;
+  int64_t offset = 0;
+  std::vector<int64_t> steps;
+};
+PadPlan planPad(const Tensor &input, const std::vector<int64_t> &low,
+                const std::vector<int64_t> &high,
+                const std::vector<int64_t> &interior, double fill,
+                const Tensor &out);
+/// scatter_add and gather: entry e of the indices [entries..., k] selects
+/// the operand slice at start(e) = sum_j c_j indexSteps[j] (skipped when a
+/// coordinate c_j is outside [0, indexLimits[j])); element i of a slice
+/// (row-major over sliceShape) is at start(e) + sum idx[d] sliceSteps[d].
+struct SlicePlan {
+  std::vector<int64_t> sliceShape, sliceSteps, indexSteps, indexLimits;
+  int64_t entries = 0, sliceSize = 0;
+};
+SlicePlan planScatterAdd(const Tensor &operand, const Tensor &indices,
+                         const Tensor &updates,
+                         const std::vector<int64_t> &dims, const Tensor &out);
+SlicePlan planGather(const Tensor &operand, const Tensor &indices,
+                     const std::vector<int64_t> &dims, const Tensor &out);
 /// argmax/argmin over the middle dim of [outer, len, inner].
 RowPlan planArgReduce(const Tensor &input, int64_t dim, bool max,
                       const Tensor &out);

@@ -1279,9 +1279,10 @@ void slice(const Tensor &input, const std::vector<int64_t> &starts,
     gatherElements(input, plan, out);
 }
 
-void pad(const Tensor &input, const std::vector<int64_t> &low,
-         const std::vector<int64_t> &high,
-         const std::vector<int64_t> &interior, double fill, Tensor &out) {
+PadPlan planPad(const Tensor &input, const std::vector<int64_t> &low,
+                const std::vector<int64_t> &high,
+                const std::vector<int64_t> &interior, double fill,
+                const Tensor &out) {
   const std::string op = "pad";
   checkTensor(op, "input", input);
   checkTensor(op, "out", out);
@@ -1312,7 +1313,9 @@ void pad(const Tensor &input, const std::vector<int64_t> &low,
   // One element of the fill in out's type (an integer type takes an
   // infinity as its extreme).
   const size_t bytes = dtypeBytes(out.dtype);
-  std::vector<char> one(bytes);
+  PadPlan plan;
+  std::vector<char> &one = plan.fill;
+  one.resize(bytes);
   if (isFloat(out.dtype)) {
     convertBuffer(DType::F64, &fill, out.dtype, one.data(), 1);
   } else {
@@ -1334,16 +1337,27 @@ void pad(const Tensor &input, const std::vector<int64_t> &low,
       value = int64_t(fill);
     convertBuffer(DType::I64, &value, out.dtype, one.data(), 1);
   }
+  // Each input element lands at low + index * (interior + 1).
+  std::vector<int64_t> outStride = rowMajorStrides(out.shape);
+  plan.steps.resize(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    plan.steps[d] = outStride[d] * (inner[d] + 1);
+    plan.offset += low[d] * outStride[d];
+  }
+  return plan;
+}
+
+void pad(const Tensor &input, const std::vector<int64_t> &low,
+         const std::vector<int64_t> &high,
+         const std::vector<int64_t> &interior, double fill, Tensor &out) {
+  PadPlan plan = planPad(input, low, high, interior, fill, out);
+  const size_t bytes = dtypeBytes(out.dtype);
+  const std::vector<char> &one = plan.fill;
+  const std::vector<int64_t> &step = plan.steps;
+  const int64_t base = plan.offset;
   char *dst = static_cast<char *>(out.data);
   for (int64_t i = 0; i < out.size(); ++i)
     std::memcpy(dst + size_t(i) * bytes, one.data(), bytes);
-  // Each input element lands at low + index * (interior + 1).
-  std::vector<int64_t> outStride = rowMajorStrides(out.shape), step(rank);
-  int64_t base = 0;
-  for (size_t d = 0; d < rank; ++d) {
-    step[d] = outStride[d] * (inner[d] + 1);
-    base += low[d] * outStride[d];
-  }
   const char *src = static_cast<const char *>(input.data);
   forEachIndex(input.shape, rowMajorStrides(input.shape), step,
                [&](int64_t from, int64_t to) {
@@ -1741,6 +1755,22 @@ struct IndexedSlices {
   std::vector<int64_t> sliceDims; // the non-indexed dims, in order
   int64_t k = 0, entries = 0, sliceSize = 0;
 
+  /// What a backend launches from: the same geometry, in plain numbers.
+  SlicePlan plan(const Tensor &operand, const std::vector<int64_t> &dims) const {
+    SlicePlan p;
+    p.entries = entries;
+    p.sliceSize = sliceSize;
+    for (int64_t d : sliceDims) {
+      p.sliceShape.push_back(operand.shape[size_t(d)]);
+      p.sliceSteps.push_back(stride[size_t(d)]);
+    }
+    for (int64_t d : dims) {
+      p.indexSteps.push_back(stride[size_t(d)]);
+      p.indexLimits.push_back(operand.shape[size_t(d)]);
+    }
+    return p;
+  }
+
   IndexedSlices(const std::string &op, const Tensor &operand,
                 const Tensor &indices, const std::vector<int64_t> &dims,
                 const std::string &slicesName, const Tensor &slices) {
@@ -1805,9 +1835,9 @@ struct IndexedSlices {
 };
 } // namespace
 
-void scatterAdd(const Tensor &operand, const Tensor &indices,
-                const Tensor &updates, const std::vector<int64_t> &dims,
-                Tensor &out) {
+SlicePlan planScatterAdd(const Tensor &operand, const Tensor &indices,
+                         const Tensor &updates,
+                         const std::vector<int64_t> &dims, const Tensor &out) {
   const std::string op = "scatter_add";
   checkTensor(op, "operand", operand);
   checkTensor(op, "indices", indices);
@@ -1818,6 +1848,28 @@ void scatterAdd(const Tensor &operand, const Tensor &indices,
   if (operand.shape != out.shape)
     fail(op, "out " + typeStr(out) + " must have the operand's shape " +
                  typeStr(operand));
+  IndexedSlices geometry(op, operand, indices, dims, "updates", updates);
+  withNumericCompute(op, operand, [](auto) {});
+  return geometry.plan(operand, dims);
+}
+
+SlicePlan planGather(const Tensor &operand, const Tensor &indices,
+                     const std::vector<int64_t> &dims, const Tensor &out) {
+  const std::string op = "gather";
+  checkTensor(op, "operand", operand);
+  checkTensor(op, "indices", indices);
+  checkTensor(op, "out", out);
+  checkSameDType(op, "operand", operand, "out", out);
+  IndexedSlices geometry(op, operand, indices, dims, "out", out);
+  withNumericCompute(op, operand, [](auto) {});
+  return geometry.plan(operand, dims);
+}
+
+void scatterAdd(const Tensor &operand, const Tensor &indices,
+                const Tensor &updates, const std::vector<int64_t> &dims,
+                Tensor &out) {
+  const std::string op = "scatter_add";
+  planScatterAdd(operand, indices, updates, dims, out);
   IndexedSlices geometry(op, operand, indices, dims, "updates", updates);
   withNumericCompute(op, operand, [&](auto tag) {
     using T = decltype(tag);
@@ -1839,10 +1891,7 @@ void scatterAdd(const Tensor &operand, const Tensor &indices,
 void gather(const Tensor &operand, const Tensor &indices,
             const std::vector<int64_t> &dims, Tensor &out) {
   const std::string op = "gather";
-  checkTensor(op, "operand", operand);
-  checkTensor(op, "indices", indices);
-  checkTensor(op, "out", out);
-  checkSameDType(op, "operand", operand, "out", out);
+  planGather(operand, indices, dims, out);
   IndexedSlices geometry(op, operand, indices, dims, "out", out);
   withNumericCompute(op, operand, [&](auto tag) {
     using T = decltype(tag);

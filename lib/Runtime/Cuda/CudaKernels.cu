@@ -8,8 +8,9 @@
 // f32 accumulation), batched over the dot's batch dims.
 //
 // Ops without a CUDA kernel yet (cudaNative() says which: attention and its
-// gradients, scatter_add, gather, pad) run the CPU kernel on host copies of
-// their operands: correct, and slow.
+// two gradients) run the CPU kernel on host copies of their operands:
+// correct, and slow. So do calls whose index spaces have more dims than a
+// kernel takes (kMaxRank after merging).
 //
 // Element access: a kernel computes in T (f32 for f32/bf16/f16 storage,
 // f64, i32, i64) and loads and stores through the storage type, decided
@@ -30,6 +31,7 @@
 #include <cuda_runtime.h>
 
 #include <array>
+#include <cstring>
 #include <cmath>
 #include <mutex>
 #include <utility>
@@ -899,6 +901,152 @@ void concatOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
 }
 
 //===----------------------------------------------------------------------===//
+// Pad, gather and scatter-add
+//===----------------------------------------------------------------------===//
+
+template <typename W>
+__global__ void placeKernel(const W *x, int64_t offset, Strides to, W *y,
+                            int64_t n) {
+  PAR_GRID_STRIDE(i, n) { y[offset + offsetOf(to, i)] = x[i]; }
+}
+
+void padOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
+  PadPlan plan = planPad(in[0], a.low, a.high, a.interior, a.fill, out[0]);
+  Strides to;
+  if (!makeStrides(in[0].shape, plan.steps, to))
+    return onHost(OpCode::Pad, stream, a, in, out);
+  withWidth(dtypeBytes(out[0].dtype), [&](auto width) {
+    using W = decltype(width);
+    W pattern{};
+    std::memcpy(&pattern, plan.fill.data(), sizeof(W));
+    launch("pad", stream, out[0].size(), fillKernel<W>, pattern,
+           static_cast<W *>(out[0].data), out[0].size());
+    launch("pad", stream, in[0].size(), placeKernel<W>,
+           static_cast<const W *>(in[0].data), plan.offset, to,
+           static_cast<W *>(out[0].data), in[0].size());
+  });
+}
+
+/// The indexed dims of a SlicePlan, for a kernel.
+struct IndexSpace {
+  int k = 0;
+  int64_t step[kMaxRank] = {}, limit[kMaxRank] = {};
+};
+
+/// Where entry e's slice starts, or -1 when a coordinate is outside.
+__device__ int64_t sliceStart(const IndexSpace &index, DType type,
+                              const void *indices, int64_t e) {
+  int64_t start = 0;
+  for (int j = 0; j < index.k; ++j) {
+    const int64_t c = loadAs<int64_t>(type, indices, e * index.k + j);
+    if (c < 0 || c >= index.limit[j])
+      return -1;
+    start += c * index.step[j];
+  }
+  return start;
+}
+
+/// The plan's index and slice spaces; false when either has too many dims.
+bool sliceSpaces(const SlicePlan &plan, IndexSpace &index, Strides &slice) {
+  if (plan.indexSteps.size() > size_t(kMaxRank) ||
+      !makeStrides(plan.sliceShape, plan.sliceSteps, slice))
+    return false;
+  index.k = int(plan.indexSteps.size());
+  for (int j = 0; j < index.k; ++j) {
+    index.step[j] = plan.indexSteps[size_t(j)];
+    index.limit[j] = plan.indexLimits[size_t(j)];
+  }
+  return true;
+}
+
+template <typename T>
+__global__ void gatherSlicesKernel(DType type, const void *operand,
+                                   IndexSpace index, DType indexType,
+                                   const void *indices, Strides slice,
+                                   int64_t sliceSize, void *out, int64_t n) {
+  PAR_GRID_STRIDE(o, n) {
+    const int64_t e = o / sliceSize, i = o % sliceSize;
+    const int64_t start = sliceStart(index, indexType, indices, e);
+    // Entries outside the operand read zeros.
+    storeAs<T>(type, out, o,
+               start < 0 ? T(0)
+                         : loadAs<T>(type, operand, start + offsetOf(slice, i)));
+  }
+}
+
+void gatherOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
+  SlicePlan plan = planGather(in[0], in[1], a.dims, out[0]);
+  IndexSpace index;
+  Strides slice;
+  if (!sliceSpaces(plan, index, slice))
+    return onHost(OpCode::Gather, stream, a, in, out);
+  if (plan.sliceSize == 0) {
+    if (out[0].bytes())
+      PAR_CUDA_KERNEL(cudaMemsetAsync(out[0].data, 0, out[0].bytes(),
+                                      streamOf(stream)));
+    return;
+  }
+  withCompute(out[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch("gather", stream, out[0].size(), gatherSlicesKernel<T>,
+           out[0].dtype, (const void *)in[0].data, index, in[1].dtype,
+           (const void *)in[1].data, slice, plan.sliceSize, out[0].data,
+           out[0].size());
+  });
+}
+
+template <typename T>
+__global__ void loadAllKernel(DType type, const void *x, T *y, int64_t n) {
+  PAR_GRID_STRIDE(i, n) { y[i] = loadAs<T>(type, x, i); }
+}
+template <typename T>
+__global__ void storeAllKernel(const T *x, DType type, void *y, int64_t n) {
+  PAR_GRID_STRIDE(i, n) { storeAs<T>(type, y, i, x[i]); }
+}
+
+/// One thread per slice element i adds entry after entry in order, as the
+/// CPU does: element i of every slice is a distinct location from element
+/// j != i of any slice, so no two threads touch one location and the sums
+/// are deterministic. Accumulates in T, rounded into the result once.
+template <typename T>
+__global__ void scatterAddKernel(T *result, IndexSpace index, DType indexType,
+                                 const void *indices, Strides slice,
+                                 int64_t entries, int64_t sliceSize,
+                                 DType type, const void *updates) {
+  PAR_GRID_STRIDE(i, sliceSize) {
+    const int64_t at = offsetOf(slice, i);
+    for (int64_t e = 0; e < entries; ++e) {
+      const int64_t start = sliceStart(index, indexType, indices, e);
+      if (start >= 0)
+        result[start + at] = math::wrapAdd(
+            result[start + at], loadAs<T>(type, updates, e * sliceSize + i));
+    }
+  }
+}
+
+void scatterAddOp(Stream stream, const Attrs &a, const Tensors &in,
+                  Tensors &out) {
+  SlicePlan plan = planScatterAdd(in[0], in[1], in[2], a.dims, out[0]);
+  IndexSpace index;
+  Strides slice;
+  if (!sliceSpaces(plan, index, slice))
+    return onHost(OpCode::ScatterAdd, stream, a, in, out);
+  const Tensor &result = out[0];
+  withCompute(result.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T *acc = static_cast<T *>(
+        rowScratch().get(std::max<size_t>(size_t(result.size()) * sizeof(T), 8)));
+    launch("scatter_add", stream, result.size(), loadAllKernel<T>,
+           in[0].dtype, (const void *)in[0].data, acc, result.size());
+    launch("scatter_add", stream, plan.sliceSize, scatterAddKernel<T>, acc,
+           index, in[1].dtype, (const void *)in[1].data, slice, plan.entries,
+           plan.sliceSize, in[2].dtype, (const void *)in[2].data);
+    launch("scatter_add", stream, result.size(), storeAllKernel<T>,
+           (const T *)acc, result.dtype, result.data, result.size());
+  });
+}
+
+//===----------------------------------------------------------------------===//
 // GEMMs through cuBLASLt
 //===----------------------------------------------------------------------===//
 
@@ -1124,6 +1272,9 @@ Table build() {
   set(OpCode::Argmax, argExtremeOp<true>);
   set(OpCode::Argmin, argExtremeOp<false>);
   set(OpCode::Concat, concatOp);
+  set(OpCode::Pad, padOp);
+  set(OpCode::Gather, gatherOp);
+  set(OpCode::ScatterAdd, scatterAddOp);
   return t;
 }
 
