@@ -21,6 +21,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Runtime/Device.h"
+#ifdef PAR_HAVE_CUDA_BACKEND
+#include "par/Runtime/Cuda/CudaBackend.h"
+#endif
 #include "par/Runtime/Kernels.h"
 
 #include <gtest/gtest.h>
@@ -537,6 +540,19 @@ TEST(ConformanceBackends, UnknownBackendIsAClearError) {
     EXPECT_NE(std::string(e.what()).find("cpu"), std::string::npos);
   }
 }
+
+#ifdef PAR_HAVE_CUDA_BACKEND
+// No compute op falls back to the host as a whole (a call a kernel does
+// not take still may): checked from the table, so without a GPU too.
+TEST(ConformanceBackends, CudaHasAKernelForEveryComputeOp) {
+  for (int i = 0; i < par::catalogue::kNumOps; ++i) {
+    const par::catalogue::OpSpec &spec = par::catalogue::kOps[i];
+    if (!spec.usesGroup)
+      EXPECT_TRUE(cudaNative(spec.code))
+          << spec.name << " runs on the host on the CUDA backend";
+  }
+}
+#endif
 
 INSTANTIATE_TEST_SUITE_P(Backends, Conformance,
                          ::testing::ValuesIn(availableBackends()),

@@ -413,6 +413,27 @@ PAR_HD inline double ropeAngle(double position, double theta, int64_t i,
   return position * pow(theta, -2.0 * double(i) / double(dim));
 }
 
+/// Which keys attention's query rows see. Offsets beyond [-seq - 1, keys]
+/// behave like those bounds, so s + offset cannot overflow.
+struct AttentionMask {
+  bool causal;
+  int64_t offset, keys;
+  PAR_HD AttentionMask(bool causal, int64_t positionOffset, int64_t seq,
+                       int64_t keys)
+      : causal(causal),
+        offset(positionOffset < -seq - 1 ? -seq - 1
+               : positionOffset > keys   ? keys
+                                         : positionOffset),
+        keys(keys) {}
+  /// Keys that query row s sees (a prefix of the keys).
+  PAR_HD int64_t visible(int64_t s) const {
+    if (!causal)
+      return keys;
+    const int64_t n = s + offset + 1;
+    return n < 0 ? 0 : n > keys ? keys : n;
+  }
+};
+
 /// Rotates the pair (lo, hi) of a head by the angle whose cosine and sine
 /// are given.
 template <typename T>

@@ -248,6 +248,16 @@ void checkEmbedding(const Tensor &table, const Tensor &ids, const Tensor &out);
 void checkCrossEntropy(const Tensor &logits, const Tensor &labels,
                        const Tensor &out);
 void checkRope(const Tensor &input, float theta, const Tensor &out);
+/// `stats` may be null (no statistics asked).
+void checkAttention(const Tensor &q, const Tensor &k, const Tensor &v,
+                    const Tensor &out, const Tensor *stats);
+void checkAttentionGradQ(const Tensor &q, const Tensor &k, const Tensor &v,
+                         const Tensor &out, const Tensor &gradOut,
+                         const Tensor &stats, const Tensor &gradQ);
+void checkAttentionGradKv(const Tensor &q, const Tensor &k, const Tensor &v,
+                          const Tensor &out, const Tensor &gradOut,
+                          const Tensor &stats, const Tensor &gradK,
+                          const Tensor &gradV);
 
 /// Row-major strides of `shape`, in elements.
 std::vector<int64_t> rowMajorStrides(const Shape &shape);

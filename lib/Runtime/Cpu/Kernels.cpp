@@ -675,23 +675,18 @@ constexpr int64_t kQueryTile = 64, kKeyTile = 128;
 /// its mask, shared by the forward kernel and both gradient kernels.
 struct AttentionShape {
   int64_t batch, seq, heads, dim, keys, kvHeads, group;
-  bool causal;
-  int64_t offset; // clamped: s + offset cannot overflow
+  math::AttentionMask mask;
   blasint qld, kvld;
 
   AttentionShape(const char *op, const Tensor &q, const Tensor &k, bool causal,
                  int64_t positionOffset)
       : batch(q.shape[0]), seq(q.shape[1]), heads(q.shape[2]), dim(q.shape[3]),
         keys(k.shape[1]), kvHeads(k.shape[2]), group(heads / kvHeads),
-        causal(causal),
-        // Offsets beyond these bounds behave like the bounds.
-        offset(std::clamp<int64_t>(positionOffset, -seq - 1, keys)),
+        mask(causal, positionOffset, seq, keys),
         qld(blasDim(op, heads * dim)), kvld(blasDim(op, kvHeads * dim)) {}
 
   /// Keys that query row s sees (a prefix of the keys).
-  int64_t visible(int64_t s) const {
-    return causal ? std::clamp<int64_t>(s + offset + 1, 0, keys) : keys;
-  }
+  int64_t visible(int64_t s) const { return mask.visible(s); }
   int64_t queryIndex(int64_t b, int64_t s, int64_t h) const {
     return (b * seq + s) * heads + h;
   }
@@ -1697,23 +1692,27 @@ static void checkAttentionStats(const std::string &op, const Tensor &stats,
                  typeStr(stats));
 }
 
-void attention(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
-               float scale, int64_t positionOffset, Tensor &out,
-               Tensor *stats) {
+void checkAttention(const Tensor &q, const Tensor &k, const Tensor &v,
+                    const Tensor &out, const Tensor *stats) {
   const std::string op = "attention";
   checkAttentionOperands(op, q, k, v, out, "out");
   if (stats)
     checkAttentionStats(op, *stats, q);
+}
+
+void attention(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
+               float scale, int64_t positionOffset, Tensor &out,
+               Tensor *stats) {
+  checkAttention(q, k, v, out, stats);
   withFloatCompute(q.dtype, [&](auto tag) {
     attentionAs<decltype(tag)>(q, k, v, causal, scale, positionOffset, out,
                                stats);
   });
 }
 
-void attentionGradQ(const Tensor &q, const Tensor &k, const Tensor &v,
-                    const Tensor &out, const Tensor &gradOut,
-                    const Tensor &stats, bool causal, float scale,
-                    int64_t positionOffset, Tensor &gradQ) {
+void checkAttentionGradQ(const Tensor &q, const Tensor &k, const Tensor &v,
+                         const Tensor &out, const Tensor &gradOut,
+                         const Tensor &stats, const Tensor &gradQ) {
   const std::string op = "attention_grad_q";
   checkAttentionOperands(op, q, k, v, gradQ, "grad_q");
   checkTensor(op, "out", out);
@@ -1721,16 +1720,23 @@ void attentionGradQ(const Tensor &q, const Tensor &k, const Tensor &v,
   checkSameType(op, "q", q, "out", out);
   checkSameType(op, "q", q, "grad_out", gradOut);
   checkAttentionStats(op, stats, q);
+}
+
+void attentionGradQ(const Tensor &q, const Tensor &k, const Tensor &v,
+                    const Tensor &out, const Tensor &gradOut,
+                    const Tensor &stats, bool causal, float scale,
+                    int64_t positionOffset, Tensor &gradQ) {
+  checkAttentionGradQ(q, k, v, out, gradOut, stats, gradQ);
   withFloatCompute(q.dtype, [&](auto tag) {
     attentionGradQAs<decltype(tag)>(q, k, v, out, gradOut, stats, causal, scale,
                                     positionOffset, gradQ);
   });
 }
 
-void attentionGradKv(const Tensor &q, const Tensor &k, const Tensor &v,
-                     const Tensor &out, const Tensor &gradOut,
-                     const Tensor &stats, bool causal, float scale,
-                     int64_t positionOffset, Tensor &gradK, Tensor &gradV) {
+void checkAttentionGradKv(const Tensor &q, const Tensor &k, const Tensor &v,
+                          const Tensor &out, const Tensor &gradOut,
+                          const Tensor &stats, const Tensor &gradK,
+                          const Tensor &gradV) {
   const std::string op = "attention_grad_kv";
   checkAttentionOperands(op, q, k, v, out, "out");
   checkTensor(op, "grad_out", gradOut);
@@ -1740,6 +1746,13 @@ void attentionGradKv(const Tensor &q, const Tensor &k, const Tensor &v,
   checkSameType(op, "k", k, "grad_k", gradK);
   checkSameType(op, "k", k, "grad_v", gradV);
   checkAttentionStats(op, stats, q);
+}
+
+void attentionGradKv(const Tensor &q, const Tensor &k, const Tensor &v,
+                     const Tensor &out, const Tensor &gradOut,
+                     const Tensor &stats, bool causal, float scale,
+                     int64_t positionOffset, Tensor &gradK, Tensor &gradV) {
+  checkAttentionGradKv(q, k, v, out, gradOut, stats, gradK, gradV);
   withFloatCompute(q.dtype, [&](auto tag) {
     attentionGradKvAs<decltype(tag)>(q, k, v, out, gradOut, stats, causal,
                                      scale, positionOffset, gradK, gradV);

@@ -7,10 +7,10 @@
 // kernels. GEMMs go through cuBLASLt (f32/f64, and bf16/f16 storage with
 // f32 accumulation), batched over the dot's batch dims.
 //
-// Ops without a CUDA kernel yet (cudaNative() says which: attention and its
-// two gradients) run the CPU kernel on host copies of their operands:
-// correct, and slow. So do calls whose index spaces have more dims than a
-// kernel takes (kMaxRank after merging).
+// Every compute op has a CUDA kernel. Calls a kernel does not take (index
+// spaces of more than kMaxRank dims after merging, attention heads wider
+// than kMaxHeadDim) run the CPU kernel on host copies of their operands:
+// correct, and slow.
 //
 // Element access: a kernel computes in T (f32 for f32/bf16/f16 storage,
 // f64, i32, i64) and loads and stores through the storage type, decided
@@ -1047,6 +1047,232 @@ void scatterAddOp(Stream stream, const Attrs &a, const Tensors &in,
 }
 
 //===----------------------------------------------------------------------===//
+// Attention: one thread per query row (forward, dQ) or key row (dK, dV)
+//===----------------------------------------------------------------------===//
+//
+// The same online softmax and the same gradients as the CPU kernels (a
+// running maximum and sum; P again from the saved log-sum-exp; dS = scale
+// P (dO v^T - rowsum(dO O))), one row per thread with its head_dim values
+// in registers (kMaxHeadDim at most; wider heads run on the host). Correct
+// first: a tiled kernel with the scores in shared memory is the fast one.
+
+inline constexpr int64_t kMaxHeadDim = 256;
+
+/// The geometry of an attention call, for the kernels.
+struct AttentionGeometry {
+  int64_t batch, seq, heads, dim, keys, kvHeads, group;
+  math::AttentionMask mask;
+  float scale;
+  __device__ int64_t query(int64_t b, int64_t s, int64_t h) const {
+    return ((b * seq + s) * heads + h) * dim;
+  }
+  __device__ int64_t key(int64_t b, int64_t t, int64_t hk) const {
+    return ((b * keys + t) * kvHeads + hk) * dim;
+  }
+};
+
+/// scale * q_row . k_row, in T.
+template <typename T>
+__device__ T scoreOf(const AttentionGeometry &g, DType type, const void *q,
+                     int64_t qAt, const void *k, int64_t kAt) {
+  T sum = 0;
+  for (int64_t d = 0; d < g.dim; ++d)
+    sum += loadAs<T>(type, q, qAt + d) * loadAs<T>(type, k, kAt + d);
+  return T(g.scale) * sum;
+}
+
+template <typename T>
+__global__ void attentionForward(AttentionGeometry g, DType type,
+                                 const void *q, const void *k, const void *v,
+                                 void *out, DType statsType, void *stats,
+                                 int64_t rows) {
+  PAR_GRID_STRIDE(r, rows) { // r over [batch, seq, heads]
+    const int64_t h = r % g.heads, s = (r / g.heads) % g.seq,
+                  b = r / (g.heads * g.seq), hk = h / g.group;
+    const int64_t seen = g.mask.visible(s);
+    T acc[kMaxHeadDim];
+    for (int64_t d = 0; d < g.dim; ++d)
+      acc[d] = 0;
+    T rowMax = -T(INFINITY), rowSum = 0;
+    for (int64_t t = 0; t < seen; ++t) {
+      const T score = scoreOf<T>(g, type, q, g.query(b, s, h), k, g.key(b, t, hk));
+      const T newMax = rowMax > score ? rowMax : score;
+      const T correction = math::expOf(T(rowMax - newMax));
+      const T p = math::expOf(T(score - newMax));
+      rowSum = rowSum * correction + p;
+      for (int64_t d = 0; d < g.dim; ++d)
+        acc[d] = acc[d] * correction + p * loadAs<T>(type, v, g.key(b, t, hk) + d);
+      rowMax = newMax;
+    }
+    const bool seesKeys = rowSum > T(0);
+    const T inv = seesKeys ? T(1) / rowSum : T(0);
+    for (int64_t d = 0; d < g.dim; ++d)
+      storeAs<T>(type, out, g.query(b, s, h) + d, acc[d] * inv);
+    if (stats) {
+      T lse = -T(INFINITY);
+      if (g.dim == 0)
+        lse = seen ? T(math::logOf(double(seen))) : -T(INFINITY);
+      else if (seesKeys)
+        lse = rowMax + math::logOf(rowSum);
+      storeAs<T>(statsType, stats, r, lse);
+    }
+  }
+}
+
+/// rowsum(dO * O) of query row r.
+template <typename T>
+__device__ T rowDot(const AttentionGeometry &g, DType type, const void *out,
+                    const void *gradOut, int64_t at) {
+  T sum = 0;
+  for (int64_t d = 0; d < g.dim; ++d)
+    sum += loadAs<T>(type, out, at + d) * loadAs<T>(type, gradOut, at + d);
+  return sum;
+}
+
+template <typename T>
+__global__ void attentionGradQKernel(AttentionGeometry g, DType type,
+                                     const void *q, const void *k,
+                                     const void *v, const void *out,
+                                     const void *gradOut, DType statsType,
+                                     const void *stats, void *gradQ,
+                                     int64_t rows) {
+  PAR_GRID_STRIDE(r, rows) {
+    const int64_t h = r % g.heads, s = (r / g.heads) % g.seq,
+                  b = r / (g.heads * g.seq), hk = h / g.group;
+    const int64_t at = g.query(b, s, h);
+    T dq[kMaxHeadDim];
+    for (int64_t d = 0; d < g.dim; ++d)
+      dq[d] = 0;
+    const T dot = rowDot<T>(g, type, out, gradOut, at);
+    const T lse = loadAs<T>(statsType, stats, r);
+    for (int64_t t = 0, seen = g.mask.visible(s); t < seen; ++t) {
+      const int64_t kAt = g.key(b, t, hk);
+      const T p = math::expOf(T(scoreOf<T>(g, type, q, at, k, kAt) - lse));
+      T dp = 0;
+      for (int64_t d = 0; d < g.dim; ++d)
+        dp += loadAs<T>(type, gradOut, at + d) * loadAs<T>(type, v, kAt + d);
+      const T ds = T(g.scale) * p * (dp - dot);
+      for (int64_t d = 0; d < g.dim; ++d)
+        dq[d] += ds * loadAs<T>(type, k, kAt + d);
+    }
+    for (int64_t d = 0; d < g.dim; ++d)
+      storeAs<T>(type, gradQ, at + d, dq[d]);
+  }
+}
+
+template <typename T>
+__global__ void attentionGradKvKernel(AttentionGeometry g, DType type,
+                                      const void *q, const void *k,
+                                      const void *v, const void *out,
+                                      const void *gradOut, DType statsType,
+                                      const void *stats, void *gradK,
+                                      void *gradV, int64_t rows) {
+  PAR_GRID_STRIDE(r, rows) { // r over [batch, keys, kvHeads]
+    const int64_t hk = r % g.kvHeads, t = (r / g.kvHeads) % g.keys,
+                  b = r / (g.kvHeads * g.keys);
+    const int64_t kAt = g.key(b, t, hk);
+    T dk[kMaxHeadDim], dv[kMaxHeadDim];
+    for (int64_t d = 0; d < g.dim; ++d)
+      dk[d] = dv[d] = 0;
+    for (int64_t h = hk * g.group; h < (hk + 1) * g.group; ++h)
+      for (int64_t s = 0; s < g.seq; ++s) {
+        if (g.mask.visible(s) <= t)
+          continue; // row s does not see key t
+        const int64_t at = g.query(b, s, h);
+        const int64_t row = (b * g.seq + s) * g.heads + h;
+        const T p = math::expOf(T(scoreOf<T>(g, type, q, at, k, kAt) -
+                                  loadAs<T>(statsType, stats, row)));
+        T dp = 0;
+        for (int64_t d = 0; d < g.dim; ++d) {
+          const T go = loadAs<T>(type, gradOut, at + d);
+          dv[d] += p * go;
+          dp += go * loadAs<T>(type, v, kAt + d);
+        }
+        const T ds = T(g.scale) * p * (dp - rowDot<T>(g, type, out, gradOut, at));
+        for (int64_t d = 0; d < g.dim; ++d)
+          dk[d] += ds * loadAs<T>(type, q, at + d);
+      }
+    for (int64_t d = 0; d < g.dim; ++d) {
+      storeAs<T>(type, gradK, kAt + d, dk[d]);
+      storeAs<T>(type, gradV, kAt + d, dv[d]);
+    }
+  }
+}
+
+/// The geometry of a call whose runtime position (if any) is operand
+/// `operand`, as the CPU kernel table computes it.
+AttentionGeometry attentionGeometry(Stream stream, const Attrs &a,
+                                    const Tensors &in, size_t operand) {
+  const Tensor &q = in[0], &k = in[1];
+  int64_t offset = a.positionOffset;
+  if (in.size() > operand) {
+    OnHost position(stream, in[operand]);
+    offset += int64_t(scalarValue(position.tensor));
+  }
+  const int64_t dim = q.shape[3];
+  AttentionGeometry g{q.shape[0], q.shape[1], q.shape[2], dim,
+                      k.shape[1], k.shape[2], q.shape[2] / k.shape[2],
+                      math::AttentionMask(a.causal, offset, q.shape[1],
+                                          k.shape[1]),
+                      a.scale ? float(*a.scale)
+                              : float(1.0 / std::sqrt(double(dim)))};
+  return g;
+}
+
+void attentionOp(Stream stream, const Attrs &a, const Tensors &in,
+                 Tensors &out) {
+  checkAttention(in[0], in[1], in[2], out[0], out.size() > 1 ? &out[1] : nullptr);
+  if (in[0].shape[3] > kMaxHeadDim)
+    return onHost(OpCode::Attention, stream, a, in, out);
+  AttentionGeometry g = attentionGeometry(stream, a, in, 3);
+  const int64_t rows = g.batch * g.seq * g.heads;
+  const bool stats = out.size() > 1;
+  withFloat(in[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch("attention", stream, rows, attentionForward<T>, g, in[0].dtype,
+           (const void *)in[0].data, (const void *)in[1].data,
+           (const void *)in[2].data, out[0].data,
+           stats ? out[1].dtype : DType::F32,
+           stats ? out[1].data : (void *)nullptr, rows);
+  });
+}
+
+void attentionGradQOp(Stream stream, const Attrs &a, const Tensors &in,
+                      Tensors &out) {
+  checkAttentionGradQ(in[0], in[1], in[2], in[3], in[4], in[5], out[0]);
+  if (in[0].shape[3] > kMaxHeadDim)
+    return onHost(OpCode::AttentionGradQ, stream, a, in, out);
+  AttentionGeometry g = attentionGeometry(stream, a, in, 6);
+  const int64_t rows = g.batch * g.seq * g.heads;
+  withFloat(in[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch("attention_grad_q", stream, rows, attentionGradQKernel<T>, g,
+           in[0].dtype, (const void *)in[0].data, (const void *)in[1].data,
+           (const void *)in[2].data, (const void *)in[3].data,
+           (const void *)in[4].data, in[5].dtype, (const void *)in[5].data,
+           out[0].data, rows);
+  });
+}
+
+void attentionGradKvOp(Stream stream, const Attrs &a, const Tensors &in,
+                       Tensors &out) {
+  checkAttentionGradKv(in[0], in[1], in[2], in[3], in[4], in[5], out[0],
+                       out[1]);
+  if (in[0].shape[3] > kMaxHeadDim)
+    return onHost(OpCode::AttentionGradKv, stream, a, in, out);
+  AttentionGeometry g = attentionGeometry(stream, a, in, 6);
+  const int64_t rows = g.batch * g.keys * g.kvHeads;
+  withFloat(in[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch("attention_grad_kv", stream, rows, attentionGradKvKernel<T>, g,
+           in[0].dtype, (const void *)in[0].data, (const void *)in[1].data,
+           (const void *)in[2].data, (const void *)in[3].data,
+           (const void *)in[4].data, in[5].dtype, (const void *)in[5].data,
+           out[0].data, out[1].data, rows);
+  });
+}
+
+//===----------------------------------------------------------------------===//
 // GEMMs through cuBLASLt
 //===----------------------------------------------------------------------===//
 
@@ -1275,6 +1501,9 @@ Table build() {
   set(OpCode::Pad, padOp);
   set(OpCode::Gather, gatherOp);
   set(OpCode::ScatterAdd, scatterAddOp);
+  set(OpCode::Attention, attentionOp);
+  set(OpCode::AttentionGradQ, attentionGradQOp);
+  set(OpCode::AttentionGradKv, attentionGradKvOp);
   return t;
 }
 

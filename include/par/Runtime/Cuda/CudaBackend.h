@@ -19,11 +19,10 @@ namespace par::rt {
 /// visible.
 std::unique_ptr<Device> createCudaDevice();
 
-/// The CUDA kernel table: a CUDA kernel for each op in cudaNativeOps(),
-/// and for every other compute op the CPU kernel run on host copies of
-/// the operands (correct, slow).
+/// The CUDA kernel table: CUDA kernels for every compute op (a call one
+/// does not take runs the CPU kernel on host copies of its operands).
 const KernelTable &cudaKernels();
-/// Whether `op` runs as CUDA kernels (false: on the host).
+/// Whether `op` has CUDA kernels (false: it runs on the host).
 bool cudaNative(catalogue::OpCode op);
 
 /// NCCL's collectives over `host`, which bootstraps them and runs what
