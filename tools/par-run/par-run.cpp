@@ -658,7 +658,8 @@ int runRank(const Options &o, int rank, int size) {
   if (o.stagedCollectives)
     comm = createStagedCollectives(std::move(comm), *device);
   else if (device->memorySpace() == MemorySpace::Device)
-    comm = createDeviceCollectives(std::move(comm), *device);
+    comm = createDeviceCollectives(std::move(comm), *device,
+                                   int64_t(program.groups.size()));
   Executor exec(program, *device, *comm, tracer.get());
   const RankClass &rc = exec.rankClass();
 

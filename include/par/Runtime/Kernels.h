@@ -160,6 +160,9 @@ GatherPlan planTranspose(const Tensor &input, const std::vector<int64_t> &perm,
 GatherPlan planSlice(const Tensor &input, const std::vector<int64_t> &starts,
                      const std::vector<int64_t> &strides, const Tensor &out);
 void checkReshape(const Tensor &input, const Tensor &out);
+/// One element of `out`'s type holding `value` (in the low bytes); a value
+/// an integer type cannot hold is a KernelError.
+uint64_t fillWord(const Tensor &out, double value);
 
 void checkBinary(BinaryKind kind, const Tensor &lhs, const Tensor &rhs,
                  const Tensor &out);

@@ -163,9 +163,10 @@ createStagedCollectives(std::unique_ptr<Collectives> inner, Device &device) {
 }
 
 std::unique_ptr<Collectives>
-createDeviceCollectives(std::unique_ptr<Collectives> host, Device &device) {
+createDeviceCollectives(std::unique_ptr<Collectives> host, Device &device,
+                        [[maybe_unused]] int64_t groups) {
 #ifdef PAR_HAVE_NCCL
-  return createNcclCollectives(std::move(host), device);
+  return createNcclCollectives(std::move(host), device, groups);
 #else
   return createStagedCollectives(std::move(host), device);
 #endif

@@ -1408,7 +1408,7 @@ void concat(const std::vector<Tensor> &inputs, int64_t dim, Tensor &out) {
     }
 }
 
-void fill(Tensor &out, double value) {
+uint64_t fillWord(const Tensor &out, double value) {
   const std::string op = "fill";
   checkTensor(op, "out", out);
   // Casting a double the integer cannot hold is undefined behaviour.
@@ -1421,14 +1421,19 @@ void fill(Tensor &out, double value) {
   if (!fits)
     fail(op,
          "value " + std::to_string(value) + " does not fit " + typeStr(out));
-  unsigned char word[8];
-  storeElement(out.dtype, word, 0, value);
+  uint64_t word = 0;
+  storeElement(out.dtype, &word, 0, value);
+  return word;
+}
+
+void fill(Tensor &out, double value) {
+  const uint64_t word = fillWord(out, value);
   auto *dst = static_cast<unsigned char *>(out.data);
   const int64_t n = out.size();
   withWidth(dtypeBytes(out.dtype), [&](auto width) {
     constexpr size_t W = decltype(width)::value;
     for (int64_t i = 0; i < n; ++i)
-      std::memcpy(dst + i * W, word, W);
+      std::memcpy(dst + i * W, &word, W);
   });
 }
 

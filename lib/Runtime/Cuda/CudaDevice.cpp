@@ -15,7 +15,9 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <vector>
 
 namespace par::rt {
@@ -63,12 +65,12 @@ public:
   const KernelTable &kernels() const override { return cudaKernels(); }
 
   void *allocate(size_t bytes, size_t alignment) override {
-    // cudaMalloc aligns to at least 256 bytes.
-    if (alignment > 256)
-      throw DeviceError("cuda: cannot align an allocation to " +
-                        std::to_string(alignment) + " bytes (256 at most)");
+    // cudaMalloc aligns to 256 bytes; a larger alignment over-allocates and
+    // keeps the base for release().
+    const size_t extra = alignment > 256 ? alignment : 0;
     void *memory = nullptr;
-    cudaError_t status = cudaMalloc(&memory, std::max<size_t>(bytes, 1));
+    cudaError_t status =
+        cudaMalloc(&memory, std::max<size_t>(bytes + extra, 1));
     if (status == cudaErrorMemoryAllocation) {
       cudaGetLastError(); // clear the sticky-free error
       size_t free = 0, total = 0;
@@ -80,11 +82,23 @@ public:
                         " are free");
     }
     PAR_CUDA(status);
-    return memory;
+    if (extra == 0)
+      return memory;
+    auto base = reinterpret_cast<uintptr_t>(memory);
+    void *aligned = reinterpret_cast<void *>((base + alignment - 1) /
+                                             alignment * alignment);
+    bases_[aligned] = memory;
+    return aligned;
   }
   void release(void *memory) override {
-    if (memory)
-      cudaFree(memory);
+    if (!memory)
+      return;
+    auto it = bases_.find(memory);
+    if (it != bases_.end()) {
+      memory = it->second;
+      bases_.erase(it);
+    }
+    cudaFree(memory);
   }
   void fill(void *dst, unsigned char byte, size_t bytes) override {
     PAR_CUDA(cudaMemsetAsync(dst, byte, bytes, compute_));
@@ -124,8 +138,22 @@ public:
     PAR_CUDA(cudaStreamSynchronize(compute_));
   }
   void copy(void *dst, const void *src, size_t bytes) override {
-    if (bytes == 0)
+    if (bytes == 0 || dst == src)
       return;
+    const auto *d = static_cast<const char *>(dst);
+    const auto *s = static_cast<const char *>(src);
+    if (d < s + bytes && s < d + bytes) {
+      // Overlapping ranges (allowed, as memmove): through a temporary, as
+      // a device-to-device copy may not overlap.
+      void *staging = nullptr;
+      PAR_CUDA(cudaMallocAsync(&staging, bytes, compute_));
+      PAR_CUDA(cudaMemcpyAsync(staging, src, bytes, cudaMemcpyDeviceToDevice,
+                               compute_));
+      PAR_CUDA(cudaMemcpyAsync(dst, staging, bytes, cudaMemcpyDeviceToDevice,
+                               compute_));
+      PAR_CUDA(cudaFreeAsync(staging, compute_));
+      return;
+    }
     PAR_CUDA(
         cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, compute_));
   }
@@ -157,6 +185,7 @@ private:
   int gpu_ = 0;
   cudaStream_t compute_ = nullptr, comm_ = nullptr;
   std::vector<cudaEvent_t> events_;
+  std::map<void *, void *> bases_; // aligned pointer -> cudaMalloc's
 };
 
 } // namespace

@@ -349,10 +349,11 @@ void constantOp(Stream stream, const Attrs &a, const Tensors &in,
                 Tensors &out) {
   Tensor &result = out[0];
   if (a.value.size() == 1) {
+    const uint64_t word = fillWord(result, a.value[0]);
     withWidth(dtypeBytes(result.dtype), [&](auto width) {
       using W = decltype(width);
       W pattern{};
-      storeElement(result.dtype, &pattern, 0, a.value[0]);
+      std::memcpy(&pattern, &word, sizeof(W));
       launch("fill", stream, result.size(), fillKernel<W>, pattern,
              static_cast<W *>(result.data), result.size());
     });
@@ -616,11 +617,12 @@ void rmsNormOp(Stream stream, const Attrs &a, const Tensors &in,
 
 template <typename T>
 __global__ void adamwKernel(math::AdamwStep<T> s, DType type, const void *p,
-                            const void *g, const void *m, const void *v,
-                            void *p1, void *m1, void *v1, int64_t n) {
+                            DType gradType, const void *g, const void *m,
+                            const void *v, void *p1, void *m1, void *v1,
+                            int64_t n) {
   PAR_GRID_STRIDE(i, n) {
     T np, nm, nv;
-    math::adamwElement(s, loadAs<T>(type, p, i), loadAs<T>(type, g, i),
+    math::adamwElement(s, loadAs<T>(type, p, i), loadAs<T>(gradType, g, i),
                        loadAs<T>(type, m, i), loadAs<T>(type, v, i), np, nm,
                        nv);
     storeAs<T>(type, p1, i, np);
@@ -649,7 +651,7 @@ void adamwOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
           T(1.0 / (1.0 - std::pow(double(beta1), scalars.step))),
           T(1.0 / (1.0 - std::pow(double(beta2), scalars.step)))};
       launch("adamw", stream, in[0].size(), adamwKernel<T>, s, in[0].dtype,
-             (const void *)in[0].data, (const void *)in[1].data,
+             (const void *)in[0].data, in[1].dtype, (const void *)in[1].data,
              (const void *)in[2].data, (const void *)in[3].data, out[0].data,
              out[1].data, out[2].data, in[0].size());
     }
@@ -658,11 +660,11 @@ void adamwOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
 
 template <typename T>
 __global__ void sgdKernel(math::SgdStep<T> s, DType type, const void *p,
-                          const void *g, const void *b, void *p1, void *b1,
-                          int64_t n) {
+                          DType gradType, const void *g, const void *b,
+                          void *p1, void *b1, int64_t n) {
   PAR_GRID_STRIDE(i, n) {
     T np, nb;
-    math::sgdElement(s, loadAs<T>(type, p, i), loadAs<T>(type, g, i),
+    math::sgdElement(s, loadAs<T>(type, p, i), loadAs<T>(gradType, g, i),
                      b ? loadAs<T>(type, b, i) : T(0), np, nb);
     storeAs<T>(type, p1, i, np);
     if (b1)
@@ -690,7 +692,7 @@ void sgdOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
                                T(float(a.weightDecay)), T(scalars.lr),
                                withMomentum && a.nesterov, withMomentum};
       launch("sgd", stream, in[0].size(), sgdKernel<T>, s, in[0].dtype,
-             (const void *)in[0].data, (const void *)in[1].data,
+             (const void *)in[0].data, in[1].dtype, (const void *)in[1].data,
              withMomentum ? (const void *)in[2].data : nullptr, out[0].data,
              withMomentum ? out[1].data : nullptr, in[0].size());
     }
@@ -713,6 +715,7 @@ public:
       if (memory_)
         PAR_CUDA_KERNEL(cudaFree(memory_)); // synchronizes the device
       memory_ = nullptr;
+      size_ = 0;
       PAR_CUDA_KERNEL(cudaMalloc(&memory_, bytes));
       size_ = bytes;
     }
@@ -1364,6 +1367,20 @@ void batchedGemm(Stream stream, DType type, const void *a, const void *b,
   PAR_LT(cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspaceBytes,
       sizeof(workspaceBytes)));
+  // The algorithm must not assume more alignment than the operands have
+  // (arena buffers are aligned to the program's alignment only).
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, const void *>
+      aligned[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, b},
+                   {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, a},
+                   {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, c},
+                   {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, c}};
+  for (const auto &[attribute, pointer] : aligned) {
+    uint32_t alignment = 256;
+    while (alignment > 1 && uintptr_t(pointer) % alignment != 0)
+      alignment /= 2;
+    PAR_LT(cublasLtMatmulPreferenceSetAttribute(pref, attribute, &alignment,
+                                                sizeof(alignment)));
+  }
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   PAR_LT(cublasLtMatmulAlgoGetHeuristic(state.handle, desc, la, lb, lc, lc,
@@ -1418,7 +1435,9 @@ void dotOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   std::lock_guard<std::mutex> lock(state.mutex);
   const void *lhs = in[0].data, *rhs = in[1].data;
   const bool packLhs = !isIdentity(p.lhsPerm), packRhs = !isIdentity(p.rhsPerm);
-  size_t lhsBytes = packLhs ? in[0].bytes() : 0;
+  // cuBLASLt reads operands faster (and some algorithms only) at 256-byte
+  // alignment: the packed rhs starts on such a boundary.
+  size_t lhsBytes = packLhs ? (in[0].bytes() + 255) / 256 * 256 : 0;
   size_t rhsBytes = packRhs ? in[1].bytes() : 0;
   char *packed = static_cast<char *>(
       state.packed.get(std::max<size_t>(lhsBytes + rhsBytes, 1)));

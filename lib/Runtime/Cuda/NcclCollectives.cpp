@@ -37,8 +37,15 @@ namespace {
 
 class NcclCollectives final : public Collectives {
 public:
-  NcclCollectives(std::unique_ptr<Collectives> host, Device &device)
-      : host_(std::move(host)), device_(device) {}
+  /// Makes the communicators of groups 0 .. groups - 1 up front, in group
+  /// order on every rank: made lazily, ranks that first reach different
+  /// groups in different orders would wait for each other.
+  NcclCollectives(std::unique_ptr<Collectives> host, Device &device,
+                  int64_t groups)
+      : host_(std::move(host)), device_(device) {
+    for (int64_t group = 0; group < groups; ++group)
+      comm(group);
+  }
   ~NcclCollectives() override {
     for (auto &[group, comm] : comms_)
       ncclCommDestroy(comm);
@@ -112,7 +119,7 @@ public:
     const size_t piece = size_t(input.size() / n);
     const size_t pieceBytes = input.bytes() / size_t(n);
     ncclComm_t c = comm(group);
-    check(ncclGroupStart(), "ncclGroupStart");
+    Group calls(*this);
     for (int64_t j = 0; j < n; ++j) {
       check(ncclSend(send + j * pieceBytes, piece, type(input), int(j), c,
                      issue.stream),
@@ -121,7 +128,7 @@ public:
                      issue.stream),
             "ncclRecv");
     }
-    check(ncclGroupEnd(), "ncclGroupEnd");
+    calls.end();
     rearrange(issue.stream, out.dtype, receive,
               cuda::joinSpace(out.shape, concatDim, n), out.data);
   }
@@ -137,7 +144,7 @@ public:
     if (!received)
       PAR_CUDA(cudaMemsetAsync(out.data, 0, out.bytes(), issue.stream));
     ncclComm_t c = comm(group);
-    check(ncclGroupStart(), "ncclGroupStart");
+    Group calls(*this);
     for (auto [source, target] : pairs) {
       if (source == me && target == me) {
         PAR_CUDA(cudaMemcpyAsync(out.data, input.data, input.bytes(),
@@ -153,7 +160,7 @@ public:
                        issue.stream),
               "ncclRecv");
     }
-    check(ncclGroupEnd(), "ncclGroupEnd");
+    calls.end();
   }
 
   void exchange(int64_t group, const std::vector<int64_t> &sendBytes,
@@ -198,8 +205,30 @@ private:
       d.wait(d.commStream(), d.record(d.computeStream()));
     }
     ~Issue() {
-      Device &d = self.device_;
-      d.wait(d.computeStream(), d.record(d.commStream()));
+      // Runs while an error unwinds too: a failure here is left to the
+      // next synchronization, which reports the stream's error.
+      try {
+        Device &d = self.device_;
+        d.wait(d.computeStream(), d.record(d.commStream()));
+      } catch (...) {
+      }
+    }
+  };
+
+  /// ncclGroupStart .. ncclGroupEnd, closed on an error path too.
+  struct Group {
+    const NcclCollectives &self;
+    bool open = true;
+    explicit Group(const NcclCollectives &self) : self(self) {
+      self.check(ncclGroupStart(), "ncclGroupStart");
+    }
+    void end() {
+      open = false;
+      self.check(ncclGroupEnd(), "ncclGroupEnd");
+    }
+    ~Group() {
+      if (open)
+        ncclGroupEnd();
     }
   };
 
@@ -246,8 +275,7 @@ private:
     return ncclSum;
   }
 
-  /// The group's communicator; the first call on a group makes it, on
-  /// every member (they all reach the same collective).
+  /// The group's communicator (made by the constructor).
   ncclComm_t comm(int64_t group) {
     auto it = comms_.find(group);
     if (it != comms_.end())
@@ -283,6 +311,7 @@ private:
       if (scratch_)
         PAR_CUDA(cudaFree(scratch_));
       scratch_ = nullptr;
+      scratchBytes_ = 0;
       PAR_CUDA(cudaMalloc(&scratch_, bytes));
       scratchBytes_ = bytes;
     }
@@ -313,9 +342,10 @@ private:
 
 } // namespace
 
-std::unique_ptr<Collectives> createNcclCollectives(
-    std::unique_ptr<Collectives> host, Device &device) {
-  return std::make_unique<NcclCollectives>(std::move(host), device);
+std::unique_ptr<Collectives>
+createNcclCollectives(std::unique_ptr<Collectives> host, Device &device,
+                      int64_t groups) {
+  return std::make_unique<NcclCollectives>(std::move(host), device, groups);
 }
 
 } // namespace par::rt

@@ -30,10 +30,11 @@ std::unique_ptr<Collectives> createStagedCollectives(Collectives &inner,
 std::unique_ptr<Collectives>
 createStagedCollectives(std::unique_ptr<Collectives> inner, Device &device);
 /// The collectives `device` runs on (NCCL where built in, staged
-/// otherwise), owning the host communicator `host`; `device` must outlive
-/// the result.
+/// otherwise) for a program of `groups` communicator groups, owning the
+/// host communicator `host`; `device` must outlive the result.
 std::unique_ptr<Collectives>
-createDeviceCollectives(std::unique_ptr<Collectives> host, Device &device);
+createDeviceCollectives(std::unique_ptr<Collectives> host, Device &device,
+                        int64_t groups);
 /// Whether createDeviceCollectives gives NCCL's.
 bool ncclBuiltIn();
 

@@ -26,9 +26,11 @@ const KernelTable &cudaKernels();
 bool cudaNative(catalogue::OpCode op);
 
 /// NCCL's collectives over `host`, which bootstraps them and runs what
-/// needs no device memory (built with PAR_HAVE_NCCL).
+/// needs no device memory (built with PAR_HAVE_NCCL): one communicator
+/// for each of the program's `groups`, made now.
 std::unique_ptr<Collectives>
-createNcclCollectives(std::unique_ptr<Collectives> host, Device &device);
+createNcclCollectives(std::unique_ptr<Collectives> host, Device &device,
+                      int64_t groups);
 
 } // namespace par::rt
 
