@@ -48,10 +48,14 @@ int main() {
   cudaGetDeviceProperties(&prop, 0);
   const int64_t tokens = 8 * 1024;
   const Shape3 shapes[] = {
-      {"gpt2 qkv", tokens, 768, 3 * 768},   {"gpt2 proj", tokens, 768, 768},
-      {"gpt2 mlp up", tokens, 768, 3072},   {"gpt2 mlp down", tokens, 3072, 768},
-      {"gpt2 lm head", tokens, 768, 50257}, {"4096 qkv", tokens, 4096, 3 * 4096},
-      {"4096 mlp up", tokens, 4096, 16384}, {"4096 mlp down", tokens, 16384, 4096},
+      {"gpt2 qkv", tokens, 768, 3 * 768},
+      {"gpt2 proj", tokens, 768, 768},
+      {"gpt2 mlp up", tokens, 768, 3072},
+      {"gpt2 mlp down", tokens, 3072, 768},
+      {"gpt2 lm head", tokens, 768, 50257},
+      {"4096 qkv", tokens, 4096, 3 * 4096},
+      {"4096 mlp up", tokens, 4096, 16384},
+      {"4096 mlp down", tokens, 16384, 4096},
   };
   cublasHandle_t handle;
   cublasCreate(&handle);
@@ -59,8 +63,9 @@ int main() {
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
-  std::printf("# par dot (cuBLASLt via the CUDA backend) vs cublasGemmEx on %s\n",
-              prop.name);
+  std::printf(
+      "# par dot (cuBLASLt via the CUDA backend) vs cublasGemmEx on %s\n",
+      prop.name);
   std::printf("| shape | M x K x N | dtype | par TFLOP/s | cuBLAS TFLOP/s | "
               "par / cuBLAS |\n|---|---|---|---:|---:|---:|\n");
   std::mt19937 rng(1);

@@ -68,21 +68,13 @@ std::string shapeString(const Shape &shape) {
   return s;
 }
 
-float bf16ToFloat(uint16_t bits) {
-  return math::bf16ToFloat(bits);
-}
+float bf16ToFloat(uint16_t bits) { return math::bf16ToFloat(bits); }
 
-uint16_t floatToBf16(float value) {
-  return math::floatToBf16(value);
-}
+uint16_t floatToBf16(float value) { return math::floatToBf16(value); }
 
-float f16ToFloat(uint16_t bits) {
-  return math::f16ToFloat(bits);
-}
+float f16ToFloat(uint16_t bits) { return math::f16ToFloat(bits); }
 
-uint16_t floatToF16(float value) {
-  return math::floatToF16(value);
-}
+uint16_t floatToF16(float value) { return math::floatToF16(value); }
 
 double loadElement(DType type, const void *data, int64_t i) {
   switch (type) {

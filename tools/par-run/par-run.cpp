@@ -9,14 +9,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "par/Runtime/Checkpoint.h"
-#include "par/Runtime/CheckpointSave.h"
-#include "par/Runtime/FileIO.h"
 #include "par/Runtime/Bubble.h"
 #include "par/Runtime/Calibrate.h"
+#include "par/Runtime/Checkpoint.h"
+#include "par/Runtime/CheckpointSave.h"
 #include "par/Runtime/Comm/DeviceCollectives.h"
 #include "par/Runtime/Comm/MpiCollectives.h"
 #include "par/Runtime/Executor.h"
+#include "par/Runtime/FileIO.h"
 #include "par/Runtime/Program.h"
 #include "par/Runtime/Trace.h"
 

@@ -284,8 +284,8 @@ PAR_HD void adamwElement(const AdamwStep<T> &s, T p, T g, T m0, T v0, T &p1,
                          T &m1, T &v1) {
   const T m = s.beta1 * m0 + (T(1) - s.beta1) * g;
   const T v = s.beta2 * v0 + (T(1) - s.beta2) * g * g;
-  p1 = p - s.lr * ((m * s.c1) / (sqrtOf(v * s.c2) + s.epsilon) +
-                   s.weightDecay * p);
+  p1 = p -
+       s.lr * ((m * s.c1) / (sqrtOf(v * s.c2) + s.epsilon) + s.weightDecay * p);
   m1 = m;
   v1 = v;
 }
@@ -420,10 +420,9 @@ struct AttentionMask {
   int64_t offset, keys;
   PAR_HD AttentionMask(bool causal, int64_t positionOffset, int64_t seq,
                        int64_t keys)
-      : causal(causal),
-        offset(positionOffset < -seq - 1 ? -seq - 1
-               : positionOffset > keys   ? keys
-                                         : positionOffset),
+      : causal(causal), offset(positionOffset < -seq - 1 ? -seq - 1
+                               : positionOffset > keys   ? keys
+                                                         : positionOffset),
         keys(keys) {}
   /// Keys that query row s sees (a prefix of the keys).
   PAR_HD int64_t visible(int64_t s) const {

@@ -60,8 +60,8 @@ public:
     return inner_.memberShape(group);
   }
 
-  void allReduce(int64_t group, ReduceOp kind, const Tensor &input,
-                 Tensor &out, Stream) override {
+  void allReduce(int64_t group, ReduceOp kind, const Tensor &input, Tensor &out,
+                 Stream) override {
     staged(input, out, [&](const Tensor &in, Tensor &o) {
       inner_.allReduce(group, kind, in, o, nullptr);
     });

@@ -74,7 +74,8 @@ public:
     if (!sendBytes.empty() && sendBytes[0] > 0)
       std::memcpy(receive, send, size_t(sendBytes[0]));
   }
-  std::unique_ptr<Transfer> send(int64_t toRank, int64_t, const Tensor &) override {
+  std::unique_ptr<Transfer> send(int64_t toRank, int64_t,
+                                 const Tensor &) override {
     throw CommError("send to rank " + std::to_string(toRank) +
                     " in a 1-rank run");
   }

@@ -485,9 +485,8 @@ void unaryAs(UnaryKind kind, const Tensor &input, Tensor &out) {
   using K = UnaryKind;
   withKind<K, K::Neg, K::Exp, K::Log, K::Tanh, K::Sqrt, K::Rsqrt, K::Gelu,
            K::Silu, K::Relu, K::Sigmoid>(kind, [&](auto k) {
-    mapUnary<T>(input, out, [](T x) {
-      return math::applyUnary(decltype(k)::value, x);
-    });
+    mapUnary<T>(input, out,
+                [](T x) { return math::applyUnary(decltype(k)::value, x); });
   });
 }
 
@@ -682,8 +681,8 @@ struct AttentionShape {
                  int64_t positionOffset)
       : batch(q.shape[0]), seq(q.shape[1]), heads(q.shape[2]), dim(q.shape[3]),
         keys(k.shape[1]), kvHeads(k.shape[2]), group(heads / kvHeads),
-        mask(causal, positionOffset, seq, keys),
-        qld(blasDim(op, heads * dim)), kvld(blasDim(op, kvHeads * dim)) {}
+        mask(causal, positionOffset, seq, keys), qld(blasDim(op, heads * dim)),
+        kvld(blasDim(op, kvHeads * dim)) {}
 
   /// Keys that query row s sees (a prefix of the keys).
   int64_t visible(int64_t s) const { return mask.visible(s); }
@@ -972,8 +971,7 @@ void ropeAs(const Tensor &input, float theta, int64_t positionOffset,
         const T *c = cosTable.data() + s * half;
         const T *sn = sinTable.data() + s * half;
         for (int64_t i = 0; i < half; ++i) {
-          math::ropePair(xs[i], xs[i + half], c[i], sn[i], ys[i],
-                         ys[i + half]);
+          math::ropePair(xs[i], xs[i + half], c[i], sn[i], ys[i], ys[i + half]);
         }
       }
   y.commit();
@@ -1343,8 +1341,8 @@ PadPlan planPad(const Tensor &input, const std::vector<int64_t> &low,
 }
 
 void pad(const Tensor &input, const std::vector<int64_t> &low,
-         const std::vector<int64_t> &high,
-         const std::vector<int64_t> &interior, double fill, Tensor &out) {
+         const std::vector<int64_t> &high, const std::vector<int64_t> &interior,
+         double fill, Tensor &out) {
   PadPlan plan = planPad(input, low, high, interior, fill, out);
   const size_t bytes = dtypeBytes(out.dtype);
   const std::vector<char> &one = plan.fill;
@@ -1521,8 +1519,8 @@ void dot(const Tensor &lhs, const Tensor &rhs,
   DotPlan p =
       planDot(lhs, rhs, lhsBatch, rhsBatch, lhsContract, rhsContract, out);
   withFloatCompute(out.dtype, [&](auto tag) {
-    dotAs<decltype(tag)>(lhs, rhs, p.lhsPerm, p.rhsPerm, p.batch, p.m, p.k,
-                         p.n, out);
+    dotAs<decltype(tag)>(lhs, rhs, p.lhsPerm, p.rhsPerm, p.batch, p.m, p.k, p.n,
+                         out);
   });
 }
 
@@ -1638,8 +1636,7 @@ void checkLayerNorm(const Tensor &input, const Tensor &gamma,
   checkNormScale(op, "beta", beta, input);
 }
 
-void checkRmsNorm(const Tensor &input, const Tensor &gamma,
-                  const Tensor &out) {
+void checkRmsNorm(const Tensor &input, const Tensor &gamma, const Tensor &out) {
   const std::string op = "rms_norm";
   checkNormInput(op, input, out);
   checkNormScale(op, "gamma", gamma, input);
@@ -1774,7 +1771,8 @@ struct IndexedSlices {
   int64_t k = 0, entries = 0, sliceSize = 0;
 
   /// What a backend launches from: the same geometry, in plain numbers.
-  SlicePlan plan(const Tensor &operand, const std::vector<int64_t> &dims) const {
+  SlicePlan plan(const Tensor &operand,
+                 const std::vector<int64_t> &dims) const {
     SlicePlan p;
     p.entries = entries;
     p.sliceSize = sliceSize;
@@ -1987,9 +1985,9 @@ void checkCrossEntropy(const Tensor &logits, const Tensor &labels,
   for (int64_t t = 0; t < tokens; ++t) {
     const int64_t l = label[t];
     if (l < 0 || l >= vocab)
-      fail(op, "label " + std::to_string(l) + " of token " +
-                   std::to_string(t) + " is outside the vocabulary [0, " +
-                   std::to_string(vocab) + ")");
+      fail(op, "label " + std::to_string(l) + " of token " + std::to_string(t) +
+                   " is outside the vocabulary [0, " + std::to_string(vocab) +
+                   ")");
   }
 }
 

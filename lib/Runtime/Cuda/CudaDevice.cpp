@@ -75,11 +75,10 @@ public:
       cudaGetLastError(); // clear the sticky-free error
       size_t free = 0, total = 0;
       cudaMemGetInfo(&free, &total);
-      throw DeviceError("cuda: out of device memory on GPU " +
-                        std::to_string(gpu_) + ": the plan needs " +
-                        mib(bytes) + " (" + std::to_string(bytes) +
-                        " bytes), " + mib(free) + " of " + mib(total) +
-                        " are free");
+      throw DeviceError(
+          "cuda: out of device memory on GPU " + std::to_string(gpu_) +
+          ": the plan needs " + mib(bytes) + " (" + std::to_string(bytes) +
+          " bytes), " + mib(free) + " of " + mib(total) + " are free");
     }
     PAR_CUDA(status);
     if (extra == 0)

@@ -31,8 +31,8 @@
 #include <cuda_runtime.h>
 
 #include <array>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <mutex>
 #include <utility>
 
@@ -150,7 +150,7 @@ template <typename Fn> void withFloat(DType type, Fn &&fn) {
 }
 
 #define PAR_GRID_STRIDE(i, n)                                                  \
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);   \
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);    \
        i += int64_t(gridDim.x) * blockDim.x)
 
 template <typename Kernel, typename... Args>
@@ -179,8 +179,8 @@ void onHost(OpCode op, Stream stream, const Attrs &attrs, const Tensors &in,
     hostIn[i].data = inBytes[i].data();
     if (!inBytes[i].empty())
       PAR_CUDA_KERNEL(cudaMemcpyAsync(inBytes[i].data(), in[i].data,
-                                      inBytes[i].size(),
-                                      cudaMemcpyDeviceToHost, s));
+                                      inBytes[i].size(), cudaMemcpyDeviceToHost,
+                                      s));
   }
   for (size_t i = 0; i < out.size(); ++i) {
     outBytes[i].resize(out[i].bytes());
@@ -222,8 +222,8 @@ double scalarOnHost(Stream stream, const Tensor &t, Tensor &host,
 //===----------------------------------------------------------------------===//
 
 template <typename T>
-__global__ void unaryKernel(UnaryKind kind, DType type, const void *x,
-                            void *y, int64_t n) {
+__global__ void unaryKernel(UnaryKind kind, DType type, const void *x, void *y,
+                            int64_t n) {
   PAR_GRID_STRIDE(i, n) {
     storeAs<T>(type, y, i, math::applyUnary(kind, loadAs<T>(type, x, i)));
   }
@@ -233,9 +233,9 @@ template <typename T>
 __global__ void binaryKernel(BinaryKind kind, DType type, const void *a,
                              const void *b, void *y, int64_t n) {
   PAR_GRID_STRIDE(i, n) {
-    storeAs<T>(type, y, i,
-               math::applyBinary(kind, loadAs<T>(type, a, i),
-                                 loadAs<T>(type, b, i)));
+    storeAs<T>(
+        type, y, i,
+        math::applyBinary(kind, loadAs<T>(type, a, i), loadAs<T>(type, b, i)));
   }
 }
 
@@ -243,10 +243,10 @@ template <typename T>
 __global__ void compareKernel(CompareKind kind, DType type, const void *a,
                               const void *b, uint8_t *y, int64_t n) {
   PAR_GRID_STRIDE(i, n) {
-    y[i] = math::applyCompare(kind, loadAs<T>(type, a, i),
-                              loadAs<T>(type, b, i))
-               ? 1
-               : 0;
+    y[i] =
+        math::applyCompare(kind, loadAs<T>(type, a, i), loadAs<T>(type, b, i))
+            ? 1
+            : 0;
   }
 }
 
@@ -282,8 +282,7 @@ template <typename Fn> void withWidth(size_t bytes, Fn &&fn) {
   }
 }
 
-template <typename W>
-__global__ void fillKernel(W value, W *y, int64_t n) {
+template <typename W> __global__ void fillKernel(W value, W *y, int64_t n) {
   PAR_GRID_STRIDE(i, n) { y[i] = value; }
 }
 
@@ -292,9 +291,9 @@ void binaryOp(Stream stream, const Attrs &, const Tensors &in, Tensors &out) {
   checkBinary(kind, in[0], in[1], out[0]);
   withCompute(out[0].dtype, [&](auto tag) {
     using T = decltype(tag);
-    launch("binary", stream, out[0].size(), binaryKernel<T>, kind,
-           out[0].dtype, (const void *)in[0].data, (const void *)in[1].data,
-           out[0].data, out[0].size());
+    launch("binary", stream, out[0].size(), binaryKernel<T>, kind, out[0].dtype,
+           (const void *)in[0].data, (const void *)in[1].data, out[0].data,
+           out[0].size());
   });
 }
 
@@ -308,8 +307,7 @@ void unaryOp(Stream stream, const Attrs &, const Tensors &in, Tensors &out) {
   });
 }
 
-void compareOp(Stream stream, const Attrs &a, const Tensors &in,
-               Tensors &out) {
+void compareOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   checkCompare(in[0], in[1], out[0]);
   withCompute(in[0].dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -427,16 +425,14 @@ void gatherOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out,
 
 void broadcastOp(Stream stream, const Attrs &a, const Tensors &in,
                  Tensors &out) {
-  gatherOp<OpCode::Broadcast>(stream, a, in, out, [&] {
-    return planBroadcast(in[0], a.dims, out[0]);
-  });
+  gatherOp<OpCode::Broadcast>(
+      stream, a, in, out, [&] { return planBroadcast(in[0], a.dims, out[0]); });
 }
 
 void transposeOp(Stream stream, const Attrs &a, const Tensors &in,
                  Tensors &out) {
-  gatherOp<OpCode::Transpose>(stream, a, in, out, [&] {
-    return planTranspose(in[0], a.perm, out[0]);
-  });
+  gatherOp<OpCode::Transpose>(
+      stream, a, in, out, [&] { return planTranspose(in[0], a.perm, out[0]); });
 }
 
 void sliceOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
@@ -497,8 +493,7 @@ __global__ void reduceKernel(ReduceKind kind, DType type, const void *x,
   }
 }
 
-void reduceOp(Stream stream, const Attrs &a, const Tensors &in,
-              Tensors &out) {
+void reduceOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   const Tensor &input = in[0];
   planReduce(a.reduceKind, input, a.dims, out[0]);
   std::vector<bool> isReduced(input.shape.size(), false);
@@ -523,9 +518,9 @@ void reduceOp(Stream stream, const Attrs &a, const Tensors &in,
   withCompute(input.dtype, [&](auto tag) {
     using T = decltype(tag);
     using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
-    launch("reduce", stream, out[0].size(), reduceKernel<T, Acc>,
-           a.reduceKind, input.dtype, (const void *)input.data, kept, reduced,
-           count, out[0].data, out[0].size());
+    launch("reduce", stream, out[0].size(), reduceKernel<T, Acc>, a.reduceKind,
+           input.dtype, (const void *)input.data, kept, reduced, count,
+           out[0].data, out[0].size());
   });
 }
 
@@ -534,8 +529,8 @@ void reduceOp(Stream stream, const Attrs &a, const Tensors &in,
 //===----------------------------------------------------------------------===//
 
 template <typename T>
-__global__ void softmaxKernel(DType type, const void *x, void *y,
-                              RowPlan plan, bool log, int64_t rows) {
+__global__ void softmaxKernel(DType type, const void *x, void *y, RowPlan plan,
+                              bool log, int64_t rows) {
   PAR_GRID_STRIDE(r, rows) {
     const int64_t o = r / plan.inner, i = r % plan.inner;
     const int64_t start = o * plan.len * plan.inner + i;
@@ -545,8 +540,7 @@ __global__ void softmaxKernel(DType type, const void *x, void *y,
 }
 
 template <bool log>
-void softmaxOp(Stream stream, const Attrs &a, const Tensors &in,
-               Tensors &out) {
+void softmaxOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   RowPlan plan =
       planSoftmax(log ? "log_softmax" : "softmax", in[0], a.dim, out[0]);
   if (plan.len * plan.inner == 0)
@@ -564,11 +558,10 @@ __global__ void layerNormKernel(DType type, const void *x, const void *gamma,
                                 const void *beta, void *y, int64_t width,
                                 double epsilon, int64_t rows) {
   PAR_GRID_STRIDE(r, rows) {
-    math::layerNormRow<T>(
-        View<T>{type, const_cast<void *>(x), r * width, 1},
-        View<T>{type, const_cast<void *>(gamma), 0, 1},
-        View<T>{type, const_cast<void *>(beta), 0, 1},
-        View<T>{type, y, r * width, 1}, width, epsilon);
+    math::layerNormRow<T>(View<T>{type, const_cast<void *>(x), r * width, 1},
+                          View<T>{type, const_cast<void *>(gamma), 0, 1},
+                          View<T>{type, const_cast<void *>(beta), 0, 1},
+                          View<T>{type, y, r * width, 1}, width, epsilon);
   }
 }
 
@@ -600,8 +593,7 @@ void layerNormOp(Stream stream, const Attrs &a, const Tensors &in,
   });
 }
 
-void rmsNormOp(Stream stream, const Attrs &a, const Tensors &in,
-               Tensors &out) {
+void rmsNormOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   checkRmsNorm(in[0], in[1], out[0]);
   withFloat(in[0].dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -636,8 +628,8 @@ void adamwOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   std::vector<char> lrBytes, stepBytes;
   scalarOnHost(stream, in[4], lr, lrBytes);
   scalarOnHost(stream, in[5], step, stepBytes);
-  OptimizerScalars scalars = checkAdamw(in[0], in[1], in[2], in[3], lr, step,
-                                        out[0], out[1], out[2]);
+  OptimizerScalars scalars =
+      checkAdamw(in[0], in[1], in[2], in[3], lr, step, out[0], out[1], out[2]);
   const float beta1 = float(a.beta1), beta2 = float(a.beta2);
   withFloat(in[0].dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -688,9 +680,9 @@ void sgdOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   withFloat(in[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     {
-      const math::SgdStep<T> s{T(float(a.momentum)),
-                               T(float(a.weightDecay)), T(scalars.lr),
-                               withMomentum && a.nesterov, withMomentum};
+      const math::SgdStep<T> s{T(float(a.momentum)), T(float(a.weightDecay)),
+                               T(scalars.lr), withMomentum && a.nesterov,
+                               withMomentum};
       launch("sgd", stream, in[0].size(), sgdKernel<T>, s, in[0].dtype,
              (const void *)in[0].data, in[1].dtype, (const void *)in[1].data,
              withMomentum ? (const void *)in[2].data : nullptr, out[0].data,
@@ -812,7 +804,7 @@ void crossEntropyOp(Stream stream, const Attrs &, const Tensors &in,
            vocab, loss, tokens);
   });
   meanOfRows<<<1, 1, 0, streamOf(stream)>>>(loss, tokens, out[0].dtype,
-                                             out[0].data);
+                                            out[0].data);
   checkLaunch("cross_entropy");
 }
 
@@ -897,8 +889,8 @@ void concatOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
     const size_t chunk = size_t(t.shape[size_t(a.dim)] * inner) * bytes;
     if (chunk > 0 && outer > 0)
       PAR_CUDA_KERNEL(cudaMemcpy2DAsync(
-          static_cast<char *>(result.data) + at, rowBytes, t.data, chunk,
-          chunk, size_t(outer), cudaMemcpyDeviceToDevice, streamOf(stream)));
+          static_cast<char *>(result.data) + at, rowBytes, t.data, chunk, chunk,
+          size_t(outer), cudaMemcpyDeviceToDevice, streamOf(stream)));
     at += chunk;
   }
 }
@@ -972,8 +964,9 @@ __global__ void gatherSlicesKernel(DType type, const void *operand,
     const int64_t start = sliceStart(index, indexType, indices, e);
     // Entries outside the operand read zeros.
     storeAs<T>(type, out, o,
-               start < 0 ? T(0)
-                         : loadAs<T>(type, operand, start + offsetOf(slice, i)));
+               start < 0
+                   ? T(0)
+                   : loadAs<T>(type, operand, start + offsetOf(slice, i)));
   }
 }
 
@@ -985,14 +978,14 @@ void gatherOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
     return onHost(OpCode::Gather, stream, a, in, out);
   if (plan.sliceSize == 0) {
     if (out[0].bytes())
-      PAR_CUDA_KERNEL(cudaMemsetAsync(out[0].data, 0, out[0].bytes(),
-                                      streamOf(stream)));
+      PAR_CUDA_KERNEL(
+          cudaMemsetAsync(out[0].data, 0, out[0].bytes(), streamOf(stream)));
     return;
   }
   withCompute(out[0].dtype, [&](auto tag) {
     using T = decltype(tag);
-    launch("gather", stream, out[0].size(), gatherSlicesKernel<T>,
-           out[0].dtype, (const void *)in[0].data, index, in[1].dtype,
+    launch("gather", stream, out[0].size(), gatherSlicesKernel<T>, out[0].dtype,
+           (const void *)in[0].data, index, in[1].dtype,
            (const void *)in[1].data, slice, plan.sliceSize, out[0].data,
            out[0].size());
   });
@@ -1014,8 +1007,8 @@ __global__ void storeAllKernel(const T *x, DType type, void *y, int64_t n) {
 template <typename T>
 __global__ void scatterAddKernel(T *result, IndexSpace index, DType indexType,
                                  const void *indices, Strides slice,
-                                 int64_t entries, int64_t sliceSize,
-                                 DType type, const void *updates) {
+                                 int64_t entries, int64_t sliceSize, DType type,
+                                 const void *updates) {
   PAR_GRID_STRIDE(i, sliceSize) {
     const int64_t at = offsetOf(slice, i);
     for (int64_t e = 0; e < entries; ++e) {
@@ -1037,10 +1030,10 @@ void scatterAddOp(Stream stream, const Attrs &a, const Tensors &in,
   const Tensor &result = out[0];
   withCompute(result.dtype, [&](auto tag) {
     using T = decltype(tag);
-    T *acc = static_cast<T *>(
-        rowScratch().get(std::max<size_t>(size_t(result.size()) * sizeof(T), 8)));
-    launch("scatter_add", stream, result.size(), loadAllKernel<T>,
-           in[0].dtype, (const void *)in[0].data, acc, result.size());
+    T *acc = static_cast<T *>(rowScratch().get(
+        std::max<size_t>(size_t(result.size()) * sizeof(T), 8)));
+    launch("scatter_add", stream, result.size(), loadAllKernel<T>, in[0].dtype,
+           (const void *)in[0].data, acc, result.size());
     launch("scatter_add", stream, plan.sliceSize, scatterAddKernel<T>, acc,
            index, in[1].dtype, (const void *)in[1].data, slice, plan.entries,
            plan.sliceSize, in[2].dtype, (const void *)in[2].data);
@@ -1085,10 +1078,9 @@ __device__ T scoreOf(const AttentionGeometry &g, DType type, const void *q,
 }
 
 template <typename T>
-__global__ void attentionForward(AttentionGeometry g, DType type,
-                                 const void *q, const void *k, const void *v,
-                                 void *out, DType statsType, void *stats,
-                                 int64_t rows) {
+__global__ void attentionForward(AttentionGeometry g, DType type, const void *q,
+                                 const void *k, const void *v, void *out,
+                                 DType statsType, void *stats, int64_t rows) {
   PAR_GRID_STRIDE(r, rows) { // r over [batch, seq, heads]
     const int64_t h = r % g.heads, s = (r / g.heads) % g.seq,
                   b = r / (g.heads * g.seq), hk = h / g.group;
@@ -1098,13 +1090,15 @@ __global__ void attentionForward(AttentionGeometry g, DType type,
       acc[d] = 0;
     T rowMax = -T(INFINITY), rowSum = 0;
     for (int64_t t = 0; t < seen; ++t) {
-      const T score = scoreOf<T>(g, type, q, g.query(b, s, h), k, g.key(b, t, hk));
+      const T score =
+          scoreOf<T>(g, type, q, g.query(b, s, h), k, g.key(b, t, hk));
       const T newMax = rowMax > score ? rowMax : score;
       const T correction = math::expOf(T(rowMax - newMax));
       const T p = math::expOf(T(score - newMax));
       rowSum = rowSum * correction + p;
       for (int64_t d = 0; d < g.dim; ++d)
-        acc[d] = acc[d] * correction + p * loadAs<T>(type, v, g.key(b, t, hk) + d);
+        acc[d] =
+            acc[d] * correction + p * loadAs<T>(type, v, g.key(b, t, hk) + d);
       rowMax = newMax;
     }
     const bool seesKeys = rowSum > T(0);
@@ -1133,12 +1127,11 @@ __device__ T rowDot(const AttentionGeometry &g, DType type, const void *out,
 }
 
 template <typename T>
-__global__ void attentionGradQKernel(AttentionGeometry g, DType type,
-                                     const void *q, const void *k,
-                                     const void *v, const void *out,
-                                     const void *gradOut, DType statsType,
-                                     const void *stats, void *gradQ,
-                                     int64_t rows) {
+__global__ void
+attentionGradQKernel(AttentionGeometry g, DType type, const void *q,
+                     const void *k, const void *v, const void *out,
+                     const void *gradOut, DType statsType, const void *stats,
+                     void *gradQ, int64_t rows) {
   PAR_GRID_STRIDE(r, rows) {
     const int64_t h = r % g.heads, s = (r / g.heads) % g.seq,
                   b = r / (g.heads * g.seq), hk = h / g.group;
@@ -1164,12 +1157,11 @@ __global__ void attentionGradQKernel(AttentionGeometry g, DType type,
 }
 
 template <typename T>
-__global__ void attentionGradKvKernel(AttentionGeometry g, DType type,
-                                      const void *q, const void *k,
-                                      const void *v, const void *out,
-                                      const void *gradOut, DType statsType,
-                                      const void *stats, void *gradK,
-                                      void *gradV, int64_t rows) {
+__global__ void
+attentionGradKvKernel(AttentionGeometry g, DType type, const void *q,
+                      const void *k, const void *v, const void *out,
+                      const void *gradOut, DType statsType, const void *stats,
+                      void *gradK, void *gradV, int64_t rows) {
   PAR_GRID_STRIDE(r, rows) { // r over [batch, keys, kvHeads]
     const int64_t hk = r % g.kvHeads, t = (r / g.kvHeads) % g.keys,
                   b = r / (g.kvHeads * g.keys);
@@ -1191,7 +1183,8 @@ __global__ void attentionGradKvKernel(AttentionGeometry g, DType type,
           dv[d] += p * go;
           dp += go * loadAs<T>(type, v, kAt + d);
         }
-        const T ds = T(g.scale) * p * (dp - rowDot<T>(g, type, out, gradOut, at));
+        const T ds =
+            T(g.scale) * p * (dp - rowDot<T>(g, type, out, gradOut, at));
         for (int64_t d = 0; d < g.dim; ++d)
           dk[d] += ds * loadAs<T>(type, q, at + d);
       }
@@ -1213,18 +1206,23 @@ AttentionGeometry attentionGeometry(Stream stream, const Attrs &a,
     offset += int64_t(scalarValue(position.tensor));
   }
   const int64_t dim = q.shape[3];
-  AttentionGeometry g{q.shape[0], q.shape[1], q.shape[2], dim,
-                      k.shape[1], k.shape[2], q.shape[2] / k.shape[2],
-                      math::AttentionMask(a.causal, offset, q.shape[1],
-                                          k.shape[1]),
-                      a.scale ? float(*a.scale)
-                              : float(1.0 / std::sqrt(double(dim)))};
+  AttentionGeometry g{
+      q.shape[0],
+      q.shape[1],
+      q.shape[2],
+      dim,
+      k.shape[1],
+      k.shape[2],
+      q.shape[2] / k.shape[2],
+      math::AttentionMask(a.causal, offset, q.shape[1], k.shape[1]),
+      a.scale ? float(*a.scale) : float(1.0 / std::sqrt(double(dim)))};
   return g;
 }
 
 void attentionOp(Stream stream, const Attrs &a, const Tensors &in,
                  Tensors &out) {
-  checkAttention(in[0], in[1], in[2], out[0], out.size() > 1 ? &out[1] : nullptr);
+  checkAttention(in[0], in[1], in[2], out[0],
+                 out.size() > 1 ? &out[1] : nullptr);
   if (in[0].shape[3] > kMaxHeadDim)
     return onHost(OpCode::Attention, stream, a, in, out);
   AttentionGeometry g = attentionGeometry(stream, a, in, 3);
@@ -1281,8 +1279,8 @@ void attentionGradKvOp(Stream stream, const Attrs &a, const Tensors &in,
 
 void checkLt(cublasStatus_t status, const char *call) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    throw KernelError(std::string("cuda: ") + call + " failed: " +
-                      cublasLtGetStatusString(status));
+    throw KernelError(std::string("cuda: ") + call +
+                      " failed: " + cublasLtGetStatusString(status));
 }
 #define PAR_LT(call) checkLt((call), #call)
 
@@ -1358,8 +1356,8 @@ void batchedGemm(Stream stream, DType type, const void *a, const void *b,
           layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
           sizeof(count)));
       PAR_LT(cublasLtMatrixLayoutSetAttribute(
-          layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-          &strides[i], sizeof(strides[i])));
+          layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &strides[i],
+          sizeof(strides[i])));
     }
   }
   PAR_LT(cublasLtMatmulPreferenceCreate(&pref));
@@ -1395,8 +1393,8 @@ void batchedGemm(Stream stream, DType type, const void *a, const void *b,
   const double oneD = 1, zeroD = 0;
   const void *alpha = type == DType::F64 ? (const void *)&oneD : &oneF;
   const void *beta = type == DType::F64 ? (const void *)&zeroD : &zeroF;
-  PAR_LT(cublasLtMatmul(state.handle, desc, alpha, b, la, a, lb, beta, c, lc,
-                        c, lc, &result.algo, workspace, kWorkspaceBytes,
+  PAR_LT(cublasLtMatmul(state.handle, desc, alpha, b, la, a, lb, beta, c, lc, c,
+                        lc, &result.algo, workspace, kWorkspaceBytes,
                         streamOf(stream)));
 }
 
@@ -1451,8 +1449,7 @@ void dotOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
       return onHost(OpCode::Dot, stream, a, in, out);
     rhs = packed + lhsBytes;
   }
-  batchedGemm(stream, c.dtype, lhs, rhs, c.data, p.batch, p.m, p.k, p.n,
-              state);
+  batchedGemm(stream, c.dtype, lhs, rhs, c.data, p.batch, p.m, p.k, p.n, state);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1474,7 +1471,8 @@ struct Table {
 Table build() {
   Table t;
   t.kernels.backend = "cuda";
-  setHostKernels(t.kernels, std::make_integer_sequence<int, catalogue::kNumOps>());
+  setHostKernels(t.kernels,
+                 std::make_integer_sequence<int, catalogue::kNumOps>());
   auto set = [&](OpCode op, Kernel kernel) {
     t.kernels.kernels[size_t(op)] = kernel;
     t.native[size_t(op)] = true;

@@ -65,11 +65,11 @@ public:
     return host_->memberShape(group);
   }
 
-  void allReduce(int64_t group, ReduceOp kind, const Tensor &input,
-                 Tensor &out, Stream) override {
+  void allReduce(int64_t group, ReduceOp kind, const Tensor &input, Tensor &out,
+                 Stream) override {
     Issue issue(*this);
-    check(ncclAllReduce(input.data, out.data, size_t(input.size()),
-                        type(input), op(kind), comm(group), issue.stream),
+    check(ncclAllReduce(input.data, out.data, size_t(input.size()), type(input),
+                        op(kind), comm(group), issue.stream),
           "ncclAllReduce");
   }
 

@@ -1,4 +1,5 @@
-//===- DeviceCollectives.h - Collectives on device memory --------*- C++ -*-===//
+//===- DeviceCollectives.h - Collectives on device memory --------*- C++
+//-*-===//
 //
 // The collectives of a backend whose tensors live in device memory, built
 // over the host communicator (MPI) that bootstraps the ranks:
