@@ -10,10 +10,14 @@ at different points).
 """
 import argparse
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
+
+# The comparisons of the equivalence harness (outputs relative to their
+# largest magnitude, losses step by step).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "test" / "Integration"))
+from equivalence import compare, compare_losses, losses_of  # noqa: E402
 
 
 def run(par_run, program, backend, steps, out):
@@ -21,24 +25,6 @@ def run(par_run, program, backend, steps, out):
            "--log-every", "1", "--dump-outputs", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     return proc.returncode, proc.stdout + proc.stderr
-
-
-def losses(log):
-    return {int(m.group(1)): float(m.group(2))
-            for m in re.finditer(r"^step (\d+)\s+loss (\S+)", log, re.M)}
-
-
-def worst(a, b):
-    err = 0.0
-    for name, out in a["outputs"].items():
-        other = b["outputs"].get(name)
-        if other is None or other["shape"] != out["shape"]:
-            return float("inf")
-        ref = [float(v) for v in out["values"]]
-        got = [float(v) for v in other["values"]]
-        scale = max([abs(v) for v in ref] + [1e-30])
-        err = max(err, max([abs(x - y) for x, y in zip(got, ref)] + [0.0]) / scale)
-    return err
 
 
 def low_precision(program):
@@ -53,6 +39,8 @@ def main() -> int:
     parser.add_argument("--work", required=True)
     parser.add_argument("--tolerance", type=float, default=1e-5)
     parser.add_argument("--low-tolerance", type=float, default=2e-2)
+    parser.add_argument("--against", default="cuda",
+                        help="the backend compared with the CPU's (cpu checks this script)")
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -63,23 +51,21 @@ def main() -> int:
         steps = int(steps_file.read_text()) if steps_file.exists() else 2
         outs, logs = {}, {}
         status = ""
-        for backend in ("cpu", "cuda"):
-            out = work / f"{program.stem}.{backend}.json"
+        for backend in ("cpu", args.against):
+            out = work / f"{program.stem}.{backend}.{len(outs)}.json"
             code, log = run(args.par_run, program, backend, steps, out)
             if code != 0:
                 status = f"FAIL ({backend}: exit {code}: {log.strip().splitlines()[-1] if log.strip() else ''})"
                 break
             outs[backend] = json.loads(out.read_text())
-            logs[backend] = losses(log)
+            logs[backend] = losses_of(log)
+        other = args.against
         if status:
             print(f"{program.stem:<26} {steps:>5} {'-':>12} {'-':>12}  {status}")
             failed += 1
             continue
-        err = worst(outs["cpu"], outs["cuda"])
-        base, got = logs["cpu"], logs["cuda"]
-        loss_err = (float("inf") if base.keys() != got.keys() else
-                    max((abs(got[k] - base[k]) / max(abs(base[k]), 1e-30) for k in base),
-                        default=0.0))
+        err = compare(outs["cpu"], outs[other])
+        loss_err = compare_losses(logs["cpu"], logs[other])
         tol = args.low_tolerance if low_precision(program) else args.tolerance
         ok = max(err, loss_err) <= tol
         failed += not ok

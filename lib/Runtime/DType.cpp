@@ -77,49 +77,11 @@ float f16ToFloat(uint16_t bits) { return math::f16ToFloat(bits); }
 uint16_t floatToF16(float value) { return math::floatToF16(value); }
 
 double loadElement(DType type, const void *data, int64_t i) {
-  switch (type) {
-  case DType::F32:
-    return static_cast<const float *>(data)[i];
-  case DType::F64:
-    return static_cast<const double *>(data)[i];
-  case DType::F16:
-    return f16ToFloat(static_cast<const uint16_t *>(data)[i]);
-  case DType::BF16:
-    return bf16ToFloat(static_cast<const uint16_t *>(data)[i]);
-  case DType::I64:
-    return double(static_cast<const int64_t *>(data)[i]);
-  case DType::I32:
-    return static_cast<const int32_t *>(data)[i];
-  case DType::I1:
-    return static_cast<const uint8_t *>(data)[i] ? 1.0 : 0.0;
-  }
-  return 0;
+  return math::loadAs<double>(type, data, i);
 }
 
 void storeElement(DType type, void *data, int64_t i, double value) {
-  switch (type) {
-  case DType::F32:
-    static_cast<float *>(data)[i] = float(value);
-    return;
-  case DType::F64:
-    static_cast<double *>(data)[i] = value;
-    return;
-  case DType::F16:
-    static_cast<uint16_t *>(data)[i] = floatToF16(float(value));
-    return;
-  case DType::BF16:
-    static_cast<uint16_t *>(data)[i] = floatToBf16(float(value));
-    return;
-  case DType::I64:
-    static_cast<int64_t *>(data)[i] = int64_t(value);
-    return;
-  case DType::I32:
-    static_cast<int32_t *>(data)[i] = int32_t(value);
-    return;
-  case DType::I1:
-    static_cast<uint8_t *>(data)[i] = value != 0;
-    return;
-  }
+  math::storeAs<double>(type, data, i, value);
 }
 
 void convertElements(DType from, const void *src, DType to, void *dst,

@@ -11,8 +11,8 @@
 // view) and write through `put(y, i, value)`, so one body serves a
 // contiguous row on the host and a strided row on the device.
 //
-// Header-only, no STL beyond <cstdint> and <type_traits>: nvcc compiles it
-// for the device.
+// Header-only, and nothing in it calls the standard library: nvcc compiles
+// it for the device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +20,7 @@
 #define PAR_RUNTIME_KERNELMATH_H
 
 #include "par/Catalogue/OpCatalogue.h"
+#include "par/Runtime/DType.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -128,6 +129,58 @@ PAR_HD inline uint16_t floatToF16(float value) {
   if (exponent >= 0x1f)
     return sign | 0x7c00;
   return sign | uint16_t(exponent << 10) | uint16_t(mantissa);
+}
+
+/// Element i of a buffer stored as `type`, read as T (through the storage
+/// type: bf16/f16 through f32, i1 as 0 or 1).
+template <typename T>
+PAR_HD T loadAs(DType type, const void *data, int64_t i) {
+  switch (type) {
+  case DType::F32:
+    return T(static_cast<const float *>(data)[i]);
+  case DType::F64:
+    return T(static_cast<const double *>(data)[i]);
+  case DType::BF16:
+    return T(math::bf16ToFloat(static_cast<const uint16_t *>(data)[i]));
+  case DType::F16:
+    return T(math::f16ToFloat(static_cast<const uint16_t *>(data)[i]));
+  case DType::I64:
+    return T(static_cast<const int64_t *>(data)[i]);
+  case DType::I32:
+    return T(static_cast<const int32_t *>(data)[i]);
+  case DType::I1:
+    return T(static_cast<const uint8_t *>(data)[i] ? 1 : 0);
+  }
+  return T(0);
+}
+
+/// Stores `value` as element i of a buffer of `type` (rounded to it; any
+/// type -> i1 is `!= 0`).
+template <typename T>
+PAR_HD void storeAs(DType type, void *data, int64_t i, T value) {
+  switch (type) {
+  case DType::F32:
+    static_cast<float *>(data)[i] = float(value);
+    return;
+  case DType::F64:
+    static_cast<double *>(data)[i] = double(value);
+    return;
+  case DType::BF16:
+    static_cast<uint16_t *>(data)[i] = math::floatToBf16(float(value));
+    return;
+  case DType::F16:
+    static_cast<uint16_t *>(data)[i] = math::floatToF16(float(value));
+    return;
+  case DType::I64:
+    static_cast<int64_t *>(data)[i] = int64_t(value);
+    return;
+  case DType::I32:
+    static_cast<int32_t *>(data)[i] = int32_t(value);
+    return;
+  case DType::I1:
+    static_cast<uint8_t *>(data)[i] = value != T(0);
+    return;
+  }
 }
 
 //===----------------------------------------------------------------------===//

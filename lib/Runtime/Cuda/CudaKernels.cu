@@ -64,53 +64,8 @@ void checkLaunch(const char *kernel) {
 // Storage access
 //===----------------------------------------------------------------------===//
 
-template <typename T>
-__device__ T loadAs(DType type, const void *data, int64_t i) {
-  switch (type) {
-  case DType::F32:
-    return T(static_cast<const float *>(data)[i]);
-  case DType::F64:
-    return T(static_cast<const double *>(data)[i]);
-  case DType::BF16:
-    return T(math::bf16ToFloat(static_cast<const uint16_t *>(data)[i]));
-  case DType::F16:
-    return T(math::f16ToFloat(static_cast<const uint16_t *>(data)[i]));
-  case DType::I64:
-    return T(static_cast<const int64_t *>(data)[i]);
-  case DType::I32:
-    return T(static_cast<const int32_t *>(data)[i]);
-  case DType::I1:
-    return T(static_cast<const uint8_t *>(data)[i] ? 1 : 0);
-  }
-  return T(0);
-}
-
-template <typename T>
-__device__ void storeAs(DType type, void *data, int64_t i, T value) {
-  switch (type) {
-  case DType::F32:
-    static_cast<float *>(data)[i] = float(value);
-    return;
-  case DType::F64:
-    static_cast<double *>(data)[i] = double(value);
-    return;
-  case DType::BF16:
-    static_cast<uint16_t *>(data)[i] = math::floatToBf16(float(value));
-    return;
-  case DType::F16:
-    static_cast<uint16_t *>(data)[i] = math::floatToF16(float(value));
-    return;
-  case DType::I64:
-    static_cast<int64_t *>(data)[i] = int64_t(value);
-    return;
-  case DType::I32:
-    static_cast<int32_t *>(data)[i] = int32_t(value);
-    return;
-  case DType::I1:
-    static_cast<uint8_t *>(data)[i] = value != T(0);
-    return;
-  }
-}
+using math::loadAs;
+using math::storeAs;
 
 /// A tensor's elements base[0], base[stride], ... in compute type T, for
 /// the shared row bodies: v[i] loads, put(v, i, x) stores.
