@@ -560,13 +560,17 @@ Shape localBufferShape(const Program &program, const Shape &globalShape,
 }
 
 Program parseProgram(const std::string &text, const std::string &path) {
-  Reader r(path);
   json doc;
   try {
     doc = json::parse(text);
   } catch (const json::parse_error &e) {
-    r.fail("", std::string("not valid JSON: ") + e.what());
+    Reader(path).fail("", std::string("not valid JSON: ") + e.what());
   }
+  return programOf(doc, path);
+}
+
+Program programOf(const nlohmann::json &doc, const std::string &path) {
+  Reader r(path);
   Program p;
   p.path = path;
   if (!doc.is_object())
@@ -1014,10 +1018,14 @@ Program parseProgram(const std::string &text, const std::string &path) {
   return p;
 }
 
-std::optional<ProgramIssue> checkProgram(const std::string &text,
-                                         const std::string &path) {
+template <typename Source>
+static std::optional<ProgramIssue> issueOf(const Source &source,
+                                          const std::string &path) {
   try {
-    parseProgram(text, path);
+    if constexpr (std::is_same_v<Source, std::string>)
+      parseProgram(source, path);
+    else
+      programOf(source, path);
   } catch (const ProgramError &e) {
     return e.issue();
   } catch (const std::exception &e) {
@@ -1027,6 +1035,16 @@ std::optional<ProgramIssue> checkProgram(const std::string &text,
     return issue;
   }
   return std::nullopt;
+}
+
+std::optional<ProgramIssue> checkProgram(const std::string &text,
+                                         const std::string &path) {
+  return issueOf(text, path);
+}
+
+std::optional<ProgramIssue> checkProgramDocument(const nlohmann::json &doc,
+                                         const std::string &path) {
+  return issueOf(doc, path);
 }
 
 Program loadProgram(const std::string &path) {

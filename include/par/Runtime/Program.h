@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -205,9 +206,15 @@ struct Program {
 Program loadProgram(const std::string &path);
 /// Validates a program given as JSON text (`path` only names it in errors).
 Program parseProgram(const std::string &text, const std::string &path);
+/// Validates a program given as its parsed JSON document.
+Program programOf(const nlohmann::json &doc, const std::string &path);
 /// parseProgram without exceptions, for callers built without them (the
 /// compiler): the issue that makes the loader reject `text`, if any.
 std::optional<ProgramIssue> checkProgram(const std::string &text,
+                                         const std::string &path);
+/// The same for the document the text is written from (the emitter checks
+/// what it builds without writing and parsing it again).
+std::optional<ProgramIssue> checkProgramDocument(const nlohmann::json &doc,
                                          const std::string &path);
 
 /// Mesh coordinates of `rank` (row-major over the mesh axes, first major).

@@ -4,8 +4,9 @@
 // runtime includes no MLIR; everything it needs is spelled out here: element
 // types, per-device shapes, attributes with defaults filled in, the
 // communicator group of each collective and the memory plan. Before writing,
-// the program goes through par-run's own validation (checkProgram): what it
-// rejects is reported at the argument, result, value or op behind the field.
+// the program goes through par-run's own validation (checkProgram, on the
+// document the text is then written from): what it rejects is reported at
+// the argument, result, value or op behind the field.
 //
 //===----------------------------------------------------------------------===//
 
@@ -98,9 +99,9 @@ public:
         asyncCollectives(asyncCollectives) {}
 
   FailureOr<json> run();
-  /// Runs the loader's validation on `text`, the program as it will be
-  /// written; reports what it rejects at the source of the field.
-  LogicalResult validate(const std::string &text, StringRef file);
+  /// Runs the loader's validation on `doc`, the program the text is then
+  /// written from; reports what it rejects at the source of the field.
+  LogicalResult validate(const json &doc, StringRef file);
 
 private:
   LogicalResult checkOps(func::FuncOp body);
@@ -633,9 +634,9 @@ FailureOr<json> Emitter::rankClass(func::FuncOp body, const json &doc,
               {"instructions", instructions}};
 }
 
-LogicalResult Emitter::validate(const std::string &text, StringRef file) {
+LogicalResult Emitter::validate(const json &doc, StringRef file) {
   std::optional<::par::rt::ProgramIssue> issue =
-      ::par::rt::checkProgram(text, file.str());
+      ::par::rt::checkProgramDocument(doc, file.str());
   if (!issue)
     return success();
   using Record = ::par::rt::ProgramField::Record;
@@ -766,14 +767,12 @@ struct EmitProgramPass
     }
     Emitter emitter(module, candidates.front(), alignment, asyncCollectives);
     FailureOr<json> doc = emitter.run();
-    if (failed(doc))
+    if (failed(doc) || failed(emitter.validate(*doc, file)))
       return signalPassFailure();
     std::string text;
     llvm::raw_string_ostream os(text);
     writeJson(os, *doc, 0);
     os << "\n";
-    if (failed(emitter.validate(text, file)))
-      return signalPassFailure();
 
     std::string error;
     std::unique_ptr<llvm::ToolOutputFile> out = openOutputFile(file, &error);
