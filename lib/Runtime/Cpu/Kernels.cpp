@@ -1587,7 +1587,9 @@ RowPlan planArgReduce(const Tensor &input, int64_t dim, bool max,
 
 void argReduce(const Tensor &input, int64_t dim, bool max, Tensor &out) {
   const std::string op = max ? "argmax" : "argmin";
-  const auto [outer, len, inner] = planArgReduce(input, dim, max, out);
+  // Plain variables: lambdas below capture them (not structured bindings).
+  const RowPlan plan = planArgReduce(input, dim, max, out);
+  const int64_t outer = plan.outer, len = plan.len, inner = plan.inner;
   std::vector<int64_t> found(size_t(outer * inner), 0);
   withNumericCompute(op, input, [&](auto tag) {
     using T = decltype(tag);
@@ -2068,8 +2070,9 @@ void adamw(const Tensor &param, const Tensor &grad, const Tensor &m,
            const Tensor &v, const Tensor &lr, const Tensor &step, float beta1,
            float beta2, float epsilon, float weightDecay, Tensor &newParam,
            Tensor &newM, Tensor &newV) {
-  const auto [rate, t] =
+  const OptimizerScalars scalars =
       checkAdamw(param, grad, m, v, lr, step, newParam, newM, newV);
+  const double rate = scalars.lr, t = scalars.step;
   withFloatCompute(param.dtype, [&](auto tag) {
     using T = decltype(tag);
     Input<T> p(param), g(grad), m0(m), v0(v);
