@@ -20,7 +20,8 @@
 #   3. the backend conformance suite (every compute op, every element type,
 #      CUDA against the CPU backend) and the CUDA launch tests;
 #   4. compute-sanitizer memcheck and racecheck over the CUDA conformance
-#      cases, where compute-sanitizer is installed;
+#      cases, where compute-sanitizer is installed (each step is capped at
+#      PAR_STEP_TIMEOUT seconds, default 240);
 #   5. every program of deps/programs (the integration models, GPT-tiny's
 #      training step) on both backends: outputs and losses compared;
 #   6. the GEMM benchmark: par's dot (cuBLASLt) against cuBLAS's own GEMM
@@ -35,6 +36,10 @@ arch="${PAR_CUDA_ARCH:-90}"
 jobs="${JOBS:-$(nproc)}"
 report=()
 failures=0
+# The toolkit's nvcc where it is not on PATH; each check below is capped
+# (PAR_STEP_TIMEOUT seconds) so one hang cannot spend the machine's time.
+[ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
+step_timeout="${PAR_STEP_TIMEOUT:-240}"
 
 note() { report+=("$1"); echo "== $1"; }
 pass() { note "ok      $1"; }
@@ -70,7 +75,7 @@ fi
 if [ -d "$deps/googletest" ]; then
   cmake_args+=(-DPAR_GTEST_SOURCE="$deps/googletest")
 fi
-nccl_root="$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null || true)"
+nccl_root="$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null || true)"
 if [ -f /usr/include/nccl.h ] || [ -f /usr/local/cuda/include/nccl.h ]; then
   note "NCCL: system"
 elif [ -n "$nccl_root" ]; then
@@ -86,7 +91,11 @@ if cmake -S "$root" -B "$build" "${cmake_args[@]}" >"$build.configure.log" 2>&1 
    cmake --build "$build" -j "$jobs" --target par-run ParRuntimeConformanceTests \
      ParRuntimeKernelTests ParRuntimeCudaLaunchTests par-cuda-gemm-bench \
      >"$build.build.log" 2>&1; then
-  pass "runtime-only build ($(grep -o 'par: .*' "$build.configure.log" | tr '\n' ';'))"
+  if grep -q 'CUDA toolkit not found' "$build.configure.log"; then
+    fail "runtime-only build: no CUDA toolkit found (nvcc on PATH or CUDA_PATH)"
+  else
+    pass "runtime-only build ($(grep -o 'par: .*' "$build.configure.log" | tr '\n' ';'))"
+  fi
 else
   fail "runtime-only build: see $build.configure.log and $build.build.log"
   tail -30 "$build.configure.log" "$build.build.log" 2>/dev/null
@@ -99,7 +108,7 @@ tests="$build/unittests"
 
 # 3. Conformance and the host-side tests.
 for t in ParRuntimeConformanceTests ParRuntimeKernelTests ParRuntimeCudaLaunchTests; do
-  if "$tests/$t" >"$work/$t.log" 2>&1; then
+  if timeout "$step_timeout" "$tests/$t" >"$work/$t.log" 2>&1; then
     ran="$(grep -o '[0-9]* tests\? from [0-9]* test suites\? ran' "$work/$t.log")"
     skipped="$(grep -o '^\[  SKIPPED \] [0-9]* test' "$work/$t.log" | grep -o '[0-9]*' || echo 0)"
     if [ "$has_gpu" = yes ] && [ "$skipped" != 0 ]; then
@@ -116,7 +125,7 @@ done
 sanitizer="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)"
 if [ -n "$sanitizer" ]; then
   for tool in memcheck racecheck; do
-    if "$sanitizer" --tool "$tool" --error-exitcode 9 \
+    if timeout "$step_timeout" "$sanitizer" --tool "$tool" --error-exitcode 9 \
          "$tests/ParRuntimeConformanceTests" --gtest_filter='*cuda*' \
          >"$work/sanitizer-$tool.log" 2>&1; then
       pass "compute-sanitizer $tool"
@@ -130,7 +139,7 @@ fi
 
 # 5. Programs on both backends.
 if [ -d "$deps/programs" ]; then
-  if python3 "$root/bench/cuda/compare_backends.py" --par-run "$bin/par-run" \
+  if timeout "$step_timeout" python3 "$root/bench/cuda/compare_backends.py" --par-run "$bin/par-run" \
        --programs "$deps/programs" --work "$work/programs" \
        >"$work/programs.log" 2>&1; then
     pass "programs on cuda = cpu ($(grep -c ' ok ' "$work/programs.log") programs)"
@@ -143,7 +152,7 @@ else
 fi
 
 # 6. The GEMM benchmark.
-if "$bin/par-cuda-gemm-bench" >"$work/gemm.log" 2>&1; then
+if timeout "$step_timeout" "$bin/par-cuda-gemm-bench" >"$work/gemm.log" 2>&1; then
   pass "GEMM benchmark"
 else
   fail "GEMM benchmark: $(tail -2 "$work/gemm.log" | tr '\n' ' ')"

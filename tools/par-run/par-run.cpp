@@ -645,6 +645,8 @@ int runRank(const Options &o, int rank, int size) {
                 << "\n";
     return 1;
   }
+  // The device before the collectives that may run on it: destroyed after.
+  std::unique_ptr<Device> device = createDevice(o.backend);
   std::unique_ptr<Collectives> comm = createMpiCollectives(program, o.timeout);
   std::unique_ptr<Tracer> tracer;
   if (!o.trace.empty())
@@ -652,7 +654,6 @@ int runRank(const Options &o, int rank, int size) {
   // A read of --data that stalls is an error after --timeout (0: never).
   DataSource data =
       o.data == "synthetic" ? DataSource() : DataSource(o.data, o.timeout);
-  std::unique_ptr<Device> device = createDevice(o.backend);
   // A device with memory of its own runs its collectives on it (NCCL
   // where built in), or through host copies over MPI.
   if (o.stagedCollectives)

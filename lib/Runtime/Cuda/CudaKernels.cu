@@ -158,19 +158,20 @@ void hostKernel(Stream stream, const Attrs &attrs, const Tensors &in,
   onHost(OpCode(I), stream, attrs, in, out);
 }
 
-/// A 0-d operand's value, read to the host.
-double scalarOnHost(Stream stream, const Tensor &t, Tensor &host,
-                    std::vector<char> &bytes) {
-  host = t;
-  bytes.resize(t.bytes());
-  host.data = bytes.data();
-  if (!bytes.empty()) {
-    PAR_CUDA_KERNEL(cudaMemcpyAsync(bytes.data(), t.data, bytes.size(),
-                                    cudaMemcpyDeviceToHost, streamOf(stream)));
-    PAR_CUDA_KERNEL(cudaStreamSynchronize(streamOf(stream)));
+/// A tensor's bytes in host memory (an operand whose values a check reads).
+struct OnHost {
+  std::vector<char> bytes;
+  Tensor tensor;
+  OnHost(Stream stream, const Tensor &t) : bytes(t.bytes()), tensor(t) {
+    tensor.data = bytes.data();
+    if (!bytes.empty()) {
+      PAR_CUDA_KERNEL(cudaMemcpyAsync(bytes.data(), t.data, bytes.size(),
+                                      cudaMemcpyDeviceToHost,
+                                      streamOf(stream)));
+      PAR_CUDA_KERNEL(cudaStreamSynchronize(streamOf(stream)));
+    }
   }
-  return bytes.empty() ? 0.0 : loadElement(t.dtype, bytes.data(), 0);
-}
+};
 
 //===----------------------------------------------------------------------===//
 // Element-wise
@@ -336,22 +337,6 @@ __global__ void gatherKernel(const W *x, int64_t offset, Strides from, W *y,
   PAR_GRID_STRIDE(i, n) { y[i] = x[offset + offsetOf(from, i)]; }
 }
 
-/// Element i of `out` (row-major) from input element plan.offset +
-/// offsetOf(srcStrides, i); false when the index space has too many dims.
-bool gather(Stream stream, const Tensor &input, const GatherPlan &plan,
-            Tensor &out) {
-  Strides from;
-  if (!makeStrides(out.shape, plan.srcStrides, from))
-    return false;
-  withWidth(dtypeBytes(out.dtype), [&](auto width) {
-    using W = decltype(width);
-    launch("gather", stream, out.size(), gatherKernel<W>,
-           static_cast<const W *>(input.data), plan.offset, from,
-           static_cast<W *>(out.data), out.size());
-  });
-  return true;
-}
-
 } // namespace
 
 bool gatherBytes(Stream stream, size_t width, const void *src,
@@ -369,6 +354,17 @@ bool gatherBytes(Stream stream, size_t width, const void *src,
 }
 
 namespace {
+
+/// Element i of `out` (row-major) from input element plan.offset +
+/// offsetOf(srcStrides, i); false when the index space has too many dims.
+bool gather(Stream stream, const Tensor &input, const GatherPlan &plan,
+            Tensor &out) {
+  const char *src =
+      static_cast<const char *>(input.data) +
+      plan.offset * int64_t(dtypeBytes(input.dtype));
+  return gatherBytes(stream, dtypeBytes(out.dtype), src,
+                     Space{out.shape, plan.srcStrides}, out.data);
+}
 
 template <OpCode op, typename Plan>
 void gatherOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out,
@@ -579,12 +575,10 @@ __global__ void adamwKernel(math::AdamwStep<T> s, DType type, const void *p,
 }
 
 void adamwOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
-  Tensor lr, step;
-  std::vector<char> lrBytes, stepBytes;
-  scalarOnHost(stream, in[4], lr, lrBytes);
-  scalarOnHost(stream, in[5], step, stepBytes);
+  OnHost lr(stream, in[4]), step(stream, in[5]);
   OptimizerScalars scalars =
-      checkAdamw(in[0], in[1], in[2], in[3], lr, step, out[0], out[1], out[2]);
+      checkAdamw(in[0], in[1], in[2], in[3], lr.tensor, step.tensor, out[0],
+                 out[1], out[2]);
   const float beta1 = float(a.beta1), beta2 = float(a.beta2);
   withFloat(in[0].dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -626,11 +620,9 @@ void sgdOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
                       "momentum result (" +
                       std::to_string(in.size()) + " operands, " +
                       std::to_string(out.size()) + " results)");
-  Tensor lr;
-  std::vector<char> lrBytes;
-  scalarOnHost(stream, in.back(), lr, lrBytes);
+  OnHost lr(stream, in.back());
   OptimizerScalars scalars =
-      checkSgd(in[0], in[1], withMomentum ? &in[2] : nullptr, lr, out[0],
+      checkSgd(in[0], in[1], withMomentum ? &in[2] : nullptr, lr.tensor, out[0],
                withMomentum ? &out[1] : nullptr);
   withFloat(in[0].dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -674,20 +666,6 @@ private:
   size_t size_ = 0;
 };
 
-/// A tensor's bytes in host memory (an operand whose values a check reads).
-struct OnHost {
-  std::vector<char> bytes;
-  Tensor tensor;
-  OnHost(Stream stream, const Tensor &t) : bytes(t.bytes()), tensor(t) {
-    tensor.data = bytes.data();
-    if (!bytes.empty()) {
-      PAR_CUDA_KERNEL(cudaMemcpyAsync(bytes.data(), t.data, bytes.size(),
-                                      cudaMemcpyDeviceToHost,
-                                      streamOf(stream)));
-      PAR_CUDA_KERNEL(cudaStreamSynchronize(streamOf(stream)));
-    }
-  }
-};
 
 template <typename W>
 __global__ void embeddingKernel(const W *table, DType idType, const void *ids,
