@@ -149,6 +149,11 @@ def collect(records):
             if attr["enum"]:
                 enums[attr["enum"]["name"]] = attr["enum"]["cases"]
             attrs.append(attr)
+        if rec.get("programBody", 0):
+            # The op's region, written as a list of steps (par.fused).
+            attrs.append({"key": "body", "ods": "body", "kind": "body",
+                          "optional": False, "default": None, "enum": None,
+                          "type": None, "finite": False})
         results, optional_results = [], 0
         for res, res_name in rec["results"]["args"]:
             supers = records[res["def"]]["!superclasses"]
@@ -180,6 +185,7 @@ def collect(records):
             "paired_optionals": bool(rec.get("pairedOptionals", 0)),
             "attrs": attrs,
             "in_place": "Par_InPlace" in traits,
+            "elementwise": "Elementwise" in traits,
             "collective": collective,
             "communicates": collective and bool(rec.get("communicates", 0)),
             "traffic_moved": int(rec.get("trafficMoved", 0)) if collective else 0,
@@ -202,6 +208,7 @@ CPP_TYPES = {
     "group": ("int64_t", "-1"),
     "pairs": ("std::vector<std::pair<int64_t, int64_t>>", None),
     "elements": ("std::vector<double>", None),
+    "body": ("std::vector<FusedStep>", None),
 }
 
 
@@ -287,6 +294,7 @@ def emit_header(ops, enums):
     w.append("  Group,    // index into the program's communicator groups")
     w.append("  Pairs,    // list of [source, target] group members")
     w.append("  Elements, // \"splat\": number, or \"values\": list of numbers")
+    w.append("  Body,     // list of steps: the ops of a fused group")
     w.append("};")
     w.append("")
     w.append("struct AttrSpec {")
@@ -317,13 +325,14 @@ def emit_header(ops, enums):
     w.append("  int trafficMoved;  // collectives: elements moved per call, in buffers")
     w.append("  bool ringTraffic;  // collectives: a rank sends (n-1)/n of what is moved")
     w.append("  int flopsPerElement; // compute ops: FLOPs per element of the largest tensor")
+    w.append("  bool elementwise;  // element i of the result reads element i of each operand")
     w.append("  const AttrSpec *attrs;")
     w.append("  int numAttrs;")
     w.append("};")
     w.append("")
     kind_names = {"int": "Int", "ints": "Ints", "float": "Float", "bool": "Bool",
                   "enum": "Enum", "group": "Group", "pairs": "Pairs",
-                  "elements": "Elements"}
+                  "elements": "Elements", "body": "Body"}
     for op in ops:
         if not op["attrs"]:
             continue
@@ -348,6 +357,7 @@ def emit_header(ops, enums):
                  f"{str(op['communicates']).lower()}, {str(op['group']).lower()}, "
                  f"{op['traffic_moved']}, {str(op['ring_traffic']).lower()}, "
                  f"{op['flops_per_element']}, "
+                 f"{str(op['elementwise']).lower()}, "
                  f"{attrs}, {len(op['attrs'])}}},")
     w.append("};")
     w.append("")
@@ -379,14 +389,25 @@ def emit_header(ops, enums):
     w.append("")
     w.append("/// Every op's attributes, decoded once when a program is loaded; an op")
     w.append("/// uses the fields its AttrSpecs name (absent ones keep their defaults).")
+    w.append("struct FusedStep;")
     w.append("struct Attrs {")
     for name, ((ctype, init), _) in sorted(fields(ops).items()):
         w.append(f"  {ctype} {name}" + (f" = {init};" if init else ";"))
     w.append("};")
     w.append("")
+    w.append("/// One op of a fused group's body (par.fused): the values it reads (the")
+    w.append("/// group's operands are values 0..n-1, step j makes value n + j), the")
+    w.append("/// element type it makes (a par::rt::DType) and its own attributes.")
+    w.append("struct FusedStep {")
+    w.append("  OpCode op = OpCode::Add;")
+    w.append("  std::vector<int64_t> args;")
+    w.append("  int dtype = 0;")
+    w.append("  Attrs attrs;")
+    w.append("};")
+    w.append("")
     w.append("/// Decodes the attributes of `op` into `a` through `d`, which reads one")
     w.append("/// attribute of each kind: d.integer, d.integers, d.number, d.optionalNumber,")
-    w.append("/// d.boolean, d.enumeration, d.group, d.pairs, d.elements (each given the")
+    w.append("/// d.boolean, d.enumeration, d.group, d.pairs, d.elements, d.body (each given the")
     w.append("/// AttrSpec and the field; a reader fills defaults and rejects what is")
     w.append("/// missing or malformed).")
     w.append("template <typename Decoder>")
@@ -394,7 +415,7 @@ def emit_header(ops, enums):
     w.append("  switch (op) {")
     method = {"int": "integer", "ints": "integers", "float": "number",
               "bool": "boolean", "enum": "enumeration", "group": "group",
-              "pairs": "pairs", "elements": "elements"}
+              "pairs": "pairs", "elements": "elements", "body": "body"}
     for op in ops:
         if not op["attrs"]:
             continue
@@ -435,6 +456,7 @@ def emit_schema(ops, enums):
                        **({"enum": a["enum"]["name"]} if a["enum"] else {})}
                       for a in op["attrs"]],
             "in_place": op["in_place"],
+            "elementwise": op["elementwise"],
             "collective": op["collective"],
             "uses_group": op["group"],
             "summary": op["summary"],

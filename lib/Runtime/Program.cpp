@@ -320,6 +320,124 @@ static void checkExchange(const Reader &r, const Program &p,
     r.fail(where + ".attrs", error);
 }
 
+/// A fused group's steps against its instruction: each step reads values
+/// made before it, as many as its op takes, of the types its op needs;
+/// element-wise steps read values of the result's shape (a broadcast of an
+/// operand or a splat constant makes one); the last step makes the result.
+void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
+                const std::string &where) {
+  const std::vector<catalogue::FusedStep> &steps = inst.attrs.body;
+  if (inst.results.size() != 1)
+    r.fail(where, "a fused group writes one result");
+  const Buffer &out = rc.buffers[size_t(inst.results[0])];
+  size_t numInputs = inst.operands.size();
+  if (int64_t(numInputs + steps.size()) > kMaxFusedValues)
+    r.fail(where, "a fused group holds at most " +
+                      std::to_string(kMaxFusedValues) +
+                      " values (operands and steps)");
+  // Per value: its element type, and whether it may be read element by
+  // element at the result's shape (operands of that shape, every step but
+  // a constant) or is a splat (constants).
+  enum class Kind { Operand, Full, Splat };
+  std::vector<DType> types;
+  std::vector<Kind> kinds;
+  for (int64_t id : inst.operands) {
+    const Buffer &b = rc.buffers[size_t(id)];
+    types.push_back(b.dtype);
+    kinds.push_back(b.shape == out.shape ? Kind::Full : Kind::Operand);
+  }
+  for (size_t j = 0; j < steps.size(); ++j) {
+    const catalogue::FusedStep &step = steps[j];
+    const catalogue::OpSpec &spec = catalogue::spec(step.op);
+    std::string sw = at(where + ".attrs.body", j);
+    int count = int(step.args.size());
+    if (count < spec.minOperands ||
+        (spec.maxOperands >= 0 && count > spec.maxOperands))
+      r.fail(sw + ".args", std::string(spec.name) + " reads " +
+                               std::to_string(spec.minOperands) +
+                               " values, not " + std::to_string(count));
+    for (int64_t arg : step.args)
+      if (arg >= int64_t(numInputs + j))
+        r.fail(sw + ".args",
+               "value " + std::to_string(arg) +
+                   " is not made before this step (operands are 0-" +
+                   std::to_string(numInputs - 1) + ", step k makes " +
+                   std::to_string(numInputs) + "+k)");
+    DType type = DType(step.dtype);
+    auto argType = [&](size_t k) { return types[size_t(step.args[k])]; };
+    Kind kind = Kind::Full;
+    switch (step.op) {
+    case catalogue::OpCode::Constant:
+      if (step.attrs.value.size() != 1)
+        r.fail(sw, "a constant in a fused group is a splat (one value)");
+      kind = Kind::Splat;
+      break;
+    case catalogue::OpCode::Broadcast: {
+      size_t arg = size_t(step.args[0]);
+      if (argType(0) != type)
+        r.fail(sw, "a broadcast keeps its element type");
+      if (kinds[arg] == Kind::Splat)
+        break;
+      if (arg >= numInputs)
+        r.fail(sw + ".args", "a broadcast reads an operand or a constant");
+      const Shape &in = rc.buffers[size_t(inst.operands[arg])].shape;
+      const std::vector<int64_t> &dims = step.attrs.dims;
+      if (dims.size() != in.size())
+        r.fail(sw + ".dims", "has " + std::to_string(dims.size()) +
+                                 " entries for an operand of rank " +
+                                 std::to_string(in.size()));
+      for (size_t d = 0; d < dims.size(); ++d)
+        if (dims[d] < 0 || dims[d] >= int64_t(out.shape.size()) ||
+            (d > 0 && dims[d] <= dims[d - 1]) ||
+            (in[d] != 1 && in[d] != out.shape[size_t(dims[d])]))
+          r.fail(sw + ".dims",
+                 "must map the operand's dims, in increasing order, to "
+                 "result dims of the same size (or expand a size-1 dim)");
+      break;
+    }
+    default: {
+      for (size_t k = 0; k < step.args.size(); ++k)
+        if (kinds[size_t(step.args[k])] == Kind::Operand)
+          r.fail(sw + ".args", "operand " + std::to_string(step.args[k]) +
+                                   " is not of the result's shape: "
+                                   "broadcast it first");
+      bool same = true;
+      size_t first = step.op == catalogue::OpCode::Select ? 1 : 0;
+      for (size_t k = first; k < step.args.size(); ++k)
+        same &= argType(k) == argType(first);
+      if (step.op == catalogue::OpCode::Select &&
+          (argType(0) != DType::I1 || argType(1) != type))
+        r.fail(sw, "select reads an i1 predicate and two values of its type");
+      if (step.op == catalogue::OpCode::Compare && type != DType::I1)
+        r.fail(sw, "compare makes i1");
+      if (step.op != catalogue::OpCode::Convert &&
+          step.op != catalogue::OpCode::Compare &&
+          step.op != catalogue::OpCode::Select && argType(0) != type)
+        same = false;
+      if (!same)
+        r.fail(sw, std::string(spec.name) +
+                       " reads and makes values of one element type");
+      bool boolean = type == DType::I1 || argType(first) == DType::I1;
+      if (boolean && step.op != catalogue::OpCode::Convert &&
+          step.op != catalogue::OpCode::Select)
+        r.fail(sw, std::string(spec.name) + " is not defined on i1");
+      if (isInteger(type) && step.op != catalogue::OpCode::Convert &&
+          step.op != catalogue::OpCode::Compare &&
+          step.op != catalogue::OpCode::Select &&
+          !fusibleOnIntegers(step.op))
+        r.fail(sw, std::string(spec.name) + " is not defined on integers");
+    }
+    }
+    types.push_back(type);
+    kinds.push_back(kind);
+  }
+  if (kinds.back() != Kind::Full || types.back() != out.dtype)
+    r.fail(where + ".attrs.body",
+           std::string("the last step must make the result (a ") +
+               dtypeName(out.dtype) +
+               " tensor of its shape)");
+}
+
 /// Reads one instruction's attributes as the op catalogue describes them
 /// (catalogue::decodeAttrs calls one method per attribute): fills defaults,
 /// rejects missing required attributes and malformed values by field.
@@ -419,6 +537,37 @@ public:
       out.push_back(r.element(v, where + ".values"));
   }
 
+  /// A fused group's steps: {op, args, dtype, and the step op's own
+  /// attributes}. What the steps read is checked against the instruction
+  /// by checkFused, once its operands are known.
+  void body(const catalogue::AttrSpec &s,
+            std::vector<catalogue::FusedStep> &out) {
+    const json &steps = r.field(a, where, s.key);
+    if (!steps.is_array() || steps.empty())
+      r.fail(key(s), "must be a non-empty list of steps");
+    if (int64_t(steps.size()) > kMaxFusedValues)
+      r.fail(key(s), "has " + std::to_string(steps.size()) +
+                         " steps; a fused group holds at most " +
+                         std::to_string(kMaxFusedValues) + " values");
+    for (size_t i = 0; i < steps.size(); ++i) {
+      std::string sw = at(key(s), i);
+      const json &step = steps[i];
+      std::string name = r.string(step, sw, "op");
+      const catalogue::OpSpec *op = catalogue::findOp(name.c_str());
+      if (!op || !fusibleStep(op->code))
+        r.fail(sw + ".op", "'" + name +
+                               "' cannot run in a fused group (element-wise "
+                               "ops, broadcast and constant can)");
+      catalogue::FusedStep decoded;
+      decoded.op = op->code;
+      decoded.args = r.integers(r.field(step, sw, "args"), sw + ".args", 0);
+      decoded.dtype = int(r.dtype(step, sw));
+      AttrDecoder attrs(r, step, sw, program);
+      catalogue::decodeAttrs(decoded.op, attrs, decoded.attrs);
+      out.push_back(std::move(decoded));
+    }
+  }
+
 private:
   bool present(const catalogue::AttrSpec &s) const {
     if (a.contains(s.key))
@@ -439,6 +588,22 @@ private:
 };
 
 } // namespace
+
+bool fusibleOnIntegers(OpCode op) {
+  switch (op) {
+  case OpCode::Add:
+  case OpCode::Sub:
+  case OpCode::Mul:
+  case OpCode::Div:
+  case OpCode::Max:
+  case OpCode::Min:
+  case OpCode::Neg:
+  case OpCode::Relu:
+    return true;
+  default:
+    return false;
+  }
+}
 
 std::string ProgramIssue::text() const {
   std::string where = field.path.empty() ? "" : field.path + ": ";
@@ -928,6 +1093,8 @@ Program programOf(const nlohmann::json &doc, const std::string &path) {
       catalogue::decodeAttrs(inst.op, decoder, inst.attrs);
       if (inst.op == catalogue::OpCode::Exchange)
         checkExchange(r, p, rc, inst, iw);
+      if (inst.op == catalogue::OpCode::Fused)
+        checkFused(r, rc, inst, iw);
       rc.instructions.push_back(std::move(inst));
     }
 

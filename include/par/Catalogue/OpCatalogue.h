@@ -64,6 +64,7 @@ enum class OpCode : int {
   Rope,
   Adamw,
   Sgd,
+  Fused,
   AllReduce,
   AllGather,
   ReduceScatter,
@@ -75,7 +76,7 @@ enum class OpCode : int {
   Send,
   Recv,
 };
-inline constexpr int kNumOps = 54;
+inline constexpr int kNumOps = 55;
 
 enum class CollectiveKind : int {
   Sum = 0,
@@ -112,6 +113,7 @@ enum class AttrKind : int {
   Group,    // index into the program's communicator groups
   Pairs,    // list of [source, target] group members
   Elements, // "splat": number, or "values": list of numbers
+  Body,     // list of steps: the ops of a fused group
 };
 
 struct AttrSpec {
@@ -142,6 +144,7 @@ struct OpSpec {
   int trafficMoved;  // collectives: elements moved per call, in buffers
   bool ringTraffic;  // collectives: a rank sends (n-1)/n of what is moved
   int flopsPerElement; // compute ops: FLOPs per element of the largest tensor
+  bool elementwise;  // element i of the result reads element i of each operand
   const AttrSpec *attrs;
   int numAttrs;
 };
@@ -236,6 +239,9 @@ inline constexpr AttrSpec kSgdAttrs[] = {
     {"weight_decay", "weight_decay", AttrKind::Float, false, true, 0.0, nullptr, 0, true},
     {"nesterov", "nesterov", AttrKind::Bool, false, true, 0.0, nullptr, 0, false},
 };
+inline constexpr AttrSpec kFusedAttrs[] = {
+    {"body", "body", AttrKind::Body, false, false, 0.0, nullptr, 0, false},
+};
 inline constexpr AttrSpec kAllReduceAttrs[] = {
     {"kind", "kind", AttrKind::Enum, false, false, 0.0, kCollectiveKindCases, 3, false},
     {"group", "axes", AttrKind::Group, false, false, 0.0, nullptr, 0, false},
@@ -287,60 +293,61 @@ inline constexpr AttrSpec kRecvAttrs[] = {
 };
 
 inline constexpr OpSpec kOps[kNumOps] = {
-    {OpCode::Add, "add", 2, 2, 1, 1, false, true, false, false, false, 0, false, 1, nullptr, 0},
-    {OpCode::Sub, "sub", 2, 2, 1, 1, false, true, false, false, false, 0, false, 1, nullptr, 0},
-    {OpCode::Mul, "mul", 2, 2, 1, 1, false, true, false, false, false, 0, false, 1, nullptr, 0},
-    {OpCode::Div, "div", 2, 2, 1, 1, false, true, false, false, false, 0, false, 1, nullptr, 0},
-    {OpCode::Max, "max", 2, 2, 1, 1, false, true, false, false, false, 0, false, 1, nullptr, 0},
-    {OpCode::Min, "min", 2, 2, 1, 1, false, true, false, false, false, 0, false, 1, nullptr, 0},
-    {OpCode::Neg, "neg", 1, 1, 1, 1, false, true, false, false, false, 0, false, 1, nullptr, 0},
-    {OpCode::Exp, "exp", 1, 1, 1, 1, false, true, false, false, false, 0, false, 1, nullptr, 0},
-    {OpCode::Log, "log", 1, 1, 1, 1, false, true, false, false, false, 0, false, 1, nullptr, 0},
-    {OpCode::Tanh, "tanh", 1, 1, 1, 1, false, true, false, false, false, 0, false, 1, nullptr, 0},
-    {OpCode::Sqrt, "sqrt", 1, 1, 1, 1, false, true, false, false, false, 0, false, 1, nullptr, 0},
-    {OpCode::Rsqrt, "rsqrt", 1, 1, 1, 1, false, true, false, false, false, 0, false, 1, nullptr, 0},
-    {OpCode::Gelu, "gelu", 1, 1, 1, 1, false, true, false, false, false, 0, false, 8, nullptr, 0},
-    {OpCode::Silu, "silu", 1, 1, 1, 1, false, true, false, false, false, 0, false, 4, nullptr, 0},
-    {OpCode::Relu, "relu", 1, 1, 1, 1, false, true, false, false, false, 0, false, 1, nullptr, 0},
-    {OpCode::Sigmoid, "sigmoid", 1, 1, 1, 1, false, true, false, false, false, 0, false, 4, nullptr, 0},
-    {OpCode::Compare, "compare", 2, 2, 1, 1, false, false, false, false, false, 0, false, 1, kCompareAttrs, 1},
-    {OpCode::Select, "select", 3, 3, 1, 1, false, true, false, false, false, 0, false, 1, nullptr, 0},
-    {OpCode::Convert, "convert", 1, 1, 1, 1, false, false, false, false, false, 0, false, 0, nullptr, 0},
-    {OpCode::Constant, "constant", 0, 0, 1, 1, false, false, false, false, false, 0, false, 0, kConstantAttrs, 1},
-    {OpCode::Broadcast, "broadcast", 1, 1, 1, 1, false, false, false, false, false, 0, false, 0, kBroadcastAttrs, 1},
-    {OpCode::Reduce, "reduce", 1, 1, 1, 1, false, false, false, false, false, 0, false, 1, kReduceAttrs, 2},
-    {OpCode::Transpose, "transpose", 1, 1, 1, 1, false, false, false, false, false, 0, false, 0, kTransposeAttrs, 1},
-    {OpCode::Reshape, "reshape", 1, 1, 1, 1, false, false, false, false, false, 0, false, 0, nullptr, 0},
-    {OpCode::Slice, "slice", 1, 1, 1, 1, false, false, false, false, false, 0, false, 0, kSliceAttrs, 3},
-    {OpCode::Concat, "concat", 1, -1, 1, 1, false, false, false, false, false, 0, false, 0, kConcatAttrs, 1},
-    {OpCode::Pad, "pad", 1, 1, 1, 1, false, false, false, false, false, 0, false, 0, kPadAttrs, 4},
-    {OpCode::Dot, "dot", 2, 2, 1, 1, false, false, false, false, false, 0, false, 2, kDotAttrs, 4},
-    {OpCode::Softmax, "softmax", 1, 1, 1, 1, false, false, false, false, false, 0, false, 5, kSoftmaxAttrs, 1},
-    {OpCode::LogSoftmax, "log_softmax", 1, 1, 1, 1, false, false, false, false, false, 0, false, 5, kLogSoftmaxAttrs, 1},
-    {OpCode::Argmax, "argmax", 1, 1, 1, 1, false, false, false, false, false, 0, false, 1, kArgmaxAttrs, 1},
-    {OpCode::Argmin, "argmin", 1, 1, 1, 1, false, false, false, false, false, 0, false, 1, kArgminAttrs, 1},
-    {OpCode::LayerNorm, "layer_norm", 3, 3, 1, 1, false, false, false, false, false, 0, false, 8, kLayerNormAttrs, 1},
-    {OpCode::RmsNorm, "rms_norm", 2, 2, 1, 1, false, false, false, false, false, 0, false, 5, kRmsNormAttrs, 1},
-    {OpCode::Attention, "attention", 3, 4, 1, 2, false, false, false, false, false, 0, false, 2, kAttentionAttrs, 3},
-    {OpCode::AttentionGradQ, "attention_grad_q", 6, 7, 1, 1, false, false, false, false, false, 0, false, 2, kAttentionGradQAttrs, 3},
-    {OpCode::AttentionGradKv, "attention_grad_kv", 6, 7, 2, 2, false, false, false, false, false, 0, false, 2, kAttentionGradKvAttrs, 3},
-    {OpCode::Embedding, "embedding", 2, 2, 1, 1, false, false, false, false, false, 0, false, 0, nullptr, 0},
-    {OpCode::ScatterAdd, "scatter_add", 3, 3, 1, 1, false, false, false, false, false, 0, false, 1, kScatterAddAttrs, 1},
-    {OpCode::Gather, "gather", 2, 2, 1, 1, false, false, false, false, false, 0, false, 0, kGatherAttrs, 1},
-    {OpCode::CrossEntropy, "cross_entropy", 2, 2, 1, 1, false, false, false, false, false, 0, false, 5, nullptr, 0},
-    {OpCode::Rope, "rope", 1, 2, 1, 1, false, false, false, false, false, 0, false, 6, kRopeAttrs, 2},
-    {OpCode::Adamw, "adamw", 6, 6, 3, 3, false, true, false, false, false, 0, false, 16, kAdamwAttrs, 4},
-    {OpCode::Sgd, "sgd", 3, 4, 1, 2, true, true, false, false, false, 0, false, 4, kSgdAttrs, 3},
-    {OpCode::AllReduce, "all_reduce", 1, 1, 1, 1, false, false, true, true, true, 2, true, 0, kAllReduceAttrs, 2},
-    {OpCode::AllGather, "all_gather", 1, 1, 1, 1, false, false, true, true, true, 1, true, 0, kAllGatherAttrs, 2},
-    {OpCode::ReduceScatter, "reduce_scatter", 1, 1, 1, 1, false, false, true, true, true, 1, true, 0, kReduceScatterAttrs, 3},
-    {OpCode::AllToAll, "all_to_all", 1, 1, 1, 1, false, false, true, true, true, 1, true, 0, kAllToAllAttrs, 3},
-    {OpCode::AllSlice, "all_slice", 1, 1, 1, 1, false, false, true, false, true, 0, true, 0, kAllSliceAttrs, 2},
-    {OpCode::CollectivePermute, "collective_permute", 1, 1, 1, 1, false, false, true, true, true, 1, false, 0, kCollectivePermuteAttrs, 2},
-    {OpCode::Exchange, "exchange", 1, -1, 1, 1, false, false, true, true, true, 1, false, 0, kExchangeAttrs, 8},
-    {OpCode::AxisIndex, "axis_index", 0, 0, 1, 1, false, false, false, false, true, 0, false, 0, kAxisIndexAttrs, 1},
-    {OpCode::Send, "send", 1, 1, 0, 0, false, false, false, false, true, 0, false, 0, kSendAttrs, 3},
-    {OpCode::Recv, "recv", 0, 0, 1, 1, false, false, false, false, true, 0, false, 0, kRecvAttrs, 3},
+    {OpCode::Add, "add", 2, 2, 1, 1, false, true, false, false, false, 0, false, 1, true, nullptr, 0},
+    {OpCode::Sub, "sub", 2, 2, 1, 1, false, true, false, false, false, 0, false, 1, true, nullptr, 0},
+    {OpCode::Mul, "mul", 2, 2, 1, 1, false, true, false, false, false, 0, false, 1, true, nullptr, 0},
+    {OpCode::Div, "div", 2, 2, 1, 1, false, true, false, false, false, 0, false, 1, true, nullptr, 0},
+    {OpCode::Max, "max", 2, 2, 1, 1, false, true, false, false, false, 0, false, 1, true, nullptr, 0},
+    {OpCode::Min, "min", 2, 2, 1, 1, false, true, false, false, false, 0, false, 1, true, nullptr, 0},
+    {OpCode::Neg, "neg", 1, 1, 1, 1, false, true, false, false, false, 0, false, 1, true, nullptr, 0},
+    {OpCode::Exp, "exp", 1, 1, 1, 1, false, true, false, false, false, 0, false, 1, true, nullptr, 0},
+    {OpCode::Log, "log", 1, 1, 1, 1, false, true, false, false, false, 0, false, 1, true, nullptr, 0},
+    {OpCode::Tanh, "tanh", 1, 1, 1, 1, false, true, false, false, false, 0, false, 1, true, nullptr, 0},
+    {OpCode::Sqrt, "sqrt", 1, 1, 1, 1, false, true, false, false, false, 0, false, 1, true, nullptr, 0},
+    {OpCode::Rsqrt, "rsqrt", 1, 1, 1, 1, false, true, false, false, false, 0, false, 1, true, nullptr, 0},
+    {OpCode::Gelu, "gelu", 1, 1, 1, 1, false, true, false, false, false, 0, false, 8, true, nullptr, 0},
+    {OpCode::Silu, "silu", 1, 1, 1, 1, false, true, false, false, false, 0, false, 4, true, nullptr, 0},
+    {OpCode::Relu, "relu", 1, 1, 1, 1, false, true, false, false, false, 0, false, 1, true, nullptr, 0},
+    {OpCode::Sigmoid, "sigmoid", 1, 1, 1, 1, false, true, false, false, false, 0, false, 4, true, nullptr, 0},
+    {OpCode::Compare, "compare", 2, 2, 1, 1, false, false, false, false, false, 0, false, 1, true, kCompareAttrs, 1},
+    {OpCode::Select, "select", 3, 3, 1, 1, false, true, false, false, false, 0, false, 1, true, nullptr, 0},
+    {OpCode::Convert, "convert", 1, 1, 1, 1, false, false, false, false, false, 0, false, 0, true, nullptr, 0},
+    {OpCode::Constant, "constant", 0, 0, 1, 1, false, false, false, false, false, 0, false, 0, false, kConstantAttrs, 1},
+    {OpCode::Broadcast, "broadcast", 1, 1, 1, 1, false, false, false, false, false, 0, false, 0, false, kBroadcastAttrs, 1},
+    {OpCode::Reduce, "reduce", 1, 1, 1, 1, false, false, false, false, false, 0, false, 1, false, kReduceAttrs, 2},
+    {OpCode::Transpose, "transpose", 1, 1, 1, 1, false, false, false, false, false, 0, false, 0, false, kTransposeAttrs, 1},
+    {OpCode::Reshape, "reshape", 1, 1, 1, 1, false, false, false, false, false, 0, false, 0, false, nullptr, 0},
+    {OpCode::Slice, "slice", 1, 1, 1, 1, false, false, false, false, false, 0, false, 0, false, kSliceAttrs, 3},
+    {OpCode::Concat, "concat", 1, -1, 1, 1, false, false, false, false, false, 0, false, 0, false, kConcatAttrs, 1},
+    {OpCode::Pad, "pad", 1, 1, 1, 1, false, false, false, false, false, 0, false, 0, false, kPadAttrs, 4},
+    {OpCode::Dot, "dot", 2, 2, 1, 1, false, false, false, false, false, 0, false, 2, false, kDotAttrs, 4},
+    {OpCode::Softmax, "softmax", 1, 1, 1, 1, false, false, false, false, false, 0, false, 5, false, kSoftmaxAttrs, 1},
+    {OpCode::LogSoftmax, "log_softmax", 1, 1, 1, 1, false, false, false, false, false, 0, false, 5, false, kLogSoftmaxAttrs, 1},
+    {OpCode::Argmax, "argmax", 1, 1, 1, 1, false, false, false, false, false, 0, false, 1, false, kArgmaxAttrs, 1},
+    {OpCode::Argmin, "argmin", 1, 1, 1, 1, false, false, false, false, false, 0, false, 1, false, kArgminAttrs, 1},
+    {OpCode::LayerNorm, "layer_norm", 3, 3, 1, 1, false, false, false, false, false, 0, false, 8, false, kLayerNormAttrs, 1},
+    {OpCode::RmsNorm, "rms_norm", 2, 2, 1, 1, false, false, false, false, false, 0, false, 5, false, kRmsNormAttrs, 1},
+    {OpCode::Attention, "attention", 3, 4, 1, 2, false, false, false, false, false, 0, false, 2, false, kAttentionAttrs, 3},
+    {OpCode::AttentionGradQ, "attention_grad_q", 6, 7, 1, 1, false, false, false, false, false, 0, false, 2, false, kAttentionGradQAttrs, 3},
+    {OpCode::AttentionGradKv, "attention_grad_kv", 6, 7, 2, 2, false, false, false, false, false, 0, false, 2, false, kAttentionGradKvAttrs, 3},
+    {OpCode::Embedding, "embedding", 2, 2, 1, 1, false, false, false, false, false, 0, false, 0, false, nullptr, 0},
+    {OpCode::ScatterAdd, "scatter_add", 3, 3, 1, 1, false, false, false, false, false, 0, false, 1, false, kScatterAddAttrs, 1},
+    {OpCode::Gather, "gather", 2, 2, 1, 1, false, false, false, false, false, 0, false, 0, false, kGatherAttrs, 1},
+    {OpCode::CrossEntropy, "cross_entropy", 2, 2, 1, 1, false, false, false, false, false, 0, false, 5, false, nullptr, 0},
+    {OpCode::Rope, "rope", 1, 2, 1, 1, false, false, false, false, false, 0, false, 6, false, kRopeAttrs, 2},
+    {OpCode::Adamw, "adamw", 6, 6, 3, 3, false, true, false, false, false, 0, false, 16, false, kAdamwAttrs, 4},
+    {OpCode::Sgd, "sgd", 3, 4, 1, 2, true, true, false, false, false, 0, false, 4, false, kSgdAttrs, 3},
+    {OpCode::Fused, "fused", 1, -1, 1, 1, false, true, false, false, false, 0, false, 0, false, kFusedAttrs, 1},
+    {OpCode::AllReduce, "all_reduce", 1, 1, 1, 1, false, false, true, true, true, 2, true, 0, false, kAllReduceAttrs, 2},
+    {OpCode::AllGather, "all_gather", 1, 1, 1, 1, false, false, true, true, true, 1, true, 0, false, kAllGatherAttrs, 2},
+    {OpCode::ReduceScatter, "reduce_scatter", 1, 1, 1, 1, false, false, true, true, true, 1, true, 0, false, kReduceScatterAttrs, 3},
+    {OpCode::AllToAll, "all_to_all", 1, 1, 1, 1, false, false, true, true, true, 1, true, 0, false, kAllToAllAttrs, 3},
+    {OpCode::AllSlice, "all_slice", 1, 1, 1, 1, false, false, true, false, true, 0, true, 0, false, kAllSliceAttrs, 2},
+    {OpCode::CollectivePermute, "collective_permute", 1, 1, 1, 1, false, false, true, true, true, 1, false, 0, false, kCollectivePermuteAttrs, 2},
+    {OpCode::Exchange, "exchange", 1, -1, 1, 1, false, false, true, true, true, 1, false, 0, false, kExchangeAttrs, 8},
+    {OpCode::AxisIndex, "axis_index", 0, 0, 1, 1, false, false, false, false, true, 0, false, 0, false, kAxisIndexAttrs, 1},
+    {OpCode::Send, "send", 1, 1, 0, 0, false, false, false, false, true, 0, false, 0, false, kSendAttrs, 3},
+    {OpCode::Recv, "recv", 0, 0, 1, 1, false, false, false, false, true, 0, false, 0, false, kRecvAttrs, 3},
 };
 
 inline const OpSpec &spec(OpCode op) { return kOps[int(op)]; }
@@ -371,9 +378,11 @@ inline const OpSpec *findOp(const char *name) {
 
 /// Every op's attributes, decoded once when a program is loaded; an op
 /// uses the fields its AttrSpecs name (absent ones keep their defaults).
+struct FusedStep;
 struct Attrs {
   double beta1 = 0;
   double beta2 = 0;
+  std::vector<FusedStep> body;
   bool causal = false;
   int64_t channel = 0;
   CollectiveKind collectiveKind = CollectiveKind::Sum;
@@ -414,9 +423,19 @@ struct Attrs {
   double weightDecay = 0;
 };
 
+/// One op of a fused group's body (par.fused): the values it reads (the
+/// group's operands are values 0..n-1, step j makes value n + j), the
+/// element type it makes (a par::rt::DType) and its own attributes.
+struct FusedStep {
+  OpCode op = OpCode::Add;
+  std::vector<int64_t> args;
+  int dtype = 0;
+  Attrs attrs;
+};
+
 /// Decodes the attributes of `op` into `a` through `d`, which reads one
 /// attribute of each kind: d.integer, d.integers, d.number, d.optionalNumber,
-/// d.boolean, d.enumeration, d.group, d.pairs, d.elements (each given the
+/// d.boolean, d.enumeration, d.group, d.pairs, d.elements, d.body (each given the
 /// AttrSpec and the field; a reader fills defaults and rejects what is
 /// missing or malformed).
 template <typename Decoder>
@@ -511,6 +530,9 @@ void decodeAttrs(OpCode op, Decoder &d, Attrs &a) {
     d.number(kSgdAttrs[0], a.momentum);
     d.number(kSgdAttrs[1], a.weightDecay);
     d.boolean(kSgdAttrs[2], a.nesterov);
+    return;
+  case OpCode::Fused:
+    d.body(kFusedAttrs[0], a.body);
     return;
   case OpCode::AllReduce:
     d.enumeration(kAllReduceAttrs[0], a.collectiveKind);

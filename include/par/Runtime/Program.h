@@ -78,6 +78,20 @@ constexpr int64_t kMaxArenaBytes = int64_t(1) << 48;
 /// The arena alignment: a power of two up to this.
 constexpr int64_t kMaxAlignment = int64_t(1) << 20;
 
+/// Values of one fused group: its operands and the steps of its body.
+constexpr int64_t kMaxFusedValues = 64;
+
+/// Whether `op` may be a step of a fused group: an element-wise op, a
+/// broadcast (of an operand or a constant) or a splat constant.
+inline bool fusibleStep(catalogue::OpCode op) {
+  return catalogue::spec(op).elementwise ||
+         op == catalogue::OpCode::Broadcast ||
+         op == catalogue::OpCode::Constant;
+}
+/// Whether element-wise `op` is defined on integer elements (the unary
+/// kernels refuse the transcendental ones on integers).
+bool fusibleOnIntegers(catalogue::OpCode op);
+
 struct MeshAxis {
   std::string name;
   int64_t size = 1;

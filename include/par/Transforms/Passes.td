@@ -432,6 +432,27 @@ def PipelinePass : Pass<"par-pipeline", "::mlir::ModuleOp"> {
   ];
 }
 
+def FusePass : Pass<"par-fuse", "::mlir::ModuleOp"> {
+  let summary = "Run chains and trees of element-wise ops as single kernels";
+  let description = [{
+    Groups each tree of element-wise ops (arithmetic, activations, compare,
+    select, convert) whose intermediate values are read only inside the
+    tree, together with the broadcasts and splat constants they read, into
+    one `par.fused` op: the runtime computes each element of the group's
+    result from its inputs' elements in registers, so the intermediates
+    never take memory or a pass over it. A broadcast or constant read
+    elsewhere too is copied into the group. Ops are grouped only with ops
+    of the same phase, layer and pipeline slot (equal discardable
+    attributes). Run it after --par-partition (or on an unpartitioned
+    program) and before --emit-program (docs/training.md, "Fusion").
+
+    ```sh
+    par-opt model.mlir --par-propagate --par-partition --par-fuse --emit-program=model.parprog
+    ```
+  }];
+  let dependentDialects = ["::mlir::par::ParDialect"];
+}
+
 def SchedulePass : Pass<"par-schedule", "::mlir::ModuleOp"> {
   let summary = "Order each function's ops so collectives start as early as they can";
   let description = [{

@@ -122,6 +122,10 @@ private:
   LogicalResult describeInputs(json &doc, SmallVectorImpl<bool> &persistent);
   LogicalResult describeOutputs(json &doc);
   FailureOr<json> instruction(Operation *op);
+  /// The program attributes of `op` (a fused group's include its body).
+  FailureOr<json> attributes(Operation *op);
+  /// A fused group's steps (docs/program-format.md, "Fused groups").
+  FailureOr<json> fusedBody(FusedOp fused);
   /// The pipelined step's record (its instructions name their slots).
   std::optional<PipelineInfo> pipeline;
   json attribute(Operation *op, const catalogue::AttrSpec &spec);
@@ -418,12 +422,13 @@ json Emitter::attribute(Operation *op, const catalogue::AttrSpec &spec) {
   }
   case AttrKind::Group:
   case AttrKind::Elements:
+  case AttrKind::Body:
     break;
   }
   return json();
 }
 
-FailureOr<json> Emitter::instruction(Operation *op) {
+FailureOr<json> Emitter::attributes(Operation *op) {
   std::string name = op->getName().stripDialect().str();
   const catalogue::OpSpec *spec = catalogue::findOp(name.c_str());
   if (!spec)
@@ -436,11 +441,48 @@ FailureOr<json> Emitter::instruction(Operation *op) {
       attrs.update(constantJson(op->getAttrOfType<ElementsAttr>(attr.ods)));
       continue;
     }
+    if (attr.kind == catalogue::AttrKind::Body) {
+      FailureOr<json> steps = fusedBody(cast<FusedOp>(op));
+      if (failed(steps))
+        return failure();
+      attrs[attr.key] = std::move(*steps);
+      continue;
+    }
     // Absent optional attributes stay absent; defaults are written out.
     if (attr.optional && !op->getAttr(attr.ods))
       continue;
     attrs[attr.key] = attribute(op, attr);
   }
+  return attrs;
+}
+
+FailureOr<json> Emitter::fusedBody(FusedOp fused) {
+  // Values by number: the group's operands first, then one per step.
+  DenseMap<Value, int64_t> number;
+  for (BlockArgument arg : fused.getBody().getArguments())
+    number[arg] = arg.getArgNumber();
+  json steps = json::array();
+  for (Operation &op : fused.getBodyOps()) {
+    FailureOr<json> step = attributes(&op);
+    if (failed(step))
+      return failure();
+    json args = json::array();
+    for (Value operand : op.getOperands())
+      args.push_back(number.lookup(operand));
+    (*step)["op"] = op.getName().stripDialect().str();
+    (*step)["args"] = std::move(args);
+    (*step)["dtype"] = dtypeOf(op.getResult(0).getType());
+    number[op.getResult(0)] = int64_t(fused.getInputs().size() + steps.size());
+    steps.push_back(std::move(*step));
+  }
+  return steps;
+}
+
+FailureOr<json> Emitter::instruction(Operation *op) {
+  std::string name = op->getName().stripDialect().str();
+  FailureOr<json> attrs = attributes(op);
+  if (failed(attrs))
+    return failure();
 
   json operands = json::array(), results = json::array();
   for (Value operand : op->getOperands())
@@ -450,7 +492,7 @@ FailureOr<json> Emitter::instruction(Operation *op) {
   json inst = {{"op", name},
                {"operands", operands},
                {"results", results},
-               {"attrs", attrs}};
+               {"attrs", std::move(*attrs)}};
   if (pipeline)
     if (std::optional<PipelineSlot> slot = slotOf(op))
       inst["slot"] = slotLabel(*slot, *pipeline);

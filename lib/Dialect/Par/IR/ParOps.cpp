@@ -221,6 +221,79 @@ LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValueAttr(); }
 
 //===----------------------------------------------------------------------===//
+// Fused groups
+//===----------------------------------------------------------------------===//
+
+/// Whether `value` is a splat constant made in a fused body.
+static bool isSplatConstant(Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  return constant && constant.getValueAttr().isSplat();
+}
+
+int64_t FusedOp::getNumComputeOps() {
+  return llvm::count_if(getBodyOps(), [](Operation &op) {
+    return !isa<BroadcastOp, ConstantOp>(op);
+  });
+}
+
+LogicalResult FusedOp::verifyRegions() {
+  Block &block = getBody().front();
+  if (block.getNumArguments() != getInputs().size())
+    return emitOpError() << "body has " << block.getNumArguments()
+                         << " arguments for " << getInputs().size()
+                         << " inputs";
+  for (auto [i, arg, input] :
+       llvm::enumerate(block.getArguments(), getInputs()))
+    if (arg.getType() != input.getType())
+      return emitOpError() << "body argument #" << i << " has type "
+                           << arg.getType() << " but input #" << i
+                           << " has type " << input.getType();
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return emitOpError() << "body must end in 'par.yield'";
+  if (yield.getValue().getType() != getResult().getType())
+    return emitOpError() << "yields " << yield.getValue().getType()
+                         << " but the result has type "
+                         << getResult().getType();
+  Operation *last = yield->getPrevNode();
+  if (!last || yield.getValue().getDefiningOp() != last)
+    return emitOpError()
+           << "must yield the value of the last op of its body";
+  ArrayRef<int64_t> shape = tensorOf(getResult()).getShape();
+  for (Operation &op : getBodyOps()) {
+    if (auto constant = dyn_cast<ConstantOp>(op)) {
+      if (!constant.getValueAttr().isSplat())
+        return op.emitOpError()
+               << "in a fused group must be a splat (one value for every "
+                  "element)";
+      continue;
+    }
+    if (!isa<BroadcastOp>(op) && !op.hasTrait<mlir::OpTrait::Elementwise>())
+      return op.emitOpError()
+             << "cannot run in a fused group: only element-wise ops, "
+                "broadcasts and splat constants can";
+    if (tensorOf(op.getResult(0)).getShape() != shape)
+      return op.emitOpError() << "in a fused group must make the group's shape "
+                              << listStr(shape);
+    if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+      Value input = broadcast.getInput();
+      if (!isa<BlockArgument>(input) && !isSplatConstant(input))
+        return op.emitOpError() << "in a fused group must broadcast an input "
+                                   "of the group or a splat constant";
+      continue;
+    }
+    for (Value operand : op.getOperands())
+      if (!isSplatConstant(operand) &&
+          tensorOf(operand).getShape() != shape)
+        return op.emitOpError()
+               << "in a fused group reads a " << operand.getType()
+               << " that is not of the group's shape " << listStr(shape)
+               << " (broadcast it first)";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Structural ops
 //===----------------------------------------------------------------------===//
 

@@ -156,6 +156,9 @@ class Par_Op<string mnemonic, list<Trait> traits = []>
   // Optional results computed from the optional operands (sgd's momentum):
   // present exactly when those operands are.
   bit pairedOptionals = 0;
+  // The op holds a body of ops that programs write as its `body` attribute
+  // (par.fused).
+  bit programBody = 0;
 }
 
 class Par_Attr<string name, string attrMnemonic, list<Trait> traits = []>

@@ -975,6 +975,62 @@ def Par_SgdOp : Par_ComputeOp<"sgd", [Par_InPlace,
 }
 
 //===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+def Par_FusedOp : Par_Op<"fused", [Pure, IsolatedFromAbove, Par_InPlace,
+    SingleBlock]> {
+  // Programs write the body as the instruction's `body` attribute: one step
+  // per op (docs/program-format.md, "Fused groups").
+  let programBody = 1;
+  let summary = "element-wise ops run as one kernel (made by --par-fuse)";
+  let description = [{
+    A group of element-wise ops, the broadcasts that feed them and the
+    splat constants they read, run as one kernel: each element of the
+    result is computed from the inputs' elements in registers, so the
+    group's intermediate tensors never exist in memory. `--par-fuse` makes
+    these groups from partitioned, per-device programs (docs/training.md,
+    "Fusion").
+
+    ```mlir
+    %y = par.fused (%x, %b) : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32> {
+    ^bb0(%a: tensor<8x64xf32>, %c: tensor<64xf32>):
+      %cb = par.broadcast %c dims [1] : (tensor<64xf32>) -> tensor<8x64xf32>
+      %s = par.add %a, %cb : tensor<8x64xf32>
+      %g = par.gelu %s : tensor<8x64xf32>
+      par.yield %g : tensor<8x64xf32>
+    }
+    ```
+    The body's arguments are the inputs. Every op of the body is element-wise
+    over the result's shape, except broadcasts of an input or a splat
+    constant to that shape, and splat constants; the body's last op makes
+    the yielded value.
+  }];
+  let arguments = (ins Variadic<Par_AnyTensor>:$inputs);
+  let results = (outs Par_AnyTensor:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `(` $inputs `)` attr-dict `:` functional-type($inputs, results) $body
+  }];
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The ops of the body before its terminator, in order.
+    auto getBodyOps() { return getBody().front().without_terminator(); }
+    /// How many element-wise ops the group runs (broadcasts and constants
+    /// are not counted: they only name elements).
+    int64_t getNumComputeOps();
+  }];
+}
+
+def Par_YieldOp : Par_Op<"yield", [Pure, Terminator,
+    HasParent<"FusedOp">]> {
+  let inProgram = 0;
+  let summary = "the value a fused group makes";
+  let arguments = (ins Par_AnyTensor:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
+}
+
+//===----------------------------------------------------------------------===//
 // Sharding ops
 //===----------------------------------------------------------------------===//
 

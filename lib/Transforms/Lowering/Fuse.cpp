@@ -1,0 +1,182 @@
+//===- Fuse.cpp - --par-fuse: element-wise trees as single kernels --------===//
+//
+// Each tree of element-wise ops whose intermediate values are read only in
+// the tree becomes one par.fused op, at the place of the tree's root (every
+// member and every value the tree reads comes before it). A tree has one
+// result, so grouping never makes a cycle: a value read by an op outside
+// the tree is never inside it. Broadcasts and splat constants are copied
+// into each group that reads them, since recomputing them costs nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "par/Dialect/Par/IR/ParOps.h"
+#include "par/Runtime/Program.h"
+#include "par/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::par {
+#define GEN_PASS_DEF_FUSEPASS
+#include "par/Transforms/Passes.h.inc"
+} // namespace mlir::par
+
+using namespace mlir;
+using namespace mlir::par;
+
+static bool isElementwise(Operation *op) {
+  return isa_and_nonnull<ParDialect>(op->getDialect()) &&
+         op->hasTrait<mlir::OpTrait::Elementwise>() && op->getNumResults() == 1;
+}
+
+static bool isSplatConstant(Operation *op) {
+  auto constant = dyn_cast<ConstantOp>(op);
+  return constant && constant.getValueAttr().isSplat();
+}
+
+static ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+namespace {
+/// The ops of one group and what it reads from outside.
+struct Group {
+  Operation *root;
+  llvm::SetVector<Operation *> members;
+  /// Broadcasts and constants copied in (they may stay in use outside).
+  llvm::SmallPtrSet<Operation *, 8> copied;
+};
+} // namespace
+
+/// Whether `def`, which a member of `group` reads, may join it.
+static bool canJoin(Operation *def, const Group &group,
+                    const DenseSet<Operation *> &taken) {
+  if (taken.contains(def) || def->getBlock() != group.root->getBlock() ||
+      def->getDiscardableAttrDictionary() !=
+          group.root->getDiscardableAttrDictionary())
+    return false;
+  if (isSplatConstant(def))
+    return true;
+  ArrayRef<int64_t> shape = shapeOf(group.root->getResult(0));
+  if (auto broadcast = dyn_cast<BroadcastOp>(def))
+    return shapeOf(broadcast.getResult()) == shape;
+  if (!isElementwise(def) || shapeOf(def->getResult(0)) != shape)
+    return false;
+  return llvm::all_of(def->getUsers(), [&](Operation *user) {
+    return group.members.contains(user);
+  });
+}
+
+/// The values a group reads from outside, in the order members read them.
+static SmallVector<Value> inputsOf(ArrayRef<Operation *> members,
+                                   const Group &group) {
+  llvm::SetVector<Value> inputs;
+  for (Operation *op : members)
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (!def || !group.members.contains(def))
+        inputs.insert(operand);
+    }
+  return inputs.takeVector();
+}
+
+/// Grows the group of `root` over the ops that feed it.
+static Group growGroup(Operation *root, const DenseSet<Operation *> &taken) {
+  Group group{root, {}, {}};
+  group.members.insert(root);
+  // Operands and steps together stay within what a program's group holds.
+  auto size = [&] {
+    SmallVector<Operation *> members(group.members.begin(),
+                                     group.members.end());
+    return int64_t(members.size() + inputsOf(members, group).size());
+  };
+  for (bool grown = true; grown;) {
+    grown = false;
+    for (size_t i = 0; i < group.members.size(); ++i) {
+      Operation *member = group.members[i];
+      for (Value operand : member->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        // A broadcast's operand stays an input that the group reads in
+        // place, unless it is a splat constant.
+        if (!def || group.members.contains(def) ||
+            (isa<BroadcastOp>(member) && !isSplatConstant(def)) ||
+            !canJoin(def, group, taken))
+          continue;
+        group.members.insert(def);
+        if (size() > ::par::rt::kMaxFusedValues) {
+          group.members.pop_back();
+          continue;
+        }
+        if (isa<BroadcastOp, ConstantOp>(def))
+          group.copied.insert(def);
+        grown = true;
+      }
+    }
+  }
+  return group;
+}
+
+/// Replaces the group by one par.fused op at its root.
+static void buildGroup(Group &group) {
+  SmallVector<Operation *> members(group.members.begin(), group.members.end());
+  llvm::sort(members, [](Operation *a, Operation *b) {
+    return a->isBeforeInBlock(b);
+  });
+  SmallVector<Value> inputs = inputsOf(members, group);
+  Operation *root = group.root;
+  OpBuilder builder(root);
+  auto fused = FusedOp::create(builder, root->getLoc(),
+                               root->getResult(0).getType(), inputs);
+  fused->setDiscardableAttrs(root->getDiscardableAttrDictionary());
+  Block *body = builder.createBlock(&fused.getBody());
+  IRMapping mapping;
+  for (Value input : inputs)
+    mapping.map(input, body->addArgument(input.getType(), input.getLoc()));
+  for (Operation *op : members) {
+    Operation *copy = builder.clone(*op, mapping);
+    copy->setDiscardableAttrs(DictionaryAttr::get(op->getContext()));
+  }
+  YieldOp::create(builder, root->getLoc(),
+                  mapping.lookup(root->getResult(0)));
+  root->getResult(0).replaceAllUsesWith(fused.getResult());
+  for (Operation *op : llvm::reverse(members))
+    if (op->use_empty())
+      op->erase();
+}
+
+/// Fuses the element-wise trees of `block`, roots last to first.
+static void fuseBlock(Block &block) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : block.without_terminator())
+    ops.push_back(&op);
+  DenseSet<Operation *> taken;
+  SmallVector<Group> groups;
+  for (Operation *op : llvm::reverse(ops)) {
+    if (taken.contains(op) || !isElementwise(op))
+      continue;
+    Group group = growGroup(op, taken);
+    // One op alone gains nothing.
+    if (llvm::count_if(group.members, [](Operation *m) {
+          return !isa<ConstantOp>(m);
+        }) < 2)
+      continue;
+    for (Operation *member : group.members)
+      if (!group.copied.contains(member))
+        taken.insert(member);
+    groups.push_back(std::move(group));
+  }
+  for (Group &group : groups)
+    buildGroup(group);
+}
+
+namespace {
+struct FusePass : public mlir::par::impl::FusePassBase<FusePass> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (!func.isDeclaration())
+        fuseBlock(func.getBody().front());
+  }
+};
+} // namespace
