@@ -64,6 +64,14 @@ void concat(const std::vector<Tensor> &inputs, int64_t dim, Tensor &out);
 /// Fills `out` with `value` (splat constant).
 void fill(Tensor &out, double value);
 
+/// A fused group (par.fused): `steps` evaluated element by element from
+/// `inputs` into `out`, each step rounded to its element type as the
+/// unfused op's result would be, so the result equals the unfused ops'.
+/// Steps are element-wise ops, broadcasts of an input or a constant, and
+/// splat constants (docs/program-format.md, "Fused groups").
+void fused(const std::vector<catalogue::FusedStep> &steps,
+           const std::vector<Tensor> &inputs, Tensor &out);
+
 // Contraction. Result dims: batch dims (in lhsBatch order), lhs free dims,
 // rhs free dims, each in operand order. Float types only.
 void dot(const Tensor &lhs, const Tensor &rhs,
@@ -160,6 +168,31 @@ GatherPlan planTranspose(const Tensor &input, const std::vector<int64_t> &perm,
 GatherPlan planSlice(const Tensor &input, const std::vector<int64_t> &starts,
                      const std::vector<int64_t> &strides, const Tensor &out);
 void checkReshape(const Tensor &input, const Tensor &out);
+
+/// How a fused group's values are computed: per value (the inputs, then one
+/// per step) the element type registers hold it in (f32 for bf16/f16/f32,
+/// f64, i64, i32, i1), its own element type, and how it is read: in place
+/// (an input of the result's shape), gathered (a broadcast of an input:
+/// `gather` and the input it reads), a splat (constants and broadcasts of
+/// them: `splat` holds one element of the value's type), or computed.
+struct FusedPlan {
+  enum class Source { Input, Gather, Splat, Step };
+  struct Value {
+    DType compute = DType::F32, storage = DType::F32;
+    Source source = Source::Step;
+    int64_t input = -1; // Gather: the input it reads
+    GatherPlan gather;
+    uint64_t splat = 0;
+  };
+  std::vector<Value> values;
+  int64_t numInputs = 0;
+};
+/// The type registers hold a value of `type` in.
+inline DType computeDType(DType type) {
+  return type == DType::BF16 || type == DType::F16 ? DType::F32 : type;
+}
+FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
+                    const std::vector<Tensor> &inputs, const Tensor &out);
 /// One element of `out`'s type holding `value` (in the low bytes); a value
 /// an integer type cannot hold is a KernelError.
 uint64_t fillWord(const Tensor &out, double value);

@@ -119,6 +119,8 @@ KernelTable build() {
   set(OpCode::Convert, [](Stream, const Attrs &, const Tensors &in,
                           Tensors &out) { convert(in[0], out[0]); });
   set(OpCode::Constant, constantKernel);
+  set(OpCode::Fused, [](Stream, const Attrs &a, const Tensors &in,
+                        Tensors &out) { fused(a.body, in, out[0]); });
   set(OpCode::Broadcast,
       [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
         broadcast(in[0], a.dims, out[0]);

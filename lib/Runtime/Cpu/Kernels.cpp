@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Runtime/Kernels.h"
+#include "par/Runtime/Program.h"
 
 #include "Blas.h"
 
@@ -1433,6 +1434,318 @@ void fill(Tensor &out, double value) {
     for (int64_t i = 0; i < n; ++i)
       std::memcpy(dst + i * W, &word, W);
   });
+}
+
+//===----------------------------------------------------------------------===//
+// Fused groups
+//===----------------------------------------------------------------------===//
+
+FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
+                    const std::vector<Tensor> &inputs, const Tensor &out) {
+  const std::string op = "fused";
+  checkTensor(op, "out", out);
+  if (steps.empty())
+    fail(op, "has no steps");
+  if (int64_t(inputs.size() + steps.size()) > kMaxFusedValues)
+    fail(op, "holds more than " + std::to_string(kMaxFusedValues) + " values");
+  FusedPlan plan;
+  plan.numInputs = int64_t(inputs.size());
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    checkTensor(op, "input " + std::to_string(k), inputs[k]);
+    FusedPlan::Value v;
+    v.storage = inputs[k].dtype;
+    v.compute = computeDType(v.storage);
+    v.source = FusedPlan::Source::Input;
+    v.input = int64_t(k);
+    plan.values.push_back(v);
+  }
+  for (size_t j = 0; j < steps.size(); ++j) {
+    const catalogue::FusedStep &step = steps[j];
+    const std::string where = "step " + std::to_string(j) + " (" +
+                              catalogue::opName(step.op) + ")";
+    if (!fusibleStep(step.op) || step.dtype < 0 || step.dtype > int(DType::I1))
+      fail(op, where + " cannot run in a fused group");
+    for (int64_t arg : step.args)
+      if (arg < 0 || arg >= int64_t(plan.values.size()))
+        fail(op, where + " reads value " + std::to_string(arg) +
+                     ", not made before it");
+    FusedPlan::Value v;
+    v.storage = DType(step.dtype);
+    v.compute = computeDType(v.storage);
+    if (step.op == catalogue::OpCode::Constant) {
+      if (step.attrs.value.size() != 1)
+        fail(op, where + " must be a splat");
+      v.source = FusedPlan::Source::Splat;
+      uint64_t element = 0;
+      v.splat = fillWord(Tensor{v.storage, {}, &element}, step.attrs.value[0]);
+    } else if (step.op == catalogue::OpCode::Broadcast) {
+      if (step.args.size() != 1)
+        fail(op, where + " reads one value");
+      const FusedPlan::Value &arg = plan.values[size_t(step.args[0])];
+      if (arg.source == FusedPlan::Source::Splat) {
+        v = arg;
+      } else if (arg.source == FusedPlan::Source::Input &&
+                 arg.input < int64_t(inputs.size())) {
+        Tensor result{v.storage, out.shape, out.data};
+        v.source = FusedPlan::Source::Gather;
+        v.input = arg.input;
+        v.gather =
+            planBroadcast(inputs[size_t(arg.input)], step.attrs.dims, result);
+      } else {
+        fail(op, where + " must broadcast an input or a constant");
+      }
+    } else {
+      // Element-wise: every value read has the result's shape.
+      for (int64_t arg : step.args) {
+        const FusedPlan::Value &a = plan.values[size_t(arg)];
+        if (a.source == FusedPlan::Source::Input &&
+            inputs[size_t(a.input)].shape != out.shape)
+          fail(op, where + " reads input " + std::to_string(a.input) + " (" +
+                       typeStr(inputs[size_t(a.input)]) +
+                       ") that is not of the result's shape " +
+                       typeStr(out) + " without a broadcast");
+      }
+    }
+    plan.values.push_back(v);
+  }
+  const FusedPlan::Value &last = plan.values.back();
+  if (last.storage != out.dtype || last.source == FusedPlan::Source::Splat ||
+      last.source == FusedPlan::Source::Gather)
+    fail(op, "the last step must compute the result (" + typeStr(out) + ")");
+  return plan;
+}
+
+namespace {
+/// Elements of a fused group computed at once: every value of the chunk
+/// stays in the cache.
+constexpr int64_t kFusedChunk = 512;
+
+/// One value's elements of the current chunk, in its compute type.
+struct alignas(64) FusedSlot {
+  unsigned char bytes[kFusedChunk * 8];
+  template <typename T> T *as() { return reinterpret_cast<T *>(bytes); }
+};
+
+/// Calls fn(T{}) with the C++ type of compute type `type`.
+template <typename Fn> void withComputeType(DType type, Fn &&fn) {
+  switch (type) {
+  case DType::F64:
+    return fn(double());
+  case DType::I64:
+    return fn(int64_t());
+  case DType::I32:
+    return fn(int32_t());
+  case DType::I1:
+    return fn(uint8_t());
+  default:
+    return fn(float());
+  }
+}
+
+/// Rounds a chunk of f32 values to bf16/f16 and back, as storing them in a
+/// tensor of that type and reading them again would.
+void roundToStorage(DType storage, float *x, int64_t n) {
+  if (storage == DType::BF16)
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = bf16ToFloat(floatToBf16(x[i]));
+  else if (storage == DType::F16)
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = f16ToFloat(floatToF16(x[i]));
+}
+
+template <typename T>
+void fusedElementwise(const catalogue::FusedStep &step,
+                      const std::vector<const void *> &args, T *r,
+                      int64_t n) {
+  using Op = catalogue::OpCode;
+  const T *a = static_cast<const T *>(args[0]);
+  const T *b = args.size() > 1 ? static_cast<const T *>(args[1]) : nullptr;
+  auto binaryOp = [&](auto k) {
+    for (int64_t i = 0; i < n; ++i)
+      r[i] = math::applyBinary(decltype(k)::value, a[i], b[i]);
+  };
+  auto unaryOp = [&](auto k) {
+    for (int64_t i = 0; i < n; ++i)
+      r[i] = math::applyUnary(decltype(k)::value, a[i]);
+  };
+  using B = BinaryKind;
+  using U = UnaryKind;
+  switch (step.op) {
+  case Op::Add:
+    return binaryOp(std::integral_constant<B, B::Add>());
+  case Op::Sub:
+    return binaryOp(std::integral_constant<B, B::Sub>());
+  case Op::Mul:
+    return binaryOp(std::integral_constant<B, B::Mul>());
+  case Op::Div:
+    return binaryOp(std::integral_constant<B, B::Div>());
+  case Op::Max:
+    return binaryOp(std::integral_constant<B, B::Max>());
+  case Op::Min:
+    return binaryOp(std::integral_constant<B, B::Min>());
+  case Op::Neg:
+    return unaryOp(std::integral_constant<U, U::Neg>());
+  case Op::Relu:
+    return unaryOp(std::integral_constant<U, U::Relu>());
+  default:
+    break;
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (step.op) {
+    case Op::Exp:
+      return unaryOp(std::integral_constant<U, U::Exp>());
+    case Op::Log:
+      return unaryOp(std::integral_constant<U, U::Log>());
+    case Op::Tanh:
+      return unaryOp(std::integral_constant<U, U::Tanh>());
+    case Op::Sqrt:
+      return unaryOp(std::integral_constant<U, U::Sqrt>());
+    case Op::Rsqrt:
+      return unaryOp(std::integral_constant<U, U::Rsqrt>());
+    case Op::Gelu:
+      return unaryOp(std::integral_constant<U, U::Gelu>());
+    case Op::Silu:
+      return unaryOp(std::integral_constant<U, U::Silu>());
+    case Op::Sigmoid:
+      return unaryOp(std::integral_constant<U, U::Sigmoid>());
+    default:
+      break;
+    }
+  }
+  throw KernelError(std::string("fused: ") + catalogue::opName(step.op) +
+                    " is not defined on this element type");
+}
+} // namespace
+
+void fused(const std::vector<catalogue::FusedStep> &steps,
+           const std::vector<Tensor> &inputs, Tensor &out) {
+  FusedPlan plan = planFused(steps, inputs, out);
+  const size_t numValues = plan.values.size();
+  std::vector<FusedSlot> slots(numValues);
+  std::vector<const void *> at(numValues, nullptr);
+  FusedSlot scratch;
+  // Splats fill their slot once.
+  for (size_t v = 0; v < numValues; ++v) {
+    const FusedPlan::Value &value = plan.values[v];
+    if (value.source != FusedPlan::Source::Splat)
+      continue;
+    withComputeType(value.compute, [&](auto tag) {
+      using T = decltype(tag);
+      T x = math::loadAs<T>(value.storage, &value.splat, 0);
+      std::fill_n(slots[v].as<T>(), kFusedChunk, x);
+    });
+    at[v] = slots[v].bytes;
+  }
+  const int64_t total = out.size();
+  const size_t outBytes = dtypeBytes(out.dtype);
+  using Op = catalogue::OpCode;
+  for (int64_t start = 0; start < total; start += kFusedChunk) {
+    const int64_t n = std::min(kFusedChunk, total - start);
+    for (size_t v = 0; v < numValues; ++v) {
+      const FusedPlan::Value &value = plan.values[v];
+      if (value.source == FusedPlan::Source::Input) {
+        const Tensor &t = inputs[size_t(value.input)];
+        if (t.shape != out.shape)
+          continue; // read through a broadcast only
+        const char *data =
+            static_cast<const char *>(t.data) + start * dtypeBytes(t.dtype);
+        if (value.storage == value.compute) {
+          at[v] = data;
+        } else {
+          convertBuffer(value.storage, data, value.compute, slots[v].bytes, n);
+          at[v] = slots[v].bytes;
+        }
+      } else if (value.source == FusedPlan::Source::Gather) {
+        const Tensor &t = inputs[size_t(value.input)];
+        withComputeType(value.compute, [&](auto tag) {
+          using T = decltype(tag);
+          T *dst = slots[v].as<T>();
+          const std::vector<int64_t> &strides = value.gather.srcStrides;
+          // The multi-index of element `start`, then counted up.
+          const size_t rank = out.shape.size();
+          std::vector<int64_t> idx(rank, 0);
+          int64_t rest = start, src = value.gather.offset;
+          for (size_t d = rank; d-- > 0;) {
+            idx[d] = rest % out.shape[d];
+            rest /= out.shape[d];
+            src += idx[d] * strides[d];
+          }
+          for (int64_t i = 0; i < n; ++i) {
+            dst[i] = math::loadAs<T>(t.dtype, t.data, src);
+            for (size_t d = rank; d-- > 0;) {
+              src += strides[d];
+              if (++idx[d] < out.shape[d])
+                break;
+              src -= idx[d] * strides[d];
+              idx[d] = 0;
+            }
+          }
+        });
+        at[v] = slots[v].bytes;
+      }
+    }
+    for (size_t j = 0; j < steps.size(); ++j) {
+      const catalogue::FusedStep &step = steps[j];
+      const size_t v = size_t(plan.numInputs) + j;
+      const FusedPlan::Value &value = plan.values[v];
+      if (value.source != FusedPlan::Source::Step)
+        continue;
+      std::vector<const void *> args;
+      for (int64_t arg : step.args)
+        args.push_back(at[size_t(arg)]);
+      const FusedPlan::Value &first = plan.values[size_t(step.args[0])];
+      switch (step.op) {
+      case Op::Convert:
+        // Through the storage types, as the unfused convert does.
+        convertBuffer(first.compute, args[0], value.storage, scratch.bytes, n);
+        convertBuffer(value.storage, scratch.bytes, value.compute,
+                      slots[v].bytes, n);
+        break;
+      case Op::Compare:
+        withComputeType(first.compute, [&](auto tag) {
+          using T = decltype(tag);
+          const T *a = static_cast<const T *>(args[0]);
+          const T *b = static_cast<const T *>(args[1]);
+          uint8_t *r = slots[v].as<uint8_t>();
+          withKind<CompareKind, CompareKind::Eq, CompareKind::Ne,
+                   CompareKind::Lt, CompareKind::Le, CompareKind::Gt,
+                   CompareKind::Ge>(
+              step.attrs.compareDirection, [&](auto k) {
+                for (int64_t i = 0; i < n; ++i)
+                  r[i] = math::applyCompare(decltype(k)::value, a[i], b[i]);
+              });
+        });
+        break;
+      case Op::Select:
+        withComputeType(value.compute, [&](auto tag) {
+          using T = decltype(tag);
+          const auto *p = static_cast<const uint8_t *>(args[0]);
+          const T *a = static_cast<const T *>(args[1]);
+          const T *b = static_cast<const T *>(args[2]);
+          T *r = slots[v].as<T>();
+          for (int64_t i = 0; i < n; ++i)
+            r[i] = p[i] ? a[i] : b[i];
+        });
+        break;
+      default:
+        withComputeType(value.compute, [&](auto tag) {
+          using T = decltype(tag);
+          if constexpr (std::is_same_v<T, uint8_t>)
+            throw KernelError(std::string("fused: ") +
+                              catalogue::opName(step.op) +
+                              " is not defined on i1");
+          else
+            fusedElementwise<T>(step, args, slots[v].as<T>(), n);
+        });
+        if (value.compute == DType::F32)
+          roundToStorage(value.storage, slots[v].as<float>(), n);
+        break;
+      }
+      at[v] = slots[v].bytes;
+    }
+    convertBuffer(plan.values.back().compute, at[numValues - 1], out.dtype,
+                  static_cast<char *>(out.data) + start * outBytes, n);
+  }
 }
 
 //===----------------------------------------------------------------------===//
