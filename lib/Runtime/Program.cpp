@@ -417,7 +417,8 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
       if (!same)
         r.fail(sw, std::string(spec.name) +
                        " reads and makes values of one element type");
-      bool boolean = type == DType::I1 || argType(first) == DType::I1;
+      bool boolean = argType(first) == DType::I1 ||
+                     (type == DType::I1 && step.op != catalogue::OpCode::Compare);
       if (boolean && step.op != catalogue::OpCode::Convert &&
           step.op != catalogue::OpCode::Select)
         r.fail(sw, std::string(spec.name) + " is not defined on i1");

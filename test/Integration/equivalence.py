@@ -15,6 +15,9 @@ that argument; the mesh comes from --mesh. `// STEPS: N` sets the steps run
 training step after every one). `// PASSES: ...` adds
 par-opt options applied before partitioning, to both the unsharded and the
 sharded programs (e.g. `--par-autodiff=optimizer=adamw` for training steps).
+With --fuse the sharded programs are compiled with --par-fuse, so each is
+compared, fused, against the unfused program on one rank; and the unsharded
+program fused must give exactly (bit for bit) the unfused one's numbers.
 """
 import argparse
 import json
@@ -142,7 +145,10 @@ def main():
     parser.add_argument("--bin", help="directory of par-opt and par-run (default: PATH)")
     parser.add_argument("--work", required=True, help="scratch directory")
     parser.add_argument("--tolerance", type=float, default=1e-5)
+    parser.add_argument("--fuse", action="store_true",
+                        help="compile the sharded programs with --par-fuse")
     args = parser.parse_args()
+    fuse = ["--par-fuse"] if args.fuse else []
     os.makedirs(args.work, exist_ok=True)
     par_opt = os.path.join(args.bin, "par-opt") if args.bin else shutil.which("par-opt")
     par_run = os.path.join(args.bin, "par-run") if args.bin else shutil.which("par-run")
@@ -176,6 +182,22 @@ def main():
             continue
         base = outputs_of(base_out)
         base_losses = losses_of(base_log)
+        if fuse:
+            # The unsharded program fused against itself unfused.
+            fused_prog = os.path.join(args.work, f"{name}.fused.json")
+            fused_out = os.path.join(args.work, f"{name}.fused.out.json")
+            log = run([par_opt, model, *passes, *fuse, f"--emit-program={fused_prog}",
+                       "-o", os.devnull], f"{name}: compile unsharded, fused") is not None and \
+                run([par_run, fused_prog, "--steps", steps, "--log-every", "1",
+                     "--dump-outputs", fused_out], f"{name}: run unsharded, fused")
+            if not log:
+                failures += 1
+            else:
+                err = max(compare(base, outputs_of(fused_out)),
+                          compare_losses(base_losses, losses_of(log)))
+                failures += err != 0.0
+                print(f"{name:<22} {'fused':<16} {1:>5} {0:>11} {err:>12.3e} "
+                      f"{'':>11}  {'PASS' if err == 0.0 else 'FAIL'}")
 
         for i, (mesh, assignments) in enumerate(configs):
             src = os.path.join(args.work, f"{name}.{i}.mlir")
@@ -186,7 +208,7 @@ def main():
             with open(src, "w") as f:
                 f.write(source)
             ok = run([par_opt, src, f"--mesh={mesh}", *passes, *plan, "--par-propagate", "--par-partition",
-                      f"--emit-program={prog}", "-o", os.devnull],
+                      *fuse, f"--emit-program={prog}", "-o", os.devnull],
                      f"{name}: compile for {mesh}") is not None
             log = ok and run([par_run, prog, "--steps", steps, "--log-every", "1",
                               "--dump-outputs", out], f"{name}: run on {mesh}")

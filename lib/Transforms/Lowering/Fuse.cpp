@@ -125,6 +125,8 @@ static void buildGroup(Group &group) {
     return a->isBeforeInBlock(b);
   });
   SmallVector<Value> inputs = inputsOf(members, group);
+  if (inputs.empty())
+    return; // constants only: nothing to read, nothing gained
   Operation *root = group.root;
   OpBuilder builder(root);
   auto fused = FusedOp::create(builder, root->getLoc(),

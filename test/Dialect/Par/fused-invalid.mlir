@@ -1,0 +1,97 @@
+// RUN: par-opt %s -split-input-file -verify-diagnostics
+
+// A fused group's body holds element-wise ops, broadcasts and splats only.
+func.func @dot_in_group(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %r = par.fused (%x) : (tensor<4x4xf32>) -> tensor<4x4xf32> {
+  ^bb0(%a: tensor<4x4xf32>):
+    // expected-error @below {{'par.dot' op cannot run in a fused group: only element-wise ops, broadcasts and splat constants can}}
+    %d = par.dot %a, %a contract [1] x [0] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    par.yield %d : tensor<4x4xf32>
+  }
+  return %r : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @not_splat(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %r = par.fused (%x) : (tensor<2xf32>) -> tensor<2xf32> {
+  ^bb0(%a: tensor<2xf32>):
+    // expected-error @below {{'par.constant' op in a fused group must be a splat (one value for every element)}}
+    %c = par.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    %s = par.add %a, %c : tensor<2xf32>
+    par.yield %s : tensor<2xf32>
+  }
+  return %r : tensor<2xf32>
+}
+
+// -----
+
+func.func @broadcast_of_step(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %r = par.fused (%x) : (tensor<2x4xf32>) -> tensor<2x4xf32> {
+  ^bb0(%a: tensor<2x4xf32>):
+    %e = par.exp %a : tensor<2x4xf32>
+    // expected-error @below {{'par.broadcast' op in a fused group must broadcast an input of the group or a splat constant}}
+    %b = par.broadcast %e dims [0, 1] : (tensor<2x4xf32>) -> tensor<2x4xf32>
+    par.yield %b : tensor<2x4xf32>
+  }
+  return %r : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @wrong_shape(%x: tensor<4xf32>) -> tensor<2x4xf32> {
+  // expected-error @below {{'par.fused' op yields 'tensor<4xf32>' but the result has type 'tensor<2x4xf32>'}}
+  %r = par.fused (%x) : (tensor<4xf32>) -> tensor<2x4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %e = par.exp %a : tensor<4xf32>
+    par.yield %e : tensor<4xf32>
+  }
+  return %r : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @step_of_other_shape(%x: tensor<4xf32>, %y: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %r = par.fused (%x, %y) : (tensor<4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32> {
+  ^bb0(%a: tensor<4xf32>, %b: tensor<2x4xf32>):
+    // expected-error @below {{'par.exp' op in a fused group must make the group's shape [2, 4]}}
+    %e = par.exp %a : tensor<4xf32>
+    %f = par.broadcast %e dims [1] : (tensor<4xf32>) -> tensor<2x4xf32>
+    %s = par.add %f, %b : tensor<2x4xf32>
+    par.yield %s : tensor<2x4xf32>
+  }
+  return %r : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @yield_not_last(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{'par.fused' op must yield the value of the last op of its body}}
+  %r = par.fused (%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %e = par.exp %a : tensor<4xf32>
+    %f = par.neg %a : tensor<4xf32>
+    par.yield %e : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @arg_types(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{'par.fused' op body argument #0 has type 'tensor<4xf16>' but input #0 has type 'tensor<4xf32>'}}
+  %r = par.fused (%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf16>):
+    %e = par.convert %a : tensor<4xf16> to tensor<4xf32>
+    %f = par.neg %e : tensor<4xf32>
+    par.yield %f : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @yield_outside(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{'par.yield' op expects parent op 'par.fused'}}
+  par.yield %x : tensor<4xf32>
+}

@@ -1,0 +1,97 @@
+// RUN: par-opt %s --par-fuse -split-input-file | FileCheck %s
+
+// Bias, GELU, a scale and a residual become one group; the GEMM stays a
+// kernel of its own. The bias broadcast is read in place, the splat
+// constant copied in.
+// CHECK-LABEL: func.func @bias_gelu
+// CHECK:       %[[D:.*]] = par.dot
+// CHECK-NEXT:  %[[F:.*]] = par.fused(%arg1, %[[D]], %arg0) : (tensor<64xf32>, tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32> {
+// CHECK-NEXT:  ^bb0(%[[B:.*]]: tensor<64xf32>, %[[Y:.*]]: tensor<8x64xf32>, %[[X:.*]]: tensor<8x64xf32>):
+// CHECK-NEXT:    %[[BB:.*]] = par.broadcast %[[B]] dims [1]
+// CHECK-NEXT:    %[[S:.*]] = par.add %[[Y]], %[[BB]]
+// CHECK-NEXT:    %[[G:.*]] = par.gelu %[[S]]
+// CHECK-NEXT:    %[[C:.*]] = par.constant dense<2.000000e+00>
+// CHECK-NEXT:    %[[M:.*]] = par.mul %[[G]], %[[C]]
+// CHECK-NEXT:    %[[R:.*]] = par.add %[[M]], %[[X]]
+// CHECK-NEXT:    par.yield %[[R]]
+// CHECK-NEXT:  }
+// CHECK-NEXT:  return %[[F]]
+func.func @bias_gelu(%x: tensor<8x64xf32>, %b: tensor<64xf32>, %w: tensor<64x64xf32>) -> tensor<8x64xf32> {
+  %y = par.dot %x, %w contract [1] x [0] : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
+  %bb = par.broadcast %b dims [1] : (tensor<64xf32>) -> tensor<8x64xf32>
+  %s = par.add %y, %bb : tensor<8x64xf32>
+  %g = par.gelu %s : tensor<8x64xf32>
+  %c = par.constant dense<2.0> : tensor<8x64xf32>
+  %m = par.mul %g, %c : tensor<8x64xf32>
+  %r = par.add %m, %x : tensor<8x64xf32>
+  return %r : tensor<8x64xf32>
+}
+
+// -----
+
+// A value read outside the tree ends it: %s is returned too, so it is the
+// root of a group of its own and an input of the group that reads it.
+// CHECK-LABEL: func.func @shared
+// CHECK:       %[[A:.*]] = par.fused(%arg0, %arg1)
+// CHECK:         par.add
+// CHECK:         par.exp
+// CHECK:       %[[B:.*]] = par.fused(%[[A]])
+// CHECK:         par.tanh
+// CHECK:         par.neg
+// CHECK:       return %[[B]], %[[A]]
+func.func @shared(%x: tensor<16xf32>, %y: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
+  %a = par.add %x, %y : tensor<16xf32>
+  %s = par.exp %a : tensor<16xf32>
+  %t = par.tanh %s : tensor<16xf32>
+  %n = par.neg %t : tensor<16xf32>
+  return %n, %s : tensor<16xf32>, tensor<16xf32>
+}
+
+// -----
+
+// A lone element-wise op, a reduction and a softmax stay as they are.
+// CHECK-LABEL: func.func @alone
+// CHECK-NOT:   par.fused
+// CHECK:       par.exp
+// CHECK:       par.reduce
+// CHECK:       par.softmax
+func.func @alone(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<4x8xf32>) {
+  %e = par.exp %x : tensor<4x8xf32>
+  %r = par.reduce sum %e dims [1] : (tensor<4x8xf32>) -> tensor<4xf32>
+  %s = par.softmax %e dim 1 : tensor<4x8xf32>
+  return %r, %s : tensor<4xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// A broadcast read by two groups is copied into both and then removed;
+// compare, select and convert join groups.
+// CHECK-LABEL: func.func @two_readers
+// CHECK-NOT:   par.broadcast %arg1
+// CHECK:       par.fused(%arg1, %arg0)
+// CHECK:         par.broadcast
+// CHECK:         par.compare gt
+// CHECK:         par.select
+// CHECK:       par.fused(%arg1, %arg0)
+// CHECK:         par.broadcast
+// CHECK:         par.mul
+// CHECK:         par.convert
+func.func @two_readers(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xbf16>) {
+  %bb = par.broadcast %b dims [1] : (tensor<8xf32>) -> tensor<4x8xf32>
+  %gt = par.compare gt, %x, %bb : tensor<4x8xf32>
+  %m = par.select %gt, %x, %bb : tensor<4x8xi1>, tensor<4x8xf32>
+  %p = par.mul %x, %bb : tensor<4x8xf32>
+  %h = par.convert %p : tensor<4x8xf32> to tensor<4x8xbf16>
+  return %m, %h : tensor<4x8xf32>, tensor<4x8xbf16>
+}
+
+// -----
+
+// Ops of different phases (or layers, or pipeline slots) stay apart.
+// CHECK-LABEL: func.func @phases
+// CHECK-NOT:   par.fused
+func.func @phases(%x: tensor<16xf32>) -> tensor<16xf32> {
+  %a = par.exp %x {par.phase = #par.phase<forward>} : tensor<16xf32>
+  %b = par.neg %a {par.phase = #par.phase<backward>} : tensor<16xf32>
+  return %b : tensor<16xf32>
+}

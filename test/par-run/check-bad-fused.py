@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Feeds par-run fused groups broken in each way the loader checks.
+
+Every mutant of the program's one `fused` instruction must be rejected
+before any rank starts: exit status 1 and a "par-run: error:" message that
+names the file and contains the expected text. Prints one line per mutant.
+
+  check-bad-fused.py PAR_RUN PROGRAM WORKDIR
+"""
+import copy
+import json
+import os
+import subprocess
+import sys
+
+
+def mutants():
+    def body(fn):
+        return lambda inst: fn(inst["attrs"]["body"])
+    step = lambda k, **kw: body(lambda b: b[k].update(**kw))
+    yield "no-body", lambda inst: inst["attrs"].pop("body"), "missing field 'body'"
+    yield "empty-body", body(lambda b: b.clear()), "must be a non-empty list of steps"
+    yield "unknown-op", step(1, op="dot"), "'dot' cannot run in a fused group"
+    yield "future-value", step(1, args=[1, 9]), "is not made before this step"
+    yield "negative-value", step(1, args=[-1, 3]), "list of non-negative integers"
+    yield "arity", step(2, args=[4, 4]), "gelu reads 1 values, not 2"
+    yield "bad-dtype", step(2, dtype="f8"), "unknown element type 'f8'"
+    yield "mixed-types", step(2, dtype="f64"), "gelu reads and makes values of one element type"
+    yield "unbroadcast-operand", step(1, args=[1, 0]), "is not of the result's shape: broadcast it first"
+    yield "broadcast-of-step", body(lambda b: b.append(
+        {"op": "broadcast", "args": [4], "dims": [0, 1], "dtype": "f32"})), \
+        "a broadcast reads an operand or a constant"
+    yield "broadcast-dims", step(0, dims=[0]), "must map the operand's dims"
+    yield "not-splat", step(3, splat=None, values=[1.0, 2.0]), "a constant in a fused group is a splat"
+    yield "last-not-result", body(lambda b: b.append(
+        {"op": "constant", "args": [], "splat": 1.0, "dtype": "f32"})), \
+        "the last step must make the result"
+    yield "too-many", body(lambda b: b.extend([dict(b[2], args=[4])] * 70)), "holds at most 64 values"
+    yield "missing-direction", body(lambda b: b.append(
+        {"op": "compare", "args": [5, 5], "dtype": "i1"})), "missing field 'direction'"
+
+
+def main():
+    par_run, program, work = sys.argv[1:4]
+    os.makedirs(work, exist_ok=True)
+    with open(program) as f:
+        doc = json.load(f)
+    insts = doc["rank_classes"][0]["instructions"]
+    k = next(i for i, inst in enumerate(insts) if inst["op"] == "fused")
+    bad = 0
+    for name, fn, expect in mutants():
+        d = copy.deepcopy(doc)
+        fn(d["rank_classes"][0]["instructions"][k])
+        for s in d["rank_classes"][0]["instructions"][k]["attrs"].get("body", []):
+            if s.get("splat", 0) is None:
+                s.pop("splat")
+        path = os.path.join(work, name + ".json")
+        with open(path, "w") as f:
+            json.dump(d, f)
+        try:
+            proc = subprocess.run([par_run, path, "--steps", "1"], capture_output=True,
+                                  text=True, timeout=60)
+            ok = (proc.returncode == 1 and f"par-run: error: {path}" in proc.stderr
+                  and expect in proc.stderr)
+            message = proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else ""
+        except subprocess.TimeoutExpired:
+            ok, message = False, "timed out"
+        bad += not ok
+        print(f"{name}: {'rejected' if ok else 'NOT REJECTED CLEANLY'}: {message}")
+    print(f"{bad} of the fused mutants not rejected cleanly")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
