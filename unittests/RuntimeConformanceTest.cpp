@@ -146,6 +146,30 @@ std::map<OpCode, CaseBuilder> cases() {
     c.out = {{t, {2, 3}}};
     return c;
   };
+  m[OpCode::Fused] = [](DType t, std::mt19937 &rng) {
+    // A broadcast bias, a splat scale, a compare/select, then a convert.
+    Case c;
+    c.in = {values(t, {5, 7}, rng, -2, 2), values(t, {7}, rng, -2, 2)};
+    auto step = [&](OpCode op, std::vector<int64_t> args, DType type) {
+      par::catalogue::FusedStep s;
+      s.op = op;
+      s.args = std::move(args);
+      s.dtype = int(type);
+      c.attrs.body.push_back(s);
+      return &c.attrs.body.back();
+    };
+    step(OpCode::Broadcast, {1}, t)->attrs.dims = {1};              // 2
+    step(OpCode::Constant, {}, t)->attrs.value = {2};               // 3
+    step(OpCode::Mul, {0, 3}, t);                                   // 4
+    step(OpCode::Add, {4, 2}, t);                                   // 5
+    step(OpCode::Compare, {5, 0}, DType::I1)->attrs.compareDirection =
+        par::catalogue::CompareDirection::Lt;                       // 6
+    step(OpCode::Select, {6, 5, 0}, t);                             // 7
+    DType to = t == DType::F32 ? DType::BF16 : DType::F32;
+    step(OpCode::Convert, {7}, to);                                 // 8
+    c.out = {{to, {5, 7}}};
+    return c;
+  };
   m[OpCode::Broadcast] = [](DType t, std::mt19937 &rng) {
     Case c;
     c.in = {values(t, {3}, rng, -2, 2)};

@@ -109,3 +109,77 @@ TEST(CudaLaunch, PlansOfTheCpuKernelsWalkTheSameElements) {
 }
 
 } // namespace
+
+namespace {
+
+par::catalogue::FusedStep fusedStep(par::catalogue::OpCode op,
+                                    std::vector<int64_t> args, DType type) {
+  par::catalogue::FusedStep s;
+  s.op = op;
+  s.args = std::move(args);
+  s.dtype = int(type);
+  return s;
+}
+
+TEST(CudaLaunch, FusedCodeReadsWhatTheCpuPlanReads) {
+  using Op = par::catalogue::OpCode;
+  std::vector<float> x(4 * 6), b(6), out(4 * 6);
+  std::vector<Tensor> in = {{DType::F32, {4, 6}, x.data()},
+                            {DType::F32, {6}, b.data()}};
+  Tensor result{DType::BF16, {4, 6}, out.data()};
+  std::vector<par::catalogue::FusedStep> steps;
+  steps.push_back(fusedStep(Op::Broadcast, {1}, DType::F32)); // 2
+  steps.back().attrs.dims = {1};
+  steps.push_back(fusedStep(Op::Constant, {}, DType::BF16)); // 3
+  steps.back().attrs.value = {0.1};
+  steps.push_back(fusedStep(Op::Sub, {0, 2}, DType::F32)); // 4
+  steps.push_back(fusedStep(Op::Convert, {4}, DType::BF16)); // 5
+  steps.push_back(fusedStep(Op::Mul, {5, 3}, DType::BF16)); // 6
+  FusedPlan plan = planFused(steps, in, result);
+  FusedCode code;
+  ASSERT_TRUE(makeFusedCode(plan, steps, in, result, code));
+  ASSERT_EQ(code.numValues, 7);
+  EXPECT_EQ(code.values[0].how, FusedCode::Input);
+  EXPECT_EQ(code.inputs[0], x.data());
+  EXPECT_EQ(code.inputs[1], b.data());
+  // The broadcast reads b[i % 6] for element i, as the CPU plan does.
+  ASSERT_EQ(code.values[2].how, FusedCode::Gather);
+  EXPECT_EQ(code.values[2].slot, 1);
+  for (int64_t i = 0; i < 24; ++i)
+    EXPECT_EQ(offsetOf(code.gathers[code.values[2].gather], i), i % 6);
+  // The splat holds 0.1 rounded to bf16, as f32 bits.
+  ASSERT_EQ(code.values[3].how, FusedCode::Splat);
+  float splat;
+  std::memcpy(&splat, &code.values[3].splat, sizeof(splat));
+  EXPECT_EQ(splat, math::bf16ToFloat(math::floatToBf16(0.1f)));
+  EXPECT_EQ(code.values[4].how, FusedCode::Binary);
+  EXPECT_EQ(code.values[4].kind, uint8_t(BinaryKind::Sub));
+  EXPECT_EQ(code.values[5].how, FusedCode::Convert);
+  EXPECT_EQ(code.values[6].storage, DType::BF16);
+  EXPECT_EQ(code.values[6].compute, DType::F32);
+  EXPECT_EQ(code.values[6].args[0], 5);
+  EXPECT_EQ(code.values[6].args[1], 3);
+}
+
+TEST(CudaLaunch, FusedGroupsBeyondTheKernelArgumentRunOnTheHost) {
+  using Op = par::catalogue::OpCode;
+  std::vector<float> x(4 * 6), b(6), out(4 * 6);
+  std::vector<Tensor> in = {{DType::F32, {4, 6}, x.data()}};
+  for (int k = 0; k < kMaxFusedGathers + 1; ++k)
+    in.push_back({DType::F32, {6}, b.data()});
+  Tensor result{DType::F32, {4, 6}, out.data()};
+  std::vector<par::catalogue::FusedStep> steps;
+  int64_t acc = 0;
+  for (int k = 0; k <= kMaxFusedGathers; ++k) {
+    int64_t id = int64_t(in.size() + steps.size());
+    steps.push_back(fusedStep(Op::Broadcast, {k + 1}, DType::F32));
+    steps.back().attrs.dims = {1};
+    steps.push_back(fusedStep(Op::Add, {acc, id}, DType::F32));
+    acc = id + 1;
+  }
+  FusedPlan plan = planFused(steps, in, result);
+  FusedCode code;
+  EXPECT_FALSE(makeFusedCode(plan, steps, in, result, code));
+}
+
+} // namespace

@@ -2193,3 +2193,133 @@ TEST(DTypeTest, FirstNonFiniteInEveryFloatType) {
   std::vector<int32_t> ints = {-1, 0x7f800000, 0x7fffffff};
   EXPECT_EQ(firstNonFinite(DType::I32, ints.data(), 3), -1);
 }
+
+//===----------------------------------------------------------------------===//
+// Fused groups
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+using par::catalogue::FusedStep;
+using par::catalogue::OpCode;
+
+FusedStep step(OpCode op, std::vector<int64_t> args, DType type) {
+  FusedStep s;
+  s.op = op;
+  s.args = std::move(args);
+  s.dtype = int(type);
+  return s;
+}
+
+/// bias + scale * x, its max with y, where it exceeds x that value else y,
+/// negated, then converted: the group against one kernel per op.
+void checkFusedAgainstUnfused(DType t, Shape shape) {
+  SCOPED_TRACE(std::string("fused ") + dtypeName(t));
+  std::mt19937 rng(7 + int(t));
+  std::uniform_real_distribution<double> real(-3, 3);
+  const int64_t cols = shape.back();
+  Buffer x(t, shape), y(t, shape), b(t, {cols});
+  for (Buffer *buf : {&x, &y, &b})
+    for (int64_t i = 0; i < buf->size(); ++i)
+      buf->set(i, isInteger(t) ? std::round(real(rng)) : real(rng));
+  const DType outType = t == DType::F32 ? DType::BF16 : DType::F32;
+
+  std::vector<FusedStep> steps;
+  FusedStep bcast = step(OpCode::Broadcast, {2}, t); // value 3
+  bcast.attrs.dims = {int64_t(shape.size()) - 1};
+  steps.push_back(bcast);
+  FusedStep scale = step(OpCode::Constant, {}, t); // 4
+  scale.attrs.value = {3.0};
+  steps.push_back(scale);
+  steps.push_back(step(OpCode::Mul, {0, 4}, t));      // 5
+  steps.push_back(step(OpCode::Add, {5, 3}, t));      // 6
+  steps.push_back(step(OpCode::Max, {6, 1}, t));      // 7
+  FusedStep gt = step(OpCode::Compare, {7, 0}, DType::I1); // 8
+  gt.attrs.compareDirection = CompareKind::Gt;
+  steps.push_back(gt);
+  steps.push_back(step(OpCode::Select, {8, 7, 1}, t)); // 9
+  steps.push_back(step(OpCode::Neg, {9}, t));          // 10
+  steps.push_back(step(OpCode::Convert, {10}, outType)); // 11
+  Buffer got = garbage(outType, shape);
+  Tensor gotT = got.tensor();
+  fused(steps, {x.tensor(), y.tensor(), b.tensor()}, gotT);
+
+  Buffer bb(t, shape), three(t, shape), m(t, shape), s(t, shape), mx(t, shape),
+      p(DType::I1, shape), sel(t, shape), n(t, shape), want(outType, shape);
+  Tensor bbT = bb.tensor(), threeT = three.tensor(), mT = m.tensor(),
+         sT = s.tensor(), mxT = mx.tensor(), pT = p.tensor(),
+         selT = sel.tensor(), nT = n.tensor(), wantT = want.tensor();
+  broadcast(b.tensor(), {int64_t(shape.size()) - 1}, bbT);
+  fill(threeT, 3.0);
+  binary(BinaryKind::Mul, x.tensor(), threeT, mT);
+  binary(BinaryKind::Add, mT, bbT, sT);
+  binary(BinaryKind::Max, sT, y.tensor(), mxT);
+  compare(CompareKind::Gt, mxT, x.tensor(), pT);
+  select(pT, mxT, y.tensor(), selT);
+  unary(UnaryKind::Neg, selT, nT);
+  convert(nT, wantT);
+  ASSERT_EQ(0, std::memcmp(got.words.data(), want.words.data(),
+                           want.size() * dtypeBytes(outType)));
+}
+
+} // namespace
+
+TEST(FusedKernel, EqualsTheUnfusedOpsBitForBit) {
+  // 3 x 7 x 41 = 861 elements: more than one chunk, and a partial one.
+  for (DType t : {DType::F32, DType::F64, DType::BF16, DType::F16, DType::I32,
+                  DType::I64})
+    checkFusedAgainstUnfused(t, {3, 7, 41});
+}
+
+TEST(FusedKernel, RoundsEachStepToItsStorageType) {
+  // In bf16, (x + 1/512) - x is 0 when the sum is rounded first (as the
+  // unfused ops store it), 1/512 when it is not.
+  Buffer x(DType::BF16, {4});
+  for (int64_t i = 0; i < 4; ++i)
+    x.set(i, 1.0);
+  std::vector<FusedStep> steps;
+  FusedStep c = step(OpCode::Constant, {}, DType::BF16); // 1
+  c.attrs.value = {1.0 / 512};
+  steps.push_back(c);
+  steps.push_back(step(OpCode::Add, {0, 1}, DType::BF16)); // 2
+  steps.push_back(step(OpCode::Sub, {2, 0}, DType::BF16)); // 3
+  Buffer out = garbage(DType::BF16, {4});
+  Tensor outT = out.tensor();
+  fused(steps, {x.tensor()}, outT);
+  for (int64_t i = 0; i < 4; ++i)
+    EXPECT_EQ(out.get(i), 0.0);
+}
+
+TEST(FusedKernel, WritesOverAnOperandOfItsShape) {
+  Buffer x(DType::F32, {1000});
+  for (int64_t i = 0; i < 1000; ++i)
+    x.set(i, 0.01 * double(i));
+  std::vector<FusedStep> steps = {step(OpCode::Exp, {0}, DType::F32),
+                                  step(OpCode::Log, {1}, DType::F32),
+                                  step(OpCode::Add, {2, 0}, DType::F32)};
+  Tensor t = x.tensor();
+  fused(steps, {t}, t);
+  // log(exp(x)) + x, each element read before it is written.
+  for (int64_t i = 0; i < 1000; ++i)
+    EXPECT_NEAR(x.get(i), 0.02 * double(i), 1e-5 * (i + 1));
+}
+
+TEST(FusedKernel, RejectsMalformedGroups) {
+  Buffer x(DType::F32, {2, 3}), b(DType::F32, {3});
+  Buffer out = garbage(DType::F32, {2, 3});
+  Tensor outT = out.tensor();
+  auto run = [&](std::vector<FusedStep> steps) {
+    fused(steps, {x.tensor(), b.tensor()}, outT);
+  };
+  EXPECT_THROW(run({}), KernelError);
+  // An input not of the result's shape, read without a broadcast.
+  EXPECT_THROW(run({step(OpCode::Add, {0, 1}, DType::F32)}), KernelError);
+  // A value read before it is made.
+  EXPECT_THROW(run({step(OpCode::Add, {0, 3}, DType::F32)}), KernelError);
+  // A reduction cannot be a step.
+  EXPECT_THROW(run({step(OpCode::Reduce, {0}, DType::F32)}), KernelError);
+  // The last step must compute the result.
+  FusedStep c = step(OpCode::Constant, {}, DType::F32);
+  c.attrs.value = {1.0};
+  EXPECT_THROW(run({c}), KernelError);
+}

@@ -328,6 +328,183 @@ void constantOp(Stream stream, const Attrs &a, const Tensors &in,
 }
 
 //===----------------------------------------------------------------------===//
+// Fused groups
+//===----------------------------------------------------------------------===//
+
+/// A value of a fused group in a thread's registers, in its compute type.
+union FusedReg {
+  float f;
+  double d;
+  int32_t i;
+  int64_t l;
+  uint8_t b;
+};
+
+template <typename T> __device__ T &regAs(FusedReg &r);
+template <> __device__ float &regAs<float>(FusedReg &r) { return r.f; }
+template <> __device__ double &regAs<double>(FusedReg &r) { return r.d; }
+template <> __device__ int32_t &regAs<int32_t>(FusedReg &r) { return r.i; }
+template <> __device__ int64_t &regAs<int64_t>(FusedReg &r) { return r.l; }
+template <> __device__ uint8_t &regAs<uint8_t>(FusedReg &r) { return r.b; }
+
+__device__ void loadReg(FusedReg &r, DType compute, DType storage,
+                        const void *data, int64_t at) {
+  switch (compute) {
+  case DType::F64:
+    r.d = loadAs<double>(storage, data, at);
+    return;
+  case DType::I64:
+    r.l = loadAs<int64_t>(storage, data, at);
+    return;
+  case DType::I32:
+    r.i = loadAs<int32_t>(storage, data, at);
+    return;
+  case DType::I1:
+    r.b = loadAs<uint8_t>(storage, data, at);
+    return;
+  default:
+    r.f = loadAs<float>(storage, data, at);
+    return;
+  }
+}
+
+__device__ double regValue(FusedReg &r, DType compute) {
+  switch (compute) {
+  case DType::F64:
+    return r.d;
+  case DType::I64:
+    return double(r.l);
+  case DType::I32:
+    return double(r.i);
+  case DType::I1:
+    return double(r.b);
+  default:
+    return double(r.f);
+  }
+}
+
+template <typename T>
+__device__ void fusedArith(const FusedCode::Value &v, FusedReg *r,
+                           FusedReg &out) {
+  T a = regAs<T>(r[v.args[0]]);
+  if (v.how == FusedCode::Binary)
+    regAs<T>(out) =
+        math::applyBinary(BinaryKind(v.kind), a, regAs<T>(r[v.args[1]]));
+  else
+    regAs<T>(out) = math::applyUnary(UnaryKind(v.kind), a);
+}
+
+template <typename T>
+__device__ void fusedCompare(const FusedCode::Value &v, FusedReg *r,
+                             FusedReg &out) {
+  out.b = math::applyCompare(CompareKind(v.kind), regAs<T>(r[v.args[0]]),
+                             regAs<T>(r[v.args[1]]))
+              ? 1
+              : 0;
+}
+
+__global__ void fusedKernel(FusedCode code, DType outType, void *out,
+                            int64_t n) {
+  PAR_GRID_STRIDE(i, n) {
+    FusedReg r[kMaxFusedValues];
+    for (int k = 0; k < code.numValues; ++k) {
+      const FusedCode::Value &v = code.values[k];
+      FusedReg &x = r[k];
+      switch (v.how) {
+      case FusedCode::Input:
+        loadReg(x, v.compute, v.storage, code.inputs[v.slot], i);
+        break;
+      case FusedCode::Gather:
+        loadReg(x, v.compute, v.storage, code.inputs[v.slot],
+                offsetOf(code.gathers[v.gather], i));
+        break;
+      case FusedCode::Splat:
+        memcpy(&x, &v.splat, sizeof(x));
+        break;
+      case FusedCode::Binary:
+      case FusedCode::Unary:
+        switch (v.compute) {
+        case DType::F64:
+          fusedArith<double>(v, r, x);
+          break;
+        case DType::I64:
+          fusedArith<int64_t>(v, r, x);
+          break;
+        case DType::I32:
+          fusedArith<int32_t>(v, r, x);
+          break;
+        default:
+          fusedArith<float>(v, r, x);
+          if (v.storage == DType::BF16)
+            x.f = math::bf16ToFloat(math::floatToBf16(x.f));
+          else if (v.storage == DType::F16)
+            x.f = math::f16ToFloat(math::floatToF16(x.f));
+          break;
+        }
+        break;
+      case FusedCode::Compare:
+        switch (code.values[v.args[0]].compute) {
+        case DType::F64:
+          fusedCompare<double>(v, r, x);
+          break;
+        case DType::I64:
+          fusedCompare<int64_t>(v, r, x);
+          break;
+        case DType::I32:
+          fusedCompare<int32_t>(v, r, x);
+          break;
+        default:
+          fusedCompare<float>(v, r, x);
+          break;
+        }
+        break;
+      case FusedCode::Select:
+        x = r[v.args[0]].b ? r[v.args[1]] : r[v.args[2]];
+        break;
+      case FusedCode::Convert: {
+        // Through the result's storage type, as the unfused convert does.
+        uint64_t word = 0;
+        storeAs<double>(v.storage, &word, 0,
+                        regValue(r[v.args[0]], code.values[v.args[0]].compute));
+        loadReg(x, v.compute, v.storage, &word, 0);
+        break;
+      }
+      }
+    }
+    const FusedCode::Value &last = code.values[code.numValues - 1];
+    FusedReg &y = r[code.numValues - 1];
+    switch (last.compute) {
+    case DType::F64:
+      storeAs<double>(outType, out, i, y.d);
+      break;
+    case DType::I64:
+      storeAs<int64_t>(outType, out, i, y.l);
+      break;
+    case DType::I32:
+      storeAs<int32_t>(outType, out, i, y.i);
+      break;
+    case DType::I1:
+      storeAs<uint8_t>(outType, out, i, y.b);
+      break;
+    default:
+      storeAs<float>(outType, out, i, y.f);
+      break;
+    }
+  }
+}
+
+void fusedOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
+  FusedPlan plan = planFused(a.body, in, out[0]);
+  FusedCode code;
+  if (!makeFusedCode(plan, a.body, in, out[0], code)) {
+    onHost(OpCode::Fused, stream, a, in, out);
+    return;
+  }
+  launch("fused", stream, out[0].size(), fusedKernel, code, out[0].dtype,
+         out[0].data, out[0].size());
+}
+
+//===----------------------------------------------------------------------===//
 // Structural: strided gathers
 //===----------------------------------------------------------------------===//
 
@@ -1431,6 +1608,7 @@ Table build() {
   set(OpCode::Convert, convertOp);
   set(OpCode::Constant, constantOp);
   set(OpCode::Broadcast, broadcastOp);
+  set(OpCode::Fused, fusedOp);
   set(OpCode::Transpose, transposeOp);
   set(OpCode::Slice, sliceOp);
   set(OpCode::Reshape, reshapeOp);

@@ -11,9 +11,12 @@
 #define PAR_RUNTIME_CUDA_LAUNCH_H
 
 #include "par/Runtime/KernelMath.h"
+#include "par/Runtime/Kernels.h"
+#include "par/Runtime/Program.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -127,6 +130,135 @@ inline Space joinSpace(const std::vector<int64_t> &shape, int64_t dim,
   int64_t outer, inner;
   piecesView(shape, dim, n, outer, inner);
   return {{outer, n, inner}, {inner, outer * inner, 1}};
+}
+
+//===----------------------------------------------------------------------===//
+// Fused groups
+//===----------------------------------------------------------------------===//
+
+/// Broadcast inputs one fused kernel reads; a group with more runs on the
+/// host.
+inline constexpr int kMaxFusedGathers = 4;
+
+/// A fused group (FusedPlan) as the CUDA kernel runs it, passed by value:
+/// one thread computes an element of the result, value by value, in
+/// registers.
+struct FusedCode {
+  enum How : uint8_t { Input, Gather, Splat, Binary, Unary, Compare, Select,
+                       Convert };
+  struct Value {
+    uint8_t how = Input;
+    uint8_t kind = 0; // BinaryKind, UnaryKind or CompareKind
+    DType compute = DType::F32, storage = DType::F32;
+    int8_t args[3] = {0, 0, 0};
+    int8_t slot = 0;  // Input, Gather: the input; Gather: also gathers[slot]
+    int8_t gather = 0;
+    uint64_t splat = 0; // Splat: the value in its compute type's bytes
+  };
+  int numValues = 0;
+  Value values[kMaxFusedValues];
+  const void *inputs[kMaxFusedValues] = {};
+  Strides gathers[kMaxFusedGathers];
+};
+
+/// The kind of element-wise `op` in `how` and `kind`; false for ops a
+/// fused kernel does not compute (broadcast, constant).
+inline bool fusedOpOf(catalogue::OpCode op, const catalogue::Attrs &attrs,
+                      uint8_t &how, uint8_t &kind) {
+  using Op = catalogue::OpCode;
+  switch (op) {
+  case Op::Add: how = FusedCode::Binary, kind = uint8_t(BinaryKind::Add); return true;
+  case Op::Sub: how = FusedCode::Binary, kind = uint8_t(BinaryKind::Sub); return true;
+  case Op::Mul: how = FusedCode::Binary, kind = uint8_t(BinaryKind::Mul); return true;
+  case Op::Div: how = FusedCode::Binary, kind = uint8_t(BinaryKind::Div); return true;
+  case Op::Max: how = FusedCode::Binary, kind = uint8_t(BinaryKind::Max); return true;
+  case Op::Min: how = FusedCode::Binary, kind = uint8_t(BinaryKind::Min); return true;
+  case Op::Neg: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Neg); return true;
+  case Op::Exp: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Exp); return true;
+  case Op::Log: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Log); return true;
+  case Op::Tanh: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Tanh); return true;
+  case Op::Sqrt: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Sqrt); return true;
+  case Op::Rsqrt: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Rsqrt); return true;
+  case Op::Gelu: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Gelu); return true;
+  case Op::Silu: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Silu); return true;
+  case Op::Relu: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Relu); return true;
+  case Op::Sigmoid: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Sigmoid); return true;
+  case Op::Compare:
+    how = FusedCode::Compare, kind = uint8_t(attrs.compareDirection);
+    return true;
+  case Op::Select: how = FusedCode::Select; return true;
+  case Op::Convert: how = FusedCode::Convert; return true;
+  default:
+    return false;
+  }
+}
+
+/// `plan` as a kernel argument; false when the group does not fit one (more
+/// than kMaxFusedGathers broadcast inputs, or one of more than kMaxRank
+/// dims after merging): it then runs on the host.
+inline bool makeFusedCode(const FusedPlan &plan,
+                          const std::vector<catalogue::FusedStep> &steps,
+                          const std::vector<Tensor> &inputs, const Tensor &out,
+                          FusedCode &code) {
+  code = FusedCode();
+  code.numValues = int(plan.values.size());
+  int gathers = 0;
+  for (size_t v = 0; v < plan.values.size(); ++v) {
+    const FusedPlan::Value &value = plan.values[v];
+    FusedCode::Value &c = code.values[v];
+    c.compute = value.compute;
+    c.storage = value.storage;
+    switch (value.source) {
+    case FusedPlan::Source::Input:
+      c.how = FusedCode::Input;
+      c.slot = int8_t(value.input);
+      break;
+    case FusedPlan::Source::Gather:
+      if (gathers == kMaxFusedGathers ||
+          !makeStrides(out.shape, value.gather.srcStrides,
+                       code.gathers[gathers]))
+        return false;
+      c.how = FusedCode::Gather;
+      c.slot = int8_t(value.input);
+      c.gather = int8_t(gathers++);
+      break;
+    case FusedPlan::Source::Splat: {
+      c.how = FusedCode::Splat;
+      auto put = [&](auto x) { std::memcpy(&c.splat, &x, sizeof(x)); };
+      switch (value.compute) {
+      case DType::F64:
+        put(math::loadAs<double>(value.storage, &value.splat, 0));
+        break;
+      case DType::I64:
+        put(math::loadAs<int64_t>(value.storage, &value.splat, 0));
+        break;
+      case DType::I32:
+        put(math::loadAs<int32_t>(value.storage, &value.splat, 0));
+        break;
+      case DType::I1:
+        put(math::loadAs<uint8_t>(value.storage, &value.splat, 0));
+        break;
+      default:
+        put(math::loadAs<float>(value.storage, &value.splat, 0));
+        break;
+      }
+      break;
+    }
+    case FusedPlan::Source::Step: {
+      const catalogue::FusedStep &step =
+          steps[v - size_t(plan.numInputs)];
+      if (!fusedOpOf(step.op, step.attrs, c.how, c.kind) ||
+          step.args.size() > 3)
+        return false;
+      for (size_t k = 0; k < step.args.size(); ++k)
+        c.args[k] = int8_t(step.args[k]);
+      break;
+    }
+    }
+  }
+  for (size_t k = 0; k < inputs.size(); ++k)
+    code.inputs[k] = inputs[k].data;
+  return true;
 }
 
 } // namespace par::rt::cuda
