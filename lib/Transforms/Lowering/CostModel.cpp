@@ -139,25 +139,38 @@ static SmallVector<int32_t> axisIndices(CollectiveOpInterface collective) {
 StepPrediction mlir::par::predictStep(func::FuncOp func,
                                       const MachineModel &machine) {
   StepPrediction p;
-  func.walk([&](Operation *op) {
+  func.walk<WalkOrder::PreOrder>([&](Operation *op) -> WalkResult {
+    if (auto fused = dyn_cast<FusedOp>(op)) {
+      // One pass over the group's inputs and result: the FLOPs of its ops,
+      // the bytes of the fused op alone.
+      OpWork work;
+      for (Operation &member : fused.getBodyOps())
+        if (auto rule = dyn_cast<ShardingRuleOpInterface>(member))
+          work.flops += rule.getWork().flops;
+      p.deviceFlops += work.flops;
+      p.computeSeconds +=
+          machine.computeSeconds(work, touchedBytes(op), computeType(op));
+      return WalkResult::skip();
+    }
     if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
       CollectiveCost cost = collective.getCost();
       if (!cost.moves || cost.sent == 0)
-        return;
+        return WalkResult::advance();
       ++p.collectives;
       p.sentBytes += cost.sent;
       p.commSeconds += machine.collectiveSeconds(
           op->getName().stripDialect(), axisIndices(collective),
           double(cost.bytes), double(cost.sent));
-      return;
+      return WalkResult::advance();
     }
     auto rule = dyn_cast<ShardingRuleOpInterface>(op);
     if (!rule)
-      return;
+      return WalkResult::advance();
     OpWork work = rule.getWork();
     p.deviceFlops += work.flops;
     p.computeSeconds +=
         machine.computeSeconds(work, touchedBytes(op), computeType(op));
+    return WalkResult::advance();
   });
   p.exposedCommSeconds = p.commSeconds;
   p.stepSeconds = p.computeSeconds + p.exposedCommSeconds;

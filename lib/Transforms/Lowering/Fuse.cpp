@@ -11,6 +11,7 @@
 
 #include "par/Dialect/Par/IR/ParOps.h"
 #include "par/Runtime/Program.h"
+#include "par/Transforms/Fusion.h"
 #include "par/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -171,6 +172,32 @@ static void fuseBlock(Block &block) {
   }
   for (Group &group : groups)
     buildGroup(group);
+}
+
+FusionCounts mlir::par::countFusion(func::FuncOp func) {
+  FusionCounts counts;
+  func.walk([&](FusedOp fused) {
+    ++counts.groups;
+    counts.ops += int64_t(llvm::range_size(fused.getBodyOps()));
+  });
+  return counts;
+}
+
+void mlir::par::inlineFusedGroups(func::FuncOp func) {
+  SmallVector<FusedOp> groups;
+  func.walk([&](FusedOp fused) { groups.push_back(fused); });
+  for (FusedOp fused : groups) {
+    OpBuilder builder(fused);
+    IRMapping mapping;
+    for (auto [arg, input] :
+         llvm::zip(fused.getBody().getArguments(), fused.getInputs()))
+      mapping.map(arg, input);
+    for (Operation &op : fused.getBodyOps())
+      builder.clone(op, mapping);
+    auto yield = cast<YieldOp>(fused.getBody().front().getTerminator());
+    fused.getResult().replaceAllUsesWith(mapping.lookup(yield.getValue()));
+    fused.erase();
+  }
 }
 
 namespace {

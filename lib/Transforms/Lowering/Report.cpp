@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 #include "par/Dialect/Par/IR/TrainingStep.h"
 #include "par/Transforms/CostModel.h"
+#include "par/Transforms/Fusion.h"
 #include "par/Transforms/MemoryPlan.h"
 #include "par/Transforms/Pipeline.h"
 #include "par/Transforms/Passes.h"
@@ -527,6 +528,41 @@ void printTraffic(
 struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
   using ReportPassBase::ReportPassBase;
 
+  /// Kernels and planned peak with fusion against the same function with
+  /// its groups inlined again (planned on a copy).
+  LogicalResult reportFusion(func::FuncOp func, const MemoryPlan &plan,
+                             llvm::raw_ostream &os) {
+    FusionCounts counts = countFusion(func);
+    if (!counts.groups)
+      return success();
+    OpBuilder builder(func);
+    builder.setInsertionPointAfter(func);
+    auto copy = cast<func::FuncOp>(builder.clone(*func));
+    copy.setSymName((func.getSymName() + ".unfused").str());
+    inlineFusedGroups(copy);
+    FailureOr<MemoryPlan> unfused =
+        planMemory(copy, alignment, asyncCollectives);
+    int64_t unfusedKernels = 0, kernels = 0;
+    auto isKernel = [](Operation *op) {
+      auto collective = dyn_cast<CollectiveOpInterface>(op);
+      return !collective || !collective.communicates();
+    };
+    for (Operation *op : plan.instructions)
+      kernels += isKernel(op);
+    if (succeeded(unfused))
+      for (Operation *op : unfused->instructions)
+        unfusedKernels += isKernel(op);
+    int64_t unfusedPeak = succeeded(unfused) ? unfused->arenaBytes : -1;
+    copy.erase();
+    if (failed(unfused))
+      return failure();
+    os << "fusion: " << counts.groups << " fused groups run " << counts.ops
+       << " ops; compute kernels " << kernels << " (" << unfusedKernels
+       << " unfused); planned peak " << humanBytes(plan.arenaBytes) << " ("
+       << humanBytes(unfusedPeak) << " unfused)\n";
+    return success();
+  }
+
   /// What --auto-shard chose (par.auto_shard) and the best alternatives it
   /// considered, each with why it lost.
   void reportPlan(DictionaryAttr plan, llvm::raw_ostream &os) {
@@ -667,6 +703,8 @@ struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
       if (failed(plan))
         return signalPassFailure();
       reportFunction(func, *plan, os);
+      if (failed(reportFusion(func, *plan, os)))
+        return signalPassFailure();
       if (func->hasAttr(ParDialect::kPartitionedAttrName) &&
           failed(reportPrediction(func, os)))
         return signalPassFailure();
