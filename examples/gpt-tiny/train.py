@@ -9,7 +9,8 @@ global-norm clipping, AdamW with a warm-up and cosine learning rate),
 splits its layers into pipeline stages over pp (1F1B over micro-batches),
 partitions each stage into the per-device program, and par-run trains it
 over the bytes of a bundled public-domain text. The same step on one rank
-must give the same losses.
+must give the same losses (the sharded step runs its element-wise chains as
+fused kernels, --par-fuse; the one-rank step runs every op on its own).
 
 Run from the repository root:
   python3 examples/gpt-tiny/train.py                 # 3D: pp x tp x dp, 80 steps
@@ -17,6 +18,7 @@ Run from the repository root:
   python3 examples/gpt-tiny/train.py --schedule gpipe --microbatches 4
   python3 examples/gpt-tiny/train.py --auto          # --auto-shard plans dp=2,sp=2,tp=2
   python3 examples/gpt-tiny/train.py --auto --mesh pp=2,x=2,y=2   # ... around 2 stages
+  python3 examples/gpt-tiny/train.py --no-fuse       # one kernel per element-wise op
 """
 import argparse
 import sys
@@ -138,6 +140,10 @@ def main() -> int:
     parser.add_argument("--data", default=str(ROOT / "data" / "tiny-corpus.txt"))
     parser.add_argument("--no-check", action="store_true",
                         help="skip the one-rank run that checks the losses")
+    parser.add_argument("--no-fuse", action="store_true",
+                        help="run every element-wise op as a kernel of its own (the "
+                             "sharded step is compiled with --par-fuse otherwise; the "
+                             "one-rank check never is)")
     parser.add_argument("--auto", nargs="?", const="hardware=cpu-local", default=None,
                         metavar="OPTIONS",
                         help="no hand annotations: par-opt --auto-shard plans the mesh "
@@ -157,7 +163,7 @@ def main() -> int:
         rows = pipeline.micro_batch(args.batch, mesh) if pipeline else args.batch
         exe = par.compile(build(mesh, rows, args.seq, annotate=args.auto is None),
                           mesh=mesh, optimizer=optimizer, auto_shard=args.auto or False,
-                          pipeline=pipeline)
+                          pipeline=pipeline, fuse=not args.no_fuse)
         if args.auto is not None:
             print(auto_shard_plan(exe.comm_report))
         if pipeline:

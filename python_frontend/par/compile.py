@@ -528,6 +528,7 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
             pipeline: Union[bool, str, Pipeline, None] = None,
             pipeline_stages: Optional[Sequence[int]] = None,
             batch: Optional[int] = None,
+            fuse: bool = False,
             extra_args: Sequence[str] = (), timeout: Optional[float] = 300) -> Executable:
     """Writes the graph's MLIR, runs par-opt (--par-propagate --par-partition
     --emit-program on a mesh of more than one device; the unsharded program
@@ -557,13 +558,15 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
     at batch/m rows for each micro-batch count m that divides the batch
     (more than one), and the plan --auto-shard predicts fastest is kept
     (`Executable.microbatch_search` lists each m's predicted step).
+    `fuse`: run chains of element-wise ops as single kernels (--par-fuse;
+    docs/training.md, "Fusion"): the same numbers, fewer passes over memory.
     """
     if isinstance(pipeline, Pipeline) and pipeline.microbatches == "auto":
         return _search_microbatches(
             graph_or_model, batch, mesh=mesh, shardings=shardings, workdir=workdir,
             partition=partition, optimizer=optimizer, auto_shard=auto_shard, remat=remat,
-            pipeline=pipeline, pipeline_stages=pipeline_stages, extra_args=extra_args,
-            timeout=timeout)
+            pipeline=pipeline, pipeline_stages=pipeline_stages, fuse=fuse,
+            extra_args=extra_args, timeout=timeout)
     graph = graph_or_model
     if not isinstance(graph, Graph):
         if hasattr(graph_or_model, "to_graph"):
@@ -613,6 +616,8 @@ def compile(graph_or_model, mesh: MeshLike = None, *,  # noqa: A001
         partition = True
     if partition:
         args += ["--par-propagate", "--par-partition", "--par-comm-report"]
+    if fuse:
+        args.append("--par-fuse")
     if auto_shard or pipelined:
         # The plan, its alternatives and the predicted step; each pipeline
         # stage's memory, transfers and predicted bubble: on stdout.
