@@ -2323,3 +2323,37 @@ TEST(FusedKernel, RejectsMalformedGroups) {
   c.attrs.value = {1.0};
   EXPECT_THROW(run({c}), KernelError);
 }
+
+TEST(FusedKernel, BroadcastsReadWhatTheBroadcastKernelWrites) {
+  struct Case {
+    Shape in;
+    std::vector<int64_t> dims;
+  };
+  // Out [3, 7, 41] (861 elements, two chunks): bias on the last dim, on
+  // the middle one (stride 0 along the last), an expanded size-1 dim, a
+  // scalar, and the leading dim.
+  const Shape outShape = {3, 7, 41};
+  for (DType t : {DType::F32, DType::BF16, DType::I64})
+    for (const Case &c : {Case{{41}, {2}}, Case{{7}, {1}}, Case{{3, 1, 41}, {0, 1, 2}},
+                          Case{{}, {}}, Case{{3}, {0}}, Case{{7, 1}, {1, 2}}}) {
+      SCOPED_TRACE(std::string(dtypeName(t)) + " from rank " +
+                   std::to_string(c.in.size()));
+      std::mt19937 rng(11);
+      std::uniform_int_distribution<int> pick(-9, 9);
+      Buffer x(t, outShape), b(t, c.in);
+      for (Buffer *buf : {&x, &b})
+        for (int64_t i = 0; i < buf->size(); ++i)
+          buf->set(i, pick(rng));
+      FusedStep bc = step(OpCode::Broadcast, {1}, t);
+      bc.attrs.dims = c.dims;
+      std::vector<FusedStep> steps = {bc, step(OpCode::Sub, {0, 2}, t)};
+      Buffer got = garbage(t, outShape);
+      Tensor gotT = got.tensor();
+      fused(steps, {x.tensor(), b.tensor()}, gotT);
+      Buffer wide(t, outShape), want(t, outShape);
+      Tensor wideT = wide.tensor(), wantT = want.tensor();
+      broadcast(b.tensor(), c.dims, wideT);
+      binary(BinaryKind::Sub, x.tensor(), wideT, wantT);
+      EXPECT_EQ(got.values(), want.values());
+    }
+}

@@ -136,6 +136,7 @@ template <typename T> constexpr DType dtypeOf();
 template <> constexpr DType dtypeOf<float>() { return DType::F32; }
 template <> constexpr DType dtypeOf<double>() { return DType::F64; }
 template <> constexpr DType dtypeOf<int32_t>() { return DType::I32; }
+template <> constexpr DType dtypeOf<uint8_t>() { return DType::I1; }
 template <> constexpr DType dtypeOf<int64_t>() { return DType::I64; }
 
 /// convertElements, with direct loops for the bf16/f16 <-> f32 pairs that
@@ -1461,26 +1462,29 @@ FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
   }
   for (size_t j = 0; j < steps.size(); ++j) {
     const catalogue::FusedStep &step = steps[j];
-    const std::string where = "step " + std::to_string(j) + " (" +
-                              catalogue::opName(step.op) + ")";
+    // Named only when something is wrong: the plan is made on every call.
+    auto where = [&] {
+      return "step " + std::to_string(j) + " (" + catalogue::opName(step.op) +
+             ")";
+    };
     if (!fusibleStep(step.op) || step.dtype < 0 || step.dtype > int(DType::I1))
-      fail(op, where + " cannot run in a fused group");
+      fail(op, where() + " cannot run in a fused group");
     for (int64_t arg : step.args)
       if (arg < 0 || arg >= int64_t(plan.values.size()))
-        fail(op, where + " reads value " + std::to_string(arg) +
+        fail(op, where() + " reads value " + std::to_string(arg) +
                      ", not made before it");
     FusedPlan::Value v;
     v.storage = DType(step.dtype);
     v.compute = computeDType(v.storage);
     if (step.op == catalogue::OpCode::Constant) {
       if (step.attrs.value.size() != 1)
-        fail(op, where + " must be a splat");
+        fail(op, where() + " must be a splat");
       v.source = FusedPlan::Source::Splat;
       uint64_t element = 0;
       v.splat = fillWord(Tensor{v.storage, {}, &element}, step.attrs.value[0]);
     } else if (step.op == catalogue::OpCode::Broadcast) {
       if (step.args.size() != 1)
-        fail(op, where + " reads one value");
+        fail(op, where() + " reads one value");
       const FusedPlan::Value &arg = plan.values[size_t(step.args[0])];
       if (arg.source == FusedPlan::Source::Splat) {
         v = arg;
@@ -1492,7 +1496,7 @@ FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
         v.gather =
             planBroadcast(inputs[size_t(arg.input)], step.attrs.dims, result);
       } else {
-        fail(op, where + " must broadcast an input or a constant");
+        fail(op, where() + " must broadcast an input or a constant");
       }
     } else {
       // Element-wise: every value read has the result's shape.
@@ -1500,7 +1504,7 @@ FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
         const FusedPlan::Value &a = plan.values[size_t(arg)];
         if (a.source == FusedPlan::Source::Input &&
             inputs[size_t(a.input)].shape != out.shape)
-          fail(op, where + " reads input " + std::to_string(a.input) + " (" +
+          fail(op, where() + " reads input " + std::to_string(a.input) + " (" +
                        typeStr(inputs[size_t(a.input)]) +
                        ") that is not of the result's shape " +
                        typeStr(out) + " without a broadcast");
@@ -1551,6 +1555,63 @@ void roundToStorage(DType storage, float *x, int64_t n) {
   else if (storage == DType::F16)
     for (int64_t i = 0; i < n; ++i)
       x[i] = f16ToFloat(floatToF16(x[i]));
+}
+
+/// Elements [start, start + n) of a broadcast (a gather over `shape`) as
+/// T: runs along the last dim at its source stride (a copy, or one value
+/// repeated), then the carry into the outer dims.
+template <typename T>
+void gatherChunk(const Tensor &t, const GatherPlan &plan, const Shape &shape,
+                 int64_t start, int64_t n, T *dst) {
+  const size_t rank = shape.size();
+  if (rank == 0) {
+    std::fill_n(dst, n, math::loadAs<T>(t.dtype, t.data, plan.offset));
+    return;
+  }
+  const std::vector<int64_t> &strides = plan.srcStrides;
+  int64_t idx[16] = {};
+  if (rank > 16) {
+    // Deep shapes (rare): element by element.
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t rest = start + i, src = plan.offset;
+      for (size_t d = rank; d-- > 0;) {
+        src += (rest % shape[d]) * strides[d];
+        rest /= shape[d];
+      }
+      dst[i] = math::loadAs<T>(t.dtype, t.data, src);
+    }
+    return;
+  }
+  int64_t rest = start, src = plan.offset;
+  for (size_t d = rank; d-- > 0;) {
+    idx[d] = rest % shape[d];
+    rest /= shape[d];
+    src += idx[d] * strides[d];
+  }
+  const size_t last = rank - 1;
+  const int64_t inner = shape[last], step = strides[last];
+  for (int64_t i = 0; i < n;) {
+    const int64_t run = std::min(n - i, inner - idx[last]);
+    if (step == 0) {
+      std::fill_n(dst + i, run, math::loadAs<T>(t.dtype, t.data, src));
+    } else if (t.dtype == dtypeOf<T>() && step == 1) {
+      std::memcpy(dst + i, static_cast<const T *>(t.data) + src,
+                  size_t(run) * sizeof(T));
+    } else {
+      for (int64_t k = 0; k < run; ++k)
+        dst[i + k] = math::loadAs<T>(t.dtype, t.data, src + k * step);
+    }
+    i += run;
+    src += run * step;
+    idx[last] += run;
+    // Carry: the last dim wrapped, move the outer dims on.
+    for (size_t d = last; d > 0 && idx[d] == shape[d]; --d) {
+      src -= idx[d] * strides[d];
+      idx[d] = 0;
+      src += strides[d - 1];
+      ++idx[d - 1];
+    }
+  }
 }
 
 template <typename T>
@@ -1621,9 +1682,13 @@ void fused(const std::vector<catalogue::FusedStep> &steps,
            const std::vector<Tensor> &inputs, Tensor &out) {
   FusedPlan plan = planFused(steps, inputs, out);
   const size_t numValues = plan.values.size();
-  std::vector<FusedSlot> slots(numValues);
+  // One slot per value and a scratch slot, kept from call to call.
+  thread_local std::vector<FusedSlot> slotStorage;
+  if (slotStorage.size() < numValues + 1)
+    slotStorage.resize(numValues + 1);
+  FusedSlot *slots = slotStorage.data();
+  FusedSlot &scratch = slotStorage[numValues];
   std::vector<const void *> at(numValues, nullptr);
-  FusedSlot scratch;
   // Splats fill their slot once.
   for (size_t v = 0; v < numValues; ++v) {
     const FusedPlan::Value &value = plan.values[v];
@@ -1659,27 +1724,8 @@ void fused(const std::vector<catalogue::FusedStep> &steps,
         const Tensor &t = inputs[size_t(value.input)];
         withComputeType(value.compute, [&](auto tag) {
           using T = decltype(tag);
-          T *dst = slots[v].as<T>();
-          const std::vector<int64_t> &strides = value.gather.srcStrides;
-          // The multi-index of element `start`, then counted up.
-          const size_t rank = out.shape.size();
-          std::vector<int64_t> idx(rank, 0);
-          int64_t rest = start, src = value.gather.offset;
-          for (size_t d = rank; d-- > 0;) {
-            idx[d] = rest % out.shape[d];
-            rest /= out.shape[d];
-            src += idx[d] * strides[d];
-          }
-          for (int64_t i = 0; i < n; ++i) {
-            dst[i] = math::loadAs<T>(t.dtype, t.data, src);
-            for (size_t d = rank; d-- > 0;) {
-              src += strides[d];
-              if (++idx[d] < out.shape[d])
-                break;
-              src -= idx[d] * strides[d];
-              idx[d] = 0;
-            }
-          }
+          gatherChunk<T>(t, value.gather, out.shape, start, n,
+                         slots[v].as<T>());
         });
         at[v] = slots[v].bytes;
       }
