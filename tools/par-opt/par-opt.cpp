@@ -73,7 +73,8 @@ static const char *const overview =
     "--par-insert-reshards,\n"
     "             --par-sink-partials, --par-to-local, "
     "--par-combine-collectives)\n"
-    "  emit       --emit-program=FILE (--par-schedule, --par-emit-program)\n"
+    "  emit       --par-fuse, --emit-program=FILE (--par-schedule, "
+    "--par-emit-program)\n"
     "  report     --report, --par-comm-report, --par-memory-plan\n"
     "LLVM code-generation options that do not apply to par are listed by "
     "--help-hidden only.";

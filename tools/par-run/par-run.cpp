@@ -407,6 +407,10 @@ int launch(const Options &o, int64_t ranks,
   setenv("PAR_RUN_LAUNCHED", "1", 1);
   // One BLAS thread per rank: ranks already fill the cores.
   setenv("OPENBLAS_NUM_THREADS", "1", 0);
+  // The GEMM kernels this CPU runs, where OpenBLAS does not recognize it.
+  std::string core = blasCoreOverride();
+  if (!core.empty())
+    setenv("OPENBLAS_CORETYPE", core.c_str(), 0);
   std::vector<char *> argvOut;
   for (std::string &arg : args)
     argvOut.push_back(arg.data());

@@ -84,6 +84,14 @@ public:
   }
 };
 
+/// The OpenBLAS core type the CPU backend's ranks should ask for by name
+/// (OPENBLAS_CORETYPE, which the library reads when it loads), or "" when
+/// its own choice stands. OpenBLAS picks its GEMM kernels from the CPU's
+/// model; on one it does not know (a virtual machine's generic "Intel Xeon
+/// Processor") it falls back to SSE3 kernels 4-5x slower than the AVX-512
+/// or AVX2 ones the CPU has. par-run's launcher sets it for its ranks.
+std::string blasCoreOverride();
+
 /// The backends this runtime was built with ("cpu", ...).
 std::vector<std::string> availableBackends();
 /// The kernel table of a built-in `backend`, without its hardware (what

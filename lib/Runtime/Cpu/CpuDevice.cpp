@@ -11,6 +11,11 @@
 #include "par/Runtime/Cuda/CudaBackend.h"
 #endif
 
+#ifndef PAR_BUILTIN_BLAS
+#include <cblas.h>
+#endif
+
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 
@@ -60,6 +65,32 @@ public:
   void synchronize() override {}
 };
 } // namespace
+
+std::string blasCoreOverride() {
+#ifdef PAR_BUILTIN_BLAS
+  return "";
+#else
+  if (std::getenv("OPENBLAS_CORETYPE"))
+    return ""; // the user's choice
+  std::string core = openblas_get_corename();
+  for (char &c : core)
+    c = char(std::tolower(static_cast<unsigned char>(c)));
+  // Generic x86-64 cores: what OpenBLAS falls back to on CPUs it does not
+  // recognize by model (a virtual machine's "Intel Xeon Processor").
+  if (core != "prescott" && core != "core2" && core != "nehalem" &&
+      core != "penryn" && core != "dunnington" && core != "atom")
+    return "";
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return "Haswell";
+#endif
+  return "";
+#endif
+}
 
 std::vector<std::string> availableBackends() {
 #ifdef PAR_HAVE_CUDA_BACKEND
