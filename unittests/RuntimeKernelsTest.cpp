@@ -2316,6 +2316,8 @@ TEST(FusedKernel, RejectsMalformedGroups) {
   EXPECT_THROW(run({step(OpCode::Add, {0, 1}, DType::F32)}), KernelError);
   // A value read before it is made.
   EXPECT_THROW(run({step(OpCode::Add, {0, 3}, DType::F32)}), KernelError);
+  // An add of one value.
+  EXPECT_THROW(run({step(OpCode::Add, {0}, DType::F32)}), KernelError);
   // A reduction cannot be a step.
   EXPECT_THROW(run({step(OpCode::Reduce, {0}, DType::F32)}), KernelError);
   // The last step must compute the result.

@@ -191,7 +191,28 @@ PAR_HD inline float expOf(float x) { return expf(x); }
 PAR_HD inline double expOf(double x) { return exp(x); }
 PAR_HD inline float logOf(float x) { return logf(x); }
 PAR_HD inline double logOf(double x) { return log(x); }
-PAR_HD inline float tanhOf(float x) { return tanhf(x); }
+/// tanh in f32 from expf, which is several times faster than tanhf (its
+/// expm1f) on both backends: an odd Taylor polynomial where the exp form
+/// would cancel (|x| < 0.55, within 2e-7 relative there), 1 - 2 / (e^2|x| + 1)
+/// with x's sign elsewhere, and +-1 past 9.1 (where tanh rounds to 1).
+PAR_HD inline float tanhOf(float x) {
+  const float a = fabsf(x);
+  if (a < 0.55f) {
+    const float z = x * x;
+    float p = -929569.0f / 638512875.0f;
+    p = p * z + 21844.0f / 6081075.0f;
+    p = p * z - 1382.0f / 155925.0f;
+    p = p * z + 62.0f / 2835.0f;
+    p = p * z - 17.0f / 315.0f;
+    p = p * z + 2.0f / 15.0f;
+    p = p * z - 1.0f / 3.0f;
+    return copysignf(x + x * z * p, x); // tanh(-0) is -0
+  }
+  if (!(a < 9.1f))
+    return a != a ? x : copysignf(1.0f, x); // NaN stays NaN
+  const float t = 1.0f - 2.0f / (expf(2.0f * a) + 1.0f);
+  return copysignf(t, x);
+}
 PAR_HD inline double tanhOf(double x) { return tanh(x); }
 PAR_HD inline float sqrtOf(float x) { return sqrtf(x); }
 PAR_HD inline double sqrtOf(double x) { return sqrt(x); }

@@ -1469,6 +1469,11 @@ FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
     };
     if (!fusibleStep(step.op) || step.dtype < 0 || step.dtype > int(DType::I1))
       fail(op, where() + " cannot run in a fused group");
+    const catalogue::OpSpec &spec = catalogue::spec(step.op);
+    if (int(step.args.size()) < spec.minOperands ||
+        int(step.args.size()) > spec.maxOperands)
+      fail(op, where() + " reads " + std::to_string(step.args.size()) +
+                   " values, not " + std::to_string(spec.minOperands));
     for (int64_t arg : step.args)
       if (arg < 0 || arg >= int64_t(plan.values.size()))
         fail(op, where() + " reads value " + std::to_string(arg) +
@@ -1615,12 +1620,11 @@ void gatherChunk(const Tensor &t, const GatherPlan &plan, const Shape &shape,
 }
 
 template <typename T>
-void fusedElementwise(const catalogue::FusedStep &step,
-                      const std::vector<const void *> &args, T *r,
-                      int64_t n) {
+void fusedElementwise(const catalogue::FusedStep &step, const void *const *args,
+                      T *r, int64_t n) {
   using Op = catalogue::OpCode;
   const T *a = static_cast<const T *>(args[0]);
-  const T *b = args.size() > 1 ? static_cast<const T *>(args[1]) : nullptr;
+  const T *b = static_cast<const T *>(args[1]);
   auto binaryOp = [&](auto k) {
     for (int64_t i = 0; i < n; ++i)
       r[i] = math::applyBinary(decltype(k)::value, a[i], b[i]);
@@ -1688,7 +1692,8 @@ void fused(const std::vector<catalogue::FusedStep> &steps,
     slotStorage.resize(numValues + 1);
   FusedSlot *slots = slotStorage.data();
   FusedSlot &scratch = slotStorage[numValues];
-  std::vector<const void *> at(numValues, nullptr);
+  thread_local std::vector<const void *> at;
+  at.assign(numValues, nullptr);
   // Splats fill their slot once.
   for (size_t v = 0; v < numValues; ++v) {
     const FusedPlan::Value &value = plan.values[v];
@@ -1736,9 +1741,9 @@ void fused(const std::vector<catalogue::FusedStep> &steps,
       const FusedPlan::Value &value = plan.values[v];
       if (value.source != FusedPlan::Source::Step)
         continue;
-      std::vector<const void *> args;
-      for (int64_t arg : step.args)
-        args.push_back(at[size_t(arg)]);
+      const void *args[3] = {nullptr, nullptr, nullptr};
+      for (size_t k = 0; k < step.args.size() && k < 3; ++k)
+        args[k] = at[size_t(step.args[k])];
       const FusedPlan::Value &first = plan.values[size_t(step.args[0])];
       switch (step.op) {
       case Op::Convert:
