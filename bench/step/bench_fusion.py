@@ -8,13 +8,15 @@ ranks data parallel (dp=8). Each is compiled by par with and without
 --par-fuse and run for --steps steps with par-run; the same model and
 optimizer written in JAX is jitted and run on the same CPU, with 8 host
 devices (XLA_FLAGS=--xla_force_host_platform_device_count=8) sharding the
-batch for the 8-rank rows. Printed per model and rank count: the median
-step time after the first step, tokens/s, the planned peak per rank, the
+batch for the 8-rank rows. The three run in turn --rounds times (the
+development machine's speed drifts by tens of percent within minutes).
+Printed per model and rank count: the median step time after the first
+step (of the median round), tokens/s, the planned peak per rank, the
 fused/unfused ratio and par/JAX ratio (above 1: par is faster).
 
 JAX is optional (`pip install jax`); without it the JAX columns say so.
 
-  bench_fusion.py [--build build] [--steps 12] [--ranks 1,8] [--models tiny,6x256]
+  bench_fusion.py [--build build] [--steps 12] [--rounds 3] [--ranks 1,8] [--models tiny,6x256]
 """
 import argparse
 import json
@@ -38,19 +40,27 @@ MODELS = {
 }
 
 
-def par_step(config, batch, seq, ranks, fuse, steps, work):
+def par_compile(config, batch, seq, ranks, fuse, work):
     mesh = par.Mesh({"dp": ranks}) if ranks > 1 else None
     graph = models.loss_graph(models.GPT(config), batch, seq, mesh=mesh,
                               shardings=models.data_parallel() if mesh else {},
                               name="gpt")
-    exe = par.compile(graph, mesh=mesh, optimizer=par.AdamW(lr=1e-3, weight_decay=0.01),
-                      fuse=fuse, workdir=work)
+    return par.compile(graph, mesh=mesh, optimizer=par.AdamW(lr=1e-3, weight_decay=0.01),
+                       fuse=fuse, workdir=work)
+
+
+def par_step(exe, batch, seq, steps):
     result = exe.run(steps=steps)
     ms = statistics.median(s.ms for s in result.steps[1:])
     instructions = exe.program["rank_classes"][0]["instructions"]
     return {"ms": ms, "tokens/s": batch * seq / ms * 1e3,
             "peak": result.memory["planned"], "kernels": len(instructions),
             "losses": [s.loss for s in result.steps]}
+
+
+def rounds(runs):
+    """The run of median time among several."""
+    return sorted(runs, key=lambda r: r["ms"])[len(runs) // 2]
 
 
 # The same GPT-2 step in JAX: tied embeddings, biases, pre-norm blocks,
@@ -150,6 +160,8 @@ def main():
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--ranks", default="1,8")
     parser.add_argument("--models", default="tiny,6x256")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="runs of each, in turn; the median run is kept")
     args = parser.parse_args()
     os.environ["PATH"] = os.path.join(args.build, "bin") + os.pathsep + os.environ["PATH"]
     print("| model | ranks | par unfused (ms) | par fused (ms) | fused tokens/s | kernels "
@@ -159,12 +171,20 @@ def main():
     for name in args.models.split(","):
         config, batch, seq = MODELS[name]
         for ranks in map(int, args.ranks.split(",")):
+            # The three run in turn, --rounds times, so that drift in the
+            # machine's speed hits each alike; each keeps its median run.
             with tempfile.TemporaryDirectory() as work:
-                plain = par_step(config, batch, seq, ranks, False, args.steps,
-                                 os.path.join(work, "plain"))
-                fused = par_step(config, batch, seq, ranks, True, args.steps,
-                                 os.path.join(work, "fused"))
-            jax = jax_step(config, batch, seq, ranks, args.steps)
+                plain_exe = par_compile(config, batch, seq, ranks, False,
+                                        os.path.join(work, "plain"))
+                fused_exe = par_compile(config, batch, seq, ranks, True,
+                                        os.path.join(work, "fused"))
+                runs = {"plain": [], "fused": [], "jax": []}
+                for _ in range(args.rounds):
+                    runs["plain"].append(par_step(plain_exe, batch, seq, args.steps))
+                    runs["fused"].append(par_step(fused_exe, batch, seq, args.steps))
+                    runs["jax"].append(jax_step(config, batch, seq, ranks, args.steps))
+            plain, fused = rounds(runs["plain"]), rounds(runs["fused"])
+            jax = rounds(runs["jax"]) if runs["jax"][0] else None
             same = max(abs(a - b) / abs(b) for a, b in zip(fused["losses"], plain["losses"]))
             jax_ms = f"{jax['ms']:.2f}" if jax else "(no jax)"
             ratio = f"{jax['ms'] / fused['ms']:.2f}x" if jax else ""

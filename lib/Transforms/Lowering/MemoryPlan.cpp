@@ -71,6 +71,19 @@ FailureOr<ProgramDType> mlir::par::programDType(Type type, Location loc) {
 }
 
 bool mlir::par::canWriteInPlace(Operation *op) {
+  // A fused group reads an input of the result's type element by element;
+  // one of another shape but as many bytes (an expanded broadcast of a
+  // wider type) it reads at other indices, so the result must not take
+  // its memory.
+  if (auto fused = dyn_cast<FusedOp>(op)) {
+    auto result = cast<RankedTensorType>(fused.getResult().getType());
+    return llvm::all_of(fused.getInputs(), [&](Value input) {
+      auto type = cast<RankedTensorType>(input.getType());
+      return type == result || bytesOf(type.getShape(), type.getElementType()) !=
+                                   bytesOf(result.getShape(),
+                                           result.getElementType());
+    });
+  }
   return op->hasTrait<mlir::par::OpTrait::InPlace>();
 }
 
