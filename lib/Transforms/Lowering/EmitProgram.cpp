@@ -489,10 +489,11 @@ FailureOr<json> Emitter::instruction(Operation *op) {
     operands.push_back(plan.bufferOf.lookup(operand));
   for (Value result : op->getResults())
     results.push_back(plan.bufferOf.lookup(result));
-  json inst = {{"op", name},
-               {"operands", operands},
-               {"results", results},
-               {"attrs", std::move(*attrs)}};
+  json inst = json::object();
+  inst["op"] = std::move(name);
+  inst["operands"] = std::move(operands);
+  inst["results"] = std::move(results);
+  inst["attrs"] = std::move(*attrs);
   if (pipeline)
     if (std::optional<PipelineSlot> slot = slotOf(op))
       inst["slot"] = slotLabel(*slot, *pipeline);
@@ -553,7 +554,7 @@ FailureOr<json> Emitter::run() {
     FailureOr<json> rc = rankClass(func, doc, persistent, ranks);
     if (failed(rc))
       return failure();
-    classes.push_back(*rc);
+    classes.push_back(std::move(*rc));
   } else {
     // Stage s runs on the ranks whose coordinate on the pipeline axis is s
     // (ranks in row-major order of the mesh's axes).
@@ -570,7 +571,7 @@ FailureOr<json> Emitter::run() {
       FailureOr<json> rc = rankClass(body, doc, persistent, ranks);
       if (failed(rc))
         return failure();
-      classes.push_back(*rc);
+      classes.push_back(std::move(*rc));
     }
   }
 
@@ -582,7 +583,7 @@ FailureOr<json> Emitter::run() {
   doc["memory"] = {{"alignment", alignment}};
   if (asyncCollectives)
     doc["memory"]["async_collectives"] = true;
-  doc["rank_classes"] = classes;
+  doc["rank_classes"] = std::move(classes);
   if (pipeline) {
     SlotTimes work = stageWork(module, func, *pipeline);
     doc["pipeline"] = {
@@ -640,7 +641,7 @@ FailureOr<json> Emitter::rankClass(func::FuncOp body, const json &doc,
     FailureOr<json> inst = instruction(op);
     if (failed(inst))
       return failure();
-    instructions.push_back(*inst);
+    instructions.push_back(std::move(*inst));
   }
   json buffers = json::array();
   for (const PlannedBuffer &buffer : plan.buffers) {
@@ -667,13 +668,16 @@ FailureOr<json> Emitter::rankClass(func::FuncOp body, const json &doc,
   for (auto [i, returned] :
        llvm::enumerate(body.getBody().front().getTerminator()->getOperands()))
     outputBuffers[outputOf[i]] = plan.bufferOf.lookup(returned);
-  return json{{"ranks", ranks},
-              {"arena_bytes", plan.arenaBytes},
-              {"peak_live_bytes", plan.peakLiveBytes},
-              {"inputs", inputBuffers},
-              {"outputs", outputBuffers},
-              {"buffers", buffers},
-              {"instructions", instructions}};
+  // Moved in: an initializer list would copy the records.
+  json rc = json::object();
+  rc["ranks"] = std::move(ranks);
+  rc["arena_bytes"] = plan.arenaBytes;
+  rc["peak_live_bytes"] = plan.peakLiveBytes;
+  rc["inputs"] = inputBuffers;
+  rc["outputs"] = outputBuffers;
+  rc["buffers"] = std::move(buffers);
+  rc["instructions"] = std::move(instructions);
+  return rc;
 }
 
 LogicalResult Emitter::validate(const json &doc, StringRef file) {
