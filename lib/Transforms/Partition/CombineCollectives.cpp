@@ -134,6 +134,16 @@ private:
   /// Per all-reduce: the all-reduces its result reaches (feeds, through any
   /// ops), with the groups formed so far contracted to one node each.
   std::vector<llvm::BitVector> reach;
+  /// The transpose of `reach`: per all-reduce, those that reach it.
+  std::vector<llvm::BitVector> reachedBy;
+  /// reach[y] |= bits, keeping reachedBy in step.
+  void addReach(unsigned y, const llvm::BitVector &bits) {
+    llvm::BitVector added = bits;
+    added.reset(reach[y]);
+    for (unsigned b : added.set_bits())
+      reachedBy[b].set(y);
+    reach[y] |= added;
+  }
   SmallVector<Group, 4> groups;
 };
 
@@ -176,11 +186,16 @@ void Combiner::analyze() {
 
   // reach[i] holds j when i's result flows into j's input.
   reach.assign(n, llvm::BitVector(n));
+  reachedBy.assign(n, llvm::BitVector(n));
   for (Reduction reduce : reduces)
-    if (Operation *def = reduce.input().getDefiningOp())
+    if (Operation *def = reduce.input().getDefiningOp()) {
+      unsigned j = number[reduce.op];
       for (unsigned i :
-           ancestors[block.findAncestorOpInBlock(*def)].set_bits())
-        reach[i].set(number[reduce.op]);
+           ancestors[block.findAncestorOpInBlock(*def)].set_bits()) {
+        reach[i].set(j);
+        reachedBy[j].set(i);
+      }
+    }
 
   // Per key, the gradient bucket being filled (an index in `groups`).
   SmallVector<std::pair<Key, size_t>, 4> filling;
@@ -238,13 +253,17 @@ void Combiner::analyze() {
       merged |= reach[x];
       llvm::BitVector members = home->memberBits;
       members.set(x);
+      // Whatever reaches a member reaches the group's first member or the
+      // newcomer: earlier merges made each group's members reached alike.
+      llvm::BitVector reaching = reachedBy[first];
+      reaching |= reachedBy[x];
+      reaching.reset(members);
       for (unsigned m : members.set_bits())
-        reach[m] = merged;
-      for (unsigned y = 0; y < n; ++y)
-        if (!members.test(y) && reach[y].anyCommon(members)) {
-          reach[y] |= members;
-          reach[y] |= merged;
-        }
+        addReach(m, merged); // reach[m] was a subset of `merged`
+      llvm::BitVector gained = members;
+      gained |= merged;
+      for (unsigned y : reaching.set_bits())
+        addReach(y, gained);
     }
     home->members.push_back(reduce);
     home->memberBits.set(x);
