@@ -1143,6 +1143,11 @@ TEST(DotKernel, GeneralBatchAndContractingDims) {
       {{7, 17}, {17}, {}, {}, {1}, {0}},
       // Only batch dims.
       {{5, 3}, {5, 3}, {0, 1}, {0, 1}, {}, {}},
+      // Batches of matrices stored transposed (read with BLAS's flags).
+      {{3, 5, 7}, {3, 13, 5}, {0}, {0}, {1}, {2}},
+      // Transposed, with runs of several dims on each side.
+      {{2, 5, 4, 3}, {2, 5, 6}, {}, {}, {0, 1}, {0, 1}},
+      {{4, 3, 2, 5}, {6, 7, 2, 5}, {}, {}, {2, 3}, {2, 3}},
   };
   for (DType dtype : kFloatTypes)
     for (const DotCase &c : cases)

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -571,11 +572,38 @@ const T *packPermuted(const Tensor &t, const std::vector<int64_t> &perm,
   return storage.data();
 }
 
+/// Whether `perm` keeps its first `lead` dims in place and swaps the two
+/// runs of dims after them, each kept in order: [0 .. lead-1, lead+q ..
+/// r-1, lead .. lead+q-1]. An operand permuted so is a batch of matrices
+/// stored transposed, which a GEMM reads in place.
+bool swapsTrailingRuns(const std::vector<int64_t> &perm, size_t lead) {
+  const size_t r = perm.size();
+  if (r < lead + 2)
+    return false;
+  for (size_t d = 0; d < lead; ++d)
+    if (perm[d] != int64_t(d))
+      return false;
+  // The second run starts where the permuted dims go back to `lead`.
+  size_t split = lead + 1;
+  while (split < r && perm[split] != int64_t(lead))
+    ++split;
+  if (split == r)
+    return false;
+  const int64_t q = int64_t(r - split); // dims of the second run
+  for (size_t d = lead; d < split; ++d)
+    if (perm[d] != int64_t(lead) + q + int64_t(d - lead))
+      return false;
+  for (size_t d = split; d < r; ++d)
+    if (perm[d] != int64_t(lead + (d - split)))
+      return false;
+  return true;
+}
+
 template <typename T>
 void dotAs(const Tensor &lhs, const Tensor &rhs,
            const std::vector<int64_t> &lhsPerm,
-           const std::vector<int64_t> &rhsPerm, int64_t batch, int64_t m,
-           int64_t k, int64_t n, Tensor &out) {
+           const std::vector<int64_t> &rhsPerm, size_t batchDims,
+           int64_t batch, int64_t m, int64_t k, int64_t n, Tensor &out) {
   const char *op = "dot";
   Output<T> result(out);
   T *c = result.data();
@@ -586,13 +614,25 @@ void dotAs(const Tensor &lhs, const Tensor &rhs,
     result.commit();
     return;
   }
+  // An operand stored transposed (lhs as [k, m], rhs as [n, k] per batch)
+  // is read in place with BLAS's transpose flags instead of being packed.
+  const bool transA = swapsTrailingRuns(lhsPerm, batchDims);
+  const bool transB = swapsTrailingRuns(rhsPerm, batchDims);
+  auto identity = [](size_t rank) {
+    std::vector<int64_t> perm(rank);
+    std::iota(perm.begin(), perm.end(), 0);
+    return perm;
+  };
   std::vector<T> lhsStorage, rhsStorage;
-  const T *a = packPermuted<T>(lhs, lhsPerm, lhsStorage);
-  const T *b = packPermuted<T>(rhs, rhsPerm, rhsStorage);
+  const T *a = packPermuted<T>(lhs, transA ? identity(lhsPerm.size()) : lhsPerm,
+                               lhsStorage);
+  const T *b = packPermuted<T>(rhs, transB ? identity(rhsPerm.size()) : rhsPerm,
+                               rhsStorage);
   blasint bm = blasDim(op, m), bn = blasDim(op, n), bk = blasDim(op, k);
   for (int64_t i = 0; i < batch; ++i)
-    gemm(/*transB=*/false, bm, bn, bk, T(1), a + i * m * k, bk, b + i * k * n,
-         bn, c + i * m * n, bn);
+    rowMajorGemm(transA, transB, bm, bn, bk, T(1), a + i * m * k,
+                 transA ? bm : bk, b + i * k * n, transB ? bk : bn, T(0),
+                 c + i * m * n, bn);
   result.commit();
 }
 
@@ -1883,8 +1923,8 @@ void dot(const Tensor &lhs, const Tensor &rhs,
   DotPlan p =
       planDot(lhs, rhs, lhsBatch, rhsBatch, lhsContract, rhsContract, out);
   withFloatCompute(out.dtype, [&](auto tag) {
-    dotAs<decltype(tag)>(lhs, rhs, p.lhsPerm, p.rhsPerm, p.batch, p.m, p.k, p.n,
-                         out);
+    dotAs<decltype(tag)>(lhs, rhs, p.lhsPerm, p.rhsPerm, lhsBatch.size(),
+                         p.batch, p.m, p.k, p.n, out);
   });
 }
 
