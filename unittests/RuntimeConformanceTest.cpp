@@ -158,15 +158,15 @@ std::map<OpCode, CaseBuilder> cases() {
       c.attrs.body.push_back(s);
       return &c.attrs.body.back();
     };
-    step(OpCode::Broadcast, {1}, t)->attrs.dims = {1};              // 2
-    step(OpCode::Constant, {}, t)->attrs.value = {2};               // 3
-    step(OpCode::Mul, {0, 3}, t);                                   // 4
-    step(OpCode::Add, {4, 2}, t);                                   // 5
+    step(OpCode::Broadcast, {1}, t)->attrs.dims = {1}; // 2
+    step(OpCode::Constant, {}, t)->attrs.value = {2};  // 3
+    step(OpCode::Mul, {0, 3}, t);                      // 4
+    step(OpCode::Add, {4, 2}, t);                      // 5
     step(OpCode::Compare, {5, 0}, DType::I1)->attrs.compareDirection =
-        par::catalogue::CompareDirection::Lt;                       // 6
-    step(OpCode::Select, {6, 5, 0}, t);                             // 7
+        par::catalogue::CompareDirection::Lt; // 6
+    step(OpCode::Select, {6, 5, 0}, t);       // 7
     DType to = t == DType::F32 ? DType::BF16 : DType::F32;
-    step(OpCode::Convert, {7}, to);                                 // 8
+    step(OpCode::Convert, {7}, to); // 8
     c.out = {{to, {5, 7}}};
     return c;
   };

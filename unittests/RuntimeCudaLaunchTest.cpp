@@ -132,9 +132,9 @@ TEST(CudaLaunch, FusedCodeReadsWhatTheCpuPlanReads) {
   steps.back().attrs.dims = {1};
   steps.push_back(fusedStep(Op::Constant, {}, DType::BF16)); // 3
   steps.back().attrs.value = {0.1};
-  steps.push_back(fusedStep(Op::Sub, {0, 2}, DType::F32)); // 4
+  steps.push_back(fusedStep(Op::Sub, {0, 2}, DType::F32));   // 4
   steps.push_back(fusedStep(Op::Convert, {4}, DType::BF16)); // 5
-  steps.push_back(fusedStep(Op::Mul, {5, 3}, DType::BF16)); // 6
+  steps.push_back(fusedStep(Op::Mul, {5, 3}, DType::BF16));  // 6
   FusedPlan plan = planFused(steps, in, result);
   FusedCode code;
   ASSERT_TRUE(makeFusedCode(plan, steps, in, result, code));

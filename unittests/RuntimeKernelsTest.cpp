@@ -2236,14 +2236,14 @@ void checkFusedAgainstUnfused(DType t, Shape shape) {
   FusedStep scale = step(OpCode::Constant, {}, t); // 4
   scale.attrs.value = {3.0};
   steps.push_back(scale);
-  steps.push_back(step(OpCode::Mul, {0, 4}, t));      // 5
-  steps.push_back(step(OpCode::Add, {5, 3}, t));      // 6
-  steps.push_back(step(OpCode::Max, {6, 1}, t));      // 7
+  steps.push_back(step(OpCode::Mul, {0, 4}, t));           // 5
+  steps.push_back(step(OpCode::Add, {5, 3}, t));           // 6
+  steps.push_back(step(OpCode::Max, {6, 1}, t));           // 7
   FusedStep gt = step(OpCode::Compare, {7, 0}, DType::I1); // 8
   gt.attrs.compareDirection = CompareKind::Gt;
   steps.push_back(gt);
-  steps.push_back(step(OpCode::Select, {8, 7, 1}, t)); // 9
-  steps.push_back(step(OpCode::Neg, {9}, t));          // 10
+  steps.push_back(step(OpCode::Select, {8, 7, 1}, t));   // 9
+  steps.push_back(step(OpCode::Neg, {9}, t));            // 10
   steps.push_back(step(OpCode::Convert, {10}, outType)); // 11
   Buffer got = garbage(outType, shape);
   Tensor gotT = got.tensor();
@@ -2341,8 +2341,9 @@ TEST(FusedKernel, BroadcastsReadWhatTheBroadcastKernelWrites) {
   // scalar, and the leading dim.
   const Shape outShape = {3, 7, 41};
   for (DType t : {DType::F32, DType::BF16, DType::I64})
-    for (const Case &c : {Case{{41}, {2}}, Case{{7}, {1}}, Case{{3, 1, 41}, {0, 1, 2}},
-                          Case{{}, {}}, Case{{3}, {0}}, Case{{7, 1}, {1, 2}}}) {
+    for (const Case &c :
+         {Case{{41}, {2}}, Case{{7}, {1}}, Case{{3, 1, 41}, {0, 1, 2}},
+          Case{{}, {}}, Case{{3}, {0}}, Case{{7, 1}, {1, 2}}}) {
       SCOPED_TRACE(std::string(dtypeName(t)) + " from rank " +
                    std::to_string(c.in.size()));
       std::mt19937 rng(11);

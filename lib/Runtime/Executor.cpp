@@ -586,10 +586,9 @@ static bool holdsNonFinite(const Program &program, Device &device,
   if (local == t.shape) // no padding: one pass over the bits
     return firstNonFinite(t.dtype, data, numElements(local)) >= 0;
   bool bad = false;
-  forEachInSlice(globalShape, offsets, local, t.shape,
-                 [&](int64_t l, int64_t) {
-                   bad = bad || !std::isfinite(loadElement(t.dtype, data, l));
-                 });
+  forEachInSlice(globalShape, offsets, local, t.shape, [&](int64_t l, int64_t) {
+    bad = bad || !std::isfinite(loadElement(t.dtype, data, l));
+  });
   return bad;
 }
 

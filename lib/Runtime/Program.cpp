@@ -417,15 +417,15 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
       if (!same)
         r.fail(sw, std::string(spec.name) +
                        " reads and makes values of one element type");
-      bool boolean = argType(first) == DType::I1 ||
-                     (type == DType::I1 && step.op != catalogue::OpCode::Compare);
+      bool boolean =
+          argType(first) == DType::I1 ||
+          (type == DType::I1 && step.op != catalogue::OpCode::Compare);
       if (boolean && step.op != catalogue::OpCode::Convert &&
           step.op != catalogue::OpCode::Select)
         r.fail(sw, std::string(spec.name) + " is not defined on i1");
       if (isInteger(type) && step.op != catalogue::OpCode::Convert &&
           step.op != catalogue::OpCode::Compare &&
-          step.op != catalogue::OpCode::Select &&
-          !fusibleOnIntegers(step.op))
+          step.op != catalogue::OpCode::Select && !fusibleOnIntegers(step.op))
         r.fail(sw, std::string(spec.name) + " is not defined on integers");
     }
     }
@@ -435,8 +435,7 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
   if (kinds.back() != Kind::Full || types.back() != out.dtype)
     r.fail(where + ".attrs.body",
            std::string("the last step must make the result (a ") +
-               dtypeName(out.dtype) +
-               " tensor of its shape)");
+               dtypeName(out.dtype) + " tensor of its shape)");
 }
 
 /// Reads one instruction's attributes as the op catalogue describes them

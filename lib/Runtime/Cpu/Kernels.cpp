@@ -602,8 +602,8 @@ bool swapsTrailingRuns(const std::vector<int64_t> &perm, size_t lead) {
 template <typename T>
 void dotAs(const Tensor &lhs, const Tensor &rhs,
            const std::vector<int64_t> &lhsPerm,
-           const std::vector<int64_t> &rhsPerm, size_t batchDims,
-           int64_t batch, int64_t m, int64_t k, int64_t n, Tensor &out) {
+           const std::vector<int64_t> &rhsPerm, size_t batchDims, int64_t batch,
+           int64_t m, int64_t k, int64_t n, Tensor &out) {
   const char *op = "dot";
   Output<T> result(out);
   T *c = result.data();
@@ -1551,8 +1551,8 @@ FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
             inputs[size_t(a.input)].shape != out.shape)
           fail(op, where() + " reads input " + std::to_string(a.input) + " (" +
                        typeStr(inputs[size_t(a.input)]) +
-                       ") that is not of the result's shape " +
-                       typeStr(out) + " without a broadcast");
+                       ") that is not of the result's shape " + typeStr(out) +
+                       " without a broadcast");
       }
     }
     plan.values.push_back(v);
@@ -1800,11 +1800,10 @@ void fused(const std::vector<catalogue::FusedStep> &steps,
           uint8_t *r = slots[v].as<uint8_t>();
           withKind<CompareKind, CompareKind::Eq, CompareKind::Ne,
                    CompareKind::Lt, CompareKind::Le, CompareKind::Gt,
-                   CompareKind::Ge>(
-              step.attrs.compareDirection, [&](auto k) {
-                for (int64_t i = 0; i < n; ++i)
-                  r[i] = math::applyCompare(decltype(k)::value, a[i], b[i]);
-              });
+                   CompareKind::Ge>(step.attrs.compareDirection, [&](auto k) {
+            for (int64_t i = 0; i < n; ++i)
+              r[i] = math::applyCompare(decltype(k)::value, a[i], b[i]);
+          });
         });
         break;
       case Op::Select:

@@ -144,14 +144,22 @@ inline constexpr int kMaxFusedGathers = 4;
 /// one thread computes an element of the result, value by value, in
 /// registers.
 struct FusedCode {
-  enum How : uint8_t { Input, Gather, Splat, Binary, Unary, Compare, Select,
-                       Convert };
+  enum How : uint8_t {
+    Input,
+    Gather,
+    Splat,
+    Binary,
+    Unary,
+    Compare,
+    Select,
+    Convert
+  };
   struct Value {
     uint8_t how = Input;
     uint8_t kind = 0; // BinaryKind, UnaryKind or CompareKind
     DType compute = DType::F32, storage = DType::F32;
     int8_t args[3] = {0, 0, 0};
-    int8_t slot = 0;  // Input, Gather: the input; Gather: also gathers[slot]
+    int8_t slot = 0; // Input, Gather: the input; Gather: also gathers[slot]
     int8_t gather = 0;
     uint64_t splat = 0; // Splat: the value in its compute type's bytes
   };
@@ -167,27 +175,63 @@ inline bool fusedOpOf(catalogue::OpCode op, const catalogue::Attrs &attrs,
                       uint8_t &how, uint8_t &kind) {
   using Op = catalogue::OpCode;
   switch (op) {
-  case Op::Add: how = FusedCode::Binary, kind = uint8_t(BinaryKind::Add); return true;
-  case Op::Sub: how = FusedCode::Binary, kind = uint8_t(BinaryKind::Sub); return true;
-  case Op::Mul: how = FusedCode::Binary, kind = uint8_t(BinaryKind::Mul); return true;
-  case Op::Div: how = FusedCode::Binary, kind = uint8_t(BinaryKind::Div); return true;
-  case Op::Max: how = FusedCode::Binary, kind = uint8_t(BinaryKind::Max); return true;
-  case Op::Min: how = FusedCode::Binary, kind = uint8_t(BinaryKind::Min); return true;
-  case Op::Neg: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Neg); return true;
-  case Op::Exp: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Exp); return true;
-  case Op::Log: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Log); return true;
-  case Op::Tanh: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Tanh); return true;
-  case Op::Sqrt: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Sqrt); return true;
-  case Op::Rsqrt: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Rsqrt); return true;
-  case Op::Gelu: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Gelu); return true;
-  case Op::Silu: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Silu); return true;
-  case Op::Relu: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Relu); return true;
-  case Op::Sigmoid: how = FusedCode::Unary, kind = uint8_t(UnaryKind::Sigmoid); return true;
+  case Op::Add:
+    how = FusedCode::Binary, kind = uint8_t(BinaryKind::Add);
+    return true;
+  case Op::Sub:
+    how = FusedCode::Binary, kind = uint8_t(BinaryKind::Sub);
+    return true;
+  case Op::Mul:
+    how = FusedCode::Binary, kind = uint8_t(BinaryKind::Mul);
+    return true;
+  case Op::Div:
+    how = FusedCode::Binary, kind = uint8_t(BinaryKind::Div);
+    return true;
+  case Op::Max:
+    how = FusedCode::Binary, kind = uint8_t(BinaryKind::Max);
+    return true;
+  case Op::Min:
+    how = FusedCode::Binary, kind = uint8_t(BinaryKind::Min);
+    return true;
+  case Op::Neg:
+    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Neg);
+    return true;
+  case Op::Exp:
+    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Exp);
+    return true;
+  case Op::Log:
+    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Log);
+    return true;
+  case Op::Tanh:
+    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Tanh);
+    return true;
+  case Op::Sqrt:
+    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Sqrt);
+    return true;
+  case Op::Rsqrt:
+    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Rsqrt);
+    return true;
+  case Op::Gelu:
+    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Gelu);
+    return true;
+  case Op::Silu:
+    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Silu);
+    return true;
+  case Op::Relu:
+    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Relu);
+    return true;
+  case Op::Sigmoid:
+    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Sigmoid);
+    return true;
   case Op::Compare:
     how = FusedCode::Compare, kind = uint8_t(attrs.compareDirection);
     return true;
-  case Op::Select: how = FusedCode::Select; return true;
-  case Op::Convert: how = FusedCode::Convert; return true;
+  case Op::Select:
+    how = FusedCode::Select;
+    return true;
+  case Op::Convert:
+    how = FusedCode::Convert;
+    return true;
   default:
     return false;
   }
@@ -245,8 +289,7 @@ inline bool makeFusedCode(const FusedPlan &plan,
       break;
     }
     case FusedPlan::Source::Step: {
-      const catalogue::FusedStep &step =
-          steps[v - size_t(plan.numInputs)];
+      const catalogue::FusedStep &step = steps[v - size_t(plan.numInputs)];
       if (!fusedOpOf(step.op, step.attrs, c.how, c.kind) ||
           step.args.size() > 3)
         return false;

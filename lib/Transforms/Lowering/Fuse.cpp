@@ -122,9 +122,8 @@ static Group growGroup(Operation *root, const DenseSet<Operation *> &taken) {
 /// Replaces the group by one par.fused op at its root.
 static void buildGroup(Group &group) {
   SmallVector<Operation *> members(group.members.begin(), group.members.end());
-  llvm::sort(members, [](Operation *a, Operation *b) {
-    return a->isBeforeInBlock(b);
-  });
+  llvm::sort(members,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   SmallVector<Value> inputs = inputsOf(members, group);
   if (inputs.empty())
     return; // constants only: nothing to read, nothing gained
@@ -141,8 +140,7 @@ static void buildGroup(Group &group) {
     Operation *copy = builder.clone(*op, mapping);
     copy->setDiscardableAttrs(DictionaryAttr::get(op->getContext()));
   }
-  YieldOp::create(builder, root->getLoc(),
-                  mapping.lookup(root->getResult(0)));
+  YieldOp::create(builder, root->getLoc(), mapping.lookup(root->getResult(0)));
   root->getResult(0).replaceAllUsesWith(fused.getResult());
   for (Operation *op : llvm::reverse(members))
     if (op->use_empty())
@@ -161,9 +159,8 @@ static void fuseBlock(Block &block) {
       continue;
     Group group = growGroup(op, taken);
     // One op alone gains nothing.
-    if (llvm::count_if(group.members, [](Operation *m) {
-          return !isa<ConstantOp>(m);
-        }) < 2)
+    if (llvm::count_if(group.members,
+                       [](Operation *m) { return !isa<ConstantOp>(m); }) < 2)
       continue;
     for (Operation *member : group.members)
       if (!group.copied.contains(member))

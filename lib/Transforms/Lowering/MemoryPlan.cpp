@@ -79,9 +79,9 @@ bool mlir::par::canWriteInPlace(Operation *op) {
     auto result = cast<RankedTensorType>(fused.getResult().getType());
     return llvm::all_of(fused.getInputs(), [&](Value input) {
       auto type = cast<RankedTensorType>(input.getType());
-      return type == result || bytesOf(type.getShape(), type.getElementType()) !=
-                                   bytesOf(result.getShape(),
-                                           result.getElementType());
+      return type == result ||
+             bytesOf(type.getShape(), type.getElementType()) !=
+                 bytesOf(result.getShape(), result.getElementType());
     });
   }
   return op->hasTrait<mlir::par::OpTrait::InPlace>();

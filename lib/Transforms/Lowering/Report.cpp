@@ -24,8 +24,8 @@
 #include "par/Transforms/CostModel.h"
 #include "par/Transforms/Fusion.h"
 #include "par/Transforms/MemoryPlan.h"
-#include "par/Transforms/Pipeline.h"
 #include "par/Transforms/Passes.h"
+#include "par/Transforms/Pipeline.h"
 #include "par/Transforms/ReportFormat.h"
 #include "par/Transforms/StepArguments.h"
 

@@ -257,8 +257,7 @@ LogicalResult FusedOp::verifyRegions() {
                          << getResult().getType();
   Operation *last = yield->getPrevNode();
   if (!last || yield.getValue().getDefiningOp() != last)
-    return emitOpError()
-           << "must yield the value of the last op of its body";
+    return emitOpError() << "must yield the value of the last op of its body";
   ArrayRef<int64_t> shape = tensorOf(getResult()).getShape();
   for (Operation &op : getBodyOps()) {
     if (auto constant = dyn_cast<ConstantOp>(op)) {
@@ -283,8 +282,7 @@ LogicalResult FusedOp::verifyRegions() {
       continue;
     }
     for (Value operand : op.getOperands())
-      if (!isSplatConstant(operand) &&
-          tensorOf(operand).getShape() != shape)
+      if (!isSplatConstant(operand) && tensorOf(operand).getShape() != shape)
         return op.emitOpError()
                << "in a fused group reads a " << operand.getType()
                << " that is not of the group's shape " << listStr(shape)
