@@ -136,6 +136,10 @@ private:
   std::vector<llvm::BitVector> reach;
   /// The transpose of `reach`: per all-reduce, those that reach it.
   std::vector<llvm::BitVector> reachedBy;
+  /// Members of a group other than its first: a group's members all reach
+  /// the same all-reduces, so only its first member's `reach` is kept (and
+  /// read) from the moment the others join.
+  llvm::BitVector hidden;
   /// reach[y] |= bits, keeping reachedBy in step.
   void addReach(unsigned y, const llvm::BitVector &bits) {
     llvm::BitVector added = bits;
@@ -187,6 +191,7 @@ void Combiner::analyze() {
   // reach[i] holds j when i's result flows into j's input.
   reach.assign(n, llvm::BitVector(n));
   reachedBy.assign(n, llvm::BitVector(n));
+  hidden = llvm::BitVector(n);
   for (Reduction reduce : reduces)
     if (Operation *def = reduce.input().getDefiningOp()) {
       unsigned j = number[reduce.op];
@@ -258,8 +263,9 @@ void Combiner::analyze() {
       llvm::BitVector reaching = reachedBy[first];
       reaching |= reachedBy[x];
       reaching.reset(members);
-      for (unsigned m : members.set_bits())
-        addReach(m, merged); // reach[m] was a subset of `merged`
+      reaching.reset(hidden);
+      addReach(first, merged); // reach[first] was a subset of `merged`
+      hidden.set(x);
       llvm::BitVector gained = members;
       gained |= merged;
       for (unsigned y : reaching.set_bits())
