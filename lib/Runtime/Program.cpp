@@ -432,10 +432,14 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
     types.push_back(type);
     kinds.push_back(kind);
   }
-  if (kinds.back() != Kind::Full || types.back() != out.dtype)
+  catalogue::OpCode last = steps.back().op;
+  if (kinds.back() != Kind::Full || types.back() != out.dtype ||
+      last == catalogue::OpCode::Broadcast ||
+      last == catalogue::OpCode::Constant)
     r.fail(where + ".attrs.body",
-           std::string("the last step must make the result (a ") +
-               dtypeName(out.dtype) + " tensor of its shape)");
+           std::string("the last step must compute the result (a ") +
+               dtypeName(out.dtype) +
+               " tensor of its shape) with an element-wise op");
 }
 
 /// Reads one instruction's attributes as the op catalogue describes them

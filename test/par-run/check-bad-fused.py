@@ -34,7 +34,10 @@ def mutants():
     yield "not-splat", step(3, splat=None, values=[1.0, 2.0]), "a constant in a fused group is a splat"
     yield "last-not-result", body(lambda b: b.append(
         {"op": "constant", "args": [], "splat": 1.0, "dtype": "f32"})), \
-        "the last step must make the result"
+        "the last step must compute the result"
+    yield "last-broadcast", body(lambda b: b.append(
+        {"op": "broadcast", "args": [0], "dims": [1], "dtype": "f32"})), \
+        "the last step must compute the result"
     yield "too-many", body(lambda b: b.extend([dict(b[2], args=[4])] * 70)), "holds at most 64 values"
     yield "missing-direction", body(lambda b: b.append(
         {"op": "compare", "args": [5, 5], "dtype": "i1"})), "missing field 'direction'"

@@ -32,7 +32,8 @@ func.func @broadcast_of_step(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
     %e = par.exp %a : tensor<2x4xf32>
     // expected-error @below {{'par.broadcast' op in a fused group must broadcast an input of the group or a splat constant}}
     %b = par.broadcast %e dims [0, 1] : (tensor<2x4xf32>) -> tensor<2x4xf32>
-    par.yield %b : tensor<2x4xf32>
+    %n = par.neg %b : tensor<2x4xf32>
+    par.yield %n : tensor<2x4xf32>
   }
   return %r : tensor<2x4xf32>
 }
@@ -94,4 +95,16 @@ func.func @arg_types(%x: tensor<4xf32>) -> tensor<4xf32> {
 func.func @yield_outside(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @below {{'par.yield' op expects parent op 'par.fused'}}
   par.yield %x : tensor<4xf32>
+}
+
+// -----
+
+func.func @yields_broadcast(%x: tensor<4xf32>) -> tensor<2x4xf32> {
+  // expected-error @below {{'par.fused' op must compute its result with an element-wise op, not yield a 'par.broadcast'}}
+  %r = par.fused (%x) : (tensor<4xf32>) -> tensor<2x4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %b = par.broadcast %a dims [1] : (tensor<4xf32>) -> tensor<2x4xf32>
+    par.yield %b : tensor<2x4xf32>
+  }
+  return %r : tensor<2x4xf32>
 }

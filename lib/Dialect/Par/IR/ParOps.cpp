@@ -258,6 +258,10 @@ LogicalResult FusedOp::verifyRegions() {
   Operation *last = yield->getPrevNode();
   if (!last || yield.getValue().getDefiningOp() != last)
     return emitOpError() << "must yield the value of the last op of its body";
+  if (isa<BroadcastOp, ConstantOp>(last))
+    return emitOpError() << "must compute its result with an element-wise "
+                            "op, not yield a '"
+                         << last->getName() << "'";
   ArrayRef<int64_t> shape = tensorOf(getResult()).getShape();
   for (Operation &op : getBodyOps()) {
     if (auto constant = dyn_cast<ConstantOp>(op)) {
