@@ -52,6 +52,30 @@ enum class UnaryKind {
 using CompareKind = catalogue::CompareDirection;
 using ReduceKind = catalogue::ReduceKind;
 
+/// The kind of a binary (add ... min) or unary (neg ... sigmoid) element-wise
+/// op of the catalogue; false for any other op.
+inline bool binaryKindOf(catalogue::OpCode op, BinaryKind &kind) {
+  using Op = catalogue::OpCode;
+  const Op ops[] = {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Max, Op::Min};
+  for (int i = 0; i < 6; ++i)
+    if (ops[i] == op) {
+      kind = BinaryKind(i); // BinaryKind lists them in this order
+      return true;
+    }
+  return false;
+}
+inline bool unaryKindOf(catalogue::OpCode op, UnaryKind &kind) {
+  using Op = catalogue::OpCode;
+  const Op ops[] = {Op::Neg,  Op::Exp,  Op::Log,  Op::Tanh, Op::Sqrt,
+                    Op::Rsqrt, Op::Gelu, Op::Silu, Op::Relu, Op::Sigmoid};
+  for (int i = 0; i < 10; ++i)
+    if (ops[i] == op) {
+      kind = UnaryKind(i); // UnaryKind lists them in this order
+      return true;
+    }
+  return false;
+}
+
 namespace math {
 
 //===----------------------------------------------------------------------===//

@@ -180,7 +180,8 @@ struct FusedPlan {
   struct Value {
     DType compute = DType::F32, storage = DType::F32;
     Source source = Source::Step;
-    int64_t input = -1; // Gather: the input it reads
+    int64_t input = -1; // Input, Gather: the input it reads
+    bool direct = false; // Input: of the result's shape, read in place
     GatherPlan gather;
     uint64_t splat = 0;
   };

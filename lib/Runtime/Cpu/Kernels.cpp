@@ -1498,6 +1498,7 @@ FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
     v.compute = computeDType(v.storage);
     v.source = FusedPlan::Source::Input;
     v.input = int64_t(k);
+    v.direct = inputs[k].shape == out.shape;
     plan.values.push_back(v);
   }
   for (size_t j = 0; j < steps.size(); ++j) {
@@ -1547,8 +1548,7 @@ FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
       // Element-wise: every value read has the result's shape.
       for (int64_t arg : step.args) {
         const FusedPlan::Value &a = plan.values[size_t(arg)];
-        if (a.source == FusedPlan::Source::Input &&
-            inputs[size_t(a.input)].shape != out.shape)
+        if (a.source == FusedPlan::Source::Input && !a.direct)
           fail(op, where() + " reads input " + std::to_string(a.input) + " (" +
                        typeStr(inputs[size_t(a.input)]) +
                        ") that is not of the result's shape " + typeStr(out) +
@@ -1662,60 +1662,28 @@ void gatherChunk(const Tensor &t, const GatherPlan &plan, const Shape &shape,
 template <typename T>
 void fusedElementwise(const catalogue::FusedStep &step, const void *const *args,
                       T *r, int64_t n) {
-  using Op = catalogue::OpCode;
   const T *a = static_cast<const T *>(args[0]);
   const T *b = static_cast<const T *>(args[1]);
-  auto binaryOp = [&](auto k) {
-    for (int64_t i = 0; i < n; ++i)
-      r[i] = math::applyBinary(decltype(k)::value, a[i], b[i]);
-  };
-  auto unaryOp = [&](auto k) {
-    for (int64_t i = 0; i < n; ++i)
-      r[i] = math::applyUnary(decltype(k)::value, a[i]);
-  };
-  using B = BinaryKind;
-  using U = UnaryKind;
-  switch (step.op) {
-  case Op::Add:
-    return binaryOp(std::integral_constant<B, B::Add>());
-  case Op::Sub:
-    return binaryOp(std::integral_constant<B, B::Sub>());
-  case Op::Mul:
-    return binaryOp(std::integral_constant<B, B::Mul>());
-  case Op::Div:
-    return binaryOp(std::integral_constant<B, B::Div>());
-  case Op::Max:
-    return binaryOp(std::integral_constant<B, B::Max>());
-  case Op::Min:
-    return binaryOp(std::integral_constant<B, B::Min>());
-  case Op::Neg:
-    return unaryOp(std::integral_constant<U, U::Neg>());
-  case Op::Relu:
-    return unaryOp(std::integral_constant<U, U::Relu>());
-  default:
-    break;
+  BinaryKind binaryKind;
+  UnaryKind unaryKind;
+  if (binaryKindOf(step.op, binaryKind)) {
+    using K = BinaryKind;
+    withKind<K, K::Add, K::Sub, K::Mul, K::Div, K::Max, K::Min>(
+        binaryKind, [&](auto k) {
+          for (int64_t i = 0; i < n; ++i)
+            r[i] = math::applyBinary(decltype(k)::value, a[i], b[i]);
+        });
+    return;
   }
-  if constexpr (std::is_floating_point_v<T>) {
-    switch (step.op) {
-    case Op::Exp:
-      return unaryOp(std::integral_constant<U, U::Exp>());
-    case Op::Log:
-      return unaryOp(std::integral_constant<U, U::Log>());
-    case Op::Tanh:
-      return unaryOp(std::integral_constant<U, U::Tanh>());
-    case Op::Sqrt:
-      return unaryOp(std::integral_constant<U, U::Sqrt>());
-    case Op::Rsqrt:
-      return unaryOp(std::integral_constant<U, U::Rsqrt>());
-    case Op::Gelu:
-      return unaryOp(std::integral_constant<U, U::Gelu>());
-    case Op::Silu:
-      return unaryOp(std::integral_constant<U, U::Silu>());
-    case Op::Sigmoid:
-      return unaryOp(std::integral_constant<U, U::Sigmoid>());
-    default:
-      break;
-    }
+  if (unaryKindOf(step.op, unaryKind) &&
+      (std::is_floating_point_v<T> || math::unaryOnIntegers(unaryKind))) {
+    using K = UnaryKind;
+    withKind<K, K::Neg, K::Exp, K::Log, K::Tanh, K::Sqrt, K::Rsqrt, K::Gelu,
+             K::Silu, K::Relu, K::Sigmoid>(unaryKind, [&](auto k) {
+      for (int64_t i = 0; i < n; ++i)
+        r[i] = math::applyUnary(decltype(k)::value, a[i]);
+    });
+    return;
   }
   throw KernelError(std::string("fused: ") + catalogue::opName(step.op) +
                     " is not defined on this element type");
@@ -1754,9 +1722,9 @@ void fused(const std::vector<catalogue::FusedStep> &steps,
     for (size_t v = 0; v < numValues; ++v) {
       const FusedPlan::Value &value = plan.values[v];
       if (value.source == FusedPlan::Source::Input) {
-        const Tensor &t = inputs[size_t(value.input)];
-        if (t.shape != out.shape)
+        if (!value.direct)
           continue; // read through a broadcast only
+        const Tensor &t = inputs[size_t(value.input)];
         const char *data =
             static_cast<const char *>(t.data) + start * dtypeBytes(t.dtype);
         if (value.storage == value.compute) {

@@ -173,63 +173,24 @@ struct FusedCode {
 /// fused kernel does not compute (broadcast, constant).
 inline bool fusedOpOf(catalogue::OpCode op, const catalogue::Attrs &attrs,
                       uint8_t &how, uint8_t &kind) {
-  using Op = catalogue::OpCode;
+  BinaryKind binaryKind;
+  UnaryKind unaryKind;
+  if (binaryKindOf(op, binaryKind)) {
+    how = FusedCode::Binary, kind = uint8_t(binaryKind);
+    return true;
+  }
+  if (unaryKindOf(op, unaryKind)) {
+    how = FusedCode::Unary, kind = uint8_t(unaryKind);
+    return true;
+  }
   switch (op) {
-  case Op::Add:
-    how = FusedCode::Binary, kind = uint8_t(BinaryKind::Add);
-    return true;
-  case Op::Sub:
-    how = FusedCode::Binary, kind = uint8_t(BinaryKind::Sub);
-    return true;
-  case Op::Mul:
-    how = FusedCode::Binary, kind = uint8_t(BinaryKind::Mul);
-    return true;
-  case Op::Div:
-    how = FusedCode::Binary, kind = uint8_t(BinaryKind::Div);
-    return true;
-  case Op::Max:
-    how = FusedCode::Binary, kind = uint8_t(BinaryKind::Max);
-    return true;
-  case Op::Min:
-    how = FusedCode::Binary, kind = uint8_t(BinaryKind::Min);
-    return true;
-  case Op::Neg:
-    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Neg);
-    return true;
-  case Op::Exp:
-    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Exp);
-    return true;
-  case Op::Log:
-    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Log);
-    return true;
-  case Op::Tanh:
-    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Tanh);
-    return true;
-  case Op::Sqrt:
-    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Sqrt);
-    return true;
-  case Op::Rsqrt:
-    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Rsqrt);
-    return true;
-  case Op::Gelu:
-    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Gelu);
-    return true;
-  case Op::Silu:
-    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Silu);
-    return true;
-  case Op::Relu:
-    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Relu);
-    return true;
-  case Op::Sigmoid:
-    how = FusedCode::Unary, kind = uint8_t(UnaryKind::Sigmoid);
-    return true;
-  case Op::Compare:
+  case catalogue::OpCode::Compare:
     how = FusedCode::Compare, kind = uint8_t(attrs.compareDirection);
     return true;
-  case Op::Select:
+  case catalogue::OpCode::Select:
     how = FusedCode::Select;
     return true;
-  case Op::Convert:
+  case catalogue::OpCode::Convert:
     how = FusedCode::Convert;
     return true;
   default:
