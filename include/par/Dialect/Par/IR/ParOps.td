@@ -1003,8 +1003,8 @@ def Par_FusedOp : Par_Op<"fused", [Pure, IsolatedFromAbove, Par_InPlace,
     ```
     The body's arguments are the inputs. Every op of the body is element-wise
     over the result's shape, except broadcasts of an input or a splat
-    constant to that shape, and splat constants; the body's last op makes
-    the yielded value.
+    constant to that shape, and splat constants; the body's last op, an
+    element-wise one, makes the yielded value.
   }];
   let arguments = (ins Variadic<Par_AnyTensor>:$inputs);
   let results = (outs Par_AnyTensor:$result);
