@@ -22,6 +22,7 @@
 
 #include "par/Runtime/Device.h"
 #ifdef PAR_HAVE_CUDA_BACKEND
+#include "par/Runtime/Comm/DeviceCollectives.h"
 #include "par/Runtime/Cuda/CudaBackend.h"
 #endif
 #include "par/Runtime/Kernels.h"
@@ -461,54 +462,78 @@ TEST_P(Conformance, EveryComputeOpHasACaseAndAKernel) {
   }
 }
 
-TEST_P(Conformance, EveryOpEveryTypeMatchesTheCpuBackend) {
+/// One backend and one op: each op is its own test, so a failing op does
+/// not hide the ops after it.
+class ConformanceOp
+    : public ::testing::TestWithParam<std::tuple<std::string, OpCode>> {
+protected:
+  void SetUp() override {
+    reference = createDevice("cpu");
+    try {
+      device = createDevice(std::get<0>(GetParam()));
+    } catch (const DeviceError &e) {
+      missing = e.what();
+    }
+  }
+  std::unique_ptr<Device> device, reference;
+  std::string missing;
+};
+
+std::vector<OpCode> caseOps() {
+  std::vector<OpCode> ops;
+  for (const auto &entry : cases())
+    ops.push_back(entry.first);
+  return ops;
+}
+
+TEST_P(ConformanceOp, EveryTypeMatchesTheCpuBackend) {
   if (!device)
     GTEST_SKIP() << missing;
-  for (const auto &[op, build] : cases()) {
-    const char *name = par::catalogue::spec(op).name;
-    int accepted = 0;
-    if (!device->kernels().lookup(op))
-      continue; // reported by EveryComputeOpHasACaseAndAKernel
-    for (DType t : kTypes) {
-      std::mt19937 rng(1234 + int(op) * 17 + int(t));
-      Case c = build(t, rng);
-      SCOPED_TRACE(std::string(name) + " with " + dtypeName(t) + " on " +
-                   GetParam());
-      Outcome want = runCase(*reference, op, c);
-      Outcome got = runCase(*device, op, c);
-      ASSERT_EQ(got.error.has_value(), want.error.has_value())
-          << (got.error    ? *got.error
-              : want.error ? *want.error
-                           : "");
-      if (got.error)
-        continue; // both reject this type
-      ++accepted;
-      Outcome again = runCase(*device, op, c);
-      Outcome zeroed = runCase(*device, op, c, 0x00);
-      ASSERT_FALSE(again.error.has_value()) << *again.error;
-      ASSERT_FALSE(zeroed.error.has_value()) << *zeroed.error;
-      for (size_t r = 0; r < got.results.size(); ++r) {
-        const HostTensor &g = got.results[r], &w = want.results[r];
-        EXPECT_EQ(g.bytes, zeroed.results[r].bytes)
-            << "result " << r << " depends on what its memory held: an "
-            << "element is not written";
-        EXPECT_EQ(g.bytes, again.results[r].bytes)
-            << "result " << r << " not deterministic";
-        double tol = tolerance(g.dtype);
-        for (int64_t i = 0; i < g.size(); ++i) {
-          double gv = g.get(i), wv = w.get(i);
-          if (isFloat(g.dtype)) {
-            ASSERT_TRUE(std::isfinite(gv)) << "result " << r << " element " << i
-                                           << " not written (or not finite)";
-          }
-          ASSERT_LE(std::abs(gv - wv), tol * std::max(1.0, std::abs(wv)))
-              << "result " << r << " element " << i << ": " << gv << " vs "
-              << wv;
+  const auto &[backend, op] = GetParam();
+  const char *name = par::catalogue::spec(op).name;
+  if (!device->kernels().lookup(op))
+    GTEST_SKIP() << "no kernel (reported by EveryComputeOpHasACaseAndAKernel)";
+  CaseBuilder build = cases().at(op);
+  int accepted = 0;
+  for (DType t : kTypes) {
+    std::mt19937 rng(1234 + int(op) * 17 + int(t));
+    Case c = build(t, rng);
+    SCOPED_TRACE(std::string(name) + " with " + dtypeName(t) + " on " +
+                 backend);
+    Outcome want = runCase(*reference, op, c);
+    Outcome got = runCase(*device, op, c);
+    ASSERT_EQ(got.error.has_value(), want.error.has_value())
+        << (got.error    ? *got.error
+            : want.error ? *want.error
+                         : "");
+    if (got.error)
+      continue; // both reject this type
+    ++accepted;
+    Outcome again = runCase(*device, op, c);
+    Outcome zeroed = runCase(*device, op, c, 0x00);
+    ASSERT_FALSE(again.error.has_value()) << *again.error;
+    ASSERT_FALSE(zeroed.error.has_value()) << *zeroed.error;
+    for (size_t r = 0; r < got.results.size(); ++r) {
+      const HostTensor &g = got.results[r], &w = want.results[r];
+      EXPECT_EQ(g.bytes, zeroed.results[r].bytes)
+          << "result " << r << " depends on what its memory held: an "
+          << "element is not written";
+      EXPECT_EQ(g.bytes, again.results[r].bytes)
+          << "result " << r << " not deterministic";
+      double tol = tolerance(g.dtype);
+      for (int64_t i = 0; i < g.size(); ++i) {
+        double gv = g.get(i), wv = w.get(i);
+        if (isFloat(g.dtype)) {
+          ASSERT_TRUE(std::isfinite(gv)) << "result " << r << " element " << i
+                                         << " not written (or not finite)";
         }
+        ASSERT_LE(std::abs(gv - wv), tol * std::max(1.0, std::abs(wv)))
+            << "result " << r << " element " << i << ": " << gv << " vs "
+            << wv;
       }
     }
-    EXPECT_GE(accepted, 1) << name << " accepts no element type";
   }
+  EXPECT_GE(accepted, 1) << name << " accepts no element type";
 }
 
 TEST_P(Conformance, PlainSgdAndRuntimeOperandsMatch) {
@@ -576,10 +601,123 @@ TEST(ConformanceBackends, CudaHasAKernelForEveryComputeOp) {
           << spec.name << " runs on the host on the CUDA backend";
   }
 }
+
+/// The host side of a one-rank world: every group has one member, and a
+/// host collective gives its operand back (what NCCL's communicators are
+/// bootstrapped through).
+class OneRankHost final : public Collectives {
+public:
+  int64_t worldRank() const override { return 0; }
+  int64_t worldSize() const override { return 1; }
+  int64_t memberIndex(int64_t) const override { return 0; }
+  int64_t memberCount(int64_t) const override { return 1; }
+  std::vector<int64_t> memberShape(int64_t) const override { return {1}; }
+  void allReduce(int64_t, ReduceOp, const Tensor &input, Tensor &out,
+                 Stream) override {
+    if (out.data != input.data)
+      std::memcpy(out.data, input.data, input.bytes());
+  }
+  void allGather(int64_t, int64_t, const Tensor &, Tensor &, Stream) override {
+    unexpected();
+  }
+  void reduceScatter(int64_t, ReduceOp, int64_t, const Tensor &, Tensor &,
+                     Stream) override {
+    unexpected();
+  }
+  void allToAll(int64_t, int64_t, int64_t, const Tensor &, Tensor &,
+                Stream) override {
+    unexpected();
+  }
+  void permute(int64_t, const std::vector<std::pair<int64_t, int64_t>> &,
+               const Tensor &, Tensor &, Stream) override {
+    unexpected();
+  }
+  void exchange(int64_t, const std::vector<int64_t> &, const void *,
+                const std::vector<int64_t> &, void *) override {
+    unexpected();
+  }
+  std::unique_ptr<Transfer> send(int64_t, int64_t, const Tensor &) override {
+    unexpected();
+  }
+  std::unique_ptr<Transfer> recv(int64_t, int64_t, Tensor &) override {
+    unexpected();
+  }
+  std::vector<std::string> gatherToRoot(const std::string &bytes) override {
+    return {bytes};
+  }
+  void barrier() override {}
+  void agree(std::vector<int64_t> &, ReduceOp) override {}
+
+private:
+  [[noreturn]] static void unexpected() {
+    throw CommError("a device collective went to the host communicator");
+  }
+};
+
+// NCCL with one rank (NCCL refuses two ranks on one GPU, so this is what a
+// one-GPU machine can check): one communicator per group, and every
+// collective, a split or joined layout's rearrangement included, gives its
+// operand back.
+TEST(ConformanceBackends, NcclOneRankCollectivesGiveTheirOperand) {
+  if (!ncclBuiltIn())
+    GTEST_SKIP() << "this runtime was built without NCCL";
+  std::unique_ptr<Device> gpu;
+  try {
+    gpu = createDevice("cuda");
+  } catch (const DeviceError &e) {
+    GTEST_SKIP() << e.what();
+  }
+  std::unique_ptr<Collectives> nccl =
+      createDeviceCollectives(std::make_unique<OneRankHost>(), *gpu, 2);
+  std::mt19937 rng(11);
+  for (DType t : {DType::F32, DType::BF16, DType::I64}) {
+    SCOPED_TRACE(dtypeName(t));
+    HostTensor host = values(t, {4, 6, 2}, rng, -5, 5);
+    const size_t bytes = host.bytes.size();
+    void *in = gpu->allocate(bytes, 64), *out = gpu->allocate(bytes, 64);
+    gpu->copyIn(in, host.bytes.data(), bytes);
+    Tensor input{t, host.shape, in}, result{t, host.shape, out};
+    auto expect = [&](const char *what, bool zeros = false) {
+      gpu->synchronize();
+      HostTensor got(t, host.shape);
+      gpu->copyOut(got.bytes.data(), out, bytes);
+      EXPECT_EQ(got.bytes, zeros ? HostTensor(t, host.shape).bytes : host.bytes)
+          << what;
+      gpu->fill(out, 0xff, bytes);
+    };
+    nccl->allReduce(0, ReduceOp::Sum, input, result, gpu->commStream());
+    expect("all_reduce sum");
+    nccl->allReduce(1, ReduceOp::Max, input, result, gpu->commStream());
+    expect("all_reduce max (group 1)");
+    for (int64_t dim : {0, 1, 2}) {
+      nccl->allGather(0, dim, input, result, gpu->commStream());
+      expect("all_gather");
+      nccl->reduceScatter(0, ReduceOp::Sum, dim, input, result,
+                          gpu->commStream());
+      expect("reduce_scatter");
+      nccl->allToAll(0, dim, (dim + 1) % 3, input, result, gpu->commStream());
+      expect("all_to_all");
+    }
+    nccl->permute(0, {{0, 0}}, input, result, gpu->commStream());
+    expect("permute to itself");
+    nccl->permute(0, {}, input, result, gpu->commStream());
+    expect("permute to no one", /*zeros=*/true);
+    gpu->release(in);
+    gpu->release(out);
+  }
+}
 #endif
 
 INSTANTIATE_TEST_SUITE_P(Backends, Conformance,
                          ::testing::ValuesIn(availableBackends()),
                          [](const auto &info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(
+    Ops, ConformanceOp,
+    ::testing::Combine(::testing::ValuesIn(availableBackends()),
+                       ::testing::ValuesIn(caseOps())),
+    [](const auto &info) {
+      return std::get<0>(info.param) + "_" +
+             par::catalogue::spec(std::get<1>(info.param)).name;
+    });
 
 } // namespace

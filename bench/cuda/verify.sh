@@ -10,6 +10,12 @@
 #
 #   bash bench/cuda/verify.sh            # or: PAR_CUDA_ARCH=90 JOBS=16 ...
 #
+# With `prepare.py --prebuild`, deps/prebuilt holds par-run and the tests
+# built here without MPI or OpenBLAS; they are used where they load (the
+# build step is then skipped), else the tree is built there.
+# PAR_VERIFY_BUDGET (seconds) bounds the whole run: a step that would
+# outlast it is skipped, so the report always comes.
+#
 # What it does, each step reported as ok / FAIL / skipped (why):
 #   1. the device, and what the machine has (MPI, OpenBLAS, NCCL, gtest,
 #      nlohmann/json) and what is used where one is missing: the
@@ -19,14 +25,14 @@
 #   2. builds par-run and the runtime tests with -DPAR_RUNTIME_ONLY=ON;
 #   3. the backend conformance suite (every compute op, every element type,
 #      CUDA against the CPU backend) and the CUDA launch tests;
-#   4. compute-sanitizer memcheck and racecheck over the CUDA conformance
-#      cases, where compute-sanitizer is installed (each step is capped at
-#      PAR_STEP_TIMEOUT seconds, default 240);
-#   5. every program of deps/programs (the integration models, GPT-tiny's
+#   4. every program of deps/programs (the integration models, GPT-tiny's
 #      training step) on both backends: outputs and losses compared;
-#   6. the GEMM benchmark: par's dot (cuBLASLt) against cuBLAS's own GEMM
+#   5. the GEMM benchmark: par's dot (cuBLASLt) against cuBLAS's own GEMM
 #      on GPT-2 124M's and a 4096-wide layer's shapes;
-#   7. GPT-2 124M's training step (bf16, 8 x 1024) against PyTorch eager.
+#   6. GPT-2 124M's training step (bf16, 8 x 1024) against PyTorch eager;
+#   7. compute-sanitizer memcheck and racecheck over the CUDA conformance
+#      cases, where compute-sanitizer is installed.
+# Each check is capped at PAR_STEP_TIMEOUT seconds (default 240).
 set -u
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 deps="${PAR_CUDA_DEPS:-$root/bench/cuda/deps}"
@@ -40,6 +46,21 @@ failures=0
 # (PAR_STEP_TIMEOUT seconds) so one hang cannot spend the machine's time.
 [ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
 step_timeout="${PAR_STEP_TIMEOUT:-240}"
+deadline=$((SECONDS + ${PAR_VERIFY_BUDGET:-100000}))
+# The timeout of a step: its own cap, or what is left of the budget (less
+# a margin for the report); 0 when too little is left to start it.
+cap() {
+  local left=$((deadline - SECONDS - 20)) want="${1:-$step_timeout}"
+  [ "$left" -lt 15 ] && { echo 0; return; }
+  [ "$left" -lt "$want" ] && want="$left"
+  echo "$want"
+}
+# cuBLASLt and NCCL from the toolkit or the nvidia wheels, for carried
+# binaries too.
+for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+           $(python3 -c 'import nvidia, os; [print(os.path.join(p, d, "lib")) for p in nvidia.__path__ for d in os.listdir(p)]' 2>/dev/null); do
+  [ -d "$dir" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$dir"
+done
 
 note() { report+=("$1"); echo "== $1"; }
 pass() { note "ok      $1"; }
@@ -86,92 +107,122 @@ else
   note "NCCL: none (collectives staged through the host)"
 fi
 
-# 2. The runtime-only build.
-if cmake -S "$root" -B "$build" "${cmake_args[@]}" >"$build.configure.log" 2>&1 &&
-   cmake --build "$build" -j "$jobs" --target par-run ParRuntimeConformanceTests \
-     ParRuntimeKernelTests ParRuntimeCudaLaunchTests par-cuda-gemm-bench \
-     >"$build.build.log" 2>&1; then
-  if grep -q 'CUDA toolkit not found' "$build.configure.log"; then
-    fail "runtime-only build: no CUDA toolkit found (nvcc on PATH or CUDA_PATH)"
-  else
-    pass "runtime-only build ($(grep -o 'par: .*' "$build.configure.log" | tr '\n' ';'))"
-  fi
+# 2. The runtime-only build: the carried one where it loads here.
+prebuilt="${PAR_CUDA_PREBUILT:-$deps/prebuilt}"
+if [ -x "$prebuilt/bin/par-run" ] && "$prebuilt/bin/par-run" --help >/dev/null 2>&1; then
+  pass "runtime-only build: carried ($(cat "$prebuilt/built-with" 2>/dev/null))"
+  bin="$prebuilt/bin"
+  tests="$prebuilt/unittests"
 else
-  fail "runtime-only build: see $build.configure.log and $build.build.log"
-  tail -30 "$build.configure.log" "$build.build.log" 2>/dev/null
-  printf '%s\n' "" "== report ==" "${report[@]}"
-  exit 1
+  if [ -x "$prebuilt/bin/par-run" ]; then
+    note "carried par-run does not load here: $("$prebuilt/bin/par-run" --help 2>&1 | head -2 | tr '\n' ' ')"
+    ldd "$prebuilt/bin/par-run" 2>&1 | grep 'not found'
+  fi
+  if cmake -S "$root" -B "$build" "${cmake_args[@]}" >"$build.configure.log" 2>&1 &&
+     cmake --build "$build" -j "$jobs" --target par-run ParRuntimeConformanceTests \
+       ParRuntimeKernelTests ParRuntimeCudaLaunchTests par-cuda-gemm-bench \
+       >"$build.build.log" 2>&1; then
+    if grep -q 'CUDA toolkit not found' "$build.configure.log"; then
+      fail "runtime-only build: no CUDA toolkit found (nvcc on PATH or CUDA_PATH)"
+    else
+      pass "runtime-only build ($(grep -o 'par: .*' "$build.configure.log" | tr '\n' ';'))"
+    fi
+  else
+    fail "runtime-only build: see $build.configure.log and $build.build.log"
+    tail -30 "$build.configure.log" "$build.build.log" 2>/dev/null
+    printf '%s\n' "" "== report ==" "${report[@]}"
+    exit 1
+  fi
+  bin="$build/bin"
+  tests="$build/unittests"
 fi
 mkdir -p "$work"
-bin="$build/bin"
-tests="$build/unittests"
+
+# Runs a check under its cap: `checked NAME CAP LOG command...`; its exit
+# status, or 124 (and a "skipped" line) when the budget is spent.
+checked() {
+  local name="$1" t; t="$(cap "$2")"; local log="$3"; shift 3
+  if [ "$t" = 0 ]; then
+    skip "$name: the time budget is spent"
+    return 124
+  fi
+  timeout "$t" "$@" >"$log" 2>&1
+}
 
 # 3. Conformance and the host-side tests.
-for t in ParRuntimeConformanceTests ParRuntimeKernelTests ParRuntimeCudaLaunchTests; do
-  if timeout "$step_timeout" "$tests/$t" >"$work/$t.log" 2>&1; then
-    ran="$(grep -o '[0-9]* tests\? from [0-9]* test suites\? ran' "$work/$t.log")"
-    skipped="$(grep -o '^\[  SKIPPED \] [0-9]* test' "$work/$t.log" | grep -o '[0-9]*' || echo 0)"
+for t in ParRuntimeConformanceTests ParRuntimeCudaLaunchTests ParRuntimeKernelTests; do
+  log="$work/$t.log"
+  checked "$t" "$step_timeout" "$log" "$tests/$t"
+  code=$?
+  [ "$code" = 124 ] && [ ! -s "$log" ] && continue
+  ran="$(grep -o '[0-9]* tests\? from [0-9]* test suites\? ran' "$log")"
+  skipped="$(grep -o '^\[  SKIPPED \] [0-9]* test' "$log" | grep -o '[0-9]*' || echo 0)"
+  if [ "$code" = 0 ]; then
     if [ "$has_gpu" = yes ] && [ "$skipped" != 0 ]; then
-      fail "$t: $skipped tests skipped with a GPU present: $(grep -m1 'Skipped' -A1 "$work/$t.log" | tail -1)"
+      fail "$t: $skipped tests skipped with a GPU present: $(grep -m1 'Skipped' -A1 "$log" | tail -1)"
     else
       pass "$t ($ran; $skipped skipped)"
     fi
   else
-    fail "$t: $(grep -m5 -E '^\[  FAILED  \]|Failure' "$work/$t.log" | tr '\n' ' ')"
+    failed="$(grep -E '^\[  FAILED  \] [A-Za-z]' "$log" | sort -u | sed 's/^\[  FAILED  \] //; s/ (.*//' | tr '\n' ' ')"
+    fail "$t (exit $code): ${failed:-$(tail -3 "$log" | tr '\n' ' ')}"
   fi
 done
 
-# 4. compute-sanitizer over the CUDA cases.
-sanitizer="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)"
-if [ -n "$sanitizer" ]; then
-  for tool in memcheck racecheck; do
-    if timeout "$step_timeout" "$sanitizer" --tool "$tool" --error-exitcode 9 \
-         "$tests/ParRuntimeConformanceTests" --gtest_filter='*cuda*' \
-         >"$work/sanitizer-$tool.log" 2>&1; then
-      pass "compute-sanitizer $tool"
-    else
-      fail "compute-sanitizer $tool: $(grep -m3 -E 'ERROR|Invalid|hazard' "$work/sanitizer-$tool.log" | tr '\n' ' ')"
-    fi
-  done
-else
-  skip "compute-sanitizer: not installed"
-fi
-
-# 5. Programs on both backends.
+# 4. Programs on both backends.
 if [ -d "$deps/programs" ]; then
-  if timeout "$step_timeout" python3 "$root/bench/cuda/compare_backends.py" --par-run "$bin/par-run" \
-       --programs "$deps/programs" --work "$work/programs" \
-       >"$work/programs.log" 2>&1; then
+  checked "programs" "$step_timeout" "$work/programs.log" \
+    python3 "$root/bench/cuda/compare_backends.py" --par-run "$bin/par-run" \
+      --programs "$deps/programs" --work "$work/programs"
+  code=$?
+  if [ "$code" = 0 ]; then
     pass "programs on cuda = cpu ($(grep -c ' ok ' "$work/programs.log") programs)"
-  else
-    fail "programs on cuda vs cpu: $(grep -c 'FAIL' "$work/programs.log") differ"
+  elif [ -s "$work/programs.log" ]; then
+    fail "programs on cuda vs cpu (exit $code): $(grep -c 'FAIL' "$work/programs.log") differ, $(grep -c ' ok ' "$work/programs.log") agree"
   fi
   cat "$work/programs.log"
 else
   skip "programs: no $deps/programs (run bench/cuda/prepare.py first)"
 fi
 
-# 6. The GEMM benchmark.
-if timeout "$step_timeout" "$bin/par-cuda-gemm-bench" >"$work/gemm.log" 2>&1; then
+# 5. The GEMM benchmark.
+if checked "GEMM benchmark" "$step_timeout" "$work/gemm.log" "$bin/par-cuda-gemm-bench"; then
   pass "GEMM benchmark"
-else
+elif [ -s "$work/gemm.log" ]; then
   fail "GEMM benchmark: $(tail -2 "$work/gemm.log" | tr '\n' ' ')"
 fi
-cat "$work/gemm.log"
+cat "$work/gemm.log" 2>/dev/null
 
-# 7. GPT-2 124M's step against PyTorch eager (capped: ops that still run
+# 6. GPT-2 124M's step against PyTorch eager (capped: ops that still run
 # on the host make par's step slow).
 if [ -f "$deps/programs-bench/gpt2-124m.parprog" ]; then
-  if timeout "${PAR_GPT2_TIMEOUT:-300}" python3 "$root/bench/cuda/gpt2_step.py" \
+  if checked "GPT-2 124M step" "${PAR_GPT2_TIMEOUT:-300}" "$work/gpt2.log" \
+       python3 "$root/bench/cuda/gpt2_step.py" \
        --par-run "$bin/par-run" --program "$deps/programs-bench/gpt2-124m.parprog" \
-       >"$work/gpt2.log" 2>&1; then
+       --program "$deps/programs-bench/gpt2-124m-fused.parprog"; then
     pass "GPT-2 124M step: $(grep 'par / PyTorch' "$work/gpt2.log" || echo 'no ratio')"
-  else
+  elif [ -s "$work/gpt2.log" ]; then
     fail "GPT-2 124M step: $(tail -2 "$work/gpt2.log" | tr '\n' ' ')"
   fi
-  cat "$work/gpt2.log"
+  cat "$work/gpt2.log" 2>/dev/null
 else
   skip "GPT-2 124M step: no program (run bench/cuda/prepare.py first)"
+fi
+
+# 7. compute-sanitizer over the CUDA conformance cases (last: the slowest).
+sanitizer="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)"
+if [ -n "$sanitizer" ]; then
+  for tool in memcheck racecheck; do
+    if checked "compute-sanitizer $tool" "$step_timeout" "$work/sanitizer-$tool.log" \
+         "$sanitizer" --tool "$tool" --error-exitcode 9 \
+         "$tests/ParRuntimeConformanceTests" --gtest_filter='*cuda*'; then
+      pass "compute-sanitizer $tool"
+    elif [ -s "$work/sanitizer-$tool.log" ]; then
+      fail "compute-sanitizer $tool: $(grep -m3 -E 'ERROR|Invalid|hazard' "$work/sanitizer-$tool.log" | tr '\n' ' ')"
+    fi
+  done
+else
+  skip "compute-sanitizer: not installed"
 fi
 
 printf '%s\n' "" "== report: par CUDA backend on $device ==" "${report[@]}"
