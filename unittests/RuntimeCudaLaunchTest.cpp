@@ -140,6 +140,9 @@ TEST(CudaLaunch, FusedCodeReadsWhatTheCpuPlanReads) {
   ASSERT_TRUE(makeFusedCode(plan, steps, in, result, code));
   ASSERT_EQ(code.numValues, 7);
   EXPECT_EQ(code.values[0].how, FusedCode::Input);
+  // b is read only through its broadcast: an element-wise load of it
+  // would read past its 6 elements.
+  EXPECT_EQ(code.values[1].how, FusedCode::Unused);
   EXPECT_EQ(code.inputs[0], x.data());
   EXPECT_EQ(code.inputs[1], b.data());
   // The broadcast reads b[i % 6] for element i, as the CPU plan does.

@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 
 def torch_eager(batch, seq, steps, layers=12, heads=12, width=768, vocab=50257):
@@ -94,6 +95,9 @@ def main():
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seq", type=int, default=1024)
+    parser.add_argument("--trace", metavar="FILE",
+                        help="also trace 2 steps of each program (FILE.N.json) and "
+                             "print where their time goes (trace_summary.py)")
     args = parser.parse_args()
     flops = 6 * 124e6 * args.batch * args.seq  # per step, weights only
     rows = []
@@ -105,6 +109,15 @@ def main():
         except Exception as err:  # noqa: BLE001 - reported in the table
             rows.append((name, float("nan")))
             print(f"{name}: {err}", file=sys.stderr)
+    if args.trace:
+        summary = Path(__file__).with_name("trace_summary.py")
+        for n, program in enumerate(args.program):
+            trace = f"{args.trace}.{n}.json"
+            subprocess.run([args.par_run, program, "--backend=cuda", "--steps", "2",
+                            "--log-every", "0", "--trace", trace], capture_output=True)
+            if Path(trace).exists():
+                print(subprocess.run([sys.executable, str(summary), trace, "--top", "25"],
+                                     capture_output=True, text=True).stdout, file=sys.stderr)
     try:
         torch_rate = torch_eager(args.batch, args.seq, args.steps)
     except Exception as err:  # noqa: BLE001

@@ -199,7 +199,8 @@ if [ -f "$deps/programs-bench/gpt2-124m.parprog" ]; then
   if checked "GPT-2 124M step" "${PAR_GPT2_TIMEOUT:-300}" "$work/gpt2.log" \
        python3 "$root/bench/cuda/gpt2_step.py" \
        --par-run "$bin/par-run" --program "$deps/programs-bench/gpt2-124m.parprog" \
-       --program "$deps/programs-bench/gpt2-124m-fused.parprog"; then
+       --program "$deps/programs-bench/gpt2-124m-fused.parprog" \
+       --trace "$work/gpt2-trace"; then
     pass "GPT-2 124M step: $(grep 'par / PyTorch' "$work/gpt2.log" || echo 'no ratio')"
   elif [ -s "$work/gpt2.log" ]; then
     fail "GPT-2 124M step: $(tail -2 "$work/gpt2.log" | tr '\n' ' ')"

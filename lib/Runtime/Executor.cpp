@@ -242,6 +242,11 @@ void Executor::runStep(int64_t step) {
         busy += took;
     }
     if (tracer_) {
+      // On a device that runs kernels asynchronously (CUDA), an
+      // instruction's span ends when its work does: the trace serializes
+      // the streams, so it times each instruction instead of its launch.
+      if (device_.memorySpace() == MemorySpace::Device)
+        device_.synchronize();
       double end = tracer_->now();
       tracer_->record(opName(inst.op),
                       isCollective(inst.op) ? Tracer::Communication

@@ -98,7 +98,9 @@ options:
                       stops as diverged (default 64)
   --trace FILE        write a Chrome trace (one track per rank for compute
                       and communication, and a pipeline's schedule slots:
-                      F3, B3, W3), viewable in Perfetto
+                      F3, B3, W3), viewable in Perfetto; on the CUDA
+                      backend each instruction is timed to the end of its
+                      work (tracing serializes the streams)
   --timeout SECONDS   a collective, or a read of --data, that does not finish
                       within SECONDS stops the job with a report (default
                       300; 0: wait forever)

@@ -421,6 +421,8 @@ __global__ void fusedKernel(FusedCode code, DType outType, void *out,
       case FusedCode::Splat:
         memcpy(&x, &v.splat, sizeof(x));
         break;
+      case FusedCode::Unused:
+        break;
       case FusedCode::Binary:
       case FusedCode::Unary:
         switch (v.compute) {

@@ -152,7 +152,8 @@ struct FusedCode {
     Unary,
     Compare,
     Select,
-    Convert
+    Convert,
+    Unused // an input read only through its broadcasts: never loaded
   };
   struct Value {
     uint8_t how = Input;
@@ -215,7 +216,9 @@ inline bool makeFusedCode(const FusedPlan &plan,
     c.storage = value.storage;
     switch (value.source) {
     case FusedPlan::Source::Input:
-      c.how = FusedCode::Input;
+      // An input not of the result's shape is read through a gather; an
+      // element-wise load of it would run past its end.
+      c.how = value.direct ? FusedCode::Input : FusedCode::Unused;
       c.slot = int8_t(value.input);
       break;
     case FusedPlan::Source::Gather:
