@@ -462,6 +462,46 @@ TEST_P(Conformance, EveryComputeOpHasACaseAndAKernel) {
   }
 }
 
+/// Runs `c` on `device` and on the CPU backend `reference`: both reject
+/// it, or `device` gives the CPU's results (within the element type's
+/// precision), writes every element of them and repeats them exactly.
+/// Counts the cases both accept in `accepted`.
+void checkCase(Device &device, Device &reference, OpCode op, const Case &c,
+               int &accepted) {
+  Outcome want = runCase(reference, op, c);
+  Outcome got = runCase(device, op, c);
+  ASSERT_EQ(got.error.has_value(), want.error.has_value())
+      << (got.error    ? *got.error
+          : want.error ? *want.error
+                       : "");
+  if (got.error)
+    return; // both reject this case
+  ++accepted;
+  Outcome again = runCase(device, op, c);
+  Outcome zeroed = runCase(device, op, c, 0x00);
+  ASSERT_FALSE(again.error.has_value()) << *again.error;
+  ASSERT_FALSE(zeroed.error.has_value()) << *zeroed.error;
+  for (size_t r = 0; r < got.results.size(); ++r) {
+    const HostTensor &g = got.results[r], &w = want.results[r];
+    EXPECT_EQ(g.bytes, zeroed.results[r].bytes)
+        << "result " << r << " depends on what its memory held: an "
+        << "element is not written";
+    EXPECT_EQ(g.bytes, again.results[r].bytes)
+        << "result " << r << " not deterministic";
+    double tol = tolerance(g.dtype);
+    for (int64_t i = 0; i < g.size(); ++i) {
+      double gv = g.get(i), wv = w.get(i);
+      if (isFloat(g.dtype)) {
+        ASSERT_TRUE(std::isfinite(gv))
+            << "result " << r << " element " << i
+            << " not written (or not finite)";
+      }
+      ASSERT_LE(std::abs(gv - wv), tol * std::max(1.0, std::abs(wv)))
+          << "result " << r << " element " << i << ": " << gv << " vs " << wv;
+    }
+  }
+}
+
 /// One backend and one op: each op is its own test, so a failing op does
 /// not hide the ops after it.
 class ConformanceOp
@@ -497,41 +537,11 @@ TEST_P(ConformanceOp, EveryTypeMatchesTheCpuBackend) {
   int accepted = 0;
   for (DType t : kTypes) {
     std::mt19937 rng(1234 + int(op) * 17 + int(t));
-    Case c = build(t, rng);
     SCOPED_TRACE(std::string(name) + " with " + dtypeName(t) + " on " +
                  backend);
-    Outcome want = runCase(*reference, op, c);
-    Outcome got = runCase(*device, op, c);
-    ASSERT_EQ(got.error.has_value(), want.error.has_value())
-        << (got.error    ? *got.error
-            : want.error ? *want.error
-                         : "");
-    if (got.error)
-      continue; // both reject this type
-    ++accepted;
-    Outcome again = runCase(*device, op, c);
-    Outcome zeroed = runCase(*device, op, c, 0x00);
-    ASSERT_FALSE(again.error.has_value()) << *again.error;
-    ASSERT_FALSE(zeroed.error.has_value()) << *zeroed.error;
-    for (size_t r = 0; r < got.results.size(); ++r) {
-      const HostTensor &g = got.results[r], &w = want.results[r];
-      EXPECT_EQ(g.bytes, zeroed.results[r].bytes)
-          << "result " << r << " depends on what its memory held: an "
-          << "element is not written";
-      EXPECT_EQ(g.bytes, again.results[r].bytes)
-          << "result " << r << " not deterministic";
-      double tol = tolerance(g.dtype);
-      for (int64_t i = 0; i < g.size(); ++i) {
-        double gv = g.get(i), wv = w.get(i);
-        if (isFloat(g.dtype)) {
-          ASSERT_TRUE(std::isfinite(gv)) << "result " << r << " element " << i
-                                         << " not written (or not finite)";
-        }
-        ASSERT_LE(std::abs(gv - wv), tol * std::max(1.0, std::abs(wv)))
-            << "result " << r << " element " << i << ": " << gv << " vs "
-            << wv;
-      }
-    }
+    checkCase(*device, *reference, op, build(t, rng), accepted);
+    if (HasFatalFailure())
+      return;
   }
   EXPECT_GE(accepted, 1) << name << " accepts no element type";
 }
@@ -575,6 +585,90 @@ TEST_P(Conformance, PlainSgdAndRuntimeOperandsMatch) {
         double p = c.in[0].get(i), g = c.in[1].get(i);
         EXPECT_NEAR(got.results[0].get(i), p - 0.5 * (g + 0.1 * p), 1e-6);
       }
+  }
+}
+
+// Shapes past the small cases' sizes, where the backends switch kernels:
+// attention of several tiles (a partial last one, heads sharing KV heads,
+// causal with an offset, heads of 40 and 80 wide), and reductions, softmax,
+// norms and cross-entropy over long rows (a block per row).
+TEST_P(Conformance, LargeShapesMatchTheCpuBackend) {
+  if (!device)
+    GTEST_SKIP() << missing;
+  for (DType t : {DType::F32, DType::BF16}) {
+    std::mt19937 rng(99 + int(t));
+    const DType stats = DType::F32;
+    std::vector<std::pair<OpCode, Case>> all;
+    for (int64_t dim : {40, 80})
+      for (bool causal : {true, false}) {
+        const int64_t batch = 2, seq = 150, heads = 4, kvHeads = 2;
+        Case fwd;
+        fwd.in = {values(t, {batch, seq, heads, dim}, rng, -1, 1),
+                  values(t, {batch, seq, kvHeads, dim}, rng, -1, 1),
+                  values(t, {batch, seq, kvHeads, dim}, rng, -1, 1)};
+        fwd.attrs.causal = causal;
+        fwd.attrs.positionOffset = causal ? 3 : 0;
+        fwd.out = {{t, {batch, seq, heads, dim}}, {stats, {batch, seq, heads}}};
+        Case grad;
+        grad.in = {fwd.in[0],
+                   fwd.in[1],
+                   fwd.in[2],
+                   values(t, {batch, seq, heads, dim}, rng, -1, 1),
+                   values(t, {batch, seq, heads, dim}, rng, -1, 1),
+                   values(stats, {batch, seq, heads}, rng, 2, 3)};
+        grad.attrs = fwd.attrs;
+        Case gradQ = grad, gradKv = grad;
+        gradQ.out = {{t, {batch, seq, heads, dim}}};
+        gradKv.out = {{t, {batch, seq, kvHeads, dim}},
+                      {t, {batch, seq, kvHeads, dim}}};
+        all.push_back({OpCode::Attention, fwd});
+        all.push_back({OpCode::AttentionGradQ, gradQ});
+        all.push_back({OpCode::AttentionGradKv, gradKv});
+      }
+    for (auto [dims, shape, out] :
+         std::vector<std::tuple<std::vector<int64_t>, Shape, Shape>>{
+             {{0}, {1000, 37}, {37}},
+             {{1}, {37, 1000}, {37}},
+             {{0, 2}, {30, 5, 40}, {5}}})
+      for (auto kind : {par::catalogue::ReduceKind::Sum,
+                        par::catalogue::ReduceKind::Max}) {
+        Case c;
+        c.in = {values(t, shape, rng, -2, 2)};
+        c.attrs.reduceKind = kind;
+        c.attrs.dims = dims;
+        c.out = {{t, out}};
+        all.push_back({OpCode::Reduce, c});
+      }
+    for (OpCode op : {OpCode::Softmax, OpCode::LogSoftmax}) {
+      Case c;
+      c.in = {values(t, {5, 3000}, rng, -4, 4)};
+      c.attrs.dim = 1;
+      c.out = {{t, {5, 3000}}};
+      all.push_back({op, c});
+    }
+    Case norm;
+    norm.in = {values(t, {7, 768}, rng, -2, 2), values(t, {768}, rng, 0.5, 1.5),
+               values(t, {768}, rng, -1, 1)};
+    norm.attrs.epsilon = 1e-5;
+    norm.out = {{t, {7, 768}}};
+    all.push_back({OpCode::LayerNorm, norm});
+    norm.in.pop_back();
+    all.push_back({OpCode::RmsNorm, norm});
+    Case loss;
+    loss.in = {values(t, {9, 5000}, rng, -3, 3),
+               ints(DType::I32, {9}, rng, 0, 4999)};
+    loss.out = {{DType::F32, {}}};
+    all.push_back({OpCode::CrossEntropy, loss});
+    for (const auto &[op, c] : all) {
+      SCOPED_TRACE(std::string(par::catalogue::spec(op).name) + " with " +
+                   dtypeName(t) + " at " +
+                   std::to_string(c.in[0].shape.back()) + " wide");
+      int accepted = 0;
+      checkCase(*device, *reference, op, c, accepted);
+      if (HasFatalFailure())
+        return;
+      EXPECT_EQ(accepted, 1) << "rejected";
+    }
   }
 }
 

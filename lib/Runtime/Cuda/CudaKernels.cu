@@ -586,6 +586,77 @@ void reshapeOp(Stream stream, const Attrs &, const Tensors &in, Tensors &out) {
 // Reductions
 //===----------------------------------------------------------------------===//
 
+/// A block of kRowThreads threads (a power of two) working on one row or
+/// one result element together.
+inline constexpr int kRowThreads = 256;
+
+/// Every thread's `value` combined over the block in a fixed order (a tree
+/// over thread indices, so a result is the same from run to run); every
+/// thread gets the result. `scratch` holds kRowThreads values.
+template <typename A, typename Combine>
+__device__ A blockCombine(A value, A *scratch, Combine combine) {
+  scratch[threadIdx.x] = value;
+  __syncthreads();
+  for (int w = kRowThreads / 2; w > 0; w >>= 1) {
+    if (int(threadIdx.x) < w)
+      scratch[threadIdx.x] =
+          combine(scratch[threadIdx.x], scratch[threadIdx.x + w]);
+    __syncthreads();
+  }
+  const A result = scratch[0];
+  __syncthreads();
+  return result;
+}
+
+/// Launches `kernel` with a block of kRowThreads per row (grid-strided
+/// over `rows`).
+template <typename Kernel, typename... Args>
+void launchRows(const char *name, Stream stream, int64_t rows, Kernel kernel,
+                Args... args) {
+  if (rows <= 0)
+    return;
+  kernel<<<unsigned(std::min<int64_t>(rows, kMaxBlocks)), kRowThreads, 0,
+           streamOf(stream)>>>(args...);
+  checkLaunch(name);
+}
+
+/// Rows at least this long take a block per row (or per result element)
+/// rather than a thread.
+inline constexpr int64_t kBlockRowLength = 128;
+
+template <typename Acc> __device__ Acc reduceStart(ReduceKind kind) {
+  Acc lowest, highest;
+  if constexpr (std::is_integral_v<Acc>) {
+    using U = std::make_unsigned_t<Acc>;
+    highest = Acc(U(-1) >> 1);
+    lowest = Acc(~U(highest));
+  } else {
+    lowest = Acc(-INFINITY);
+    highest = Acc(INFINITY);
+  }
+  return kind == ReduceKind::Max   ? lowest
+         : kind == ReduceKind::Min ? highest
+                                   : Acc(0);
+}
+
+template <typename Acc>
+__device__ Acc reduceStep(ReduceKind kind, Acc acc, Acc v) {
+  if (kind == ReduceKind::Max)
+    return math::maxOf(acc, v);
+  if (kind == ReduceKind::Min)
+    return math::minOf(acc, v);
+  return math::wrapAdd(acc, v);
+}
+
+template <typename T, typename Acc>
+__device__ void reduceFinish(ReduceKind kind, DType type, void *y, int64_t o,
+                             Acc acc, int64_t count) {
+  if constexpr (std::is_floating_point_v<Acc>)
+    if (kind == ReduceKind::Mean)
+      acc /= Acc(count);
+  storeAs<Acc>(type, y, o, acc);
+}
+
 /// One thread per result element: it walks the `count` reduced elements
 /// (index space `reduced`) from its base (index space `kept`). Floats
 /// accumulate in double, as on the CPU.
@@ -595,31 +666,32 @@ __global__ void reduceKernel(ReduceKind kind, DType type, const void *x,
                              void *y, int64_t n) {
   PAR_GRID_STRIDE(o, n) {
     const int64_t base = offsetOf(kept, o);
-    Acc lowest, highest;
-    if constexpr (std::is_integral_v<Acc>) {
-      using U = std::make_unsigned_t<Acc>;
-      highest = Acc(U(-1) >> 1);
-      lowest = Acc(~U(highest));
-    } else {
-      lowest = Acc(-INFINITY);
-      highest = Acc(INFINITY);
-    }
-    Acc acc = kind == ReduceKind::Max   ? lowest
-              : kind == ReduceKind::Min ? highest
-                                        : Acc(0);
-    for (int64_t r = 0; r < count; ++r) {
-      Acc v = Acc(loadAs<T>(type, x, base + offsetOf(reduced, r)));
-      if (kind == ReduceKind::Max)
-        acc = math::maxOf(acc, v);
-      else if (kind == ReduceKind::Min)
-        acc = math::minOf(acc, v);
-      else
-        acc = math::wrapAdd(acc, v);
-    }
-    if constexpr (std::is_floating_point_v<Acc>)
-      if (kind == ReduceKind::Mean)
-        acc /= Acc(count);
-    storeAs<Acc>(type, y, o, acc);
+    Acc acc = reduceStart<Acc>(kind);
+    for (int64_t r = 0; r < count; ++r)
+      acc = reduceStep(kind, acc,
+                       Acc(loadAs<T>(type, x, base + offsetOf(reduced, r))));
+    reduceFinish<T>(kind, type, y, o, acc, count);
+  }
+}
+
+/// One block per result element, for long reductions: its threads take
+/// every kRowThreads-th reduced element, then combine.
+template <typename T, typename Acc>
+__global__ void __launch_bounds__(kRowThreads)
+    reduceBlockKernel(ReduceKind kind, DType type, const void *x,
+                      Strides kept, Strides reduced, int64_t count, void *y,
+                      int64_t n) {
+  __shared__ Acc partial[kRowThreads];
+  for (int64_t o = blockIdx.x; o < n; o += gridDim.x) {
+    const int64_t base = offsetOf(kept, o);
+    Acc acc = reduceStart<Acc>(kind);
+    for (int64_t r = threadIdx.x; r < count; r += kRowThreads)
+      acc = reduceStep(kind, acc,
+                       Acc(loadAs<T>(type, x, base + offsetOf(reduced, r))));
+    acc = blockCombine(acc, partial,
+                       [kind](Acc a, Acc b) { return reduceStep(kind, a, b); });
+    if (threadIdx.x == 0)
+      reduceFinish<T>(kind, type, y, o, acc, count);
   }
 }
 
@@ -648,6 +720,11 @@ void reduceOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   withCompute(input.dtype, [&](auto tag) {
     using T = decltype(tag);
     using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+    if (count >= kBlockRowLength)
+      return launchRows("reduce", stream, out[0].size(),
+                        reduceBlockKernel<T, Acc>, a.reduceKind, input.dtype,
+                        (const void *)input.data, kept, reduced, count,
+                        out[0].data, out[0].size());
     launch("reduce", stream, out[0].size(), reduceKernel<T, Acc>, a.reduceKind,
            input.dtype, (const void *)input.data, kept, reduced, count,
            out[0].data, out[0].size());
@@ -669,6 +746,37 @@ __global__ void softmaxKernel(DType type, const void *x, void *y, RowPlan plan,
   }
 }
 
+/// softmaxRow with a block per row (rows along the last dim).
+template <typename T>
+__global__ void __launch_bounds__(kRowThreads)
+    softmaxBlockKernel(DType type, const void *x, void *y, int64_t len,
+                       bool log, int64_t rows) {
+  __shared__ double partial[kRowThreads];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t start = r * len;
+    T m = -T(INFINITY); // as softmaxRow: a NaN never becomes the maximum
+    for (int64_t l = threadIdx.x; l < len; l += kRowThreads) {
+      const T v = loadAs<T>(type, x, start + l);
+      m = v > m ? v : m;
+    }
+    const T rowMax = T(blockCombine(double(m), partial, [](double a, double b) {
+      return b > a ? b : a;
+    }));
+    double sum = 0;
+    for (int64_t l = threadIdx.x; l < len; l += kRowThreads)
+      sum += double(
+          math::expOf(T(loadAs<T>(type, x, start + l) - rowMax)));
+    sum = blockCombine(sum, partial, [](double a, double b) { return a + b; });
+    const double logSum = log ? math::logOf(sum) : 0.0;
+    for (int64_t l = threadIdx.x; l < len; l += kRowThreads) {
+      const T shifted = loadAs<T>(type, x, start + l) - rowMax;
+      storeAs<T>(type, y, start + l,
+                 log ? T(double(shifted) - logSum)
+                     : T(double(math::expOf(shifted)) / sum));
+    }
+  }
+}
+
 template <bool log>
 void softmaxOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   RowPlan plan =
@@ -677,6 +785,10 @@ void softmaxOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
     return;
   withFloat(in[0].dtype, [&](auto tag) {
     using T = decltype(tag);
+    if (plan.inner == 1 && plan.len >= kBlockRowLength)
+      return launchRows("softmax", stream, plan.outer, softmaxBlockKernel<T>,
+                        in[0].dtype, (const void *)in[0].data, out[0].data,
+                        plan.len, log, plan.outer);
     launch("softmax", stream, plan.outer * plan.inner, softmaxKernel<T>,
            in[0].dtype, (const void *)in[0].data, out[0].data, plan, log,
            plan.outer * plan.inner);
@@ -706,6 +818,59 @@ __global__ void rmsNormKernel(DType type, const void *x, const void *gamma,
   }
 }
 
+/// layerNormRow with a block per row.
+template <typename T>
+__global__ void __launch_bounds__(kRowThreads)
+    layerNormBlockKernel(DType type, const void *x, const void *gamma,
+                         const void *beta, void *y, int64_t width,
+                         double epsilon, int64_t rows) {
+  __shared__ double partial[kRowThreads];
+  auto plus = [](double a, double b) { return a + b; };
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t start = r * width;
+    double sum = 0;
+    for (int64_t i = threadIdx.x; i < width; i += kRowThreads)
+      sum += double(loadAs<T>(type, x, start + i));
+    const double mean = blockCombine(sum, partial, plus) / double(width);
+    double squares = 0;
+    for (int64_t i = threadIdx.x; i < width; i += kRowThreads) {
+      const double d = double(loadAs<T>(type, x, start + i)) - mean;
+      squares += d * d;
+    }
+    squares = blockCombine(squares, partial, plus);
+    const T rstd = T(1.0 / math::sqrtOf(squares / double(width) + epsilon));
+    const T m = T(mean);
+    for (int64_t i = threadIdx.x; i < width; i += kRowThreads)
+      storeAs<T>(type, y, start + i,
+                 T((loadAs<T>(type, x, start + i) - m) * rstd *
+                       loadAs<T>(type, gamma, i) +
+                   loadAs<T>(type, beta, i)));
+  }
+}
+
+/// rmsNormRow with a block per row.
+template <typename T>
+__global__ void __launch_bounds__(kRowThreads)
+    rmsNormBlockKernel(DType type, const void *x, const void *gamma, void *y,
+                       int64_t width, double epsilon, int64_t rows) {
+  __shared__ double partial[kRowThreads];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t start = r * width;
+    double squares = 0;
+    for (int64_t i = threadIdx.x; i < width; i += kRowThreads) {
+      const double v = double(loadAs<T>(type, x, start + i));
+      squares += v * v;
+    }
+    squares = blockCombine(squares, partial,
+                           [](double a, double b) { return a + b; });
+    const T rms = T(1.0 / math::sqrtOf(squares / double(width) + epsilon));
+    for (int64_t i = threadIdx.x; i < width; i += kRowThreads)
+      storeAs<T>(type, y, start + i,
+                 T(loadAs<T>(type, x, start + i) * rms *
+                   loadAs<T>(type, gamma, i)));
+  }
+}
+
 int64_t rowCount(const Tensor &t) {
   int64_t width = t.shape.back();
   return width ? t.size() / width : 0;
@@ -716,6 +881,13 @@ void layerNormOp(Stream stream, const Attrs &a, const Tensors &in,
   checkLayerNorm(in[0], in[1], in[2], out[0]);
   withFloat(in[0].dtype, [&](auto tag) {
     using T = decltype(tag);
+    if (in[0].shape.back() >= kBlockRowLength)
+      return launchRows("layer_norm", stream, rowCount(in[0]),
+                        layerNormBlockKernel<T>, in[0].dtype,
+                        (const void *)in[0].data, (const void *)in[1].data,
+                        (const void *)in[2].data, out[0].data,
+                        in[0].shape.back(), double(float(a.epsilon)),
+                        rowCount(in[0]));
     launch("layer_norm", stream, rowCount(in[0]), layerNormKernel<T>,
            in[0].dtype, (const void *)in[0].data, (const void *)in[1].data,
            (const void *)in[2].data, out[0].data, in[0].shape.back(),
@@ -727,6 +899,12 @@ void rmsNormOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   checkRmsNorm(in[0], in[1], out[0]);
   withFloat(in[0].dtype, [&](auto tag) {
     using T = decltype(tag);
+    if (in[0].shape.back() >= kBlockRowLength)
+      return launchRows("rms_norm", stream, rowCount(in[0]),
+                        rmsNormBlockKernel<T>, in[0].dtype,
+                        (const void *)in[0].data, (const void *)in[1].data,
+                        out[0].data, in[0].shape.back(),
+                        double(float(a.epsilon)), rowCount(in[0]));
     launch("rms_norm", stream, rowCount(in[0]), rmsNormKernel<T>, in[0].dtype,
            (const void *)in[0].data, (const void *)in[1].data, out[0].data,
            in[0].shape.back(), double(float(a.epsilon)), rowCount(in[0]));
@@ -885,6 +1063,33 @@ __global__ void crossEntropyRows(DType type, const void *logits,
   }
 }
 
+/// crossEntropyRow with a block per row.
+template <typename T>
+__global__ void __launch_bounds__(kRowThreads)
+    crossEntropyBlockRows(DType type, const void *logits, DType labelType,
+                          const void *labels, int64_t vocab, double *loss,
+                          int64_t tokens) {
+  __shared__ double partial[kRowThreads];
+  for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
+    const int64_t start = t * vocab;
+    T m = -T(INFINITY);
+    for (int64_t i = threadIdx.x; i < vocab; i += kRowThreads)
+      m = math::maxOf(m, loadAs<T>(type, logits, start + i));
+    const T rowMax = T(blockCombine(double(m), partial, [](double a, double b) {
+      return math::maxOf(a, b);
+    }));
+    double sum = 0;
+    for (int64_t i = threadIdx.x; i < vocab; i += kRowThreads)
+      sum += double(
+          math::expOf(T(loadAs<T>(type, logits, start + i) - rowMax)));
+    sum = blockCombine(sum, partial, [](double a, double b) { return a + b; });
+    if (threadIdx.x == 0)
+      loss[t] = double(rowMax) + math::logOf(sum) -
+                double(loadAs<T>(type, logits,
+                                 start + loadAs<int64_t>(labelType, labels, t)));
+  }
+}
+
 /// The mean of the per-token losses, summed in token order as on the CPU.
 __global__ void meanOfRows(const double *loss, int64_t tokens, DType type,
                            void *out) {
@@ -911,6 +1116,12 @@ void crossEntropyOp(Stream stream, const Attrs &, const Tensors &in,
       rowScratch().get(std::max<size_t>(size_t(tokens) * sizeof(double), 8)));
   withFloat(logits.dtype, [&](auto tag) {
     using T = decltype(tag);
+    if (vocab >= kBlockRowLength) {
+      launchRows("cross_entropy", stream, tokens, crossEntropyBlockRows<T>,
+                 logits.dtype, (const void *)logits.data, labels.dtype,
+                 (const void *)labels.data, vocab, loss, tokens);
+      return;
+    }
     launch("cross_entropy", stream, tokens, crossEntropyRows<T>, logits.dtype,
            (const void *)logits.data, labels.dtype, (const void *)labels.data,
            vocab, loss, tokens);
@@ -1307,6 +1518,266 @@ attentionGradKvKernel(AttentionGeometry g, DType type, const void *q,
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Attention, tiled: heads of at most kTiledHeadDim
+//===----------------------------------------------------------------------===//
+//
+// The same arithmetic as the row kernels above, in the same order per row
+// (keys ascending, head dims ascending), so both give the same results: a
+// block takes kTileRows consecutive rows of one head (one row per thread,
+// its values in registers), and the rows of the other side stream through
+// shared memory kTileCols at a time, read by every thread of the block.
+// Causal blocks stop at the last key (start at the first query) that any
+// of their rows sees.
+
+inline constexpr int kTiledHeadDim = 64;
+inline constexpr int kTileRows = 64; // threads per block
+inline constexpr int kTileCols = 32; // rows per shared-memory tile
+
+/// Rows [row0, row0 + kTileCols) of a [.., rows, heads, dim] tensor at
+/// head `h` into `tile` (zeros past the end and past `dim`), by the whole
+/// block.
+template <typename T>
+__device__ void loadTile(T (*tile)[kTiledHeadDim], DType type, const void *x,
+                         int64_t base, int64_t row0, int64_t rows,
+                         int64_t rowStride, int64_t dim) {
+  for (int i = threadIdx.x; i < kTileCols * kTiledHeadDim; i += blockDim.x) {
+    const int r = i / kTiledHeadDim, d = i % kTiledHeadDim;
+    const int64_t row = row0 + r;
+    tile[r][d] = row < rows && d < dim
+                     ? loadAs<T>(type, x, base + row * rowStride + d)
+                     : T(0);
+  }
+}
+
+/// Block (x: a tile of query rows, y: batch * heads).
+template <typename T>
+__global__ void __launch_bounds__(kTileRows) attentionForwardTiled(AttentionGeometry g, DType type,
+                                      const void *q, const void *k,
+                                      const void *v, void *out,
+                                      DType statsType, void *stats) {
+  __shared__ T ks[kTileCols][kTiledHeadDim], vs[kTileCols][kTiledHeadDim];
+  const int64_t bh = blockIdx.y, b = bh / g.heads, h = bh % g.heads,
+                hk = h / g.group;
+  const int64_t s0 = int64_t(blockIdx.x) * kTileRows,
+                s = s0 + threadIdx.x;
+  const bool live = s < g.seq;
+  const int64_t last = (s0 + kTileRows < g.seq ? s0 + kTileRows : g.seq) - 1;
+  const int64_t blockKeys = g.mask.visible(last); // visible() grows with s
+  const int64_t seen = live ? g.mask.visible(s) : 0;
+  T qr[kTiledHeadDim], acc[kTiledHeadDim];
+#pragma unroll
+  for (int d = 0; d < kTiledHeadDim; ++d) {
+    qr[d] = live && d < g.dim ? loadAs<T>(type, q, g.query(b, s, h) + d)
+                              : T(0);
+    acc[d] = 0;
+  }
+  T rowMax = -T(INFINITY), rowSum = 0;
+  const int64_t keyStride = g.kvHeads * g.dim, keyBase = g.key(b, 0, hk);
+  for (int64_t t0 = 0; t0 < blockKeys; t0 += kTileCols) {
+    __syncthreads();
+    loadTile<T>(ks, type, k, keyBase, t0, g.keys, keyStride, g.dim);
+    loadTile<T>(vs, type, v, keyBase, t0, g.keys, keyStride, g.dim);
+    __syncthreads();
+    for (int j = 0; j < kTileCols && t0 + j < seen; ++j) {
+      T dot = 0;
+#pragma unroll
+      for (int d = 0; d < kTiledHeadDim; ++d)
+        dot += qr[d] * ks[j][d];
+      const T score = T(g.scale) * dot;
+      const T newMax = rowMax > score ? rowMax : score;
+      const T correction = math::expOf(T(rowMax - newMax));
+      const T p = math::expOf(T(score - newMax));
+      rowSum = rowSum * correction + p;
+#pragma unroll
+      for (int d = 0; d < kTiledHeadDim; ++d)
+        acc[d] = acc[d] * correction + p * vs[j][d];
+      rowMax = newMax;
+    }
+  }
+  if (!live)
+    return;
+  const bool seesKeys = rowSum > T(0);
+  const T inv = seesKeys ? T(1) / rowSum : T(0);
+#pragma unroll
+  for (int d = 0; d < kTiledHeadDim; ++d)
+    if (d < g.dim)
+      storeAs<T>(type, out, g.query(b, s, h) + d, acc[d] * inv);
+  if (stats)
+    storeAs<T>(statsType, stats, (b * g.seq + s) * g.heads + h,
+               seesKeys ? T(rowMax + math::logOf(rowSum)) : -T(INFINITY));
+}
+
+/// Block (x: a tile of query rows, y: batch * heads).
+template <typename T>
+__global__ void __launch_bounds__(kTileRows) attentionGradQTiled(AttentionGeometry g, DType type,
+                                    const void *q, const void *k,
+                                    const void *v, const void *out,
+                                    const void *gradOut, DType statsType,
+                                    const void *stats, void *gradQ) {
+  __shared__ T ks[kTileCols][kTiledHeadDim], vs[kTileCols][kTiledHeadDim];
+  // Each thread's dO row (padded: rows of threads in different banks), so
+  // that q and dq alone take registers.
+  __shared__ T gradOuts[kTileRows][kTiledHeadDim + 1];
+  T *gor = gradOuts[threadIdx.x];
+  const int64_t bh = blockIdx.y, b = bh / g.heads, h = bh % g.heads,
+                hk = h / g.group;
+  const int64_t s0 = int64_t(blockIdx.x) * kTileRows,
+                s = s0 + threadIdx.x;
+  const bool live = s < g.seq;
+  const int64_t last = (s0 + kTileRows < g.seq ? s0 + kTileRows : g.seq) - 1;
+  const int64_t blockKeys = g.mask.visible(last);
+  const int64_t seen = live ? g.mask.visible(s) : 0;
+  const int64_t at = live ? g.query(b, s, h) : 0;
+  T qr[kTiledHeadDim], dq[kTiledHeadDim];
+  T delta = 0; // rowsum(dO * O), in the row kernel's order
+#pragma unroll
+  for (int d = 0; d < kTiledHeadDim; ++d) {
+    const bool in = live && d < g.dim;
+    qr[d] = in ? loadAs<T>(type, q, at + d) : T(0);
+    gor[d] = in ? loadAs<T>(type, gradOut, at + d) : T(0);
+    if (in)
+      delta += loadAs<T>(type, out, at + d) * gor[d];
+    dq[d] = 0;
+  }
+  const T lse = live ? loadAs<T>(statsType, stats, (b * g.seq + s) * g.heads + h)
+                     : T(0);
+  const int64_t keyStride = g.kvHeads * g.dim, keyBase = g.key(b, 0, hk);
+  for (int64_t t0 = 0; t0 < blockKeys; t0 += kTileCols) {
+    __syncthreads();
+    loadTile<T>(ks, type, k, keyBase, t0, g.keys, keyStride, g.dim);
+    loadTile<T>(vs, type, v, keyBase, t0, g.keys, keyStride, g.dim);
+    __syncthreads();
+    for (int j = 0; j < kTileCols && t0 + j < seen; ++j) {
+      T dot = 0, dp = 0;
+#pragma unroll
+      for (int d = 0; d < kTiledHeadDim; ++d) {
+        dot += qr[d] * ks[j][d];
+        dp += gor[d] * vs[j][d];
+      }
+      const T p = math::expOf(T(T(g.scale) * dot - lse));
+      const T ds = T(g.scale) * p * (dp - delta);
+#pragma unroll
+      for (int d = 0; d < kTiledHeadDim; ++d)
+        dq[d] += ds * ks[j][d];
+    }
+  }
+  if (!live)
+    return;
+#pragma unroll
+  for (int d = 0; d < kTiledHeadDim; ++d)
+    if (d < g.dim)
+      storeAs<T>(type, gradQ, at + d, dq[d]);
+}
+
+/// Block (x: a tile of key rows, y: batch * kvHeads); the query rows of
+/// each head of the group stream through shared memory with their dO,
+/// log-sum-exp and rowsum(dO * O).
+template <typename T>
+__global__ void __launch_bounds__(kTileRows) attentionGradKvTiled(AttentionGeometry g, DType type,
+                                     const void *q, const void *k,
+                                     const void *v, const void *out,
+                                     const void *gradOut, DType statsType,
+                                     const void *stats, void *gradK,
+                                     void *gradV) {
+  __shared__ T qs[kTileCols][kTiledHeadDim], gos[kTileCols][kTiledHeadDim];
+  __shared__ T lses[kTileCols], deltas[kTileCols];
+  // Each thread's v row (padded: rows of threads in different banks), so
+  // that k, dk and dv alone take registers.
+  __shared__ T values[kTileRows][kTiledHeadDim + 1];
+  T *vr = values[threadIdx.x];
+  const int64_t bh = blockIdx.y, b = bh / g.kvHeads, hk = bh % g.kvHeads;
+  const int64_t t0 = int64_t(blockIdx.x) * kTileRows, t = t0 + threadIdx.x;
+  const bool live = t < g.keys;
+  const int64_t kAt = live ? g.key(b, t, hk) : 0;
+  T kr[kTiledHeadDim], dk[kTiledHeadDim], dv[kTiledHeadDim];
+#pragma unroll
+  for (int d = 0; d < kTiledHeadDim; ++d) {
+    const bool in = live && d < g.dim;
+    kr[d] = in ? loadAs<T>(type, k, kAt + d) : T(0);
+    vr[d] = in ? loadAs<T>(type, v, kAt + d) : T(0);
+    dk[d] = dv[d] = 0;
+  }
+  const int64_t queryStride = g.heads * g.dim;
+  for (int64_t h = hk * g.group; h < (hk + 1) * g.group; ++h) {
+    const int64_t queryBase = g.query(b, 0, h);
+    for (int64_t s0 = 0; s0 < g.seq; s0 += kTileCols) {
+      const int64_t lastRow =
+          (s0 + kTileCols < g.seq ? s0 + kTileCols : g.seq) - 1;
+      if (g.mask.visible(lastRow) <= t0)
+        continue; // no row of this tile sees a key of this block
+      __syncthreads();
+      loadTile<T>(qs, type, q, queryBase, s0, g.seq, queryStride, g.dim);
+      loadTile<T>(gos, type, gradOut, queryBase, s0, g.seq, queryStride,
+                  g.dim);
+      if (threadIdx.x < kTileCols) {
+        const int64_t s = s0 + threadIdx.x;
+        T delta = 0, lse = 0;
+        if (s < g.seq) {
+          const int64_t at = g.query(b, s, h);
+          for (int64_t d = 0; d < g.dim; ++d)
+            delta += loadAs<T>(type, out, at + d) *
+                     loadAs<T>(type, gradOut, at + d);
+          lse = loadAs<T>(statsType, stats, (b * g.seq + s) * g.heads + h);
+        }
+        deltas[threadIdx.x] = delta;
+        lses[threadIdx.x] = lse;
+      }
+      __syncthreads();
+      if (!live)
+        continue;
+      for (int j = 0; j < kTileCols; ++j) {
+        const int64_t s = s0 + j;
+        if (s >= g.seq || g.mask.visible(s) <= t)
+          continue; // row s does not see key t
+        T dot = 0, dp = 0;
+#pragma unroll
+        for (int d = 0; d < kTiledHeadDim; ++d)
+          dot += qs[j][d] * kr[d];
+        const T p = math::expOf(T(T(g.scale) * dot - lses[j]));
+#pragma unroll
+        for (int d = 0; d < kTiledHeadDim; ++d) {
+          dv[d] += p * gos[j][d];
+          dp += gos[j][d] * vr[d];
+        }
+        const T ds = T(g.scale) * p * (dp - deltas[j]);
+#pragma unroll
+        for (int d = 0; d < kTiledHeadDim; ++d)
+          dk[d] += ds * qs[j][d];
+      }
+    }
+  }
+  if (!live)
+    return;
+#pragma unroll
+  for (int d = 0; d < kTiledHeadDim; ++d)
+    if (d < g.dim) {
+      storeAs<T>(type, gradK, kAt + d, dk[d]);
+      storeAs<T>(type, gradV, kAt + d, dv[d]);
+    }
+}
+
+/// Whether the tiled kernels take heads of `dim` (f32/bf16/f16: their
+/// tiles are floats; f64 and wider heads take the row kernels).
+bool tiledAttention(const AttentionGeometry &g, DType type) {
+  return type != DType::F64 && g.dim > 0 && g.dim <= kTiledHeadDim;
+}
+
+/// Launches `kernel` over (row tiles, batch * heads) blocks of kTileRows.
+template <typename Kernel, typename... Args>
+void launchTiled(const char *name, Stream stream, int64_t rows, int64_t heads,
+                 Kernel kernel, Args... args) {
+  if (rows <= 0 || heads <= 0)
+    return;
+  if (heads > 65535)
+    throw KernelError(std::string("cuda: ") + name + ": " +
+                      std::to_string(heads) +
+                      " batch x head pairs (at most 65535)");
+  dim3 blocks(unsigned((rows + kTileRows - 1) / kTileRows), unsigned(heads));
+  kernel<<<blocks, kTileRows, 0, streamOf(stream)>>>(args...);
+  checkLaunch(name);
+}
+
 /// The geometry of a call whose runtime position (if any) is operand
 /// `operand`, as the CPU kernel table computes it.
 AttentionGeometry attentionGeometry(Stream stream, const Attrs &a,
@@ -1340,6 +1811,13 @@ void attentionOp(Stream stream, const Attrs &a, const Tensors &in,
   AttentionGeometry g = attentionGeometry(stream, a, in, 3);
   const int64_t rows = g.batch * g.seq * g.heads;
   const bool stats = out.size() > 1;
+  if (tiledAttention(g, in[0].dtype))
+    return launchTiled("attention", stream, g.seq, g.batch * g.heads,
+                       attentionForwardTiled<float>, g, in[0].dtype,
+                       (const void *)in[0].data, (const void *)in[1].data,
+                       (const void *)in[2].data, out[0].data,
+                       stats ? out[1].dtype : DType::F32,
+                       stats ? out[1].data : (void *)nullptr);
   withFloat(in[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     launch("attention", stream, rows, attentionForward<T>, g, in[0].dtype,
@@ -1357,6 +1835,13 @@ void attentionGradQOp(Stream stream, const Attrs &a, const Tensors &in,
     return onHost(OpCode::AttentionGradQ, stream, a, in, out);
   AttentionGeometry g = attentionGeometry(stream, a, in, 6);
   const int64_t rows = g.batch * g.seq * g.heads;
+  if (tiledAttention(g, in[0].dtype))
+    return launchTiled("attention_grad_q", stream, g.seq, g.batch * g.heads,
+                       attentionGradQTiled<float>, g, in[0].dtype,
+                       (const void *)in[0].data, (const void *)in[1].data,
+                       (const void *)in[2].data, (const void *)in[3].data,
+                       (const void *)in[4].data, in[5].dtype,
+                       (const void *)in[5].data, out[0].data);
   withFloat(in[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     launch("attention_grad_q", stream, rows, attentionGradQKernel<T>, g,
@@ -1375,6 +1860,14 @@ void attentionGradKvOp(Stream stream, const Attrs &a, const Tensors &in,
     return onHost(OpCode::AttentionGradKv, stream, a, in, out);
   AttentionGeometry g = attentionGeometry(stream, a, in, 6);
   const int64_t rows = g.batch * g.keys * g.kvHeads;
+  if (tiledAttention(g, in[0].dtype))
+    return launchTiled("attention_grad_kv", stream, g.keys,
+                       g.batch * g.kvHeads, attentionGradKvTiled<float>, g,
+                       in[0].dtype, (const void *)in[0].data,
+                       (const void *)in[1].data, (const void *)in[2].data,
+                       (const void *)in[3].data, (const void *)in[4].data,
+                       in[5].dtype, (const void *)in[5].data, out[0].data,
+                       out[1].data);
   withFloat(in[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     launch("attention_grad_kv", stream, rows, attentionGradKvKernel<T>, g,
