@@ -492,9 +492,8 @@ void checkCase(Device &device, Device &reference, OpCode op, const Case &c,
     for (int64_t i = 0; i < g.size(); ++i) {
       double gv = g.get(i), wv = w.get(i);
       if (isFloat(g.dtype)) {
-        ASSERT_TRUE(std::isfinite(gv))
-            << "result " << r << " element " << i
-            << " not written (or not finite)";
+        ASSERT_TRUE(std::isfinite(gv)) << "result " << r << " element " << i
+                                       << " not written (or not finite)";
       }
       ASSERT_LE(std::abs(gv - wv), tol * std::max(1.0, std::abs(wv)))
           << "result " << r << " element " << i << ": " << gv << " vs " << wv;
@@ -630,8 +629,8 @@ TEST_P(Conformance, LargeShapesMatchTheCpuBackend) {
              {{0}, {1000, 37}, {37}},
              {{1}, {37, 1000}, {37}},
              {{0, 2}, {30, 5, 40}, {5}}})
-      for (auto kind : {par::catalogue::ReduceKind::Sum,
-                        par::catalogue::ReduceKind::Max}) {
+      for (auto kind :
+           {par::catalogue::ReduceKind::Sum, par::catalogue::ReduceKind::Max}) {
         Case c;
         c.in = {values(t, shape, rng, -2, 2)};
         c.attrs.reduceKind = kind;

@@ -195,6 +195,41 @@ __global__ void binaryKernel(BinaryKind kind, DType type, const void *a,
   }
 }
 
+/// The same for a kind and storage type known when compiling (the float
+/// storage types): no switch per element, and loads the compiler can
+/// schedule ahead.
+template <typename T, DType S, UnaryKind K>
+__global__ void unaryTyped(const void *x, void *y, int64_t n) {
+  PAR_GRID_STRIDE(i, n) {
+    storeAs<T>(S, y, i, math::applyUnary(K, loadAs<T>(S, x, i)));
+  }
+}
+template <typename T, DType S, BinaryKind K>
+__global__ void binaryTyped(const void *a, const void *b, void *y, int64_t n) {
+  PAR_GRID_STRIDE(i, n) {
+    storeAs<T>(S, y, i,
+               math::applyBinary(K, loadAs<T>(S, a, i), loadAs<T>(S, b, i)));
+  }
+}
+
+/// Calls fn(std::integral_constant<DType, S>) for the float storage types
+/// f32, bf16 and f16; false (fn not called) for the others.
+template <typename Fn> bool withFloatStorage(DType type, Fn &&fn) {
+  switch (type) {
+  case DType::F32:
+    fn(std::integral_constant<DType, DType::F32>());
+    return true;
+  case DType::BF16:
+    fn(std::integral_constant<DType, DType::BF16>());
+    return true;
+  case DType::F16:
+    fn(std::integral_constant<DType, DType::F16>());
+    return true;
+  default:
+    return false;
+  }
+}
+
 template <typename T>
 __global__ void compareKernel(CompareKind kind, DType type, const void *a,
                               const void *b, uint8_t *y, int64_t n) {
@@ -245,6 +280,13 @@ template <typename W> __global__ void fillKernel(W value, W *y, int64_t n) {
 template <BinaryKind kind>
 void binaryOp(Stream stream, const Attrs &, const Tensors &in, Tensors &out) {
   checkBinary(kind, in[0], in[1], out[0]);
+  if (withFloatStorage(out[0].dtype, [&](auto storage) {
+        launch("binary", stream, out[0].size(),
+               binaryTyped<float, decltype(storage)::value, kind>,
+               (const void *)in[0].data, (const void *)in[1].data, out[0].data,
+               out[0].size());
+      }))
+    return;
   withCompute(out[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     launch("binary", stream, out[0].size(), binaryKernel<T>, kind, out[0].dtype,
@@ -256,6 +298,12 @@ void binaryOp(Stream stream, const Attrs &, const Tensors &in, Tensors &out) {
 template <UnaryKind kind>
 void unaryOp(Stream stream, const Attrs &, const Tensors &in, Tensors &out) {
   checkUnary(kind, in[0], out[0]);
+  if (withFloatStorage(out[0].dtype, [&](auto storage) {
+        launch("unary", stream, out[0].size(),
+               unaryTyped<float, decltype(storage)::value, kind>,
+               (const void *)in[0].data, out[0].data, out[0].size());
+      }))
+    return;
   withCompute(out[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     launch("unary", stream, out[0].size(), unaryKernel<T>, kind, out[0].dtype,
@@ -678,9 +726,8 @@ __global__ void reduceKernel(ReduceKind kind, DType type, const void *x,
 /// every kRowThreads-th reduced element, then combine.
 template <typename T, typename Acc>
 __global__ void __launch_bounds__(kRowThreads)
-    reduceBlockKernel(ReduceKind kind, DType type, const void *x,
-                      Strides kept, Strides reduced, int64_t count, void *y,
-                      int64_t n) {
+    reduceBlockKernel(ReduceKind kind, DType type, const void *x, Strides kept,
+                      Strides reduced, int64_t count, void *y, int64_t n) {
   __shared__ Acc partial[kRowThreads];
   for (int64_t o = blockIdx.x; o < n; o += gridDim.x) {
     const int64_t base = offsetOf(kept, o);
@@ -759,13 +806,11 @@ __global__ void __launch_bounds__(kRowThreads)
       const T v = loadAs<T>(type, x, start + l);
       m = v > m ? v : m;
     }
-    const T rowMax = T(blockCombine(double(m), partial, [](double a, double b) {
-      return b > a ? b : a;
-    }));
+    const T rowMax = T(blockCombine(
+        double(m), partial, [](double a, double b) { return b > a ? b : a; }));
     double sum = 0;
     for (int64_t l = threadIdx.x; l < len; l += kRowThreads)
-      sum += double(
-          math::expOf(T(loadAs<T>(type, x, start + l) - rowMax)));
+      sum += double(math::expOf(T(loadAs<T>(type, x, start + l) - rowMax)));
     sum = blockCombine(sum, partial, [](double a, double b) { return a + b; });
     const double logSum = log ? math::logOf(sum) : 0.0;
     for (int64_t l = threadIdx.x; l < len; l += kRowThreads) {
@@ -865,9 +910,9 @@ __global__ void __launch_bounds__(kRowThreads)
                            [](double a, double b) { return a + b; });
     const T rms = T(1.0 / math::sqrtOf(squares / double(width) + epsilon));
     for (int64_t i = threadIdx.x; i < width; i += kRowThreads)
-      storeAs<T>(type, y, start + i,
-                 T(loadAs<T>(type, x, start + i) * rms *
-                   loadAs<T>(type, gamma, i)));
+      storeAs<T>(
+          type, y, start + i,
+          T(loadAs<T>(type, x, start + i) * rms * loadAs<T>(type, gamma, i)));
   }
 }
 
@@ -882,12 +927,11 @@ void layerNormOp(Stream stream, const Attrs &a, const Tensors &in,
   withFloat(in[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     if (in[0].shape.back() >= kBlockRowLength)
-      return launchRows("layer_norm", stream, rowCount(in[0]),
-                        layerNormBlockKernel<T>, in[0].dtype,
-                        (const void *)in[0].data, (const void *)in[1].data,
-                        (const void *)in[2].data, out[0].data,
-                        in[0].shape.back(), double(float(a.epsilon)),
-                        rowCount(in[0]));
+      return launchRows(
+          "layer_norm", stream, rowCount(in[0]), layerNormBlockKernel<T>,
+          in[0].dtype, (const void *)in[0].data, (const void *)in[1].data,
+          (const void *)in[2].data, out[0].data, in[0].shape.back(),
+          double(float(a.epsilon)), rowCount(in[0]));
     launch("layer_norm", stream, rowCount(in[0]), layerNormKernel<T>,
            in[0].dtype, (const void *)in[0].data, (const void *)in[1].data,
            (const void *)in[2].data, out[0].data, in[0].shape.back(),
@@ -1080,13 +1124,14 @@ __global__ void __launch_bounds__(kRowThreads)
     }));
     double sum = 0;
     for (int64_t i = threadIdx.x; i < vocab; i += kRowThreads)
-      sum += double(
-          math::expOf(T(loadAs<T>(type, logits, start + i) - rowMax)));
+      sum +=
+          double(math::expOf(T(loadAs<T>(type, logits, start + i) - rowMax)));
     sum = blockCombine(sum, partial, [](double a, double b) { return a + b; });
     if (threadIdx.x == 0)
-      loss[t] = double(rowMax) + math::logOf(sum) -
-                double(loadAs<T>(type, logits,
-                                 start + loadAs<int64_t>(labelType, labels, t)));
+      loss[t] =
+          double(rowMax) + math::logOf(sum) -
+          double(loadAs<T>(type, logits,
+                           start + loadAs<int64_t>(labelType, labels, t)));
   }
 }
 
@@ -1533,133 +1578,168 @@ attentionGradKvKernel(AttentionGeometry g, DType type, const void *q,
 inline constexpr int kTiledHeadDim = 64;
 inline constexpr int kTileRows = 64; // threads per block
 inline constexpr int kTileCols = 32; // rows per shared-memory tile
+inline constexpr int kQuads = kTiledHeadDim / 4;
+/// A thread's own row in shared memory: padded so that the rows of the 8
+/// threads of a 16-byte access phase fall in different banks.
+inline constexpr int kOwnRow = kTiledHeadDim + 4;
 
-/// Rows [row0, row0 + kTileCols) of a [.., rows, heads, dim] tensor at
-/// head `h` into `tile` (zeros past the end and past `dim`), by the whole
-/// block.
-template <typename T>
-__device__ void loadTile(T (*tile)[kTiledHeadDim], DType type, const void *x,
-                         int64_t base, int64_t row0, int64_t rows,
-                         int64_t rowStride, int64_t dim) {
+/// Shared-memory rows are read 4 floats at a time (one 16-byte access
+/// where a float each would take four); the products are still summed
+/// one dim after another, in the row kernels' order.
+using Tile = float[kTileCols][kTiledHeadDim];
+__device__ inline float4 quad(const float *row, int d4) {
+  return reinterpret_cast<const float4 *>(row)[d4];
+}
+/// sum += a[d] * row[d] over the dims, d ascending.
+__device__ inline float dotRow(const float (&a)[kTiledHeadDim],
+                               const float *row, float sum) {
+#pragma unroll
+  for (int d4 = 0; d4 < kQuads; ++d4) {
+    const float4 r = quad(row, d4);
+    sum += a[4 * d4] * r.x;
+    sum += a[4 * d4 + 1] * r.y;
+    sum += a[4 * d4 + 2] * r.z;
+    sum += a[4 * d4 + 3] * r.w;
+  }
+  return sum;
+}
+/// a[d] = a[d] * scale + p * row[d] (scale 1: a[d] += p * row[d]).
+template <bool scaled>
+__device__ inline void axpyRow(float (&a)[kTiledHeadDim], float scale, float p,
+                               const float *row) {
+#pragma unroll
+  for (int d4 = 0; d4 < kQuads; ++d4) {
+    const float4 r = quad(row, d4);
+    const float rs[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float &x = a[4 * d4 + e];
+      x = scaled ? x * scale + p * rs[e] : x + p * rs[e];
+    }
+  }
+}
+
+/// Rows [row0, row0 + kTileCols) of a [.., rows, heads, dim] tensor (rows
+/// `rowStride` apart from `base`) into `tile`, zeros past the end and past
+/// `dim`, by the whole block.
+__device__ void loadTile(Tile &tile, DType type, const void *x, int64_t base,
+                         int64_t row0, int64_t rows, int64_t rowStride,
+                         int64_t dim) {
   for (int i = threadIdx.x; i < kTileCols * kTiledHeadDim; i += blockDim.x) {
     const int r = i / kTiledHeadDim, d = i % kTiledHeadDim;
     const int64_t row = row0 + r;
     tile[r][d] = row < rows && d < dim
-                     ? loadAs<T>(type, x, base + row * rowStride + d)
-                     : T(0);
+                     ? loadAs<float>(type, x, base + row * rowStride + d)
+                     : 0.0f;
   }
 }
 
 /// Block (x: a tile of query rows, y: batch * heads).
-template <typename T>
-__global__ void __launch_bounds__(kTileRows) attentionForwardTiled(AttentionGeometry g, DType type,
-                                      const void *q, const void *k,
-                                      const void *v, void *out,
-                                      DType statsType, void *stats) {
-  __shared__ T ks[kTileCols][kTiledHeadDim], vs[kTileCols][kTiledHeadDim];
+__global__ void __launch_bounds__(kTileRows)
+    attentionForwardTiled(AttentionGeometry g, DType type, const void *q,
+                          const void *k, const void *v, void *out,
+                          DType statsType, void *stats) {
+  __shared__ alignas(16) Tile ks, vs;
   const int64_t bh = blockIdx.y, b = bh / g.heads, h = bh % g.heads,
                 hk = h / g.group;
-  const int64_t s0 = int64_t(blockIdx.x) * kTileRows,
-                s = s0 + threadIdx.x;
+  const int64_t s0 = int64_t(blockIdx.x) * kTileRows, s = s0 + threadIdx.x;
   const bool live = s < g.seq;
   const int64_t last = (s0 + kTileRows < g.seq ? s0 + kTileRows : g.seq) - 1;
   const int64_t blockKeys = g.mask.visible(last); // visible() grows with s
   const int64_t seen = live ? g.mask.visible(s) : 0;
-  T qr[kTiledHeadDim], acc[kTiledHeadDim];
+  float qr[kTiledHeadDim], acc[kTiledHeadDim];
 #pragma unroll
   for (int d = 0; d < kTiledHeadDim; ++d) {
-    qr[d] = live && d < g.dim ? loadAs<T>(type, q, g.query(b, s, h) + d)
-                              : T(0);
+    qr[d] =
+        live && d < g.dim ? loadAs<float>(type, q, g.query(b, s, h) + d) : 0.0f;
     acc[d] = 0;
   }
-  T rowMax = -T(INFINITY), rowSum = 0;
+  float rowMax = -INFINITY, rowSum = 0;
   const int64_t keyStride = g.kvHeads * g.dim, keyBase = g.key(b, 0, hk);
   for (int64_t t0 = 0; t0 < blockKeys; t0 += kTileCols) {
     __syncthreads();
-    loadTile<T>(ks, type, k, keyBase, t0, g.keys, keyStride, g.dim);
-    loadTile<T>(vs, type, v, keyBase, t0, g.keys, keyStride, g.dim);
+    loadTile(ks, type, k, keyBase, t0, g.keys, keyStride, g.dim);
+    loadTile(vs, type, v, keyBase, t0, g.keys, keyStride, g.dim);
     __syncthreads();
     for (int j = 0; j < kTileCols && t0 + j < seen; ++j) {
-      T dot = 0;
-#pragma unroll
-      for (int d = 0; d < kTiledHeadDim; ++d)
-        dot += qr[d] * ks[j][d];
-      const T score = T(g.scale) * dot;
-      const T newMax = rowMax > score ? rowMax : score;
-      const T correction = math::expOf(T(rowMax - newMax));
-      const T p = math::expOf(T(score - newMax));
+      const float score = g.scale * dotRow(qr, ks[j], 0.0f);
+      const float newMax = rowMax > score ? rowMax : score;
+      const float correction = math::expOf(rowMax - newMax);
+      const float p = math::expOf(score - newMax);
       rowSum = rowSum * correction + p;
-#pragma unroll
-      for (int d = 0; d < kTiledHeadDim; ++d)
-        acc[d] = acc[d] * correction + p * vs[j][d];
+      axpyRow<true>(acc, correction, p, vs[j]);
       rowMax = newMax;
     }
   }
   if (!live)
     return;
-  const bool seesKeys = rowSum > T(0);
-  const T inv = seesKeys ? T(1) / rowSum : T(0);
+  const bool seesKeys = rowSum > 0.0f;
+  const float inv = seesKeys ? 1.0f / rowSum : 0.0f;
 #pragma unroll
   for (int d = 0; d < kTiledHeadDim; ++d)
     if (d < g.dim)
-      storeAs<T>(type, out, g.query(b, s, h) + d, acc[d] * inv);
+      storeAs<float>(type, out, g.query(b, s, h) + d, acc[d] * inv);
   if (stats)
-    storeAs<T>(statsType, stats, (b * g.seq + s) * g.heads + h,
-               seesKeys ? T(rowMax + math::logOf(rowSum)) : -T(INFINITY));
+    storeAs<float>(statsType, stats, (b * g.seq + s) * g.heads + h,
+                   seesKeys ? rowMax + math::logOf(rowSum) : -INFINITY);
 }
 
 /// Block (x: a tile of query rows, y: batch * heads).
-template <typename T>
-__global__ void __launch_bounds__(kTileRows) attentionGradQTiled(AttentionGeometry g, DType type,
-                                    const void *q, const void *k,
-                                    const void *v, const void *out,
-                                    const void *gradOut, DType statsType,
-                                    const void *stats, void *gradQ) {
-  __shared__ T ks[kTileCols][kTiledHeadDim], vs[kTileCols][kTiledHeadDim];
-  // Each thread's dO row (padded: rows of threads in different banks), so
-  // that q and dq alone take registers.
-  __shared__ T gradOuts[kTileRows][kTiledHeadDim + 1];
-  T *gor = gradOuts[threadIdx.x];
+__global__ void __launch_bounds__(kTileRows)
+    attentionGradQTiled(AttentionGeometry g, DType type, const void *q,
+                        const void *k, const void *v, const void *out,
+                        const void *gradOut, DType statsType, const void *stats,
+                        void *gradQ) {
+  __shared__ alignas(16) Tile ks, vs;
+  // Each thread's dO row, so that q and dq alone take registers.
+  __shared__ alignas(16) float gradOuts[kTileRows][kOwnRow];
+  float *gor = gradOuts[threadIdx.x];
   const int64_t bh = blockIdx.y, b = bh / g.heads, h = bh % g.heads,
                 hk = h / g.group;
-  const int64_t s0 = int64_t(blockIdx.x) * kTileRows,
-                s = s0 + threadIdx.x;
+  const int64_t s0 = int64_t(blockIdx.x) * kTileRows, s = s0 + threadIdx.x;
   const bool live = s < g.seq;
   const int64_t last = (s0 + kTileRows < g.seq ? s0 + kTileRows : g.seq) - 1;
   const int64_t blockKeys = g.mask.visible(last);
   const int64_t seen = live ? g.mask.visible(s) : 0;
   const int64_t at = live ? g.query(b, s, h) : 0;
-  T qr[kTiledHeadDim], dq[kTiledHeadDim];
-  T delta = 0; // rowsum(dO * O), in the row kernel's order
+  float qr[kTiledHeadDim], dq[kTiledHeadDim];
+  float delta = 0; // rowsum(dO * O), in the row kernel's order
 #pragma unroll
   for (int d = 0; d < kTiledHeadDim; ++d) {
     const bool in = live && d < g.dim;
-    qr[d] = in ? loadAs<T>(type, q, at + d) : T(0);
-    gor[d] = in ? loadAs<T>(type, gradOut, at + d) : T(0);
+    qr[d] = in ? loadAs<float>(type, q, at + d) : 0.0f;
+    gor[d] = in ? loadAs<float>(type, gradOut, at + d) : 0.0f;
     if (in)
-      delta += loadAs<T>(type, out, at + d) * gor[d];
+      delta += loadAs<float>(type, out, at + d) * gor[d];
     dq[d] = 0;
   }
-  const T lse = live ? loadAs<T>(statsType, stats, (b * g.seq + s) * g.heads + h)
-                     : T(0);
+  const float lse =
+      live ? loadAs<float>(statsType, stats, (b * g.seq + s) * g.heads + h)
+           : 0.0f;
   const int64_t keyStride = g.kvHeads * g.dim, keyBase = g.key(b, 0, hk);
   for (int64_t t0 = 0; t0 < blockKeys; t0 += kTileCols) {
     __syncthreads();
-    loadTile<T>(ks, type, k, keyBase, t0, g.keys, keyStride, g.dim);
-    loadTile<T>(vs, type, v, keyBase, t0, g.keys, keyStride, g.dim);
+    loadTile(ks, type, k, keyBase, t0, g.keys, keyStride, g.dim);
+    loadTile(vs, type, v, keyBase, t0, g.keys, keyStride, g.dim);
     __syncthreads();
     for (int j = 0; j < kTileCols && t0 + j < seen; ++j) {
-      T dot = 0, dp = 0;
+      float dot = 0, dp = 0;
 #pragma unroll
-      for (int d = 0; d < kTiledHeadDim; ++d) {
-        dot += qr[d] * ks[j][d];
-        dp += gor[d] * vs[j][d];
+      for (int d4 = 0; d4 < kQuads; ++d4) {
+        const float4 kk = quad(ks[j], d4), vv = quad(vs[j], d4),
+                     go = quad(gor, d4);
+        dot += qr[4 * d4] * kk.x;
+        dp += go.x * vv.x;
+        dot += qr[4 * d4 + 1] * kk.y;
+        dp += go.y * vv.y;
+        dot += qr[4 * d4 + 2] * kk.z;
+        dp += go.z * vv.z;
+        dot += qr[4 * d4 + 3] * kk.w;
+        dp += go.w * vv.w;
       }
-      const T p = math::expOf(T(T(g.scale) * dot - lse));
-      const T ds = T(g.scale) * p * (dp - delta);
-#pragma unroll
-      for (int d = 0; d < kTiledHeadDim; ++d)
-        dq[d] += ds * ks[j][d];
+      const float p = math::expOf(g.scale * dot - lse);
+      const float ds = g.scale * p * (dp - delta);
+      axpyRow<false>(dq, 1.0f, ds, ks[j]);
     }
   }
   if (!live)
@@ -1667,35 +1747,32 @@ __global__ void __launch_bounds__(kTileRows) attentionGradQTiled(AttentionGeomet
 #pragma unroll
   for (int d = 0; d < kTiledHeadDim; ++d)
     if (d < g.dim)
-      storeAs<T>(type, gradQ, at + d, dq[d]);
+      storeAs<float>(type, gradQ, at + d, dq[d]);
 }
 
 /// Block (x: a tile of key rows, y: batch * kvHeads); the query rows of
 /// each head of the group stream through shared memory with their dO,
 /// log-sum-exp and rowsum(dO * O).
-template <typename T>
-__global__ void __launch_bounds__(kTileRows) attentionGradKvTiled(AttentionGeometry g, DType type,
-                                     const void *q, const void *k,
-                                     const void *v, const void *out,
-                                     const void *gradOut, DType statsType,
-                                     const void *stats, void *gradK,
-                                     void *gradV) {
-  __shared__ T qs[kTileCols][kTiledHeadDim], gos[kTileCols][kTiledHeadDim];
-  __shared__ T lses[kTileCols], deltas[kTileCols];
-  // Each thread's v row (padded: rows of threads in different banks), so
-  // that k, dk and dv alone take registers.
-  __shared__ T values[kTileRows][kTiledHeadDim + 1];
-  T *vr = values[threadIdx.x];
+__global__ void __launch_bounds__(kTileRows)
+    attentionGradKvTiled(AttentionGeometry g, DType type, const void *q,
+                         const void *k, const void *v, const void *out,
+                         const void *gradOut, DType statsType,
+                         const void *stats, void *gradK, void *gradV) {
+  __shared__ alignas(16) Tile qs, gos;
+  __shared__ float lses[kTileCols], deltas[kTileCols];
+  // Each thread's v row, so that k, dk and dv alone take registers.
+  __shared__ alignas(16) float values[kTileRows][kOwnRow];
+  float *vr = values[threadIdx.x];
   const int64_t bh = blockIdx.y, b = bh / g.kvHeads, hk = bh % g.kvHeads;
   const int64_t t0 = int64_t(blockIdx.x) * kTileRows, t = t0 + threadIdx.x;
   const bool live = t < g.keys;
   const int64_t kAt = live ? g.key(b, t, hk) : 0;
-  T kr[kTiledHeadDim], dk[kTiledHeadDim], dv[kTiledHeadDim];
+  float kr[kTiledHeadDim], dk[kTiledHeadDim], dv[kTiledHeadDim];
 #pragma unroll
   for (int d = 0; d < kTiledHeadDim; ++d) {
     const bool in = live && d < g.dim;
-    kr[d] = in ? loadAs<T>(type, k, kAt + d) : T(0);
-    vr[d] = in ? loadAs<T>(type, v, kAt + d) : T(0);
+    kr[d] = in ? loadAs<float>(type, k, kAt + d) : 0.0f;
+    vr[d] = in ? loadAs<float>(type, v, kAt + d) : 0.0f;
     dk[d] = dv[d] = 0;
   }
   const int64_t queryStride = g.heads * g.dim;
@@ -1707,18 +1784,17 @@ __global__ void __launch_bounds__(kTileRows) attentionGradKvTiled(AttentionGeome
       if (g.mask.visible(lastRow) <= t0)
         continue; // no row of this tile sees a key of this block
       __syncthreads();
-      loadTile<T>(qs, type, q, queryBase, s0, g.seq, queryStride, g.dim);
-      loadTile<T>(gos, type, gradOut, queryBase, s0, g.seq, queryStride,
-                  g.dim);
+      loadTile(qs, type, q, queryBase, s0, g.seq, queryStride, g.dim);
+      loadTile(gos, type, gradOut, queryBase, s0, g.seq, queryStride, g.dim);
       if (threadIdx.x < kTileCols) {
         const int64_t s = s0 + threadIdx.x;
-        T delta = 0, lse = 0;
+        float delta = 0, lse = 0;
         if (s < g.seq) {
           const int64_t at = g.query(b, s, h);
           for (int64_t d = 0; d < g.dim; ++d)
-            delta += loadAs<T>(type, out, at + d) *
-                     loadAs<T>(type, gradOut, at + d);
-          lse = loadAs<T>(statsType, stats, (b * g.seq + s) * g.heads + h);
+            delta += loadAs<float>(type, out, at + d) *
+                     loadAs<float>(type, gradOut, at + d);
+          lse = loadAs<float>(statsType, stats, (b * g.seq + s) * g.heads + h);
         }
         deltas[threadIdx.x] = delta;
         lses[threadIdx.x] = lse;
@@ -1730,20 +1806,23 @@ __global__ void __launch_bounds__(kTileRows) attentionGradKvTiled(AttentionGeome
         const int64_t s = s0 + j;
         if (s >= g.seq || g.mask.visible(s) <= t)
           continue; // row s does not see key t
-        T dot = 0, dp = 0;
+        const float p =
+            math::expOf(g.scale * dotRow(kr, qs[j], 0.0f) - lses[j]);
+        float dp = 0;
 #pragma unroll
-        for (int d = 0; d < kTiledHeadDim; ++d)
-          dot += qs[j][d] * kr[d];
-        const T p = math::expOf(T(T(g.scale) * dot - lses[j]));
-#pragma unroll
-        for (int d = 0; d < kTiledHeadDim; ++d) {
-          dv[d] += p * gos[j][d];
-          dp += gos[j][d] * vr[d];
+        for (int d4 = 0; d4 < kQuads; ++d4) {
+          const float4 go = quad(gos[j], d4), vv = quad(vr, d4);
+          dv[4 * d4] += p * go.x;
+          dp += go.x * vv.x;
+          dv[4 * d4 + 1] += p * go.y;
+          dp += go.y * vv.y;
+          dv[4 * d4 + 2] += p * go.z;
+          dp += go.z * vv.z;
+          dv[4 * d4 + 3] += p * go.w;
+          dp += go.w * vv.w;
         }
-        const T ds = T(g.scale) * p * (dp - deltas[j]);
-#pragma unroll
-        for (int d = 0; d < kTiledHeadDim; ++d)
-          dk[d] += ds * qs[j][d];
+        const float ds = g.scale * p * (dp - deltas[j]);
+        axpyRow<false>(dk, 1.0f, ds, qs[j]);
       }
     }
   }
@@ -1752,8 +1831,8 @@ __global__ void __launch_bounds__(kTileRows) attentionGradKvTiled(AttentionGeome
 #pragma unroll
   for (int d = 0; d < kTiledHeadDim; ++d)
     if (d < g.dim) {
-      storeAs<T>(type, gradK, kAt + d, dk[d]);
-      storeAs<T>(type, gradV, kAt + d, dv[d]);
+      storeAs<float>(type, gradK, kAt + d, dk[d]);
+      storeAs<float>(type, gradV, kAt + d, dv[d]);
     }
 }
 
@@ -1813,7 +1892,7 @@ void attentionOp(Stream stream, const Attrs &a, const Tensors &in,
   const bool stats = out.size() > 1;
   if (tiledAttention(g, in[0].dtype))
     return launchTiled("attention", stream, g.seq, g.batch * g.heads,
-                       attentionForwardTiled<float>, g, in[0].dtype,
+                       attentionForwardTiled, g, in[0].dtype,
                        (const void *)in[0].data, (const void *)in[1].data,
                        (const void *)in[2].data, out[0].data,
                        stats ? out[1].dtype : DType::F32,
@@ -1837,7 +1916,7 @@ void attentionGradQOp(Stream stream, const Attrs &a, const Tensors &in,
   const int64_t rows = g.batch * g.seq * g.heads;
   if (tiledAttention(g, in[0].dtype))
     return launchTiled("attention_grad_q", stream, g.seq, g.batch * g.heads,
-                       attentionGradQTiled<float>, g, in[0].dtype,
+                       attentionGradQTiled, g, in[0].dtype,
                        (const void *)in[0].data, (const void *)in[1].data,
                        (const void *)in[2].data, (const void *)in[3].data,
                        (const void *)in[4].data, in[5].dtype,
@@ -1861,13 +1940,12 @@ void attentionGradKvOp(Stream stream, const Attrs &a, const Tensors &in,
   AttentionGeometry g = attentionGeometry(stream, a, in, 6);
   const int64_t rows = g.batch * g.keys * g.kvHeads;
   if (tiledAttention(g, in[0].dtype))
-    return launchTiled("attention_grad_kv", stream, g.keys,
-                       g.batch * g.kvHeads, attentionGradKvTiled<float>, g,
-                       in[0].dtype, (const void *)in[0].data,
-                       (const void *)in[1].data, (const void *)in[2].data,
-                       (const void *)in[3].data, (const void *)in[4].data,
-                       in[5].dtype, (const void *)in[5].data, out[0].data,
-                       out[1].data);
+    return launchTiled("attention_grad_kv", stream, g.keys, g.batch * g.kvHeads,
+                       attentionGradKvTiled, g, in[0].dtype,
+                       (const void *)in[0].data, (const void *)in[1].data,
+                       (const void *)in[2].data, (const void *)in[3].data,
+                       (const void *)in[4].data, in[5].dtype,
+                       (const void *)in[5].data, out[0].data, out[1].data);
   withFloat(in[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     launch("attention_grad_kv", stream, rows, attentionGradKvKernel<T>, g,
