@@ -92,9 +92,14 @@ def test_zero3_flattened_views_match_one_rank(tmp_path):
     assert views["h0.attn.wq.m"]["view"] == [64, 4, 16]
     errors = exe.check(steps=3, data=str(CORPUS))
     assert errors["losses"] < 1e-5
-    # The key biases' gradients vanish (see above): rounding noise.
+    # The key biases' gradients vanish (see above): rounding noise. Elsewhere
+    # too, a gradient element that nearly cancels is rounding noise that
+    # AdamW scales to an update of up to lr (3e-3 here) either way, and dp=3
+    # sums in another order than one rank: 2.2e-4 of h1.attn.wv's largest
+    # value with OpenBLAS's Haswell kernels, under 1e-4 with others. A
+    # misplaced or misordered flat piece errs by O(1).
     rest = {k: v for k, v in errors.items() if ".attn.bk" not in k}
-    assert max(rest.values()) < 1e-4, rest
+    assert max(rest.values()) < 1e-3, rest
 
 
 @pytest.mark.usefixtures("need_par_run")
