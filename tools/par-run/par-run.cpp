@@ -407,8 +407,12 @@ int launch(const Options &o, int64_t ranks,
                                    self};
   args.insert(args.end(), rest.begin(), rest.end());
   setenv("PAR_RUN_LAUNCHED", "1", 1);
-  // One BLAS thread per rank: ranks already fill the cores.
-  setenv("OPENBLAS_NUM_THREADS", "1", 0);
+  // The ranks share this machine's cores: each rank's GEMMs get its share
+  // (one thread where the ranks already fill the cores).
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  setenv("OPENBLAS_NUM_THREADS",
+         std::to_string(std::max<int64_t>(1, int64_t(cores) / ranks)).c_str(),
+         0);
   // The GEMM kernels this CPU runs, where OpenBLAS does not recognize it.
   std::string core = blasCoreOverride();
   if (!core.empty())
