@@ -571,6 +571,10 @@ LogicalResult Differentiator::backward(Operation *op, Value g) {
         Value p = SoftmaxOp::create(b, loc, t, logits, (uint64_t)last);
         Value hot =
             oneHot(o.getLabels(), t.getDimSize(last), t.getElementType());
+        // An f32 loss of bf16/f16 logits: its gradient in the logits' type.
+        if (typeOf(g).getElementType() != t.getElementType())
+          g = ConvertOp::create(
+              b, loc, RankedTensorType::get({}, t.getElementType()), g);
         Value perToken = broadcast(scale(g, 1.0 / tokens), t, {});
         accumulate(logits, mul(sub(p, hot), perToken));
         return success();

@@ -35,10 +35,18 @@ Value Differentiator::lowerPrecision(FloatType low, Value loss) {
     copyOps.insert(copy);
   }
   const llvm::fltSemantics &semantics = low.getFloatSemantics();
+  SmallVector<CrossEntropyOp> keptLosses;
   for (Operation &op : body.without_terminator()) {
     if (copyOps.contains(&op))
       continue;
     auto attention = dyn_cast<AttentionOp>(op);
+    // A cross-entropy's loss stays f32 (kept to the digits an f32 holds,
+    // as the f32 program's); other ops read it converted.
+    if (auto loss = dyn_cast<CrossEntropyOp>(op)) {
+      if (loss.getResult().getType() != lowType(loss.getResult().getType()))
+        keptLosses.push_back(loss);
+      continue;
+    }
     for (OpResult result : op.getResults())
       // Attention's row statistics stay f32 (its verifier says so).
       if (!attention || result != attention.getStats())
@@ -57,6 +65,20 @@ Value Differentiator::lowerPrecision(FloatType low, Value loss) {
     }));
   }
   auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (CrossEntropyOp op : keptLosses) {
+    Value f32 = op.getResult();
+    Value converted;
+    for (OpOperand &use : llvm::make_early_inc_range(f32.getUses())) {
+      if (use.getOwner() == ret)
+        continue;
+      if (!converted) {
+        b.setInsertionPointAfter(op);
+        converted =
+            ConvertOp::create(b, op.getLoc(), lowType(f32.getType()), f32);
+      }
+      use.set(converted);
+    }
+  }
   b.setInsertionPoint(ret);
   Value loss32 = loss;
   if (typeOf(loss).getElementType() == low)

@@ -718,6 +718,24 @@ func.func @cross_entropy_labels(%l: tensor<2x16x256xf32>, %y: tensor<2x8xi32>) {
 
 // -----
 
+// cross_entropy: an f32 loss is for bf16/f16 logits only.
+func.func @cross_entropy_wider_loss(%l: tensor<2x16x256xf32>, %y: tensor<2x16xi32>) {
+  // expected-error @below {{'par.cross_entropy' op result type 'tensor<f64>' should be 'tensor<f32>'}}
+  %0 = par.cross_entropy %l, %y : (tensor<2x16x256xf32>, tensor<2x16xi32>) -> tensor<f64>
+  return
+}
+
+// -----
+
+// cross_entropy: bf16 logits give a bf16 or f32 loss, nothing else.
+func.func @cross_entropy_bf16_f16_loss(%l: tensor<2x16x256xbf16>, %y: tensor<2x16xi32>) {
+  // expected-error @below {{'par.cross_entropy' op result type 'tensor<f16>' should be 'tensor<bf16>'}}
+  %0 = par.cross_entropy %l, %y : (tensor<2x16x256xbf16>, tensor<2x16xi32>) -> tensor<f16>
+  return
+}
+
+// -----
+
 // rope: even head dim.
 func.func @rope_odd(%x: tensor<2x16x8x31xf32>) {
   // expected-error @below {{'par.rope' op head_dim 31 must be even}}

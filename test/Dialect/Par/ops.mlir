@@ -184,6 +184,14 @@ func.func @nn(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>,
   return %7 : tensor<f32>
 }
 
+// Mixed precision: bf16 logits, an f32 loss.
+// CHECK-LABEL: func @low_precision_loss
+func.func @low_precision_loss(%logits: tensor<2x16x256xbf16>, %ids: tensor<2x16xi32>) -> tensor<f32> {
+  // CHECK: par.cross_entropy %{{.*}}, %{{.*}} : (tensor<2x16x256xbf16>, tensor<2x16xi32>) -> tensor<f32>
+  %0 = par.cross_entropy %logits, %ids : (tensor<2x16x256xbf16>, tensor<2x16xi32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
 // Optimizer updates.
 // CHECK-LABEL: func @optimizers
 func.func @optimizers(%p: tensor<16x64xf32>, %g: tensor<16x64xbf16>, %m: tensor<16x64xf32>, %v: tensor<16x64xf32>,

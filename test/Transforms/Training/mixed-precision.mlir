@@ -1,5 +1,6 @@
 // RUN: par-opt %s --par-autodiff="optimizer=adamw precision=bf16" | FileCheck %s --check-prefix=BF16
 // RUN: par-opt %s --par-autodiff="optimizer=sgd precision=fp16 loss-scale=1024 scale-window=3" | FileCheck %s --check-prefix=FP16
+// RUN: par-opt %s --par-autodiff="optimizer=adamw precision=bf16" --par-propagate --par-partition | FileCheck %s --check-prefix=LOCAL
 
 // bf16: the fp32 arguments are converted once at the top, the forward and
 // backward passes compute in bf16, the loss goes back to fp32, and AdamW
@@ -47,4 +48,40 @@ func.func @mlp(%x: tensor<2x8xf32> {par.role = "data"}, %w: tensor<8x4xf32> {par
   %s = par.mul %t, %t : tensor<2x4xf32>
   %l = par.reduce mean %s dims [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
   return %l : tensor<f32>
+}
+
+// A cross-entropy loss stays f32 over bf16 logits (the f32 program's
+// digits, not bf16's three), and its gradient reaches the logits in bf16.
+// BF16-LABEL: func.func @classifier(
+// BF16: %[[CE:.*]] = par.cross_entropy %{{.*}}, %{{.*}} {{.*}}: (tensor<4x8xbf16>, tensor<4xi32>) -> tensor<f32>
+// BF16-NEXT: %[[SEED:.*]] = par.constant {{.*}}dense<1.000000e+00> : tensor<f32>
+// BF16: par.softmax %{{.*}} dim 1 {{.*}}: tensor<4x8xbf16>
+// BF16: par.convert %[[SEED]] {{.*}}: tensor<f32> to tensor<bf16>
+// BF16: return %[[CE]],
+// Partitioned over the vocabulary, the tokens' losses are averaged in f32.
+// LOCAL-LABEL: func.func @classifier(
+// LOCAL: par.sub %{{.*}}, %{{.*}} {{.*}}: tensor<4xbf16>
+// LOCAL-NEXT: %[[TOK32:.*]] = par.convert %{{.*}} {{.*}}: tensor<4xbf16> to tensor<4xf32>
+// LOCAL-NEXT: par.reduce mean %[[TOK32]] dims [0] {{.*}}: (tensor<4xf32>) -> tensor<f32>
+par.mesh @m <["v"=2]>
+func.func @classifier(%x: tensor<4x16xf32> {par.role = "data"}, %y: tensor<4xi32> {par.role = "data"},
+                      %w: tensor<16x8xf32> {par.name = "w", par.sharding = #par.sharding<@m, [{}, {"v"}]>})
+    -> tensor<f32> {
+  %logits = par.dot %x, %w contract [1] x [0] : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %l = par.cross_entropy %logits, %y : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// Another op reading the f32 loss reads it converted to bf16.
+// BF16-LABEL: func.func @scaled_loss(
+// BF16: %[[CE2:.*]] = par.cross_entropy %{{.*}}, %{{.*}} {{.*}}-> tensor<f32>
+// BF16-NEXT: %[[LOW:.*]] = par.convert %[[CE2]] {{.*}}: tensor<f32> to tensor<bf16>
+// BF16: par.mul %[[LOW]], %{{.*}} {{.*}}: tensor<bf16>
+func.func @scaled_loss(%x: tensor<4x16xf32> {par.role = "data"}, %y: tensor<4xi32> {par.role = "data"},
+                       %w: tensor<16x8xf32> {par.name = "w"}) -> tensor<f32> {
+  %logits = par.dot %x, %w contract [1] x [0] : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %l = par.cross_entropy %logits, %y : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<f32>
+  %half = par.constant dense<0.5> : tensor<f32>
+  %h = par.mul %l, %half : tensor<f32>
+  return %h : tensor<f32>
 }

@@ -558,8 +558,16 @@ LogicalResult CrossEntropyOp::localize(LocalFormContext &ctx) {
     Value perToken = SubOp::create(b, loc, tokens, lse, target);
     ctx.recordLike(perToken, logitsIn, 1);
     perToken = ctx.maskPadding(loc, perToken, perToken, leading, 0.0);
-    loss = ReduceOp::create(b, loc, getResult().getType(), ReduceKind::mean,
-                            perToken, b.getDenseI64ArrayAttr(leading));
+    // An f32 loss of bf16/f16 logits averages the tokens in f32.
+    auto lossType = cast<RankedTensorType>(getResult().getType());
+    if (lossType.getElementType() != f)
+      perToken =
+          ConvertOp::create(b, loc,
+                            RankedTensorType::get(labelsType.getShape(),
+                                                  lossType.getElementType()),
+                            perToken);
+    loss = ReduceOp::create(b, loc, lossType, ReduceKind::mean, perToken,
+                            b.getDenseI64ArrayAttr(leading));
     ctx.replaceValue(getResult(), loss, nullptr);
     ctx.eraseOp(*this);
     b.setInsertionPointAfter(loss.getDefiningOp());

@@ -67,12 +67,18 @@ struct LocErrors {
 };
 } // namespace
 
-/// Checks an op's declared result types against what its operands imply.
-template <typename OpT> static LogicalResult verifyInferredTypes(OpT op) {
+/// Checks an op's declared result types against what its operands imply
+/// (with `elementOf`, the inferred tensor types with that element type).
+template <typename OpT>
+static LogicalResult verifyInferredTypes(OpT op, Type elementOf = nullptr) {
   SmallVector<Type> types;
   if (failed(OpT::inferReturnTypes(op.getContext(), op.getLoc(),
                                    typename OpT::Adaptor(op), types)))
     return failure();
+  if (elementOf)
+    for (Type &type : types)
+      if (auto tensor = dyn_cast<RankedTensorType>(type))
+        type = RankedTensorType::get(tensor.getShape(), elementOf);
   if (TypeRange(types) != op->getResultTypes()) {
     InFlightDiagnostic diag = op.emitOpError() << "result type ";
     llvm::interleaveComma(op->getResultTypes(), diag);
@@ -91,8 +97,19 @@ PAR_VERIFY_INFERRED(SliceOp)
 PAR_VERIFY_INFERRED(ConcatOp)
 PAR_VERIFY_INFERRED(DotOp)
 PAR_VERIFY_INFERRED(EmbeddingOp)
-PAR_VERIFY_INFERRED(CrossEntropyOp)
 #undef PAR_VERIFY_INFERRED
+
+// The loss has the logits' type, or f32 for bf16/f16 logits (mixed
+// precision keeps the loss in f32; the kernels sum in double either way).
+LogicalResult CrossEntropyOp::verify() {
+  auto logits = cast<RankedTensorType>(getLogits().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  Type element = logits.getElementType();
+  if (result.getRank() == 0 && result.getElementType().isF32() &&
+      (element.isBF16() || element.isF16()))
+    return verifyInferredTypes(*this, /*elementOf=*/result.getElementType());
+  return verifyInferredTypes(*this);
+}
 
 //===----------------------------------------------------------------------===//
 // MeshOp

@@ -857,7 +857,9 @@ def Par_CrossEntropyOp : Par_ComputeOp<"cross_entropy", [
   let description = [{
     `mean over tokens of (logsumexp(logits[t, :]) - logits[t, labels[t]])`;
     the vocabulary is the last dimension of `logits`, `labels` has the
-    leading dimensions. The result is a 0-d tensor.
+    leading dimensions. The result is a 0-d tensor of the logits' element
+    type, or f32 for bf16/f16 logits (mixed precision keeps the loss in
+    f32).
 
     ```mlir
     %l = par.cross_entropy %logits, %labels : (tensor<8x16x256xf32>, tensor<8x16xi32>) -> tensor<f32>
