@@ -74,6 +74,8 @@ def main() -> int:
         judge = program.with_suffix(".judge")
         losses_only = judge.exists() and judge.read_text().strip() == "losses"
         ok = (loss_err if losses_only else max(err, loss_err)) <= tol
+        if losses_only and not (logs["cpu"] and logs[other]):
+            ok = False  # judged by losses that neither log printed
         failed += not ok
         print(f"{program.stem:<26} {steps:>5} {err:>12.2e} {loss_err:>12.2e}  "
               f"{'ok' if ok else 'FAIL'} (tolerance {tol:g}"

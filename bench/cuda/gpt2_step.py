@@ -91,7 +91,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--par-run", required=True)
     parser.add_argument("--program", required=True, action="append",
-                        help="a compiled step (repeat: each gets a row; the first is the ratio's)")
+                        help="a compiled step (repeat: each gets a row; the ratio line is the fastest's)")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seq", type=int, default=1024)

@@ -91,6 +91,7 @@ def prebuild(out: Path, build: Path, jobs: int) -> bool:
         for name in names:
             shutil.copy(build / sub / name, dest / sub / name)
             subprocess.run(["strip", str(dest / sub / name)])
+    (dest / "arch").write_text("90\n")  # CMAKE_CUDA_ARCHITECTURES above
     (dest / "built-with").write_text(
         f"{subprocess.run(['uname', '-srm'], capture_output=True, text=True).stdout.strip()}, "
         "no MPI, built-in GEMM\n")

@@ -11,8 +11,9 @@
 #   bash bench/cuda/verify.sh            # or: PAR_CUDA_ARCH=90 JOBS=16 ...
 #
 # With `prepare.py --prebuild`, deps/prebuilt holds par-run and the tests
-# built here without MPI or OpenBLAS; they are used where they load (the
-# build step is then skipped), else the tree is built there.
+# built here for sm_90 without MPI or OpenBLAS; they are used where they
+# load and the GPU is of that architecture (the build step is then
+# skipped), else the tree is built there for the GPU's architecture.
 # PAR_VERIFY_BUDGET (seconds) bounds the whole run: a step that would
 # outlast it is skipped, so the report always comes. PAR_VERIFY_SKIP
 # skips the checks it names by a word of their name ("GEMM racecheck").
@@ -110,12 +111,24 @@ fi
 
 # 2. The runtime-only build: the carried one where it loads here.
 prebuilt="${PAR_CUDA_PREBUILT:-$deps/prebuilt}"
-if [ -x "$prebuilt/bin/par-run" ] && "$prebuilt/bin/par-run" --help >/dev/null 2>&1; then
+# The carried build runs only on the architecture it was compiled for.
+gpu_arch="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '. ')"
+carried_arch="$(cat "$prebuilt/arch" 2>/dev/null)"
+use_carried=no
+if [ -n "$gpu_arch" ] && [ -n "$carried_arch" ] && [ "$gpu_arch" != "$carried_arch" ]; then
+  note "carried build is for sm_$carried_arch, this GPU is sm_$gpu_arch: building here"
+  if [ -z "${PAR_CUDA_ARCH:-}" ]; then
+    cmake_args=("${cmake_args[@]/-DCMAKE_CUDA_ARCHITECTURES=*/-DCMAKE_CUDA_ARCHITECTURES=$gpu_arch}")
+  fi
+elif [ -x "$prebuilt/bin/par-run" ] && "$prebuilt/bin/par-run" --help >/dev/null 2>&1; then
+  use_carried=yes
+fi
+if [ "$use_carried" = yes ]; then
   pass "runtime-only build: carried ($(cat "$prebuilt/built-with" 2>/dev/null))"
   bin="$prebuilt/bin"
   tests="$prebuilt/unittests"
 else
-  if [ -x "$prebuilt/bin/par-run" ]; then
+  if [ -x "$prebuilt/bin/par-run" ] && [ -z "$carried_arch" -o "$gpu_arch" = "$carried_arch" ]; then
     note "carried par-run does not load here: $("$prebuilt/bin/par-run" --help 2>&1 | head -2 | tr '\n' ' ')"
     ldd "$prebuilt/bin/par-run" 2>&1 | grep 'not found'
   fi
@@ -145,12 +158,14 @@ mkdir -p "$work"
 checked() {
   local name="$1" t; t="$(cap "$2")"; local log="$3"; shift 3
   local word
+  # A skipped check leaves no log: an earlier run's must not be reported.
   for word in ${PAR_VERIFY_SKIP:-}; do
     case " $name " in
-      *" $word "*) skip "$name: PAR_VERIFY_SKIP"; return 124 ;;
+      *" $word "*) skip "$name: PAR_VERIFY_SKIP"; rm -f "$log"; return 124 ;;
     esac
   done
   if [ "$t" = 0 ]; then
+    rm -f "$log"
     skip "$name: the time budget is spent"
     return 124
   fi
@@ -191,7 +206,7 @@ if [ -d "$deps/programs" ]; then
   elif [ -s "$work/programs.log" ]; then
     fail "programs on cuda vs cpu (exit $code): $(grep -c 'FAIL' "$work/programs.log") differ, $(grep -c ' ok ' "$work/programs.log") agree"
   fi
-  cat "$work/programs.log"
+  cat "$work/programs.log" 2>/dev/null
 else
   skip "programs: no $deps/programs (run bench/cuda/prepare.py first)"
 fi

@@ -32,9 +32,10 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <sched.h>
 #include <string>
-#include <thread>
 #include <sys/resource.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -409,7 +410,12 @@ int launch(const Options &o, int64_t ranks,
   setenv("PAR_RUN_LAUNCHED", "1", 1);
   // The ranks share this machine's cores: each rank's GEMMs get its share
   // (one thread where the ranks already fill the cores).
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  // The cores this process may run on (a container's cpuset, taskset).
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 &&
+      CPU_COUNT(&allowed) > 0)
+    cores = unsigned(CPU_COUNT(&allowed));
   setenv("OPENBLAS_NUM_THREADS",
          std::to_string(std::max<int64_t>(1, int64_t(cores) / ranks)).c_str(),
          0);

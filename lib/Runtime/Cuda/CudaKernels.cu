@@ -1837,9 +1837,12 @@ __global__ void __launch_bounds__(kTileRows)
 }
 
 /// Whether the tiled kernels take heads of `dim` (f32/bf16/f16: their
-/// tiles are floats; f64 and wider heads take the row kernels).
+/// tiles are floats; f64, wider heads and more than 65535 batch x head
+/// pairs take the row kernels).
 bool tiledAttention(const AttentionGeometry &g, DType type) {
-  return type != DType::F64 && g.dim > 0 && g.dim <= kTiledHeadDim;
+  // Batch x heads is the grid's y extent (at most 65535 blocks).
+  return type != DType::F64 && g.dim > 0 && g.dim <= kTiledHeadDim &&
+         g.batch * g.heads <= 65535;
 }
 
 /// Launches `kernel` over (row tiles, batch * heads) blocks of kTileRows.

@@ -58,7 +58,8 @@ func.func @mlp(%x: tensor<2x8xf32> {par.role = "data"}, %w: tensor<8x4xf32> {par
 // BF16: par.softmax %{{.*}} dim 1 {{.*}}: tensor<4x8xbf16>
 // BF16: par.convert %[[SEED]] {{.*}}: tensor<f32> to tensor<bf16>
 // BF16: return %[[CE]],
-// Partitioned over the vocabulary, the tokens' losses are averaged in f32.
+// Partitioned over the vocabulary, each token's loss is still bf16 and
+// their mean is f32.
 // LOCAL-LABEL: func.func @classifier(
 // LOCAL: par.sub %{{.*}}, %{{.*}} {{.*}}: tensor<4xbf16>
 // LOCAL-NEXT: %[[TOK32:.*]] = par.convert %{{.*}} {{.*}}: tensor<4xbf16> to tensor<4xf32>
