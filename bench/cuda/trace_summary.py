@@ -14,12 +14,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trace")
     parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--rank", type=int, default=0,
+                        help="the rank whose instructions are summed (default 0)")
     args = parser.parse_args()
     with open(args.trace) as f:
         events = json.load(f)
     if isinstance(events, dict):
         events = events.get("traceEvents", [])
-    spans = [e for e in events if e.get("ph") == "X" and e.get("tid") is not None]
+    spans = [e for e in events if e.get("ph") == "X" and e.get("tid") is not None
+             and e.get("pid", 0) == args.rank]
     steps = sorted({e.get("args", {}).get("step", 0) for e in spans})
     timed = [e for e in spans if len(steps) < 2 or e["args"].get("step") != steps[0]]
     # Instructions only: step spans and a pipeline's schedule slots
@@ -35,7 +38,8 @@ def main() -> int:
         per_inst[key][0] += 1
         per_inst[key][1] += e["dur"]
     total = sum(v[1] for v in per_op.values()) or 1.0
-    print(f"# {args.trace}: {counted} step(s) timed, {total / counted / 1e3:.2f} ms per step")
+    print(f"# {args.trace}, rank {args.rank}: {counted} step(s) timed, "
+          f"{total / counted / 1e3:.2f} ms per step")
     print("| op | calls/step | ms/step | share |")
     print("|---|--:|--:|--:|")
     for name, (calls, us) in sorted(per_op.items(), key=lambda kv: -kv[1][1]):
