@@ -5,8 +5,9 @@ GPU: par-run's CUDA backend against PyTorch eager on the same device.
 par's program is compiled beforehand by bench/cuda/prepare.py
 (deps/programs-bench/gpt2-124m.parprog); PyTorch's model is the same
 architecture (learned positions, pre-norm blocks, GELU MLP of 4x, tied
-head, biases) written here. Prints tokens/s of each and the ratio;
-exits non-zero when either step failed.
+head, biases) written here. Prints tokens/s of each, MFU against --peak
+and the ratio; --compile adds PyTorch under torch.compile. Exits non-zero
+when par's steps or PyTorch eager failed.
 """
 import argparse
 import re
@@ -16,7 +17,10 @@ import time
 from pathlib import Path
 
 
-def torch_eager(batch, seq, steps, layers=12, heads=12, width=768, vocab=50257):
+def torch_step(batch, seq, steps, compiled=False, layers=12, heads=12, width=768,
+               vocab=50257):
+    """PyTorch's tokens/s: eager, or with the model under torch.compile
+    (its compilation runs in the warm-up steps, not in the timed ones)."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -53,17 +57,18 @@ def torch_eager(batch, seq, steps, layers=12, heads=12, width=768, vocab=50257):
     device = "cuda"
     model = GPT().to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)
+    forward = torch.compile(model) if compiled else model
     tokens = torch.randint(0, vocab, (batch, seq), device=device)
     targets = torch.randint(0, vocab, (batch, seq), device=device)
 
     def step():
         with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(tokens, targets)
+            loss = forward(tokens, targets)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    for _ in range(2):
+    for _ in range(3 if compiled else 2):
         step()
     torch.cuda.synchronize()
     start = time.perf_counter()
@@ -80,7 +85,8 @@ def par_step(par_run, program, steps):
     print(f"{program}:", *(line for line in proc.stdout.splitlines() if line.startswith("step")),
           sep="\n  ", file=sys.stderr)
     if proc.returncode != 0:
-        raise RuntimeError((proc.stdout + proc.stderr).strip().splitlines()[-1])
+        lines = (proc.stdout + proc.stderr).strip().splitlines()
+        raise RuntimeError(lines[-1] if lines else f"exit {proc.returncode}, no output")
     rates = [float(m.group(1)) for m in
              re.finditer(r"^step \d+\b.*?\s(\S+) tokens/s", proc.stdout, re.M)]
     # The first step warms up (cuBLASLt heuristics, NCCL, allocations).
@@ -95,13 +101,18 @@ def main():
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seq", type=int, default=1024)
+    parser.add_argument("--compile", action="store_true",
+                        help="also time PyTorch with torch.compile (compiling takes a minute or more)")
+    parser.add_argument("--peak", type=float, default=989e12,
+                        help="the device's dense bf16 FLOP/s for the MFU column "
+                             "(default 989e12: H100/H200 SXM)")
     parser.add_argument("--trace", metavar="FILE",
                         help="also trace 2 steps of each program (FILE.N.json) and "
                              "print where their time goes (trace_summary.py)")
     args = parser.parse_args()
     flops = 6 * 124e6 * args.batch * args.seq  # per step, weights only
-    rows = []
     # par first: PyTorch's caching allocator holds its memory afterwards.
+    rows = []
     for program in args.program:
         name = "par (cuda" + (", fused)" if "fused" in program else ")")
         try:
@@ -118,20 +129,28 @@ def main():
             if Path(trace).exists():
                 print(subprocess.run([sys.executable, str(summary), trace, "--top", "25"],
                                      capture_output=True, text=True).stdout, file=sys.stderr)
-    try:
-        torch_rate = torch_eager(args.batch, args.seq, args.steps)
-    except Exception as err:  # noqa: BLE001
-        torch_rate = float("nan")
-        print(f"PyTorch eager: {err}", file=sys.stderr)
-    rows.insert(0, ("PyTorch eager", torch_rate))
-    print(f"| GPT-2 124M step, bf16, {args.batch} x {args.seq} | tokens/s | TFLOP/s (6N) | vs PyTorch |")
-    print("|---|---:|---:|---:|")
-    for name, rate in rows:
-        print(f"| {name} | {rate:,.0f} | {rate * flops / (args.batch * args.seq) / 1e12:.1f} "
+    baselines = [("PyTorch eager", False)] + ([("PyTorch torch.compile", True)]
+                                               if args.compile else [])
+    torch_rows = []
+    for name, compiled in baselines:
+        try:
+            torch_rows.append((name, torch_step(args.batch, args.seq, args.steps, compiled)))
+        except Exception as err:  # noqa: BLE001 - reported in the table
+            torch_rows.append((name, float("nan")))
+            print(f"{name}: {err}", file=sys.stderr)
+    torch_rate = torch_rows[0][1]
+    print(f"| GPT-2 124M step, bf16, {args.batch} x {args.seq} | tokens/s | TFLOP/s (6N) "
+          f"| MFU | vs PyTorch eager |")
+    print("|---|---:|---:|---:|---:|")
+    for name, rate in torch_rows + rows:
+        achieved = rate * flops / (args.batch * args.seq)
+        print(f"| {name} | {rate:,.0f} | {achieved / 1e12:.1f} | {achieved / args.peak:.1%} "
               f"| {rate / torch_rate:.3f} |")
-    best = max((rate for _, rate in rows[1:] if rate == rate), default=float("nan"))
+    best = max((rate for _, rate in rows if rate == rate), default=float("nan"))
     if torch_rate == torch_rate and best == best:
         print(f"par / PyTorch eager: {best / torch_rate:.3f}")
+        if len(torch_rows) > 1 and torch_rows[1][1] == torch_rows[1][1]:
+            print(f"par / PyTorch torch.compile: {best / torch_rows[1][1]:.3f}")
         return 0
     return 1
 

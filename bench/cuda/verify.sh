@@ -31,7 +31,8 @@
 #      training step) on both backends: outputs and losses compared;
 #   5. the GEMM benchmark: par's dot (cuBLASLt) against cuBLAS's own GEMM
 #      on GPT-2 124M's and a 4096-wide layer's shapes;
-#   6. GPT-2 124M's training step (bf16, 8 x 1024) against PyTorch eager;
+#   6. GPT-2 124M's training step (bf16, 8 x 1024) against PyTorch eager
+#      (and torch.compile with PAR_GPT2_COMPILE=1), traced op by op;
 #   7. compute-sanitizer memcheck and racecheck over the CUDA conformance
 #      cases, where compute-sanitizer is installed.
 # Each check is capped at PAR_STEP_TIMEOUT seconds (default 240).
@@ -226,7 +227,7 @@ if [ -f "$deps/programs-bench/gpt2-124m.parprog" ]; then
        python3 "$root/bench/cuda/gpt2_step.py" \
        --par-run "$bin/par-run" --program "$deps/programs-bench/gpt2-124m.parprog" \
        --program "$deps/programs-bench/gpt2-124m-fused.parprog" \
-       --trace "$work/gpt2-trace"; then
+       --trace "$work/gpt2-trace" ${PAR_GPT2_COMPILE:+--compile}; then
     pass "GPT-2 124M step: $(grep 'par / PyTorch' "$work/gpt2.log" || echo 'no ratio')"
   elif [ -s "$work/gpt2.log" ]; then
     fail "GPT-2 124M step: $(tail -2 "$work/gpt2.log" | tr '\n' ' ')"
