@@ -433,20 +433,26 @@ double tolerance(DType t) {
 const DType kTypes[] = {DType::F32, DType::F64, DType::BF16,
                         DType::F16, DType::I32, DType::I64};
 
-class Conformance : public ::testing::TestWithParam<std::string> {
-protected:
-  void SetUp() override {
-    reference = createDevice("cpu");
+/// The backend under test and the CPU backend it is compared with.
+struct BackendPair {
+  std::unique_ptr<Device> device, reference;
+  std::string missing; // why `device` could not be made
+  explicit BackendPair(const std::string &backend)
+      : reference(createDevice("cpu")) {
     try {
-      device = createDevice(GetParam());
+      device = createDevice(backend);
     } catch (const DeviceError &e) {
       // A backend built in but without its hardware here (CUDA with no
       // GPU): the tests that run kernels skip, the table is still checked.
       missing = e.what();
     }
   }
-  std::unique_ptr<Device> device, reference;
-  std::string missing;
+};
+
+class Conformance : public ::testing::TestWithParam<std::string>,
+                    protected BackendPair {
+protected:
+  Conformance() : BackendPair(GetParam()) {}
 };
 
 TEST_P(Conformance, EveryComputeOpHasACaseAndAKernel) {
@@ -504,18 +510,10 @@ void checkCase(Device &device, Device &reference, OpCode op, const Case &c,
 /// One backend and one op: each op is its own test, so a failing op does
 /// not hide the ops after it.
 class ConformanceOp
-    : public ::testing::TestWithParam<std::tuple<std::string, OpCode>> {
+    : public ::testing::TestWithParam<std::tuple<std::string, OpCode>>,
+      protected BackendPair {
 protected:
-  void SetUp() override {
-    reference = createDevice("cpu");
-    try {
-      device = createDevice(std::get<0>(GetParam()));
-    } catch (const DeviceError &e) {
-      missing = e.what();
-    }
-  }
-  std::unique_ptr<Device> device, reference;
-  std::string missing;
+  ConformanceOp() : BackendPair(std::get<0>(GetParam())) {}
 };
 
 std::vector<OpCode> caseOps() {

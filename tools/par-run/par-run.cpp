@@ -378,6 +378,15 @@ std::string human(int64_t bytes) {
   return text;
 }
 
+/// The cores this process may run on (a container's cpuset, taskset).
+unsigned usableCores() {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 &&
+      CPU_COUNT(&allowed) > 0)
+    return unsigned(CPU_COUNT(&allowed));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 /// Starts the ranks through mpirun; returns only on failure to exec.
 int launch(const Options &o, int64_t ranks,
            const std::vector<std::string> &rest) {
@@ -410,14 +419,9 @@ int launch(const Options &o, int64_t ranks,
   setenv("PAR_RUN_LAUNCHED", "1", 1);
   // The ranks share this machine's cores: each rank's GEMMs get its share
   // (one thread where the ranks already fill the cores).
-  // The cores this process may run on (a container's cpuset, taskset).
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 &&
-      CPU_COUNT(&allowed) > 0)
-    cores = unsigned(CPU_COUNT(&allowed));
   setenv("OPENBLAS_NUM_THREADS",
-         std::to_string(std::max<int64_t>(1, int64_t(cores) / ranks)).c_str(),
+         std::to_string(std::max<int64_t>(1, int64_t(usableCores()) / ranks))
+             .c_str(),
          0);
   // The GEMM kernels this CPU runs, where OpenBLAS does not recognize it.
   std::string core = blasCoreOverride();
@@ -1048,7 +1052,7 @@ int runRank(const Options &o, int rank, int size) {
         std::snprintf(text, sizeof text, "%.3f", x);
         idle += (idle.empty() ? "" : ", ") + std::string(text);
       }
-      unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+      unsigned cores = usableCores();
       std::printf(
           "par-run: pipeline bubble (%s, %lld stages x %lld micro-batches): "
           "predicted %.3f; from the measured instruction times %.3f; "

@@ -696,7 +696,7 @@ __device__ Acc reduceStep(ReduceKind kind, Acc acc, Acc v) {
   return math::wrapAdd(acc, v);
 }
 
-template <typename T, typename Acc>
+template <typename Acc>
 __device__ void reduceFinish(ReduceKind kind, DType type, void *y, int64_t o,
                              Acc acc, int64_t count) {
   if constexpr (std::is_floating_point_v<Acc>)
@@ -718,7 +718,7 @@ __global__ void reduceKernel(ReduceKind kind, DType type, const void *x,
     for (int64_t r = 0; r < count; ++r)
       acc = reduceStep(kind, acc,
                        Acc(loadAs<T>(type, x, base + offsetOf(reduced, r))));
-    reduceFinish<T>(kind, type, y, o, acc, count);
+    reduceFinish(kind, type, y, o, acc, count);
   }
 }
 
@@ -738,7 +738,7 @@ __global__ void __launch_bounds__(kRowThreads)
     acc = blockCombine(acc, partial,
                        [kind](Acc a, Acc b) { return reduceStep(kind, a, b); });
     if (threadIdx.x == 0)
-      reduceFinish<T>(kind, type, y, o, acc, count);
+      reduceFinish(kind, type, y, o, acc, count);
   }
 }
 
@@ -1634,19 +1634,55 @@ __device__ void loadTile(Tile &tile, DType type, const void *x, int64_t base,
   }
 }
 
+/// Where a block of query rows is: its head (blockIdx.y over batch x
+/// heads), this thread's row `s`, and the keys the block's last row and
+/// this row see (visible() grows with s).
+struct QueryRows {
+  int64_t b, h, hk, s, blockKeys, seen;
+  bool live;
+};
+__device__ __forceinline__ QueryRows queryRows(const AttentionGeometry &g) {
+  QueryRows r;
+  const int64_t bh = blockIdx.y;
+  r.b = bh / g.heads;
+  r.h = bh % g.heads;
+  r.hk = r.h / g.group;
+  const int64_t s0 = int64_t(blockIdx.x) * kTileRows;
+  r.s = s0 + threadIdx.x;
+  r.live = r.s < g.seq;
+  const int64_t last = (s0 + kTileRows < g.seq ? s0 + kTileRows : g.seq) - 1;
+  r.blockKeys = g.mask.visible(last);
+  r.seen = r.live ? g.mask.visible(r.s) : 0;
+  return r;
+}
+
+/// Streams the keys and values the block sees through `ks` and `vs`,
+/// kTileCols rows at a time: body(t0) runs, on every thread of the block,
+/// with the tile of keys from t0 loaded.
+template <typename Body>
+__device__ __forceinline__ void
+forEachKeyTile(const AttentionGeometry &g, DType type, const void *k,
+               const void *v, const QueryRows &r, Tile &ks, Tile &vs,
+               Body &&body) {
+  const int64_t keyStride = g.kvHeads * g.dim, keyBase = g.key(r.b, 0, r.hk);
+  for (int64_t t0 = 0; t0 < r.blockKeys; t0 += kTileCols) {
+    __syncthreads();
+    loadTile(ks, type, k, keyBase, t0, g.keys, keyStride, g.dim);
+    loadTile(vs, type, v, keyBase, t0, g.keys, keyStride, g.dim);
+    __syncthreads();
+    body(t0);
+  }
+}
+
 /// Block (x: a tile of query rows, y: batch * heads).
 __global__ void __launch_bounds__(kTileRows)
     attentionForwardTiled(AttentionGeometry g, DType type, const void *q,
                           const void *k, const void *v, void *out,
                           DType statsType, void *stats) {
   __shared__ alignas(16) Tile ks, vs;
-  const int64_t bh = blockIdx.y, b = bh / g.heads, h = bh % g.heads,
-                hk = h / g.group;
-  const int64_t s0 = int64_t(blockIdx.x) * kTileRows, s = s0 + threadIdx.x;
-  const bool live = s < g.seq;
-  const int64_t last = (s0 + kTileRows < g.seq ? s0 + kTileRows : g.seq) - 1;
-  const int64_t blockKeys = g.mask.visible(last); // visible() grows with s
-  const int64_t seen = live ? g.mask.visible(s) : 0;
+  const QueryRows rows = queryRows(g);
+  const int64_t b = rows.b, h = rows.h, s = rows.s, seen = rows.seen;
+  const bool live = rows.live;
   float qr[kTiledHeadDim], acc[kTiledHeadDim];
 #pragma unroll
   for (int d = 0; d < kTiledHeadDim; ++d) {
@@ -1655,12 +1691,7 @@ __global__ void __launch_bounds__(kTileRows)
     acc[d] = 0;
   }
   float rowMax = -INFINITY, rowSum = 0;
-  const int64_t keyStride = g.kvHeads * g.dim, keyBase = g.key(b, 0, hk);
-  for (int64_t t0 = 0; t0 < blockKeys; t0 += kTileCols) {
-    __syncthreads();
-    loadTile(ks, type, k, keyBase, t0, g.keys, keyStride, g.dim);
-    loadTile(vs, type, v, keyBase, t0, g.keys, keyStride, g.dim);
-    __syncthreads();
+  forEachKeyTile(g, type, k, v, rows, ks, vs, [&](int64_t t0) {
     for (int j = 0; j < kTileCols && t0 + j < seen; ++j) {
       const float score = g.scale * dotRow(qr, ks[j], 0.0f);
       const float newMax = rowMax > score ? rowMax : score;
@@ -1670,7 +1701,7 @@ __global__ void __launch_bounds__(kTileRows)
       axpyRow<true>(acc, correction, p, vs[j]);
       rowMax = newMax;
     }
-  }
+  });
   if (!live)
     return;
   const bool seesKeys = rowSum > 0.0f;
@@ -1694,13 +1725,9 @@ __global__ void __launch_bounds__(kTileRows)
   // Each thread's dO row, so that q and dq alone take registers.
   __shared__ alignas(16) float gradOuts[kTileRows][kOwnRow];
   float *gor = gradOuts[threadIdx.x];
-  const int64_t bh = blockIdx.y, b = bh / g.heads, h = bh % g.heads,
-                hk = h / g.group;
-  const int64_t s0 = int64_t(blockIdx.x) * kTileRows, s = s0 + threadIdx.x;
-  const bool live = s < g.seq;
-  const int64_t last = (s0 + kTileRows < g.seq ? s0 + kTileRows : g.seq) - 1;
-  const int64_t blockKeys = g.mask.visible(last);
-  const int64_t seen = live ? g.mask.visible(s) : 0;
+  const QueryRows rows = queryRows(g);
+  const int64_t b = rows.b, h = rows.h, s = rows.s, seen = rows.seen;
+  const bool live = rows.live;
   const int64_t at = live ? g.query(b, s, h) : 0;
   float qr[kTiledHeadDim], dq[kTiledHeadDim];
   float delta = 0; // rowsum(dO * O), in the row kernel's order
@@ -1716,12 +1743,7 @@ __global__ void __launch_bounds__(kTileRows)
   const float lse =
       live ? loadAs<float>(statsType, stats, (b * g.seq + s) * g.heads + h)
            : 0.0f;
-  const int64_t keyStride = g.kvHeads * g.dim, keyBase = g.key(b, 0, hk);
-  for (int64_t t0 = 0; t0 < blockKeys; t0 += kTileCols) {
-    __syncthreads();
-    loadTile(ks, type, k, keyBase, t0, g.keys, keyStride, g.dim);
-    loadTile(vs, type, v, keyBase, t0, g.keys, keyStride, g.dim);
-    __syncthreads();
+  forEachKeyTile(g, type, k, v, rows, ks, vs, [&](int64_t t0) {
     for (int j = 0; j < kTileCols && t0 + j < seen; ++j) {
       float dot = 0, dp = 0;
 #pragma unroll
@@ -1741,7 +1763,7 @@ __global__ void __launch_bounds__(kTileRows)
       const float ds = g.scale * p * (dp - delta);
       axpyRow<false>(dq, 1.0f, ds, ks[j]);
     }
-  }
+  });
   if (!live)
     return;
 #pragma unroll
