@@ -71,7 +71,9 @@ def prebuild(out: Path, build: Path, jobs: int) -> bool:
     cmake = ["cmake", "-G", "Ninja", "-S", str(ROOT), "-B", str(build),
              "-DPAR_RUNTIME_ONLY=ON", "-DCMAKE_BUILD_TYPE=Release",
              "-DPAR_USE_OPENBLAS=OFF", "-DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON",
-             f"-DCMAKE_CUDA_ARCHITECTURES={PREBUILT_ARCH}"]
+             f"-DCMAKE_CUDA_ARCHITECTURES={PREBUILT_ARCH}",
+             # The GPU machine's CPU is not this one's.
+             "-DPAR_CPU_ARCH=x86-64-v2"]
     if shutil.which("ccache"):
         cmake += ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache",
                   "-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"]

@@ -17,6 +17,7 @@
 #include "par/Runtime/Comm/MpiCollectives.h"
 #include "par/Runtime/Executor.h"
 #include "par/Runtime/FileIO.h"
+#include "par/Runtime/Parallel.h"
 #include "par/Runtime/Program.h"
 #include "par/Runtime/Trace.h"
 
@@ -378,15 +379,6 @@ std::string human(int64_t bytes) {
   return text;
 }
 
-/// The cores this process may run on (a container's cpuset, taskset).
-unsigned usableCores() {
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 &&
-      CPU_COUNT(&allowed) > 0)
-    return unsigned(CPU_COUNT(&allowed));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
 /// Starts the ranks through mpirun; returns only on failure to exec.
 int launch(const Options &o, int64_t ranks,
            const std::vector<std::string> &rest) {
@@ -417,12 +409,14 @@ int launch(const Options &o, int64_t ranks,
                                    self};
   args.insert(args.end(), rest.begin(), rest.end());
   setenv("PAR_RUN_LAUNCHED", "1", 1);
-  // The ranks share this machine's cores: each rank's GEMMs get its share
-  // (one thread where the ranks already fill the cores).
-  setenv("OPENBLAS_NUM_THREADS",
+  // The ranks share this machine's cores: each rank's kernels get its
+  // share (one thread where the ranks already fill the cores), and split
+  // their GEMMs over it themselves, so OpenBLAS runs one thread per call.
+  setenv("PAR_CPU_THREADS",
          std::to_string(std::max<int64_t>(1, int64_t(usableCores()) / ranks))
              .c_str(),
          0);
+  setenv("OPENBLAS_NUM_THREADS", "1", 0);
   // The GEMM kernels this CPU runs, where OpenBLAS does not recognize it.
   std::string core = blasCoreOverride();
   if (!core.empty())

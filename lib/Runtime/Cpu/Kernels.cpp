@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Runtime/Kernels.h"
+#include "par/Runtime/Parallel.h"
 #include "par/Runtime/Program.h"
 
 #include "Blas.h"
@@ -143,10 +144,8 @@ template <> constexpr DType dtypeOf<int64_t>() { return DType::I64; }
 /// convertElements, with direct loops for the bf16/f16 <-> f32 pairs that
 /// every low-precision kernel call goes through (convertElements dispatches
 /// on both types per element).
-void convertBuffer(DType from, const void *src, DType to, void *dst,
-                   int64_t n) {
-  if (n <= 0)
-    return;
+void convertRange(DType from, const void *src, DType to, void *dst,
+                  int64_t n) {
   if (from == to) {
     std::memmove(dst, src, n * dtypeBytes(from));
     return;
@@ -174,6 +173,15 @@ void convertBuffer(DType from, const void *src, DType to, void *dst,
     return;
   }
   convertElements(from, src, to, dst, n);
+}
+
+void convertBuffer(DType from, const void *src, DType to, void *dst,
+                   int64_t n) {
+  const size_t fromBytes = dtypeBytes(from), toBytes = dtypeBytes(to);
+  parallelFor(n, kParallelGrain, [&](int64_t begin, int64_t end) {
+    convertRange(from, static_cast<const char *>(src) + begin * fromBytes, to,
+                 static_cast<char *>(dst) + begin * toBytes, end - begin);
+  });
 }
 
 /// A tensor's elements as T: its own buffer when it already holds T,
@@ -370,12 +378,30 @@ void gatherElements(const Tensor &src, const GatherPlan &plan, Tensor &out) {
   std::vector<int64_t> outStrides = rowMajorStrides(out.shape);
   const char *from = static_cast<const char *>(src.data);
   char *to = static_cast<char *>(out.data);
-  withWidth(dtypeBytes(out.dtype), [&](auto width) {
-    constexpr size_t W = decltype(width)::value;
-    forEachIndex(out.shape, srcStrides, outStrides, [&](int64_t a, int64_t b) {
-      std::memcpy(to + b * W, from + (offset + a) * W, W);
-    });
-  });
+  if (out.shape.empty()) {
+    std::memcpy(to, from + offset * dtypeBytes(out.dtype),
+                dtypeBytes(out.dtype));
+    return;
+  }
+  // Ranges of the leading dim over the threads.
+  const int64_t lead = out.shape[0], rowElems = lead ? out.size() / lead : 0;
+  parallelFor(lead, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(
+                                                             rowElems, 1)),
+              [&](int64_t d0, int64_t d1) {
+                Shape part = out.shape;
+                part[0] = d1 - d0;
+                const char *src = from + (offset + d0 * srcStrides[0]) *
+                                             int64_t(dtypeBytes(out.dtype));
+                char *dst = to + d0 * outStrides[0] *
+                                     int64_t(dtypeBytes(out.dtype));
+                withWidth(dtypeBytes(out.dtype), [&](auto width) {
+                  constexpr size_t W = decltype(width)::value;
+                  forEachIndex(part, srcStrides, outStrides,
+                               [&](int64_t a, int64_t b) {
+                                 std::memcpy(dst + b * W, src + a * W, W);
+                               });
+                });
+              });
 }
 
 //===----------------------------------------------------------------------===//
@@ -388,18 +414,6 @@ blasint blasDim(const std::string &op, int64_t value) {
   return blasint(value);
 }
 
-// Row-major C[m, n] = alpha * A[m, k] * op(B) with op(B) = B[k, n], or B[n, k]
-// transposed; leading dims let callers address strided sub-matrices.
-void gemm(bool transB, blasint m, blasint n, blasint k, float alpha,
-          const float *a, blasint lda, const float *b, blasint ldb, float *c,
-          blasint ldc) {
-  rowMajorGemm(false, transB, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
-}
-void gemm(bool transB, blasint m, blasint n, blasint k, double alpha,
-          const double *a, blasint lda, const double *b, blasint ldb, double *c,
-          blasint ldc) {
-  rowMajorGemm(false, transB, m, n, k, alpha, a, lda, b, ldb, 0.0, c, ldc);
-}
 
 //===----------------------------------------------------------------------===//
 // Elementwise helpers
@@ -455,8 +469,10 @@ void mapBinary(const Tensor &lhs, const Tensor &rhs, Tensor &out, Fn fn) {
   Output<T> r(out);
   const T *pa = a.data(), *pb = b.data();
   T *pr = r.data();
-  for (int64_t i = 0, n = out.size(); i < n; ++i)
-    pr[i] = fn(pa[i], pb[i]);
+  parallelFor(out.size(), kParallelGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      pr[i] = fn(pa[i], pb[i]);
+  });
   r.commit();
 }
 
@@ -473,14 +489,30 @@ void binaryAs(BinaryKind kind, const Tensor &lhs, const Tensor &rhs,
 }
 
 template <typename T, typename Fn>
-void mapUnary(const Tensor &input, Tensor &out, Fn fn) {
+void mapUnary(const Tensor &input, Tensor &out, int64_t grain, Fn fn) {
   Input<T> x(input);
   Output<T> r(out);
   const T *px = x.data();
   T *pr = r.data();
-  for (int64_t i = 0, n = out.size(); i < n; ++i)
-    pr[i] = fn(px[i]);
+  parallelFor(out.size(), grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      pr[i] = fn(px[i]);
+  });
   r.commit();
+}
+
+/// Elements per thread worth a hand-off for a unary op: fewer for the ones
+/// through exp.
+int64_t unaryGrain(UnaryKind kind) {
+  switch (kind) {
+  case UnaryKind::Neg:
+  case UnaryKind::Relu:
+  case UnaryKind::Sqrt:
+  case UnaryKind::Rsqrt:
+    return kParallelGrain;
+  default:
+    return kParallelGrain / 8;
+  }
 }
 
 template <typename T>
@@ -488,7 +520,7 @@ void unaryAs(UnaryKind kind, const Tensor &input, Tensor &out) {
   using K = UnaryKind;
   withKind<K, K::Neg, K::Exp, K::Log, K::Tanh, K::Sqrt, K::Rsqrt, K::Gelu,
            K::Silu, K::Relu, K::Sigmoid>(kind, [&](auto k) {
-    mapUnary<T>(input, out,
+    mapUnary<T>(input, out, unaryGrain(kind),
                 [](T x) { return math::applyUnary(decltype(k)::value, x); });
   });
 }
@@ -501,8 +533,10 @@ void compareAs(CompareKind kind, const Tensor &lhs, const Tensor &rhs,
   const int64_t n = out.size();
   using K = CompareKind;
   withKind<K, K::Eq, K::Ne, K::Lt, K::Le, K::Gt, K::Ge>(kind, [&](auto k) {
-    for (int64_t i = 0; i < n; ++i)
-      r[i] = math::applyCompare(decltype(k)::value, a[i], b[i]) ? 1 : 0;
+    parallelFor(n, kParallelGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        r[i] = math::applyCompare(decltype(k)::value, a[i], b[i]) ? 1 : 0;
+    });
   });
 }
 
@@ -629,16 +663,44 @@ void dotAs(const Tensor &lhs, const Tensor &rhs,
   const T *b = packPermuted<T>(rhs, transB ? identity(rhsPerm.size()) : rhsPerm,
                                rhsStorage);
   blasint bm = blasDim(op, m), bn = blasDim(op, n), bk = blasDim(op, k);
-  for (int64_t i = 0; i < batch; ++i)
-    rowMajorGemm(transA, transB, bm, bn, bk, T(1), a + i * m * k,
-                 transA ? bm : bk, b + i * k * n, transB ? bk : bn, T(0),
-                 c + i * m * n, bn);
+  // Blocks of C's rows (or, for few rows, of its columns), one
+  // single-threaded GEMM each, spread over the threads. The blocks follow
+  // from the shape alone, so the result does not depend on the team.
+  constexpr int64_t kBlock = 128, kMinFlops = int64_t(1) << 20;
+  int64_t rowBlocks = 1, colBlocks = 1;
+  if (m * n * k >= 2 * kMinFlops) {
+    rowBlocks = std::max<int64_t>(1, m / kBlock);
+    if (rowBlocks == 1)
+      colBlocks = std::max<int64_t>(1, n / kBlock);
+  }
+  const int64_t rowsPer = (m + rowBlocks - 1) / rowBlocks;
+  const int64_t colsPer = (n + colBlocks - 1) / colBlocks;
+  const int64_t perBatch = rowBlocks * colBlocks;
+  parallelChunks(batch * perBatch, [&](int64_t task) {
+    const int64_t i = task / perBatch, block = task % perBatch;
+    const int64_t r0 = block / colBlocks * rowsPer,
+                  c0 = block % colBlocks * colsPer;
+    const int64_t rows = std::min(rowsPer, m - r0),
+                  cols = std::min(colsPer, n - c0);
+    if (rows <= 0 || cols <= 0)
+      return;
+    const T *ai = a + i * m * k + (transA ? r0 : r0 * k);
+    const T *bi = b + i * k * n + (transB ? c0 * k : c0);
+    rowMajorGemm(transA, transB, blasint(rows), blasint(cols), bk, T(1), ai,
+                 transA ? bm : bk, bi, transB ? bk : bn, T(0),
+                 c + i * m * n + r0 * n + c0, bn);
+  });
   result.commit();
 }
 
 //===----------------------------------------------------------------------===//
 // Neural-network helpers
 //===----------------------------------------------------------------------===//
+
+/// Rows of `width` elements per thread worth a hand-off.
+int64_t rowGrain(int64_t width) {
+  return std::max<int64_t>(1, kParallelGrain / 4 / std::max<int64_t>(width, 1));
+}
 
 /// Softmax (or, with `log`, its logarithm) along the middle dim of input
 /// viewed as [outer, len, inner], one row (strided when inner > 1) at a
@@ -650,8 +712,9 @@ void softmaxAs(const Tensor &input, int64_t dim, bool log, Tensor &out) {
   const int64_t len = input.shape[dim];
   const int64_t inner = product(input.shape, dim + 1, input.shape.size());
   const int64_t outer = product(input.shape, 0, dim);
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
+  parallelFor(outer * inner, rowGrain(len), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t o = row / inner, i = row % inner;
       const T *xs = x.data() + o * len * inner + i;
       T *ys = y.data() + o * len * inner + i;
       if (inner == 1)
@@ -660,6 +723,7 @@ void softmaxAs(const Tensor &input, int64_t dim, bool log, Tensor &out) {
         math::softmaxRow<T>(math::Strided<const T *>{xs, inner},
                             math::Strided<T *>{ys, inner}, len, log);
     }
+  });
   y.commit();
 }
 
@@ -678,9 +742,11 @@ void layerNormAs(const Tensor &input, const Tensor &gamma, const Tensor &beta,
   Input<T> x(input), g(gamma), b(beta);
   Output<T> y(out);
   Rows rows = rowsOf(input);
-  for (int64_t r = 0; r < rows.count; ++r)
-    math::layerNormRow<T>(x.data() + r * rows.width, g.data(), b.data(),
-                          y.data() + r * rows.width, rows.width, epsilon);
+  parallelFor(rows.count, rowGrain(rows.width), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      math::layerNormRow<T>(x.data() + r * rows.width, g.data(), b.data(),
+                            y.data() + r * rows.width, rows.width, epsilon);
+  });
   y.commit();
 }
 
@@ -690,9 +756,11 @@ void rmsNormAs(const Tensor &input, const Tensor &gamma, float epsilon,
   Input<T> x(input), g(gamma);
   Output<T> y(out);
   Rows rows = rowsOf(input);
-  for (int64_t r = 0; r < rows.count; ++r)
-    math::rmsNormRow<T>(x.data() + r * rows.width, g.data(),
-                        y.data() + r * rows.width, rows.width, epsilon);
+  parallelFor(rows.count, rowGrain(rows.width), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      math::rmsNormRow<T>(x.data() + r * rows.width, g.data(),
+                          y.data() + r * rows.width, rows.width, epsilon);
+  });
   y.commit();
 }
 
@@ -800,10 +868,12 @@ void attentionAs(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
   if (out.size() == 0)
     return;
   Input<T> qv(q), kv(k), vv(v);
-  std::vector<T> scores(kQueryTile * kKeyTile), acc(kQueryTile * g.dim);
-  std::vector<T> rowMax(kQueryTile), rowSum(kQueryTile);
-  for (int64_t b = 0; b < g.batch; ++b) {
-    for (int64_t h = 0; h < g.heads; ++h) {
+  // One (batch, head) pair per chunk, each with its own tiles.
+  parallelChunks(g.batch * g.heads, [&](int64_t pair) {
+    const int64_t b = pair / g.heads, h = pair % g.heads;
+    std::vector<T> scores(kQueryTile * kKeyTile), acc(kQueryTile * g.dim);
+    std::vector<T> rowMax(kQueryTile), rowSum(kQueryTile);
+    {
       const int64_t hk = h / g.group;
       for (int64_t s0 = 0; s0 < g.seq; s0 += kQueryTile) {
         const int64_t rows = std::min(kQueryTile, g.seq - s0);
@@ -858,7 +928,7 @@ void attentionAs(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
         }
       }
     }
-  }
+  });
   o.commit();
   if (lse)
     lse->commit();
@@ -869,12 +939,15 @@ template <typename T>
 std::vector<T> attentionRowDots(const AttentionShape &g, const T *out,
                                 const T *gradOut) {
   std::vector<T> dots(g.batch * g.seq * g.heads);
-  for (size_t i = 0; i < dots.size(); ++i) {
-    T sum = 0;
-    for (int64_t d = 0; d < g.dim; ++d)
-      sum += out[i * g.dim + d] * gradOut[i * g.dim + d];
-    dots[i] = sum;
-  }
+  parallelFor(int64_t(dots.size()), rowGrain(g.dim),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t i = begin; i < end; ++i) {
+                  T sum = 0;
+                  for (int64_t d = 0; d < g.dim; ++d)
+                    sum += out[i * g.dim + d] * gradOut[i * g.dim + d];
+                  dots[i] = sum;
+                }
+              });
   return dots;
 }
 
@@ -915,9 +988,11 @@ void attentionGradQAs(const Tensor &q, const Tensor &k, const Tensor &v,
   Input<T> qv(q), kv(k), vv(v), ov(out), dov(gradOut);
   Input<T> lse(stats);
   const std::vector<T> dots = attentionRowDots(g, ov.data(), dov.data());
-  std::vector<T> p(kQueryTile * kKeyTile), dp(kQueryTile * kKeyTile);
-  for (int64_t b = 0; b < g.batch; ++b)
-    for (int64_t h = 0; h < g.heads; ++h) {
+  // One (batch, head) pair per chunk: its dQ rows are its own.
+  parallelChunks(g.batch * g.heads, [&](int64_t pair) {
+    const int64_t b = pair / g.heads, h = pair % g.heads;
+    std::vector<T> p(kQueryTile * kKeyTile), dp(kQueryTile * kKeyTile);
+    {
       const int64_t hk = h / g.group;
       for (int64_t s0 = 0; s0 < g.seq; s0 += kQueryTile) {
         const int64_t rows = std::min(kQueryTile, g.seq - s0);
@@ -934,6 +1009,7 @@ void attentionGradQAs(const Tensor &q, const Tensor &k, const Tensor &v,
         }
       }
     }
+  });
   dq.commit();
 }
 
@@ -955,10 +1031,11 @@ void attentionGradKvAs(const Tensor &q, const Tensor &k, const Tensor &v,
   Input<T> qv(q), kv(k), vv(v), ov(out), dov(gradOut);
   Input<T> lse(stats);
   const std::vector<T> dots = attentionRowDots(g, ov.data(), dov.data());
-  std::vector<T> p(kQueryTile * kKeyTile), dp(kQueryTile * kKeyTile);
-  for (int64_t b = 0; b < g.batch; ++b)
-    for (int64_t hk = 0; hk < g.kvHeads; ++hk)
-      for (int64_t t0 = 0; t0 < g.keys; t0 += kKeyTile) {
+  // One (batch, KV head) pair per chunk: its dK and dV rows are its own.
+  parallelChunks(g.batch * g.kvHeads, [&](int64_t pair) {
+    const int64_t b = pair / g.kvHeads, hk = pair % g.kvHeads;
+    std::vector<T> p(kQueryTile * kKeyTile), dp(kQueryTile * kKeyTile);
+    for (int64_t t0 = 0; t0 < g.keys; t0 += kKeyTile) {
         const int64_t cols = std::min(kKeyTile, g.keys - t0);
         T *dkTile = dk.data() + g.keyIndex(b, t0, hk) * g.dim;
         T *dvTile = dv.data() + g.keyIndex(b, t0, hk) * g.dim;
@@ -980,7 +1057,8 @@ void attentionGradKvAs(const Tensor &q, const Tensor &k, const Tensor &v,
                     T(1), dp.data(), blasint(cols), qTile, g.qld, T(1), dkTile,
                     g.kvld);
           }
-      }
+    }
+  });
   dk.commit();
   dv.commit();
 }
@@ -1115,8 +1193,10 @@ void select(const Tensor &pred, const Tensor &onTrue, const Tensor &onFalse,
   const int64_t n = out.size();
   withWidth(dtypeBytes(out.dtype), [&](auto width) {
     constexpr size_t W = decltype(width)::value;
-    for (int64_t i = 0; i < n; ++i)
-      std::memcpy(o + i * W, (p[i] ? t : f) + i * W, W);
+    parallelFor(n, kParallelGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        std::memcpy(o + i * W, (p[i] ? t : f) + i * W, W);
+    });
   });
 }
 
@@ -1198,16 +1278,129 @@ ReducePlan planReduce(ReduceKind kind, const Tensor &input,
   return {toOut, count};
 }
 
+namespace {
+
+/// The input as [outer, count, inner] with the reduced dims in the middle,
+/// when they are next to each other (dims of size 1 go either way).
+bool reduceBlock(const Shape &shape, const std::vector<int64_t> &dims,
+                 int64_t &outer, int64_t &inner) {
+  std::vector<bool> reduced(shape.size(), false);
+  for (int64_t d : dims)
+    reduced[size_t(d)] = true;
+  int64_t first = -1, last = -1;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (reduced[d] && shape[d] != 1) {
+      if (first < 0)
+        first = int64_t(d);
+      last = int64_t(d);
+    }
+  if (first < 0)
+    return false;
+  for (int64_t d = first; d <= last; ++d)
+    if (!reduced[size_t(d)] && shape[size_t(d)] != 1)
+      return false;
+  outer = product(shape, 0, size_t(first));
+  inner = product(shape, size_t(last) + 1, shape.size());
+  return true;
+}
+
+/// Sums of float rows in double, for the [outer, count, inner] layout:
+/// a contiguous row (inner == 1) in eight interleaved partial sums, then in
+/// blocks of kSumBlock added in order; strided rows (inner > 1) a column
+/// block at a time, each column's sum in row order. Max and min combine
+/// in row order. The chunks follow from the shape alone, so the result does
+/// not depend on the threads.
+template <typename T>
+std::vector<double> reduceRows(ReduceKind kind, const T *x, int64_t outer,
+                               int64_t count, int64_t inner) {
+  const bool sum = kind == ReduceKind::Sum || kind == ReduceKind::Mean;
+  const double init = kind == ReduceKind::Max   ? lowestValue<double>()
+                      : kind == ReduceKind::Min ? highestValue<double>()
+                                                : 0.0;
+  auto combine = [kind](double a, double b) {
+    return kind == ReduceKind::Max   ? maxOf(a, b)
+           : kind == ReduceKind::Min ? minOf(a, b)
+                                     : a + b;
+  };
+  std::vector<double> acc(size_t(outer * inner), init);
+  if (inner == 1) {
+    constexpr int64_t kSumBlock = 65536;
+    const int64_t blocks = (count + kSumBlock - 1) / kSumBlock;
+    std::vector<double> partial(size_t(outer * blocks), init);
+    auto body = [&](int64_t task) {
+      const int64_t o = task / blocks, block = task % blocks;
+      const int64_t begin = block * kSumBlock,
+                    end = std::min(count, begin + kSumBlock);
+      const T *row = x + o * count;
+      double total = init;
+      int64_t i = begin;
+      if (sum) {
+        double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (; i + 8 <= end; i += 8)
+          for (int j = 0; j < 8; ++j)
+            lanes[j] += double(row[i + j]);
+        total = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+                ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+      }
+      for (; i < end; ++i)
+        total = combine(total, double(row[i]));
+      partial[size_t(task)] = total;
+    };
+    parallelFor(outer * blocks, rowGrain(std::min(count, kSumBlock)),
+                [&](int64_t t0, int64_t t1) {
+                  for (int64_t t = t0; t < t1; ++t)
+                    body(t);
+                });
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t b = 0; b < blocks; ++b)
+        acc[size_t(o)] = combine(acc[size_t(o)], partial[size_t(o * blocks + b)]);
+    return acc;
+  }
+  constexpr int64_t kColumns = 512;
+  const int64_t columnBlocks = (inner + kColumns - 1) / kColumns;
+  parallelFor(outer * columnBlocks,
+              std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(
+                                                         1, count * kColumns)),
+              [&](int64_t t0, int64_t t1) {
+                for (int64_t task = t0; task < t1; ++task) {
+                  const int64_t o = task / columnBlocks,
+                                j0 = task % columnBlocks * kColumns,
+                                j1 = std::min(inner, j0 + kColumns);
+                  double *a = acc.data() + o * inner;
+                  for (int64_t r = 0; r < count; ++r) {
+                    const T *row = x + (o * count + r) * inner;
+                    if (sum)
+                      for (int64_t j = j0; j < j1; ++j)
+                        a[j] += double(row[j]);
+                    else
+                      for (int64_t j = j0; j < j1; ++j)
+                        a[j] = combine(a[j], double(row[j]));
+                  }
+                }
+              });
+  return acc;
+}
+
+} // namespace
+
 void reduce(ReduceKind kind, const Tensor &input,
             const std::vector<int64_t> &dims, Tensor &out) {
   ReducePlan plan = planReduce(kind, input, dims, out);
   const std::vector<int64_t> &toOut = plan.toOut;
   const int64_t count = plan.count, outSize = out.size();
+  int64_t outer = 1, inner = 1;
+  const bool block = count > 1 && input.size() > 0 &&
+                     reduceBlock(input.shape, dims, outer, inner);
   withNumericCompute("reduce", input, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>) {
-      std::vector<double> acc =
-          accumulate<T, double>(kind, input, toOut, outSize);
+      std::vector<double> acc;
+      if (block) {
+        Input<T> x(input);
+        acc = reduceRows<T>(kind, x.data(), outer, count, inner);
+      } else {
+        acc = accumulate<T, double>(kind, input, toOut, outSize);
+      }
       if (kind == ReduceKind::Mean)
         for (double &value : acc)
           value /= double(count);
@@ -1688,11 +1881,11 @@ void fusedElementwise(const catalogue::FusedStep &step, const void *const *args,
   throw KernelError(std::string("fused: ") + catalogue::opName(step.op) +
                     " is not defined on this element type");
 }
-} // namespace
 
-void fused(const std::vector<catalogue::FusedStep> &steps,
-           const std::vector<Tensor> &inputs, Tensor &out) {
-  FusedPlan plan = planFused(steps, inputs, out);
+/// Elements [begin, end) of a fused group, kFusedChunk at a time.
+void fusedChunks(const std::vector<catalogue::FusedStep> &steps,
+                 const FusedPlan &plan, const std::vector<Tensor> &inputs,
+                 Tensor &out, int64_t begin, int64_t end) {
   const size_t numValues = plan.values.size();
   // One slot per value and a scratch slot, kept from call to call.
   thread_local std::vector<FusedSlot> slotStorage;
@@ -1714,11 +1907,10 @@ void fused(const std::vector<catalogue::FusedStep> &steps,
     });
     at[v] = slots[v].bytes;
   }
-  const int64_t total = out.size();
   const size_t outBytes = dtypeBytes(out.dtype);
   using Op = catalogue::OpCode;
-  for (int64_t start = 0; start < total; start += kFusedChunk) {
-    const int64_t n = std::min(kFusedChunk, total - start);
+  for (int64_t start = begin; start < end; start += kFusedChunk) {
+    const int64_t n = std::min(kFusedChunk, end - start);
     for (size_t v = 0; v < numValues; ++v) {
       const FusedPlan::Value &value = plan.values[v];
       if (value.source == FusedPlan::Source::Input) {
@@ -1804,6 +1996,21 @@ void fused(const std::vector<catalogue::FusedStep> &steps,
     convertBuffer(plan.values.back().compute, at[numValues - 1], out.dtype,
                   static_cast<char *>(out.data) + start * outBytes, n);
   }
+}
+} // namespace
+
+void fused(const std::vector<catalogue::FusedStep> &steps,
+           const std::vector<Tensor> &inputs, Tensor &out) {
+  FusedPlan plan = planFused(steps, inputs, out);
+  const int64_t total = out.size();
+  const int64_t chunks = (total + kFusedChunk - 1) / kFusedChunk;
+  // Ranges of chunks over the threads; each thread evaluates its chunks
+  // in its own slots.
+  parallelFor(chunks, kParallelGrain / 4 / kFusedChunk,
+              [&](int64_t first, int64_t last) {
+                fusedChunks(steps, plan, inputs, out, first * kFusedChunk,
+                            std::min(total, last * kFusedChunk));
+              });
 }
 
 //===----------------------------------------------------------------------===//
@@ -2372,10 +2579,15 @@ void crossEntropy(const Tensor &logits, const Tensor &labels, Tensor &out) {
   withFloatCompute(logits.dtype, [&](auto tag) {
     using T = decltype(tag);
     Input<T> x(logits);
-    for (int64_t t = 0; t < tokens; ++t) {
-      const int64_t l = label[t];
-      total += math::crossEntropyRow<T>(x.data() + t * vocab, vocab, l);
-    }
+    // Each token's loss on the threads, their sum in token order.
+    std::vector<double> losses(size_t(tokens), 0.0);
+    parallelFor(tokens, rowGrain(vocab), [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t)
+        losses[size_t(t)] =
+            math::crossEntropyRow<T>(x.data() + t * vocab, vocab, label[t]);
+    });
+    for (double loss : losses)
+      total += loss;
   });
   // No tokens (an empty shard) contribute nothing rather than NaN.
   storeElement(out.dtype, out.data, 0, tokens ? total / double(tokens) : 0.0);
@@ -2456,8 +2668,14 @@ void adamw(const Tensor &param, const Tensor &grad, const Tensor &m,
                                T(rate),
                                T(1.0 / (1.0 - std::pow(double(beta1), t))),
                                T(1.0 / (1.0 - std::pow(double(beta2), t)))};
-    for (int64_t i = 0, n = param.size(); i < n; ++i)
-      math::adamwElement(s, p[i], g[i], m0[i], v0[i], p1[i], m1[i], v1[i]);
+    const T *pp = p.data(), *gp = g.data(), *mp = m0.data(), *vp = v0.data();
+    T *pq = p1.data(), *mq = m1.data(), *vq = v1.data();
+    parallelFor(param.size(), kParallelGrain / 4,
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t i = begin; i < end; ++i)
+                    math::adamwElement(s, pp[i], gp[i], mp[i], vp[i], pq[i],
+                                       mq[i], vq[i]);
+                });
     p1.commit();
     m1.commit();
     v1.commit();
@@ -2506,12 +2724,14 @@ static void sgdUpdate(const Tensor &param, const Tensor &grad,
     }
     const math::SgdStep<T> s{T(momentum), T(weightDecay), T(rate), nesterov,
                              b0.has_value()};
-    for (int64_t i = 0, n = param.size(); i < n; ++i) {
-      T bi;
-      math::sgdElement(s, p[i], g[i], b0 ? (*b0)[i] : T(0), p1[i], bi);
-      if (b1)
-        (*b1)[i] = bi;
-    }
+    parallelFor(param.size(), kParallelGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        T bi;
+        math::sgdElement(s, p[i], g[i], b0 ? (*b0)[i] : T(0), p1[i], bi);
+        if (b1)
+          (*b1)[i] = bi;
+      }
+    });
     p1.commit();
     if (b1)
       b1->commit();
