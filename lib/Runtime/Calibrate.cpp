@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "par/Runtime/Calibrate.h"
+#include "par/Runtime/Parallel.h"
 #include "par/Catalogue/OpCatalogue.h"
 #include "par/Runtime/Kernels.h"
 
@@ -193,7 +194,8 @@ HardwareProfile calibrate(Collectives &comm, const CalibrationOptions &options,
   HardwareProfile p;
   p.name = options.name;
   p.description = "measured by par-run --calibrate on " + std::to_string(n) +
-                  " rank(s) of one machine (one BLAS thread a rank)";
+                  " rank(s) of one machine (" + std::to_string(cpuThreads()) +
+                  " kernel thread(s) a rank)";
   // One level: every rank of this machine shares memory.
   p.devicesPerNode = 1024;
   long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);

@@ -211,19 +211,14 @@ PAR_HD void storeAs(DType type, void *data, int64_t i, T value) {
 // Scalar functions in the compute type (f32 stays f32, f64 stays f64)
 //===----------------------------------------------------------------------===//
 
-PAR_HD inline float expOf(float x) { return expf(x); }
-PAR_HD inline double expOf(double x) { return exp(x); }
-PAR_HD inline float logOf(float x) { return logf(x); }
-PAR_HD inline double logOf(double x) { return log(x); }
-/// e^x in f32 for |x| <= 80 (what tanhOf needs): x = n ln2 + r with
-/// |r| <= ln2 / 2 (ln2 in two parts, Cody and Waite), a degree-6 polynomial
-/// for e^r, and 2^n put into the exponent bits; within 2 ulp of expf. No
-/// branches and no library call, so a loop over it vectorizes.
-PAR_HD inline float expModerate(float x) {
-  const float t = x * 1.44269504088896341f;
+/// e^c = y * 2^k for |c| <= 104: c = k ln2 + r with |r| <= ln2 / 2 (ln2
+/// in two parts, Cody and Waite) and a degree-6 polynomial for y = e^r.
+/// Straight-line code, so host loops over it vectorize.
+PAR_HD inline float expReduced(float c, int32_t &k) {
+  const float t = c * 1.44269504088896341f;
   // Round to the nearest integer by adding and removing 1.5 * 2^23.
   const float n = (t + 12582912.0f) - 12582912.0f;
-  float r = x - n * 0.693359375f;
+  float r = c - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -231,10 +226,34 @@ PAR_HD inline float expModerate(float x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  const float y = p * (r * r) + r + 1.0f;
-  return y * floatOf(uint32_t(int32_t(n) + 127) << 23);
+  k = int32_t(n);
+  return p * (r * r) + r + 1.0f;
 }
 
+/// 2^k as a float, for -126 <= k <= 127.
+PAR_HD inline float powerOfTwo(int32_t k) {
+  return floatOf(uint32_t(k + 127) << 23);
+}
+
+/// e^x in f32. On the device, expf; on the host, expReduced over the
+/// whole range (inputs clamped to [-104, 89], past which the result is 0
+/// or inf anyway; 2^k applied in two halves, so that results below 2^-126
+/// come out subnormal as expf's do): within 1 ulp of expf, and host loops
+/// over it vectorize.
+PAR_HD inline float expOf(float x) {
+#if defined(__CUDA_ARCH__)
+  return expf(x);
+#else
+  int32_t k;
+  const float y =
+      expReduced(x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x), k);
+  const float result = y * powerOfTwo(k / 2) * powerOfTwo(k - k / 2);
+  return x != x ? x : result; // NaN stays NaN
+#endif
+}
+PAR_HD inline double expOf(double x) { return exp(x); }
+PAR_HD inline float logOf(float x) { return logf(x); }
+PAR_HD inline double logOf(double x) { return log(x); }
 /// tanh in f32, several times faster than tanhf (its expm1f) and written
 /// so that loops over it vectorize: an odd Taylor polynomial where the exp
 /// form would cancel (|x| < 0.55, within 2e-7 relative there),
@@ -251,7 +270,8 @@ PAR_HD inline float tanhOf(float x) {
   p = p * z + 2.0f / 15.0f;
   p = p * z - 1.0f / 3.0f;
   const float small = copysignf(x + x * z * p, x); // tanh(-0) is -0
-  const float e = expModerate(2.0f * (a < 9.1f ? a : 9.1f));
+  int32_t k;
+  const float e = expReduced(2.0f * (a < 9.1f ? a : 9.1f), k) * powerOfTwo(k);
   const float large = copysignf(1.0f - 2.0f / (e + 1.0f), x);
   const float limit = a != a ? x : copysignf(1.0f, x); // NaN stays NaN
   return a < 0.55f ? small : a < 9.1f ? large : limit;

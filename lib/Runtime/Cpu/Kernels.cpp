@@ -794,6 +794,11 @@ struct AttentionShape {
         mask(causal, positionOffset, seq, keys), qld(blasDim(op, heads * dim)),
         kvld(blasDim(op, kvHeads * dim)) {}
 
+  /// Query rows and keys of the largest tile: short sequences take small
+  /// tiles.
+  int64_t tileRows() const { return std::min(kQueryTile, seq); }
+  int64_t tileCells() const { return tileRows() * std::min(kKeyTile, keys); }
+
   /// Keys that query row s sees (a prefix of the keys).
   int64_t visible(int64_t s) const { return mask.visible(s); }
   int64_t queryIndex(int64_t b, int64_t s, int64_t h) const {
@@ -830,7 +835,7 @@ void attentionWeights(const AttentionShape &g, int64_t b, int64_t h, int64_t s0,
     const int64_t live = std::clamp<int64_t>(seen - t0, 0, cols);
     const T rowLse = T(lse[g.queryIndex(b, s0 + r, h)]);
     for (int64_t t = 0; t < live; ++t)
-      row[t] = std::exp(row[t] - rowLse);
+      row[t] = math::expOf(T(row[t] - rowLse));
     std::fill(row + live, row + cols, T(0));
   }
 }
@@ -871,7 +876,7 @@ void attentionAs(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
   // One (batch, head) pair per chunk, each with its own tiles.
   parallelChunks(g.batch * g.heads, [&](int64_t pair) {
     const int64_t b = pair / g.heads, h = pair % g.heads;
-    std::vector<T> scores(kQueryTile * kKeyTile), acc(kQueryTile * g.dim);
+    std::vector<T> scores(g.tileCells()), acc(g.tileRows() * g.dim);
     std::vector<T> rowMax(kQueryTile), rowSum(kQueryTile);
     {
       const int64_t hk = h / g.group;
@@ -897,12 +902,14 @@ void attentionAs(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
             const T tileMax = *std::max_element(row, row + live);
             const T newMax = std::max(rowMax[r], tileMax);
             // exp(-inf) = 0 on the first tile a row sees.
-            const T correction = std::exp(rowMax[r] - newMax);
+            const T correction = math::expOf(T(rowMax[r] - newMax));
+            // The exps first (a loop that vectorizes), then their sum in
+            // order.
+            for (int64_t t = 0; t < live; ++t)
+              row[t] = math::expOf(T(row[t] - newMax));
             T sum = 0;
-            for (int64_t t = 0; t < live; ++t) {
-              row[t] = std::exp(row[t] - newMax);
+            for (int64_t t = 0; t < live; ++t)
               sum += row[t];
-            }
             std::fill(row + live, row + cols, T(0));
             rowSum[r] = rowSum[r] * correction + sum;
             rowMax[r] = newMax;
@@ -991,7 +998,7 @@ void attentionGradQAs(const Tensor &q, const Tensor &k, const Tensor &v,
   // One (batch, head) pair per chunk: its dQ rows are its own.
   parallelChunks(g.batch * g.heads, [&](int64_t pair) {
     const int64_t b = pair / g.heads, h = pair % g.heads;
-    std::vector<T> p(kQueryTile * kKeyTile), dp(kQueryTile * kKeyTile);
+    std::vector<T> p(g.tileCells()), dp(g.tileCells());
     {
       const int64_t hk = h / g.group;
       for (int64_t s0 = 0; s0 < g.seq; s0 += kQueryTile) {
@@ -1034,7 +1041,7 @@ void attentionGradKvAs(const Tensor &q, const Tensor &k, const Tensor &v,
   // One (batch, KV head) pair per chunk: its dK and dV rows are its own.
   parallelChunks(g.batch * g.kvHeads, [&](int64_t pair) {
     const int64_t b = pair / g.kvHeads, hk = pair % g.kvHeads;
-    std::vector<T> p(kQueryTile * kKeyTile), dp(kQueryTile * kKeyTile);
+    std::vector<T> p(g.tileCells()), dp(g.tileCells());
     for (int64_t t0 = 0; t0 < g.keys; t0 += kKeyTile) {
         const int64_t cols = std::min(kKeyTile, g.keys - t0);
         T *dkTile = dk.data() + g.keyIndex(b, t0, hk) * g.dim;
