@@ -134,9 +134,9 @@ TEST(ParallelTest, ReductionsAreTheSameOnTheTeam) {
     Shape shape;
     std::vector<int64_t> dims;
   };
-  const std::vector<Case> cases = {{{512, 1024}, {1}},   {{512, 1024}, {0}},
-                                   {{8, 300, 96}, {1}},  {{300001}, {0}},
-                                   {{3, 70000}, {1}},    {{64, 32, 48}, {0, 2}}};
+  const std::vector<Case> cases = {{{512, 1024}, {1}},  {{512, 1024}, {0}},
+                                   {{8, 300, 96}, {1}}, {{300001}, {0}},
+                                   {{3, 70000}, {1}},   {{64, 32, 48}, {0, 2}}};
   unsigned seed = 1;
   for (const Case &c : cases)
     for (ReduceKind kind : {ReduceKind::Sum, ReduceKind::Mean, ReduceKind::Max,
@@ -185,22 +185,26 @@ TEST(ParallelTest, BlockedSumsMatchPlainDoubleSums) {
 TEST(ParallelTest, DotsAreTheSameOnTheTeam) {
   // Rows split (m >= 256), columns split (few rows), batches, a transposed
   // operand, and f64.
-  Buffer a = random(DType::F32, {512, 96}, 1), b = random(DType::F32, {96, 384}, 2);
+  Buffer a = random(DType::F32, {512, 96}, 1),
+         b = random(DType::F32, {96, 384}, 2);
   expectSameOnTeam("dot rows", {{DType::F32, {512, 384}}},
                    [&](std::vector<Tensor> &out) {
                      dot(a.tensor(), b.tensor(), {}, {}, {1}, {0}, out[0]);
                    });
-  Buffer few = random(DType::F32, {40, 512}, 3), wide = random(DType::F32, {512, 1024}, 4);
+  Buffer few = random(DType::F32, {40, 512}, 3),
+         wide = random(DType::F32, {512, 1024}, 4);
   expectSameOnTeam("dot columns", {{DType::F32, {40, 1024}}},
                    [&](std::vector<Tensor> &out) {
                      dot(few.tensor(), wide.tensor(), {}, {}, {1}, {0}, out[0]);
                    });
-  Buffer ba = random(DType::F32, {6, 300, 64}, 5), bb = random(DType::F32, {6, 200, 64}, 6);
+  Buffer ba = random(DType::F32, {6, 300, 64}, 5),
+         bb = random(DType::F32, {6, 200, 64}, 6);
   expectSameOnTeam("dot batched, rhs transposed", {{DType::F32, {6, 300, 200}}},
                    [&](std::vector<Tensor> &out) {
                      dot(ba.tensor(), bb.tensor(), {0}, {0}, {2}, {2}, out[0]);
                    });
-  Buffer da = random(DType::F64, {256, 128}, 7), db = random(DType::F64, {256, 300}, 8);
+  Buffer da = random(DType::F64, {256, 128}, 7),
+         db = random(DType::F64, {256, 300}, 8);
   expectSameOnTeam("dot f64, lhs transposed", {{DType::F64, {128, 300}}},
                    [&](std::vector<Tensor> &out) {
                      dot(da.tensor(), db.tensor(), {}, {}, {0}, {0}, out[0]);
@@ -209,15 +213,17 @@ TEST(ParallelTest, DotsAreTheSameOnTheTeam) {
 
 TEST(ParallelTest, RowKernelsAreTheSameOnTheTeam) {
   Buffer x = random(DType::F32, {64, 24, 300}, 11);
-  expectSameOnTeam("softmax last dim", {{DType::F32, x.shape}},
-                   [&](std::vector<Tensor> &out) { softmax(x.tensor(), 2, out[0]); });
-  expectSameOnTeam("log_softmax middle dim", {{DType::F32, x.shape}},
-                   [&](std::vector<Tensor> &out) { logSoftmax(x.tensor(), 1, out[0]); });
+  expectSameOnTeam(
+      "softmax last dim", {{DType::F32, x.shape}},
+      [&](std::vector<Tensor> &out) { softmax(x.tensor(), 2, out[0]); });
+  expectSameOnTeam(
+      "log_softmax middle dim", {{DType::F32, x.shape}},
+      [&](std::vector<Tensor> &out) { logSoftmax(x.tensor(), 1, out[0]); });
   Buffer g = random(DType::F32, {300}, 12), b = random(DType::F32, {300}, 13);
-  expectSameOnTeam("layer_norm", {{DType::F32, x.shape}},
-                   [&](std::vector<Tensor> &out) {
-                     layerNorm(x.tensor(), g.tensor(), b.tensor(), 1e-5f, out[0]);
-                   });
+  expectSameOnTeam(
+      "layer_norm", {{DType::F32, x.shape}}, [&](std::vector<Tensor> &out) {
+        layerNorm(x.tensor(), g.tensor(), b.tensor(), 1e-5f, out[0]);
+      });
   expectSameOnTeam("rms_norm", {{DType::F32, x.shape}},
                    [&](std::vector<Tensor> &out) {
                      rmsNorm(x.tensor(), g.tensor(), 1e-5f, out[0]);
@@ -233,27 +239,39 @@ TEST(ParallelTest, RowKernelsAreTheSameOnTheTeam) {
 }
 
 TEST(ParallelTest, ElementwiseAndOptimizerAreTheSameOnTheTeam) {
-  Buffer x = random(DType::F32, {300, 1000}, 21), y = random(DType::F32, {300, 1000}, 22);
+  Buffer x = random(DType::F32, {300, 1000}, 21),
+         y = random(DType::F32, {300, 1000}, 22);
   expectSameOnTeam("gelu", {{DType::F32, x.shape}},
-                   [&](std::vector<Tensor> &out) { unary(UnaryKind::Gelu, x.tensor(), out[0]); });
-  expectSameOnTeam("mul", {{DType::F32, x.shape}}, [&](std::vector<Tensor> &out) {
-    binary(BinaryKind::Mul, x.tensor(), y.tensor(), out[0]);
-  });
-  Buffer bf = random(DType::BF16, {300, 1000}, 23);
-  expectSameOnTeam("convert bf16 to f32", {{DType::F32, bf.shape}},
-                   [&](std::vector<Tensor> &out) { convert(bf.tensor(), out[0]); });
-  Buffer row = random(DType::F32, {1000}, 24);
-  expectSameOnTeam("broadcast", {{DType::F32, {300, 1000}}},
-                   [&](std::vector<Tensor> &out) { broadcast(row.tensor(), {1}, out[0]); });
-  expectSameOnTeam("transpose", {{DType::F32, {1000, 300}}},
-                   [&](std::vector<Tensor> &out) { transpose(x.tensor(), {1, 0}, out[0]); });
-  Buffer m = random(DType::F32, x.shape, 25), v = random(DType::F32, x.shape, 26, 0, 1);
-  Buffer lr = scalar(DType::F32, 1e-3), step = scalar(DType::F32, 3);
-  expectSameOnTeam("adamw", {{DType::F32, x.shape}, {DType::F32, x.shape}, {DType::F32, x.shape}},
                    [&](std::vector<Tensor> &out) {
-                     adamw(x.tensor(), y.tensor(), m.tensor(), v.tensor(), lr.tensor(),
-                           step.tensor(), 0.9f, 0.999f, 1e-8f, 0.01f, out[0], out[1], out[2]);
+                     unary(UnaryKind::Gelu, x.tensor(), out[0]);
                    });
+  expectSameOnTeam("mul", {{DType::F32, x.shape}},
+                   [&](std::vector<Tensor> &out) {
+                     binary(BinaryKind::Mul, x.tensor(), y.tensor(), out[0]);
+                   });
+  Buffer bf = random(DType::BF16, {300, 1000}, 23);
+  expectSameOnTeam(
+      "convert bf16 to f32", {{DType::F32, bf.shape}},
+      [&](std::vector<Tensor> &out) { convert(bf.tensor(), out[0]); });
+  Buffer row = random(DType::F32, {1000}, 24);
+  expectSameOnTeam(
+      "broadcast", {{DType::F32, {300, 1000}}},
+      [&](std::vector<Tensor> &out) { broadcast(row.tensor(), {1}, out[0]); });
+  expectSameOnTeam("transpose", {{DType::F32, {1000, 300}}},
+                   [&](std::vector<Tensor> &out) {
+                     transpose(x.tensor(), {1, 0}, out[0]);
+                   });
+  Buffer m = random(DType::F32, x.shape, 25),
+         v = random(DType::F32, x.shape, 26, 0, 1);
+  Buffer lr = scalar(DType::F32, 1e-3), step = scalar(DType::F32, 3);
+  expectSameOnTeam(
+      "adamw",
+      {{DType::F32, x.shape}, {DType::F32, x.shape}, {DType::F32, x.shape}},
+      [&](std::vector<Tensor> &out) {
+        adamw(x.tensor(), y.tensor(), m.tensor(), v.tensor(), lr.tensor(),
+              step.tensor(), 0.9f, 0.999f, 1e-8f, 0.01f, out[0], out[1],
+              out[2]);
+      });
   // A fused group: gelu(x * y + 1) over an f32 result.
   using Op = par::catalogue::OpCode;
   std::vector<par::catalogue::FusedStep> steps(4);
@@ -267,35 +285,42 @@ TEST(ParallelTest, ElementwiseAndOptimizerAreTheSameOnTheTeam) {
   steps[3].args = {4};
   for (auto &step : steps)
     step.dtype = int(DType::F32);
-  expectSameOnTeam("fused", {{DType::F32, x.shape}}, [&](std::vector<Tensor> &out) {
-    fused(steps, {x.tensor(), y.tensor()}, out[0]);
-  });
+  expectSameOnTeam("fused", {{DType::F32, x.shape}},
+                   [&](std::vector<Tensor> &out) {
+                     fused(steps, {x.tensor(), y.tensor()}, out[0]);
+                   });
 }
 
 TEST(ParallelTest, AttentionIsTheSameOnTheTeam) {
   // q [B, S, H, D], k/v [B, T, Hkv, D]: grouped heads, causal.
   const int64_t B = 2, S = 200, H = 4, Hkv = 2, D = 16;
-  Buffer q = random(DType::F32, {B, S, H, D}, 31), k = random(DType::F32, {B, S, Hkv, D}, 32);
-  Buffer v = random(DType::F32, {B, S, Hkv, D}, 33), dout = random(DType::F32, {B, S, H, D}, 34);
+  Buffer q = random(DType::F32, {B, S, H, D}, 31),
+         k = random(DType::F32, {B, S, Hkv, D}, 32);
+  Buffer v = random(DType::F32, {B, S, Hkv, D}, 33),
+         dout = random(DType::F32, {B, S, H, D}, 34);
   Buffer o(DType::F32, {B, S, H, D}), lse(DType::F32, {B, S, H});
   {
     Tensor ot = o.tensor(), lt = lse.tensor();
     attention(q.tensor(), k.tensor(), v.tensor(), true, 0.25f, 0, ot, &lt);
   }
-  expectSameOnTeam("attention", {{DType::F32, o.shape}, {DType::F32, lse.shape}},
+  expectSameOnTeam("attention",
+                   {{DType::F32, o.shape}, {DType::F32, lse.shape}},
                    [&](std::vector<Tensor> &out) {
-                     attention(q.tensor(), k.tensor(), v.tensor(), true, 0.25f, 0, out[0],
-                               &out[1]);
+                     attention(q.tensor(), k.tensor(), v.tensor(), true, 0.25f,
+                               0, out[0], &out[1]);
                    });
-  expectSameOnTeam("attention_grad_q", {{DType::F32, q.shape}}, [&](std::vector<Tensor> &out) {
-    attentionGradQ(q.tensor(), k.tensor(), v.tensor(), o.tensor(), dout.tensor(), lse.tensor(),
-                   true, 0.25f, 0, out[0]);
-  });
-  expectSameOnTeam("attention_grad_kv", {{DType::F32, k.shape}, {DType::F32, v.shape}},
+  expectSameOnTeam("attention_grad_q", {{DType::F32, q.shape}},
                    [&](std::vector<Tensor> &out) {
-                     attentionGradKv(q.tensor(), k.tensor(), v.tensor(), o.tensor(),
-                                     dout.tensor(), lse.tensor(), true, 0.25f, 0, out[0],
-                                     out[1]);
+                     attentionGradQ(q.tensor(), k.tensor(), v.tensor(),
+                                    o.tensor(), dout.tensor(), lse.tensor(),
+                                    true, 0.25f, 0, out[0]);
+                   });
+  expectSameOnTeam("attention_grad_kv",
+                   {{DType::F32, k.shape}, {DType::F32, v.shape}},
+                   [&](std::vector<Tensor> &out) {
+                     attentionGradKv(q.tensor(), k.tensor(), v.tensor(),
+                                     o.tensor(), dout.tensor(), lse.tensor(),
+                                     true, 0.25f, 0, out[0], out[1]);
                    });
 }
 

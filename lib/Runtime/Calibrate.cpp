@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "par/Runtime/Calibrate.h"
-#include "par/Runtime/Parallel.h"
 #include "par/Catalogue/OpCatalogue.h"
 #include "par/Runtime/Kernels.h"
+#include "par/Runtime/Parallel.h"
 
 #include <unistd.h>
 

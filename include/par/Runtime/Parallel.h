@@ -54,9 +54,8 @@ template <typename Fn> void parallelFor(int64_t n, int64_t grain, Fn &&fn) {
       fn(int64_t(0), n);
     return;
   }
-  parallelChunks(ranges, [&](int64_t c) {
-    fn(n * c / ranges, n * (c + 1) / ranges);
-  });
+  parallelChunks(ranges,
+                 [&](int64_t c) { fn(n * c / ranges, n * (c + 1) / ranges); });
 }
 
 /// While one lives, runChunks on this thread runs every chunk inline, as a

@@ -144,8 +144,7 @@ template <> constexpr DType dtypeOf<int64_t>() { return DType::I64; }
 /// convertElements, with direct loops for the bf16/f16 <-> f32 pairs that
 /// every low-precision kernel call goes through (convertElements dispatches
 /// on both types per element).
-void convertRange(DType from, const void *src, DType to, void *dst,
-                  int64_t n) {
+void convertRange(DType from, const void *src, DType to, void *dst, int64_t n) {
   if (from == to) {
     std::memmove(dst, src, n * dtypeBytes(from));
     return;
@@ -385,23 +384,22 @@ void gatherElements(const Tensor &src, const GatherPlan &plan, Tensor &out) {
   }
   // Ranges of the leading dim over the threads.
   const int64_t lead = out.shape[0], rowElems = lead ? out.size() / lead : 0;
-  parallelFor(lead, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(
-                                                             rowElems, 1)),
-              [&](int64_t d0, int64_t d1) {
-                Shape part = out.shape;
-                part[0] = d1 - d0;
-                const char *src = from + (offset + d0 * srcStrides[0]) *
-                                             int64_t(dtypeBytes(out.dtype));
-                char *dst = to + d0 * outStrides[0] *
+  parallelFor(
+      lead,
+      std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(rowElems, 1)),
+      [&](int64_t d0, int64_t d1) {
+        Shape part = out.shape;
+        part[0] = d1 - d0;
+        const char *src = from + (offset + d0 * srcStrides[0]) *
                                      int64_t(dtypeBytes(out.dtype));
-                withWidth(dtypeBytes(out.dtype), [&](auto width) {
-                  constexpr size_t W = decltype(width)::value;
-                  forEachIndex(part, srcStrides, outStrides,
-                               [&](int64_t a, int64_t b) {
-                                 std::memcpy(dst + b * W, src + a * W, W);
-                               });
-                });
-              });
+        char *dst = to + d0 * outStrides[0] * int64_t(dtypeBytes(out.dtype));
+        withWidth(dtypeBytes(out.dtype), [&](auto width) {
+          constexpr size_t W = decltype(width)::value;
+          forEachIndex(part, srcStrides, outStrides, [&](int64_t a, int64_t b) {
+            std::memcpy(dst + b * W, src + a * W, W);
+          });
+        });
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -413,7 +411,6 @@ blasint blasDim(const std::string &op, int64_t value) {
     fail(op, "size " + std::to_string(value) + " is too large for BLAS");
   return blasint(value);
 }
-
 
 //===----------------------------------------------------------------------===//
 // Elementwise helpers
@@ -1043,27 +1040,27 @@ void attentionGradKvAs(const Tensor &q, const Tensor &k, const Tensor &v,
     const int64_t b = pair / g.kvHeads, hk = pair % g.kvHeads;
     std::vector<T> p(g.tileCells()), dp(g.tileCells());
     for (int64_t t0 = 0; t0 < g.keys; t0 += kKeyTile) {
-        const int64_t cols = std::min(kKeyTile, g.keys - t0);
-        T *dkTile = dk.data() + g.keyIndex(b, t0, hk) * g.dim;
-        T *dvTile = dv.data() + g.keyIndex(b, t0, hk) * g.dim;
-        for (int64_t h = hk * g.group; h < (hk + 1) * g.group; ++h)
-          for (int64_t s0 = 0; s0 < g.seq; s0 += kQueryTile) {
-            const int64_t rows = std::min(kQueryTile, g.seq - s0);
-            // Rows see a prefix of the keys, longer for later rows.
-            if (g.visible(s0 + rows - 1) <= t0)
-              continue;
-            const T *qTile = qv.data() + g.queryIndex(b, s0, h) * g.dim;
-            const T *doTile = dov.data() + g.queryIndex(b, s0, h) * g.dim;
-            attentionTileGrads(g, b, h, s0, rows, t0, cols, T(scale),
-                               qv.data(), kv.data(), vv.data(), dov.data(),
-                               lse.data(), dots, p.data(), dp.data());
-            gemmAcc(true, false, blasint(cols), blasint(g.dim), blasint(rows),
-                    T(1), p.data(), blasint(cols), doTile, g.qld, T(1), dvTile,
-                    g.kvld);
-            gemmAcc(true, false, blasint(cols), blasint(g.dim), blasint(rows),
-                    T(1), dp.data(), blasint(cols), qTile, g.qld, T(1), dkTile,
-                    g.kvld);
-          }
+      const int64_t cols = std::min(kKeyTile, g.keys - t0);
+      T *dkTile = dk.data() + g.keyIndex(b, t0, hk) * g.dim;
+      T *dvTile = dv.data() + g.keyIndex(b, t0, hk) * g.dim;
+      for (int64_t h = hk * g.group; h < (hk + 1) * g.group; ++h)
+        for (int64_t s0 = 0; s0 < g.seq; s0 += kQueryTile) {
+          const int64_t rows = std::min(kQueryTile, g.seq - s0);
+          // Rows see a prefix of the keys, longer for later rows.
+          if (g.visible(s0 + rows - 1) <= t0)
+            continue;
+          const T *qTile = qv.data() + g.queryIndex(b, s0, h) * g.dim;
+          const T *doTile = dov.data() + g.queryIndex(b, s0, h) * g.dim;
+          attentionTileGrads(g, b, h, s0, rows, t0, cols, T(scale), qv.data(),
+                             kv.data(), vv.data(), dov.data(), lse.data(), dots,
+                             p.data(), dp.data());
+          gemmAcc(true, false, blasint(cols), blasint(g.dim), blasint(rows),
+                  T(1), p.data(), blasint(cols), doTile, g.qld, T(1), dvTile,
+                  g.kvld);
+          gemmAcc(true, false, blasint(cols), blasint(g.dim), blasint(rows),
+                  T(1), dp.data(), blasint(cols), qTile, g.qld, T(1), dkTile,
+                  g.kvld);
+        }
     }
   });
   dk.commit();
@@ -1360,14 +1357,15 @@ std::vector<double> reduceRows(ReduceKind kind, const T *x, int64_t outer,
                 });
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t b = 0; b < blocks; ++b)
-        acc[size_t(o)] = combine(acc[size_t(o)], partial[size_t(o * blocks + b)]);
+        acc[size_t(o)] =
+            combine(acc[size_t(o)], partial[size_t(o * blocks + b)]);
     return acc;
   }
   constexpr int64_t kColumns = 512;
   const int64_t columnBlocks = (inner + kColumns - 1) / kColumns;
   parallelFor(outer * columnBlocks,
-              std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(
-                                                         1, count * kColumns)),
+              std::max<int64_t>(1, kParallelGrain /
+                                       std::max<int64_t>(1, count * kColumns)),
               [&](int64_t t0, int64_t t1) {
                 for (int64_t task = t0; task < t1; ++task) {
                   const int64_t o = task / columnBlocks,
