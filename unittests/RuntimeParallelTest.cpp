@@ -291,6 +291,111 @@ TEST(ParallelTest, ElementwiseAndOptimizerAreTheSameOnTheTeam) {
                    });
 }
 
+// A batch of updates (one parallel loop over every member) against each
+// update on its own: the same bits, with members of other types (f64, a
+// bf16 gradient) and SGD with and without momentum.
+TEST(ParallelTest, BatchedUpdatesAreTheUpdatesOneByOne) {
+  const std::vector<std::pair<DType, Shape>> params = {{DType::F32, {300, 200}},
+                                                       {DType::F32, {64}},
+                                                       {DType::F64, {40, 40}},
+                                                       {DType::F32, {70000}},
+                                                       {DType::F32, {3, 5}}};
+  Buffer lr = scalar(DType::F32, 1e-2), step = scalar(DType::F32, 4);
+  std::vector<Buffer> p, g, m, v;
+  unsigned seed = 100;
+  for (const auto &[dtype, shape] : params) {
+    p.push_back(random(dtype, shape, seed++));
+    // The second update reads a bf16 gradient.
+    g.push_back(random(p.size() == 2 ? DType::BF16 : dtype, shape, seed++));
+    m.push_back(random(dtype, shape, seed++));
+    v.push_back(random(dtype, shape, seed++, 0, 1));
+  }
+  std::vector<par::catalogue::Attrs> attrs(params.size());
+  for (size_t k = 0; k < attrs.size(); ++k) {
+    attrs[k].beta1 = 0.9;
+    attrs[k].beta2 = 0.99 + 0.001 * double(k);
+    attrs[k].epsilon = 1e-8;
+    attrs[k].weightDecay = k % 2 ? 0.0 : 0.1;
+    attrs[k].momentum = k % 2 ? 0.0 : 0.9;
+    attrs[k].nesterov = k == 2;
+  }
+  auto outputs = [&](size_t count) {
+    std::vector<std::vector<Buffer>> out(params.size());
+    for (size_t k = 0; k < params.size(); ++k)
+      for (size_t r = 0; r < count; ++r) {
+        out[k].emplace_back(params[k].first, params[k].second);
+        std::memset(out[k].back().words.data(), 0xff,
+                    out[k].back().words.size() * sizeof(uint64_t));
+      }
+    return out;
+  };
+  auto tensorsOf = [](std::vector<std::vector<Buffer>> &buffers) {
+    std::vector<std::vector<Tensor>> t(buffers.size());
+    for (size_t k = 0; k < buffers.size(); ++k)
+      for (Buffer &b : buffers[k])
+        t[k].push_back(b.tensor());
+    return t;
+  };
+  auto same = [&](std::vector<std::vector<Buffer>> &a,
+                  std::vector<std::vector<Buffer>> &b, const char *what) {
+    for (size_t k = 0; k < a.size(); ++k)
+      for (size_t r = 0; r < a[k].size(); ++r)
+        EXPECT_EQ(0, std::memcmp(a[k][r].words.data(), b[k][r].words.data(),
+                                 a[k][r].words.size() * sizeof(uint64_t)))
+            << what << ": update " << k << ", result " << r;
+  };
+  std::vector<const par::catalogue::Attrs *> attrPtrs;
+  for (auto &a : attrs)
+    attrPtrs.push_back(&a);
+
+  // AdamW.
+  std::vector<std::vector<Tensor>> in(params.size());
+  for (size_t k = 0; k < params.size(); ++k)
+    in[k] = {p[k].tensor(), g[k].tensor(), m[k].tensor(),
+             v[k].tensor(), lr.tensor(),   step.tensor()};
+  auto batched = outputs(3), alone = outputs(3);
+  std::vector<std::vector<Tensor>> batchedOut = tensorsOf(batched),
+                                   aloneOut = tensorsOf(alone);
+  adamwBatch(attrPtrs, in, batchedOut);
+  for (size_t k = 0; k < params.size(); ++k)
+    adamw(in[k][0], in[k][1], in[k][2], in[k][3], in[k][4], in[k][5],
+          float(attrs[k].beta1), float(attrs[k].beta2), float(attrs[k].epsilon),
+          float(attrs[k].weightDecay), aloneOut[k][0], aloneOut[k][1],
+          aloneOut[k][2]);
+  same(batched, alone, "adamw");
+
+  // SGD: with a momentum buffer where attrs[k].momentum is set, plain
+  // otherwise.
+  std::vector<std::vector<Tensor>> sgdIn(params.size());
+  std::vector<size_t> results(params.size());
+  for (size_t k = 0; k < params.size(); ++k) {
+    bool buffered = attrs[k].momentum != 0;
+    sgdIn[k] = buffered ? std::vector<Tensor>{p[k].tensor(), g[k].tensor(),
+                                              m[k].tensor(), lr.tensor()}
+                        : std::vector<Tensor>{p[k].tensor(), g[k].tensor(),
+                                              lr.tensor()};
+    results[k] = buffered ? 2 : 1;
+  }
+  auto sgdBatched = outputs(2), sgdAlone = outputs(2);
+  std::vector<std::vector<Tensor>> sb = tensorsOf(sgdBatched),
+                                   sa = tensorsOf(sgdAlone);
+  for (size_t k = 0; k < params.size(); ++k) {
+    sb[k].resize(results[k]);
+    sa[k].resize(results[k]);
+  }
+  sgdBatch(attrPtrs, sgdIn, sb);
+  for (size_t k = 0; k < params.size(); ++k) {
+    if (results[k] == 2)
+      sgd(sgdIn[k][0], sgdIn[k][1], sgdIn[k][2], sgdIn[k][3],
+          float(attrs[k].momentum), float(attrs[k].weightDecay),
+          attrs[k].nesterov, sa[k][0], sa[k][1]);
+    else
+      sgd(sgdIn[k][0], sgdIn[k][1], sgdIn[k][2], float(attrs[k].weightDecay),
+          sa[k][0]);
+  }
+  same(sgdBatched, sgdAlone, "sgd");
+}
+
 TEST(ParallelTest, AttentionIsTheSameOnTheTeam) {
   // q [B, S, H, D], k/v [B, T, Hkv, D]: grouped heads, causal.
   const int64_t B = 2, S = 200, H = 4, Hkv = 2, D = 16;

@@ -227,17 +227,25 @@ void Executor::runStep(int64_t step) {
   };
   for (size_t i = 0; i < class_->instructions.size(); ++i) {
     const Instruction &inst = class_->instructions[i];
-    completeSends(i);
+    // A batch writes its last member's results now: sends whose memory
+    // any member reuses must be done.
+    completeSends(i + size_t(inst.batch) - 1);
     double start = tracer_ ? tracer_->now() : 0;
     Clock::time_point begin = timing ? Clock::now() : Clock::time_point();
     try {
-      execute(inst, i);
+      if (inst.batch > 1)
+        executeBatch(i);
+      else
+        execute(inst, i);
     } catch (const KernelError &e) {
       throw RunError(where(i) + ": " + e.what());
     }
     if (timing) {
       double took = seconds(begin, Clock::now());
       timing_.seconds[i] = std::min(timing_.seconds[i], took);
+      // A batch's time is its first instruction's.
+      for (int64_t j = 1; j < inst.batch; ++j)
+        timing_.seconds[i + size_t(j)] = 0;
       if (inst.op != OpCode::Send && inst.op != OpCode::Recv)
         busy += took;
     }
@@ -263,6 +271,7 @@ void Executor::runStep(int64_t step) {
         slotEnd = end;
       }
     }
+    i += size_t(inst.batch - 1);
   }
   closeSlot();
   completeSends(class_->instructions.size());
@@ -379,6 +388,20 @@ void Executor::execute(const Instruction &inst, size_t index) {
     return;
   }
   runGroupOp(inst, index, in, out[0]);
+}
+
+void Executor::executeBatch(size_t index) {
+  const Instruction &first = class_->instructions[index];
+  std::vector<BatchMember> members(size_t(first.batch));
+  for (size_t k = 0; k < members.size(); ++k) {
+    const Instruction &inst = class_->instructions[index + k];
+    members[k].attrs = &inst.attrs;
+    for (int64_t id : inst.operands)
+      members[k].in.push_back(buffer(id));
+    for (int64_t id : inst.results)
+      members[k].out.push_back(buffer(id));
+  }
+  device_.launchBatch(first.op, members);
 }
 
 void Executor::runGroupOp(const Instruction &inst, size_t index,

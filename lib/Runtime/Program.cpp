@@ -324,6 +324,57 @@ static void checkExchange(const Reader &r, const Program &p,
 /// made before it, as many as its op takes, of the types its op needs;
 /// element-wise steps read values of the result's shape (a broadcast of an
 /// operand or a splat constant makes one); the last step makes the result.
+/// A batch is `batch` consecutive instructions of one op, none of them the
+/// first of another batch, and no member writes memory another member
+/// reads or writes: then running them at once is running them in order.
+static void checkBatches(const Reader &r, const RankClass &rc,
+                         const std::string &cw) {
+  const std::vector<Instruction> &insts = rc.instructions;
+  for (size_t i = 0; i < insts.size(); ++i) {
+    if (insts[i].batch == 1)
+      continue;
+    std::string bw = at(cw + ".instructions", i) + ".batch";
+    size_t n = size_t(insts[i].batch);
+    if (n > insts.size() - i)
+      r.fail(bw, "is " + std::to_string(n) + " but only " +
+                     std::to_string(insts.size() - i) +
+                     " instructions are left");
+    for (size_t j = i + 1; j < i + n; ++j) {
+      if (insts[j].op != insts[i].op)
+        r.fail(bw, "instruction " + std::to_string(j) + " is " +
+                       opName(insts[j].op) + ", not " + opName(insts[i].op));
+      if (insts[j].batch != 1)
+        r.fail(bw, "instruction " + std::to_string(j) +
+                       " starts a batch of its own inside this one");
+      if (insts[j].slot != insts[i].slot)
+        r.fail(bw, "instruction " + std::to_string(j) +
+                       " is of another pipeline slot");
+    }
+    auto overlaps = [&](int64_t a, int64_t b) {
+      const Buffer &x = rc.buffers[size_t(a)], &y = rc.buffers[size_t(b)];
+      return x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
+    };
+    for (size_t j = i; j < i + n; ++j)
+      for (size_t k = i; k < i + n; ++k) {
+        if (j == k)
+          continue;
+        for (int64_t written : insts[j].results) {
+          std::vector<int64_t> touched = insts[k].operands;
+          touched.insert(touched.end(), insts[k].results.begin(),
+                         insts[k].results.end());
+          for (int64_t other : touched)
+            if (overlaps(written, other))
+              r.fail(bw, "instruction " + std::to_string(j) +
+                             " writes buffer " + std::to_string(written) +
+                             ", whose memory buffer " + std::to_string(other) +
+                             " of instruction " + std::to_string(k) +
+                             " shares: they cannot run at once");
+        }
+      }
+    i += n - 1;
+  }
+}
+
 void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
                 const std::string &where) {
   const std::vector<catalogue::FusedStep> &steps = inst.attrs.body;
@@ -1058,6 +1109,17 @@ Program programOf(const nlohmann::json &doc, const std::string &path) {
       if (ij.contains("slot"))
         inst.slot = r.string(ij, iw, "slot");
       iw += " (" + op + (inst.loc.empty() ? "" : " at " + inst.loc) + ")";
+      if (ij.contains("batch")) {
+        const json &batch = ij["batch"];
+        if (!Reader::isInt64(batch) || batch.get<int64_t>() < 2)
+          r.fail(iw + ".batch", "must be an integer of at least 2 (the "
+                                "instructions that run as one launch)");
+        if (!batchable(inst.op))
+          r.fail(iw + ".batch", "only optimizer updates (adamw, sgd) run in "
+                                "batches, not " +
+                                    op);
+        inst.batch = batch.get<int64_t>();
+      }
       const json &operands = r.field(ij, iw, "operands");
       const json &results = r.field(ij, iw, "results");
       if (!operands.is_array() || !results.is_array())
@@ -1101,6 +1163,8 @@ Program programOf(const nlohmann::json &doc, const std::string &path) {
         checkFused(r, rc, inst, iw);
       rc.instructions.push_back(std::move(inst));
     }
+
+    checkBatches(r, rc, cw);
 
     // The plan must be sound: buffers live at the same time do not overlap,
     // and every operand is live when read.

@@ -82,6 +82,17 @@ public:
               const std::vector<Tensor> &in, std::vector<Tensor> &out) {
     kernels().lookup(op)(computeStream(), attrs, in, out);
   }
+  /// Issues a batch of instructions of `op` as one launch where the table
+  /// has a batch kernel for it, else one launch a member.
+  void launchBatch(catalogue::OpCode op, std::vector<BatchMember> &members) {
+    if (BatchKernel batch = kernels().lookupBatch(op)) {
+      batch(computeStream(), members);
+      return;
+    }
+    for (BatchMember &member : members)
+      kernels().lookup(op)(computeStream(), *member.attrs, member.in,
+                           member.out);
+  }
 };
 
 /// The OpenBLAS core type the CPU backend's ranks should ask for by name

@@ -122,6 +122,8 @@ public:
 
 private:
   void execute(const Instruction &inst, size_t index);
+  /// Instructions [index, index + batch) as one launch.
+  void executeBatch(size_t index);
   /// Ops that read a communicator group: collectives and axis_index.
   void runGroupOp(const Instruction &inst, size_t index,
                   const std::vector<Tensor> &inputs, Tensor &result);

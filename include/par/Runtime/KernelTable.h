@@ -25,11 +25,25 @@ using Kernel = void (*)(Stream stream, const catalogue::Attrs &attrs,
                         const std::vector<Tensor> &in,
                         std::vector<Tensor> &out);
 
+/// One instruction of a batch (a program's `batch`: consecutive optimizer
+/// updates that write no memory another member touches).
+struct BatchMember {
+  const catalogue::Attrs *attrs = nullptr;
+  std::vector<Tensor> in, out;
+};
+/// Issues a whole batch of one op as one launch.
+using BatchKernel = void (*)(Stream stream, std::vector<BatchMember> &members);
+
 struct KernelTable {
   const char *backend = "";
   std::array<Kernel, catalogue::kNumOps> kernels{};
+  /// Where a backend has none for an op, a batch runs member by member.
+  std::array<BatchKernel, catalogue::kNumOps> batched{};
 
   Kernel lookup(catalogue::OpCode op) const { return kernels[size_t(op)]; }
+  BatchKernel lookupBatch(catalogue::OpCode op) const {
+    return batched[size_t(op)];
+  }
 };
 
 /// The CPU backend: OpenBLAS GEMMs and par's kernels (Cpu/KernelTable.cpp).

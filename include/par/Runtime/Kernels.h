@@ -145,6 +145,18 @@ void sgd(const Tensor &param, const Tensor &grad, const Tensor &momentumBuf,
          const Tensor &lr, float momentum, float weightDecay, bool nesterov,
          Tensor &newParam, Tensor &newMomentum);
 
+/// Several updates of one optimizer as one parallel loop over all their
+/// elements (a program's batch of adamw or sgd instructions): update k
+/// reads in[k] (the operands of adamw or sgd, in order), writes out[k],
+/// with attrs[k] its hyperparameters. No update may write memory another
+/// reads or writes. Each element is computed as adamw() / sgd() compute it.
+void adamwBatch(const std::vector<const catalogue::Attrs *> &attrs,
+                const std::vector<std::vector<Tensor>> &in,
+                std::vector<std::vector<Tensor>> &out);
+void sgdBatch(const std::vector<const catalogue::Attrs *> &attrs,
+              const std::vector<std::vector<Tensor>> &in,
+              std::vector<std::vector<Tensor>> &out);
+
 //===----------------------------------------------------------------------===//
 // Checks and plans shared by the backends
 //===----------------------------------------------------------------------===//

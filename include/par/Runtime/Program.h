@@ -175,7 +175,16 @@ struct Instruction {
   /// The pipeline slot the instruction belongs to ("F3", "B3", "W3" for
   /// micro-batch 3, ".cK" for virtual stage K); empty outside slots.
   std::string slot;
+  /// On the first of `batch` consecutive instructions of one optimizer op
+  /// (adamw, sgd) that run as one launch (docs/program-format.md,
+  /// "Batched updates"); 1 otherwise.
+  int64_t batch = 1;
 };
+
+/// Whether instructions of `op` may run as one batch (optimizer updates).
+inline bool batchable(OpCode op) {
+  return op == OpCode::Adamw || op == OpCode::Sgd;
+}
 
 /// Instruction stream of the ranks that run the same code (every rank in
 /// an SPMD program; pipeline stages get a class each).

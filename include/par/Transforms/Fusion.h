@@ -23,6 +23,16 @@ FusionCounts countFusion(func::FuncOp func);
 /// Replaces every par.fused op of `func` by the ops of its body.
 void inlineFusedGroups(func::FuncOp func);
 
+struct MemoryPlan;
+
+/// The multi-tensor optimizer: maximal runs of consecutive optimizer
+/// updates (adamw, sgd) of one op and pipeline slot in `plan`'s order in
+/// which no update's results share memory with another's operands or
+/// results, as (first instruction, count) with count >= 2. Each runs as
+/// one batch (docs/program-format.md, "Batched updates"): --emit-program
+/// writes them for functions --par-fuse marked, and --report counts them.
+SmallVector<std::pair<size_t, size_t>> updateBatches(const MemoryPlan &plan);
+
 } // namespace mlir::par
 
 #endif // PAR_TRANSFORMS_FUSION_H

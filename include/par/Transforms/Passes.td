@@ -446,6 +446,12 @@ def FusePass : Pass<"par-fuse", "::mlir::ModuleOp"> {
     attributes). Run it after --par-partition (or on an unpartitioned
     program) and before --emit-program (docs/training.md, "Fusion").
 
+    It also marks each function `par.batch_updates`: --emit-program then
+    runs each run of consecutive optimizer updates (adamw, sgd) whose
+    buffers are disjoint in the memory plan as one batch, one launch over
+    every parameter (the multi-tensor optimizer; docs/program-format.md,
+    "Batched updates").
+
     ```sh
     par-opt model.mlir --par-propagate --par-partition --par-fuse --emit-program=model.parprog
     ```

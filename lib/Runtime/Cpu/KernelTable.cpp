@@ -88,6 +88,18 @@ void ropeKernel(Stream, const Attrs &a, const Tensors &in, Tensors &out) {
   rope(in[0], float(a.theta), offset, out[0]);
 }
 
+/// A batch's members as the batch kernels take them.
+template <typename Fn> void runBatch(std::vector<BatchMember> &members, Fn fn) {
+  std::vector<const Attrs *> attrs;
+  std::vector<Tensors> in, out;
+  for (BatchMember &member : members) {
+    attrs.push_back(member.attrs);
+    in.push_back(member.in);
+    out.push_back(member.out);
+  }
+  fn(attrs, in, out);
+}
+
 KernelTable build() {
   KernelTable t;
   t.backend = "cpu";
@@ -203,6 +215,15 @@ KernelTable build() {
     sgd(in[0], in[1], in[2], in[3], float(a.momentum), float(a.weightDecay),
         a.nesterov, out[0], out[1]);
   });
+  // Batches of updates: one parallel loop over every member's elements.
+  t.batched[size_t(OpCode::Adamw)] = [](Stream,
+                                        std::vector<BatchMember> &members) {
+    runBatch(members, adamwBatch);
+  };
+  t.batched[size_t(OpCode::Sgd)] = [](Stream,
+                                      std::vector<BatchMember> &members) {
+    runBatch(members, sgdBatch);
+  };
   return t;
 }
 

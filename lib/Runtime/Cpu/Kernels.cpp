@@ -2654,6 +2654,48 @@ OptimizerScalars checkAdamw(const Tensor &param, const Tensor &grad,
   return {rate, t};
 }
 
+namespace {
+/// One AdamW call's constants; the bias corrections in double (b^t for
+/// large t needs the precision).
+template <typename T>
+math::AdamwStep<T> adamwStep(float beta1, float beta2, float epsilon,
+                             float weightDecay, double rate, double t) {
+  return {T(beta1),
+          T(beta2),
+          T(epsilon),
+          T(weightDecay),
+          T(rate),
+          T(1.0 / (1.0 - std::pow(double(beta1), t))),
+          T(1.0 / (1.0 - std::pow(double(beta2), t)))};
+}
+
+/// Elements of several tensors in one parallel loop: fn(k, begin, end) over
+/// pieces of at most kUpdatePiece elements of tensor k.
+template <typename Fn>
+void forEachUpdatePiece(const std::vector<int64_t> &sizes, Fn &&fn) {
+  constexpr int64_t kUpdatePiece = 16384;
+  std::vector<std::pair<size_t, int64_t>> pieces;
+  for (size_t k = 0; k < sizes.size(); ++k)
+    for (int64_t begin = 0; begin < sizes[k]; begin += kUpdatePiece)
+      pieces.push_back({k, begin});
+  parallelChunks(int64_t(pieces.size()), [&](int64_t c) {
+    auto [k, begin] = pieces[size_t(c)];
+    fn(k, begin, std::min(sizes[k], begin + kUpdatePiece));
+  });
+}
+
+bool allF32(const std::vector<Tensor> &in, const std::vector<Tensor> &out,
+            size_t count) {
+  for (size_t i = 0; i < count && i < in.size(); ++i)
+    if (in[i].dtype != DType::F32)
+      return false;
+  for (const Tensor &t : out)
+    if (t.dtype != DType::F32)
+      return false;
+  return true;
+}
+} // namespace
+
 void adamw(const Tensor &param, const Tensor &grad, const Tensor &m,
            const Tensor &v, const Tensor &lr, const Tensor &step, float beta1,
            float beta2, float epsilon, float weightDecay, Tensor &newParam,
@@ -2665,14 +2707,8 @@ void adamw(const Tensor &param, const Tensor &grad, const Tensor &m,
     using T = decltype(tag);
     Input<T> p(param), g(grad), m0(m), v0(v);
     Output<T> p1(newParam), m1(newM), v1(newV);
-    // Bias corrections in double: b^t for large t needs the precision.
-    const math::AdamwStep<T> s{T(beta1),
-                               T(beta2),
-                               T(epsilon),
-                               T(weightDecay),
-                               T(rate),
-                               T(1.0 / (1.0 - std::pow(double(beta1), t))),
-                               T(1.0 / (1.0 - std::pow(double(beta2), t)))};
+    const math::AdamwStep<T> s =
+        adamwStep<T>(beta1, beta2, epsilon, weightDecay, rate, t);
     const T *pp = p.data(), *gp = g.data(), *mp = m0.data(), *vp = v0.data();
     T *pq = p1.data(), *mq = m1.data(), *vq = v1.data();
     parallelFor(param.size(), kParallelGrain / 4,
@@ -2754,6 +2790,101 @@ void sgd(const Tensor &param, const Tensor &grad, const Tensor &lr,
          float weightDecay, Tensor &newParam) {
   sgdUpdate(param, grad, nullptr, lr, /*momentum=*/0, weightDecay,
             /*nesterov=*/false, newParam, nullptr);
+}
+
+void adamwBatch(const std::vector<const catalogue::Attrs *> &attrs,
+                const std::vector<std::vector<Tensor>> &in,
+                std::vector<std::vector<Tensor>> &out) {
+  // f32 updates share the loop; any other (f64, low-precision states) runs
+  // on its own: the updates touch disjoint memory, so order is free.
+  struct Update {
+    const float *p, *g, *m, *v;
+    float *p1, *m1, *v1;
+    math::AdamwStep<float> s;
+  };
+  std::vector<Update> updates;
+  std::vector<int64_t> sizes;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const catalogue::Attrs &a = *attrs[k];
+    const std::vector<Tensor> &x = in[k];
+    std::vector<Tensor> &y = out[k];
+    if (x.size() != 6 || y.size() != 3)
+      fail("adamw", "an update takes 6 operands and 3 results");
+    if (!allF32(x, y, 4)) {
+      adamw(x[0], x[1], x[2], x[3], x[4], x[5], float(a.beta1), float(a.beta2),
+            float(a.epsilon), float(a.weightDecay), y[0], y[1], y[2]);
+      continue;
+    }
+    const OptimizerScalars scalars =
+        checkAdamw(x[0], x[1], x[2], x[3], x[4], x[5], y[0], y[1], y[2]);
+    updates.push_back(
+        {static_cast<const float *>(x[0].data),
+         static_cast<const float *>(x[1].data),
+         static_cast<const float *>(x[2].data),
+         static_cast<const float *>(x[3].data), static_cast<float *>(y[0].data),
+         static_cast<float *>(y[1].data), static_cast<float *>(y[2].data),
+         adamwStep<float>(float(a.beta1), float(a.beta2), float(a.epsilon),
+                          float(a.weightDecay), scalars.lr, scalars.step)});
+    sizes.push_back(x[0].size());
+  }
+  forEachUpdatePiece(sizes, [&](size_t k, int64_t begin, int64_t end) {
+    const Update &u = updates[k];
+    for (int64_t i = begin; i < end; ++i)
+      math::adamwElement(u.s, u.p[i], u.g[i], u.m[i], u.v[i], u.p1[i], u.m1[i],
+                         u.v1[i]);
+  });
+}
+
+void sgdBatch(const std::vector<const catalogue::Attrs *> &attrs,
+              const std::vector<std::vector<Tensor>> &in,
+              std::vector<std::vector<Tensor>> &out) {
+  struct Update {
+    const float *p, *g, *b0;
+    float *p1, *b1;
+    math::SgdStep<float> s;
+  };
+  std::vector<Update> updates;
+  std::vector<int64_t> sizes;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const catalogue::Attrs &a = *attrs[k];
+    const std::vector<Tensor> &x = in[k];
+    std::vector<Tensor> &y = out[k];
+    const bool momentum = x.size() == 4 && y.size() == 2;
+    if (!momentum && !(x.size() == 3 && y.size() == 1))
+      fail("sgd", "an update takes a parameter, gradient, optional momentum "
+                  "buffer and learning rate, and gives the new parameter and "
+                  "(with the buffer) the new momentum");
+    if (!allF32(x, y, momentum ? 3 : 2)) {
+      if (momentum)
+        sgd(x[0], x[1], x[2], x[3], float(a.momentum), float(a.weightDecay),
+            a.nesterov, y[0], y[1]);
+      else
+        sgd(x[0], x[1], x[2], float(a.weightDecay), y[0]);
+      continue;
+    }
+    const double rate =
+        checkSgd(x[0], x[1], momentum ? &x[2] : nullptr, x[momentum ? 3 : 2],
+                 y[0], momentum ? &y[1] : nullptr)
+            .lr;
+    updates.push_back(
+        {static_cast<const float *>(x[0].data),
+         static_cast<const float *>(x[1].data),
+         momentum ? static_cast<const float *>(x[2].data) : nullptr,
+         static_cast<float *>(y[0].data),
+         momentum ? static_cast<float *>(y[1].data) : nullptr,
+         math::SgdStep<float>{float(a.momentum), float(a.weightDecay),
+                              float(rate), a.nesterov, momentum}});
+    sizes.push_back(x[0].size());
+  }
+  forEachUpdatePiece(sizes, [&](size_t k, int64_t begin, int64_t end) {
+    const Update &u = updates[k];
+    for (int64_t i = begin; i < end; ++i) {
+      float b;
+      math::sgdElement(u.s, u.p[i], u.g[i], u.b0 ? u.b0[i] : 0.0f, u.p1[i], b);
+      if (u.b1)
+        u.b1[i] = b;
+    }
+  });
 }
 
 double scalarValue(const Tensor &t) {

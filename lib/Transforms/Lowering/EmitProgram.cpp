@@ -12,6 +12,7 @@
 
 #include "par/Catalogue/OpCatalogue.h"
 #include "par/Runtime/Program.h"
+#include "par/Transforms/Fusion.h"
 #include "par/Transforms/MemoryPlan.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/Pipeline.h"
@@ -122,6 +123,7 @@ private:
   LogicalResult describeInputs(json &doc, SmallVectorImpl<bool> &persistent);
   LogicalResult describeOutputs(json &doc);
   FailureOr<json> instruction(Operation *op);
+
   /// The program attributes of `op` (a fused group's include its body).
   FailureOr<json> attributes(Operation *op);
   /// A fused group's steps (docs/program-format.md, "Fused groups").
@@ -643,6 +645,10 @@ FailureOr<json> Emitter::rankClass(func::FuncOp body, const json &doc,
       return failure();
     instructions.push_back(std::move(*inst));
   }
+  // The multi-tensor optimizer, where --par-fuse asked for it.
+  if (func->hasAttr(ParDialect::kBatchUpdatesAttrName))
+    for (auto [first, count] : updateBatches(plan))
+      instructions[first]["batch"] = int64_t(count);
   json buffers = json::array();
   for (const PlannedBuffer &buffer : plan.buffers) {
     auto type = cast<RankedTensorType>(buffer.value.getType());

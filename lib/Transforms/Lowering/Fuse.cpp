@@ -6,13 +6,17 @@
 // result, so grouping never makes a cycle: a value read by an op outside
 // the tree is never inside it. Broadcasts and splat constants are copied
 // into each group that reads them, since recomputing them costs nothing.
+// The function is marked so that --emit-program runs its optimizer updates
+// in batches (the multi-tensor optimizer).
 //
 //===----------------------------------------------------------------------===//
 
 #include "par/Dialect/Par/IR/ParOps.h"
 #include "par/Runtime/Program.h"
 #include "par/Transforms/Fusion.h"
+#include "par/Transforms/MemoryPlan.h"
 #include "par/Transforms/Passes.h"
+#include "par/Transforms/Pipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -197,12 +201,59 @@ void mlir::par::inlineFusedGroups(func::FuncOp func) {
   }
 }
 
+SmallVector<std::pair<size_t, size_t>>
+mlir::par::updateBatches(const MemoryPlan &plan) {
+  auto overlaps = [&](Value a, Value b) {
+    const PlannedBuffer &x = plan.buffers[plan.bufferOf.lookup(a)];
+    const PlannedBuffer &y = plan.buffers[plan.bufferOf.lookup(b)];
+    return x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
+  };
+  // Whether `a` writes memory `b` reads or writes.
+  auto writesInto = [&](Operation *a, Operation *b) {
+    for (Value written : a->getResults())
+      for (Value touched :
+           llvm::concat<Value>(b->getOperands(), b->getResults()))
+        if (overlaps(written, touched))
+          return true;
+    return false;
+  };
+  SmallVector<std::pair<size_t, size_t>> batches;
+  const SmallVector<Operation *> &ops = plan.instructions;
+  for (size_t i = 0; i < ops.size();) {
+    if (!isa<AdamWOp, SgdOp>(ops[i])) {
+      ++i;
+      continue;
+    }
+    size_t end = i + 1;
+    for (; end < ops.size(); ++end) {
+      Operation *next = ops[end];
+      if (next->getName() != ops[i]->getName() ||
+          !(slotOf(next) == slotOf(ops[i])))
+        break;
+      bool clash = false;
+      for (size_t k = i; k < end && !clash; ++k)
+        clash = writesInto(ops[k], next) || writesInto(next, ops[k]);
+      if (clash)
+        break;
+    }
+    if (end - i >= 2)
+      batches.push_back({i, end - i});
+    i = end;
+  }
+  return batches;
+}
+
 namespace {
 struct FusePass : public mlir::par::impl::FusePassBase<FusePass> {
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>())
-      if (!func.isDeclaration())
+      if (!func.isDeclaration()) {
         fuseBlock(func.getBody().front());
+        // The multi-tensor optimizer: --emit-program batches the updates,
+        // once the memory plan shows which touch disjoint memory.
+        func->setAttr(ParDialect::kBatchUpdatesAttrName,
+                      UnitAttr::get(func.getContext()));
+      }
   }
 };
 } // namespace

@@ -556,10 +556,25 @@ struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
     copy.erase();
     if (failed(unfused))
       return failure();
+    // Optimizer updates that run as batches (the multi-tensor optimizer)
+    // are one launch each.
+    int64_t updates = 0, batched = 0, batches = 0, launches = kernels;
+    for (Operation *op : plan.instructions)
+      updates += isa<AdamWOp, SgdOp>(op);
+    if (func->hasAttr(ParDialect::kBatchUpdatesAttrName))
+      for (auto [first, count] : updateBatches(plan)) {
+        ++batches;
+        batched += int64_t(count);
+        launches -= int64_t(count) - 1;
+      }
     os << "fusion: " << counts.groups << " fused groups run " << counts.ops
        << " ops; compute kernels " << kernels << " (" << unfusedKernels
        << " unfused); planned peak " << humanBytes(plan.arenaBytes) << " ("
        << humanBytes(unfusedPeak) << " unfused)\n";
+    if (updates)
+      os << "fusion: " << batched << " of " << updates
+         << " optimizer updates in " << batches << " batch(es); launches "
+         << launches << " (compute kernels, a batch counted once)\n";
     return success();
   }
 

@@ -227,12 +227,14 @@ static LogicalResult verifyRuntimeAttr(Operation *op, NamedAttribute attr,
 
 LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                                                    NamedAttribute attr) {
-  if (attr.getName() == kPartitionedAttrName) {
-    if (!isa<FunctionOpInterface>(op) || !isa<UnitAttr>(attr.getValue()))
-      return op->emitError() << "'" << kPartitionedAttrName
-                             << "' is a unit attribute of functions";
-    return success();
-  }
+  for (StringRef unitOfFunctions :
+       {StringRef(kPartitionedAttrName), StringRef(kBatchUpdatesAttrName)})
+    if (attr.getName() == unitOfFunctions) {
+      if (!isa<FunctionOpInterface>(op) || !isa<UnitAttr>(attr.getValue()))
+        return op->emitError() << "'" << unitOfFunctions
+                               << "' is a unit attribute of functions";
+      return success();
+    }
   // ZeRO: the stage and data axis of a training step (--par-autodiff), and
   // the scheduling hint of the data movement it adds.
   if (attr.getName() == kZeroAttrName) {

@@ -99,6 +99,11 @@ def Par_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kPrefetchAttrName = "par.prefetch";
     static constexpr ::llvm::StringLiteral kPartitionedAttrName =
         "par.partitioned";
+    /// On a function --par-fuse ran on: its consecutive optimizer updates
+    /// (adamw, sgd) that touch disjoint memory run as one launch (the
+    /// program's `batch`, written by --emit-program).
+    static constexpr ::llvm::StringLiteral kBatchUpdatesAttrName =
+        "par.batch_updates";
     /// On a partitioned function: the FLOPs of one call on global shapes
     /// (each compute op's work once), what MFU is measured against.
     static constexpr ::llvm::StringLiteral kModelFlopsAttrName =
