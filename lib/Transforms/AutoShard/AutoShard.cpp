@@ -2355,7 +2355,12 @@ struct AutoShardPass
           b.getNamedAttr("step_seconds", b.getF64FloatAttr(other.seconds())),
           b.getNamedAttr("memory_bytes", b.getI64IntegerAttr(other.bytes())),
           b.getNamedAttr("checked", b.getBoolAttr(other.checked)),
-          b.getNamedAttr("reason", b.getStringAttr(reason))};
+          b.getNamedAttr("reason", b.getStringAttr(reason)),
+          // What the search estimated, next to what the check measured.
+          b.getNamedAttr("estimated_seconds",
+                         b.getF64FloatAttr(other.estimatedSeconds)),
+          b.getNamedAttr("estimated_bytes",
+                         b.getI64IntegerAttr(other.estimatedBytes))};
       alternatives.push_back(b.getDictionaryAttr(entry));
     }
     nameAxesByRole(mesh, best.roles);
@@ -2379,7 +2384,7 @@ struct AutoShardPass
         b.getNamedAttr("plan", b.getStringAttr(best.name(mesh))),
         b.getNamedAttr("axes", b.getDictionaryAttr(axes)),
         b.getNamedAttr("zero", b.getI64IntegerAttr(best.zero)),
-        b.getNamedAttr("remat", b.getStringAttr(best.remat  ? "auto"
+        b.getNamedAttr("remat", b.getStringAttr(best.remat   ? "auto"
                                                 : rematGiven ? "given"
                                                              : "none")),
         b.getNamedAttr("planned_seconds",
@@ -2388,6 +2393,8 @@ struct AutoShardPass
                        b.getF64FloatAttr(best.exact->stepSeconds)),
         b.getNamedAttr("memory_bytes",
                        b.getI64IntegerAttr(best.exact->arenaBytes)),
+        b.getNamedAttr("estimated_bytes",
+                       b.getI64IntegerAttr(best.estimatedBytes)),
         b.getNamedAttr("considered", b.getI64IntegerAttr(considered.size())),
         b.getNamedAttr("checked", b.getI64IntegerAttr(checks)),
         b.getNamedAttr("alternatives", b.getArrayAttr(alternatives)),

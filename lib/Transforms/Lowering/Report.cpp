@@ -612,7 +612,12 @@ struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
     os << llvm::format("  predicted step %.6g s (the integer program's "
                        "estimate: %.6g s), memory ",
                        number("step_seconds"), number("planned_seconds"))
-       << humanBytes(integer("memory_bytes")) << " per device\n";
+       << humanBytes(integer("memory_bytes")) << " per device";
+    // The search's own estimate of the memory, which the check replaced.
+    if (plan.get("estimated_bytes"))
+      os << " (the search's estimate: "
+         << humanBytes(integer("estimated_bytes")) << ")";
+    os << "\n";
     // schedule=auto: what each pipeline schedule gave on the chosen plan.
     if (auto trials = plan.getAs<ArrayAttr>("schedules")) {
       os << "  pipeline schedules checked:";
