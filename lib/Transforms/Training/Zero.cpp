@@ -166,7 +166,16 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
 
   SmallVector<Value> scatteredGrads;
   for (OptimizerUpdateOpInterface update : updates) {
-    auto param = dyn_cast<BlockArgument>(update.getParam());
+    // The parameter the update reads: the argument itself, or the argument
+    // through the constraint --auto-shard places on the optimizer phase's
+    // reads (its layout for the update).
+    Value read = update.getParam();
+    ShardingAttr updateLayout;
+    if (auto constraint = read.getDefiningOp<ShardingConstraintOp>()) {
+      updateLayout = constraint.getSharding();
+      read = constraint.getInput();
+    }
+    auto param = dyn_cast<BlockArgument>(read);
     if (!param)
       continue;
     auto type = cast<RankedTensorType>(param.getType());
@@ -184,7 +193,12 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
     if (mesh.getAxisSize(axisName.getValue()) == 1 ||
         usesAxis(layout, axisName))
       continue;
-    ShardingAttr split = withAxis(layout, type, mesh, axisName);
+    // Where the plan already splits the update over the data axis, that
+    // layout is the split (master and states then need no reshard to meet
+    // the update); otherwise the axis goes to the dim it divides best.
+    ShardingAttr split = updateLayout && usesAxis(updateLayout, axisName)
+                             ? updateLayout
+                             : withAxis(layout, type, mesh, axisName);
     if (split == layout)
       continue;
 
