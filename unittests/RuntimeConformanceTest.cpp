@@ -585,6 +585,109 @@ TEST_P(Conformance, PlainSgdAndRuntimeOperandsMatch) {
   }
 }
 
+/// Runs a batch of `op` updates (members `cases`) as one launchBatch on
+/// `device`, the members sharing their last operands (the learning rate
+/// and step buffers, as in a program) from the first case.
+std::vector<Outcome> runBatch(Device &device, OpCode op,
+                              const std::vector<Case> &cases,
+                              size_t sharedOperands) {
+  std::vector<void *> memory;
+  auto onDevice = [&](const HostTensor &h) {
+    void *data = device.allocate(std::max<size_t>(h.bytes.size(), 1), 64);
+    memory.push_back(data);
+    device.copyIn(data, h.bytes.data(), h.bytes.size());
+    return Tensor{h.dtype, h.shape, data};
+  };
+  std::vector<Tensor> shared;
+  const Case &first = cases.front();
+  for (size_t i = first.in.size() - sharedOperands; i < first.in.size(); ++i)
+    shared.push_back(onDevice(first.in[i]));
+  std::vector<BatchMember> members(cases.size());
+  for (size_t k = 0; k < cases.size(); ++k) {
+    members[k].attrs = &cases[k].attrs;
+    for (size_t i = 0; i + sharedOperands < cases[k].in.size(); ++i)
+      members[k].in.push_back(onDevice(cases[k].in[i]));
+    members[k].in.insert(members[k].in.end(), shared.begin(), shared.end());
+    for (const auto &[dtype, shape] : cases[k].out)
+      members[k].out.push_back(onDevice(HostTensor(dtype, shape, 0xff)));
+  }
+  std::vector<Outcome> outcomes(cases.size());
+  try {
+    device.launchBatch(op, members);
+    device.synchronize();
+    for (size_t k = 0; k < cases.size(); ++k)
+      for (const Tensor &t : members[k].out) {
+        HostTensor h(t.dtype, t.shape);
+        device.copyOut(h.bytes.data(), t.data, h.bytes.size());
+        outcomes[k].results.push_back(std::move(h));
+      }
+  } catch (const KernelError &e) {
+    for (Outcome &o : outcomes)
+      o.error = e.what();
+  }
+  for (void *data : memory)
+    device.release(data);
+  return outcomes;
+}
+
+// A batch of updates (the multi-tensor optimizer) against each update on
+// its own on the CPU backend: f32 members of several sizes (one past a
+// launch's share of the grid, more members than one CUDA launch takes),
+// an f64 member and one with a bf16 gradient (these take the one-by-one
+// path), weight decay and momentum differing between members.
+TEST_P(Conformance, BatchedUpdatesMatchOneByOne) {
+  if (!device)
+    GTEST_SKIP() << missing;
+  for (OpCode op : {OpCode::Adamw, OpCode::Sgd}) {
+    SCOPED_TRACE(par::catalogue::spec(op).name);
+    std::mt19937 rng(31 + int(op));
+    std::vector<Case> cases;
+    for (size_t k = 0; k < 30; ++k) {
+      Shape shape = k == 0   ? Shape{300, 200}
+                    : k == 1 ? Shape{70001}
+                             : Shape{int64_t(k * 37 % 97 + 1)};
+      DType t = k == 2 ? DType::F64 : DType::F32;
+      DType grad = k == 3 ? DType::BF16 : t;
+      Case c;
+      c.in = {values(t, shape, rng, -1, 1), values(grad, shape, rng, -1, 1),
+              values(t, shape, rng, -1, 1)};
+      if (op == OpCode::Adamw) {
+        c.in.push_back(values(t, shape, rng, 0, 1));
+        c.in.push_back(scalar(DType::F32, 1e-2));
+        c.in.push_back(scalar(DType::F32, 3));
+        c.attrs.beta1 = 0.9;
+        c.attrs.beta2 = 0.999;
+        c.attrs.epsilon = 1e-8;
+        c.attrs.weightDecay = k % 2 ? 0.0 : 0.1;
+        c.out = {{t, shape}, {t, shape}, {t, shape}};
+      } else {
+        c.in.push_back(scalar(DType::F32, 0.5));
+        c.attrs.momentum = 0.9;
+        c.attrs.weightDecay = k % 2 ? 0.0 : 0.1;
+        c.attrs.nesterov = k % 3 == 0;
+        c.out = {{t, shape}, {t, shape}};
+      }
+      cases.push_back(std::move(c));
+    }
+    std::vector<Outcome> got =
+        runBatch(*device, op, cases, op == OpCode::Adamw ? 2 : 1);
+    for (size_t k = 0; k < cases.size(); ++k) {
+      SCOPED_TRACE("member " + std::to_string(k));
+      Outcome want = runCase(*reference, op, cases[k]);
+      ASSERT_FALSE(want.error.has_value()) << *want.error;
+      ASSERT_FALSE(got[k].error.has_value()) << *got[k].error;
+      for (size_t r = 0; r < want.results.size(); ++r) {
+        const HostTensor &g = got[k].results[r], &w = want.results[r];
+        double tol = tolerance(g.dtype);
+        for (int64_t i = 0; i < g.size(); ++i)
+          ASSERT_LE(std::abs(g.get(i) - w.get(i)),
+                    tol * std::max(1.0, std::abs(w.get(i))))
+              << "result " << r << " element " << i;
+      }
+    }
+  }
+}
+
 // Shapes past the small cases' sizes, where the backends switch kernels:
 // attention of several tiles (a partial last one, heads sharing KV heads,
 // causal with an offset, heads of 40 and 80 wide), and reductions, softmax,

@@ -49,6 +49,36 @@ std::vector<int64_t> naiveOffsets(const Shape &shape,
   return out;
 }
 
+// A batch of updates: every member with elements in exactly one launch,
+// at most kBatchMembers a launch, in order, each launch within kMaxBlocks
+// blocks with at least one per member.
+TEST(CudaLaunch, BatchLaunchesCoverEveryMemberOnce) {
+  for (size_t members : {1, 5, 24, 25, 49, 148}) {
+    std::vector<int64_t> sizes;
+    for (size_t k = 0; k < members; ++k)
+      sizes.push_back(k % 7 == 3 ? 0 : int64_t((k * 7919) % 100000 + 1));
+    std::vector<size_t> order;
+    std::vector<BatchLaunch> launches = batchLaunches(sizes, order);
+    std::vector<int> seen(members, 0);
+    size_t next = 0;
+    for (const BatchLaunch &l : launches) {
+      EXPECT_EQ(next, l.first);
+      EXPECT_GE(l.count, 1u);
+      EXPECT_LE(l.count, kBatchMembers);
+      EXPECT_GE(l.shape.blocks, 1u);
+      EXPECT_LE(int64_t(l.shape.blocks) * int64_t(l.count),
+                int64_t(kMaxBlocks));
+      for (size_t k = l.first; k < l.first + l.count; ++k)
+        ++seen[order[k]];
+      next = l.first + l.count;
+    }
+    EXPECT_EQ(next, order.size());
+    for (size_t k = 0; k < members; ++k)
+      EXPECT_EQ(sizes[k] > 0 ? 1 : 0, seen[k])
+          << "member " << k << " of " << members;
+  }
+}
+
 TEST(CudaLaunch, StridesVisitWhatTheGatherVisits) {
   std::mt19937 rng(3);
   for (int trial = 0; trial < 200; ++trial) {

@@ -416,6 +416,21 @@ template <typename T> struct AdamwStep {
   T beta1, beta2, epsilon, weightDecay, lr, c1, c2;
 };
 
+/// One call's constants from its hyperparameters, learning rate and
+/// 1-based step; the bias corrections in double (b^t for large t needs
+/// the precision).
+template <typename T>
+PAR_HD AdamwStep<T> adamwStepOf(float beta1, float beta2, float epsilon,
+                                float weightDecay, double lr, double step) {
+  return {T(beta1),
+          T(beta2),
+          T(epsilon),
+          T(weightDecay),
+          T(lr),
+          T(1.0 / (1.0 - pow(double(beta1), step))),
+          T(1.0 / (1.0 - pow(double(beta2), step)))};
+}
+
 template <typename T>
 PAR_HD void adamwElement(const AdamwStep<T> &s, T p, T g, T m0, T v0, T &p1,
                          T &m1, T &v1) {

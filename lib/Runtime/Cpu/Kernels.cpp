@@ -2655,20 +2655,6 @@ OptimizerScalars checkAdamw(const Tensor &param, const Tensor &grad,
 }
 
 namespace {
-/// One AdamW call's constants; the bias corrections in double (b^t for
-/// large t needs the precision).
-template <typename T>
-math::AdamwStep<T> adamwStep(float beta1, float beta2, float epsilon,
-                             float weightDecay, double rate, double t) {
-  return {T(beta1),
-          T(beta2),
-          T(epsilon),
-          T(weightDecay),
-          T(rate),
-          T(1.0 / (1.0 - std::pow(double(beta1), t))),
-          T(1.0 / (1.0 - std::pow(double(beta2), t)))};
-}
-
 /// Elements of several tensors in one parallel loop: fn(k, begin, end) over
 /// pieces of at most kUpdatePiece elements of tensor k.
 template <typename Fn>
@@ -2708,7 +2694,7 @@ void adamw(const Tensor &param, const Tensor &grad, const Tensor &m,
     Input<T> p(param), g(grad), m0(m), v0(v);
     Output<T> p1(newParam), m1(newM), v1(newV);
     const math::AdamwStep<T> s =
-        adamwStep<T>(beta1, beta2, epsilon, weightDecay, rate, t);
+        math::adamwStepOf<T>(beta1, beta2, epsilon, weightDecay, rate, t);
     const T *pp = p.data(), *gp = g.data(), *mp = m0.data(), *vp = v0.data();
     T *pq = p1.data(), *mq = m1.data(), *vq = v1.data();
     parallelFor(param.size(), kParallelGrain / 4,
@@ -2823,8 +2809,9 @@ void adamwBatch(const std::vector<const catalogue::Attrs *> &attrs,
          static_cast<const float *>(x[2].data),
          static_cast<const float *>(x[3].data), static_cast<float *>(y[0].data),
          static_cast<float *>(y[1].data), static_cast<float *>(y[2].data),
-         adamwStep<float>(float(a.beta1), float(a.beta2), float(a.epsilon),
-                          float(a.weightDecay), scalars.lr, scalars.step)});
+         math::adamwStepOf<float>(float(a.beta1), float(a.beta2),
+                                  float(a.epsilon), float(a.weightDecay),
+                                  scalars.lr, scalars.step)});
     sizes.push_back(x[0].size());
   }
   forEachUpdatePiece(sizes, [&](size_t k, int64_t begin, int64_t end) {

@@ -33,6 +33,8 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <utility>
 
@@ -984,20 +986,90 @@ void adamwOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   withFloat(in[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     {
-      const math::AdamwStep<T> s{
-          T(beta1),
-          T(beta2),
-          T(float(a.epsilon)),
-          T(float(a.weightDecay)),
-          T(scalars.lr),
-          T(1.0 / (1.0 - std::pow(double(beta1), scalars.step))),
-          T(1.0 / (1.0 - std::pow(double(beta2), scalars.step)))};
+      const math::AdamwStep<T> s =
+          math::adamwStepOf<T>(beta1, beta2, float(a.epsilon),
+                               float(a.weightDecay), scalars.lr, scalars.step);
       launch("adamw", stream, in[0].size(), adamwKernel<T>, s, in[0].dtype,
              (const void *)in[0].data, in[1].dtype, (const void *)in[1].data,
              (const void *)in[2].data, (const void *)in[3].data, out[0].data,
              out[1].data, out[2].data, in[0].size());
     }
   });
+}
+
+/// One member of a batch of f32 AdamW updates, by value.
+struct AdamwSlice {
+  const float *p, *g, *m, *v;
+  float *p1, *m1, *v1;
+  int64_t n;
+  math::AdamwStep<float> s;
+};
+struct AdamwSlices {
+  AdamwSlice at[kBatchMembers];
+};
+static_assert(sizeof(AdamwSlices) <= 4000,
+              "a launch's parameters are at most 4 KiB");
+
+__global__ void adamwBatchKernel(AdamwSlices batch) {
+  const AdamwSlice &u = batch.at[blockIdx.y];
+  PAR_GRID_STRIDE(i, u.n) {
+    float np, nm, nv;
+    math::adamwElement(u.s, u.p[i], u.g[i], u.m[i], u.v[i], np, nm, nv);
+    u.p1[i] = np;
+    u.m1[i] = nm;
+    u.v1[i] = nv;
+  }
+}
+
+/// A batch of AdamW updates (the multi-tensor optimizer): every f32 member
+/// in launches of kBatchMembers, each learning rate and step buffer read
+/// to the host once (members share them); other members one launch each.
+void adamwBatchOp(Stream stream, std::vector<BatchMember> &members) {
+  std::map<const void *, std::unique_ptr<OnHost>> scalars;
+  auto onHost = [&](const Tensor &t) -> const Tensor & {
+    std::unique_ptr<OnHost> &copy = scalars[t.data];
+    if (!copy)
+      copy = std::make_unique<OnHost>(stream, t);
+    return copy->tensor;
+  };
+  std::vector<AdamwSlice> slices;
+  std::vector<int64_t> sizes;
+  for (BatchMember &member : members) {
+    const Tensors &in = member.in;
+    Tensors &out = member.out;
+    bool f32 = in.size() == 6 && out.size() == 3;
+    for (size_t i = 0; f32 && i < 4; ++i)
+      f32 = in[i].dtype == DType::F32;
+    for (size_t i = 0; f32 && i < 3; ++i)
+      f32 = out[i].dtype == DType::F32;
+    if (!f32) {
+      adamwOp(stream, *member.attrs, in, out);
+      continue;
+    }
+    const Attrs &a = *member.attrs;
+    OptimizerScalars s = checkAdamw(in[0], in[1], in[2], in[3], onHost(in[4]),
+                                    onHost(in[5]), out[0], out[1], out[2]);
+    slices.push_back(
+        {static_cast<const float *>(in[0].data),
+         static_cast<const float *>(in[1].data),
+         static_cast<const float *>(in[2].data),
+         static_cast<const float *>(in[3].data),
+         static_cast<float *>(out[0].data), static_cast<float *>(out[1].data),
+         static_cast<float *>(out[2].data), in[0].size(),
+         math::adamwStepOf<float>(float(a.beta1), float(a.beta2),
+                                  float(a.epsilon), float(a.weightDecay), s.lr,
+                                  s.step)});
+    sizes.push_back(in[0].size());
+  }
+  std::vector<size_t> order;
+  for (const BatchLaunch &l : batchLaunches(sizes, order)) {
+    AdamwSlices batch{};
+    for (size_t k = 0; k < l.count; ++k)
+      batch.at[k] = slices[order[l.first + k]];
+    dim3 grid(l.shape.blocks, unsigned(l.count));
+    adamwBatchKernel<<<grid, l.shape.threads, 0, streamOf(stream)>>>(batch);
+    checkLaunch("adamw (batch)");
+  }
 }
 
 template <typename T>
@@ -2216,6 +2288,7 @@ Table build() {
   set(OpCode::LayerNorm, layerNormOp);
   set(OpCode::RmsNorm, rmsNormOp);
   set(OpCode::Adamw, adamwOp);
+  t.kernels.batched[size_t(OpCode::Adamw)] = adamwBatchOp;
   set(OpCode::Sgd, sgdOp);
   set(OpCode::Dot, dotOp);
   set(OpCode::Embedding, embeddingOp);

@@ -42,6 +42,44 @@ inline LaunchShape launchShape(int64_t work) {
   return {unsigned(std::min<int64_t>(blocks, kMaxBlocks)), kThreads};
 }
 
+/// A batch of optimizer updates goes to the device in launches of at most
+/// this many members: their pointers and constants travel by value in the
+/// kernel's parameters (4 KiB), one member per row of blocks (blockIdx.y).
+inline constexpr size_t kBatchMembers = 24;
+
+/// One launch of a batch: members [first, first + count), each row of
+/// blocks a grid-stride loop over its member's elements.
+struct BatchLaunch {
+  size_t first = 0, count = 0;
+  LaunchShape shape;
+};
+
+/// The launches for members of `sizes` elements, in order; members with
+/// no elements take no row.
+inline std::vector<BatchLaunch> batchLaunches(const std::vector<int64_t> &sizes,
+                                              std::vector<size_t> &order) {
+  order.clear();
+  for (size_t k = 0; k < sizes.size(); ++k)
+    if (sizes[k] > 0)
+      order.push_back(k);
+  std::vector<BatchLaunch> launches;
+  for (size_t first = 0; first < order.size(); first += kBatchMembers) {
+    BatchLaunch l;
+    l.first = first;
+    l.count = std::min(kBatchMembers, order.size() - first);
+    int64_t largest = 0;
+    for (size_t k = first; k < first + l.count; ++k)
+      largest = std::max(largest, sizes[order[k]]);
+    // Rows share the x extent: the largest member's, spread over the rows
+    // so a launch stays within kMaxBlocks blocks.
+    l.shape = launchShape(largest);
+    l.shape.blocks = std::max<unsigned>(
+        1, std::min<unsigned>(l.shape.blocks, unsigned(kMaxBlocks / l.count)));
+    launches.push_back(l);
+  }
+  return launches;
+}
+
 /// Most dims a kernel's index space has (a Strides argument is passed by
 /// value); tensors of more dims run on the host.
 inline constexpr int kMaxRank = 8;
