@@ -20,6 +20,7 @@
 #include <functional>
 #include <random>
 #include <stdexcept>
+#include <thread>
 
 using namespace par::rt;
 
@@ -125,6 +126,20 @@ TEST(ParallelTest, AChunksErrorReachesTheCaller) {
   std::atomic<int> after{0};
   parallelChunks(8, [&](int64_t) { after++; });
   EXPECT_EQ(8, after.load());
+}
+
+// Two threads of the process running kernels at once: the one that finds
+// the team busy runs its chunks itself, and both finish every chunk.
+TEST(ParallelTest, TwoCallersAtOnceBothFinish) {
+  std::atomic<int64_t> total{0};
+  auto caller = [&] {
+    for (int round = 0; round < 200; ++round)
+      parallelChunks(16, [&](int64_t) { total++; });
+  };
+  std::thread other(caller);
+  caller();
+  other.join();
+  EXPECT_EQ(2 * 200 * 16, total.load());
 }
 
 TEST(ParallelTest, ReductionsAreTheSameOnTheTeam) {

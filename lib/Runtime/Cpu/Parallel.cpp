@@ -75,7 +75,10 @@ public:
   void run(int64_t n, void (*fn)(void *, int64_t), void *context) {
     if (n <= 0)
       return;
-    if (workers.empty() || n == 1 || insideChunk) {
+    // A second thread calling while a job runs (the team serves one job
+    // at a time) runs its chunks itself.
+    if (workers.empty() || n == 1 || insideChunk ||
+        active.exchange(true, std::memory_order_acquire)) {
       for (int64_t c = 0; c < n; ++c)
         fn(context, c);
       return;
@@ -97,8 +100,10 @@ public:
     drain();
     while (busy.load(std::memory_order_acquire) != 0)
       relax();
-    if (error)
-      std::rethrow_exception(error);
+    std::exception_ptr failed = error;
+    active.store(false, std::memory_order_release);
+    if (failed)
+      std::rethrow_exception(failed);
   }
 
 private:
@@ -150,6 +155,7 @@ private:
   std::atomic<uint64_t> generation{0};
   std::atomic<int64_t> next{0};
   std::atomic<int> busy{0};
+  std::atomic<bool> active{false};
   int64_t count = 0;
   void (*body)(void *, int64_t) = nullptr;
   void *ctx = nullptr;
