@@ -401,7 +401,13 @@ void Executor::executeBatch(size_t index) {
     for (int64_t id : inst.results)
       members[k].out.push_back(buffer(id));
   }
-  device_.launchBatch(first.op, members);
+  try {
+    device_.launchBatch(first.op, members);
+  } catch (const KernelError &e) {
+    throw KernelError(std::string("in the batch of ") +
+                      std::to_string(first.batch) + " " + opName(first.op) +
+                      " instructions from this one: " + e.what());
+  }
 }
 
 void Executor::runGroupOp(const Instruction &inst, size_t index,

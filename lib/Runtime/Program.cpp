@@ -320,10 +320,6 @@ static void checkExchange(const Reader &r, const Program &p,
     r.fail(where + ".attrs", error);
 }
 
-/// A fused group's steps against its instruction: each step reads values
-/// made before it, as many as its op takes, of the types its op needs;
-/// element-wise steps read values of the result's shape (a broadcast of an
-/// operand or a splat constant makes one); the last step makes the result.
 /// A batch is `batch` consecutive instructions of one op, none of them the
 /// first of another batch, and no member writes memory another member
 /// reads or writes: then running them at once is running them in order.
@@ -350,31 +346,43 @@ static void checkBatches(const Reader &r, const RankClass &rc,
         r.fail(bw, "instruction " + std::to_string(j) +
                        " is of another pipeline slot");
     }
-    auto overlaps = [&](int64_t a, int64_t b) {
-      const Buffer &x = rc.buffers[size_t(a)], &y = rc.buffers[size_t(b)];
-      return x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
-    };
-    for (size_t j = i; j < i + n; ++j)
-      for (size_t k = i; k < i + n; ++k) {
-        if (j == k)
-          continue;
-        for (int64_t written : insts[j].results) {
-          std::vector<int64_t> touched = insts[k].operands;
-          touched.insert(touched.end(), insts[k].results.begin(),
-                         insts[k].results.end());
-          for (int64_t other : touched)
-            if (overlaps(written, other))
-              r.fail(bw, "instruction " + std::to_string(j) +
-                             " writes buffer " + std::to_string(written) +
-                             ", whose memory buffer " + std::to_string(other) +
-                             " of instruction " + std::to_string(k) +
-                             " shares: they cannot run at once");
-        }
+    BatchConflicts conflicts;
+    for (size_t j = i; j < i + n; ++j) {
+      const Instruction &member = insts[j];
+      for (int64_t id : member.operands)
+        if (conflicts.written(id))
+          r.fail(bw, "instruction " + std::to_string(j) + " reads buffer " +
+                         std::to_string(id) +
+                         ", which an earlier instruction of the batch "
+                         "writes: they cannot run at once");
+      for (int64_t id : member.results) {
+        const Buffer &b = rc.buffers[size_t(id)];
+        int64_t other = conflicts.deadOverlap(b.offset, b.bytes);
+        if (other >= 0)
+          r.fail(bw, "instruction " + std::to_string(j) + " writes buffer " +
+                         std::to_string(id) + ", whose memory buffer " +
+                         std::to_string(other) +
+                         " of an earlier instruction of the batch shares: "
+                         "they cannot run at once");
       }
+      for (int64_t id : member.results)
+        conflicts.wrote(id);
+      for (const std::vector<int64_t> *ids :
+           {&member.operands, &member.results})
+        for (int64_t id : *ids) {
+          const Buffer &b = rc.buffers[size_t(id)];
+          if (b.lastUse <= int64_t(j))
+            conflicts.died(id, b.offset, b.bytes);
+        }
+    }
     i += n - 1;
   }
 }
 
+/// A fused group's steps against its instruction: each step reads values
+/// made before it, as many as its op takes, of the types its op needs;
+/// element-wise steps read values of the result's shape (a broadcast of an
+/// operand or a splat constant makes one); the last step makes the result.
 void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
                 const std::string &where) {
   const std::vector<catalogue::FusedStep> &steps = inst.attrs.body;

@@ -25,8 +25,10 @@ namespace par::rt {
 unsigned usableCores();
 
 /// The threads of this process's CPU kernels: PAR_CPU_THREADS when set,
-/// otherwise the usable cores shared among the ranks Open MPI started on
-/// this node (OMPI_COMM_WORLD_LOCAL_SIZE), at least 1. Read once.
+/// otherwise the usable cores divided by the ranks the launcher started on
+/// this node (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS or
+/// SLURM_NTASKS_PER_NODE), at least 1. Read once; OpenBLAS is set to one
+/// thread then, since GEMMs are split over the team.
 int cpuThreads();
 
 /// Runs body(ctx, c) for every c in [0, count) on the team, the calling
@@ -34,6 +36,10 @@ int cpuThreads();
 /// a chunk throws is rethrown here. Inside a chunk, a nested call runs its
 /// chunks inline on that thread.
 void runChunks(int64_t count, void (*body)(void *, int64_t), void *ctx);
+
+/// Whether work started on this thread now runs on it alone: inside a
+/// chunk, or under SerialKernels.
+bool runsInline();
 
 /// fn(c) for every chunk c in [0, count), in parallel.
 template <typename Fn> void parallelChunks(int64_t count, Fn &&fn) {
@@ -49,7 +55,7 @@ template <typename Fn> void parallelFor(int64_t n, int64_t grain, Fn &&fn) {
   const int64_t threads = cpuThreads();
   const int64_t ranges =
       std::min<int64_t>(threads * 4, n / std::max<int64_t>(grain, 1));
-  if (threads <= 1 || ranges <= 1) {
+  if (threads <= 1 || ranges <= 1 || runsInline()) {
     if (n > 0)
       fn(int64_t(0), n);
     return;
@@ -58,8 +64,9 @@ template <typename Fn> void parallelFor(int64_t n, int64_t grain, Fn &&fn) {
                  [&](int64_t c) { fn(n * c / ranges, n * (c + 1) / ranges); });
 }
 
-/// While one lives, runChunks on this thread runs every chunk inline, as a
-/// team of one would: tests compare kernels on the team with this.
+/// While one lives, kernels called on this thread run as on a team of one
+/// thread (parallelFor as one range, every chunk inline): tests compare
+/// kernels on the team with this.
 class SerialKernels {
 public:
   SerialKernels();

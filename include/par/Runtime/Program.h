@@ -17,9 +17,11 @@
 #include "par/Runtime/DType.h"
 
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -185,6 +187,41 @@ struct Instruction {
 inline bool batchable(OpCode op) {
   return op == OpCode::Adamw || op == OpCode::Sgd;
 }
+
+/// What a batch of consecutive instructions (`batch`) must not do: a
+/// member write memory of a buffer an earlier member touched that died
+/// inside the batch (the plan let the later member reuse it, which is
+/// sound one after the other, not at once), or read what an earlier member
+/// writes. Members are added in order; O(log n) a buffer.
+class BatchConflicts {
+public:
+  /// The buffer of the earlier member whose memory [offset, offset + bytes)
+  /// overlaps, or -1.
+  int64_t deadOverlap(int64_t offset, int64_t bytes) const {
+    auto it = dead.upper_bound(offset);
+    if (it != dead.begin() && std::prev(it)->second.end > offset)
+      return std::prev(it)->second.id;
+    if (it != dead.end() && it->first < offset + bytes)
+      return it->second.id;
+    return -1;
+  }
+  /// Whether buffer `id` is written by an earlier member.
+  bool written(int64_t id) const { return writes.count(id) != 0; }
+  /// After a member: what it wrote, and what of its buffers died with it
+  /// (those ranges are disjoint once no member overlapped them).
+  void wrote(int64_t id) { writes.insert(id); }
+  void died(int64_t id, int64_t offset, int64_t bytes) {
+    if (bytes > 0)
+      dead[offset] = {offset + bytes, id};
+  }
+
+private:
+  struct Range {
+    int64_t end, id;
+  };
+  std::map<int64_t, Range> dead;
+  std::set<int64_t> writes;
+};
 
 /// Instruction stream of the ranks that run the same code (every rank in
 /// an SPMD program; pipeline stages get a class each).

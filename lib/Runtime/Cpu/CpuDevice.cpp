@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "par/Runtime/Device.h"
+#include "par/Runtime/Parallel.h"
 #ifdef PAR_HAVE_CUDA_BACKEND
 #include "par/Runtime/Cuda/CudaBackend.h"
 #endif
@@ -121,8 +122,10 @@ const KernelTable &backendKernels(const std::string &backend) {
 }
 
 std::unique_ptr<Device> createDevice(const std::string &backend) {
-  if (backend == "cpu")
+  if (backend == "cpu") {
+    cpuThreads(); // fixes the team's size and OpenBLAS's threads up front
     return std::make_unique<CpuDevice>();
+  }
 #ifdef PAR_HAVE_CUDA_BACKEND
   if (backend == "cuda")
     return createCudaDevice();

@@ -1322,9 +1322,16 @@ std::vector<double> reduceRows(ReduceKind kind, const T *x, int64_t outer,
                       : kind == ReduceKind::Min ? highestValue<double>()
                                                 : 0.0;
   auto combine = [kind](double a, double b) {
-    return kind == ReduceKind::Max   ? maxOf(a, b)
-           : kind == ReduceKind::Min ? minOf(a, b)
-                                     : a + b;
+    switch (kind) {
+    case ReduceKind::Max:
+      return maxOf(a, b);
+    case ReduceKind::Min:
+      return minOf(a, b);
+    case ReduceKind::Sum:
+    case ReduceKind::Mean:
+      break;
+    }
+    return a + b;
   };
   std::vector<double> acc(size_t(outer * inner), init);
   if (inner == 1) {
@@ -2790,30 +2797,35 @@ void adamwBatch(const std::vector<const catalogue::Attrs *> &attrs,
   };
   std::vector<Update> updates;
   std::vector<int64_t> sizes;
-  for (size_t k = 0; k < in.size(); ++k) {
-    const catalogue::Attrs &a = *attrs[k];
-    const std::vector<Tensor> &x = in[k];
-    std::vector<Tensor> &y = out[k];
-    if (x.size() != 6 || y.size() != 3)
-      fail("adamw", "an update takes 6 operands and 3 results");
-    if (!allF32(x, y, 4)) {
-      adamw(x[0], x[1], x[2], x[3], x[4], x[5], float(a.beta1), float(a.beta2),
-            float(a.epsilon), float(a.weightDecay), y[0], y[1], y[2]);
-      continue;
+  for (size_t k = 0; k < in.size(); ++k)
+    try {
+      const catalogue::Attrs &a = *attrs[k];
+      const std::vector<Tensor> &x = in[k];
+      std::vector<Tensor> &y = out[k];
+      if (x.size() != 6 || y.size() != 3)
+        fail("adamw", "an update takes 6 operands and 3 results");
+      if (!allF32(x, y, 4)) {
+        adamw(x[0], x[1], x[2], x[3], x[4], x[5], float(a.beta1),
+              float(a.beta2), float(a.epsilon), float(a.weightDecay), y[0],
+              y[1], y[2]);
+        continue;
+      }
+      const OptimizerScalars scalars =
+          checkAdamw(x[0], x[1], x[2], x[3], x[4], x[5], y[0], y[1], y[2]);
+      updates.push_back(
+          {static_cast<const float *>(x[0].data),
+           static_cast<const float *>(x[1].data),
+           static_cast<const float *>(x[2].data),
+           static_cast<const float *>(x[3].data),
+           static_cast<float *>(y[0].data), static_cast<float *>(y[1].data),
+           static_cast<float *>(y[2].data),
+           math::adamwStepOf<float>(float(a.beta1), float(a.beta2),
+                                    float(a.epsilon), float(a.weightDecay),
+                                    scalars.lr, scalars.step)});
+      sizes.push_back(x[0].size());
+    } catch (const KernelError &e) {
+      throw KernelError("member " + std::to_string(k) + ": " + e.what());
     }
-    const OptimizerScalars scalars =
-        checkAdamw(x[0], x[1], x[2], x[3], x[4], x[5], y[0], y[1], y[2]);
-    updates.push_back(
-        {static_cast<const float *>(x[0].data),
-         static_cast<const float *>(x[1].data),
-         static_cast<const float *>(x[2].data),
-         static_cast<const float *>(x[3].data), static_cast<float *>(y[0].data),
-         static_cast<float *>(y[1].data), static_cast<float *>(y[2].data),
-         math::adamwStepOf<float>(float(a.beta1), float(a.beta2),
-                                  float(a.epsilon), float(a.weightDecay),
-                                  scalars.lr, scalars.step)});
-    sizes.push_back(x[0].size());
-  }
   forEachUpdatePiece(sizes, [&](size_t k, int64_t begin, int64_t end) {
     const Update &u = updates[k];
     for (int64_t i = begin; i < end; ++i)
@@ -2832,37 +2844,42 @@ void sgdBatch(const std::vector<const catalogue::Attrs *> &attrs,
   };
   std::vector<Update> updates;
   std::vector<int64_t> sizes;
-  for (size_t k = 0; k < in.size(); ++k) {
-    const catalogue::Attrs &a = *attrs[k];
-    const std::vector<Tensor> &x = in[k];
-    std::vector<Tensor> &y = out[k];
-    const bool momentum = x.size() == 4 && y.size() == 2;
-    if (!momentum && !(x.size() == 3 && y.size() == 1))
-      fail("sgd", "an update takes a parameter, gradient, optional momentum "
-                  "buffer and learning rate, and gives the new parameter and "
-                  "(with the buffer) the new momentum");
-    if (!allF32(x, y, momentum ? 3 : 2)) {
-      if (momentum)
-        sgd(x[0], x[1], x[2], x[3], float(a.momentum), float(a.weightDecay),
-            a.nesterov, y[0], y[1]);
-      else
-        sgd(x[0], x[1], x[2], float(a.weightDecay), y[0]);
-      continue;
+  for (size_t k = 0; k < in.size(); ++k)
+    try {
+      const catalogue::Attrs &a = *attrs[k];
+      const std::vector<Tensor> &x = in[k];
+      std::vector<Tensor> &y = out[k];
+      const bool momentum = x.size() == 4 && y.size() == 2;
+      if (!momentum && !(x.size() == 3 && y.size() == 1))
+        fail("sgd", "an update takes a parameter, gradient, optional momentum "
+                    "buffer and learning rate, and gives the new parameter and "
+                    "(with the buffer) the new momentum");
+      if (!allF32(x, y, momentum ? 3 : 2)) {
+        if (momentum)
+          sgd(x[0], x[1], x[2], x[3], float(a.momentum), float(a.weightDecay),
+              a.nesterov, y[0], y[1]);
+        else
+          sgd(x[0], x[1], x[2], float(a.weightDecay), y[0]);
+        continue;
+      }
+      const double rate =
+          checkSgd(x[0], x[1], momentum ? &x[2] : nullptr, x[momentum ? 3 : 2],
+                   y[0], momentum ? &y[1] : nullptr)
+              .lr;
+      updates.push_back(
+          {static_cast<const float *>(x[0].data),
+           static_cast<const float *>(x[1].data),
+           momentum ? static_cast<const float *>(x[2].data) : nullptr,
+           static_cast<float *>(y[0].data),
+           momentum ? static_cast<float *>(y[1].data) : nullptr,
+           // Without a buffer, plain SGD: no momentum, as sgd() runs it.
+           math::SgdStep<float>{momentum ? float(a.momentum) : 0.0f,
+                                float(a.weightDecay), float(rate),
+                                momentum && a.nesterov, momentum}});
+      sizes.push_back(x[0].size());
+    } catch (const KernelError &e) {
+      throw KernelError("member " + std::to_string(k) + ": " + e.what());
     }
-    const double rate =
-        checkSgd(x[0], x[1], momentum ? &x[2] : nullptr, x[momentum ? 3 : 2],
-                 y[0], momentum ? &y[1] : nullptr)
-            .lr;
-    updates.push_back(
-        {static_cast<const float *>(x[0].data),
-         static_cast<const float *>(x[1].data),
-         momentum ? static_cast<const float *>(x[2].data) : nullptr,
-         static_cast<float *>(y[0].data),
-         momentum ? static_cast<float *>(y[1].data) : nullptr,
-         math::SgdStep<float>{float(a.momentum), float(a.weightDecay),
-                              float(rate), a.nesterov, momentum}});
-    sizes.push_back(x[0].size());
-  }
   forEachUpdatePiece(sizes, [&](size_t k, int64_t begin, int64_t end) {
     const Update &u = updates[k];
     for (int64_t i = begin; i < end; ++i) {

@@ -98,8 +98,12 @@ public:
         wake.notify_all();
     }
     drain();
-    while (busy.load(std::memory_order_acquire) != 0)
-      relax();
+    // Yields after a while, for a worker that shares a core with others.
+    for (int spins = 0; busy.load(std::memory_order_acquire) != 0; ++spins)
+      if (spins < 4096)
+        relax();
+      else
+        std::this_thread::yield();
     std::exception_ptr failed = error;
     active.store(false, std::memory_order_release);
     if (failed)
@@ -169,8 +173,18 @@ private:
 int threadsFromEnvironment() {
   if (long threads = positiveEnv("PAR_CPU_THREADS"))
     return int(std::min(threads, 1024L));
-  long ranksHere = positiveEnv("OMPI_COMM_WORLD_LOCAL_SIZE");
-  return int(std::max(1L, long(usableCores()) / std::max(1L, ranksHere)));
+  // The ranks on this node (as the launcher counts them) share the cores
+  // this rank may use. A launcher that bound each rank to its own cores
+  // makes this an underestimate, never an oversubscription.
+  long cores = long(usableCores());
+  long ranksHere = 1;
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                           "SLURM_NTASKS_PER_NODE"})
+    if (long n = positiveEnv(name)) {
+      ranksHere = n;
+      break;
+    }
+  return int(std::max(1L, cores / ranksHere));
 }
 
 Team &team() {
@@ -187,13 +201,14 @@ int cpuThreads() {
 #ifndef PAR_BUILTIN_BLAS
     // GEMMs are split over the team; OpenBLAS's own threads would compete
     // with it for the same cores.
-    if (n > 1)
-      openblas_set_num_threads(1);
+    openblas_set_num_threads(1);
 #endif
     return n;
   }();
   return threads;
 }
+
+bool runsInline() { return insideChunk; }
 
 SerialKernels::SerialKernels() : previous(insideChunk) { insideChunk = true; }
 SerialKernels::~SerialKernels() { insideChunk = previous; }

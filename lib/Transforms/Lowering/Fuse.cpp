@@ -203,42 +203,44 @@ void mlir::par::inlineFusedGroups(func::FuncOp func) {
 
 SmallVector<std::pair<size_t, size_t>>
 mlir::par::updateBatches(const MemoryPlan &plan) {
-  auto overlaps = [&](Value a, Value b) {
-    const PlannedBuffer &x = plan.buffers[plan.bufferOf.lookup(a)];
-    const PlannedBuffer &y = plan.buffers[plan.bufferOf.lookup(b)];
-    return x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
-  };
-  // Whether `a` writes memory `b` reads or writes.
-  auto writesInto = [&](Operation *a, Operation *b) {
-    for (Value written : a->getResults())
-      for (Value touched :
-           llvm::concat<Value>(b->getOperands(), b->getResults()))
-        if (overlaps(written, touched))
-          return true;
-    return false;
-  };
+  // The loader's rule (::par::rt::BatchConflicts): a run ends before an
+  // update that reads what an earlier one writes, or writes memory of a
+  // buffer that an earlier one touched and that died inside the run.
   SmallVector<std::pair<size_t, size_t>> batches;
   const SmallVector<Operation *> &ops = plan.instructions;
+  auto idOf = [&](Value v) { return int64_t(plan.bufferOf.lookup(v)); };
   for (size_t i = 0; i < ops.size();) {
     if (!isa<AdamWOp, SgdOp>(ops[i])) {
       ++i;
       continue;
     }
-    size_t end = i + 1;
+    ::par::rt::BatchConflicts conflicts;
+    size_t end = i;
     for (; end < ops.size(); ++end) {
-      Operation *next = ops[end];
-      if (next->getName() != ops[i]->getName() ||
-          !(slotOf(next) == slotOf(ops[i])))
+      Operation *op = ops[end];
+      if (end > i && (op->getName() != ops[i]->getName() ||
+                      !(slotOf(op) == slotOf(ops[i]))))
         break;
-      bool clash = false;
-      for (size_t k = i; k < end && !clash; ++k)
-        clash = writesInto(ops[k], next) || writesInto(next, ops[k]);
+      bool clash = llvm::any_of(op->getOperands(), [&](Value v) {
+        return conflicts.written(idOf(v));
+      });
+      for (Value result : op->getResults()) {
+        const PlannedBuffer &b = plan.buffers[idOf(result)];
+        clash = clash || conflicts.deadOverlap(b.offset, b.bytes) >= 0;
+      }
       if (clash)
         break;
+      for (Value result : op->getResults())
+        conflicts.wrote(idOf(result));
+      for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults())) {
+        const PlannedBuffer &b = plan.buffers[idOf(v)];
+        if (b.last <= int64_t(end))
+          conflicts.died(idOf(v), b.offset, b.bytes);
+      }
     }
     if (end - i >= 2)
       batches.push_back({i, end - i});
-    i = end;
+    i = std::max(end, i + 1);
   }
   return batches;
 }

@@ -533,7 +533,7 @@ struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
   LogicalResult reportFusion(func::FuncOp func, const MemoryPlan &plan,
                              llvm::raw_ostream &os) {
     FusionCounts counts = countFusion(func);
-    if (!counts.groups)
+    if (!counts.groups && !func->hasAttr(ParDialect::kBatchUpdatesAttrName))
       return success();
     OpBuilder builder(func);
     builder.setInsertionPointAfter(func);
@@ -567,10 +567,11 @@ struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
         batched += int64_t(count);
         launches -= int64_t(count) - 1;
       }
-    os << "fusion: " << counts.groups << " fused groups run " << counts.ops
-       << " ops; compute kernels " << kernels << " (" << unfusedKernels
-       << " unfused); planned peak " << humanBytes(plan.arenaBytes) << " ("
-       << humanBytes(unfusedPeak) << " unfused)\n";
+    if (counts.groups)
+      os << "fusion: " << counts.groups << " fused groups run " << counts.ops
+         << " ops; compute kernels " << kernels << " (" << unfusedKernels
+         << " unfused); planned peak " << humanBytes(plan.arenaBytes) << " ("
+         << humanBytes(unfusedPeak) << " unfused)\n";
     if (updates)
       os << "fusion: " << batched << " of " << updates
          << " optimizer updates in " << batches << " batch(es); launches "

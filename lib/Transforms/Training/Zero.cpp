@@ -108,6 +108,24 @@ static bool usesAxis(ShardingAttr layout, StringAttr axis) {
   return false;
 }
 
+/// Whether `split` is `layout` with `axis` added to one dim (and nothing
+/// else moved): then it is a ZeRO split of the parameter.
+static bool isLayoutPlusAxis(ShardingAttr split, ShardingAttr layout,
+                             StringAttr axis) {
+  ArrayRef<DimShardingAttr> a = split.getDims(), b = layout.getDims();
+  if (a.size() != b.size() || !usesAxis(split, axis))
+    return false;
+  for (size_t d = 0; d < a.size(); ++d) {
+    SmallVector<StringAttr> without;
+    for (StringAttr x : a[d].getAxes())
+      if (x != axis)
+        without.push_back(x);
+    if (ArrayRef<StringAttr>(without) != b[d].getAxes())
+      return false;
+  }
+  return true;
+}
+
 static LogicalResult applyZero(func::FuncOp func, bool &changed) {
   int64_t stage = getZeroStage(func);
   if (stage == 0)
@@ -196,9 +214,10 @@ static LogicalResult applyZero(func::FuncOp func, bool &changed) {
     // Where the plan already splits the update over the data axis, that
     // layout is the split (master and states then need no reshard to meet
     // the update); otherwise the axis goes to the dim it divides best.
-    ShardingAttr split = updateLayout && usesAxis(updateLayout, axisName)
-                             ? updateLayout
-                             : withAxis(layout, type, mesh, axisName);
+    ShardingAttr split =
+        updateLayout && isLayoutPlusAxis(updateLayout, layout, axisName)
+            ? updateLayout
+            : withAxis(layout, type, mesh, axisName);
     if (split == layout)
       continue;
 
