@@ -382,17 +382,34 @@ struct Outcome {
   std::optional<std::string> error;
 };
 
-/// Runs `c` through `device`: operands copied into device memory, the
-/// kernel launched, results (first filled with `fill` bytes) copied out.
-Outcome runCase(Device &device, OpCode op, const Case &c,
-                unsigned char fill = 0xff) {
-  std::vector<void *> memory;
-  auto onDevice = [&](const HostTensor &h) {
+/// Host tensors copied into a device's memory, released with this.
+class DeviceCopies {
+public:
+  explicit DeviceCopies(Device &device) : device(device) {}
+  ~DeviceCopies() {
+    for (void *data : memory)
+      device.release(data);
+  }
+  DeviceCopies(const DeviceCopies &) = delete;
+  DeviceCopies &operator=(const DeviceCopies &) = delete;
+  Tensor of(const HostTensor &h) {
     void *data = device.allocate(std::max<size_t>(h.bytes.size(), 1), 64);
     memory.push_back(data);
     device.copyIn(data, h.bytes.data(), h.bytes.size());
     return Tensor{h.dtype, h.shape, data};
-  };
+  }
+
+private:
+  Device &device;
+  std::vector<void *> memory;
+};
+
+/// Runs `c` through `device`: operands copied into device memory, the
+/// kernel launched, results (first filled with `fill` bytes) copied out.
+Outcome runCase(Device &device, OpCode op, const Case &c,
+                unsigned char fill = 0xff) {
+  DeviceCopies copies(device);
+  auto onDevice = [&](const HostTensor &h) { return copies.of(h); };
   std::vector<Tensor> in, out;
   for (const HostTensor &h : c.in)
     in.push_back(onDevice(h));
@@ -410,8 +427,6 @@ Outcome runCase(Device &device, OpCode op, const Case &c,
   } catch (const KernelError &e) {
     outcome.error = e.what();
   }
-  for (void *data : memory)
-    device.release(data);
   return outcome;
 }
 
@@ -591,13 +606,8 @@ TEST_P(Conformance, PlainSgdAndRuntimeOperandsMatch) {
 std::vector<Outcome> runBatch(Device &device, OpCode op,
                               const std::vector<Case> &cases,
                               size_t sharedOperands) {
-  std::vector<void *> memory;
-  auto onDevice = [&](const HostTensor &h) {
-    void *data = device.allocate(std::max<size_t>(h.bytes.size(), 1), 64);
-    memory.push_back(data);
-    device.copyIn(data, h.bytes.data(), h.bytes.size());
-    return Tensor{h.dtype, h.shape, data};
-  };
+  DeviceCopies copies(device);
+  auto onDevice = [&](const HostTensor &h) { return copies.of(h); };
   std::vector<Tensor> shared;
   const Case &first = cases.front();
   for (size_t i = first.in.size() - sharedOperands; i < first.in.size(); ++i)
@@ -625,8 +635,6 @@ std::vector<Outcome> runBatch(Device &device, OpCode op,
     for (Outcome &o : outcomes)
       o.error = e.what();
   }
-  for (void *data : memory)
-    device.release(data);
   return outcomes;
 }
 
