@@ -17,6 +17,7 @@
 #include "par/Runtime/KernelMath.h"
 #include "par/Runtime/Tensor.h"
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -258,6 +259,20 @@ OptimizerScalars checkAdamw(const Tensor &param, const Tensor &grad,
                             const Tensor &m, const Tensor &v, const Tensor &lr,
                             const Tensor &step, const Tensor &newParam,
                             const Tensor &newM, const Tensor &newV);
+/// One f32 AdamW update of a batch, as both backends' batch kernels run it.
+struct AdamwF32Update {
+  const float *p, *g, *m, *v;
+  float *p1, *m1, *v1;
+  int64_t n;
+  math::AdamwStep<float> s;
+};
+/// Checks an adamw instruction (operands `in`, results `out`, attributes
+/// `a`; `lr` and `step` its learning rate and step readable on the host)
+/// and describes it when its parameter, gradient, moments and results are
+/// all f32; nullopt for the others, which run as single updates.
+std::optional<AdamwF32Update>
+planAdamwF32(const catalogue::Attrs &a, const std::vector<Tensor> &in,
+             std::vector<Tensor> &out, const Tensor &lr, const Tensor &step);
 /// momentumBuf and newMomentum are both null for plain SGD.
 OptimizerScalars checkSgd(const Tensor &param, const Tensor &grad,
                           const Tensor *momentumBuf, const Tensor &lr,

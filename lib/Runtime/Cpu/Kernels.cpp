@@ -875,61 +875,59 @@ void attentionAs(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
     const int64_t b = pair / g.heads, h = pair % g.heads;
     std::vector<T> scores(g.tileCells()), acc(g.tileRows() * g.dim);
     std::vector<T> rowMax(kQueryTile), rowSum(kQueryTile);
-    {
-      const int64_t hk = h / g.group;
-      for (int64_t s0 = 0; s0 < g.seq; s0 += kQueryTile) {
-        const int64_t rows = std::min(kQueryTile, g.seq - s0);
-        std::fill(acc.begin(), acc.end(), T(0));
-        std::fill(rowMax.begin(), rowMax.end(),
-                  -std::numeric_limits<T>::infinity());
-        std::fill(rowSum.begin(), rowSum.end(), T(0));
-        const int64_t reach = g.visible(s0 + rows - 1);
-        for (int64_t t0 = 0; t0 < reach; t0 += kKeyTile) {
-          const int64_t cols = std::min(kKeyTile, reach - t0);
-          attentionScores(g, b, h, s0, rows, t0, cols, T(scale), qv.data(),
-                          kv.data(), scores.data());
-          for (int64_t r = 0; r < rows; ++r) {
-            T *row = scores.data() + r * cols;
-            const int64_t live =
-                std::clamp<int64_t>(g.visible(s0 + r) - t0, 0, cols);
-            if (live == 0) {
-              std::fill(row, row + cols, T(0));
-              continue;
-            }
-            const T tileMax = *std::max_element(row, row + live);
-            const T newMax = std::max(rowMax[r], tileMax);
-            // exp(-inf) = 0 on the first tile a row sees.
-            const T correction = math::expOf(T(rowMax[r] - newMax));
-            // The exps first (a loop that vectorizes), then their sum in
-            // order.
-            for (int64_t t = 0; t < live; ++t)
-              row[t] = math::expOf(T(row[t] - newMax));
-            T sum = 0;
-            for (int64_t t = 0; t < live; ++t)
-              sum += row[t];
-            std::fill(row + live, row + cols, T(0));
-            rowSum[r] = rowSum[r] * correction + sum;
-            rowMax[r] = newMax;
-            if (correction != T(1))
-              for (int64_t d = 0; d < g.dim; ++d)
-                acc[r * g.dim + d] *= correction;
-          }
-          gemmAcc(false, false, blasint(rows), blasint(g.dim), blasint(cols),
-                  T(1), scores.data(), blasint(cols),
-                  vv.data() + g.keyIndex(b, t0, hk) * g.dim, g.kvld, T(1),
-                  acc.data(), blasint(g.dim));
-        }
+    const int64_t hk = h / g.group;
+    for (int64_t s0 = 0; s0 < g.seq; s0 += kQueryTile) {
+      const int64_t rows = std::min(kQueryTile, g.seq - s0);
+      std::fill(acc.begin(), acc.end(), T(0));
+      std::fill(rowMax.begin(), rowMax.end(),
+                -std::numeric_limits<T>::infinity());
+      std::fill(rowSum.begin(), rowSum.end(), T(0));
+      const int64_t reach = g.visible(s0 + rows - 1);
+      for (int64_t t0 = 0; t0 < reach; t0 += kKeyTile) {
+        const int64_t cols = std::min(kKeyTile, reach - t0);
+        attentionScores(g, b, h, s0, rows, t0, cols, T(scale), qv.data(),
+                        kv.data(), scores.data());
         for (int64_t r = 0; r < rows; ++r) {
-          T *outRow = o.data() + g.queryIndex(b, s0 + r, h) * g.dim;
-          const bool seesKeys = rowSum[r] > T(0);
-          const T inv = seesKeys ? T(1) / rowSum[r] : T(0);
-          for (int64_t d = 0; d < g.dim; ++d)
-            outRow[d] = acc[r * g.dim + d] * inv;
-          if (lse)
-            (*lse)[g.queryIndex(b, s0 + r, h)] =
-                seesKeys ? rowMax[r] + std::log(rowSum[r])
-                         : -std::numeric_limits<T>::infinity();
+          T *row = scores.data() + r * cols;
+          const int64_t live =
+              std::clamp<int64_t>(g.visible(s0 + r) - t0, 0, cols);
+          if (live == 0) {
+            std::fill(row, row + cols, T(0));
+            continue;
+          }
+          const T tileMax = *std::max_element(row, row + live);
+          const T newMax = std::max(rowMax[r], tileMax);
+          // exp(-inf) = 0 on the first tile a row sees.
+          const T correction = math::expOf(T(rowMax[r] - newMax));
+          // The exps first (a loop that vectorizes), then their sum in
+          // order.
+          for (int64_t t = 0; t < live; ++t)
+            row[t] = math::expOf(T(row[t] - newMax));
+          T sum = 0;
+          for (int64_t t = 0; t < live; ++t)
+            sum += row[t];
+          std::fill(row + live, row + cols, T(0));
+          rowSum[r] = rowSum[r] * correction + sum;
+          rowMax[r] = newMax;
+          if (correction != T(1))
+            for (int64_t d = 0; d < g.dim; ++d)
+              acc[r * g.dim + d] *= correction;
         }
+        gemmAcc(false, false, blasint(rows), blasint(g.dim), blasint(cols),
+                T(1), scores.data(), blasint(cols),
+                vv.data() + g.keyIndex(b, t0, hk) * g.dim, g.kvld, T(1),
+                acc.data(), blasint(g.dim));
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        T *outRow = o.data() + g.queryIndex(b, s0 + r, h) * g.dim;
+        const bool seesKeys = rowSum[r] > T(0);
+        const T inv = seesKeys ? T(1) / rowSum[r] : T(0);
+        for (int64_t d = 0; d < g.dim; ++d)
+          outRow[d] = acc[r * g.dim + d] * inv;
+        if (lse)
+          (*lse)[g.queryIndex(b, s0 + r, h)] =
+              seesKeys ? rowMax[r] + std::log(rowSum[r])
+                       : -std::numeric_limits<T>::infinity();
       }
     }
   });
@@ -996,21 +994,19 @@ void attentionGradQAs(const Tensor &q, const Tensor &k, const Tensor &v,
   parallelChunks(g.batch * g.heads, [&](int64_t pair) {
     const int64_t b = pair / g.heads, h = pair % g.heads;
     std::vector<T> p(g.tileCells()), dp(g.tileCells());
-    {
-      const int64_t hk = h / g.group;
-      for (int64_t s0 = 0; s0 < g.seq; s0 += kQueryTile) {
-        const int64_t rows = std::min(kQueryTile, g.seq - s0);
-        const int64_t reach = g.visible(s0 + rows - 1);
-        for (int64_t t0 = 0; t0 < reach; t0 += kKeyTile) {
-          const int64_t cols = std::min(kKeyTile, reach - t0);
-          attentionTileGrads(g, b, h, s0, rows, t0, cols, T(scale),
-                             qv.data(), kv.data(), vv.data(), dov.data(),
-                             lse.data(), dots, p.data(), dp.data());
-          gemmAcc(false, false, blasint(rows), blasint(g.dim), blasint(cols),
-                  T(1), dp.data(), blasint(cols),
-                  kv.data() + g.keyIndex(b, t0, hk) * g.dim, g.kvld, T(1),
-                  dq.data() + g.queryIndex(b, s0, h) * g.dim, g.qld);
-        }
+    const int64_t hk = h / g.group;
+    for (int64_t s0 = 0; s0 < g.seq; s0 += kQueryTile) {
+      const int64_t rows = std::min(kQueryTile, g.seq - s0);
+      const int64_t reach = g.visible(s0 + rows - 1);
+      for (int64_t t0 = 0; t0 < reach; t0 += kKeyTile) {
+        const int64_t cols = std::min(kKeyTile, reach - t0);
+        attentionTileGrads(g, b, h, s0, rows, t0, cols, T(scale), qv.data(),
+                           kv.data(), vv.data(), dov.data(), lse.data(), dots,
+                           p.data(), dp.data());
+        gemmAcc(false, false, blasint(rows), blasint(g.dim), blasint(cols),
+                T(1), dp.data(), blasint(cols),
+                kv.data() + g.keyIndex(b, t0, hk) * g.dim, g.kvld, T(1),
+                dq.data() + g.queryIndex(b, s0, h) * g.dim, g.qld);
       }
     }
   });
@@ -2689,6 +2685,26 @@ bool allF32(const std::vector<Tensor> &in, const std::vector<Tensor> &out,
 }
 } // namespace
 
+std::optional<AdamwF32Update>
+planAdamwF32(const catalogue::Attrs &a, const std::vector<Tensor> &in,
+             std::vector<Tensor> &out, const Tensor &lr, const Tensor &step) {
+  const OptimizerScalars scalars =
+      checkAdamw(in[0], in[1], in[2], in[3], lr, step, out[0], out[1], out[2]);
+  if (!allF32(in, out, 4))
+    return std::nullopt;
+  return AdamwF32Update{
+      static_cast<const float *>(in[0].data),
+      static_cast<const float *>(in[1].data),
+      static_cast<const float *>(in[2].data),
+      static_cast<const float *>(in[3].data),
+      static_cast<float *>(out[0].data),
+      static_cast<float *>(out[1].data),
+      static_cast<float *>(out[2].data),
+      in[0].size(),
+      math::adamwStepOf<float>(float(a.beta1), float(a.beta2), float(a.epsilon),
+                               float(a.weightDecay), scalars.lr, scalars.step)};
+}
+
 void adamw(const Tensor &param, const Tensor &grad, const Tensor &m,
            const Tensor &v, const Tensor &lr, const Tensor &step, float beta1,
            float beta2, float epsilon, float weightDecay, Tensor &newParam,
@@ -2790,44 +2806,26 @@ void adamwBatch(const std::vector<const catalogue::Attrs *> &attrs,
                 std::vector<std::vector<Tensor>> &out) {
   // f32 updates share the loop; any other (f64, low-precision states) runs
   // on its own: the updates touch disjoint memory, so order is free.
-  struct Update {
-    const float *p, *g, *m, *v;
-    float *p1, *m1, *v1;
-    math::AdamwStep<float> s;
-  };
-  std::vector<Update> updates;
+  std::vector<AdamwF32Update> updates;
   std::vector<int64_t> sizes;
   for (size_t k = 0; k < in.size(); ++k)
     try {
       const catalogue::Attrs &a = *attrs[k];
       const std::vector<Tensor> &x = in[k];
       std::vector<Tensor> &y = out[k];
-      if (x.size() != 6 || y.size() != 3)
-        fail("adamw", "an update takes 6 operands and 3 results");
-      if (!allF32(x, y, 4)) {
+      if (std::optional<AdamwF32Update> u = planAdamwF32(a, x, y, x[4], x[5])) {
+        updates.push_back(*u);
+        sizes.push_back(u->n);
+      } else {
         adamw(x[0], x[1], x[2], x[3], x[4], x[5], float(a.beta1),
               float(a.beta2), float(a.epsilon), float(a.weightDecay), y[0],
               y[1], y[2]);
-        continue;
       }
-      const OptimizerScalars scalars =
-          checkAdamw(x[0], x[1], x[2], x[3], x[4], x[5], y[0], y[1], y[2]);
-      updates.push_back(
-          {static_cast<const float *>(x[0].data),
-           static_cast<const float *>(x[1].data),
-           static_cast<const float *>(x[2].data),
-           static_cast<const float *>(x[3].data),
-           static_cast<float *>(y[0].data), static_cast<float *>(y[1].data),
-           static_cast<float *>(y[2].data),
-           math::adamwStepOf<float>(float(a.beta1), float(a.beta2),
-                                    float(a.epsilon), float(a.weightDecay),
-                                    scalars.lr, scalars.step)});
-      sizes.push_back(x[0].size());
     } catch (const KernelError &e) {
       throw KernelError("member " + std::to_string(k) + ": " + e.what());
     }
   forEachUpdatePiece(sizes, [&](size_t k, int64_t begin, int64_t end) {
-    const Update &u = updates[k];
+    const AdamwF32Update &u = updates[k];
     for (int64_t i = begin; i < end; ++i)
       math::adamwElement(u.s, u.p[i], u.g[i], u.m[i], u.v[i], u.p1[i], u.m1[i],
                          u.v1[i]);

@@ -73,12 +73,10 @@ public:
   int size() const { return int(workers.size()) + 1; }
 
   void run(int64_t n, void (*fn)(void *, int64_t), void *context) {
-    if (n <= 0)
-      return;
-    // A second thread calling while a job runs (the team serves one job
-    // at a time) runs its chunks itself.
-    if (workers.empty() || n == 1 || insideChunk ||
-        active.exchange(true, std::memory_order_acquire)) {
+    // (runChunks ran the jobs of one chunk or one thread inline.) A second
+    // thread calling while a job runs (the team serves one job at a time)
+    // runs its chunks itself.
+    if (active.exchange(true, std::memory_order_acquire)) {
       for (int64_t c = 0; c < n; ++c)
         fn(context, c);
       return;
@@ -214,7 +212,7 @@ SerialKernels::SerialKernels() : previous(insideChunk) { insideChunk = true; }
 SerialKernels::~SerialKernels() { insideChunk = previous; }
 
 void runChunks(int64_t count, void (*body)(void *, int64_t), void *ctx) {
-  if (count == 1 || insideChunk || cpuThreads() == 1) {
+  if (count <= 1 || insideChunk || cpuThreads() == 1) {
     for (int64_t c = 0; c < count; ++c)
       body(ctx, c);
     return;

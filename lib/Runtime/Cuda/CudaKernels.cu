@@ -997,21 +997,15 @@ void adamwOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   });
 }
 
-/// One member of a batch of f32 AdamW updates, by value.
-struct AdamwSlice {
-  const float *p, *g, *m, *v;
-  float *p1, *m1, *v1;
-  int64_t n;
-  math::AdamwStep<float> s;
+/// Members of a batch of f32 AdamW updates, by value.
+struct AdamwUpdates {
+  AdamwF32Update at[kBatchMembers];
 };
-struct AdamwSlices {
-  AdamwSlice at[kBatchMembers];
-};
-static_assert(sizeof(AdamwSlices) <= 4000,
+static_assert(sizeof(AdamwUpdates) <= 4000,
               "a launch's parameters are at most 4 KiB");
 
-__global__ void adamwBatchKernel(AdamwSlices batch) {
-  const AdamwSlice &u = batch.at[blockIdx.y];
+__global__ void adamwBatchKernel(AdamwUpdates batch) {
+  const AdamwF32Update &u = batch.at[blockIdx.y];
   PAR_GRID_STRIDE(i, u.n) {
     float np, nm, nv;
     math::adamwElement(u.s, u.p[i], u.g[i], u.m[i], u.v[i], np, nm, nv);
@@ -1032,40 +1026,23 @@ void adamwBatchOp(Stream stream, std::vector<BatchMember> &members) {
       copy = std::make_unique<OnHost>(stream, t);
     return copy->tensor;
   };
-  std::vector<AdamwSlice> slices;
+  std::vector<AdamwF32Update> updates;
   std::vector<int64_t> sizes;
   for (BatchMember &member : members) {
-    const Tensors &in = member.in;
-    Tensors &out = member.out;
-    bool f32 = in.size() == 6 && out.size() == 3;
-    for (size_t i = 0; f32 && i < 4; ++i)
-      f32 = in[i].dtype == DType::F32;
-    for (size_t i = 0; f32 && i < 3; ++i)
-      f32 = out[i].dtype == DType::F32;
-    if (!f32) {
-      adamwOp(stream, *member.attrs, in, out);
-      continue;
+    if (std::optional<AdamwF32Update> u =
+            planAdamwF32(*member.attrs, member.in, member.out,
+                         onHost(member.in[4]), onHost(member.in[5]))) {
+      updates.push_back(*u);
+      sizes.push_back(u->n);
+    } else {
+      adamwOp(stream, *member.attrs, member.in, member.out);
     }
-    const Attrs &a = *member.attrs;
-    OptimizerScalars s = checkAdamw(in[0], in[1], in[2], in[3], onHost(in[4]),
-                                    onHost(in[5]), out[0], out[1], out[2]);
-    slices.push_back(
-        {static_cast<const float *>(in[0].data),
-         static_cast<const float *>(in[1].data),
-         static_cast<const float *>(in[2].data),
-         static_cast<const float *>(in[3].data),
-         static_cast<float *>(out[0].data), static_cast<float *>(out[1].data),
-         static_cast<float *>(out[2].data), in[0].size(),
-         math::adamwStepOf<float>(float(a.beta1), float(a.beta2),
-                                  float(a.epsilon), float(a.weightDecay), s.lr,
-                                  s.step)});
-    sizes.push_back(in[0].size());
   }
   std::vector<size_t> order;
   for (const BatchLaunch &l : batchLaunches(sizes, order)) {
-    AdamwSlices batch{};
+    AdamwUpdates batch{};
     for (size_t k = 0; k < l.count; ++k)
-      batch.at[k] = slices[order[l.first + k]];
+      batch.at[k] = updates[order[l.first + k]];
     dim3 grid(l.shape.blocks, unsigned(l.count));
     adamwBatchKernel<<<grid, l.shape.threads, 0, streamOf(stream)>>>(batch);
     checkLaunch("adamw (batch)");
