@@ -125,6 +125,8 @@ options:
 
 Under mpirun or srun, par-run takes its rank and size from MPI:
   mpirun -np 8 par-run model.parprog --steps 100
+Each rank runs its CPU kernels on PAR_CPU_THREADS threads (default: its
+share of the usable cores; -np N sets cores / N).
 See docs/par-run.md.
 )";
 
@@ -1118,6 +1120,14 @@ int main(int argc, char **argv) {
   std::signal(SIGXFSZ, SIG_IGN);
   std::vector<std::string> rest;
   Options o = parseOptions(argc, argv, rest);
+  // The CPU kernels' threads: a malformed PAR_CPU_THREADS is an error up
+  // front, on every rank.
+  try {
+    cpuThreads();
+  } catch (const std::invalid_argument &e) {
+    std::cerr << "par-run: error: " << e.what() << "\n";
+    return 1;
+  }
   // The device seam: a backend that is not built in is an error up front.
   try {
     createDevice(o.backend);

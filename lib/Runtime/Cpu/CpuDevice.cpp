@@ -123,7 +123,11 @@ const KernelTable &backendKernels(const std::string &backend) {
 
 std::unique_ptr<Device> createDevice(const std::string &backend) {
   if (backend == "cpu") {
-    cpuThreads(); // fixes the team's size and OpenBLAS's threads up front
+    try {
+      cpuThreads(); // fixes the team's size and OpenBLAS's threads up front
+    } catch (const std::invalid_argument &e) {
+      throw DeviceError(std::string("cpu: ") + e.what());
+    }
     return std::make_unique<CpuDevice>();
   }
 #ifdef PAR_HAVE_CUDA_BACKEND

@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -169,8 +170,15 @@ private:
 };
 
 int threadsFromEnvironment() {
-  if (long threads = positiveEnv("PAR_CPU_THREADS"))
-    return int(std::min(threads, 1024L));
+  if (const char *text = std::getenv("PAR_CPU_THREADS"); text && *text) {
+    long threads = positiveEnv("PAR_CPU_THREADS");
+    if (!threads || threads > 1024)
+      throw std::invalid_argument(
+          std::string("PAR_CPU_THREADS must be a whole number from 1 to "
+                      "1024, got '") +
+          text + "'");
+    return int(threads);
+  }
   // The ranks on this node (as the launcher counts them) share the cores
   // this rank may use. A launcher that bound each rank to its own cores
   // makes this an underestimate, never an oversubscription.
