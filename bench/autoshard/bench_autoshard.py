@@ -19,6 +19,11 @@ Three tables:
   bench_autoshard.py [--layers 1,2,4] [--mesh dp=8,tp=8] [--hardware NAME]
                      [--models gpt-1.3b,...] [--devices 8,64,512,1024]
                      [--skip-depth] [--skip-models] [--skip-hand] [--keep DIR]
+                     [--fuse]
+
+With --fuse the models table plans for the program --par-fuse makes
+(--auto-shard=fuse=on) and reports that program; its "IP est." column is
+the integer program's estimate of the chosen plan, next to the checked step.
 """
 
 import argparse
@@ -121,7 +126,7 @@ def models_table(args, par_opt, work):
           f"sequences of {args.seq}, a batch of max(8, devices/8) sequences) on "
           f"{args.hardware} ==")
     print(f"{'model':<10} {'devices':>7} {'mesh':>6} {'ops':>6} {'plan (s)':>9} "
-          f"{'checked':>7} {'step (s)':>9} {'MFU %':>6}  plan")
+          f"{'checked':>7} {'IP est.':>9} {'step (s)':>9} {'MFU %':>6}  plan")
     for name in args.models.split(","):
         for devices in [int(n) for n in args.devices.split(",")]:
             batch = max(8, devices // 8)
@@ -135,8 +140,9 @@ def models_table(args, par_opt, work):
                            capture_output=True, text=True, check=True)
             ops = sum(1 for line in open(path + ".step") if re.search(r"= par\.", line))
             start = time.perf_counter()
+            fuse = " fuse=on" if args.fuse else ""
             planned = subprocess.run([par_opt, path + ".step",
-                                      f"--auto-shard=hardware={args.hardware}",
+                                      f"--auto-shard=hardware={args.hardware}{fuse}",
                                       "-mlir-timing", "-o", path + ".plan"],
                                      capture_output=True, text=True)
             wall = time.perf_counter() - start
@@ -145,17 +151,20 @@ def models_table(args, par_opt, work):
             row = f"{name:<10} {devices:>7} {MESHES[devices]:>6} {ops:>6} {seconds:>9.2f}"
             if planned.returncode:
                 why = re.search(r"error: (.*)", planned.stderr)
-                print(f"{row} {'':>7} {'-':>9} {'-':>6}  "
+                print(f"{row} {'':>7} {'-':>9} {'-':>9} {'-':>6}  "
                       f"{(why.group(1) if why else planned.stderr.strip())[:150]}", flush=True)
                 continue
             head = open(path + ".plan").readline()
             checked = re.search(r"\} *\], axes = .*? checked = ([0-9]+)", head)
             plan = re.search(r'plan = "([^"]*)", planned', head)
             report = subprocess.run([par_opt, path + ".plan", "--par-propagate",
-                                     "--par-partition", "--par-report", "-o", os.devnull],
+                                     "--par-partition"] + (["--par-fuse"] if args.fuse else [])
+                                    + ["--par-report", "-o", os.devnull],
                                     capture_output=True, text=True)
             step_s, mfu = predicted_step(report.stdout)
+            estimate = re.search(r"planned_seconds = ([0-9.eE+-]+)", head)
             print(f"{row} {checked.group(1) if checked else '?':>7} "
+                  f"{float(estimate.group(1)) if estimate else 0:>9.4g} "
                   f"{step_s or 0:>9.4g} {mfu_text(mfu)}  "
                   f"{plan.group(1) if plan else '?'}", flush=True)
 
@@ -214,6 +223,8 @@ def main():
     parser.add_argument("--models", default=",".join(MODEL_SHAPES))
     parser.add_argument("--devices", default="8,64,512,1024")
     parser.add_argument("--keep", help="directory to keep the generated files in")
+    parser.add_argument("--fuse", action="store_true",
+                        help="models table: plan and report the --par-fuse program")
     args = parser.parse_args()
     par_opt = par_opt_path()
     if not par_opt:

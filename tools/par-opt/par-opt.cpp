@@ -62,7 +62,7 @@ static const char *const overview =
     "under 'Compiler passes to run' below; docs/getting-started.md):\n"
     "  plan       --mesh=SPEC, --auto-shard=\"hardware=NAME memory=SIZE "
     "pipeline=auto|off\n"
-    "             sequence=auto|off\",\n"
+    "             sequence=auto|off fuse=auto|on|off\",\n"
     "             --par-propagate,\n"
     "             --par-explain-sharding, --par-summary\n"
     "  train      --par-autodiff=\"optimizer=adamw zero=N ...\", --par-zero,\n"
@@ -93,6 +93,37 @@ static void hideLinkedOptions() {
       continue;
     option->setHiddenFlag(llvm::cl::Hidden);
   }
+}
+
+/// Planners that measure a partitioned copy (--auto-shard, --par-remat)
+/// plan for the program --par-fuse makes when it runs later in the same
+/// pipeline: their fuse=auto becomes fuse=on there (and stays auto, which
+/// is off, elsewhere; an explicit on or off is kept).
+static LogicalResult planForFusion(OpPassManager &pm) {
+  bool fuseFollows = false;
+  SmallVector<Pass *> passes;
+  for (Pass &pass : pm.getPasses())
+    passes.push_back(&pass);
+  for (Pass *pass : llvm::reverse(passes)) {
+    StringRef name = pass->getArgument();
+    if (name == "par-fuse") {
+      fuseFollows = true;
+      continue;
+    }
+    if (!fuseFollows || (name != "auto-shard" && name != "par-remat"))
+      continue;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    pass->printAsTextualPipeline(os);
+    if (!StringRef(text).contains("fuse=auto"))
+      continue;
+    if (failed(pass->initializeOptions("fuse=on", [](const Twine &message) {
+          llvm::errs() << "par-opt: error: " << message << "\n";
+          return failure();
+        })))
+      return failure();
+  }
+  return success();
 }
 
 int main(int argc, char **argv) {
@@ -140,6 +171,15 @@ int main(int argc, char **argv) {
     config.setPassPipelineSetupFn([base, spec](PassManager &pm) {
       pm.addPass(par::createSetMeshPass(par::SetMeshPassOptions{spec}));
       return base.setupPassPipeline(pm);
+    });
+  }
+
+  {
+    MlirOptMainConfig base = config;
+    config.setPassPipelineSetupFn([base](PassManager &pm) {
+      if (failed(base.setupPassPipeline(pm)))
+        return failure();
+      return planForFusion(pm);
     });
   }
 

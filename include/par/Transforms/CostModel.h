@@ -42,9 +42,11 @@ public:
   /// Seconds a device spends on `work` (already its share) touching
   /// `bytes`: a matrix product at the GEMM share of the peak, any other op
   /// at the larger of its FLOPs at the memory-bound share of the peak and
-  /// its bytes at the memory-bound share of the bandwidth.
-  double computeSeconds(const OpWork &work, double bytes,
-                        Type elementType) const;
+  /// its bytes at the memory-bound share of the bandwidth; plus the
+  /// profile's overhead of a kernel unless the op runs inside another's
+  /// (a member of a fused group but its root).
+  double computeSeconds(const OpWork &work, double bytes, Type elementType,
+                        bool ownKernel = true) const;
   /// Seconds of one collective `name` (all_reduce, all_gather,
   /// reduce_scatter, all_to_all, collective_permute, exchange) over the
   /// mesh axes `axes`, with a per-device buffer of `bufferBytes` of which a

@@ -20,6 +20,19 @@ struct FusionCounts {
 };
 FusionCounts countFusion(func::FuncOp func);
 
+/// A group --par-fuse makes of a block's ops: its root (the op whose
+/// result the group yields), the ops it runs (root included; no value of
+/// theirs but the root's is read outside the group) and the broadcasts
+/// and splat constants it copies in (they may stay in use outside).
+struct FusionGroup {
+  Operation *root = nullptr;
+  SmallVector<Operation *> members, copied;
+};
+/// The groups --par-fuse would make of `block`, which is left unchanged.
+/// On a global program (before --par-partition) they are the groups of its
+/// partitioned copy wherever the plan adds no collective inside a group.
+SmallVector<FusionGroup> fusionGroups(Block &block);
+
 /// Replaces every par.fused op of `func` by the ops of its body.
 void inlineFusedGroups(func::FuncOp func);
 

@@ -112,14 +112,17 @@ void buildPartitionPipeline(OpPassManager &pm,
 /// failure, `error` holds the first error reported. Without `schedule`,
 /// --par-schedule is left out: nothing before it reads a pipeline's
 /// schedule, so one such copy serves every schedule of the same stages
-/// (scheduledCopy).
+/// (scheduledCopy). With `fuse`, --par-fuse runs after partitioning (the
+/// copy is then the program a pipeline ending in --par-fuse emits).
 FailureOr<OwningOpRef<ModuleOp>> partitionedCopy(ModuleOp module,
                                                  std::string &error,
-                                                 bool schedule = true);
+                                                 bool schedule = true,
+                                                 bool fuse = false);
 /// The same on a module the caller has already copied.
 FailureOr<OwningOpRef<ModuleOp>> partitionedCopy(OwningOpRef<ModuleOp> copy,
                                                  std::string &error,
-                                                 bool schedule = true);
+                                                 bool schedule = true,
+                                                 bool fuse = false);
 /// A copy of `partitioned` (from partitionedCopy without `schedule`) with
 /// the pipelined functions named in `functions` given `schedule` (same
 /// stages; other functions keep theirs), then --par-schedule run.

@@ -92,6 +92,12 @@ def AutoShardPass : Pass<"auto-shard", "::mlir::ModuleOp"> {
            "also checked with Megatron's sequence parallelism on it (the "
            "residual stream split over the sequence), which wins where it "
            "is faster or fits; off: never">,
+    Option<"fuse", "fuse", "std::string", /*default=*/"\"auto\"",
+           "on: plan for the program --par-fuse makes (an element-wise "
+           "group costs one pass over its inputs and result; the checks "
+           "fuse their copies, so time and memory are that program's); "
+           "off: for the unfused program; auto: on where par-opt runs "
+           "--par-fuse later in the same pipeline">,
   ];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }
@@ -738,6 +744,11 @@ def RematPass : Pass<"par-remat", "::mlir::ModuleOp"> {
            /*default=*/"\"\"",
            "full, auto: keep each recomputed layer's input split over this "
            "mesh axis until the backward pass (--par-split-checkpoints)">,
+    Option<"fuse", "fuse", "std::string", /*default=*/"\"auto\"",
+           "mode=auto, on: measure the program --par-fuse makes (its fused "
+           "groups' values are registers, not buffers); off: the unfused "
+           "program; auto: on where par-opt runs --par-fuse later in the "
+           "same pipeline">,
   ];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }

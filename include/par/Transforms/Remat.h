@@ -85,9 +85,10 @@ SmallVector<func::FuncOp> openTrainingSteps(ModuleOp module);
 /// (RematPass.cpp). Changes nothing; fails after an error at the step
 /// (naming the smallest planned peak when nothing fits).
 /// With a `checkpointAxis`, every choice is measured with its checkpoints
-/// split over it (--par-split-checkpoints). `plain`, when given, holds the
-/// measurement of every step as it is (partitioned and planned by the
-/// caller already), which is then not made again. `partitioned`, when
+/// split over it (--par-split-checkpoints); with `fuse`, on the program
+/// --par-fuse makes of each copy (docs/training.md, "Fusion"). `plain`, when
+/// given, holds the measurement of every step as it is (partitioned and planned
+/// by the caller already), which is then not made again. `partitioned`, when
 /// given, receives for one step the partitioned copy of `module` its
 /// chosen mix of modes was checked on (as propagate, partition and
 /// schedule leave it; --par-remat=auto's record aside, what applyRemat
@@ -98,7 +99,7 @@ SmallVector<func::FuncOp> openTrainingSteps(ModuleOp module);
 /// not measured).
 FailureOr<std::map<std::string, RematChoice>>
 planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps, int64_t budget,
-          StringRef checkpointAxis = "",
+          StringRef checkpointAxis = "", bool fuse = false,
           const std::map<std::string, RematMeasurement> *plain = nullptr,
           OwningOpRef<ModuleOp> *partitioned = nullptr,
           int64_t *smallestPeak = nullptr);

@@ -20,6 +20,7 @@
 #include "par/Dialect/Par/IR/ParOps.h"
 #include "par/Dialect/Par/IR/TrainingStep.h"
 #include "par/Transforms/CostModel.h"
+#include "par/Transforms/Fusion.h"
 #include "par/Transforms/MemoryPlan.h"
 #include "par/Transforms/Passes.h"
 #include "par/Transforms/Pipeline.h"
@@ -77,6 +78,11 @@ struct Tensor {
   bool parameter = false, activation = false;
   /// An argument some op's result is the gradient of (par.gradient_of).
   bool hasGradient = false;
+  /// Planned for a fused program: the groups of --par-fuse (indices) that
+  /// read it as a register, and whether it still goes through memory (a
+  /// reader outside those groups, or a result of the function).
+  SmallVector<int32_t, 1> registerIn;
+  bool materialized = true;
 };
 
 /// Who reads a tensor in a layout of their choosing.
@@ -104,6 +110,11 @@ struct Node {
   /// and for a representative how many nodes share them.
   int32_t rep = -1;
   int64_t copies = 1;
+  /// Planned for a fused program: the group of --par-fuse the op runs in
+  /// (-1: none), and whether it runs a kernel of its own (not a member of
+  /// a group but its root, nor a broadcast every reader copies in).
+  int32_t group = -1;
+  bool ownKernel = true;
 };
 
 /// Distinct layouts of one tensor, each with the choices that give it.
@@ -231,11 +242,13 @@ using ReshardTimes = llvm::StringMap<double>;
 
 class Planner {
 public:
+  /// With `fuse`, the plan is costed as --par-fuse will run it: an
+  /// element-wise group reads its inputs and writes its result once.
   Planner(func::FuncOp func, MeshOp mesh, const MachineModel &machine,
           int64_t memoryLimit, ArrayRef<AxisUse> axisUses,
-          ReshardTimes &reshardTimes)
+          ReshardTimes &reshardTimes, bool fuse)
       : func(func), mesh(mesh), machine(machine), memoryLimit(memoryLimit),
-        axisUses(axisUses), reshardCache(reshardTimes) {}
+        axisUses(axisUses), reshardCache(reshardTimes), fuse(fuse) {}
 
   LogicalResult build();
   /// Finds repeated structure (the layers of a model, forward, backward and
@@ -279,6 +292,9 @@ private:
     return n;
   }
   void candidates(Node &node, int32_t axis);
+  /// Marks the groups --par-fuse makes: their inner values as registers,
+  /// their members but the root as running in the root's kernel.
+  void markFusion();
   double nodeSeconds(const Node &node, int32_t axis, int64_t choice) const;
   int64_t nodeBytes(const Node &node, int32_t axis, int64_t choice) const;
   double reshardSeconds(const Tensor &tensor, const ReshardLayout &from,
@@ -308,6 +324,7 @@ private:
   std::vector<SmallVector<int32_t, 1>> updates;
   llvm::DenseMap<Value, int32_t> tensorOf;
   ReshardTimes &reshardCache;
+  bool fuse;
 };
 
 std::string layoutKey(const ReshardLayout &layout) {
@@ -445,8 +462,37 @@ LogicalResult Planner::build() {
           llvm::any_of(tensor.value.getUsers(), [](Operation *user) {
             return inPhase(user, Phase::backward);
           });
+  if (fuse)
+    markFusion();
   cluster();
   return success();
+}
+
+void Planner::markFusion() {
+  auto nodeOf = [&](Operation *op) -> Node & {
+    return nodes[tensors[tensorOf.lookup(op->getResult(0))].node];
+  };
+  for (auto [g, group] :
+       llvm::enumerate(fusionGroups(func.getBody().front()))) {
+    for (Operation *member : group.members) {
+      Node &node = nodeOf(member);
+      node.group = int32_t(g);
+      if (member != group.root)
+        tensors[node.outputs[0]].registerIn.push_back(int32_t(g));
+    }
+    for (Operation *copied : group.copied)
+      tensors[nodeOf(copied).outputs[0]].registerIn.push_back(int32_t(g));
+  }
+  for (auto [t, tensor] : llvm::enumerate(tensors))
+    if (!tensor.registerIn.empty())
+      tensor.materialized = llvm::any_of(uses[t], [&](const Use &use) {
+        return use.node < 0 || use.input == ~0u ||
+               !llvm::is_contained(tensor.registerIn, nodes[use.node].group);
+      });
+  for (Node &node : nodes)
+    if (node.op)
+      node.ownKernel = llvm::any_of(
+          node.outputs, [&](int32_t t) { return tensors[t].materialized; });
 }
 
 void Planner::cluster() {
@@ -796,11 +842,18 @@ double Planner::nodeSeconds(const Node &node, int32_t axis,
         double b =
             double(localBytes(machine.axisSizes(), tensors[t].type,
                               layoutOf(node, output, slot, axis, choice)));
-        bytes += b;
         largest = std::max(largest, b);
+        // A register of a fused group is neither written nor read back.
+        const Tensor &tensor = tensors[t];
+        if (output ? !tensor.materialized
+                   : node.group >= 0 &&
+                         llvm::is_contained(tensor.registerIn, node.group))
+          continue;
+        bytes += b;
       }
   }
-  double seconds = machine.computeSeconds(work, bytes, node.elementType);
+  double seconds =
+      machine.computeSeconds(work, bytes, node.elementType, node.ownKernel);
   // A factor the op reduces over itself: row statistics (two per row) are
   // all-reduced over its axes.
   for (auto [f, factor] : llvm::enumerate(rule.getFactors())) {
@@ -839,9 +892,13 @@ double Planner::reshardSeconds(const Tensor &tensor, const ReshardLayout &from,
                                const ReshardLayout &to) {
   if (from == to || tensor.constant)
     return 0;
+  // A register of a fused group that is resharded is not one: the group
+  // splits in two, which writes the value and reads it back.
+  bool splitsGroup = !tensor.materialized;
   std::string key;
   llvm::raw_string_ostream os(key);
-  os << tensor.type << " " << layoutKey(from) << " " << layoutKey(to);
+  os << (splitsGroup ? "split " : "") << tensor.type << " " << layoutKey(from)
+     << " " << layoutKey(to);
   auto it = reshardCache.find(key);
   if (it != reshardCache.end())
     return it->second;
@@ -855,6 +912,12 @@ double Planner::reshardSeconds(const Tensor &tensor, const ReshardLayout &from,
                     elementBytes(tensor.type.getElementType()), from, plan));
   else
     seconds = kImpossible; // never chosen: the move does not exist
+  if (splitsGroup)
+    seconds += machine.computeSeconds(
+        {},
+        double(localBytes(machine.axisSizes(), tensor.type, from) +
+               localBytes(machine.axisSizes(), tensor.type, to)),
+        tensor.type.getElementType());
   reshardCache[key] = seconds;
   return seconds;
 }
@@ -1154,6 +1217,21 @@ void Planner::writeBack() {
 
   for (auto [t, tensor] : llvm::enumerate(tensors)) {
     ReshardLayout produced = finalLayout(tensor);
+    // A constant read in no layout of its own (any layout is free to it,
+    // so the plan may leave it any) is built in its first reader's: a
+    // copy for each reader would leave the original unread.
+    if (tensor.constant &&
+        llvm::none_of(uses[t],
+                      [&](const Use &use) {
+                        return use.node < 0 || use.input == ~0u ||
+                               layoutOf(nodes[use.node], false, use.input, -1,
+                                        -1) == produced;
+                      }) &&
+        !uses[t].empty()) {
+      const Use &first = uses[t].front();
+      produced = layoutOf(nodes[first.node], false, first.input, -1, -1);
+      setValueSharding(tensor.value, toAttr(produced));
+    }
     for (const Use &use : uses[t]) {
       if (use.node < 0 || use.input == ~0u)
         continue;
@@ -1404,8 +1482,9 @@ FailureOr<Exact> evaluatePartitioned(ModuleOp partitioned,
 }
 
 FailureOr<Exact> evaluate(ModuleOp module, const MachineModel &machine,
-                          std::string &error) {
-  FailureOr<OwningOpRef<ModuleOp>> clone = partitionedCopy(module, error);
+                          bool fuse, std::string &error) {
+  FailureOr<OwningOpRef<ModuleOp>> clone =
+      partitionedCopy(module, error, /*schedule=*/true, fuse);
   if (failed(clone))
     return failure();
   return evaluatePartitioned(**clone, machine);
@@ -1583,6 +1662,8 @@ struct AutoShardPass
   ReshardTimes reshardTimes;
   /// The per-device memory limit of the run.
   int64_t memoryLimit = 0;
+  /// Plans are made and checked for the program --par-fuse makes.
+  bool fusing = false;
 
   /// Plans every function of `planned.module` in place under the
   /// candidate's axis uses, and records its roles and time, the open
@@ -1598,7 +1679,7 @@ struct AutoShardPass
         continue;
       Planner &planner = *planned.planners.emplace_back(
           std::make_unique<Planner>(func, mesh, machine, limit, candidate.uses,
-                                    reshardTimes));
+                                    reshardTimes, fusing));
       if (failed(planner.build()) || failed(planner.solve()))
         return failure();
       planner.writeBack();
@@ -1790,8 +1871,9 @@ struct AutoShardPass
       FailureOr<Exact> exact = failure();
       if (!schedule.empty() && schedule != "interleaved") {
         if (!partitioned)
-          partitioned = partitionedCopy(*candidate.planned->module,
-                                        partitionError, /*schedule=*/false);
+          partitioned =
+              partitionedCopy(*candidate.planned->module, partitionError,
+                              /*schedule=*/false, fusing);
         why = partitionError;
         if (succeeded(*partitioned)) {
           FailureOr<OwningOpRef<ModuleOp>> scheduled = scheduledCopy(
@@ -1800,7 +1882,7 @@ struct AutoShardPass
             exact = evaluatePartitioned(**scheduled, machine);
         }
       } else {
-        exact = evaluate(*candidate.planned->module, machine, why);
+        exact = evaluate(*candidate.planned->module, machine, fusing, why);
       }
       if (failed(exact)) {
         if (!candidate.exact)
@@ -1841,7 +1923,7 @@ struct AutoShardPass
       // A plan that cannot fit even so is just not an alternative.
       ScopedDiagnosticHandler quiet(copy->getContext(),
                                     [](Diagnostic &) { return success(); });
-      chosen = planRemat(*copy, steps, limit, /*checkpointAxis=*/"",
+      chosen = planRemat(*copy, steps, limit, /*checkpointAxis=*/"", fusing,
                          candidate.exact ? &candidate.exact->measured : nullptr,
                          &partitioned, &smallest);
     }
@@ -1859,7 +1941,7 @@ struct AutoShardPass
     std::string why;
     FailureOr<Exact> exact = partitioned
                                  ? evaluatePartitioned(*partitioned, machine)
-                                 : evaluate(*copy, machine, why);
+                                 : evaluate(*copy, machine, fusing, why);
     if (failed(exact) || exact->arenaBytes > limit)
       return false;
     candidate.exact = *exact;
@@ -1954,6 +2036,13 @@ struct AutoShardPass
                          << "' is not auto or off";
       return signalPassFailure();
     }
+    // par-opt turns auto into on where --par-fuse follows (par-opt.cpp).
+    if (fuse != "auto" && fuse != "on" && fuse != "off") {
+      module.emitError() << "--auto-shard: fuse='" << fuse
+                         << "' is not auto, on or off";
+      return signalPassFailure();
+    }
+    fusing = fuse == "on";
     if (autoAxisSteps.empty()) {
       pipelineChoices.push_back({namedPipelineAxis, 0});
       if (pipeline == "auto" && !namedPipelineAxis)
@@ -2399,6 +2488,9 @@ struct AutoShardPass
         b.getNamedAttr("checked", b.getI64IntegerAttr(checks)),
         b.getNamedAttr("alternatives", b.getArrayAttr(alternatives)),
     };
+    // Planned and checked as --par-fuse will run it.
+    if (fusing)
+      record.push_back(b.getNamedAttr("fused", b.getUnitAttr()));
     if (!best.schedule.empty()) {
       record.push_back(
           b.getNamedAttr("schedule", b.getStringAttr(best.schedule)));

@@ -57,14 +57,15 @@ double MachineModel::peakFlops(Type elementType) const {
 }
 
 double MachineModel::computeSeconds(const OpWork &work, double bytes,
-                                    Type elementType) const {
+                                    Type elementType, bool ownKernel) const {
   double peak = peakFlops(elementType);
+  double overhead = ownKernel ? hw.opOverhead : 0;
   if (work.matmul)
-    return hw.opOverhead + work.flops / (peak * hw.gemmEfficiency);
+    return overhead + work.flops / (peak * hw.gemmEfficiency);
   double flopSeconds = work.flops / (peak * hw.memoryBoundEfficiency);
   double byteSeconds =
       bytes / (hw.memoryBandwidth * hw.memoryBoundEfficiency);
-  return hw.opOverhead + std::max(flopSeconds, byteSeconds);
+  return overhead + std::max(flopSeconds, byteSeconds);
 }
 
 double MachineModel::collectiveSeconds(StringRef name, ArrayRef<int32_t> axes,

@@ -55,12 +55,28 @@ struct Group {
 };
 } // namespace
 
+/// Whether `a` and `b` carry the same marks (phase, layer, stage, ...).
+/// Shardings and auto-shard's records are not marks: partitioning drops
+/// them, so a global program groups as its partitioned copy does.
+static bool sameMarks(Operation *a, Operation *b) {
+  if (a->getDiscardableAttrDictionary() == b->getDiscardableAttrDictionary())
+    return true;
+  auto marks = [](Operation *op) {
+    SmallVector<NamedAttribute> kept;
+    for (NamedAttribute attr : op->getDiscardableAttrs())
+      if (attr.getName() != ParDialect::kShardingAttrName &&
+          attr.getName() != ParDialect::kPlannedAttrName)
+        kept.push_back(attr);
+    return kept;
+  };
+  return marks(a) == marks(b);
+}
+
 /// Whether `def`, which a member of `group` reads, may join it.
 static bool canJoin(Operation *def, const Group &group,
                     const DenseSet<Operation *> &taken) {
   if (taken.contains(def) || def->getBlock() != group.root->getBlock() ||
-      def->getDiscardableAttrDictionary() !=
-          group.root->getDiscardableAttrDictionary())
+      !sameMarks(def, group.root))
     return false;
   if (isSplatConstant(def))
     return true;
@@ -123,14 +139,52 @@ static Group growGroup(Operation *root, const DenseSet<Operation *> &taken) {
   return group;
 }
 
+/// The groups of `block`'s element-wise trees, roots last to first; a
+/// group of constants alone (nothing to read, nothing gained) is none.
+static SmallVector<Group> groupsOf(Block &block) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : block.without_terminator())
+    ops.push_back(&op);
+  DenseSet<Operation *> taken;
+  SmallVector<Group> groups;
+  for (Operation *op : llvm::reverse(ops)) {
+    if (taken.contains(op) || !isElementwise(op))
+      continue;
+    Group group = growGroup(op, taken);
+    // One op alone gains nothing.
+    if (llvm::count_if(group.members,
+                       [](Operation *m) { return !isa<ConstantOp>(m); }) < 2)
+      continue;
+    SmallVector<Operation *> members(group.members.begin(),
+                                     group.members.end());
+    if (inputsOf(members, group).empty())
+      continue;
+    for (Operation *member : group.members)
+      if (!group.copied.contains(member))
+        taken.insert(member);
+    groups.push_back(std::move(group));
+  }
+  return groups;
+}
+
+SmallVector<FusionGroup> mlir::par::fusionGroups(Block &block) {
+  SmallVector<FusionGroup> result;
+  for (Group &group : groupsOf(block)) {
+    FusionGroup &out = result.emplace_back();
+    out.root = group.root;
+    for (Operation *member : group.members)
+      (group.copied.contains(member) ? out.copied : out.members)
+          .push_back(member);
+  }
+  return result;
+}
+
 /// Replaces the group by one par.fused op at its root.
 static void buildGroup(Group &group) {
   SmallVector<Operation *> members(group.members.begin(), group.members.end());
   llvm::sort(members,
              [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   SmallVector<Value> inputs = inputsOf(members, group);
-  if (inputs.empty())
-    return; // constants only: nothing to read, nothing gained
   Operation *root = group.root;
   OpBuilder builder(root);
   auto fused = FusedOp::create(builder, root->getLoc(),
@@ -151,27 +205,9 @@ static void buildGroup(Group &group) {
       op->erase();
 }
 
-/// Fuses the element-wise trees of `block`, roots last to first.
+/// Fuses the element-wise trees of `block`.
 static void fuseBlock(Block &block) {
-  SmallVector<Operation *> ops;
-  for (Operation &op : block.without_terminator())
-    ops.push_back(&op);
-  DenseSet<Operation *> taken;
-  SmallVector<Group> groups;
-  for (Operation *op : llvm::reverse(ops)) {
-    if (taken.contains(op) || !isElementwise(op))
-      continue;
-    Group group = growGroup(op, taken);
-    // One op alone gains nothing.
-    if (llvm::count_if(group.members,
-                       [](Operation *m) { return !isa<ConstantOp>(m); }) < 2)
-      continue;
-    for (Operation *member : group.members)
-      if (!group.copied.contains(member))
-        taken.insert(member);
-    groups.push_back(std::move(group));
-  }
-  for (Group &group : groups)
+  for (Group &group : groupsOf(block))
     buildGroup(group);
 }
 

@@ -18,16 +18,17 @@ static LogicalResult runQuietly(PassManager &pm, ModuleOp module,
   return pm.run(module);
 }
 
-FailureOr<OwningOpRef<ModuleOp>>
-mlir::par::partitionedCopy(ModuleOp module, std::string &error,
-                           bool schedule) {
-  return partitionedCopy(OwningOpRef<ModuleOp>(module.clone()), error,
-                         schedule);
+FailureOr<OwningOpRef<ModuleOp>> mlir::par::partitionedCopy(ModuleOp module,
+                                                            std::string &error,
+                                                            bool schedule,
+                                                            bool fuse) {
+  return partitionedCopy(OwningOpRef<ModuleOp>(module.clone()), error, schedule,
+                         fuse);
 }
 
 FailureOr<OwningOpRef<ModuleOp>>
 mlir::par::partitionedCopy(OwningOpRef<ModuleOp> clone, std::string &error,
-                           bool schedule) {
+                           bool schedule, bool fuse) {
   MLIRContext *context = clone->getContext();
   PassManager pm(context);
   // Not verified here (a third of a check's time on a 96-layer plan).
@@ -39,6 +40,8 @@ mlir::par::partitionedCopy(OwningOpRef<ModuleOp> clone, std::string &error,
   PartitionPipelineOptions partition;
   partition.diagnose = false;
   buildPartitionPipeline(pm, partition);
+  if (fuse)
+    pm.addPass(createFusePass());
   if (schedule)
     pm.addPass(createSchedulePass());
   if (failed(runQuietly(pm, *clone, error)))

@@ -596,7 +596,8 @@ struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
     };
     os << "auto-shard plan on '" << text("profile") << "' (limit "
        << humanBytes(integer("memory_limit")) << " per device; "
-       << integer("considered") << " plans considered):\n";
+       << integer("considered") << " plans considered"
+       << (plan.get("fused") ? ", for the --par-fuse program" : "") << "):\n";
     os << "  chosen: " << text("plan") << " (ZeRO stage " << integer("zero");
     // Recomputation, where the plan has some: chosen, or the user's.
     if (auto remat = plan.getAs<StringAttr>("remat");

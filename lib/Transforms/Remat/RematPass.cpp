@@ -66,7 +66,7 @@ constexpr double kNegligibleRecompute = 0.001;
 /// measures each training step.
 FailureOr<std::map<std::string, RematMeasurement>>
 measure(ModuleOp module, const std::map<std::string, RematModes> &modes,
-        StringRef checkpointAxis, std::string &error,
+        StringRef checkpointAxis, bool fuse, std::string &error,
         OwningOpRef<ModuleOp> *keep = nullptr) {
   OwningOpRef<ModuleOp> copy = module.clone();
   for (auto func : copy->getOps<func::FuncOp>()) {
@@ -88,7 +88,7 @@ measure(ModuleOp module, const std::map<std::string, RematModes> &modes,
     }
   }
   FailureOr<OwningOpRef<ModuleOp>> planned =
-      partitionedCopy(std::move(copy), error);
+      partitionedCopy(std::move(copy), error, /*schedule=*/true, fuse);
   if (failed(planned))
     return failure();
   std::map<std::string, RematMeasurement> result;
@@ -169,8 +169,8 @@ choose(ArrayRef<SmallVector<LayerOption>> options, ArrayRef<int64_t> need) {
 std::optional<RematChoice> chooseModes(
     ModuleOp module, func::FuncOp func,
     std::map<RematMode, std::map<std::string, RematMeasurement>> &byMode,
-    int64_t limit, StringRef checkpointAxis, OwningOpRef<ModuleOp> *partitioned,
-    int64_t *smallestPeak) {
+    int64_t limit, StringRef checkpointAxis, bool fuse,
+    OwningOpRef<ModuleOp> *partitioned, int64_t *smallestPeak) {
   std::string name = func.getSymName().str();
   auto measuredPlain = byMode[RematMode::none].find(name);
   if (measuredPlain == byMode[RematMode::none].end()) {
@@ -271,7 +271,7 @@ std::optional<RematChoice> chooseModes(
     std::string error;
     OwningOpRef<ModuleOp> copy;
     FailureOr<std::map<std::string, RematMeasurement>> checked =
-        measure(module, {{name, modes}}, checkpointAxis, error,
+        measure(module, {{name, modes}}, checkpointAxis, fuse, error,
                 partitioned ? &copy : nullptr);
     if (failed(checked)) {
       func.emitError() << "--par-remat=auto: planning @" << name
@@ -417,6 +417,12 @@ struct RematPass : public mlir::par::impl::RematPassBase<RematPass> {
         return signalPassFailure();
       }
     }
+    // par-opt turns auto into on where --par-fuse follows (par-opt.cpp).
+    if (fuse != "auto" && fuse != "on" && fuse != "off") {
+      module.emitError() << "--par-remat: fuse='" << fuse
+                         << "' is not auto, on or off";
+      return signalPassFailure();
+    }
     if (!isAuto && (!budget.empty() || !hardware.empty())) {
       module.emitError() << "--par-remat: budget= and hardware= apply to "
                             "mode auto, not '"
@@ -460,7 +466,7 @@ struct RematPass : public mlir::par::impl::RematPassBase<RematPass> {
     if (failed(limit))
       return signalPassFailure();
     FailureOr<std::map<std::string, RematChoice>> chosen =
-        planRemat(module, steps, *limit, checkpointAxis);
+        planRemat(module, steps, *limit, checkpointAxis, fuse == "on");
     if (failed(chosen))
       return signalPassFailure();
     for (func::FuncOp func : steps) {
@@ -526,7 +532,7 @@ RematMeasurement mlir::par::measureRemat(const MemoryPlan &plan) {
 
 FailureOr<std::map<std::string, RematChoice>>
 mlir::par::planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps,
-                     int64_t limit, StringRef checkpointAxis,
+                     int64_t limit, StringRef checkpointAxis, bool fuse,
                      const std::map<std::string, RematMeasurement> *plain,
                      OwningOpRef<ModuleOp> *partitioned,
                      int64_t *smallestPeak) {
@@ -571,7 +577,7 @@ mlir::par::planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps,
       continue; // selective would keep what none keeps
     std::string error;
     FailureOr<std::map<std::string, RematMeasurement>> measured =
-        measure(module, all, checkpointAxis, error);
+        measure(module, all, checkpointAxis, fuse, error);
     if (failed(measured))
       return module.emitError()
              << "--par-remat=auto: planning the module with remat "
@@ -581,7 +587,7 @@ mlir::par::planRemat(ModuleOp module, ArrayRef<func::FuncOp> steps,
   std::map<std::string, RematChoice> chosen;
   for (func::FuncOp func : steps) {
     std::optional<RematChoice> choice =
-        chooseModes(module, func, byMode, limit, checkpointAxis,
+        chooseModes(module, func, byMode, limit, checkpointAxis, fuse,
                     steps.size() == 1 ? partitioned : nullptr, smallestPeak);
     if (!choice) {
       if (partitioned)
