@@ -212,24 +212,34 @@ static int64_t localBytes(ArrayRef<int64_t> axisSizes, RankedTensorType type,
 
 /// Per-device bytes a plan keeps, by the memory report's categories, and
 /// the part of each that a ZeRO stage over the data axis would divide (what
-/// the plan does not already split over it).
+/// the plan does not already split over it). A pipelined step keeps them
+/// per position on its pipeline axis (its stages' parameters, and the
+/// activations of the micro-batches a 1F1B schedule holds there at once);
+/// the plan needs the largest.
 struct Footprint {
-  int64_t weights = 0, gradients = 0, states = 0, other = 0;
-  int64_t zeroWeights = 0, zeroGradients = 0, zeroStates = 0;
+  struct Device {
+    int64_t weights = 0, gradients = 0, states = 0, other = 0;
+    int64_t zeroWeights = 0, zeroGradients = 0, zeroStates = 0;
+  };
+  SmallVector<Device, 1> devices{Device()};
   /// The stage-3 all-gathers of the weights, forward and backward.
   double gatherSeconds = 0;
   int64_t dataSize = 1;
 
   int64_t bytes(int64_t stage) const {
     auto divided = [&](int64_t part) { return part - part / dataSize; };
-    int64_t total = weights + gradients + states + other;
-    if (stage >= 1)
-      total -= divided(zeroStates);
-    if (stage >= 2)
-      total -= divided(zeroGradients);
-    if (stage >= 3)
-      total -= divided(zeroWeights);
-    return total;
+    int64_t most = 0;
+    for (const Device &d : devices) {
+      int64_t total = d.weights + d.gradients + d.states + d.other;
+      if (stage >= 1)
+        total -= divided(d.zeroStates);
+      if (stage >= 2)
+        total -= divided(d.zeroGradients);
+      if (stage >= 3)
+        total -= divided(d.zeroWeights);
+      most = std::max(most, total);
+    }
+    return most;
   }
   double extraSeconds(int64_t stage) const {
     return stage >= 3 ? gatherSeconds : 0;
@@ -1365,35 +1375,69 @@ Footprint Planner::footprint(std::optional<int32_t> dataAxis) const {
   Footprint f;
   if (dataAxis)
     f.dataSize = axisSize(*dataAxis);
+  // A pipelined step: each op on the device of its stage, each argument on
+  // the devices of its readers; a micro-batch's activations are held at
+  // once on device d by 1F1B for min(m, p - d) of the m micro-batches
+  // (GPipe holds all m; the checks try each schedule).
+  std::optional<PipelineInfo> pipeline = getPipeline(func);
+  int64_t p = pipeline ? pipeline->stages : 1;
+  int64_t m = pipeline ? std::max<int64_t>(pipeline->microbatches, 1) : 1;
+  f.devices.assign(std::max<int64_t>(p, 1), Footprint::Device());
+  auto devicesOf = [&](Operation *op, SmallVectorImpl<int64_t> &out) {
+    std::optional<int64_t> stage = op ? getStage(op) : std::nullopt;
+    if (p > 1 && stage)
+      out.push_back(pipeline->deviceOf(*stage));
+    else
+      for (int64_t d = 0; d < p; ++d)
+        out.push_back(d);
+  };
   for (const Node &node : nodes)
     for (auto [slot, t] : llvm::enumerate(node.outputs)) {
       const Tensor &tensor = tensors[t];
       ReshardLayout layout = layoutOf(node, true, slot, -1, -1);
       int64_t b = localBytes(machine.axisSizes(), tensor.type, layout);
+      SmallVector<int64_t, 4> on;
       if (node.op) {
-        if (tensor.activation)
-          f.other += b;
+        if (!tensor.activation)
+          continue;
+        devicesOf(node.op, on);
+        for (int64_t d : on) {
+          bool perMicrobatch = p > 1 && getMicrobatch(node.op).has_value();
+          f.devices[d].other += perMicrobatch ? b * std::min(m, p - d) / m : b;
+        }
         continue;
       }
+      if (p > 1) {
+        for (const Use &use : uses[t])
+          if (use.node >= 0 && nodes[use.node].op)
+            devicesOf(nodes[use.node].op, on);
+        llvm::sort(on);
+        on.erase(std::unique(on.begin(), on.end()), on.end());
+      }
+      if (on.empty())
+        devicesOf(nullptr, on);
       bool split = dataAxis && llvm::any_of(layout.dims, [&](const Axes &d) {
                      return llvm::is_contained(d, *dataAxis);
                    });
       int64_t zeroable = split ? 0 : b;
-      if (!tensor.parameter) {
-        f.other += b; // a data input
-      } else if (tensor.hasGradient) {
-        f.weights += b;
-        f.gradients += b;
-        f.zeroWeights += zeroable;
-        f.zeroGradients += zeroable;
-        if (zeroable && dataAxis)
-          f.gatherSeconds += 2 * machine.collectiveSeconds(
-                                     "all_gather", {*dataAxis}, double(b),
-                                     double(b) / double(f.dataSize));
-      } else {
-        f.states += b;
-        f.zeroStates += zeroable;
+      for (int64_t d : on) {
+        Footprint::Device &device = f.devices[d];
+        if (!tensor.parameter) {
+          device.other += b; // a data input
+        } else if (tensor.hasGradient) {
+          device.weights += b;
+          device.gradients += b;
+          device.zeroWeights += zeroable;
+          device.zeroGradients += zeroable;
+        } else {
+          device.states += b;
+          device.zeroStates += zeroable;
+        }
       }
+      if (tensor.parameter && tensor.hasGradient && zeroable && dataAxis)
+        f.gatherSeconds +=
+            2 * machine.collectiveSeconds("all_gather", {*dataAxis}, double(b),
+                                          double(b) / double(f.dataSize));
     }
   return f;
 }
