@@ -9,7 +9,10 @@ the program under par-run and takes the median measured step (the
 first step, which touches fresh memory, left out). Plans: one rank, and on
 `--ranks` ranks data parallel, Megatron's column/row split, and the
 --auto-shard plan. Use no more ranks than cores: ranks that share a core
-measure the scheduler, not the plan.
+measure the scheduler, not the plan. Every run gives each rank the
+threads a calibrated rank had (PAR_CPU_THREADS = cores / the calibrating
+ranks): the profile describes that device, and one rank left to use every
+core is another (twice as fast here with two).
 
   bench_prediction.py [--ranks 2] [--steps 6] [--keep DIR]
 """
@@ -80,10 +83,12 @@ def main():
     work = args.keep or tempfile.mkdtemp(prefix="par-bench-prediction-")
     os.makedirs(work, exist_ok=True)
     profile = os.path.join(work, "calibrated.json")
+    # The device the profile describes: a rank of the calibration.
+    threads = max(1, (os.cpu_count() or 1) // args.ranks)
     subprocess.run([par_run, "--calibrate", "-np", str(args.ranks), "-o", profile],
                    check=True, stdout=subprocess.DEVNULL)
     print(f"== predicted vs measured step, profile from par-run --calibrate -np {args.ranks}, "
-          f"{os.cpu_count()} cores ==")
+          f"{os.cpu_count()} cores, {threads} thread(s) a rank ==")
     print(f"{'tokens x h':<12} {'ranks':>5} {'plan':<9} {'predicted (s)':>13} "
           f"{'measured (s)':>12} {'measured/predicted':>18}")
     ratios = []
@@ -107,7 +112,8 @@ def main():
                             "-o", os.devnull], check=True, capture_output=True)
             run = subprocess.run([par_run, stem + ".json", "-np", str(ranks), "--steps",
                                   str(args.steps), "--json"],
-                                 check=True, capture_output=True, text=True)
+                                 check=True, capture_output=True, text=True,
+                                 env=dict(os.environ, PAR_CPU_THREADS=str(threads)))
             seconds = [json.loads(line)["seconds"] for line in run.stdout.splitlines()
                        if line.startswith("{") and json.loads(line).get("event") == "step"]
             measured = statistics.median(seconds[1:] or seconds)

@@ -51,7 +51,8 @@ public:
   /// reduce_scatter, all_to_all, collective_permute, exchange) over the
   /// mesh axes `axes`, with a per-device buffer of `bufferBytes` of which a
   /// rank sends `sentBytes`. Groups that span several axes run at the
-  /// slowest level among them.
+  /// slowest level among them. An all_slice sends nothing: each device
+  /// copies its piece of the buffer, priced as a memory-bound op.
   double collectiveSeconds(StringRef name, ArrayRef<int32_t> axes,
                            double bufferBytes, double sentBytes) const;
   /// Seconds of every step of a planned reshard (reshardCost's steps).

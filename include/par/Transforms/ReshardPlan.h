@@ -104,9 +104,10 @@ llvm::SmallVector<int64_t> localShape(llvm::ArrayRef<int64_t> axisSizes,
 /// (an all-reduce twice its buffer) and the bytes one rank sends.
 struct ReshardCost {
   int64_t collectives = 0, movedElements = 0, sentBytes = 0;
-  /// Per step that communicates: its kind and axes, the devices in each of
-  /// its groups, the larger of its per-device buffers before and after,
-  /// and the bytes one rank sends (what a time model prices).
+  /// Per step that communicates (and per local slice, which copies): its
+  /// kind and axes, the devices in each of its groups, the larger of its
+  /// per-device buffers before and after, and the bytes one rank sends
+  /// (what a time model prices).
   struct Step {
     ReshardStepKind kind;
     llvm::SmallVector<int32_t, 2> axes;

@@ -155,17 +155,26 @@ GroupOpTable build() {
                            const std::vector<Tensor> &in, Tensor &out) {
     runExchange(comm, device, a, in, out);
   });
-  // Each device keeps its own piece: no communication.
+  // Each device keeps its own piece, the member-index-th block along the
+  // dim: no communication, one pass of the device's slice kernel.
   set(OpCode::AllSlice, [](Collectives &comm, Device &device, const Attrs &a,
                            const std::vector<Tensor> &ins, Tensor &out) {
     const Tensor &in = ins[0];
-    std::vector<char> whole = device.copyTensorOut(in);
-    std::vector<char> pieces(in.bytes());
-    splitPieces(Tensor{in.dtype, in.shape, whole.data()}, a.dim,
-                comm.memberCount(a.group), pieces.data());
-    device.copyIn(out.data,
-                  pieces.data() + comm.memberIndex(a.group) * out.bytes(),
-                  out.bytes());
+    int64_t n = comm.memberCount(a.group);
+    if (a.dim < 0 || size_t(a.dim) >= in.shape.size() || n <= 0 ||
+        in.shape[size_t(a.dim)] % n != 0 ||
+        out.shape[size_t(a.dim)] != in.shape[size_t(a.dim)] / n)
+      throw CommError("all_slice: " + std::to_string(n) + " pieces along dim " +
+                      std::to_string(a.dim) +
+                      " do not make the result's shape");
+    Attrs slice;
+    slice.starts.assign(in.shape.size(), 0);
+    slice.starts[size_t(a.dim)] =
+        comm.memberIndex(a.group) * out.shape[size_t(a.dim)];
+    slice.strides.assign(in.shape.size(), 1);
+    std::vector<Tensor> outs = {out};
+    device.kernels().lookup(OpCode::Slice)(device.commStream(), slice, ins,
+                                           outs);
   });
   set(OpCode::AxisIndex, [](Collectives &comm, Device &device, const Attrs &a,
                             const std::vector<Tensor> &, Tensor &out) {

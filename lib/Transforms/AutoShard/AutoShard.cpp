@@ -2376,7 +2376,10 @@ struct AutoShardPass
       // instead of repeating it.
       std::vector<std::pair<llvm::hash_code, const Candidate *>> tried;
       for (Candidate *candidate : over) {
-        if (tries == kExactChecks ||
+        // Three trials, or as many as it takes while nothing fits: a plan
+        // further down may recompute into the limit where the fastest
+        // three cannot.
+        if ((tries >= kExactChecks && fitting > 0) ||
             (bestChecked && candidate->exact->stepSeconds >= *bestChecked))
           break;
         ++tries;

@@ -83,6 +83,10 @@ double MachineModel::collectiveSeconds(StringRef name, ArrayRef<int32_t> axes,
   }
   if (group <= 1)
     return 0;
+  // A local slice: each device copies its piece (1/group of the buffer),
+  // reading and writing it, as a memory-bound op.
+  if (name == "all_slice")
+    return computeSeconds({}, 2 * bufferBytes / double(group), Type());
   if (std::optional<rt::CollectiveKind> kind =
           rt::collectiveKindNamed(name.str()))
     return hw.collectiveSeconds(*kind, group, level, bufferBytes);
@@ -155,6 +159,12 @@ StepPrediction mlir::par::predictStep(func::FuncOp func,
     }
     if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
       CollectiveCost cost = collective.getCost();
+      if (isa<AllSliceOp>(op)) {
+        // No communication: a copy of the device's piece.
+        p.computeSeconds += machine.collectiveSeconds(
+            "all_slice", axisIndices(collective), double(cost.bytes), 0);
+        return WalkResult::advance();
+      }
       if (!cost.moves || cost.sent == 0)
         return WalkResult::advance();
       ++p.collectives;

@@ -498,7 +498,9 @@ ReshardCost mlir::par::reshardCost(ArrayRef<int64_t> axisSizes,
     int64_t sent = int64_t(traffic.share * double(elements * elementBytes) + 0.5);
     if (spec->communicates)
       ++cost.collectives;
-    if (traffic.moved > 0)
+    // A local slice moves nothing between devices but still copies each
+    // device's piece (priced by memory bandwidth, CostModel.cpp).
+    if (traffic.moved > 0 || step.kind == ReshardStepKind::AllSlice)
       cost.steps.push_back(
           {step.kind, step.axes, group, elements * elementBytes, sent});
     cost.movedElements += int64_t(traffic.moved) * elements;
