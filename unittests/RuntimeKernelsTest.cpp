@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TestBuffer.h"
 #include "par/Runtime/Kernels.h"
 
 #include <gtest/gtest.h>
@@ -21,37 +22,13 @@
 #include <sstream>
 
 using namespace par::rt;
+using par::testutil::Buffer;
 
 namespace {
 
 //===----------------------------------------------------------------------===//
 // Test tensors
 //===----------------------------------------------------------------------===//
-
-/// A tensor that owns its (8-byte aligned) storage.
-struct Buffer {
-  DType dtype;
-  Shape shape;
-  std::vector<uint64_t> words;
-
-  Buffer(DType dtype, Shape shape)
-      : dtype(dtype), shape(std::move(shape)),
-        words((numElements(this->shape) * dtypeBytes(dtype) + 7) / 8 + 1, 0) {}
-
-  Tensor tensor() { return Tensor{dtype, shape, words.data()}; }
-  int64_t size() const { return numElements(shape); }
-  double get(int64_t i) const { return loadElement(dtype, words.data(), i); }
-  void set(int64_t i, double value) {
-    storeElement(dtype, words.data(), i, value);
-  }
-  template <typename T> T *as() { return reinterpret_cast<T *>(words.data()); }
-  std::vector<double> values() const {
-    std::vector<double> v(size());
-    for (int64_t i = 0; i < size(); ++i)
-      v[i] = get(i);
-    return v;
-  }
-};
 
 /// An output buffer whose every byte is 0xff: NaN in every float type.
 Buffer garbage(DType dtype, Shape shape) {

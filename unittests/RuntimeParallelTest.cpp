@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TestBuffer.h"
 #include "par/Runtime/Kernels.h"
 #include "par/Runtime/Parallel.h"
 
@@ -23,22 +24,9 @@
 #include <thread>
 
 using namespace par::rt;
+using par::testutil::Buffer;
 
 namespace {
-
-/// A float tensor that owns its storage.
-struct Buffer {
-  DType dtype;
-  Shape shape;
-  std::vector<uint64_t> words;
-  Buffer(DType dtype, Shape s)
-      : dtype(dtype), shape(std::move(s)),
-        words((numElements(shape) * dtypeBytes(dtype) + 7) / 8 + 1, 0) {}
-  Tensor tensor() { return Tensor{dtype, shape, words.data()}; }
-  int64_t size() const { return numElements(shape); }
-  double get(int64_t i) const { return loadElement(dtype, words.data(), i); }
-  void set(int64_t i, double v) { storeElement(dtype, words.data(), i, v); }
-};
 
 Buffer random(DType dtype, Shape shape, unsigned seed, double lo = -2,
               double hi = 2) {

@@ -10,8 +10,10 @@ names the file and contains the expected text. Prints one line per mutant.
 import copy
 import json
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mutants import check_mutant  # noqa: E402
 
 
 def mutants():
@@ -57,19 +59,7 @@ def main():
         for s in d["rank_classes"][0]["instructions"][k]["attrs"].get("body", []):
             if s.get("splat", 0) is None:
                 s.pop("splat")
-        path = os.path.join(work, name + ".json")
-        with open(path, "w") as f:
-            json.dump(d, f)
-        try:
-            proc = subprocess.run([par_run, path, "--steps", "1"], capture_output=True,
-                                  text=True, timeout=60)
-            ok = (proc.returncode == 1 and f"par-run: error: {path}" in proc.stderr
-                  and expect in proc.stderr)
-            message = proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else ""
-        except subprocess.TimeoutExpired:
-            ok, message = False, "timed out"
-        bad += not ok
-        print(f"{name}: {'rejected' if ok else 'NOT REJECTED CLEANLY'}: {message}")
+        bad += not check_mutant(par_run, d, work, name, expect, timeout=60)
     print(f"{bad} of the fused mutants not rejected cleanly")
     return 1 if bad else 0
 

@@ -12,6 +12,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mutants import check_mutant  # noqa: E402
+
 
 def run(par_run, path, *extra):
     return subprocess.run([par_run, path, "--steps", "3", *extra],
@@ -84,18 +87,7 @@ def main():
             fn(drc["instructions"], drc["buffers"])
         else:
             fn(drc["instructions"])
-        path = os.path.join(work, name + ".json")
-        with open(path, "w") as f:
-            json.dump(d, f)
-        try:
-            proc = run(par_run, path)
-            ok = (proc.returncode == 1 and f"par-run: error: {path}" in proc.stderr
-                  and expect in proc.stderr)
-            message = proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else ""
-        except subprocess.TimeoutExpired:
-            ok, message = False, "timed out"
-        bad += not ok
-        print(f"{name}: {'rejected' if ok else 'NOT REJECTED CLEANLY'}: {message}")
+        bad += not check_mutant(par_run, d, work, name, expect, args=("--steps", "3"))
     print(f"{bad} of the batch mutants not rejected cleanly")
     return 1 if bad or dumps[0] != dumps[1] else 0
 

@@ -2658,6 +2658,17 @@ OptimizerScalars checkAdamw(const Tensor &param, const Tensor &grad,
 }
 
 namespace {
+/// Calls plan(k) for each of the `count` members of a batch; an error
+/// names its member.
+template <typename Fn> void forEachMember(size_t count, Fn &&plan) {
+  for (size_t k = 0; k < count; ++k)
+    try {
+      plan(k);
+    } catch (const KernelError &e) {
+      throw KernelError("member " + std::to_string(k) + ": " + e.what());
+    }
+}
+
 /// Elements of several tensors in one parallel loop: fn(k, begin, end) over
 /// pieces of at most kUpdatePiece elements of tensor k.
 template <typename Fn>
@@ -2808,22 +2819,18 @@ void adamwBatch(const std::vector<const catalogue::Attrs *> &attrs,
   // on its own: the updates touch disjoint memory, so order is free.
   std::vector<AdamwF32Update> updates;
   std::vector<int64_t> sizes;
-  for (size_t k = 0; k < in.size(); ++k)
-    try {
-      const catalogue::Attrs &a = *attrs[k];
-      const std::vector<Tensor> &x = in[k];
-      std::vector<Tensor> &y = out[k];
-      if (std::optional<AdamwF32Update> u = planAdamwF32(a, x, y, x[4], x[5])) {
-        updates.push_back(*u);
-        sizes.push_back(u->n);
-      } else {
-        adamw(x[0], x[1], x[2], x[3], x[4], x[5], float(a.beta1),
-              float(a.beta2), float(a.epsilon), float(a.weightDecay), y[0],
-              y[1], y[2]);
-      }
-    } catch (const KernelError &e) {
-      throw KernelError("member " + std::to_string(k) + ": " + e.what());
+  forEachMember(in.size(), [&](size_t k) {
+    const catalogue::Attrs &a = *attrs[k];
+    const std::vector<Tensor> &x = in[k];
+    std::vector<Tensor> &y = out[k];
+    if (std::optional<AdamwF32Update> u = planAdamwF32(a, x, y, x[4], x[5])) {
+      updates.push_back(*u);
+      sizes.push_back(u->n);
+    } else {
+      adamw(x[0], x[1], x[2], x[3], x[4], x[5], float(a.beta1), float(a.beta2),
+            float(a.epsilon), float(a.weightDecay), y[0], y[1], y[2]);
     }
+  });
   forEachUpdatePiece(sizes, [&](size_t k, int64_t begin, int64_t end) {
     const AdamwF32Update &u = updates[k];
     for (int64_t i = begin; i < end; ++i)
@@ -2842,42 +2849,39 @@ void sgdBatch(const std::vector<const catalogue::Attrs *> &attrs,
   };
   std::vector<Update> updates;
   std::vector<int64_t> sizes;
-  for (size_t k = 0; k < in.size(); ++k)
-    try {
-      const catalogue::Attrs &a = *attrs[k];
-      const std::vector<Tensor> &x = in[k];
-      std::vector<Tensor> &y = out[k];
-      const bool momentum = x.size() == 4 && y.size() == 2;
-      if (!momentum && !(x.size() == 3 && y.size() == 1))
-        fail("sgd", "an update takes a parameter, gradient, optional momentum "
-                    "buffer and learning rate, and gives the new parameter and "
-                    "(with the buffer) the new momentum");
-      if (!allF32(x, y, momentum ? 3 : 2)) {
-        if (momentum)
-          sgd(x[0], x[1], x[2], x[3], float(a.momentum), float(a.weightDecay),
-              a.nesterov, y[0], y[1]);
-        else
-          sgd(x[0], x[1], x[2], float(a.weightDecay), y[0]);
-        continue;
-      }
-      const double rate =
-          checkSgd(x[0], x[1], momentum ? &x[2] : nullptr, x[momentum ? 3 : 2],
-                   y[0], momentum ? &y[1] : nullptr)
-              .lr;
-      updates.push_back(
-          {static_cast<const float *>(x[0].data),
-           static_cast<const float *>(x[1].data),
-           momentum ? static_cast<const float *>(x[2].data) : nullptr,
-           static_cast<float *>(y[0].data),
-           momentum ? static_cast<float *>(y[1].data) : nullptr,
-           // Without a buffer, plain SGD: no momentum, as sgd() runs it.
-           math::SgdStep<float>{momentum ? float(a.momentum) : 0.0f,
-                                float(a.weightDecay), float(rate),
-                                momentum && a.nesterov, momentum}});
-      sizes.push_back(x[0].size());
-    } catch (const KernelError &e) {
-      throw KernelError("member " + std::to_string(k) + ": " + e.what());
+  forEachMember(in.size(), [&](size_t k) {
+    const catalogue::Attrs &a = *attrs[k];
+    const std::vector<Tensor> &x = in[k];
+    std::vector<Tensor> &y = out[k];
+    const bool momentum = x.size() == 4 && y.size() == 2;
+    if (!momentum && !(x.size() == 3 && y.size() == 1))
+      fail("sgd", "an update takes a parameter, gradient, optional momentum "
+                  "buffer and learning rate, and gives the new parameter and "
+                  "(with the buffer) the new momentum");
+    if (!allF32(x, y, momentum ? 3 : 2)) {
+      if (momentum)
+        sgd(x[0], x[1], x[2], x[3], float(a.momentum), float(a.weightDecay),
+            a.nesterov, y[0], y[1]);
+      else
+        sgd(x[0], x[1], x[2], float(a.weightDecay), y[0]);
+      return;
     }
+    const double rate =
+        checkSgd(x[0], x[1], momentum ? &x[2] : nullptr, x[momentum ? 3 : 2],
+                 y[0], momentum ? &y[1] : nullptr)
+            .lr;
+    updates.push_back(
+        {static_cast<const float *>(x[0].data),
+         static_cast<const float *>(x[1].data),
+         momentum ? static_cast<const float *>(x[2].data) : nullptr,
+         static_cast<float *>(y[0].data),
+         momentum ? static_cast<float *>(y[1].data) : nullptr,
+         // Without a buffer, plain SGD: no momentum, as sgd() runs it.
+         math::SgdStep<float>{momentum ? float(a.momentum) : 0.0f,
+                              float(a.weightDecay), float(rate),
+                              momentum && a.nesterov, momentum}});
+    sizes.push_back(x[0].size());
+  });
   forEachUpdatePiece(sizes, [&](size_t k, int64_t begin, int64_t end) {
     const Update &u = updates[k];
     for (int64_t i = begin; i < end; ++i) {

@@ -90,6 +90,8 @@ struct Use {
   int32_t node;   // consumer node, or -1 for a fixed layout
   unsigned input; // the consumer's operand slot
   ReshardLayout fixed;
+  /// An op's operand (not a function result, nor an update of an argument).
+  bool byOp() const { return node >= 0 && input != ~0u; }
 };
 
 /// An op with a sharding rule, or an argument (a node with one output and
@@ -496,7 +498,7 @@ void Planner::markFusion() {
   for (auto [t, tensor] : llvm::enumerate(tensors))
     if (!tensor.registerIn.empty())
       tensor.materialized = llvm::any_of(uses[t], [&](const Use &use) {
-        return use.node < 0 || use.input == ~0u ||
+        return !use.byOp() ||
                !llvm::is_contained(tensor.registerIn, nodes[use.node].group);
       });
   for (Node &node : nodes)
@@ -1230,23 +1232,18 @@ void Planner::writeBack() {
     // A constant read in no layout of its own (any layout is free to it,
     // so the plan may leave it any) is built in its first reader's: a
     // copy for each reader would leave the original unread.
-    if (tensor.constant &&
-        llvm::none_of(uses[t],
-                      [&](const Use &use) {
-                        return use.node < 0 || use.input == ~0u ||
-                               layoutOf(nodes[use.node], false, use.input, -1,
-                                        -1) == produced;
-                      }) &&
-        !uses[t].empty()) {
-      const Use &first = uses[t].front();
-      produced = layoutOf(nodes[first.node], false, first.input, -1, -1);
+    if (tensor.constant && !uses[t].empty() &&
+        llvm::none_of(uses[t], [&](const Use &use) {
+          return !use.byOp() || neededLayout(use) == produced;
+        })) {
+      produced = neededLayout(uses[t].front());
       setValueSharding(tensor.value, toAttr(produced));
     }
     for (const Use &use : uses[t]) {
-      if (use.node < 0 || use.input == ~0u)
+      if (!use.byOp())
         continue;
       Node &reader = nodes[use.node];
-      ReshardLayout needed = layoutOf(reader, false, use.input, -1, -1);
+      ReshardLayout needed = neededLayout(use);
       if (needed == produced)
         continue;
       b.setInsertionPoint(reader.op);
@@ -1401,10 +1398,9 @@ Footprint Planner::footprint(std::optional<int32_t> dataAxis) const {
         if (!tensor.activation)
           continue;
         devicesOf(node.op, on);
-        for (int64_t d : on) {
-          bool perMicrobatch = p > 1 && getMicrobatch(node.op).has_value();
+        bool perMicrobatch = p > 1 && getMicrobatch(node.op).has_value();
+        for (int64_t d : on)
           f.devices[d].other += perMicrobatch ? b * std::min(m, p - d) / m : b;
-        }
         continue;
       }
       if (p > 1) {
