@@ -164,9 +164,9 @@ GroupOpTable build() {
     if (a.dim < 0 || size_t(a.dim) >= in.shape.size() || n <= 0 ||
         in.shape[size_t(a.dim)] % n != 0 ||
         out.shape[size_t(a.dim)] != in.shape[size_t(a.dim)] / n)
-      throw CommError("all_slice: " + std::to_string(n) + " pieces along dim " +
-                      std::to_string(a.dim) +
-                      " do not make the result's shape");
+      throw KernelError("all_slice: " + std::to_string(n) +
+                        " pieces along dim " + std::to_string(a.dim) +
+                        " do not make the result's shape");
     Attrs slice;
     slice.starts.assign(in.shape.size(), 0);
     slice.starts[size_t(a.dim)] =
