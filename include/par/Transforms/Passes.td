@@ -58,9 +58,9 @@ def AutoShardPass : Pass<"auto-shard", "::mlir::ModuleOp"> {
     memory planned) until three fit, then only those estimated faster than
     the best checked, and the fastest checked plan that fits the limit
     wins. Where no training step has a remat mode (--par-remat), up to
-    three plans checked to be over the limit are checked again with
-    --par-remat=auto under the limit, and compete by their time with the
-    recomputation; the winner's modes are applied. When none fits, every
+    three plans checked to be over the limit (more while none fits) are
+    checked again with --par-remat=auto under the limit, and compete by
+    their time with the recomputation; the winner's modes are applied. When none fits, every
     plan is checked and the error names the smallest per-device memory
     found. The module records the plan in
     `par.auto_shard` (profile, limit, axis roles, ZeRO stage, predicted
