@@ -600,6 +600,57 @@ TEST_P(Conformance, PlainSgdAndRuntimeOperandsMatch) {
   }
 }
 
+TEST_P(Conformance, FusedReductionsMatch) {
+  if (!device)
+    GTEST_SKIP() << missing;
+  // (x + b) * x reduced: rows long enough for a block per result element,
+  // short columns for a thread per element, and everything at once.
+  struct Group {
+    par::rt::Shape shape;
+    std::vector<int64_t> dims;
+    par::catalogue::ReduceKind kind;
+  };
+  using Kind = par::catalogue::ReduceKind;
+  int accepted = 0;
+  for (DType t : {DType::F32, DType::F64, DType::BF16, DType::F16})
+    for (const Group &s :
+         {Group{{4, 300}, {1}, Kind::Sum}, Group{{4, 300}, {1}, Kind::Max},
+          Group{{6, 5, 3}, {0, 1}, Kind::Mean},
+          Group{{6, 5, 3}, {0, 1, 2}, Kind::Sum}}) {
+      SCOPED_TRACE(std::string(dtypeName(t)) + " over " +
+                   std::to_string(s.dims.size()) + " dims");
+      std::mt19937 rng(3);
+      Case c;
+      c.in = {values(t, s.shape, rng, -2, 2),
+              values(t, {s.shape.back()}, rng, -2, 2)};
+      auto step = [&](OpCode op, std::vector<int64_t> args) {
+        par::catalogue::FusedStep f;
+        f.op = op;
+        f.args = std::move(args);
+        f.dtype = int(t);
+        c.attrs.body.push_back(f);
+        return &c.attrs.body.back();
+      };
+      step(OpCode::Broadcast, {1})->attrs.dims = {int64_t(s.shape.size()) -
+                                                  1}; // 2
+      step(OpCode::Add, {0, 2});                      // 3
+      step(OpCode::Mul, {3, 0});                      // 4
+      par::catalogue::FusedStep *red = step(OpCode::Reduce, {4});
+      red->attrs.reduceKind = s.kind;
+      red->attrs.dims = s.dims;
+      red->shape = s.shape;
+      par::rt::Shape kept;
+      for (size_t d = 0; d < s.shape.size(); ++d)
+        if (std::find(s.dims.begin(), s.dims.end(), int64_t(d)) == s.dims.end())
+          kept.push_back(s.shape[d]);
+      c.out = {{t, kept}};
+      checkCase(*device, *reference, OpCode::Fused, c, accepted);
+      if (HasFatalFailure())
+        return;
+    }
+  EXPECT_EQ(accepted, 16);
+}
+
 /// Runs a batch of `op` updates (members `cases`) as one launchBatch on
 /// `device`, the members sharing their last operands (the learning rate
 /// and step buffers, as in a program) from the first case.

@@ -167,7 +167,7 @@ TEST(CudaLaunch, FusedCodeReadsWhatTheCpuPlanReads) {
   steps.push_back(fusedStep(Op::Mul, {5, 3}, DType::BF16));  // 6
   FusedPlan plan = planFused(steps, in, result);
   FusedCode code;
-  ASSERT_TRUE(makeFusedCode(plan, steps, in, result, code));
+  ASSERT_TRUE(makeFusedCode(plan, steps, in, code));
   ASSERT_EQ(code.numValues, 7);
   EXPECT_EQ(code.values[0].how, FusedCode::Input);
   // b is read only through its broadcast: an element-wise load of it
@@ -194,6 +194,35 @@ TEST(CudaLaunch, FusedCodeReadsWhatTheCpuPlanReads) {
   EXPECT_EQ(code.values[6].args[1], 3);
 }
 
+TEST(CudaLaunch, FusedReductionsComputeTheValueTheyReduce) {
+  using Op = par::catalogue::OpCode;
+  std::vector<float> x(4 * 6), b(6), out(4);
+  std::vector<Tensor> in = {{DType::F32, {4, 6}, x.data()},
+                            {DType::F32, {6}, b.data()}};
+  Tensor result{DType::F32, {4}, out.data()};
+  std::vector<par::catalogue::FusedStep> steps;
+  steps.push_back(fusedStep(Op::Broadcast, {1}, DType::F32)); // 2
+  steps.back().attrs.dims = {1};
+  steps.push_back(fusedStep(Op::Mul, {0, 2}, DType::F32)); // 3
+  steps.push_back(fusedStep(Op::Reduce, {3}, DType::F32)); // 4
+  steps.back().attrs.dims = {1};
+  steps.back().shape = {4, 6};
+  FusedPlan plan = planFused(steps, in, result);
+  ASSERT_TRUE(plan.reduces());
+  EXPECT_EQ(plan.result, 3);
+  EXPECT_EQ(plan.shape, (Shape{4, 6}));
+  FusedCode code;
+  ASSERT_TRUE(makeFusedCode(plan, steps, in, code));
+  // The kernel computes values 0-3; the reduction kernels read value 3.
+  ASSERT_EQ(code.numValues, 4);
+  EXPECT_EQ(code.values[0].how, FusedCode::Input);
+  EXPECT_EQ(code.values[3].how, FusedCode::Binary);
+  // The broadcast ranges over the group's [4, 6], not the result's [4].
+  ASSERT_EQ(code.values[2].how, FusedCode::Gather);
+  for (int64_t i = 0; i < 24; ++i)
+    EXPECT_EQ(offsetOf(code.gathers[code.values[2].gather], i), i % 6);
+}
+
 TEST(CudaLaunch, FusedGroupsBeyondTheKernelArgumentRunOnTheHost) {
   using Op = par::catalogue::OpCode;
   std::vector<float> x(4 * 6), b(6), out(4 * 6);
@@ -212,7 +241,7 @@ TEST(CudaLaunch, FusedGroupsBeyondTheKernelArgumentRunOnTheHost) {
   }
   FusedPlan plan = planFused(steps, in, result);
   FusedCode code;
-  EXPECT_FALSE(makeFusedCode(plan, steps, in, result, code));
+  EXPECT_FALSE(makeFusedCode(plan, steps, in, code));
 }
 
 } // namespace

@@ -2300,12 +2300,110 @@ TEST(FusedKernel, RejectsMalformedGroups) {
   EXPECT_THROW(run({step(OpCode::Add, {0, 3}, DType::F32)}), KernelError);
   // An add of one value.
   EXPECT_THROW(run({step(OpCode::Add, {0}, DType::F32)}), KernelError);
-  // A reduction cannot be a step.
+  // A reduction reads a value the step before it computes, and is last.
   EXPECT_THROW(run({step(OpCode::Reduce, {0}, DType::F32)}), KernelError);
+  FusedStep sum = step(OpCode::Reduce, {2}, DType::F32);
+  sum.shape = {2, 3};
+  sum.attrs.dims = {1};
+  EXPECT_THROW(run({step(OpCode::Exp, {0}, DType::F32), sum,
+                    step(OpCode::Exp, {3}, DType::F32)}),
+               KernelError);
   // The last step must compute the result.
   FusedStep c = step(OpCode::Constant, {}, DType::F32);
   c.attrs.value = {1.0};
   EXPECT_THROW(run({c}), KernelError);
+}
+
+TEST(FusedKernel, ReductionsEqualTheUnfusedOpsBitForBit) {
+  // x * y + b (b along the last dim), reduced: the group streams its
+  // elements through the reduction; the unfused ops store each value.
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> dims;
+    ReduceKind kind;
+  };
+  const std::vector<Case> cases = {
+      // Rows of 1003: two pieces and a tail of 3 past the groups of 8.
+      {{6, 1003}, {1}, ReduceKind::Sum},
+      {{6, 1003}, {1}, ReduceKind::Mean},
+      {{6, 1003}, {1}, ReduceKind::Max},
+      {{6, 1003}, {1}, ReduceKind::Min},
+      // Rows longer than one block of partial sums.
+      {{2, 70001}, {1}, ReduceKind::Sum},
+      // Leading dims: columns of 130 summed row by row.
+      {{3, 5, 130}, {0, 1}, ReduceKind::Sum},
+      {{3, 5, 600}, {1}, ReduceKind::Max},
+      // Everything, and dims of size 1 between the reduced ones.
+      {{7, 1, 300}, {0, 2}, ReduceKind::Sum},
+      // Dims that are not adjacent: stored, then reduced.
+      {{4, 5, 6}, {0, 2}, ReduceKind::Sum},
+  };
+  for (DType t : {DType::F32, DType::BF16, DType::F64})
+    for (const Case &c : cases) {
+      SCOPED_TRACE(std::string(dtypeName(t)) + " over " +
+                   std::to_string(c.shape.size()) + " dims, kind " +
+                   std::to_string(int(c.kind)) + ", " +
+                   std::to_string(numElements(c.shape)) + " elements");
+      std::mt19937 rng(5);
+      std::uniform_real_distribution<double> real(-2, 2);
+      const int64_t cols = c.shape.back();
+      Buffer x(t, c.shape), y(t, c.shape), b(t, {cols});
+      for (Buffer *buf : {&x, &y, &b})
+        for (int64_t i = 0; i < buf->size(); ++i)
+          buf->set(i, real(rng));
+      Shape kept;
+      for (size_t d = 0; d < c.shape.size(); ++d)
+        if (std::find(c.dims.begin(), c.dims.end(), int64_t(d)) == c.dims.end())
+          kept.push_back(c.shape[d]);
+      FusedStep bc = step(OpCode::Broadcast, {2}, t); // 3
+      bc.attrs.dims = {int64_t(c.shape.size()) - 1};
+      FusedStep red = step(OpCode::Reduce, {5}, t); // 6
+      red.attrs.reduceKind = c.kind;
+      red.attrs.dims = c.dims;
+      red.shape = c.shape;
+      std::vector<FusedStep> steps = {bc, step(OpCode::Mul, {0, 1}, t),
+                                      step(OpCode::Add, {4, 3}, t), red};
+      Buffer got = garbage(t, kept);
+      Tensor gotT = got.tensor();
+      fused(steps, {x.tensor(), y.tensor(), b.tensor()}, gotT);
+
+      Buffer wide(t, c.shape), prod(t, c.shape), sum(t, c.shape), want(t, kept);
+      Tensor wideT = wide.tensor(), prodT = prod.tensor(), sumT = sum.tensor(),
+             wantT = want.tensor();
+      broadcast(b.tensor(), bc.attrs.dims, wideT);
+      binary(BinaryKind::Mul, x.tensor(), y.tensor(), prodT);
+      binary(BinaryKind::Add, prodT, wideT, sumT);
+      reduce(c.kind, sumT, c.dims, wantT);
+      ASSERT_EQ(0, std::memcmp(got.words.data(), want.words.data(),
+                               want.size() * dtypeBytes(t)));
+    }
+}
+
+TEST(FusedKernel, RejectsMalformedReductions) {
+  Buffer x(DType::F32, {4, 6});
+  auto run = [&](FusedStep red, Shape outShape, DType outType = DType::F32) {
+    Buffer out = garbage(outType, outShape);
+    Tensor outT = out.tensor();
+    fused({step(OpCode::Exp, {0}, DType::F32), red}, {x.tensor()}, outT);
+  };
+  FusedStep red = step(OpCode::Reduce, {1}, DType::F32);
+  red.attrs.dims = {1};
+  red.shape = {4, 6};
+  EXPECT_NO_THROW(run(red, {4}));
+  // Reduced over dim 1, [4, 6] is [4], not [6].
+  EXPECT_THROW(run(red, {6}), KernelError);
+  // The shape it names is not the group's inputs'.
+  FusedStep wrongShape = red;
+  wrongShape.shape = {4, 7};
+  EXPECT_THROW(run(wrongShape, {4}), KernelError);
+  // A dim outside the shape.
+  FusedStep wrongDim = red;
+  wrongDim.attrs.dims = {2};
+  EXPECT_THROW(run(wrongDim, {4, 6}), KernelError);
+  // Of another type than it reads.
+  FusedStep wrongType = red;
+  wrongType.dtype = int(DType::F64);
+  EXPECT_THROW(run(wrongType, {4}, DType::F64), KernelError);
 }
 
 TEST(FusedKernel, BroadcastsReadWhatTheBroadcastKernelWrites) {

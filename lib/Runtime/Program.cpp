@@ -379,10 +379,52 @@ static void checkBatches(const Reader &r, const RankClass &rc,
   }
 }
 
+/// A reduce that ends a fused group (the last step, at `sw`) against the
+/// group's result `out`: it reads the value the element-wise step before
+/// it computes,
+/// of its own float type, over dims of the shape it names that leave the
+/// result's shape.
+void checkFusedReduce(const Reader &r,
+                      const std::vector<catalogue::FusedStep> &steps,
+                      size_t numInputs, const std::vector<DType> &types,
+                      const Buffer &out, const std::string &sw) {
+  const catalogue::FusedStep &step = steps.back();
+  int64_t arg = step.args[0];
+  if (steps.size() < 2 || arg != int64_t(numInputs + steps.size()) - 2 ||
+      steps[steps.size() - 2].op == catalogue::OpCode::Broadcast ||
+      steps[steps.size() - 2].op == catalogue::OpCode::Constant)
+    r.fail(sw + ".args", "a reduce ending a fused group reads the value of the "
+                         "element-wise step before it");
+  DType type = DType(step.dtype);
+  if (!isFloat(type) || types[size_t(arg)] != type)
+    r.fail(sw, "a reduce in a fused group reads and makes floats of one "
+               "element type");
+  const Shape &shape = step.shape;
+  std::vector<bool> reduced(shape.size(), false);
+  for (size_t d = 0; d < step.attrs.dims.size(); ++d) {
+    int64_t dim = step.attrs.dims[d];
+    if (dim < 0 || dim >= int64_t(shape.size()) ||
+        (d > 0 && dim <= step.attrs.dims[d - 1]))
+      r.fail(sw + ".dims", "must list dims of " + shapeString(shape) +
+                               " in increasing order");
+    reduced[size_t(dim)] = true;
+  }
+  Shape kept;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (!reduced[d])
+      kept.push_back(shape[d]);
+  if (kept != out.shape)
+    r.fail(sw + ".shape", "reducing " + shapeString(shape) + " over dims " +
+                              shapeString(step.attrs.dims) + " gives " +
+                              shapeString(kept) + ", not the result's " +
+                              shapeString(out.shape));
+}
+
 /// A fused group's steps against its instruction: each step reads values
 /// made before it, as many as its op takes, of the types its op needs;
-/// element-wise steps read values of the result's shape (a broadcast of an
+/// element-wise steps read values of the group's shape (a broadcast of an
 /// operand or a splat constant makes one); the last step makes the result.
+/// The group's shape is the result's, or the one a reduce ending it reads.
 void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
                 const std::string &where) {
   const std::vector<catalogue::FusedStep> &steps = inst.attrs.body;
@@ -394,8 +436,14 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
     r.fail(where, "a fused group holds at most " +
                       std::to_string(kMaxFusedValues) +
                       " values (operands and steps)");
+  for (size_t j = 0; j + 1 < steps.size(); ++j)
+    if (steps[j].op == catalogue::OpCode::Reduce)
+      r.fail(at(where + ".attrs.body", j) + ".op",
+             "a reduce in a fused group must be its last step");
+  const bool reduction = steps.back().op == catalogue::OpCode::Reduce;
+  const Shape &shape = reduction ? steps.back().shape : out.shape;
   // Per value: its element type, and whether it may be read element by
-  // element at the result's shape (operands of that shape, every step but
+  // element at the group's shape (operands of that shape, every step but
   // a constant) or is a splat (constants).
   enum class Kind { Operand, Full, Splat };
   std::vector<DType> types;
@@ -403,7 +451,7 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
   for (int64_t id : inst.operands) {
     const Buffer &b = rc.buffers[size_t(id)];
     types.push_back(b.dtype);
-    kinds.push_back(b.shape == out.shape ? Kind::Full : Kind::Operand);
+    kinds.push_back(b.shape == shape ? Kind::Full : Kind::Operand);
   }
   for (size_t j = 0; j < steps.size(); ++j) {
     const catalogue::FusedStep &step = steps[j];
@@ -446,19 +494,22 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
                                  " entries for an operand of rank " +
                                  std::to_string(in.size()));
       for (size_t d = 0; d < dims.size(); ++d)
-        if (dims[d] < 0 || dims[d] >= int64_t(out.shape.size()) ||
+        if (dims[d] < 0 || dims[d] >= int64_t(shape.size()) ||
             (d > 0 && dims[d] <= dims[d - 1]) ||
-            (in[d] != 1 && in[d] != out.shape[size_t(dims[d])]))
+            (in[d] != 1 && in[d] != shape[size_t(dims[d])]))
           r.fail(sw + ".dims",
                  "must map the operand's dims, in increasing order, to "
                  "result dims of the same size (or expand a size-1 dim)");
       break;
     }
+    case catalogue::OpCode::Reduce:
+      checkFusedReduce(r, steps, numInputs, types, out, sw);
+      break;
     default: {
       for (size_t k = 0; k < step.args.size(); ++k)
         if (kinds[size_t(step.args[k])] == Kind::Operand)
           r.fail(sw + ".args", "operand " + std::to_string(step.args[k]) +
-                                   " is not of the result's shape: "
+                                   " is not of the group's shape: "
                                    "broadcast it first");
       bool same = true;
       size_t first = step.op == catalogue::OpCode::Select ? 1 : 0;
@@ -492,6 +543,8 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
     kinds.push_back(kind);
   }
   catalogue::OpCode last = steps.back().op;
+  if (reduction && types.back() == out.dtype)
+    return;
   if (kinds.back() != Kind::Full || types.back() != out.dtype ||
       last == catalogue::OpCode::Broadcast ||
       last == catalogue::OpCode::Constant)
@@ -617,16 +670,24 @@ public:
       const json &step = steps[i];
       std::string name = r.string(step, sw, "op");
       const catalogue::OpSpec *op = catalogue::findOp(name.c_str());
-      if (!op || !fusibleStep(op->code))
+      const bool reduce = op && op->code == catalogue::OpCode::Reduce;
+      if (!op || !(fusibleStep(op->code) || reduce))
         r.fail(sw + ".op", "'" + name +
                                "' cannot run in a fused group (element-wise "
-                               "ops, broadcast and constant can)");
+                               "ops, broadcast, constant and a last reduce "
+                               "can)");
       catalogue::FusedStep decoded;
       decoded.op = op->code;
       decoded.args = r.integers(r.field(step, sw, "args"), sw + ".args", 0);
       decoded.dtype = int(r.dtype(step, sw));
       AttrDecoder attrs(r, step, sw, program);
       catalogue::decodeAttrs(decoded.op, attrs, decoded.attrs);
+      if (reduce) {
+        decoded.shape = readShape(r, step, sw, "shape");
+        if (elementsUpTo(decoded.shape, kMaxBufferElements) < 0)
+          r.fail(sw + ".shape",
+                 shapeString(decoded.shape) + " has more than 2^40 elements");
+      }
       out.push_back(std::move(decoded));
     }
   }

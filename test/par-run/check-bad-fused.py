@@ -5,7 +5,9 @@ Every mutant of the program's one `fused` instruction must be rejected
 before any rank starts: exit status 1 and a "par-run: error:" message that
 names the file and contains the expected text. Prints one line per mutant.
 
-  check-bad-fused.py PAR_RUN PROGRAM WORKDIR
+  check-bad-fused.py PAR_RUN PROGRAM WORKDIR [--reduce]
+
+With --reduce, the mutants break a group that ends in a reduction.
 """
 import copy
 import json
@@ -28,7 +30,7 @@ def mutants():
     yield "arity", step(2, args=[4, 4]), "gelu reads 1 values, not 2"
     yield "bad-dtype", step(2, dtype="f8"), "unknown element type 'f8'"
     yield "mixed-types", step(2, dtype="f64"), "gelu reads and makes values of one element type"
-    yield "unbroadcast-operand", step(1, args=[1, 0]), "is not of the result's shape: broadcast it first"
+    yield "unbroadcast-operand", step(1, args=[1, 0]), "is not of the group's shape: broadcast it first"
     yield "broadcast-of-step", body(lambda b: b.append(
         {"op": "broadcast", "args": [4], "dims": [0, 1], "dtype": "f32"})), \
         "a broadcast reads an operand or a constant"
@@ -45,15 +47,35 @@ def mutants():
         {"op": "compare", "args": [5, 5], "dtype": "i1"})), "missing field 'direction'"
 
 
+def reduce_mutants():
+    """Mutants of a group [broadcast, add, gelu, mul, reduce] over 8x64."""
+    def body(fn):
+        return lambda inst: fn(inst["attrs"]["body"])
+    last = lambda **kw: body(lambda b: b[-1].update(**kw))
+    yield "reduce-not-last", body(lambda b: b.append(
+        {"op": "neg", "args": [len(b) + 2], "dtype": "f32"})), \
+        "a reduce in a fused group must be its last step"
+    yield "reduce-dims", last(dims=[0]), "gives 64, not the result's 8"
+    yield "reduce-bad-dim", last(dims=[2]), "must list dims of 8x64 in increasing order"
+    yield "reduce-shape", last(shape=[8, 32]), "must map the operand's dims"
+    yield "reduce-no-shape", body(lambda b: b[-1].pop("shape")), "missing field 'shape'"
+    yield "reduce-of-operand", last(args=[0]), \
+        "a reduce ending a fused group reads the value of the element-wise step before it"
+    yield "reduce-type", last(dtype="f64"), \
+        "a reduce in a fused group reads and makes floats of one element type"
+
+
 def main():
     par_run, program, work = sys.argv[1:4]
+    reductions = sys.argv[4:] == ["--reduce"]
     os.makedirs(work, exist_ok=True)
     with open(program) as f:
         doc = json.load(f)
     insts = doc["rank_classes"][0]["instructions"]
-    k = next(i for i, inst in enumerate(insts) if inst["op"] == "fused")
+    k = next(i for i, inst in enumerate(insts) if inst["op"] == "fused" and
+             (inst["attrs"]["body"][-1]["op"] == "reduce") == reductions)
     bad = 0
-    for name, fn, expect in mutants():
+    for name, fn, expect in (reduce_mutants() if reductions else mutants()):
         d = copy.deepcopy(doc)
         fn(d["rank_classes"][0]["instructions"][k])
         for s in d["rank_classes"][0]["instructions"][k]["attrs"].get("body", []):

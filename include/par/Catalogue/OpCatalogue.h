@@ -425,12 +425,15 @@ struct Attrs {
 
 /// One op of a fused group's body (par.fused): the values it reads (the
 /// group's operands are values 0..n-1, step j makes value n + j), the
-/// element type it makes (a par::rt::DType) and its own attributes.
+/// element type it makes (a par::rt::DType) and its own attributes. A
+/// reduce, which may end a body, also names the shape it reads (the
+/// shape every other step of the group computes).
 struct FusedStep {
   OpCode op = OpCode::Add;
   std::vector<int64_t> args;
   int dtype = 0;
   Attrs attrs;
+  std::vector<int64_t> shape;
 };
 
 /// Decodes the attributes of `op` into `a` through `d`, which reads one

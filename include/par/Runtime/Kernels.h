@@ -185,21 +185,30 @@ void checkReshape(const Tensor &input, const Tensor &out);
 /// How a fused group's values are computed: per value (the inputs, then one
 /// per step) the element type registers hold it in (f32 for bf16/f16/f32,
 /// f64, i64, i32, i1), its own element type, and how it is read: in place
-/// (an input of the result's shape), gathered (a broadcast of an input:
+/// (an input of the group's shape), gathered (a broadcast of an input:
 /// `gather` and the input it reads), a splat (constants and broadcasts of
-/// them: `splat` holds one element of the value's type), or computed.
+/// them: `splat` holds one element of the value's type), computed, or
+/// reduced (a reduce ending the group, of value `result`). The group's
+/// elements range over `shape`: the result's, or what that reduce reads.
 struct FusedPlan {
-  enum class Source { Input, Gather, Splat, Step };
+  enum class Source { Input, Gather, Splat, Step, Reduce };
   struct Value {
     DType compute = DType::F32, storage = DType::F32;
     Source source = Source::Step;
     int64_t input = -1; // Input, Gather: the input it reads
-    bool direct = false; // Input: of the result's shape, read in place
+    bool direct = false; // Input: of the group's shape, read in place
     GatherPlan gather;
     uint64_t splat = 0;
   };
   std::vector<Value> values;
   int64_t numInputs = 0;
+  Shape shape;
+  /// The value computed element by element last: the result, or what the
+  /// reduce reads.
+  int64_t result = 0;
+  bool reduces() const {
+    return !values.empty() && values.back().source == Source::Reduce;
+  }
 };
 /// The type registers hold a value of `type` in.
 inline DType computeDType(DType type) {

@@ -1310,9 +1310,19 @@ bool reduceBlock(const Shape &shape, const std::vector<int64_t> &dims,
 /// block at a time, each column's sum in row order. Max and min combine
 /// in row order. The chunks follow from the shape alone, so the result does
 /// not depend on the threads.
-template <typename T>
-std::vector<double> reduceRows(ReduceKind kind, const T *x, int64_t outer,
-                               int64_t count, int64_t inner) {
+///
+/// The elements come from a source: `makeSource()`, called once per range
+/// of tasks on the thread that runs them, returns a function that gives
+/// elements [start, start + n) of the row-major input as T, for n up to
+/// `piece` (a multiple of 8, at least kColumns) or to the end of a row.
+/// A stored tensor's source points into it; a fused group's computes the
+/// elements, so that a group ending in a reduction gives the same bits as
+/// its ops run one by one.
+constexpr int64_t kColumns = 512;
+template <typename T, typename MakeSource>
+std::vector<double> reduceRows(ReduceKind kind, MakeSource &&makeSource,
+                               int64_t outer, int64_t count, int64_t inner,
+                               int64_t piece) {
   const bool sum = kind == ReduceKind::Sum || kind == ReduceKind::Mean;
   const double init = kind == ReduceKind::Max   ? lowestValue<double>()
                       : kind == ReduceKind::Min ? highestValue<double>()
@@ -1334,29 +1344,42 @@ std::vector<double> reduceRows(ReduceKind kind, const T *x, int64_t outer,
     constexpr int64_t kSumBlock = 65536;
     const int64_t blocks = (count + kSumBlock - 1) / kSumBlock;
     std::vector<double> partial(size_t(outer * blocks), init);
-    auto body = [&](int64_t task) {
+    auto body = [&](auto &source, int64_t task) {
       const int64_t o = task / blocks, block = task % blocks;
       const int64_t begin = block * kSumBlock,
                     end = std::min(count, begin + kSumBlock);
-      const T *row = x + o * count;
+      const int64_t row = o * count;
       double total = init;
       int64_t i = begin;
       if (sum) {
+        // Whole groups of eight, a piece at a time, then the tail.
         double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (; i + 8 <= end; i += 8)
-          for (int j = 0; j < 8; ++j)
-            lanes[j] += double(row[i + j]);
+        const int64_t whole = begin + (end - begin) / 8 * 8;
+        for (; i < whole;) {
+          const int64_t n = std::min(piece, whole - i);
+          const T *x = source(row + i, n);
+          for (int64_t k = 0; k < n; k += 8)
+            for (int j = 0; j < 8; ++j)
+              lanes[j] += double(x[k + j]);
+          i += n;
+        }
         total = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
                 ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
       }
-      for (; i < end; ++i)
-        total = combine(total, double(row[i]));
+      for (; i < end;) {
+        const int64_t n = std::min(piece, end - i);
+        const T *x = source(row + i, n);
+        for (int64_t k = 0; k < n; ++k)
+          total = combine(total, double(x[k]));
+        i += n;
+      }
       partial[size_t(task)] = total;
     };
     parallelFor(outer * blocks, rowGrain(std::min(count, kSumBlock)),
                 [&](int64_t t0, int64_t t1) {
+                  auto source = makeSource();
                   for (int64_t t = t0; t < t1; ++t)
-                    body(t);
+                    body(source, t);
                 });
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t b = 0; b < blocks; ++b)
@@ -1364,29 +1387,40 @@ std::vector<double> reduceRows(ReduceKind kind, const T *x, int64_t outer,
             combine(acc[size_t(o)], partial[size_t(o * blocks + b)]);
     return acc;
   }
-  constexpr int64_t kColumns = 512;
   const int64_t columnBlocks = (inner + kColumns - 1) / kColumns;
   parallelFor(outer * columnBlocks,
               std::max<int64_t>(1, kParallelGrain /
                                        std::max<int64_t>(1, count * kColumns)),
               [&](int64_t t0, int64_t t1) {
+                auto source = makeSource();
                 for (int64_t task = t0; task < t1; ++task) {
                   const int64_t o = task / columnBlocks,
                                 j0 = task % columnBlocks * kColumns,
                                 j1 = std::min(inner, j0 + kColumns);
-                  double *a = acc.data() + o * inner;
+                  double *a = acc.data() + o * inner + j0;
                   for (int64_t r = 0; r < count; ++r) {
-                    const T *row = x + (o * count + r) * inner;
+                    const T *row =
+                        source((o * count + r) * inner + j0, j1 - j0);
                     if (sum)
-                      for (int64_t j = j0; j < j1; ++j)
+                      for (int64_t j = 0; j < j1 - j0; ++j)
                         a[j] += double(row[j]);
                     else
-                      for (int64_t j = j0; j < j1; ++j)
+                      for (int64_t j = 0; j < j1 - j0; ++j)
                         a[j] = combine(a[j], double(row[j]));
                   }
                 }
               });
   return acc;
+}
+
+/// A reduction's accumulators (reduceRows) as the result: the mean divides
+/// by the count.
+void finishReduce(ReduceKind kind, std::vector<double> &acc, int64_t count,
+                  Tensor &out) {
+  if (kind == ReduceKind::Mean)
+    for (double &value : acc)
+      value /= double(count);
+  convertBuffer(DType::F64, acc.data(), out.dtype, out.data, out.size());
 }
 
 } // namespace
@@ -1405,14 +1439,17 @@ void reduce(ReduceKind kind, const Tensor &input,
       std::vector<double> acc;
       if (block) {
         Input<T> x(input);
-        acc = reduceRows<T>(kind, x.data(), outer, count, inner);
+        const T *data = x.data();
+        acc = reduceRows<T>(
+            kind,
+            [data] {
+              return [data](int64_t start, int64_t) { return data + start; };
+            },
+            outer, count, inner, input.size());
       } else {
         acc = accumulate<T, double>(kind, input, toOut, outSize);
       }
-      if (kind == ReduceKind::Mean)
-        for (double &value : acc)
-          value /= double(count);
-      convertBuffer(DType::F64, acc.data(), out.dtype, out.data, outSize);
+      finishReduce(kind, acc, count, out);
     } else {
       std::vector<T> acc = accumulate<T, T>(kind, input, toOut, outSize);
       convertBuffer(dtypeOf<T>(), acc.data(), out.dtype, out.data, outSize);
@@ -1682,6 +1719,34 @@ void fill(Tensor &out, double value) {
 // Fused groups
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// The reduce step that ends a fused group (its plan so far in `plan`):
+/// it reads the value the step before it makes, of the group's shape, and
+/// makes `out` as the unfused reduce would.
+FusedPlan::Value planFusedReduce(const FusedPlan &plan,
+                                 const catalogue::FusedStep &step,
+                                 const Tensor &out) {
+  const std::string op = "fused";
+  const int64_t before = int64_t(plan.values.size()) - 1;
+  if (step.args.size() != 1 || step.args[0] != before ||
+      before < plan.numInputs)
+    fail(op, "the reduce step must read the value of the step before it");
+  const FusedPlan::Value &arg = plan.values[size_t(before)];
+  if (step.dtype != int(out.dtype) || arg.storage != out.dtype)
+    fail(op, "the reduce step reads and makes " +
+                 std::string(dtypeName(out.dtype)) + " (the result's type)");
+  // Shapes, dims and types as the unfused reduce checks them; the data is
+  // the result's, never read.
+  planReduce(step.attrs.reduceKind, Tensor{out.dtype, plan.shape, out.data},
+             step.attrs.dims, out);
+  FusedPlan::Value v;
+  v.storage = out.dtype;
+  v.compute = computeDType(out.dtype);
+  v.source = FusedPlan::Source::Reduce;
+  return v;
+}
+} // namespace
+
 FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
                     const std::vector<Tensor> &inputs, const Tensor &out) {
   const std::string op = "fused";
@@ -1692,6 +1757,14 @@ FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
     fail(op, "holds more than " + std::to_string(kMaxFusedValues) + " values");
   FusedPlan plan;
   plan.numInputs = int64_t(inputs.size());
+  const bool reduces = steps.back().op == catalogue::OpCode::Reduce;
+  plan.shape = reduces ? steps.back().shape : out.shape;
+  for (int64_t d : plan.shape)
+    if (d < 0)
+      fail(op, "the reduce step reads a negative dimension: " +
+                   listStr(plan.shape));
+  // The group's elements, for the broadcasts that make them.
+  const Tensor domain{out.dtype, plan.shape, out.data};
   for (size_t k = 0; k < inputs.size(); ++k) {
     checkTensor(op, "input " + std::to_string(k), inputs[k]);
     FusedPlan::Value v;
@@ -1699,7 +1772,7 @@ FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
     v.compute = computeDType(v.storage);
     v.source = FusedPlan::Source::Input;
     v.input = int64_t(k);
-    v.direct = inputs[k].shape == out.shape;
+    v.direct = inputs[k].shape == plan.shape;
     plan.values.push_back(v);
   }
   for (size_t j = 0; j < steps.size(); ++j) {
@@ -1709,6 +1782,10 @@ FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
       return "step " + std::to_string(j) + " (" + catalogue::opName(step.op) +
              ")";
     };
+    if (reduces && j + 1 == steps.size()) {
+      plan.values.push_back(planFusedReduce(plan, step, out));
+      continue;
+    }
     if (!fusibleStep(step.op) || step.dtype < 0 || step.dtype > int(DType::I1))
       fail(op, where() + " cannot run in a fused group");
     const catalogue::OpSpec &spec = catalogue::spec(step.op);
@@ -1737,7 +1814,7 @@ FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
         v = arg;
       } else if (arg.source == FusedPlan::Source::Input &&
                  arg.input < int64_t(inputs.size())) {
-        Tensor result{v.storage, out.shape, out.data};
+        Tensor result{v.storage, plan.shape, domain.data};
         v.source = FusedPlan::Source::Gather;
         v.input = arg.input;
         v.gather =
@@ -1752,16 +1829,21 @@ FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
         if (a.source == FusedPlan::Source::Input && !a.direct)
           fail(op, where() + " reads input " + std::to_string(a.input) + " (" +
                        typeStr(inputs[size_t(a.input)]) +
-                       ") that is not of the result's shape " + typeStr(out) +
-                       " without a broadcast");
+                       ") that is not of the group's shape " +
+                       shapeDesc(plan.shape) + " without a broadcast");
       }
     }
     plan.values.push_back(v);
   }
-  const FusedPlan::Value &last = plan.values.back();
-  if (last.storage != out.dtype || last.source == FusedPlan::Source::Splat ||
-      last.source == FusedPlan::Source::Gather)
-    fail(op, "the last step must compute the result (" + typeStr(out) + ")");
+  plan.result = reduces ? int64_t(plan.values.size()) - 2
+                        : int64_t(plan.values.size()) - 1;
+  const FusedPlan::Value &last = plan.values[size_t(plan.result)];
+  if (last.source != FusedPlan::Source::Step ||
+      (!reduces && last.storage != out.dtype))
+    fail(op, reduces ? "the reduce step must read the value of the "
+                       "element-wise step before it"
+                     : "the last step must compute the result (" +
+                           typeStr(out) + ")");
   return plan;
 }
 
@@ -1890,126 +1972,199 @@ void fusedElementwise(const catalogue::FusedStep &step, const void *const *args,
                     " is not defined on this element type");
 }
 
-/// Elements [begin, end) of a fused group, kFusedChunk at a time.
+/// Evaluates a fused group on one thread, kFusedChunk elements at a time,
+/// in that thread's slots (one per value and a scratch slot, kept from call
+/// to call): one runner per thread at a time.
+class FusedRunner {
+public:
+  FusedRunner(const std::vector<catalogue::FusedStep> &steps,
+              const FusedPlan &plan, const std::vector<Tensor> &inputs)
+      : steps(steps), plan(plan), inputs(inputs) {
+    const size_t numValues = plan.values.size();
+    thread_local std::vector<FusedSlot> slotStorage;
+    if (slotStorage.size() < numValues + 1)
+      slotStorage.resize(numValues + 1);
+    slots = slotStorage.data();
+    thread_local std::vector<const void *> atStorage;
+    atStorage.assign(numValues, nullptr);
+    at = atStorage.data();
+    // Splats fill their slot once.
+    for (size_t v = 0; v < numValues; ++v) {
+      const FusedPlan::Value &value = plan.values[v];
+      if (value.source != FusedPlan::Source::Splat)
+        continue;
+      withComputeType(value.compute, [&](auto tag) {
+        using T = decltype(tag);
+        T x = math::loadAs<T>(value.storage, &value.splat, 0);
+        std::fill_n(slots[v].as<T>(), kFusedChunk, x);
+      });
+      at[v] = slots[v].bytes;
+    }
+  }
+
+  /// Elements [start, start + n) of value plan.result (n <= kFusedChunk;
+  /// elements run row-major over plan.shape), in its compute type, each
+  /// rounded to its own type as storing it would.
+  const void *chunk(int64_t start, int64_t n);
+
+private:
+  const std::vector<catalogue::FusedStep> &steps;
+  const FusedPlan &plan;
+  const std::vector<Tensor> &inputs;
+  FusedSlot *slots;
+  const void **at;
+};
+
+const void *FusedRunner::chunk(int64_t start, int64_t n) {
+  const size_t numValues = size_t(plan.result) + 1;
+  FusedSlot &scratch = slots[plan.values.size()];
+  using Op = catalogue::OpCode;
+  for (size_t v = 0; v < numValues; ++v) {
+    const FusedPlan::Value &value = plan.values[v];
+    if (value.source == FusedPlan::Source::Input) {
+      if (!value.direct)
+        continue; // read through a broadcast only
+      const Tensor &t = inputs[size_t(value.input)];
+      const char *data =
+          static_cast<const char *>(t.data) + start * dtypeBytes(t.dtype);
+      if (value.storage == value.compute) {
+        at[v] = data;
+      } else {
+        convertBuffer(value.storage, data, value.compute, slots[v].bytes, n);
+        at[v] = slots[v].bytes;
+      }
+    } else if (value.source == FusedPlan::Source::Gather) {
+      const Tensor &t = inputs[size_t(value.input)];
+      withComputeType(value.compute, [&](auto tag) {
+        using T = decltype(tag);
+        gatherChunk<T>(t, value.gather, plan.shape, start, n, slots[v].as<T>());
+      });
+      at[v] = slots[v].bytes;
+    }
+  }
+  for (size_t j = 0; j + size_t(plan.numInputs) < numValues; ++j) {
+    const catalogue::FusedStep &step = steps[j];
+    const size_t v = size_t(plan.numInputs) + j;
+    const FusedPlan::Value &value = plan.values[v];
+    if (value.source != FusedPlan::Source::Step)
+      continue;
+    const void *args[3] = {nullptr, nullptr, nullptr};
+    for (size_t k = 0; k < step.args.size() && k < 3; ++k)
+      args[k] = at[size_t(step.args[k])];
+    const FusedPlan::Value &first = plan.values[size_t(step.args[0])];
+    switch (step.op) {
+    case Op::Convert:
+      // Through the storage types, as the unfused convert does.
+      convertBuffer(first.compute, args[0], value.storage, scratch.bytes, n);
+      convertBuffer(value.storage, scratch.bytes, value.compute, slots[v].bytes,
+                    n);
+      break;
+    case Op::Compare:
+      withComputeType(first.compute, [&](auto tag) {
+        using T = decltype(tag);
+        const T *a = static_cast<const T *>(args[0]);
+        const T *b = static_cast<const T *>(args[1]);
+        uint8_t *r = slots[v].as<uint8_t>();
+        withKind<CompareKind, CompareKind::Eq, CompareKind::Ne, CompareKind::Lt,
+                 CompareKind::Le, CompareKind::Gt, CompareKind::Ge>(
+            step.attrs.compareDirection, [&](auto k) {
+              for (int64_t i = 0; i < n; ++i)
+                r[i] = math::applyCompare(decltype(k)::value, a[i], b[i]);
+            });
+      });
+      break;
+    case Op::Select:
+      withComputeType(value.compute, [&](auto tag) {
+        using T = decltype(tag);
+        const auto *p = static_cast<const uint8_t *>(args[0]);
+        const T *a = static_cast<const T *>(args[1]);
+        const T *b = static_cast<const T *>(args[2]);
+        T *r = slots[v].as<T>();
+        for (int64_t i = 0; i < n; ++i)
+          r[i] = p[i] ? a[i] : b[i];
+      });
+      break;
+    default:
+      withComputeType(value.compute, [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (std::is_same_v<T, uint8_t>)
+          throw KernelError(std::string("fused: ") +
+                            catalogue::opName(step.op) +
+                            " is not defined on i1");
+        else
+          fusedElementwise<T>(step, args, slots[v].as<T>(), n);
+      });
+      if (value.compute == DType::F32)
+        roundToStorage(value.storage, slots[v].as<float>(), n);
+      break;
+    }
+    at[v] = slots[v].bytes;
+  }
+  return at[numValues - 1];
+}
+
+/// Elements [begin, end) of a fused group that stores its result.
 void fusedChunks(const std::vector<catalogue::FusedStep> &steps,
                  const FusedPlan &plan, const std::vector<Tensor> &inputs,
                  Tensor &out, int64_t begin, int64_t end) {
-  const size_t numValues = plan.values.size();
-  // One slot per value and a scratch slot, kept from call to call.
-  thread_local std::vector<FusedSlot> slotStorage;
-  if (slotStorage.size() < numValues + 1)
-    slotStorage.resize(numValues + 1);
-  FusedSlot *slots = slotStorage.data();
-  FusedSlot &scratch = slotStorage[numValues];
-  thread_local std::vector<const void *> at;
-  at.assign(numValues, nullptr);
-  // Splats fill their slot once.
-  for (size_t v = 0; v < numValues; ++v) {
-    const FusedPlan::Value &value = plan.values[v];
-    if (value.source != FusedPlan::Source::Splat)
-      continue;
-    withComputeType(value.compute, [&](auto tag) {
-      using T = decltype(tag);
-      T x = math::loadAs<T>(value.storage, &value.splat, 0);
-      std::fill_n(slots[v].as<T>(), kFusedChunk, x);
-    });
-    at[v] = slots[v].bytes;
-  }
+  FusedRunner runner(steps, plan, inputs);
+  const DType compute = plan.values[size_t(plan.result)].compute;
   const size_t outBytes = dtypeBytes(out.dtype);
-  using Op = catalogue::OpCode;
   for (int64_t start = begin; start < end; start += kFusedChunk) {
     const int64_t n = std::min(kFusedChunk, end - start);
-    for (size_t v = 0; v < numValues; ++v) {
-      const FusedPlan::Value &value = plan.values[v];
-      if (value.source == FusedPlan::Source::Input) {
-        if (!value.direct)
-          continue; // read through a broadcast only
-        const Tensor &t = inputs[size_t(value.input)];
-        const char *data =
-            static_cast<const char *>(t.data) + start * dtypeBytes(t.dtype);
-        if (value.storage == value.compute) {
-          at[v] = data;
-        } else {
-          convertBuffer(value.storage, data, value.compute, slots[v].bytes, n);
-          at[v] = slots[v].bytes;
-        }
-      } else if (value.source == FusedPlan::Source::Gather) {
-        const Tensor &t = inputs[size_t(value.input)];
-        withComputeType(value.compute, [&](auto tag) {
-          using T = decltype(tag);
-          gatherChunk<T>(t, value.gather, out.shape, start, n,
-                         slots[v].as<T>());
-        });
-        at[v] = slots[v].bytes;
-      }
-    }
-    for (size_t j = 0; j < steps.size(); ++j) {
-      const catalogue::FusedStep &step = steps[j];
-      const size_t v = size_t(plan.numInputs) + j;
-      const FusedPlan::Value &value = plan.values[v];
-      if (value.source != FusedPlan::Source::Step)
-        continue;
-      const void *args[3] = {nullptr, nullptr, nullptr};
-      for (size_t k = 0; k < step.args.size() && k < 3; ++k)
-        args[k] = at[size_t(step.args[k])];
-      const FusedPlan::Value &first = plan.values[size_t(step.args[0])];
-      switch (step.op) {
-      case Op::Convert:
-        // Through the storage types, as the unfused convert does.
-        convertBuffer(first.compute, args[0], value.storage, scratch.bytes, n);
-        convertBuffer(value.storage, scratch.bytes, value.compute,
-                      slots[v].bytes, n);
-        break;
-      case Op::Compare:
-        withComputeType(first.compute, [&](auto tag) {
-          using T = decltype(tag);
-          const T *a = static_cast<const T *>(args[0]);
-          const T *b = static_cast<const T *>(args[1]);
-          uint8_t *r = slots[v].as<uint8_t>();
-          withKind<CompareKind, CompareKind::Eq, CompareKind::Ne,
-                   CompareKind::Lt, CompareKind::Le, CompareKind::Gt,
-                   CompareKind::Ge>(step.attrs.compareDirection, [&](auto k) {
-            for (int64_t i = 0; i < n; ++i)
-              r[i] = math::applyCompare(decltype(k)::value, a[i], b[i]);
-          });
-        });
-        break;
-      case Op::Select:
-        withComputeType(value.compute, [&](auto tag) {
-          using T = decltype(tag);
-          const auto *p = static_cast<const uint8_t *>(args[0]);
-          const T *a = static_cast<const T *>(args[1]);
-          const T *b = static_cast<const T *>(args[2]);
-          T *r = slots[v].as<T>();
-          for (int64_t i = 0; i < n; ++i)
-            r[i] = p[i] ? a[i] : b[i];
-        });
-        break;
-      default:
-        withComputeType(value.compute, [&](auto tag) {
-          using T = decltype(tag);
-          if constexpr (std::is_same_v<T, uint8_t>)
-            throw KernelError(std::string("fused: ") +
-                              catalogue::opName(step.op) +
-                              " is not defined on i1");
-          else
-            fusedElementwise<T>(step, args, slots[v].as<T>(), n);
-        });
-        if (value.compute == DType::F32)
-          roundToStorage(value.storage, slots[v].as<float>(), n);
-        break;
-      }
-      at[v] = slots[v].bytes;
-    }
-    convertBuffer(plan.values.back().compute, at[numValues - 1], out.dtype,
+    convertBuffer(compute, runner.chunk(start, n), out.dtype,
                   static_cast<char *>(out.data) + start * outBytes, n);
   }
+}
+} // namespace
+
+namespace {
+/// A fused group that ends in a reduction. Over adjacent dims (what
+/// --par-fuse makes) the reduction streams the group's elements, a chunk at
+/// a time, through the unfused reduction's own order; other dims store the
+/// elements in a temporary and reduce it.
+void fusedReduce(const std::vector<catalogue::FusedStep> &steps,
+                 const FusedPlan &plan, const std::vector<Tensor> &inputs,
+                 Tensor &out) {
+  const catalogue::FusedStep &last = steps.back();
+  const ReduceKind kind = last.attrs.reduceKind;
+  const FusedPlan::Value &value = plan.values[size_t(plan.result)];
+  const Tensor domain{value.storage, plan.shape, nullptr};
+  const int64_t total = domain.size();
+  int64_t outer = 1, inner = 1, count = 1;
+  for (int64_t d : last.attrs.dims)
+    count *= plan.shape[size_t(d)];
+  if (count > 1 && total > 0 &&
+      reduceBlock(plan.shape, last.attrs.dims, outer, inner)) {
+    withComputeType(value.compute, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_floating_point_v<T>) {
+        std::vector<double> acc = reduceRows<T>(
+            kind,
+            [&] {
+              return [runner = FusedRunner(steps, plan, inputs)](
+                         int64_t start, int64_t n) mutable {
+                return static_cast<const T *>(runner.chunk(start, n));
+              };
+            },
+            outer, count, inner, kFusedChunk);
+        finishReduce(kind, acc, count, out);
+      }
+    });
+    return;
+  }
+  std::vector<char> stored(size_t(total) * dtypeBytes(domain.dtype));
+  Tensor elements{domain.dtype, plan.shape, stored.data()};
+  fusedChunks(steps, plan, inputs, elements, 0, total);
+  reduce(kind, elements, last.attrs.dims, out);
 }
 } // namespace
 
 void fused(const std::vector<catalogue::FusedStep> &steps,
            const std::vector<Tensor> &inputs, Tensor &out) {
   FusedPlan plan = planFused(steps, inputs, out);
+  if (plan.reduces())
+    return fusedReduce(steps, plan, inputs, out);
   const int64_t total = out.size();
   const int64_t chunks = (total + kFusedChunk - 1) / kFusedChunk;
   // Ranges of chunks over the threads; each thread evaluates its chunks

@@ -453,78 +453,84 @@ __device__ void fusedCompare(const FusedCode::Value &v, FusedReg *r,
               : 0;
 }
 
+/// Element i of a fused group's last computed value (code.numValues - 1),
+/// every value in registers.
+__device__ FusedReg fusedElement(const FusedCode &code, int64_t i) {
+  FusedReg r[kMaxFusedValues];
+  for (int k = 0; k < code.numValues; ++k) {
+    const FusedCode::Value &v = code.values[k];
+    FusedReg &x = r[k];
+    switch (v.how) {
+    case FusedCode::Input:
+      loadReg(x, v.compute, v.storage, code.inputs[v.slot], i);
+      break;
+    case FusedCode::Gather:
+      loadReg(x, v.compute, v.storage, code.inputs[v.slot],
+              offsetOf(code.gathers[v.gather], i));
+      break;
+    case FusedCode::Splat:
+      memcpy(&x, &v.splat, sizeof(x));
+      break;
+    case FusedCode::Unused:
+      break;
+    case FusedCode::Binary:
+    case FusedCode::Unary:
+      switch (v.compute) {
+      case DType::F64:
+        fusedArith<double>(v, r, x);
+        break;
+      case DType::I64:
+        fusedArith<int64_t>(v, r, x);
+        break;
+      case DType::I32:
+        fusedArith<int32_t>(v, r, x);
+        break;
+      default:
+        fusedArith<float>(v, r, x);
+        if (v.storage == DType::BF16)
+          x.f = math::bf16ToFloat(math::floatToBf16(x.f));
+        else if (v.storage == DType::F16)
+          x.f = math::f16ToFloat(math::floatToF16(x.f));
+        break;
+      }
+      break;
+    case FusedCode::Compare:
+      switch (code.values[v.args[0]].compute) {
+      case DType::F64:
+        fusedCompare<double>(v, r, x);
+        break;
+      case DType::I64:
+        fusedCompare<int64_t>(v, r, x);
+        break;
+      case DType::I32:
+        fusedCompare<int32_t>(v, r, x);
+        break;
+      default:
+        fusedCompare<float>(v, r, x);
+        break;
+      }
+      break;
+    case FusedCode::Select:
+      x = r[v.args[0]].b ? r[v.args[1]] : r[v.args[2]];
+      break;
+    case FusedCode::Convert: {
+      // Through the result's storage type, as the unfused convert does.
+      uint64_t word = 0;
+      storeAs<double>(v.storage, &word, 0,
+                      regValue(r[v.args[0]], code.values[v.args[0]].compute));
+      loadReg(x, v.compute, v.storage, &word, 0);
+      break;
+    }
+    }
+  }
+  return r[code.numValues - 1];
+}
+
 __global__ void fusedKernel(FusedCode code, DType outType, void *out,
                             int64_t n) {
   PAR_GRID_STRIDE(i, n) {
-    FusedReg r[kMaxFusedValues];
-    for (int k = 0; k < code.numValues; ++k) {
-      const FusedCode::Value &v = code.values[k];
-      FusedReg &x = r[k];
-      switch (v.how) {
-      case FusedCode::Input:
-        loadReg(x, v.compute, v.storage, code.inputs[v.slot], i);
-        break;
-      case FusedCode::Gather:
-        loadReg(x, v.compute, v.storage, code.inputs[v.slot],
-                offsetOf(code.gathers[v.gather], i));
-        break;
-      case FusedCode::Splat:
-        memcpy(&x, &v.splat, sizeof(x));
-        break;
-      case FusedCode::Unused:
-        break;
-      case FusedCode::Binary:
-      case FusedCode::Unary:
-        switch (v.compute) {
-        case DType::F64:
-          fusedArith<double>(v, r, x);
-          break;
-        case DType::I64:
-          fusedArith<int64_t>(v, r, x);
-          break;
-        case DType::I32:
-          fusedArith<int32_t>(v, r, x);
-          break;
-        default:
-          fusedArith<float>(v, r, x);
-          if (v.storage == DType::BF16)
-            x.f = math::bf16ToFloat(math::floatToBf16(x.f));
-          else if (v.storage == DType::F16)
-            x.f = math::f16ToFloat(math::floatToF16(x.f));
-          break;
-        }
-        break;
-      case FusedCode::Compare:
-        switch (code.values[v.args[0]].compute) {
-        case DType::F64:
-          fusedCompare<double>(v, r, x);
-          break;
-        case DType::I64:
-          fusedCompare<int64_t>(v, r, x);
-          break;
-        case DType::I32:
-          fusedCompare<int32_t>(v, r, x);
-          break;
-        default:
-          fusedCompare<float>(v, r, x);
-          break;
-        }
-        break;
-      case FusedCode::Select:
-        x = r[v.args[0]].b ? r[v.args[1]] : r[v.args[2]];
-        break;
-      case FusedCode::Convert: {
-        // Through the result's storage type, as the unfused convert does.
-        uint64_t word = 0;
-        storeAs<double>(v.storage, &word, 0,
-                        regValue(r[v.args[0]], code.values[v.args[0]].compute));
-        loadReg(x, v.compute, v.storage, &word, 0);
-        break;
-      }
-      }
-    }
     const FusedCode::Value &last = code.values[code.numValues - 1];
-    FusedReg &y = r[code.numValues - 1];
+    FusedReg y = fusedElement(code, i);
     switch (last.compute) {
     case DType::F64:
       storeAs<double>(outType, out, i, y.d);
@@ -545,13 +551,30 @@ __global__ void fusedKernel(FusedCode code, DType outType, void *out,
   }
 }
 
+/// A fused group's elements as a reduction kernel reads them: computed in
+/// registers, each rounded to its type as storing it would round it.
+struct FusedSource {
+  FusedCode code;
+  template <typename T> __device__ T load(int64_t i) const {
+    FusedReg r = fusedElement(code, i);
+    return regAs<T>(r);
+  }
+};
+
+bool fusedReduce(Stream stream, const catalogue::FusedStep &step,
+                 const FusedPlan &plan, const FusedCode &code, Tensor &out);
+
 void fusedOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   FusedPlan plan = planFused(a.body, in, out[0]);
   FusedCode code;
-  if (!makeFusedCode(plan, a.body, in, out[0], code)) {
+  if (!makeFusedCode(plan, a.body, in, code) ||
+      (plan.reduces() &&
+       !fusedReduce(stream, a.body.back(), plan, code, out[0]))) {
     onHost(OpCode::Fused, stream, a, in, out);
     return;
   }
+  if (plan.reduces())
+    return;
   launch("fused", stream, out[0].size(), fusedKernel, code, out[0].dtype,
          out[0].data, out[0].size());
 }
@@ -707,11 +730,20 @@ __device__ void reduceFinish(ReduceKind kind, DType type, void *y, int64_t o,
   storeAs<Acc>(type, y, o, acc);
 }
 
+/// A stored tensor's elements as a reduction kernel reads them.
+struct StoredSource {
+  DType type;
+  const void *x;
+  template <typename T> __device__ T load(int64_t i) const {
+    return loadAs<T>(type, x, i);
+  }
+};
+
 /// One thread per result element: it walks the `count` reduced elements
-/// (index space `reduced`) from its base (index space `kept`). Floats
-/// accumulate in double, as on the CPU.
-template <typename T, typename Acc>
-__global__ void reduceKernel(ReduceKind kind, DType type, const void *x,
+/// (index space `reduced`) from its base (index space `kept`), read from
+/// `src` as T. Floats accumulate in double, as on the CPU.
+template <typename T, typename Acc, typename Source>
+__global__ void reduceKernel(ReduceKind kind, DType type, Source src,
                              Strides kept, Strides reduced, int64_t count,
                              void *y, int64_t n) {
   PAR_GRID_STRIDE(o, n) {
@@ -719,16 +751,16 @@ __global__ void reduceKernel(ReduceKind kind, DType type, const void *x,
     Acc acc = reduceStart<Acc>(kind);
     for (int64_t r = 0; r < count; ++r)
       acc = reduceStep(kind, acc,
-                       Acc(loadAs<T>(type, x, base + offsetOf(reduced, r))));
+                       Acc(src.template load<T>(base + offsetOf(reduced, r))));
     reduceFinish(kind, type, y, o, acc, count);
   }
 }
 
 /// One block per result element, for long reductions: its threads take
 /// every kRowThreads-th reduced element, then combine.
-template <typename T, typename Acc>
+template <typename T, typename Acc, typename Source>
 __global__ void __launch_bounds__(kRowThreads)
-    reduceBlockKernel(ReduceKind kind, DType type, const void *x, Strides kept,
+    reduceBlockKernel(ReduceKind kind, DType type, Source src, Strides kept,
                       Strides reduced, int64_t count, void *y, int64_t n) {
   __shared__ Acc partial[kRowThreads];
   for (int64_t o = blockIdx.x; o < n; o += gridDim.x) {
@@ -736,7 +768,7 @@ __global__ void __launch_bounds__(kRowThreads)
     Acc acc = reduceStart<Acc>(kind);
     for (int64_t r = threadIdx.x; r < count; r += kRowThreads)
       acc = reduceStep(kind, acc,
-                       Acc(loadAs<T>(type, x, base + offsetOf(reduced, r))));
+                       Acc(src.template load<T>(base + offsetOf(reduced, r))));
     acc = blockCombine(acc, partial,
                        [kind](Acc a, Acc b) { return reduceStep(kind, a, b); });
     if (threadIdx.x == 0)
@@ -744,40 +776,61 @@ __global__ void __launch_bounds__(kRowThreads)
   }
 }
 
-void reduceOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
-  const Tensor &input = in[0];
-  planReduce(a.reduceKind, input, a.dims, out[0]);
-  std::vector<bool> isReduced(input.shape.size(), false);
-  for (int64_t d : a.dims)
+/// Reduces elements of `shape` (read from `src` as `elements` values) over
+/// `dims` into `out`; false when the index spaces have more than kMaxRank
+/// dims after merging.
+template <typename Source>
+bool launchReduce(Stream stream, ReduceKind kind, DType elements,
+                  const Shape &shape, const std::vector<int64_t> &dims,
+                  Source src, Tensor &out) {
+  std::vector<bool> isReduced(shape.size(), false);
+  for (int64_t d : dims)
     isReduced[size_t(d)] = true;
-  std::vector<int64_t> strides = rowMajorStrides(input.shape);
+  std::vector<int64_t> strides = rowMajorStrides(shape);
   std::vector<int64_t> keptShape, keptSteps, reducedShape, reducedSteps;
   int64_t count = 1;
-  for (size_t d = 0; d < input.shape.size(); ++d)
+  for (size_t d = 0; d < shape.size(); ++d)
     if (isReduced[d]) {
-      reducedShape.push_back(input.shape[d]);
+      reducedShape.push_back(shape[d]);
       reducedSteps.push_back(strides[d]);
-      count *= input.shape[d];
+      count *= shape[d];
     } else {
-      keptShape.push_back(input.shape[d]);
+      keptShape.push_back(shape[d]);
       keptSteps.push_back(strides[d]);
     }
   Strides kept, reduced;
   if (!makeStrides(keptShape, keptSteps, kept) ||
       !makeStrides(reducedShape, reducedSteps, reduced))
-    return onHost(OpCode::Reduce, stream, a, in, out);
-  withCompute(input.dtype, [&](auto tag) {
+    return false;
+  withCompute(elements, [&](auto tag) {
     using T = decltype(tag);
     using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
     if (count >= kBlockRowLength)
-      return launchRows("reduce", stream, out[0].size(),
-                        reduceBlockKernel<T, Acc>, a.reduceKind, input.dtype,
-                        (const void *)input.data, kept, reduced, count,
-                        out[0].data, out[0].size());
-    launch("reduce", stream, out[0].size(), reduceKernel<T, Acc>, a.reduceKind,
-           input.dtype, (const void *)input.data, kept, reduced, count,
-           out[0].data, out[0].size());
+      return launchRows("reduce", stream, out.size(),
+                        reduceBlockKernel<T, Acc, Source>, kind, out.dtype, src,
+                        kept, reduced, count, out.data, out.size());
+    launch("reduce", stream, out.size(), reduceKernel<T, Acc, Source>, kind,
+           out.dtype, src, kept, reduced, count, out.data, out.size());
   });
+  return true;
+}
+
+void reduceOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
+  const Tensor &input = in[0];
+  planReduce(a.reduceKind, input, a.dims, out[0]);
+  if (!launchReduce(stream, a.reduceKind, input.dtype, input.shape, a.dims,
+                    StoredSource{input.dtype, input.data}, out[0]))
+    onHost(OpCode::Reduce, stream, a, in, out);
+}
+
+/// A fused group ending in a reduce (`step`): the reduction kernels compute
+/// the group's elements as they read them, in the order the unfused reduce
+/// reads the stored ones, so both give the same bits.
+bool fusedReduce(Stream stream, const catalogue::FusedStep &step,
+                 const FusedPlan &plan, const FusedCode &code, Tensor &out) {
+  return launchReduce(stream, step.attrs.reduceKind,
+                      plan.values[size_t(plan.result)].storage, plan.shape,
+                      step.attrs.dims, FusedSource{code}, out);
 }
 
 //===----------------------------------------------------------------------===//

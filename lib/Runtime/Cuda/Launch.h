@@ -239,15 +239,19 @@ inline bool fusedOpOf(catalogue::OpCode op, const catalogue::Attrs &attrs,
 
 /// `plan` as a kernel argument; false when the group does not fit one (more
 /// than kMaxFusedGathers broadcast inputs, or one of more than kMaxRank
-/// dims after merging): it then runs on the host.
+/// dims after merging): it then runs on the host. A thread computes
+/// element i of value plan.result: the result, or what a reduce ending the
+/// group reads (the reduction kernels then read the group's elements
+/// through it).
 inline bool makeFusedCode(const FusedPlan &plan,
                           const std::vector<catalogue::FusedStep> &steps,
-                          const std::vector<Tensor> &inputs, const Tensor &out,
-                          FusedCode &code) {
+                          const std::vector<Tensor> &inputs, FusedCode &code) {
   code = FusedCode();
-  code.numValues = int(plan.values.size());
+  // A reduce ending the group is not a value the kernel computes: it
+  // reduces value plan.result.
+  code.numValues = int(plan.result) + 1;
   int gathers = 0;
-  for (size_t v = 0; v < plan.values.size(); ++v) {
+  for (size_t v = 0; v < size_t(code.numValues); ++v) {
     const FusedPlan::Value &value = plan.values[v];
     FusedCode::Value &c = code.values[v];
     c.compute = value.compute;
@@ -261,7 +265,7 @@ inline bool makeFusedCode(const FusedPlan &plan,
       break;
     case FusedPlan::Source::Gather:
       if (gathers == kMaxFusedGathers ||
-          !makeStrides(out.shape, value.gather.srcStrides,
+          !makeStrides(plan.shape, value.gather.srcStrides,
                        code.gathers[gathers]))
         return false;
       c.how = FusedCode::Gather;
@@ -299,6 +303,8 @@ inline bool makeFusedCode(const FusedPlan &plan,
         c.args[k] = int8_t(step.args[k]);
       break;
     }
+    case FusedPlan::Source::Reduce:
+      return false; // never below plan.result
     }
   }
   for (size_t k = 0; k < inputs.size(); ++k)

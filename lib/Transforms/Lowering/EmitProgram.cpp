@@ -474,6 +474,10 @@ FailureOr<json> Emitter::fusedBody(FusedOp fused) {
     (*step)["op"] = op.getName().stripDialect().str();
     (*step)["args"] = std::move(args);
     (*step)["dtype"] = dtypeOf(op.getResult(0).getType());
+    // A reduce ending the group names the shape the group computes.
+    if (auto reduce = dyn_cast<ReduceOp>(op))
+      (*step)["shape"] =
+          cast<RankedTensorType>(reduce.getInput().getType()).getShape();
     number[op.getResult(0)] = int64_t(fused.getInputs().size() + steps.size());
     steps.push_back(std::move(*step));
   }

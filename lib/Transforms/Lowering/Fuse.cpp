@@ -6,6 +6,8 @@
 // result, so grouping never makes a cycle: a value read by an op outside
 // the tree is never inside it. Broadcasts and splat constants are copied
 // into each group that reads them, since recomputing them costs nothing.
+// A float reduction over adjacent dims may root a tree: the group streams
+// the tree's elements into it (a sum of squares never stores the squares).
 // The function is marked so that --emit-program runs its optimizer updates
 // in batches (the multi-tensor optimizer).
 //
@@ -32,7 +34,7 @@ using namespace mlir;
 using namespace mlir::par;
 
 static bool isElementwise(Operation *op) {
-  return isa_and_nonnull<ParDialect>(op->getDialect()) &&
+  return op && isa_and_nonnull<ParDialect>(op->getDialect()) &&
          op->hasTrait<mlir::OpTrait::Elementwise>() && op->getNumResults() == 1;
 }
 
@@ -45,6 +47,42 @@ static ArrayRef<int64_t> shapeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getShape();
 }
 
+/// Whether `op` is a reduction a group may end in: of floats, over dims
+/// that are adjacent but for dims of size 1 (the runtime then streams the
+/// group's elements through the reduction's own order), of a value an
+/// element-wise op computes.
+static bool isFusibleReduce(Operation *op) {
+  auto reduce = dyn_cast<ReduceOp>(op);
+  if (!reduce || !isa<FloatType>(getElementTypeOrSelf(reduce.getInput())) ||
+      !isElementwise(reduce.getInput().getDefiningOp()))
+    return false;
+  ArrayRef<int64_t> shape = shapeOf(reduce.getInput());
+  SmallVector<bool> reduced(shape.size(), false);
+  for (int64_t d : reduce.getDims())
+    reduced[size_t(d)] = true;
+  int64_t first = -1, last = -1;
+  for (auto [d, size] : llvm::enumerate(shape))
+    if (reduced[d] && size != 1) {
+      if (first < 0)
+        first = int64_t(d);
+      last = int64_t(d);
+    }
+  if (first < 0)
+    return false;
+  for (int64_t d = first; d <= last; ++d)
+    if (!reduced[size_t(d)] && shape[size_t(d)] != 1)
+      return false;
+  return true;
+}
+
+/// The shape a group rooted at `root` computes: the root's result, or what
+/// a reduction root reads.
+static ArrayRef<int64_t> groupShape(Operation *root) {
+  if (auto reduce = dyn_cast<ReduceOp>(root))
+    return shapeOf(reduce.getInput());
+  return shapeOf(root->getResult(0));
+}
+
 namespace {
 /// The ops of one group and what it reads from outside.
 struct Group {
@@ -55,21 +93,27 @@ struct Group {
 };
 } // namespace
 
-/// Whether `a` and `b` carry the same marks (phase, layer, stage, ...).
-/// Shardings and auto-shard's records are not marks: partitioning drops
-/// them, so a global program groups as its partitioned copy does.
-static bool sameMarks(Operation *a, Operation *b) {
-  if (a->getDiscardableAttrDictionary() == b->getDiscardableAttrDictionary())
+/// Whether `member` carries the marks (phase, layer, stage, ...) of the
+/// group's `root`. Shardings and auto-shard's records are not marks:
+/// partitioning drops them, so a global program groups as its partitioned
+/// copy does. A gradient mark on the root names the group's result, which
+/// a member without one may compute a part of.
+static bool sameMarks(Operation *member, Operation *root) {
+  if (member->getDiscardableAttrDictionary() ==
+      root->getDiscardableAttrDictionary())
     return true;
-  auto marks = [](Operation *op) {
+  bool memberIsGradient = member->hasAttr(ParDialect::kGradientOfAttrName);
+  auto marks = [&](Operation *op) {
     SmallVector<NamedAttribute> kept;
     for (NamedAttribute attr : op->getDiscardableAttrs())
       if (attr.getName() != ParDialect::kShardingAttrName &&
-          attr.getName() != ParDialect::kPlannedAttrName)
+          attr.getName() != ParDialect::kPlannedAttrName &&
+          (memberIsGradient ||
+           attr.getName() != ParDialect::kGradientOfAttrName))
         kept.push_back(attr);
     return kept;
   };
-  return marks(a) == marks(b);
+  return marks(member) == marks(root);
 }
 
 /// Whether `def`, which a member of `group` reads, may join it.
@@ -80,7 +124,7 @@ static bool canJoin(Operation *def, const Group &group,
     return false;
   if (isSplatConstant(def))
     return true;
-  ArrayRef<int64_t> shape = shapeOf(group.root->getResult(0));
+  ArrayRef<int64_t> shape = groupShape(group.root);
   if (auto broadcast = dyn_cast<BroadcastOp>(def))
     return shapeOf(broadcast.getResult()) == shape;
   if (!isElementwise(def) || shapeOf(def->getResult(0)) != shape)
@@ -148,7 +192,7 @@ static SmallVector<Group> groupsOf(Block &block) {
   DenseSet<Operation *> taken;
   SmallVector<Group> groups;
   for (Operation *op : llvm::reverse(ops)) {
-    if (taken.contains(op) || !isElementwise(op))
+    if (taken.contains(op) || !(isElementwise(op) || isFusibleReduce(op)))
       continue;
     Group group = growGroup(op, taken);
     // One op alone gains nothing.

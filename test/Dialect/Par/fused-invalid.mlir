@@ -108,3 +108,45 @@ func.func @yields_broadcast(%x: tensor<4xf32>) -> tensor<2x4xf32> {
   }
   return %r : tensor<2x4xf32>
 }
+
+// -----
+
+// A reduce may end a group only.
+func.func @reduce_not_last(%x: tensor<2x4xf32>) -> tensor<2xf32> {
+  %r = par.fused (%x) : (tensor<2x4xf32>) -> tensor<2xf32> {
+  ^bb0(%a: tensor<2x4xf32>):
+    // expected-error @below {{'par.reduce' op cannot run in a fused group: only element-wise ops, broadcasts and splat constants can (and a reduce last)}}
+    %s = par.reduce sum %a dims [1] : (tensor<2x4xf32>) -> tensor<2xf32>
+    %n = par.neg %s : tensor<2xf32>
+    par.yield %n : tensor<2xf32>
+  }
+  return %r : tensor<2xf32>
+}
+
+// -----
+
+// A reduce that ends a group reduces what the group computes.
+func.func @reduce_of_input(%x: tensor<2x4xf32>) -> tensor<2xf32> {
+  %r = par.fused (%x) : (tensor<2x4xf32>) -> tensor<2xf32> {
+  ^bb0(%a: tensor<2x4xf32>):
+    // expected-error @below {{'par.reduce' op that ends a fused group must reduce the value of the element-wise op before it}}
+    %s = par.reduce sum %a dims [1] : (tensor<2x4xf32>) -> tensor<2xf32>
+    par.yield %s : tensor<2xf32>
+  }
+  return %r : tensor<2xf32>
+}
+
+// -----
+
+// The group's shape is what its reduce reads.
+func.func @reduce_shape(%x: tensor<2x4xf32>, %y: tensor<2xf32>) -> tensor<2xf32> {
+  %r = par.fused (%x, %y) : (tensor<2x4xf32>, tensor<2xf32>) -> tensor<2xf32> {
+  ^bb0(%a: tensor<2x4xf32>, %b: tensor<2xf32>):
+    // expected-error @below {{'par.add' op in a fused group must make the group's shape [2, 4]}}
+    %e = par.add %b, %b : tensor<2xf32>
+    %m = par.mul %a, %a : tensor<2x4xf32>
+    %s = par.reduce sum %m dims [1] : (tensor<2x4xf32>) -> tensor<2xf32>
+    par.yield %s : tensor<2xf32>
+  }
+  return %r : tensor<2xf32>
+}

@@ -95,3 +95,69 @@ func.func @phases(%x: tensor<16xf32>) -> tensor<16xf32> {
   %b = par.neg %a {par.phase = #par.phase<backward>} : tensor<16xf32>
   return %b : tensor<16xf32>
 }
+
+// -----
+
+// A float reduction over adjacent dims ends the tree that feeds it: the
+// squares are never stored. The group keeps the reduction's marks (a
+// gradient mark names the group's result).
+// CHECK-LABEL: func.func @sum_of_squares
+// CHECK:       %[[F:.*]] = par.fused(%arg0) {par.gradient_of = array<i64: 0>} : (tensor<8x64xf32>) -> tensor<8xf32> {
+// CHECK-NEXT:  ^bb0(%[[X:.*]]: tensor<8x64xf32>):
+// CHECK-NEXT:    %[[S:.*]] = par.mul %[[X]], %[[X]]
+// CHECK-NEXT:    %[[R:.*]] = par.reduce sum %[[S]] dims [1] : (tensor<8x64xf32>) -> tensor<8xf32>
+// CHECK-NEXT:    par.yield %[[R]] : tensor<8xf32>
+// CHECK-NEXT:  }
+// CHECK-NEXT:  return %[[F]]
+func.func @sum_of_squares(%x: tensor<8x64xf32>) -> tensor<8xf32> {
+  %s = par.mul %x, %x : tensor<8x64xf32>
+  %r = par.reduce sum %s dims [1] {par.gradient_of = array<i64: 0>} : (tensor<8x64xf32>) -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+// Leading dims reduce as columns; a broadcast input and a splat join.
+// CHECK-LABEL: func.func @bias_grad
+// CHECK:       par.fused(%arg1, %arg0) : (tensor<16xf32>, tensor<4x8x16xf32>) -> tensor<16xf32>
+// CHECK:         par.broadcast
+// CHECK:         par.mul
+// CHECK:         par.add
+// CHECK:         par.reduce max %{{.*}} dims [0, 1]
+// CHECK-NOT:   par.reduce
+func.func @bias_grad(%x: tensor<4x8x16xf32>, %b: tensor<16xf32>) -> tensor<16xf32> {
+  %bb = par.broadcast %b dims [2] : (tensor<16xf32>) -> tensor<4x8x16xf32>
+  %c = par.constant dense<0.5> : tensor<4x8x16xf32>
+  %m = par.mul %x, %c : tensor<4x8x16xf32>
+  %s = par.add %m, %bb : tensor<4x8x16xf32>
+  %r = par.reduce max %s dims [0, 1] : (tensor<4x8x16xf32>) -> tensor<16xf32>
+  return %r : tensor<16xf32>
+}
+
+// -----
+
+// Not ended by their reductions: a value also read elsewhere (it is the
+// root of its own group), dims that are not adjacent, integers, and a
+// reduction of an argument (nothing to fuse).
+// CHECK-LABEL: func.func @unfused_reductions
+// CHECK:       %[[E:.*]] = par.fused(%arg0)
+// CHECK:         par.exp
+// CHECK:         par.neg
+// CHECK-NEXT:    par.yield
+// CHECK:       par.reduce sum %[[E]] dims [1] :
+// CHECK:       %[[Q:.*]] = par.mul %arg0, %arg0
+// CHECK-NEXT:  par.reduce sum %[[Q]] dims [0, 2] :
+// CHECK:       %[[I:.*]] = par.add %arg1, %arg1
+// CHECK-NEXT:  par.reduce sum %[[I]] dims [1] :
+// CHECK:       par.reduce sum %arg0 dims [2] :
+func.func @unfused_reductions(%x: tensor<2x3x4xf32>, %i: tensor<2x3xi32>) -> (tensor<2x4xf32>, tensor<2x3x4xf32>, tensor<3xf32>, tensor<2xi32>, tensor<2x3xf32>) {
+  %e = par.exp %x : tensor<2x3x4xf32>
+  %n = par.neg %e : tensor<2x3x4xf32>
+  %r = par.reduce sum %n dims [1] : (tensor<2x3x4xf32>) -> tensor<2x4xf32>
+  %q = par.mul %x, %x : tensor<2x3x4xf32>
+  %rq = par.reduce sum %q dims [0, 2] : (tensor<2x3x4xf32>) -> tensor<3xf32>
+  %a = par.add %i, %i : tensor<2x3xi32>
+  %ri = par.reduce sum %a dims [1] : (tensor<2x3xi32>) -> tensor<2xi32>
+  %rx = par.reduce sum %x dims [2] : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
+  return %r, %n, %rq, %ri, %rx : tensor<2x4xf32>, tensor<2x3x4xf32>, tensor<3xf32>, tensor<2xi32>, tensor<2x3xf32>
+}

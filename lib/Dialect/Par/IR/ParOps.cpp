@@ -253,6 +253,11 @@ int64_t FusedOp::getNumComputeOps() {
   });
 }
 
+bool FusedOp::isReduction() {
+  Operation *terminator = getBody().front().getTerminator();
+  return isa_and_nonnull<ReduceOp>(terminator->getPrevNode());
+}
+
 LogicalResult FusedOp::verifyRegions() {
   Block &block = getBody().front();
   if (block.getNumArguments() != getInputs().size())
@@ -279,8 +284,20 @@ LogicalResult FusedOp::verifyRegions() {
     return emitOpError() << "must compute its result with an element-wise "
                             "op, not yield a '"
                          << last->getName() << "'";
+  // The group's shape: its result's, or what a reduce that ends it reads.
   ArrayRef<int64_t> shape = tensorOf(getResult()).getShape();
+  if (auto reduce = dyn_cast<ReduceOp>(last)) {
+    Operation *def = reduce.getInput().getDefiningOp();
+    if (!def || def != reduce->getPrevNode() ||
+        isa<BroadcastOp, ConstantOp>(def))
+      return reduce.emitOpError()
+             << "that ends a fused group must reduce the value of the "
+                "element-wise op before it";
+    shape = tensorOf(reduce.getInput()).getShape();
+  }
   for (Operation &op : getBodyOps()) {
+    if (&op == last && isa<ReduceOp>(op))
+      continue;
     if (auto constant = dyn_cast<ConstantOp>(op)) {
       if (!constant.getValueAttr().isSplat())
         return op.emitOpError()
@@ -291,7 +308,7 @@ LogicalResult FusedOp::verifyRegions() {
     if (!isa<BroadcastOp>(op) && !op.hasTrait<mlir::OpTrait::Elementwise>())
       return op.emitOpError()
              << "cannot run in a fused group: only element-wise ops, "
-                "broadcasts and splat constants can";
+                "broadcasts and splat constants can (and a reduce last)";
     if (tensorOf(op.getResult(0)).getShape() != shape)
       return op.emitOpError() << "in a fused group must make the group's shape "
                               << listStr(shape);

@@ -985,7 +985,7 @@ def Par_FusedOp : Par_Op<"fused", [Pure, IsolatedFromAbove, Par_InPlace,
   // Programs write the body as the instruction's `body` attribute: one step
   // per op (docs/program-format.md, "Fused groups").
   let programBody = 1;
-  let summary = "element-wise ops run as one kernel (made by --par-fuse)";
+  let summary = "element-wise ops (and a reduction ending them) run as one kernel (made by --par-fuse)";
   let description = [{
     A group of element-wise ops, the broadcasts that feed them and the
     splat constants they read, run as one kernel: each element of the
@@ -1004,9 +1004,21 @@ def Par_FusedOp : Par_Op<"fused", [Pure, IsolatedFromAbove, Par_InPlace,
     }
     ```
     The body's arguments are the inputs. Every op of the body is element-wise
-    over the result's shape, except broadcasts of an input or a splat
-    constant to that shape, and splat constants; the body's last op, an
-    element-wise one, makes the yielded value.
+    over the group's shape, except broadcasts of an input or a splat
+    constant to that shape, and splat constants; the body's last op makes
+    the yielded value. The group's shape is the result's, unless the last
+    op is a `par.reduce` of a value the group computes: the group then
+    streams its elements into the reduction and never stores them, and its
+    shape is the one the reduce reads.
+
+    ```mlir
+    %ss = par.fused (%g) : (tensor<8x64xf32>) -> tensor<8xf32> {
+    ^bb0(%a: tensor<8x64xf32>):
+      %sq = par.mul %a, %a : tensor<8x64xf32>
+      %s = par.reduce sum %sq dims [1] : (tensor<8x64xf32>) -> tensor<8xf32>
+      par.yield %s : tensor<8xf32>
+    }
+    ```
   }];
   let arguments = (ins Variadic<Par_AnyTensor>:$inputs);
   let results = (outs Par_AnyTensor:$result);
@@ -1021,6 +1033,9 @@ def Par_FusedOp : Par_Op<"fused", [Pure, IsolatedFromAbove, Par_InPlace,
     /// How many element-wise ops the group runs (broadcasts and constants
     /// are not counted: they only name elements).
     int64_t getNumComputeOps();
+    /// Whether the group ends in a reduction (its shape is then not its
+    /// result's).
+    bool isReduction();
   }];
 }
 
