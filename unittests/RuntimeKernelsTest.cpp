@@ -2404,6 +2404,16 @@ TEST(FusedKernel, RejectsMalformedReductions) {
   FusedStep wrongType = red;
   wrongType.dtype = int(DType::F64);
   EXPECT_THROW(run(wrongType, {4}, DType::F64), KernelError);
+  // Of integers (the unfused reduce sums those in their own type).
+  Buffer xi(DType::I32, {4, 6});
+  Buffer outI = garbage(DType::I32, {4});
+  Tensor outIT = outI.tensor();
+  FusedStep intSum = step(OpCode::Reduce, {1}, DType::I32);
+  intSum.attrs.dims = {1};
+  intSum.shape = {4, 6};
+  EXPECT_THROW(fused({step(OpCode::Add, {0, 0}, DType::I32), intSum},
+                     {xi.tensor()}, outIT),
+               KernelError);
 }
 
 TEST(FusedKernel, BroadcastsReadWhatTheBroadcastKernelWrites) {

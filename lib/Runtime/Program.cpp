@@ -1279,7 +1279,12 @@ Program programOf(const nlohmann::json &doc, const std::string &path) {
         const Instruction &writer = rc.instructions[buf.firstUse];
         bool reads = std::find(writer.operands.begin(), writer.operands.end(),
                                buf.reuses) != writer.operands.end();
-        if (reads && !writesInPlace(writer.op))
+        // A fused group that ends in a reduction reads many elements for
+        // each it writes.
+        bool reduces = writer.op == catalogue::OpCode::Fused &&
+                       !writer.attrs.body.empty() &&
+                       writer.attrs.body.back().op == catalogue::OpCode::Reduce;
+        if (reads && (!writesInPlace(writer.op) || reduces))
           r.fail(bw, std::string("instruction ") +
                          std::to_string(buf.firstUse) + " (" +
                          opName(writer.op) +

@@ -1319,6 +1319,7 @@ bool reduceBlock(const Shape &shape, const std::vector<int64_t> &dims,
 /// elements, so that a group ending in a reduction gives the same bits as
 /// its ops run one by one.
 constexpr int64_t kColumns = 512;
+static_assert(kColumns % 8 == 0, "pieces are whole groups of eight");
 template <typename T, typename MakeSource>
 std::vector<double> reduceRows(ReduceKind kind, MakeSource &&makeSource,
                                int64_t outer, int64_t count, int64_t inner,
@@ -1387,16 +1388,22 @@ std::vector<double> reduceRows(ReduceKind kind, MakeSource &&makeSource,
             combine(acc[size_t(o)], partial[size_t(o * blocks + b)]);
     return acc;
   }
-  const int64_t columnBlocks = (inner + kColumns - 1) / kColumns;
+  // Narrower column blocks where wide ones would leave threads idle: each
+  // column's sum is the same whatever block it is in.
+  int64_t columns = kColumns;
+  while (columns > 64 &&
+         outer * ((inner + columns - 1) / columns) < 4 * int64_t(cpuThreads()))
+    columns /= 2;
+  const int64_t columnBlocks = (inner + columns - 1) / columns;
   parallelFor(outer * columnBlocks,
               std::max<int64_t>(1, kParallelGrain /
-                                       std::max<int64_t>(1, count * kColumns)),
+                                       std::max<int64_t>(1, count * columns)),
               [&](int64_t t0, int64_t t1) {
                 auto source = makeSource();
                 for (int64_t task = t0; task < t1; ++task) {
                   const int64_t o = task / columnBlocks,
-                                j0 = task % columnBlocks * kColumns,
-                                j1 = std::min(inner, j0 + kColumns);
+                                j0 = task % columnBlocks * columns,
+                                j1 = std::min(inner, j0 + columns);
                   double *a = acc.data() + o * inner + j0;
                   for (int64_t r = 0; r < count; ++r) {
                     const T *row =
@@ -1732,6 +1739,9 @@ FusedPlan::Value planFusedReduce(const FusedPlan &plan,
       before < plan.numInputs)
     fail(op, "the reduce step must read the value of the step before it");
   const FusedPlan::Value &arg = plan.values[size_t(before)];
+  if (!isFloat(out.dtype))
+    fail(op, "the reduce step reduces floats, not " +
+                 std::string(dtypeName(out.dtype)));
   if (step.dtype != int(out.dtype) || arg.storage != out.dtype)
     fail(op, "the reduce step reads and makes " +
                  std::string(dtypeName(out.dtype)) + " (the result's type)");
@@ -1759,10 +1769,14 @@ FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
   plan.numInputs = int64_t(inputs.size());
   const bool reduces = steps.back().op == catalogue::OpCode::Reduce;
   plan.shape = reduces ? steps.back().shape : out.shape;
-  for (int64_t d : plan.shape)
-    if (d < 0)
-      fail(op, "the reduce step reads a negative dimension: " +
-                   listStr(plan.shape));
+  if (reduces) {
+    int64_t elements = 1;
+    for (int64_t d : plan.shape)
+      if (d < 0 || (d > 0 && elements > kMaxBufferElements / d) ||
+          (elements *= d) > kMaxBufferElements)
+        fail(op, "the reduce step reads " + listStr(plan.shape) +
+                     ": a negative dimension, or more than 2^40 elements");
+  }
   // The group's elements, for the broadcasts that make them.
   const Tensor domain{out.dtype, plan.shape, out.data};
   for (size_t k = 0; k < inputs.size(); ++k) {
@@ -1851,6 +1865,8 @@ namespace {
 /// Elements of a fused group computed at once: every value of the chunk
 /// stays in the cache.
 constexpr int64_t kFusedChunk = 512;
+// A reduction's column block is one chunk of a fused group at most.
+static_assert(kColumns <= kFusedChunk && kFusedChunk % 8 == 0);
 
 /// One value's elements of the current chunk, in its compute type.
 struct alignas(64) FusedSlot {

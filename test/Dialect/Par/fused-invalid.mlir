@@ -150,3 +150,17 @@ func.func @reduce_shape(%x: tensor<2x4xf32>, %y: tensor<2xf32>) -> tensor<2xf32>
   }
   return %r : tensor<2xf32>
 }
+
+// -----
+
+// A reduce that ends a group reduces floats.
+func.func @reduce_ints(%x: tensor<2x4xi32>) -> tensor<2xi32> {
+  %r = par.fused (%x) : (tensor<2x4xi32>) -> tensor<2xi32> {
+  ^bb0(%a: tensor<2x4xi32>):
+    %m = par.mul %a, %a : tensor<2x4xi32>
+    // expected-error @below {{'par.reduce' op that ends a fused group must reduce floats, not 'i32'}}
+    %s = par.reduce sum %m dims [1] : (tensor<2x4xi32>) -> tensor<2xi32>
+    par.yield %s : tensor<2xi32>
+  }
+  return %r : tensor<2xi32>
+}

@@ -293,6 +293,10 @@ LogicalResult FusedOp::verifyRegions() {
       return reduce.emitOpError()
              << "that ends a fused group must reduce the value of the "
                 "element-wise op before it";
+    if (!isa<FloatType>(tensorOf(reduce.getInput()).getElementType()))
+      return reduce.emitOpError()
+             << "that ends a fused group must reduce floats, not "
+             << tensorOf(reduce.getInput()).getElementType();
     shape = tensorOf(reduce.getInput()).getShape();
   }
   for (Operation &op : getBodyOps()) {
