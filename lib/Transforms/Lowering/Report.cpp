@@ -91,10 +91,25 @@ DenseMap<int64_t, Value> workingCopies(Block &body) {
   return copies;
 }
 
+/// The master `update` reads: its parameter operand, or the argument that
+/// operand relays out (a plan that splits the update over more axes than
+/// the parameter, --auto-shard's optimizer-states role, reads it through a
+/// constraint, which partitioning turns into collectives); null if none.
+BlockArgument masterOf(OptimizerUpdateOpInterface update) {
+  Value read = update.getParam();
+  while (Operation *def = read.getDefiningOp()) {
+    if (def->getNumOperands() != 1 || def->getNumResults() != 1 ||
+        !isa<CollectiveOpInterface, ShardingConstraintOp>(def))
+      return nullptr;
+    read = def->getOperand(0);
+  }
+  return dyn_cast<BlockArgument>(read);
+}
+
 /// The gradient buffer that `update` holds (see the file comment).
 Value heldGradient(OptimizerUpdateOpInterface update) {
   int64_t param = -1;
-  if (auto arg = dyn_cast<BlockArgument>(update.getParam()))
+  if (BlockArgument arg = masterOf(update))
     param = arg.getArgNumber();
   Value grad = update.getGrad();
   // Back through the optimizer phase's work on this parameter's gradient.
@@ -164,7 +179,7 @@ Classified classify(func::FuncOp func, const MemoryPlan &plan) {
       updates.push_back(update);
   DenseSet<Value> masters;
   for (OptimizerUpdateOpInterface update : updates) {
-    if (auto param = dyn_cast<BlockArgument>(update.getParam()))
+    if (BlockArgument param = masterOf(update))
       masters.insert(param);
     for (Value state : update.getStates())
       if (auto arg = dyn_cast<BlockArgument>(state))
