@@ -2376,6 +2376,16 @@ TEST(FusedKernel, ReductionsEqualTheUnfusedOpsBitForBit) {
       reduce(c.kind, sumT, c.dims, wantT);
       ASSERT_EQ(0, std::memcmp(got.words.data(), want.words.data(),
                                want.size() * dtypeBytes(t)));
+
+      // Keeping the reduced value (a second result) stores the unfused
+      // sum's elements and changes nothing else.
+      Buffer again = garbage(t, kept), keptValue = garbage(t, c.shape);
+      Tensor againT = again.tensor(), keptT = keptValue.tensor();
+      fused(steps, {x.tensor(), y.tensor(), b.tensor()}, againT, &keptT);
+      ASSERT_EQ(0, std::memcmp(again.words.data(), want.words.data(),
+                               want.size() * dtypeBytes(t)));
+      ASSERT_EQ(0, std::memcmp(keptValue.words.data(), sum.words.data(),
+                               sum.size() * dtypeBytes(t)));
     }
 }
 
@@ -2414,6 +2424,19 @@ TEST(FusedKernel, RejectsMalformedReductions) {
   EXPECT_THROW(fused({step(OpCode::Add, {0, 0}, DType::I32), intSum},
                      {xi.tensor()}, outIT),
                KernelError);
+  // A kept result of another shape than the group's, or kept by a group
+  // that does not reduce.
+  Buffer out = garbage(DType::F32, {4}), wrong = garbage(DType::F32, {4, 7});
+  Tensor outT = out.tensor(), wrongT = wrong.tensor();
+  EXPECT_THROW(fused({step(OpCode::Exp, {0}, DType::F32), red}, {x.tensor()},
+                     outT, &wrongT),
+               KernelError);
+  Buffer full = garbage(DType::F32, {4, 6}),
+         full2 = garbage(DType::F32, {4, 6});
+  Tensor fullT = full.tensor(), full2T = full2.tensor();
+  EXPECT_THROW(
+      fused({step(OpCode::Exp, {0}, DType::F32)}, {x.tensor()}, fullT, &full2T),
+      KernelError);
 }
 
 TEST(FusedKernel, BroadcastsReadWhatTheBroadcastKernelWrites) {

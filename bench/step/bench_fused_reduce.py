@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Element-wise trees that end in a reduction, fused and unfused, on CPUs.
 
-Three groups over a rows x cols f32 tensor x and a bias b of cols:
+Four groups over a rows x cols f32 tensor x and a bias b of cols:
   rows:    sum over each row of (x + b)^2     (layer norm's backward sums)
   columns: sum over the rows of x * b         (a gain or bias gradient)
   all:     sum of x^2 over every element      (clipping's sum of squares)
+  kept:    columns, with x * b returned too   (a gradient summed into a bias
+           gradient and read again: the group keeps it, a second result)
 Each is compiled by par-opt with and without --par-fuse and run by par-run
 (one rank) for --steps steps; the three programs alternate --rounds times
 and the median round is kept. Printed per group and size: the median step
@@ -33,6 +35,8 @@ GROUPS = {
                 BROADCAST + "%q = par.mul %x, %bb : {T}"),
     "all": ("dims [0, 1]", lambda r, c: "tensor<f32>",
             "%q = par.mul %x, %x : {T}"),
+    "kept": ("dims [0]", lambda r, c: f"tensor<{c}xf32>",
+             BROADCAST + "%q = par.mul %x, %bb : {T}"),
 }
 
 
@@ -40,23 +44,27 @@ def module(group, rows, cols):
     dims, result, body = GROUPS[group]
     t = f"tensor<{rows}x{cols}xf32>"
     out = result(rows, cols)
-    return (f"func.func @f(%x: {t}, %b: tensor<{cols}xf32>) -> {out} {{\n"
+    kept = group == "kept"
+    results = f"{out}, {t}" if kept else out
+    return (f"func.func @f(%x: {t}, %b: tensor<{cols}xf32>) -> ({results}) {{\n"
             f"  {body.format(T=t, C=cols)}\n"
             f"  %r = par.reduce sum %q {dims} : ({t}) -> {out}\n"
-            f"  return %r : {out}\n}}\n")
+            f"  return %r{', %q' if kept else ''} : {results}\n}}\n")
 
 
 def unfused_bytes(group, rows, cols):
     """Bytes the unfused ops read and write (f32), and the fused group's."""
-    n, result = rows * cols * 4, {"rows": rows, "columns": cols, "all": 1}[group] * 4
+    n, result = rows * cols * 4, {"rows": rows, "columns": cols, "kept": cols, "all": 1}[group] * 4
     bias = cols * 4
     if group == "rows":   # broadcast, add, mul, reduce
         unfused = (bias + n) + (3 * n) + (2 * n) + (n + result)
-    elif group == "columns":  # broadcast, mul, reduce
+    elif group in ("columns", "kept"):  # broadcast, mul, reduce
         unfused = (bias + n) + (3 * n) + (n + result)
     else:  # mul, reduce
         unfused = (2 * n) + (n + result)
     fused = n + (bias if group != "all" else 0) + result
+    if group == "kept":  # the product is written either way
+        fused += n
     return unfused, fused
 
 

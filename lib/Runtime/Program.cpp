@@ -428,8 +428,12 @@ void checkFusedReduce(const Reader &r,
 void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
                 const std::string &where) {
   const std::vector<catalogue::FusedStep> &steps = inst.attrs.body;
-  if (inst.results.size() != 1)
-    r.fail(where, "a fused group writes one result");
+  const bool reducing =
+      !steps.empty() && steps.back().op == catalogue::OpCode::Reduce;
+  if (inst.results.size() != 1 && !(reducing && inst.results.size() == 2))
+    r.fail(where + ".results",
+           "a fused group writes one result (or two when it ends in a "
+           "reduce and keeps the value the reduce reads)");
   const Buffer &out = rc.buffers[size_t(inst.results[0])];
   size_t numInputs = inst.operands.size();
   if (int64_t(numInputs + steps.size()) > kMaxFusedValues)
@@ -504,6 +508,16 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
     }
     case catalogue::OpCode::Reduce:
       checkFusedReduce(r, steps, numInputs, types, out, sw);
+      if (inst.results.size() == 2) {
+        // The kept value: what the reduce reads, of the group's shape.
+        const Buffer &kept = rc.buffers[size_t(inst.results[1])];
+        if (kept.dtype != types[size_t(step.args[0])] || kept.shape != shape)
+          r.fail(where + ".results",
+                 "the second result keeps the value the reduce reads: a " +
+                     std::string(dtypeName(types[size_t(step.args[0])])) +
+                     " tensor of shape " + shapeString(shape) + ", not " +
+                     dtypeName(kept.dtype) + " " + shapeString(kept.shape));
+      }
       break;
     default: {
       for (size_t k = 0; k < step.args.size(); ++k)

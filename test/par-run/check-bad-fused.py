@@ -45,6 +45,8 @@ def mutants():
     yield "too-many", body(lambda b: b.extend([dict(b[2], args=[4])] * 70)), "holds at most 64 values"
     yield "missing-direction", body(lambda b: b.append(
         {"op": "compare", "args": [5, 5], "dtype": "i1"})), "missing field 'direction'"
+    yield "two-results", lambda inst: inst["results"].append(inst["results"][0]), \
+        "a fused group writes one result (or two when it ends in a reduce"
 
 
 def reduce_mutants():
@@ -63,6 +65,8 @@ def reduce_mutants():
         "a reduce ending a fused group reads the value of the element-wise step before it"
     yield "reduce-type", last(dtype="f64"), \
         "a reduce in a fused group reads and makes floats of one element type"
+    yield "kept-not-value", lambda inst: inst["results"].append(inst["results"][0]), \
+        "the second result keeps the value the reduce reads: a f32 tensor of shape 8x64, not f32 8"
 
 
 def main():

@@ -337,7 +337,7 @@ inline constexpr OpSpec kOps[kNumOps] = {
     {OpCode::Rope, "rope", 1, 2, 1, 1, false, false, false, false, false, 0, false, 6, false, kRopeAttrs, 2},
     {OpCode::Adamw, "adamw", 6, 6, 3, 3, false, true, false, false, false, 0, false, 16, false, kAdamwAttrs, 4},
     {OpCode::Sgd, "sgd", 3, 4, 1, 2, true, true, false, false, false, 0, false, 4, false, kSgdAttrs, 3},
-    {OpCode::Fused, "fused", 1, -1, 1, 1, false, true, false, false, false, 0, false, 0, false, kFusedAttrs, 1},
+    {OpCode::Fused, "fused", 1, -1, 1, 2, false, true, false, false, false, 0, false, 0, false, kFusedAttrs, 1},
     {OpCode::AllReduce, "all_reduce", 1, 1, 1, 1, false, false, true, true, true, 2, true, 0, false, kAllReduceAttrs, 2},
     {OpCode::AllGather, "all_gather", 1, 1, 1, 1, false, false, true, true, true, 1, true, 0, false, kAllGatherAttrs, 2},
     {OpCode::ReduceScatter, "reduce_scatter", 1, 1, 1, 1, false, false, true, true, true, 1, true, 0, false, kReduceScatterAttrs, 3},

@@ -69,9 +69,12 @@ void fill(Tensor &out, double value);
 /// `inputs` into `out`, each step rounded to its element type as the
 /// unfused op's result would be, so the result equals the unfused ops'.
 /// Steps are element-wise ops, broadcasts of an input or a constant, and
-/// splat constants (docs/program-format.md, "Fused groups").
+/// splat constants, and may end in a reduce (docs/program-format.md,
+/// "Fused groups"); such a group also stores the value its reduce reads in
+/// `kept` when given.
 void fused(const std::vector<catalogue::FusedStep> &steps,
-           const std::vector<Tensor> &inputs, Tensor &out);
+           const std::vector<Tensor> &inputs, Tensor &out,
+           Tensor *kept = nullptr);
 
 // Contraction. Result dims: batch dims (in lhsBatch order), lhs free dims,
 // rhs free dims, each in operand order. Float types only.

@@ -22,8 +22,9 @@ FusionCounts countFusion(func::FuncOp func);
 
 /// A group --par-fuse makes of a block's ops: its root (the op whose
 /// result the group yields), the ops it runs (root included; no value of
-/// theirs but the root's is read outside the group) and the broadcasts
-/// and splat constants it copies in (they may stay in use outside).
+/// theirs but the root's, and the one a reduction root keeps, is read
+/// outside the group) and the broadcasts and splat constants it copies in
+/// (they may stay in use outside).
 struct FusionGroup {
   Operation *root = nullptr;
   SmallVector<Operation *> members, copied;

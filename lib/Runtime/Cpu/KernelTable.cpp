@@ -131,8 +131,10 @@ KernelTable build() {
   set(OpCode::Convert, [](Stream, const Attrs &, const Tensors &in,
                           Tensors &out) { convert(in[0], out[0]); });
   set(OpCode::Constant, constantKernel);
-  set(OpCode::Fused, [](Stream, const Attrs &a, const Tensors &in,
-                        Tensors &out) { fused(a.body, in, out[0]); });
+  set(OpCode::Fused,
+      [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
+        fused(a.body, in, out[0], out.size() > 1 ? &out[1] : nullptr);
+      });
   set(OpCode::Broadcast,
       [](Stream, const Attrs &a, const Tensors &in, Tensors &out) {
         broadcast(in[0], a.dims, out[0]);

@@ -2138,49 +2138,75 @@ namespace {
 /// A fused group that ends in a reduction. Over adjacent dims (what
 /// --par-fuse makes) the reduction streams the group's elements, a chunk at
 /// a time, through the unfused reduction's own order; other dims store the
-/// elements in a temporary and reduce it.
+/// elements in a temporary and reduce it. `kept`, when given, receives
+/// the elements as they are computed (each exactly once).
 void fusedReduce(const std::vector<catalogue::FusedStep> &steps,
                  const FusedPlan &plan, const std::vector<Tensor> &inputs,
-                 Tensor &out) {
+                 Tensor &out, Tensor *kept) {
   const catalogue::FusedStep &last = steps.back();
   const ReduceKind kind = last.attrs.reduceKind;
   const FusedPlan::Value &value = plan.values[size_t(plan.result)];
   const Tensor domain{value.storage, plan.shape, nullptr};
   const int64_t total = domain.size();
+  if (kept) {
+    checkTensor("fused", "kept result", *kept);
+    if (kept->dtype != value.storage || kept->shape != plan.shape)
+      fail("fused", "the kept result is " + typeStr(*kept) +
+                        ", not the value the reduce reads (" +
+                        typeStr(Tensor{value.storage, plan.shape, nullptr}) +
+                        ")");
+  }
+  char *keptData = kept ? static_cast<char *>(kept->data) : nullptr;
+  const size_t keptBytes = dtypeBytes(value.storage);
   int64_t outer = 1, inner = 1, count = 1;
   for (int64_t d : last.attrs.dims)
     count *= plan.shape[size_t(d)];
   if (count > 1 && total > 0 &&
       reduceBlock(plan.shape, last.attrs.dims, outer, inner)) {
-    withComputeType(value.compute, [&](auto tag) {
+    // One instantiation each with and without the kept result: a store
+    // in the source that may happen keeps the reduction's loops from being
+    // optimized as well (30% slower measured).
+    auto run = [&](auto tag, auto keep) {
       using T = decltype(tag);
-      if constexpr (std::is_floating_point_v<T>) {
-        std::vector<double> acc = reduceRows<T>(
-            kind,
-            [&] {
-              return [runner = FusedRunner(steps, plan, inputs)](
-                         int64_t start, int64_t n) mutable {
-                return static_cast<const T *>(runner.chunk(start, n));
-              };
-            },
-            outer, count, inner, kFusedChunk);
-        finishReduce(kind, acc, count, out);
+      std::vector<double> acc = reduceRows<T>(
+          kind,
+          [&] {
+            return [&, runner = FusedRunner(steps, plan, inputs)](
+                       int64_t start, int64_t n) mutable {
+              const void *x = runner.chunk(start, n);
+              if constexpr (decltype(keep)::value)
+                convertBuffer(value.compute, x, value.storage,
+                              keptData + start * keptBytes, n);
+              return static_cast<const T *>(x);
+            };
+          },
+          outer, count, inner, kFusedChunk);
+      finishReduce(kind, acc, count, out);
+    };
+    withComputeType(value.compute, [&](auto tag) {
+      if constexpr (std::is_floating_point_v<decltype(tag)>) {
+        if (keptData)
+          run(tag, std::true_type());
+        else
+          run(tag, std::false_type());
       }
     });
     return;
   }
-  std::vector<char> stored(size_t(total) * dtypeBytes(domain.dtype));
-  Tensor elements{domain.dtype, plan.shape, stored.data()};
+  std::vector<char> stored(kept ? 0 : size_t(total) * keptBytes);
+  Tensor elements{domain.dtype, plan.shape, kept ? kept->data : stored.data()};
   fusedChunks(steps, plan, inputs, elements, 0, total);
   reduce(kind, elements, last.attrs.dims, out);
 }
 } // namespace
 
 void fused(const std::vector<catalogue::FusedStep> &steps,
-           const std::vector<Tensor> &inputs, Tensor &out) {
+           const std::vector<Tensor> &inputs, Tensor &out, Tensor *kept) {
   FusedPlan plan = planFused(steps, inputs, out);
   if (plan.reduces())
-    return fusedReduce(steps, plan, inputs, out);
+    return fusedReduce(steps, plan, inputs, out, kept);
+  if (kept)
+    fail("fused", "only a group that ends in a reduce keeps a second result");
   const int64_t total = out.size();
   const int64_t chunks = (total + kFusedChunk - 1) / kFusedChunk;
   // Ranges of chunks over the threads; each thread evaluates its chunks

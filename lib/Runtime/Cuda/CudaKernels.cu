@@ -552,24 +552,35 @@ __global__ void fusedKernel(FusedCode code, DType outType, void *out,
 }
 
 /// A fused group's elements as a reduction kernel reads them: computed in
-/// registers, each rounded to its type as storing it would round it.
+/// registers, each rounded to its type as storing it would round it. A
+/// group that keeps them stores each as it is read (the reduction kernels
+/// read every element once).
 struct FusedSource {
   FusedCode code;
+  void *kept = nullptr;
+  DType keptType = DType::F32;
   template <typename T> __device__ T load(int64_t i) const {
     FusedReg r = fusedElement(code, i);
+    if (kept)
+      storeAs<T>(keptType, kept, i, regAs<T>(r));
     return regAs<T>(r);
   }
 };
 
 bool fusedReduce(Stream stream, const catalogue::FusedStep &step,
-                 const FusedPlan &plan, const FusedCode &code, Tensor &out);
+                 const FusedPlan &plan, const FusedCode &code, Tensor &out,
+                 Tensor *kept);
 
 void fusedOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   FusedPlan plan = planFused(a.body, in, out[0]);
+  Tensor *kept = out.size() > 1 ? &out[1] : nullptr;
+  if (kept && !plan.reduces())
+    throw KernelError(
+        "fused: only a group that ends in a reduce keeps a second result");
   FusedCode code;
   if (!makeFusedCode(plan, a.body, in, code) ||
       (plan.reduces() &&
-       !fusedReduce(stream, a.body.back(), plan, code, out[0]))) {
+       !fusedReduce(stream, a.body.back(), plan, code, out[0], kept))) {
     onHost(OpCode::Fused, stream, a, in, out);
     return;
   }
@@ -827,10 +838,15 @@ void reduceOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
 /// the group's elements as they read them, in the order the unfused reduce
 /// reads the stored ones, so both give the same bits.
 bool fusedReduce(Stream stream, const catalogue::FusedStep &step,
-                 const FusedPlan &plan, const FusedCode &code, Tensor &out) {
-  return launchReduce(stream, step.attrs.reduceKind,
-                      plan.values[size_t(plan.result)].storage, plan.shape,
-                      step.attrs.dims, FusedSource{code}, out);
+                 const FusedPlan &plan, const FusedCode &code, Tensor &out,
+                 Tensor *kept) {
+  const DType type = plan.values[size_t(plan.result)].storage;
+  if (kept && (kept->dtype != type || kept->shape != plan.shape))
+    throw KernelError("fused: the kept result is not the value the reduce "
+                      "reads (its type and the group's shape)");
+  return launchReduce(
+      stream, step.attrs.reduceKind, type, plan.shape, step.attrs.dims,
+      FusedSource{code, kept ? kept->data : nullptr, type}, out);
 }
 
 //===----------------------------------------------------------------------===//

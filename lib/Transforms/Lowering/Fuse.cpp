@@ -8,6 +8,9 @@
 // into each group that reads them, since recomputing them costs nothing.
 // A float reduction over adjacent dims may root a tree: the group streams
 // the tree's elements into it (a sum of squares never stores the squares).
+// The value such a reduction reads may also be read after it, outside the
+// tree: the group then keeps it, a second result stored as it is computed
+// (a gradient summed into a bias gradient and read by a GEMM).
 // The function is marked so that --emit-program runs its optimizer updates
 // in batches (the multi-tensor optimizer).
 //
@@ -90,6 +93,9 @@ struct Group {
   llvm::SetVector<Operation *> members;
   /// Broadcasts and constants copied in (they may stay in use outside).
   llvm::SmallPtrSet<Operation *, 8> copied;
+  /// A reduction root's operand, also read outside the group (after the
+  /// root): the group keeps it as a second result.
+  Operation *kept = nullptr;
 };
 } // namespace
 
@@ -134,6 +140,22 @@ static bool canJoin(Operation *def, const Group &group,
   });
 }
 
+/// Whether a reduction root may keep `def`, its operand, which is read
+/// outside the group too: every other reader comes after the root, where
+/// the group's second result will be.
+static bool canKeep(Operation *def, const Group &group,
+                    const DenseSet<Operation *> &taken) {
+  auto reduce = dyn_cast<ReduceOp>(group.root);
+  if (!reduce || reduce.getInput().getDefiningOp() != def ||
+      taken.contains(def) || !sameMarks(def, group.root) ||
+      !isElementwise(def) || shapeOf(def->getResult(0)) != groupShape(reduce))
+    return false;
+  return llvm::all_of(def->getUsers(), [&](Operation *user) {
+    return user == reduce || (user->getBlock() == reduce->getBlock() &&
+                              reduce->isBeforeInBlock(user));
+  });
+}
+
 /// The values a group reads from outside, in the order members read them.
 static SmallVector<Value> inputsOf(ArrayRef<Operation *> members,
                                    const Group &group) {
@@ -149,7 +171,7 @@ static SmallVector<Value> inputsOf(ArrayRef<Operation *> members,
 
 /// Grows the group of `root` over the ops that feed it.
 static Group growGroup(Operation *root, const DenseSet<Operation *> &taken) {
-  Group group{root, {}, {}};
+  Group group{root, {}, {}, nullptr};
   group.members.insert(root);
   // Operands and steps together stay within what a program's group holds.
   auto size = [&] {
@@ -166,8 +188,10 @@ static Group growGroup(Operation *root, const DenseSet<Operation *> &taken) {
         // A broadcast's operand stays an input that the group reads in
         // place, unless it is a splat constant.
         if (!def || group.members.contains(def) ||
-            (isa<BroadcastOp>(member) && !isSplatConstant(def)) ||
-            !canJoin(def, group, taken))
+            (isa<BroadcastOp>(member) && !isSplatConstant(def)))
+          continue;
+        bool keep = !canJoin(def, group, taken);
+        if (keep && !canKeep(def, group, taken))
           continue;
         group.members.insert(def);
         if (size() > ::par::rt::kMaxFusedValues) {
@@ -176,6 +200,8 @@ static Group growGroup(Operation *root, const DenseSet<Operation *> &taken) {
         }
         if (isa<BroadcastOp, ConstantOp>(def))
           group.copied.insert(def);
+        if (keep)
+          group.kept = def;
         grown = true;
       }
     }
@@ -231,8 +257,11 @@ static void buildGroup(Group &group) {
   SmallVector<Value> inputs = inputsOf(members, group);
   Operation *root = group.root;
   OpBuilder builder(root);
+  SmallVector<Value> yielded = {root->getResult(0)};
+  if (group.kept)
+    yielded.push_back(group.kept->getResult(0));
   auto fused = FusedOp::create(builder, root->getLoc(),
-                               root->getResult(0).getType(), inputs);
+                               ValueRange(yielded).getTypes(), inputs);
   fused->setDiscardableAttrs(root->getDiscardableAttrDictionary());
   Block *body = builder.createBlock(&fused.getBody());
   IRMapping mapping;
@@ -242,8 +271,15 @@ static void buildGroup(Group &group) {
     Operation *copy = builder.clone(*op, mapping);
     copy->setDiscardableAttrs(DictionaryAttr::get(op->getContext()));
   }
-  YieldOp::create(builder, root->getLoc(), mapping.lookup(root->getResult(0)));
-  root->getResult(0).replaceAllUsesWith(fused.getResult());
+  SmallVector<Value> values;
+  for (Value value : yielded)
+    values.push_back(mapping.lookup(value));
+  YieldOp::create(builder, root->getLoc(), values);
+  for (auto [value, result] : llvm::zip(yielded, fused.getResults()))
+    value.replaceUsesWithIf(result, [&](OpOperand &use) {
+      return !fused->isAncestor(use.getOwner()) &&
+             !group.members.contains(use.getOwner());
+    });
   for (Operation *op : llvm::reverse(members))
     if (op->use_empty())
       op->erase();
@@ -276,7 +312,9 @@ void mlir::par::inlineFusedGroups(func::FuncOp func) {
     for (Operation &op : fused.getBodyOps())
       builder.clone(op, mapping);
     auto yield = cast<YieldOp>(fused.getBody().front().getTerminator());
-    fused.getResult().replaceAllUsesWith(mapping.lookup(yield.getValue()));
+    for (auto [result, value] :
+         llvm::zip(fused.getResults(), yield.getValues()))
+      result.replaceAllUsesWith(mapping.lookup(value));
     fused.erase();
   }
 }

@@ -164,3 +164,18 @@ func.func @reduce_ints(%x: tensor<2x4xi32>) -> tensor<2xi32> {
   }
   return %r : tensor<2xi32>
 }
+
+// -----
+
+// A second result keeps what the reduce reads, nothing else.
+func.func @keep_other(%x: tensor<2x4xf32>) -> (tensor<2xf32>, tensor<2x4xf32>) {
+  // expected-error @below {{'par.fused' op may keep only the value its last op, a reduce, reads (its second result)}}
+  %r:2 = par.fused (%x) : (tensor<2x4xf32>) -> (tensor<2xf32>, tensor<2x4xf32>) {
+  ^bb0(%a: tensor<2x4xf32>):
+    %e = par.exp %a : tensor<2x4xf32>
+    %m = par.mul %e, %e : tensor<2x4xf32>
+    %s = par.reduce sum %m dims [1] : (tensor<2x4xf32>) -> tensor<2xf32>
+    par.yield %s, %e : tensor<2xf32>, tensor<2x4xf32>
+  }
+  return %r#0, %r#1 : tensor<2xf32>, tensor<2x4xf32>
+}

@@ -49,16 +49,18 @@ func.func @shared(%x: tensor<16xf32>, %y: tensor<16xf32>) -> (tensor<16xf32>, te
 
 // -----
 
-// A lone element-wise op, a reduction and a softmax stay as they are.
+// A lone element-wise op, a reduction and a softmax stay as they are (the
+// softmax reads the exponentials before the reduction: the reduction
+// cannot keep them).
 // CHECK-LABEL: func.func @alone
 // CHECK-NOT:   par.fused
 // CHECK:       par.exp
-// CHECK:       par.reduce
 // CHECK:       par.softmax
+// CHECK:       par.reduce
 func.func @alone(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<4x8xf32>) {
   %e = par.exp %x : tensor<4x8xf32>
-  %r = par.reduce sum %e dims [1] : (tensor<4x8xf32>) -> tensor<4xf32>
   %s = par.softmax %e dim 1 : tensor<4x8xf32>
+  %r = par.reduce sum %e dims [1] : (tensor<4x8xf32>) -> tensor<4xf32>
   return %r, %s : tensor<4xf32>, tensor<4x8xf32>
 }
 
@@ -136,20 +138,21 @@ func.func @bias_grad(%x: tensor<4x8x16xf32>, %b: tensor<16xf32>) -> tensor<16xf3
 
 // -----
 
-// Not ended by their reductions: a value also read elsewhere (it is the
-// root of its own group), dims that are not adjacent, integers, and a
-// reduction of an argument (nothing to fuse).
+// Not ended by their reductions: dims that are not adjacent, integers, and
+// a reduction of an argument (nothing to fuse). A value also read after
+// its reduction is kept.
 // CHECK-LABEL: func.func @unfused_reductions
-// CHECK:       %[[E:.*]] = par.fused(%arg0)
+// CHECK:       %[[R:.*]], %[[E:.*]] = par.fused(%arg0)
 // CHECK:         par.exp
 // CHECK:         par.neg
+// CHECK-NEXT:    par.reduce sum
 // CHECK-NEXT:    par.yield
-// CHECK:       par.reduce sum %[[E]] dims [1] :
 // CHECK:       %[[Q:.*]] = par.mul %arg0, %arg0
 // CHECK-NEXT:  par.reduce sum %[[Q]] dims [0, 2] :
 // CHECK:       %[[I:.*]] = par.add %arg1, %arg1
 // CHECK-NEXT:  par.reduce sum %[[I]] dims [1] :
 // CHECK:       par.reduce sum %arg0 dims [2] :
+// CHECK:       return %[[R]], %[[E]],
 func.func @unfused_reductions(%x: tensor<2x3x4xf32>, %i: tensor<2x3xi32>) -> (tensor<2x4xf32>, tensor<2x3x4xf32>, tensor<3xf32>, tensor<2xi32>, tensor<2x3xf32>) {
   %e = par.exp %x : tensor<2x3x4xf32>
   %n = par.neg %e : tensor<2x3x4xf32>
@@ -160,4 +163,34 @@ func.func @unfused_reductions(%x: tensor<2x3x4xf32>, %i: tensor<2x3xi32>) -> (te
   %ri = par.reduce sum %a dims [1] : (tensor<2x3xi32>) -> tensor<2xi32>
   %rx = par.reduce sum %x dims [2] : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
   return %r, %n, %rq, %ri, %rx : tensor<2x4xf32>, tensor<2x3x4xf32>, tensor<3xf32>, tensor<2xi32>, tensor<2x3xf32>
+}
+
+// -----
+
+// The value a reduction reads, read again after it (a bias gradient's
+// input is also the next GEMM's): the group keeps it as a second result,
+// stored as it is computed. A reader before the reduction leaves the value
+// to a group of its own.
+// CHECK-LABEL: func.func @kept
+// CHECK:       %[[S:.*]], %[[K:.*]] = par.fused(%arg0, %arg1) : (tensor<8x64xf32>, tensor<8x64xf32>) -> (tensor<64xf32>, tensor<8x64xf32>) {
+// CHECK:         %[[M:.*]] = par.mul
+// CHECK-NEXT:    %[[E:.*]] = par.exp %[[M]]
+// CHECK-NEXT:    %[[R:.*]] = par.reduce sum %[[E]] dims [0]
+// CHECK-NEXT:    par.yield %[[R]], %[[E]] : tensor<64xf32>, tensor<8x64xf32>
+// CHECK:       par.dot %[[K]], %arg2
+// CHECK:       %[[T:.*]] = par.fused(%arg0)
+// CHECK:         par.tanh
+// CHECK-NOT:     par.reduce
+// CHECK:       par.dot %[[T]], %arg2
+// CHECK:       par.reduce sum %[[T]] dims [0]
+func.func @kept(%x: tensor<8x64xf32>, %y: tensor<8x64xf32>, %w: tensor<64x32xf32>) -> (tensor<64xf32>, tensor<8x32xf32>, tensor<64xf32>, tensor<8x32xf32>) {
+  %g = par.mul %x, %y : tensor<8x64xf32>
+  %e = par.exp %g : tensor<8x64xf32>
+  %r = par.reduce sum %e dims [0] : (tensor<8x64xf32>) -> tensor<64xf32>
+  %d = par.dot %e, %w contract [1] x [0] : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+  %n = par.neg %x : tensor<8x64xf32>
+  %t = par.tanh %n : tensor<8x64xf32>
+  %d2 = par.dot %t, %w contract [1] x [0] : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+  %r2 = par.reduce sum %t dims [0] : (tensor<8x64xf32>) -> tensor<64xf32>
+  return %r, %d, %r2, %d2 : tensor<64xf32>, tensor<8x32xf32>, tensor<64xf32>, tensor<8x32xf32>
 }

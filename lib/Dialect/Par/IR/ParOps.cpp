@@ -273,13 +273,26 @@ LogicalResult FusedOp::verifyRegions() {
   auto yield = dyn_cast<YieldOp>(block.getTerminator());
   if (!yield)
     return emitOpError() << "body must end in 'par.yield'";
-  if (yield.getValue().getType() != getResult().getType())
-    return emitOpError() << "yields " << yield.getValue().getType()
-                         << " but the result has type "
-                         << getResult().getType();
+  if (getNumResults() < 1 || getNumResults() > 2 ||
+      yield.getValues().size() != getNumResults())
+    return emitOpError() << "has " << getNumResults() << " results and yields "
+                         << yield.getValues().size()
+                         << " values: it makes one result, or two when it "
+                            "keeps what its reduce reads";
+  for (auto [i, value, result] :
+       llvm::enumerate(yield.getValues(), getResults()))
+    if (value.getType() != result.getType())
+      return emitOpError() << "yields " << value.getType() << " but the "
+                           << (i == 0 ? "result" : "kept value") << " has type "
+                           << result.getType();
   Operation *last = yield->getPrevNode();
-  if (!last || yield.getValue().getDefiningOp() != last)
+  if (!last || yield.getValues()[0].getDefiningOp() != last)
     return emitOpError() << "must yield the value of the last op of its body";
+  if (getNumResults() == 2 &&
+      (!isa<ReduceOp>(last) ||
+       yield.getValues()[1] != cast<ReduceOp>(last).getInput()))
+    return emitOpError() << "may keep only the value its last op, a reduce, "
+                            "reads (its second result)";
   if (isa<BroadcastOp, ConstantOp>(last))
     return emitOpError() << "must compute its result with an element-wise "
                             "op, not yield a '"

@@ -1019,9 +1019,14 @@ def Par_FusedOp : Par_Op<"fused", [Pure, IsolatedFromAbove, Par_InPlace,
       par.yield %s : tensor<8xf32>
     }
     ```
+
+    A group that ends in a reduce may also keep the value the reduce reads:
+    its second result, stored as the group computes it (a gradient that
+    is both summed into a bias gradient and read by a GEMM is computed and
+    read once). It then yields the reduce's value and that value.
   }];
   let arguments = (ins Variadic<Par_AnyTensor>:$inputs);
-  let results = (outs Par_AnyTensor:$result);
+  let results = (outs Par_AnyTensor:$result, Optional<Par_AnyTensor>:$kept);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     `(` $inputs `)` attr-dict `:` functional-type($inputs, results) $body
@@ -1036,15 +1041,17 @@ def Par_FusedOp : Par_Op<"fused", [Pure, IsolatedFromAbove, Par_InPlace,
     /// Whether the group ends in a reduction (its shape is then not its
     /// result's).
     bool isReduction();
+    /// Whether it keeps the value its reduction reads (`kept`).
+    bool keepsReducedValue() { return getNumResults() == 2; }
   }];
 }
 
 def Par_YieldOp : Par_Op<"yield", [Pure, Terminator,
     HasParent<"FusedOp">]> {
   let inProgram = 0;
-  let summary = "the value a fused group makes";
-  let arguments = (ins Par_AnyTensor:$value);
-  let assemblyFormat = "$value attr-dict `:` type($value)";
+  let summary = "the values a fused group makes";
+  let arguments = (ins Variadic<Par_AnyTensor>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
 }
 
 //===----------------------------------------------------------------------===//
