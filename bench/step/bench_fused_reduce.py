@@ -5,8 +5,8 @@ Four groups over a rows x cols f32 tensor x and a bias b of cols:
   rows:    sum over each row of (x + b)^2     (layer norm's backward sums)
   columns: sum over the rows of x * b         (a gain or bias gradient)
   all:     sum of x^2 over every element      (clipping's sum of squares)
-  kept:    columns, with x * b returned too   (a gradient summed into a bias
-           gradient and read again: the group keeps it, a second result)
+  kept:    sum over each row of x * b, with x * b returned too (read
+           again after the sum: the group keeps it, a second result)
 Each is compiled by par-opt with and without --par-fuse and run by par-run
 (one rank) for --steps steps; the three programs alternate --rounds times
 and the median round is kept. Printed per group and size: the median step
@@ -16,6 +16,7 @@ planned peak. Fused and unfused results must be equal bit for bit (the
 script compares par-run's dumps and says so).
 
   bench_fused_reduce.py [--build build] [--steps 30] [--rounds 3] [--sizes 512x1024,2048x4096]
+                        [--groups rows,columns,all,kept]
 """
 import argparse
 import os
@@ -35,7 +36,7 @@ GROUPS = {
                 BROADCAST + "%q = par.mul %x, %bb : {T}"),
     "all": ("dims [0, 1]", lambda r, c: "tensor<f32>",
             "%q = par.mul %x, %x : {T}"),
-    "kept": ("dims [0]", lambda r, c: f"tensor<{c}xf32>",
+    "kept": ("dims [1]", lambda r, c: f"tensor<{r}xf32>",
              BROADCAST + "%q = par.mul %x, %bb : {T}"),
 }
 
@@ -54,7 +55,7 @@ def module(group, rows, cols):
 
 def unfused_bytes(group, rows, cols):
     """Bytes the unfused ops read and write (f32), and the fused group's."""
-    n, result = rows * cols * 4, {"rows": rows, "columns": cols, "kept": cols, "all": 1}[group] * 4
+    n, result = rows * cols * 4, {"rows": rows, "columns": cols, "kept": rows, "all": 1}[group] * 4
     bias = cols * 4
     if group == "rows":   # broadcast, add, mul, reduce
         unfused = (bias + n) + (3 * n) + (2 * n) + (n + result)
@@ -85,6 +86,7 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--sizes", default="512x1024,2048x4096")
+    ap.add_argument("--groups", default=",".join(GROUPS))
     a = ap.parse_args()
     par_opt = os.path.join(a.build, "bin", "par-opt")
     par_run = os.path.join(a.build, "bin", "par-run")
@@ -94,7 +96,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         for size in a.sizes.split(","):
             rows, cols = (int(v) for v in size.split("x"))
-            for group in GROUPS:
+            for group in a.groups.split(","):
                 src = os.path.join(work, f"{group}.mlir")
                 with open(src, "w") as f:
                     f.write(module(group, rows, cols))

@@ -428,6 +428,10 @@ void checkFusedReduce(const Reader &r,
 void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
                 const std::string &where) {
   const std::vector<catalogue::FusedStep> &steps = inst.attrs.body;
+  for (size_t j = 0; j + 1 < steps.size(); ++j)
+    if (steps[j].op == catalogue::OpCode::Reduce)
+      r.fail(at(where + ".attrs.body", j) + ".op",
+             "a reduce in a fused group must be its last step");
   const bool reducing =
       !steps.empty() && steps.back().op == catalogue::OpCode::Reduce;
   if (inst.results.size() != 1 && !(reducing && inst.results.size() == 2))
@@ -440,10 +444,6 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
     r.fail(where, "a fused group holds at most " +
                       std::to_string(kMaxFusedValues) +
                       " values (operands and steps)");
-  for (size_t j = 0; j + 1 < steps.size(); ++j)
-    if (steps[j].op == catalogue::OpCode::Reduce)
-      r.fail(at(where + ".attrs.body", j) + ".op",
-             "a reduce in a fused group must be its last step");
   const bool reduction = steps.back().op == catalogue::OpCode::Reduce;
   const Shape &shape = reduction ? steps.back().shape : out.shape;
   // Per value: its element type, and whether it may be read element by

@@ -65,8 +65,10 @@ def reduce_mutants():
         "a reduce ending a fused group reads the value of the element-wise step before it"
     yield "reduce-type", last(dtype="f64"), \
         "a reduce in a fused group reads and makes floats of one element type"
-    yield "kept-not-value", lambda inst: inst["results"].append(inst["results"][0]), \
+    yield "kept-not-value", lambda inst: inst["results"].__setitem__(1, inst["results"][0]), \
         "the second result keeps the value the reduce reads: a f32 tensor of shape 8x64, not f32 8"
+    yield "three-results", lambda inst: inst["results"].append(inst["results"][0]), \
+        "has 3 results, expected 1 to 2"
 
 
 def main():

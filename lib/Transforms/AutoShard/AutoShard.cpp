@@ -484,8 +484,10 @@ void Planner::markFusion() {
   auto nodeOf = [&](Operation *op) -> Node & {
     return nodes[tensors[tensorOf.lookup(op->getResult(0))].node];
   };
+  llvm::SmallPtrSet<Operation *, 16> roots;
   for (auto [g, group] :
        llvm::enumerate(fusionGroups(func.getBody().front()))) {
+    roots.insert(group.root);
     for (Operation *member : group.members) {
       Node &node = nodeOf(member);
       node.group = int32_t(g);
@@ -501,10 +503,15 @@ void Planner::markFusion() {
         return !use.byOp() ||
                !llvm::is_contained(tensor.registerIn, nodes[use.node].group);
       });
+  // A group runs one kernel, at its root: a member whose value the group
+  // also stores (what a reduction keeps) runs none of its own.
   for (Node &node : nodes)
     if (node.op)
-      node.ownKernel = llvm::any_of(
-          node.outputs, [&](int32_t t) { return tensors[t].materialized; });
+      node.ownKernel = node.group >= 0
+                           ? roots.contains(node.op)
+                           : llvm::any_of(node.outputs, [&](int32_t t) {
+                               return tensors[t].materialized;
+                             });
 }
 
 void Planner::cluster() {

@@ -50,15 +50,10 @@ static ArrayRef<int64_t> shapeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getShape();
 }
 
-/// Whether `op` is a reduction a group may end in: of floats, over dims
-/// that are adjacent but for dims of size 1 (the runtime then streams the
-/// group's elements through the reduction's own order), of a value an
-/// element-wise op computes.
-static bool isFusibleReduce(Operation *op) {
-  auto reduce = dyn_cast<ReduceOp>(op);
-  if (!reduce || !isa<FloatType>(getElementTypeOrSelf(reduce.getInput())) ||
-      !isElementwise(reduce.getInput().getDefiningOp()))
-    return false;
+/// The dims of size > 1 a reduction reduces, as [first, last] when they
+/// are adjacent but for dims of size 1; nullopt otherwise.
+static std::optional<std::pair<int64_t, int64_t>>
+reducedBlock(ReduceOp reduce) {
   ArrayRef<int64_t> shape = shapeOf(reduce.getInput());
   SmallVector<bool> reduced(shape.size(), false);
   for (int64_t d : reduce.getDims())
@@ -71,11 +66,32 @@ static bool isFusibleReduce(Operation *op) {
       last = int64_t(d);
     }
   if (first < 0)
-    return false;
+    return std::nullopt;
   for (int64_t d = first; d <= last; ++d)
     if (!reduced[size_t(d)] && shape[size_t(d)] != 1)
-      return false;
-  return true;
+      return std::nullopt;
+  return std::make_pair(first, last);
+}
+
+/// Whether `op` is a reduction a group may end in: of floats, over dims
+/// that are adjacent but for dims of size 1 (the runtime then streams the
+/// group's elements through the reduction's own order), of a value an
+/// element-wise op computes.
+static bool isFusibleReduce(Operation *op) {
+  auto reduce = dyn_cast<ReduceOp>(op);
+  return reduce && isa<FloatType>(getElementTypeOrSelf(reduce.getInput())) &&
+         isElementwise(reduce.getInput().getDefiningOp()) &&
+         reducedBlock(reduce);
+}
+
+/// Whether a reduction runs along rows: its reduced dims end the shape
+/// (but for dims of size 1), so the elements it reads one after another
+/// are stored one after another.
+static bool reducesRows(ReduceOp reduce) {
+  auto block = reducedBlock(reduce);
+  ArrayRef<int64_t> shape = shapeOf(reduce.getInput());
+  return block && llvm::all_of(shape.drop_front(block->second + 1),
+                               [](int64_t size) { return size == 1; });
 }
 
 /// The shape a group rooted at `root` computes: the root's result, or what
@@ -142,13 +158,18 @@ static bool canJoin(Operation *def, const Group &group,
 
 /// Whether a reduction root may keep `def`, its operand, which is read
 /// outside the group too: every other reader comes after the root, where
-/// the group's second result will be.
+/// the group's second result will be. Only a reduction along rows keeps:
+/// one over leading dims (columns) reads each row's piece in turn, so its
+/// stores would be scattered (on the CPU it ran no faster kept than
+/// unfused; on a GPU the reduction's threads would each write a different
+/// row).
 static bool canKeep(Operation *def, const Group &group,
                     const DenseSet<Operation *> &taken) {
   auto reduce = dyn_cast<ReduceOp>(group.root);
-  if (!reduce || reduce.getInput().getDefiningOp() != def ||
-      taken.contains(def) || !sameMarks(def, group.root) ||
-      !isElementwise(def) || shapeOf(def->getResult(0)) != groupShape(reduce))
+  if (!reduce || !reducesRows(reduce) ||
+      reduce.getInput().getDefiningOp() != def || taken.contains(def) ||
+      !sameMarks(def, group.root) || !isElementwise(def) ||
+      shapeOf(def->getResult(0)) != groupShape(reduce))
     return false;
   return llvm::all_of(def->getUsers(), [&](Operation *user) {
     return user == reduce || (user->getBlock() == reduce->getBlock() &&

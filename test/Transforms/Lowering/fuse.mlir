@@ -138,15 +138,16 @@ func.func @bias_grad(%x: tensor<4x8x16xf32>, %b: tensor<16xf32>) -> tensor<16xf3
 
 // -----
 
-// Not ended by their reductions: dims that are not adjacent, integers, and
-// a reduction of an argument (nothing to fuse). A value also read after
-// its reduction is kept.
+// Not ended by their reductions: a value also read elsewhere (it is the
+// root of its own group; a reduction over a middle dim does not keep it),
+// dims that are not adjacent, integers, and a reduction of an argument
+// (nothing to fuse).
 // CHECK-LABEL: func.func @unfused_reductions
-// CHECK:       %[[R:.*]], %[[E:.*]] = par.fused(%arg0)
+// CHECK:       %[[E:.*]] = par.fused(%arg0)
 // CHECK:         par.exp
 // CHECK:         par.neg
-// CHECK-NEXT:    par.reduce sum
 // CHECK-NEXT:    par.yield
+// CHECK:       %[[R:.*]] = par.reduce sum %[[E]] dims [1] :
 // CHECK:       %[[Q:.*]] = par.mul %arg0, %arg0
 // CHECK-NEXT:  par.reduce sum %[[Q]] dims [0, 2] :
 // CHECK:       %[[I:.*]] = par.add %arg1, %arg1
@@ -167,30 +168,37 @@ func.func @unfused_reductions(%x: tensor<2x3x4xf32>, %i: tensor<2x3xi32>) -> (te
 
 // -----
 
-// The value a reduction reads, read again after it (a bias gradient's
-// input is also the next GEMM's): the group keeps it as a second result,
-// stored as it is computed. A reader before the reduction leaves the value
-// to a group of its own.
+// The value a reduction along rows reads, read again after it (a layer
+// norm's backward sum of a value the next op reads too): the group keeps
+// it as a second result, stored as it is computed. A reader before the
+// reduction leaves the value to a group of its own, and a reduction over
+// leading dims (a bias gradient) does not keep.
 // CHECK-LABEL: func.func @kept
-// CHECK:       %[[S:.*]], %[[K:.*]] = par.fused(%arg0, %arg1) : (tensor<8x64xf32>, tensor<8x64xf32>) -> (tensor<64xf32>, tensor<8x64xf32>) {
+// CHECK:       %[[S:.*]], %[[K:.*]] = par.fused(%arg0, %arg1) : (tensor<8x64xf32>, tensor<8x64xf32>) -> (tensor<8xf32>, tensor<8x64xf32>) {
 // CHECK:         %[[M:.*]] = par.mul
 // CHECK-NEXT:    %[[E:.*]] = par.exp %[[M]]
-// CHECK-NEXT:    %[[R:.*]] = par.reduce sum %[[E]] dims [0]
-// CHECK-NEXT:    par.yield %[[R]], %[[E]] : tensor<64xf32>, tensor<8x64xf32>
+// CHECK-NEXT:    %[[R:.*]] = par.reduce sum %[[E]] dims [1]
+// CHECK-NEXT:    par.yield %[[R]], %[[E]] : tensor<8xf32>, tensor<8x64xf32>
 // CHECK:       par.dot %[[K]], %arg2
 // CHECK:       %[[T:.*]] = par.fused(%arg0)
 // CHECK:         par.tanh
 // CHECK-NOT:     par.reduce
 // CHECK:       par.dot %[[T]], %arg2
-// CHECK:       par.reduce sum %[[T]] dims [0]
-func.func @kept(%x: tensor<8x64xf32>, %y: tensor<8x64xf32>, %w: tensor<64x32xf32>) -> (tensor<64xf32>, tensor<8x32xf32>, tensor<64xf32>, tensor<8x32xf32>) {
+// CHECK:       par.reduce sum %[[T]] dims [1]
+// CHECK:       %[[C:.*]] = par.sub %arg0, %arg1
+// CHECK-NEXT:  par.reduce sum %[[C]] dims [0]
+// CHECK:       par.dot %[[C]], %arg2
+func.func @kept(%x: tensor<8x64xf32>, %y: tensor<8x64xf32>, %w: tensor<64x32xf32>) -> (tensor<8xf32>, tensor<8x32xf32>, tensor<8xf32>, tensor<8x32xf32>, tensor<64xf32>, tensor<8x32xf32>) {
   %g = par.mul %x, %y : tensor<8x64xf32>
   %e = par.exp %g : tensor<8x64xf32>
-  %r = par.reduce sum %e dims [0] : (tensor<8x64xf32>) -> tensor<64xf32>
+  %r = par.reduce sum %e dims [1] : (tensor<8x64xf32>) -> tensor<8xf32>
   %d = par.dot %e, %w contract [1] x [0] : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
   %n = par.neg %x : tensor<8x64xf32>
   %t = par.tanh %n : tensor<8x64xf32>
   %d2 = par.dot %t, %w contract [1] x [0] : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
-  %r2 = par.reduce sum %t dims [0] : (tensor<8x64xf32>) -> tensor<64xf32>
-  return %r, %d, %r2, %d2 : tensor<64xf32>, tensor<8x32xf32>, tensor<64xf32>, tensor<8x32xf32>
+  %r2 = par.reduce sum %t dims [1] : (tensor<8x64xf32>) -> tensor<8xf32>
+  %c = par.sub %x, %y : tensor<8x64xf32>
+  %r3 = par.reduce sum %c dims [0] : (tensor<8x64xf32>) -> tensor<64xf32>
+  %d3 = par.dot %c, %w contract [1] x [0] : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+  return %r, %d, %r2, %d2, %r3, %d3 : tensor<8xf32>, tensor<8x32xf32>, tensor<8xf32>, tensor<8x32xf32>, tensor<64xf32>, tensor<8x32xf32>
 }

@@ -1021,9 +1021,10 @@ def Par_FusedOp : Par_Op<"fused", [Pure, IsolatedFromAbove, Par_InPlace,
     ```
 
     A group that ends in a reduce may also keep the value the reduce reads:
-    its second result, stored as the group computes it (a gradient that
-    is both summed into a bias gradient and read by a GEMM is computed and
-    read once). It then yields the reduce's value and that value.
+    its second result, stored as the group computes it, so a value that is
+    both reduced and read again is computed and read once. It then yields
+    the reduce's value and that value. (`--par-fuse` keeps values only for
+    reductions along rows.)
   }];
   let arguments = (ins Variadic<Par_AnyTensor>:$inputs);
   let results = (outs Par_AnyTensor:$result, Optional<Par_AnyTensor>:$kept);
