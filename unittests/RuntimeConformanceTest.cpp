@@ -100,6 +100,17 @@ Case elementwise(DType t, std::mt19937 &rng, int operands, double lo,
   return c;
 }
 
+/// Appends a step of `op` reading `args` and making `type` to the fused
+/// group of `c`; the step, for its own attributes.
+par::catalogue::FusedStep *addStep(Case &c, OpCode op,
+                                   std::vector<int64_t> args, DType type) {
+  par::catalogue::FusedStep &s = c.attrs.body.emplace_back();
+  s.op = op;
+  s.args = std::move(args);
+  s.dtype = int(type);
+  return &s;
+}
+
 /// A case for every compute op of the catalogue.
 std::map<OpCode, CaseBuilder> cases() {
   std::map<OpCode, CaseBuilder> m;
@@ -152,12 +163,7 @@ std::map<OpCode, CaseBuilder> cases() {
     Case c;
     c.in = {values(t, {5, 7}, rng, -2, 2), values(t, {7}, rng, -2, 2)};
     auto step = [&](OpCode op, std::vector<int64_t> args, DType type) {
-      par::catalogue::FusedStep s;
-      s.op = op;
-      s.args = std::move(args);
-      s.dtype = int(type);
-      c.attrs.body.push_back(s);
-      return &c.attrs.body.back();
+      return addStep(c, op, std::move(args), type);
     };
     step(OpCode::Broadcast, {1}, t)->attrs.dims = {1}; // 2
     step(OpCode::Constant, {}, t)->attrs.value = {2};  // 3
@@ -624,12 +630,7 @@ TEST_P(Conformance, FusedReductionsMatch) {
       c.in = {values(t, s.shape, rng, -2, 2),
               values(t, {s.shape.back()}, rng, -2, 2)};
       auto step = [&](OpCode op, std::vector<int64_t> args) {
-        par::catalogue::FusedStep f;
-        f.op = op;
-        f.args = std::move(args);
-        f.dtype = int(t);
-        c.attrs.body.push_back(f);
-        return &c.attrs.body.back();
+        return addStep(c, op, std::move(args), t);
       };
       step(OpCode::Broadcast, {1})->attrs.dims = {int64_t(s.shape.size()) -
                                                   1}; // 2

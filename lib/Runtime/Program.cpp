@@ -432,9 +432,8 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
     if (steps[j].op == catalogue::OpCode::Reduce)
       r.fail(at(where + ".attrs.body", j) + ".op",
              "a reduce in a fused group must be its last step");
-  const bool reducing =
-      !steps.empty() && steps.back().op == catalogue::OpCode::Reduce;
-  if (inst.results.size() != 1 && !(reducing && inst.results.size() == 2))
+  const bool reduction = endsInReduce(steps);
+  if (inst.results.size() != 1 && !(reduction && inst.results.size() == 2))
     r.fail(where + ".results",
            "a fused group writes one result (or two when it ends in a "
            "reduce and keeps the value the reduce reads)");
@@ -444,7 +443,6 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
     r.fail(where, "a fused group holds at most " +
                       std::to_string(kMaxFusedValues) +
                       " values (operands and steps)");
-  const bool reduction = steps.back().op == catalogue::OpCode::Reduce;
   const Shape &shape = reduction ? steps.back().shape : out.shape;
   // Per value: its element type, and whether it may be read element by
   // element at the group's shape (operands of that shape, every step but
@@ -1296,8 +1294,7 @@ Program programOf(const nlohmann::json &doc, const std::string &path) {
         // A fused group that ends in a reduction reads many elements for
         // each it writes.
         bool reduces = writer.op == catalogue::OpCode::Fused &&
-                       !writer.attrs.body.empty() &&
-                       writer.attrs.body.back().op == catalogue::OpCode::Reduce;
+                       endsInReduce(writer.attrs.body);
         if (reads && (!writesInPlace(writer.op) || reduces))
           r.fail(bw, std::string("instruction ") +
                          std::to_string(buf.firstUse) + " (" +

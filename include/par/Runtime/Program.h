@@ -90,6 +90,12 @@ inline bool fusibleStep(catalogue::OpCode op) {
          op == catalogue::OpCode::Broadcast ||
          op == catalogue::OpCode::Constant;
 }
+/// Whether a fused group's steps end in a reduce (the group's shape is
+/// then what the reduce reads, and it may keep that value as a second
+/// result).
+inline bool endsInReduce(const std::vector<catalogue::FusedStep> &steps) {
+  return !steps.empty() && steps.back().op == catalogue::OpCode::Reduce;
+}
 /// Whether element-wise `op` is defined on integer elements (the unary
 /// kernels refuse the transcendental ones on integers).
 bool fusibleOnIntegers(catalogue::OpCode op);

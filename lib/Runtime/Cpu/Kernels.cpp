@@ -1767,7 +1767,7 @@ FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
     fail(op, "holds more than " + std::to_string(kMaxFusedValues) + " values");
   FusedPlan plan;
   plan.numInputs = int64_t(inputs.size());
-  const bool reduces = steps.back().op == catalogue::OpCode::Reduce;
+  const bool reduces = endsInReduce(steps);
   plan.shape = reduces ? steps.back().shape : out.shape;
   if (reduces) {
     int64_t elements = 1;

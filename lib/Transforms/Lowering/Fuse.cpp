@@ -8,9 +8,9 @@
 // into each group that reads them, since recomputing them costs nothing.
 // A float reduction over adjacent dims may root a tree: the group streams
 // the tree's elements into it (a sum of squares never stores the squares).
-// The value such a reduction reads may also be read after it, outside the
-// tree: the group then keeps it, a second result stored as it is computed
-// (a gradient summed into a bias gradient and read by a GEMM).
+// The value a reduction along rows reads may also be read after it,
+// outside the tree: the group then keeps it, a second result stored as it
+// is computed.
 // The function is marked so that --emit-program runs its optimizer updates
 // in batches (the multi-tensor optimizer).
 //

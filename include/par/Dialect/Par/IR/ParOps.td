@@ -1042,8 +1042,6 @@ def Par_FusedOp : Par_Op<"fused", [Pure, IsolatedFromAbove, Par_InPlace,
     /// Whether the group ends in a reduction (its shape is then not its
     /// result's).
     bool isReduction();
-    /// Whether it keeps the value its reduction reads (`kept`).
-    bool keepsReducedValue() { return getNumResults() == 2; }
   }];
 }
 
