@@ -2406,6 +2406,10 @@ TEST(FusedKernel, RejectsMalformedReductions) {
   FusedStep wrongShape = red;
   wrongShape.shape = {4, 7};
   EXPECT_THROW(run(wrongShape, {4}), KernelError);
+  // A shape past 2^40 elements.
+  FusedStep huge = red;
+  huge.shape = {int64_t(1) << 30, int64_t(1) << 30};
+  EXPECT_THROW(run(huge, {4}), KernelError);
   // A dim outside the shape.
   FusedStep wrongDim = red;
   wrongDim.attrs.dims = {2};

@@ -69,6 +69,17 @@ def reduce_mutants():
         "the second result keeps the value the reduce reads: a f32 tensor of shape 8x64, not f32 8"
     yield "three-results", lambda inst: inst["results"].append(inst["results"][0]), \
         "has 3 results, expected 1 to 2"
+    yield "reduce-huge-shape", last(shape=[1 << 30, 1 << 30]), "has more than 2^40 elements"
+
+    def kept_in_place(inst, buffers):
+        # The kept result takes the memory of the operand of its shape,
+        # which dies at the group: a reduction may not write over it.
+        kept = buffers[inst["results"][1]]
+        operand = next(o for o in inst["operands"]
+                       if buffers[o]["bytes"] == kept["bytes"])
+        kept["reuses"] = operand
+        kept["offset"] = buffers[operand]["offset"]
+    yield "kept-in-place", kept_in_place, "cannot write over its own operand"
 
 
 def main():
@@ -83,7 +94,11 @@ def main():
     bad = 0
     for name, fn, expect in (reduce_mutants() if reductions else mutants()):
         d = copy.deepcopy(doc)
-        fn(d["rank_classes"][0]["instructions"][k])
+        rc = d["rank_classes"][0]
+        if fn.__code__.co_argcount == 2:  # also edits the buffers
+            fn(rc["instructions"][k], rc["buffers"])
+        else:
+            fn(rc["instructions"][k])
         for s in d["rank_classes"][0]["instructions"][k]["attrs"].get("body", []):
             if s.get("splat", 0) is None:
                 s.pop("splat")

@@ -179,3 +179,31 @@ func.func @keep_other(%x: tensor<2x4xf32>) -> (tensor<2xf32>, tensor<2x4xf32>) {
   }
   return %r#0, %r#1 : tensor<2xf32>, tensor<2x4xf32>
 }
+
+// -----
+
+// As many results as yielded values.
+func.func @yield_count(%x: tensor<2x4xf32>) -> tensor<2xf32> {
+  // expected-error @below {{'par.fused' op has 1 results and yields 2 values: it makes one result, or two when it keeps what its reduce reads}}
+  %r = par.fused (%x) : (tensor<2x4xf32>) -> tensor<2xf32> {
+  ^bb0(%a: tensor<2x4xf32>):
+    %m = par.mul %a, %a : tensor<2x4xf32>
+    %s = par.reduce sum %m dims [1] : (tensor<2x4xf32>) -> tensor<2xf32>
+    par.yield %s, %m : tensor<2xf32>, tensor<2x4xf32>
+  }
+  return %r : tensor<2xf32>
+}
+
+// -----
+
+// The kept result has the kept value's type.
+func.func @kept_type(%x: tensor<2x4xf32>) -> (tensor<2xf32>, tensor<4x2xf32>) {
+  // expected-error @below {{'par.fused' op yields 'tensor<2x4xf32>' but the kept value has type 'tensor<4x2xf32>'}}
+  %r:2 = par.fused (%x) : (tensor<2x4xf32>) -> (tensor<2xf32>, tensor<4x2xf32>) {
+  ^bb0(%a: tensor<2x4xf32>):
+    %m = par.mul %a, %a : tensor<2x4xf32>
+    %s = par.reduce sum %m dims [1] : (tensor<2x4xf32>) -> tensor<2xf32>
+    par.yield %s, %m : tensor<2xf32>, tensor<2x4xf32>
+  }
+  return %r#0, %r#1 : tensor<2xf32>, tensor<4x2xf32>
+}
