@@ -318,7 +318,8 @@ HardwareProfile::axisLevels(const std::vector<int64_t> &axisSizes) const {
 
 double HardwareProfile::collectiveSeconds(CollectiveKind kind,
                                           int64_t groupSize, size_t level,
-                                          double bytes) const {
+                                          double bytes,
+                                          double latencyShare) const {
   if (groupSize <= 1)
     return 0;
   if (level >= links.size())
@@ -330,7 +331,8 @@ double HardwareProfile::collectiveSeconds(CollectiveKind kind,
   double factor = algorithmFactors.at(kind);
   // A ring takes n - 1 steps per pass; an all-reduce makes two passes.
   double steps = (kind == CollectiveKind::AllReduce ? 2 : 1) * (n - 1);
-  return steps * link.latency + factor * (n - 1) / n * bytes / link.bandwidth;
+  return steps * link.latency * latencyShare +
+         factor * (n - 1) / n * bytes / link.bandwidth;
 }
 
 } // namespace par::rt

@@ -84,9 +84,10 @@ struct HardwareProfile {
   /// Seconds a ring collective of `kind` over `groupSize` devices on link
   /// `level` takes for a buffer of `bytes` per device: a latency per ring
   /// step plus factor * (n-1)/n * bytes over the bandwidth. 0 for a group
-  /// of one.
-  double collectiveSeconds(CollectiveKind kind, int64_t groupSize,
-                           size_t level, double bytes) const;
+  /// of one. `latencyShare` of the latency is counted: a collective that
+  /// travels in a bucket with others pays its share of the bucket's.
+  double collectiveSeconds(CollectiveKind kind, int64_t groupSize, size_t level,
+                           double bytes, double latencyShare = 1.0) const;
 };
 
 /// Parses a profile; `source` names it in errors ("h100.json: links[1].

@@ -19,6 +19,17 @@
 
 namespace mlir::par {
 
+/// A bucket a collective travels in: the step's bucket size
+/// (par.bucket_bytes) and the rank of the value (a gradient, or a
+/// parameter's shard).
+struct Bucket {
+  int64_t bytes = 0;
+  int64_t rank = 1;
+  /// What travels in it: the value's gathers (a parameter) or its
+  /// reductions (a gradient).
+  bool gathers = false;
+};
+
 /// A hardware profile bound to the axes of one mesh: which link level each
 /// axis's groups span.
 class MachineModel {
@@ -53,10 +64,28 @@ public:
   /// rank sends `sentBytes`. Groups that span several axes run at the
   /// slowest level among them. An all_slice sends nothing: each device
   /// copies its piece of the buffer, priced as a memory-bound op.
+  /// `latencyShare` of a ring collective's latency is counted (one in a
+  /// bucket pays its share of the bucket's).
   double collectiveSeconds(StringRef name, ArrayRef<int32_t> axes,
-                           double bufferBytes, double sentBytes) const;
+                           double bufferBytes, double sentBytes,
+                           double latencyShare = 1.0) const;
   /// Seconds of every step of a planned reshard (reshardCost's steps).
-  double reshardSeconds(const ReshardCost &cost) const;
+  /// With `bucket`, a value of that rank whose reductions (a gradient) or
+  /// gathers (a parameter) travel in the step's buckets
+  /// (--par-combine-collectives).
+  double reshardSeconds(const ReshardCost &cost,
+                        const Bucket *bucket = nullptr) const;
+  /// Seconds of a collective (all_reduce, reduce_scatter, all_gather) of
+  /// `bufferBytes` per device over `axes` when it travels in `bucket`
+  /// (--par-combine-collectives): its share of the bucket's latency, by
+  /// its bytes, its bandwidth, and the copies that pack it into the bucket
+  /// and cut it out again (reshaped, concatenated, sliced, reshaped back).
+  /// One as large as the bucket travels alone, as a plain collective.
+  /// A gather or reduce-scatter along an inner dim (`innerDim`) is
+  /// transposed too.
+  double bucketedSeconds(StringRef name, ArrayRef<int32_t> axes,
+                         double bufferBytes, double sentBytes,
+                         const Bucket &bucket, bool innerDim = false) const;
 
 private:
   ::par::rt::HardwareProfile hw;

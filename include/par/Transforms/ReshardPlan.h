@@ -112,6 +112,10 @@ struct ReshardCost {
     ReshardStepKind kind;
     llvm::SmallVector<int32_t, 2> axes;
     int64_t group = 1, bufferBytes = 0, sentBytes = 0;
+    /// A gather or reduce-scatter along a dim with dims of more than one
+    /// element before it (a bucket packs shards as rows, so the value is
+    /// transposed into them, or its result back).
+    bool innerDim = false;
   };
   llvm::SmallVector<Step, 2> steps;
 };

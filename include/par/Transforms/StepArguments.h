@@ -30,6 +30,13 @@ bool isParameter(func::FuncOp func, unsigned index);
 /// read (tokens, targets).
 SmallVector<BlockArgument> dataArguments(func::FuncOp func);
 
+/// The dim a ZeRO stage splits a parameter of `localShape` (its
+/// per-device shape before) over a data axis of `n` devices: the one that
+/// leaves the fewest elements per device (ceil(local / n) times the other
+/// dims), the first on a tie (so a dim that divides wins), among the dims
+/// with at least n elements and more than one; -1 when none has.
+int64_t zeroShardDim(ArrayRef<int64_t> localShape, int64_t n);
+
 /// Whether `value` is a 0-d tensor broadcast to a shape (a factor the step
 /// multiplies a gradient by).
 bool isScalarBroadcast(Value value);

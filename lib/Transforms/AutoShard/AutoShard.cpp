@@ -78,6 +78,10 @@ struct Tensor {
   bool parameter = false, activation = false;
   /// An argument some op's result is the gradient of (par.gradient_of).
   bool hasGradient = false;
+  /// Where the step has buckets (par.bucket_bytes), what travels in them
+  /// with others' (--par-combine-collectives): a gradient's reductions, a
+  /// parameter's (or its working copy's) gathers.
+  bool gradient = false, gatheredInBuckets = false;
   /// Planned for a fused program: the groups of --par-fuse (indices) that
   /// read it as a register, and whether it still goes through memory (a
   /// reader outside those groups, or a result of the function).
@@ -103,6 +107,8 @@ struct Node {
   OpWork work;
   Type elementType;
   SmallVector<int32_t> inputs, outputs; // tensor ids (-1: not a tensor)
+  /// Per input, the share of it one run reads (getReadShare).
+  SmallVector<double> readShare;
   /// The axes each factor (each dim, for an argument) is split over so far.
   SmallVector<Axes> factorAxes;
   /// Candidates for the axis being placed: -1 (none) or a factor.
@@ -224,8 +230,14 @@ struct Footprint {
     int64_t zeroWeights = 0, zeroGradients = 0, zeroStates = 0;
   };
   SmallVector<Device, 1> devices{Device()};
-  /// The stage-3 all-gathers of the weights, forward and backward.
-  double gatherSeconds = 0;
+  /// What a ZeRO stage changes in the step's time, for the weights it
+  /// divides. Every stage (`shardSeconds`): a gradient reduce-scattered
+  /// instead of all-reduced, its update on a shard instead of the whole;
+  /// or, where the plan already updates a shard (and gathers the result),
+  /// that gather gone. Stages 1 and 2 (`updateGatherSeconds`): the updated
+  /// shards gathered, in buckets. Stage 3 (`gatherSeconds`): the weights
+  /// gathered before their uses, forward and backward.
+  double shardSeconds = 0, updateGatherSeconds = 0, gatherSeconds = 0;
   int64_t dataSize = 1;
 
   int64_t bytes(int64_t stage) const {
@@ -244,7 +256,9 @@ struct Footprint {
     return most;
   }
   double extraSeconds(int64_t stage) const {
-    return stage >= 3 ? gatherSeconds : 0;
+    if (stage <= 0)
+      return 0;
+    return shardSeconds + (stage >= 3 ? gatherSeconds : updateGatherSeconds);
   }
 };
 
@@ -336,6 +350,8 @@ private:
   std::vector<SmallVector<int32_t, 1>> updates;
   llvm::DenseMap<Value, int32_t> tensorOf;
   ReshardTimes &reshardCache;
+  /// The step's gradient bucket size (par.bucket_bytes; 0: none).
+  int64_t bucketBytes = 0;
   bool fuse;
 };
 
@@ -404,6 +420,7 @@ LogicalResult Planner::build() {
     if (failed(id))
       return failure();
     tensors[*id].parameter = isParameter(func, arg.getArgNumber());
+    tensors[*id].gatheredInBuckets = tensors[*id].parameter;
     node.argTensor = *id;
     node.outputs.push_back(*id);
     node.factorAxes.resize(tensors[*id].type.getRank());
@@ -419,9 +436,10 @@ LogicalResult Planner::build() {
     node.rule = ruleOp.getShardingRule();
     node.work = ruleOp.getWork();
     node.factorAxes.resize(node.rule->getNumFactors());
-    for (Value operand : op.getOperands()) {
+    for (auto [index, operand] : llvm::enumerate(op.getOperands())) {
       auto it = tensorOf.find(operand);
       node.inputs.push_back(it == tensorOf.end() ? -1 : it->second);
+      node.readShare.push_back(ruleOp.getReadShare(index));
     }
     for (OpResult result : op.getResults()) {
       FailureOr<int32_t> id = addTensor(result, int32_t(nodes.size()),
@@ -429,6 +447,12 @@ LogicalResult Planner::build() {
       if (failed(id))
         return failure();
       tensors[*id].constant = isa<ConstantOp>(op);
+      // A parameter's working copy (its low-precision convert) is gathered
+      // as the parameter is.
+      tensors[*id].gatheredInBuckets =
+          getCopyOf(&op) && llvm::all_of(node.inputs, [&](int32_t t) {
+            return t >= 0 && tensors[t].parameter;
+          });
       node.outputs.push_back(*id);
       if (!node.elementType)
         node.elementType = tensors[*id].type.getElementType();
@@ -465,7 +489,14 @@ LogicalResult Planner::build() {
     for (int64_t arg : getGradientOf(op))
       if (arg >= 0 && arg < int64_t(func.getNumArguments()))
         tensors[tensorOf.lookup(func.getArgument(arg))].hasGradient = true;
+    if (!getGradientOf(op).empty())
+      for (Value result : op->getResults())
+        if (auto it = tensorOf.find(result); it != tensorOf.end())
+          tensors[it->second].gradient = true;
   });
+  if (auto bytes =
+          func->getAttrOfType<IntegerAttr>(ParDialect::kBucketBytesAttrName))
+    bucketBytes = bytes.getInt();
   // Activations: forward values the backward pass reads.
   for (Tensor &tensor : tensors)
     if (Operation *def = tensor.value.getDefiningOp())
@@ -868,7 +899,7 @@ double Planner::nodeSeconds(const Node &node, int32_t axis,
                    : node.group >= 0 &&
                          llvm::is_contained(tensor.registerIn, node.group))
           continue;
-        bytes += b;
+        bytes += output ? b : b * node.readShare[slot];
       }
   }
   double seconds =
@@ -914,10 +945,19 @@ double Planner::reshardSeconds(const Tensor &tensor, const ReshardLayout &from,
   // A register of a fused group that is resharded is not one: the group
   // splits in two, which writes the value and reads it back.
   bool splitsGroup = !tensor.materialized;
+  // A gradient's reduction travels in the step's buckets
+  // (--par-combine-collectives).
+  std::optional<Bucket> bucket;
+  if ((tensor.gradient || tensor.gatheredInBuckets) && bucketBytes > 0)
+    bucket =
+        Bucket{bucketBytes, tensor.type.getRank(), tensor.gatheredInBuckets};
   std::string key;
   llvm::raw_string_ostream os(key);
-  os << (splitsGroup ? "split " : "") << tensor.type << " " << layoutKey(from)
-     << " " << layoutKey(to);
+  os << (splitsGroup ? "split " : "");
+  if (bucket)
+    os << (bucket->gathers ? "gathers" : "reductions") << " in buckets of "
+       << bucketBytes << " ";
+  os << tensor.type << " " << layoutKey(from) << " " << layoutKey(to);
   auto it = reshardCache.find(key);
   if (it != reshardCache.end())
     return it->second;
@@ -928,7 +968,8 @@ double Planner::reshardSeconds(const Tensor &tensor, const ReshardLayout &from,
                   error))
     seconds = machine.reshardSeconds(
         reshardCost(machine.axisSizes(), tensor.type.getShape(),
-                    elementBytes(tensor.type.getElementType()), from, plan));
+                    elementBytes(tensor.type.getElementType()), from, plan),
+        bucket ? &*bucket : nullptr);
   else
     seconds = kImpossible; // never chosen: the move does not exist
   if (splitsGroup)
@@ -1395,7 +1436,8 @@ Footprint Planner::footprint(std::optional<int32_t> dataAxis) const {
       for (int64_t d = 0; d < p; ++d)
         out.push_back(d);
   };
-  for (const Node &node : nodes)
+  llvm::SmallDenseSet<int32_t> updaters;
+  for (auto [n, node] : llvm::enumerate(nodes))
     for (auto [slot, t] : llvm::enumerate(node.outputs)) {
       const Tensor &tensor = tensors[t];
       ReshardLayout layout = layoutOf(node, true, slot, -1, -1);
@@ -1437,10 +1479,51 @@ Footprint Planner::footprint(std::optional<int32_t> dataAxis) const {
           device.zeroStates += zeroable;
         }
       }
-      if (tensor.parameter && tensor.hasGradient && zeroable && dataAxis)
-        f.gatherSeconds +=
-            2 * machine.collectiveSeconds("all_gather", {*dataAxis}, double(b),
-                                          double(b) / double(f.dataSize));
+      if (!tensor.parameter || !zeroable || !dataAxis)
+        continue;
+      // Each collective in buckets where the step has them (a gather of
+      // an update's result, not a parameter, travels alone).
+      double size = double(f.dataSize);
+      Bucket gradients{bucketBytes, tensor.type.getRank(), false},
+          weights{bucketBytes, tensor.type.getRank(), true}, alone;
+      // The dim ZeRO splits: one with dims of more than one element
+      // before it is transposed into the buckets' rows and back.
+      SmallVector<int64_t> local =
+          localShape(machine.axisSizes(), tensor.type.getShape(), layout);
+      int64_t dim = zeroShardDim(local, f.dataSize);
+      bool innerDim = dim > 0 && llvm::any_of(ArrayRef(local).take_front(dim),
+                                              [](int64_t s) { return s > 1; });
+      auto seconds = [&](StringRef name, double share, const Bucket &bucket) {
+        return machine.bucketedSeconds(name, {*dataAxis}, double(b),
+                                       share * double(b), bucket,
+                                       innerDim && name != "all_reduce");
+      };
+      // The op that writes the argument's update, and whether the plan
+      // already runs it on a shard over the data axis.
+      int32_t writer = -1;
+      bool shardUpdated = false;
+      for (int32_t update : updates[n])
+        if (int32_t w = tensors[update].node; w >= 0 && nodes[w].op) {
+          writer = w;
+          ReshardLayout written =
+              layoutOf(nodes[w], true, tensors[update].output, -1, -1);
+          shardUpdated = llvm::any_of(written.dims, [&](const Axes &d) {
+            return llvm::is_contained(d, *dataAxis);
+          });
+        }
+      if (tensor.hasGradient) {
+        double gather = seconds("all_gather", (size - 1) / size, weights);
+        f.shardSeconds +=
+            shardUpdated
+                ? -seconds("all_gather", (size - 1) / size, alone)
+                : seconds("reduce_scatter", (size - 1) / size, gradients) -
+                      seconds("all_reduce", 2 * (size - 1) / size, gradients);
+        f.updateGatherSeconds += gather;
+        f.gatherSeconds += 2 * gather;
+      }
+      // The update's work on a shard (once per op: AdamW writes three).
+      if (writer >= 0 && !shardUpdated && updaters.insert(writer).second)
+        f.shardSeconds -= nodeSeconds(nodes[writer], -1, -1) * (1 - 1 / size);
     }
   return f;
 }

@@ -69,8 +69,8 @@ double MachineModel::computeSeconds(const OpWork &work, double bytes,
 }
 
 double MachineModel::collectiveSeconds(StringRef name, ArrayRef<int32_t> axes,
-                                       double bufferBytes,
-                                       double sentBytes) const {
+                                       double bufferBytes, double sentBytes,
+                                       double latencyShare) const {
   int64_t group = 1;
   size_t level = 0;
   for (int32_t axis : axes) {
@@ -89,34 +89,87 @@ double MachineModel::collectiveSeconds(StringRef name, ArrayRef<int32_t> axes,
     return computeSeconds({}, 2 * bufferBytes / double(group), Type());
   if (std::optional<rt::CollectiveKind> kind =
           rt::collectiveKindNamed(name.str()))
-    return hw.collectiveSeconds(*kind, group, level, bufferBytes);
+    return hw.collectiveSeconds(*kind, group, level, bufferBytes, latencyShare);
   // Point to point (a permute, an exchange): one message per peer at most,
   // what a rank sends over the link.
   const rt::LinkLevel &link = hw.links[level];
   return sentBytes == 0 ? 0 : link.latency + sentBytes / link.bandwidth;
 }
 
-double MachineModel::reshardSeconds(const ReshardCost &cost) const {
+double MachineModel::reshardSeconds(const ReshardCost &cost,
+                                    const Bucket *bucket) const {
   double seconds = 0;
-  for (const ReshardCost::Step &step : cost.steps)
-    seconds += collectiveSeconds(stringifyReshardStep(step.kind), step.axes,
-                                 double(step.bufferBytes),
-                                 double(step.sentBytes));
+  for (const ReshardCost::Step &step : cost.steps) {
+    StringRef name = stringifyReshardStep(step.kind);
+    bool bucketed =
+        bucket &&
+        (bucket->gathers ? step.kind == ReshardStepKind::AllGather
+                         : step.kind == ReshardStepKind::AllReduce ||
+                               step.kind == ReshardStepKind::ReduceScatter);
+    seconds +=
+        bucketed
+            ? bucketedSeconds(name, step.axes, double(step.bufferBytes),
+                              double(step.sentBytes), *bucket, step.innerDim)
+            : collectiveSeconds(name, step.axes, double(step.bufferBytes),
+                                double(step.sentBytes));
+  }
   return seconds;
 }
 
-/// Bytes of every ranked tensor an op reads and writes.
+double MachineModel::bucketedSeconds(StringRef name, ArrayRef<int32_t> axes,
+                                     double bufferBytes, double sentBytes,
+                                     const Bucket &bucket,
+                                     bool innerDim) const {
+  if (bucket.bytes <= 0 || bufferBytes >= double(bucket.bytes))
+    return collectiveSeconds(name, axes, bufferBytes, sentBytes);
+  int64_t group = 1;
+  for (int32_t axis : axes)
+    if (axis >= 0 && size_t(axis) < sizes.size())
+      group *= sizes[axis];
+  if (group <= 1)
+    return 0;
+  double seconds = collectiveSeconds(name, axes, bufferBytes, sentBytes,
+                                     bufferBytes / double(bucket.bytes));
+  // The packing: an all-reduce's bucket is flat (a value of more than one
+  // dim is reshaped to one first and back after); a reduce-scatter's has a
+  // row per device (every value reshaped into rows, and its piece back),
+  // an all-gather's a row per shard (each shard a row, each value's
+  // columns cut out of the gathered rows and reshaped back).
+  bool scatters = name == "reduce_scatter", gathers = name == "all_gather";
+  double in = gathers ? bufferBytes / double(group) : bufferBytes;
+  double out = scatters ? bufferBytes / double(group) : bufferBytes;
+  bool reshapes = scatters || gathers || bucket.rank > 1;
+  auto copy = [&](double bytes, bool ownKernel) {
+    return computeSeconds({}, 2 * bytes, Type(), ownKernel);
+  };
+  // Its part of the concatenation (whose kernel the bucket shares), and
+  // the slice that cuts its result out.
+  seconds += copy(in, false) + copy(out, true);
+  if (reshapes)
+    seconds += copy(in, true) + copy(out, true);
+  // Along an inner dim: a gather's rows are reshaped to the shards' dims
+  // and transposed to put the gathered dim in its place; a reduce-scatter's
+  // input is reshaped and transposed into rows first.
+  if (innerDim)
+    seconds += 2 * copy(gathers ? out : in, true);
+  return seconds;
+}
+
+/// Bytes an op reads and writes: every ranked result, and of each ranked
+/// operand the share the op reads (ShardingRuleOpInterface::getReadShare).
 static double touchedBytes(Operation *op) {
   double bytes = 0;
-  auto add = [&](Value value) {
+  auto add = [&](Value value, double share) {
     if (auto type = dyn_cast<RankedTensorType>(value.getType()))
       if (type.hasStaticShape())
-        bytes += double(bytesOf(type.getShape(), type.getElementType()));
+        bytes +=
+            share * double(bytesOf(type.getShape(), type.getElementType()));
   };
-  for (Value operand : op->getOperands())
-    add(operand);
+  auto rule = dyn_cast<ShardingRuleOpInterface>(op);
+  for (auto [index, operand] : llvm::enumerate(op->getOperands()))
+    add(operand, rule ? rule.getReadShare(index) : 1.0);
   for (Value result : op->getResults())
-    add(result);
+    add(result, 1.0);
   return bytes;
 }
 

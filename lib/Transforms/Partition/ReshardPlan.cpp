@@ -500,9 +500,18 @@ ReshardCost mlir::par::reshardCost(ArrayRef<int64_t> axisSizes,
       ++cost.collectives;
     // A local slice moves nothing between devices but still copies each
     // device's piece (priced by memory bandwidth, CostModel.cpp).
-    if (traffic.moved > 0 || step.kind == ReshardStepKind::AllSlice)
-      cost.steps.push_back(
-          {step.kind, step.axes, group, elements * elementBytes, sent});
+    if (traffic.moved > 0 || step.kind == ReshardStepKind::AllSlice) {
+      bool innerDim = false;
+      if ((step.kind == ReshardStepKind::AllGather ||
+           step.kind == ReshardStepKind::ReduceScatter) &&
+          step.dim > 0) {
+        SmallVector<int64_t> local = localShape(axisSizes, shape, step.after);
+        for (int64_t d = 0; d < step.dim && d < int64_t(local.size()); ++d)
+          innerDim |= local[d] > 1;
+      }
+      cost.steps.push_back({step.kind, step.axes, group,
+                            elements * elementBytes, sent, innerDim});
+    }
     cost.movedElements += int64_t(traffic.moved) * elements;
     cost.sentBytes += sent;
   }

@@ -35,14 +35,11 @@ namespace mlir::par {
 using namespace mlir;
 using namespace mlir::par;
 
-/// `layout` with `axis` appended (minor) to the dim where it leaves the
-/// fewest elements per device (ceil(local / n) times the other dims' local
-/// sizes; the first such dim on a tie, so a dim that divides wins), among
-/// the dims with at least n elements per device. A tensor with no such dim
-/// stays as it is. --par-autodiff makes a parameter none of whose dims
-/// divides, or with fewer than n elements, a flat view (par.view) of at
-/// least n elements, so its one dim splits with less than n elements of
-/// padding.
+/// `layout` with `axis` appended (minor) to the dim zeroShardDim picks. A
+/// tensor with no such dim stays as it is. --par-autodiff makes a parameter
+/// none of whose dims divides, or with fewer than n elements, a flat view
+/// (par.view) of at least n elements, so its one dim splits with less than n
+/// elements of padding.
 static ShardingAttr withAxis(ShardingAttr layout, RankedTensorType type,
                              MeshOp mesh, StringAttr axis) {
   MLIRContext *ctx = layout.getContext();
@@ -51,20 +48,7 @@ static ShardingAttr withAxis(ShardingAttr layout, RankedTensorType type,
   SmallVector<int64_t> local;
   for (int64_t d = 0; d < type.getRank(); ++d)
     local.push_back(type.getDimSize(d) / mesh.getNumShards(dims[d].getAxes()));
-  int64_t chosen = -1, fewest = 0;
-  for (int64_t d = 0; d < type.getRank(); ++d) {
-    if (local[d] < n || local[d] <= 1)
-      continue; // a dim never has more pieces than elements
-    // Elements per device (a shape fits int64: so does any part of it).
-    int64_t perDevice = (local[d] + n - 1) / n;
-    for (int64_t e = 0; e < type.getRank(); ++e)
-      if (e != d)
-        perDevice *= local[e];
-    if (chosen < 0 || perDevice < fewest) {
-      chosen = d;
-      fewest = perDevice;
-    }
-  }
+  int64_t chosen = zeroShardDim(local, n);
   if (chosen < 0)
     return layout; // nothing to split (a scalar, or one element a device)
   SmallVector<StringAttr> axes(dims[chosen].getAxes());

@@ -68,6 +68,24 @@ SmallVector<BlockArgument> mlir::par::dataArguments(func::FuncOp func) {
   return data;
 }
 
+int64_t mlir::par::zeroShardDim(ArrayRef<int64_t> localShape, int64_t n) {
+  int64_t chosen = -1, fewest = 0;
+  for (auto [d, size] : llvm::enumerate(localShape)) {
+    if (size < n || size <= 1)
+      continue; // a dim never has more pieces than elements
+    // Elements per device (a shape fits int64: so does any part of it).
+    int64_t perDevice = (size + n - 1) / n;
+    for (auto [e, other] : llvm::enumerate(localShape))
+      if (e != d)
+        perDevice *= other;
+    if (chosen < 0 || perDevice < fewest) {
+      chosen = int64_t(d);
+      fewest = perDevice;
+    }
+  }
+  return chosen;
+}
+
 bool mlir::par::isScalarBroadcast(Value value) {
   auto broadcast = value.getDefiningOp<BroadcastOp>();
   return broadcast &&

@@ -23,6 +23,14 @@ def Par_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
       the elements of the op's largest tensor.
     }], "::mlir::par::OpWork", "getWork", (ins), "",
       "return ::mlir::par::elementWork($_op);">,
+    InterfaceMethod<[{
+      The share of operand `index`'s elements one run of the op reads
+      through memory: 1 by default; an op that reads only part of an
+      operand (a slice its window, a gather or lookup the rows it returns)
+      says how much, so the cost model counts the bytes it moves, not the
+      operand's size.
+    }], "double", "getReadShare", (ins "unsigned":$index), "",
+      "return 1.0;">,
   ];
 }
 

@@ -337,7 +337,8 @@ def Par_ReshapeOp : Par_ComputeOp<"reshape", [SameOperandsAndResultElementType,
 }
 
 def Par_SliceOp : Par_ComputeOp<"slice", [
-    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>, Par_LinearOpInterface]> {
+    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>, Par_LinearOpInterface],
+    ["getReadShare"]> {
   let flopsPerElement = 0;
   let summary = "static strided slice";
   let description = [{
@@ -733,7 +734,7 @@ def Par_AttentionGradKvOp : Par_AttentionGradOp<"attention_grad_kv",
 
 def Par_EmbeddingOp : Par_ComputeOp<"embedding", [
     DeclareOpInterfaceMethods<Par_DataOperandOpInterface>,
-    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
+    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>], ["getReadShare"]> {
   let flopsPerElement = 0;
   let summary = "row lookup in an embedding table";
   let description = [{
@@ -803,7 +804,8 @@ def Par_ScatterAddOp : Par_ComputeOp<"scatter_add", [DeclareOpInterfaceMethods<P
   let hasVerifier = 1;
 }
 
-def Par_GatherOp : Par_ComputeOp<"gather", [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>]> {
+def Par_GatherOp : Par_ComputeOp<"gather",
+    [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>], ["getReadShare"]> {
   let flopsPerElement = 0;
   let summary = "read slices of an operand at integer indices";
   let description = [{
