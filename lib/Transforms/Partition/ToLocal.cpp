@@ -522,11 +522,21 @@ LogicalResult Localizer::localizeOpHere(Operation *op) {
     FailureOr<Value> moved = lowerReshard(op, input, inputInfo, target);
     if (failed(moved))
       return failure();
-    // The gradient in another layout is still the gradient.
+    // The gradient in another layout is still the gradient: so is what
+    // the move ends in, and so are the reductions on its way, which
+    // travel in the step's gradient buckets (--par-combine-collectives)
+    // even when a step after them (an exchange) ends the move.
     if (Operation *from = input.getDefiningOp();
         from && moved->getDefiningOp() && *moved != input)
-      for (int64_t param : getGradientOf(from))
+      for (int64_t param : getGradientOf(from)) {
         addGradientOf(moved->getDefiningOp(), param);
+        for (Operation *made = before ? before->getNextNode()
+                                      : &op->getBlock()->front();
+             made && made != op; made = made->getNextNode())
+          if (isa<AllReduceOp, ReduceScatterOp>(made) &&
+              made != moved->getDefiningOp())
+            addGradientOf(made, param);
+      }
     // A late reshard's ops are all issued just before their first use.
     if (isLate(op))
       setLateBetween(op->getBlock(), before, op);

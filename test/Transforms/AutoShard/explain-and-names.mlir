@@ -7,7 +7,7 @@
 // them (dp: data, tp: tensor), in the mesh, the shardings and the record;
 // the alternatives keep the names the axes had when they were planned.
 // RUN: par-opt %t.mlir --mesh=8x8 --par-autodiff="optimizer=sgd" --auto-shard --report -o %t.plan.mlir 2>&1 | FileCheck %s --check-prefix=REPORT
-// REPORT: chosen: dp:data tp:tensor zero=1 (ZeRO stage 1)
+// REPORT: chosen: dp:data tp:tensor (ZeRO stage 0)
 // REPORT-NEXT: axes: dp=data tp=tensor
 // REPORT: x:tensor y:tensor
 // RUN: FileCheck %s --check-prefix=NAMES < %t.plan.mlir
