@@ -46,3 +46,18 @@ func.func @constants(%x: tensor<4x16xf32> {par.sharding = #par.sharding<@mesh, [
   %1 = par.add %0, %b {par.sharding = #par.sharding<@mesh, [{}, {"tp"}]>} : tensor<4x16xf32>
   return %1 : tensor<4x16xf32>
 }
+
+// A gradient's reshard of several steps: the reduction on its way is the
+// gradient too (--par-combine-collectives buckets it), not only the step
+// that ends the move.
+// CHECK-LABEL: func.func @reduce_then_move(
+// CHECK: %[[G:.*]] = par.dot %arg0, %arg1 contract [1] x [0] {par.gradient_of = array<i64: 1>
+// CHECK-NEXT: %[[R:.*]] = par.all_reduce sum %[[G]] over @mesh2 ["dp"] {par.gradient_of = array<i64: 1>
+// CHECK-NEXT: %[[A:.*]] = par.all_to_all %[[R]] over @mesh2 ["tp"] split 1 concat 0 {par.phase = #par.phase<backward>}
+// CHECK-NEXT: par.all_slice %[[A]] over @mesh2 ["dp"] dim 0 {par.gradient_of = array<i64: 1>
+par.mesh @mesh2 <["dp"=2, "tp"=2]>
+func.func @reduce_then_move(%x: tensor<16x8xf32> {par.sharding = #par.sharding<@mesh2, [{"tp"}, {}]>}, %w: tensor<8x16xf32> {par.sharding = #par.sharding<@mesh2, [{}, {}]>}) -> (tensor<16x16xf32> {par.sharding = #par.sharding<@mesh2, [{"dp"}, {"tp"}]>}) {
+  %0 = par.dot %x, %w contract [1] x [0] {par.gradient_of = array<i64: 1>, par.phase = #par.phase<backward>, par.sharding = #par.sharding<@mesh2, [{"tp"}, {}], partial={"dp"}>} : (tensor<16x8xf32>, tensor<8x16xf32>) -> tensor<16x16xf32>
+  %1 = par.reshard %0 <@mesh2, [{"dp"}, {"tp"}]> {par.phase = #par.phase<backward>} : tensor<16x16xf32>
+  return %1 : tensor<16x16xf32>
+}
