@@ -45,6 +45,9 @@ public:
 
   const ::par::rt::HardwareProfile &profile() const { return hw; }
   ArrayRef<int64_t> axisSizes() const { return sizes; }
+  /// The link level (0: inside a node) the groups of mesh axis `axis`
+  /// span.
+  size_t axisLevel(int32_t axis) const { return levels[axis]; }
   int64_t numDevices() const;
 
   /// Peak FLOP/s for `elementType` (the f32 peak for types the profile

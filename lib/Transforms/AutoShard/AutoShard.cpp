@@ -82,6 +82,10 @@ struct Tensor {
   /// with others' (--par-combine-collectives): a gradient's reductions, a
   /// parameter's (or its working copy's) gathers.
   bool gradient = false, gatheredInBuckets = false;
+  /// Of an argument, the element types its gradient and its working copy
+  /// (par.copy_of, the low-precision copy ZeRO gathers) travel in; null
+  /// for its own.
+  Type gradientElement, workingElement;
   /// Planned for a fused program: the groups of --par-fuse (indices) that
   /// read it as a register, and whether it still goes through memory (a
   /// reader outside those groups, or a result of the function).
@@ -107,8 +111,9 @@ struct Node {
   OpWork work;
   Type elementType;
   SmallVector<int32_t> inputs, outputs; // tensor ids (-1: not a tensor)
-  /// Per input, the share of it one run reads (getReadShare).
-  SmallVector<double> readShare;
+  /// Per input, whether one run reads only a result's worth of it
+  /// (readsResultWorth).
+  SmallVector<bool> readsResultWorth;
   /// The axes each factor (each dim, for an argument) is split over so far.
   SmallVector<Axes> factorAxes;
   /// Candidates for the axis being placed: -1 (none) or a factor.
@@ -439,7 +444,7 @@ LogicalResult Planner::build() {
     for (auto [index, operand] : llvm::enumerate(op.getOperands())) {
       auto it = tensorOf.find(operand);
       node.inputs.push_back(it == tensorOf.end() ? -1 : it->second);
-      node.readShare.push_back(ruleOp.getReadShare(index));
+      node.readsResultWorth.push_back(ruleOp.readsResultWorth(index));
     }
     for (OpResult result : op.getResults()) {
       FailureOr<int32_t> id = addTensor(result, int32_t(nodes.size()),
@@ -485,10 +490,24 @@ LogicalResult Planner::build() {
     uses[t].push_back(use);
   }
   // Arguments with a gradient (weights, not optimizer states).
+  auto argTensor = [&](int64_t arg) -> Tensor * {
+    if (arg < 0 || arg >= int64_t(func.getNumArguments()))
+      return nullptr;
+    return &tensors[tensorOf.lookup(func.getArgument(arg))];
+  };
   func.walk([&](Operation *op) {
+    auto element = [&]() -> Type {
+      return op->getNumResults() ? getElementTypeOrSelf(op->getResult(0))
+                                 : Type();
+    };
     for (int64_t arg : getGradientOf(op))
-      if (arg >= 0 && arg < int64_t(func.getNumArguments()))
-        tensors[tensorOf.lookup(func.getArgument(arg))].hasGradient = true;
+      if (Tensor *t = argTensor(arg)) {
+        t->hasGradient = true;
+        t->gradientElement = element();
+      }
+    if (std::optional<int64_t> arg = getCopyOf(op))
+      if (Tensor *t = argTensor(*arg))
+        t->workingElement = element();
     if (!getGradientOf(op).empty())
       for (Value result : op->getResults())
         if (auto it = tensorOf.find(result); it != tensorOf.end())
@@ -884,8 +903,14 @@ double Planner::nodeSeconds(const Node &node, int32_t axis,
   OpWork work = node.work;
   work.flops *= double(rule.pointsPerDevice(shards)) /
                 double(std::max<int64_t>(rule.pointsPerDevice(), 1));
-  double bytes = 0, largest = 0;
-  for (bool output : {false, true}) {
+  // The results first: an input read a result's worth at a time
+  // (readsResultWorth) counts at most their bytes, on this layout.
+  double bytes = 0, largest = 0, results = 0;
+  for (auto [slot, t] : llvm::enumerate(node.outputs))
+    if (t >= 0)
+      results += double(localBytes(machine.axisSizes(), tensors[t].type,
+                                   layoutOf(node, true, slot, axis, choice)));
+  for (bool output : {true, false}) {
     ArrayRef<int32_t> slots = output ? node.outputs : node.inputs;
     for (auto [slot, t] : llvm::enumerate(slots))
       if (t >= 0) {
@@ -899,7 +924,8 @@ double Planner::nodeSeconds(const Node &node, int32_t axis,
                    : node.group >= 0 &&
                          llvm::is_contained(tensor.registerIn, node.group))
           continue;
-        bytes += output ? b : b * node.readShare[slot];
+        bytes +=
+            !output && node.readsResultWorth[slot] ? std::min(b, results) : b;
       }
   }
   double seconds =
@@ -1482,20 +1508,12 @@ Footprint Planner::footprint(std::optional<int32_t> dataAxis) {
       if (!tensor.parameter || !zeroable || !dataAxis)
         continue;
       // What ZeRO changes, priced by the moves the partitioner will make
-      // (planReshard), each in the step's buckets where it has them. The
-      // argument's layout under ZeRO: the data axis on the dim zeroShardDim
-      // picks (none: ZeRO leaves it as it is).
-      int64_t dim = zeroShardDim(
-          localShape(machine.axisSizes(), tensor.type.getShape(), layout),
-          f.dataSize);
-      if (dim < 0)
-        continue;
-      ReshardLayout sharded = layout;
-      sharded.dims[dim].push_back(*dataAxis);
+      // (planReshard), each in the step's buckets where it has them: a
+      // gradient in its element type, a gather in the working copy's.
       Bucket gradients{bucketBytes, tensor.type.getRank(), false},
           weights{bucketBytes, tensor.type.getRank(), true};
       auto move = [&](const ReshardLayout &from, const ReshardLayout &to,
-                      const Bucket *bucket) {
+                      const Bucket *bucket, Type element) {
         ReshardPlan plan;
         std::string error;
         if (from == to)
@@ -1504,8 +1522,10 @@ Footprint Planner::footprint(std::optional<int32_t> dataAxis) {
                          plan, error))
           return kImpossible;
         return machine.reshardSeconds(
-            reshardCost(machine.axisSizes(), tensor.type.getShape(),
-                        elementBytes(tensor.type.getElementType()), from, plan),
+            reshardCost(
+                machine.axisSizes(), tensor.type.getShape(),
+                elementBytes(element ? element : tensor.type.getElementType()),
+                from, plan),
             bucketBytes > 0 ? bucket : nullptr);
       };
       // The op that writes the argument's update, the layout it writes
@@ -1524,6 +1544,26 @@ Footprint Planner::footprint(std::optional<int32_t> dataAxis) {
           written && llvm::any_of(writtenLayout.dims, [&](const Axes &d) {
             return llvm::is_contained(d, *dataAxis);
           });
+      // The argument's layout under ZeRO (as --par-zero makes it): the
+      // update's where that is the argument's plus the data axis, else the
+      // data axis on the dim zeroShardDim picks from the per-device shape
+      // (none: ZeRO leaves the argument as it is).
+      ReshardLayout sharded = layout;
+      ReshardLayout without = writtenLayout;
+      for (Axes &d : without.dims)
+        llvm::erase(d, *dataAxis);
+      if (shardUpdated && writtenLayout.partial.empty() &&
+          without.dims == layout.dims) {
+        sharded = writtenLayout;
+      } else {
+        SmallVector<int64_t> local;
+        for (auto [d, size] : llvm::enumerate(tensor.type.getShape()))
+          local.push_back(size / shardsOf(layout.dims[d]));
+        int64_t dim = zeroShardDim(local, f.dataSize);
+        if (dim < 0)
+          continue;
+        sharded.dims[dim].push_back(*dataAxis);
+      }
       // --par-zero lays the update out as the argument's shard (the
       // gradient reduce-scattered into it): the plan's move of the update
       // back to the whole argument is gone.
@@ -1535,10 +1575,11 @@ Footprint Planner::footprint(std::optional<int32_t> dataAxis) {
           // of the whole.
           ReshardLayout partial = layout;
           partial.partial.push_back(*dataAxis);
-          f.shardSeconds += move(partial, sharded, &gradients) -
-                            move(partial, layout, &gradients);
+          f.shardSeconds +=
+              move(partial, sharded, &gradients, tensor.gradientElement) -
+              move(partial, layout, &gradients, tensor.gradientElement);
         }
-        double gather = move(sharded, layout, &weights);
+        double gather = move(sharded, layout, &weights, tensor.workingElement);
         f.updateGatherSeconds += gather;
         f.gatherSeconds += 2 * gather;
       }
@@ -1748,16 +1789,19 @@ static std::optional<int32_t> dataAxisOf(ArrayRef<std::string> roles) {
   return std::nullopt;
 }
 
-/// The first axis a plan splits weights over.
 /// The axis Megatron's sequence parallelism splits the residual stream
-/// over: one that splits weights and not the batch, the last such (inside
-/// the nodes, where the profile places the last axes). An axis that splits
-/// both would split the sequence across nodes too (GPT 1.3B on 1,024
-/// devices: 4.9 s a step against its base plan's 0.10 s).
-static std::optional<int32_t> tensorAxisOf(ArrayRef<std::string> roles) {
+/// over: one that splits weights and not the batch, on the fastest link
+/// level among those (inside the nodes), the last on a tie. An axis that
+/// splits both, or one across nodes, would split the sequence across
+/// nodes (GPT 1.3B on 1,024 devices: 4.9 s a step against its base plan's
+/// 0.10 s).
+static std::optional<int32_t> tensorAxisOf(ArrayRef<std::string> roles,
+                                           const MachineModel &machine) {
   std::optional<int32_t> axis;
   for (auto [a, role] : llvm::enumerate(roles))
-    if (StringRef(role).contains("tensor") && !StringRef(role).contains("data"))
+    if (StringRef(role).contains("tensor") &&
+        !StringRef(role).contains("data") &&
+        (!axis || machine.axisLevel(int32_t(a)) <= machine.axisLevel(*axis)))
       axis = int32_t(a);
   return axis;
 }
@@ -2432,7 +2476,7 @@ struct AutoShardPass
         if (candidate.exact && !candidate.pipelineAxis &&
             !candidate.microbatches &&
             candidate.planned->autoSchedule.empty() &&
-            tensorAxisOf(candidate.roles))
+            tensorAxisOf(candidate.roles, *machine))
           tensorPlans.push_back(&candidate);
       llvm::stable_sort(tensorPlans,
                         [&](const Candidate *a, const Candidate *b) {
@@ -2457,7 +2501,7 @@ struct AutoShardPass
       // `considered`.
       std::vector<Candidate> variants;
       for (Candidate *base : ArrayRef(bases).take_front(kSequenceChecks)) {
-        int32_t axis = *tensorAxisOf(base->roles);
+        int32_t axis = *tensorAxisOf(base->roles, *machine);
         StringRef axisName =
             cast<StringAttr>(mesh.getAxisNames()[axis]).getValue();
         OwningOpRef<ModuleOp> module2 = sequenceParallelVariant(

@@ -155,22 +155,25 @@ double MachineModel::bucketedSeconds(StringRef name, ArrayRef<int32_t> axes,
   return seconds;
 }
 
-/// Bytes an op reads and writes: every ranked result, and of each ranked
-/// operand the share the op reads (ShardingRuleOpInterface::getReadShare).
+/// Bytes an op reads and writes: every ranked result, and each ranked
+/// operand, but only a result's worth of one the op reads part of
+/// (ShardingRuleOpInterface::readsResultWorth).
 static double touchedBytes(Operation *op) {
-  double bytes = 0;
-  auto add = [&](Value value, double share) {
+  auto bytesOfValue = [](Value value) -> double {
     if (auto type = dyn_cast<RankedTensorType>(value.getType()))
       if (type.hasStaticShape())
-        bytes +=
-            share * double(bytesOf(type.getShape(), type.getElementType()));
+        return double(bytesOf(type.getShape(), type.getElementType()));
+    return 0;
   };
+  double bytes = 0, result = 0;
+  for (Value value : op->getResults())
+    result += bytesOfValue(value);
   auto rule = dyn_cast<ShardingRuleOpInterface>(op);
-  for (auto [index, operand] : llvm::enumerate(op->getOperands()))
-    add(operand, rule ? rule.getReadShare(index) : 1.0);
-  for (Value result : op->getResults())
-    add(result, 1.0);
-  return bytes;
+  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+    double b = bytesOfValue(operand);
+    bytes += rule && rule.readsResultWorth(index) ? std::min(b, result) : b;
+  }
+  return bytes + result;
 }
 
 /// The element type an op computes in: its first result's.

@@ -1,5 +1,5 @@
 // The bytes an op moves are those it reads, not its operands' sizes
-// (ShardingRuleOpInterface::getReadShare), on the round-numbers profile
+// (ShardingRuleOpInterface::readsResultWorth), on the round-numbers profile
 // (memory-bound ops at half of 2 GB/s):
 //   a slice of 64 of 1,024 f32 reads 256 B and writes 256 B: 0.512 us
 //     (4,096 B read for the whole operand would be 4.352 us);

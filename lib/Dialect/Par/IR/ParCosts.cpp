@@ -119,25 +119,16 @@ OpWork AttentionGradKvOp::getWork() {
   return attentionWork(getOperation(), getQ(), getV(), 2, 2);
 }
 
-/// The share of `operand` that `result`'s elements cover: what an op that
-/// copies each result element from one element of `operand` reads of it.
-static double coveredShare(Value operand, Value result) {
-  double whole = elementsOf(operand);
-  return whole > 0 ? std::min(1.0, elementsOf(result) / whole) : 1.0;
-}
+bool SliceOp::readsResultWorth(unsigned index) { return index == 0; }
 
-double SliceOp::getReadShare(unsigned index) {
-  return index == 0 ? coveredShare(getInput(), getResult()) : 1.0;
-}
-
-double GatherOp::getReadShare(unsigned index) {
+bool GatherOp::readsResultWorth(unsigned index) {
   // The indices are read whole; of the operand, the slices they pick.
-  return index == 0 ? coveredShare(getOperand(), getResult()) : 1.0;
+  return index == 0;
 }
 
-double EmbeddingOp::getReadShare(unsigned index) {
+bool EmbeddingOp::readsResultWorth(unsigned index) {
   // The ids are read whole; of the table, a row per id.
-  return index == 0 ? coveredShare(getTable(), getResult()) : 1.0;
+  return index == 0;
 }
 
 //===----------------------------------------------------------------------===//

@@ -24,13 +24,14 @@ def Par_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
     }], "::mlir::par::OpWork", "getWork", (ins), "",
       "return ::mlir::par::elementWork($_op);">,
     InterfaceMethod<[{
-      The share of operand `index`'s elements one run of the op reads
-      through memory: 1 by default; an op that reads only part of an
-      operand (a slice its window, a gather or lookup the rows it returns)
-      says how much, so the cost model counts the bytes it moves, not the
-      operand's size.
-    }], "double", "getReadShare", (ins "unsigned":$index), "",
-      "return 1.0;">,
+      Whether one run of the op reads only a result's worth of operand
+      `index` (as many elements as its result has, at most the whole
+      operand: a slice its window, a gather or lookup the rows it
+      returns), not all of it; false by default. The cost model counts the
+      bytes it moves from this, on whatever shapes it prices (global, or
+      a device's piece).
+    }], "bool", "readsResultWorth", (ins "unsigned":$index), "",
+      "return false;">,
   ];
 }
 

@@ -338,7 +338,7 @@ def Par_ReshapeOp : Par_ComputeOp<"reshape", [SameOperandsAndResultElementType,
 
 def Par_SliceOp : Par_ComputeOp<"slice", [
     DeclareOpInterfaceMethods<Par_LocalFormOpInterface>, Par_LinearOpInterface],
-    ["getReadShare"]> {
+    ["readsResultWorth"]> {
   let flopsPerElement = 0;
   let summary = "static strided slice";
   let description = [{
@@ -734,7 +734,7 @@ def Par_AttentionGradKvOp : Par_AttentionGradOp<"attention_grad_kv",
 
 def Par_EmbeddingOp : Par_ComputeOp<"embedding", [
     DeclareOpInterfaceMethods<Par_DataOperandOpInterface>,
-    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>], ["getReadShare"]> {
+    DeclareOpInterfaceMethods<Par_LocalFormOpInterface>], ["readsResultWorth"]> {
   let flopsPerElement = 0;
   let summary = "row lookup in an embedding table";
   let description = [{
@@ -805,7 +805,7 @@ def Par_ScatterAddOp : Par_ComputeOp<"scatter_add", [DeclareOpInterfaceMethods<P
 }
 
 def Par_GatherOp : Par_ComputeOp<"gather",
-    [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>], ["getReadShare"]> {
+    [DeclareOpInterfaceMethods<Par_LocalFormOpInterface>], ["readsResultWorth"]> {
   let flopsPerElement = 0;
   let summary = "read slices of an operand at integer indices";
   let description = [{
