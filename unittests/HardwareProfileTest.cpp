@@ -75,6 +75,23 @@ TEST(HardwareProfile, CollectiveTimeIsAlphaBeta) {
                    0.5 * 0.5);
 }
 
+// A group across nodes runs a ring inside each node and one across them:
+// each level's steps take its latency, the bytes cross the slowest level.
+TEST(HardwareProfile, GroupsAcrossLevelsTakeEachLevelsLatency) {
+  HardwareProfile p = parseHardwareProfile(minimal, "p.json");
+  double bytes = 4e6;
+  // 8 devices a node, 4 nodes: 7 steps inside, 3 across, twice.
+  EXPECT_DOUBLE_EQ(
+      p.collectiveSeconds(CollectiveKind::AllReduce, {8, 4}, bytes),
+      2 * (7 * 1e-6 + 3 * 1e-5) + 2 * (31.0 / 32) * bytes / 1e9);
+  // The whole group on one level: the flat ring.
+  EXPECT_DOUBLE_EQ(
+      p.collectiveSeconds(CollectiveKind::AllGather, {1, 32}, bytes),
+      p.collectiveSeconds(CollectiveKind::AllGather, 32, 1, bytes));
+  EXPECT_THROW(p.collectiveSeconds(CollectiveKind::AllGather, {2, 2, 2}, bytes),
+               ProfileError);
+}
+
 // Mesh axes fill nodes minor-first: on 4 devices a node, a 2 x 2 x 4 mesh
 // keeps its last axis inside a node and puts the other two across nodes;
 // major-first keeps the first axes inside.

@@ -320,19 +320,36 @@ double HardwareProfile::collectiveSeconds(CollectiveKind kind,
                                           int64_t groupSize, size_t level,
                                           double bytes,
                                           double latencyShare) const {
-  if (groupSize <= 1)
+  std::vector<int64_t> perLevel(level + 1, 1);
+  perLevel[level] = groupSize;
+  return collectiveSeconds(kind, perLevel, bytes, latencyShare);
+}
+
+double HardwareProfile::collectiveSeconds(CollectiveKind kind,
+                                          const std::vector<int64_t> &perLevel,
+                                          double bytes,
+                                          double latencyShare) const {
+  double n = 1, latency = 0;
+  size_t slowest = 0;
+  for (size_t level = 0; level < perLevel.size(); ++level) {
+    if (perLevel[level] <= 1)
+      continue;
+    if (level >= links.size())
+      throw ProfileError("hardware profile '" + name + "' has " +
+                         std::to_string(links.size()) + " link level(s), not " +
+                         std::to_string(level + 1));
+    // A ring over the level's devices takes n - 1 steps per pass.
+    n *= double(perLevel[level]);
+    latency += double(perLevel[level] - 1) * links[level].latency;
+    slowest = level;
+  }
+  if (n <= 1)
     return 0;
-  if (level >= links.size())
-    throw ProfileError("hardware profile '" + name + "' has " +
-                       std::to_string(links.size()) + " link level(s), not " +
-                       std::to_string(level + 1));
-  const LinkLevel &link = links[level];
-  double n = double(groupSize);
   double factor = algorithmFactors.at(kind);
-  // A ring takes n - 1 steps per pass; an all-reduce makes two passes.
-  double steps = (kind == CollectiveKind::AllReduce ? 2 : 1) * (n - 1);
-  return steps * link.latency * latencyShare +
-         factor * (n - 1) / n * bytes / link.bandwidth;
+  // An all-reduce makes two passes.
+  double passes = kind == CollectiveKind::AllReduce ? 2 : 1;
+  return passes * latency * latencyShare +
+         factor * (n - 1) / n * bytes / links[slowest].bandwidth;
 }
 
 } // namespace par::rt

@@ -88,6 +88,14 @@ struct HardwareProfile {
   /// travels in a bucket with others pays its share of the bucket's.
   double collectiveSeconds(CollectiveKind kind, int64_t groupSize, size_t level,
                            double bytes, double latencyShare = 1.0) const;
+  /// The same for a group that spans several levels, `perLevel[l]` of its
+  /// devices at level l (their product is the group): rings inside the
+  /// nodes and one across them, as NCCL's hierarchical collectives run, so
+  /// each level's steps take its latency; the bytes cross the slowest
+  /// level the group spans.
+  double collectiveSeconds(CollectiveKind kind,
+                           const std::vector<int64_t> &perLevel, double bytes,
+                           double latencyShare = 1.0) const;
 };
 
 /// Parses a profile; `source` names it in errors ("h100.json: links[1].

@@ -73,6 +73,8 @@ double MachineModel::collectiveSeconds(StringRef name, ArrayRef<int32_t> axes,
                                        double latencyShare) const {
   int64_t group = 1;
   size_t level = 0;
+  // The group's devices at each link level it spans.
+  std::vector<int64_t> perLevel(1, 1);
   for (int32_t axis : axes) {
     // An axis of another mesh than the one the model was bound to: as if
     // inside a node, with its size unknown (the report binds one mesh).
@@ -80,6 +82,9 @@ double MachineModel::collectiveSeconds(StringRef name, ArrayRef<int32_t> axes,
       continue;
     group *= sizes[axis];
     level = std::max(level, levels[axis]);
+    if (perLevel.size() <= levels[axis])
+      perLevel.resize(levels[axis] + 1, 1);
+    perLevel[levels[axis]] *= sizes[axis];
   }
   if (group <= 1)
     return 0;
@@ -89,7 +94,7 @@ double MachineModel::collectiveSeconds(StringRef name, ArrayRef<int32_t> axes,
     return computeSeconds({}, 2 * bufferBytes / double(group), Type());
   if (std::optional<rt::CollectiveKind> kind =
           rt::collectiveKindNamed(name.str()))
-    return hw.collectiveSeconds(*kind, group, level, bufferBytes, latencyShare);
+    return hw.collectiveSeconds(*kind, perLevel, bufferBytes, latencyShare);
   // Point to point (a permute, an exchange): one message per peer at most,
   // what a rank sends over the link.
   const rt::LinkLevel &link = hw.links[level];
