@@ -91,6 +91,10 @@ public:
                          const Bucket &bucket, bool innerDim = false) const;
 
 private:
+  /// The devices of a group over `axes` at each link level it spans
+  /// (index: the level; the last is the slowest it spans).
+  std::vector<int64_t> devicesPerLevel(ArrayRef<int32_t> axes) const;
+
   ::par::rt::HardwareProfile hw;
   SmallVector<int64_t> sizes;
   std::vector<size_t> levels;

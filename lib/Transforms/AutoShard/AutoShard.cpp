@@ -330,6 +330,14 @@ private:
   int64_t nodeBytes(const Node &node, int32_t axis, int64_t choice) const;
   double reshardSeconds(const Tensor &tensor, const ReshardLayout &from,
                         const ReshardLayout &to);
+  /// Seconds of moving a value of `type`, carried in `element`, from one
+  /// layout to another as the reshard planner would, in `bucket` if given;
+  /// with `splitsGroup`, plus the write and read of a fused group split at
+  /// it. Priced once per run (reshardCache).
+  double moveSeconds(RankedTensorType type, Type element,
+                     const ReshardLayout &from, const ReshardLayout &to,
+                     const std::optional<Bucket> &bucket,
+                     bool splitsGroup = false);
   LogicalResult solveAxis(int32_t axis);
   /// The seconds `node` costs with `axis` on `choice` (its other axes as
   /// planned): its compute and the reshards of what it reads and of what
@@ -500,18 +508,19 @@ LogicalResult Planner::build() {
       return op->getNumResults() ? getElementTypeOrSelf(op->getResult(0))
                                  : Type();
     };
-    for (int64_t arg : getGradientOf(op))
+    SmallVector<int64_t> gradientOf = getGradientOf(op);
+    for (int64_t arg : gradientOf)
       if (Tensor *t = argTensor(arg)) {
         t->hasGradient = true;
         t->gradientElement = element();
       }
-    if (std::optional<int64_t> arg = getCopyOf(op))
-      if (Tensor *t = argTensor(*arg))
-        t->workingElement = element();
-    if (!getGradientOf(op).empty())
+    if (!gradientOf.empty())
       for (Value result : op->getResults())
         if (auto it = tensorOf.find(result); it != tensorOf.end())
           tensors[it->second].gradient = true;
+    if (std::optional<int64_t> arg = getCopyOf(op))
+      if (Tensor *t = argTensor(*arg))
+        t->workingElement = element();
   });
   if (auto bytes =
           func->getAttrOfType<IntegerAttr>(ParDialect::kBucketBytesAttrName))
@@ -968,42 +977,51 @@ double Planner::reshardSeconds(const Tensor &tensor, const ReshardLayout &from,
                                const ReshardLayout &to) {
   if (from == to || tensor.constant)
     return 0;
-  // A register of a fused group that is resharded is not one: the group
-  // splits in two, which writes the value and reads it back.
-  bool splitsGroup = !tensor.materialized;
-  // A gradient's reduction travels in the step's buckets
-  // (--par-combine-collectives).
+  // A gradient's reduction, or a parameter's gather, travels in the step's
+  // buckets (--par-combine-collectives).
   std::optional<Bucket> bucket;
   if ((tensor.gradient || tensor.gatheredInBuckets) && bucketBytes > 0)
     bucket =
         Bucket{bucketBytes, tensor.type.getRank(), tensor.gatheredInBuckets};
+  // A register of a fused group that is resharded is not one: the group
+  // splits in two, which writes the value and reads it back.
+  return moveSeconds(tensor.type, tensor.type.getElementType(), from, to,
+                     bucket, /*splitsGroup=*/!tensor.materialized);
+}
+
+double Planner::moveSeconds(RankedTensorType type, Type element,
+                            const ReshardLayout &from, const ReshardLayout &to,
+                            const std::optional<Bucket> &bucket,
+                            bool splitsGroup) {
+  if (from == to)
+    return 0;
   std::string key;
   llvm::raw_string_ostream os(key);
   os << (splitsGroup ? "split " : "");
   if (bucket)
     os << (bucket->gathers ? "gathers" : "reductions") << " in buckets of "
-       << bucketBytes << " ";
-  os << tensor.type << " " << layoutKey(from) << " " << layoutKey(to);
+       << bucket->bytes << " ";
+  os << type << " as " << element << " " << layoutKey(from) << " "
+     << layoutKey(to);
   auto it = reshardCache.find(key);
   if (it != reshardCache.end())
     return it->second;
   ReshardPlan plan;
   std::string error;
   double seconds = 0;
-  if (planReshard(machine.axisSizes(), tensor.type.getShape(), from, to, plan,
-                  error))
-    seconds = machine.reshardSeconds(
-        reshardCost(machine.axisSizes(), tensor.type.getShape(),
-                    elementBytes(tensor.type.getElementType()), from, plan),
-        bucket ? &*bucket : nullptr);
+  if (planReshard(machine.axisSizes(), type.getShape(), from, to, plan, error))
+    seconds =
+        machine.reshardSeconds(reshardCost(machine.axisSizes(), type.getShape(),
+                                           elementBytes(element), from, plan),
+                               bucket ? &*bucket : nullptr);
   else
     seconds = kImpossible; // never chosen: the move does not exist
   if (splitsGroup)
     seconds += machine.computeSeconds(
         {},
-        double(localBytes(machine.axisSizes(), tensor.type, from) +
-               localBytes(machine.axisSizes(), tensor.type, to)),
-        tensor.type.getElementType());
+        double(localBytes(machine.axisSizes(), type, from) +
+               localBytes(machine.axisSizes(), type, to)),
+        type.getElementType());
   reshardCache[key] = seconds;
   return seconds;
 }
@@ -1510,23 +1528,14 @@ Footprint Planner::footprint(std::optional<int32_t> dataAxis) {
       // What ZeRO changes, priced by the moves the partitioner will make
       // (planReshard), each in the step's buckets where it has them: a
       // gradient in its element type, a gather in the working copy's.
-      Bucket gradients{bucketBytes, tensor.type.getRank(), false},
-          weights{bucketBytes, tensor.type.getRank(), true};
       auto move = [&](const ReshardLayout &from, const ReshardLayout &to,
-                      const Bucket *bucket, Type element) {
-        ReshardPlan plan;
-        std::string error;
-        if (from == to)
-          return 0.0;
-        if (!planReshard(machine.axisSizes(), tensor.type.getShape(), from, to,
-                         plan, error))
-          return kImpossible;
-        return machine.reshardSeconds(
-            reshardCost(
-                machine.axisSizes(), tensor.type.getShape(),
-                elementBytes(element ? element : tensor.type.getElementType()),
-                from, plan),
-            bucketBytes > 0 ? bucket : nullptr);
+                      bool gathers, Type element) {
+        std::optional<Bucket> bucket;
+        if (bucketBytes > 0)
+          bucket = Bucket{bucketBytes, tensor.type.getRank(), gathers};
+        return moveSeconds(tensor.type,
+                           element ? element : tensor.type.getElementType(),
+                           from, to, bucket);
       };
       // The op that writes the argument's update, the layout it writes
       // in, and whether that is already a shard over the data axis.
@@ -1576,10 +1585,10 @@ Footprint Planner::footprint(std::optional<int32_t> dataAxis) {
           ReshardLayout partial = layout;
           partial.partial.push_back(*dataAxis);
           f.shardSeconds +=
-              move(partial, sharded, &gradients, tensor.gradientElement) -
-              move(partial, layout, &gradients, tensor.gradientElement);
+              move(partial, sharded, false, tensor.gradientElement) -
+              move(partial, layout, false, tensor.gradientElement);
         }
-        double gather = move(sharded, layout, &weights, tensor.workingElement);
+        double gather = move(sharded, layout, true, tensor.workingElement);
         f.updateGatherSeconds += gather;
         f.gatherSeconds += 2 * gather;
       }

@@ -68,24 +68,28 @@ double MachineModel::computeSeconds(const OpWork &work, double bytes,
   return overhead + std::max(flopSeconds, byteSeconds);
 }
 
-double MachineModel::collectiveSeconds(StringRef name, ArrayRef<int32_t> axes,
-                                       double bufferBytes, double sentBytes,
-                                       double latencyShare) const {
-  int64_t group = 1;
-  size_t level = 0;
-  // The group's devices at each link level it spans.
+std::vector<int64_t>
+MachineModel::devicesPerLevel(ArrayRef<int32_t> axes) const {
   std::vector<int64_t> perLevel(1, 1);
   for (int32_t axis : axes) {
     // An axis of another mesh than the one the model was bound to: as if
     // inside a node, with its size unknown (the report binds one mesh).
     if (axis < 0 || size_t(axis) >= sizes.size())
       continue;
-    group *= sizes[axis];
-    level = std::max(level, levels[axis]);
     if (perLevel.size() <= levels[axis])
       perLevel.resize(levels[axis] + 1, 1);
     perLevel[levels[axis]] *= sizes[axis];
   }
+  return perLevel;
+}
+
+double MachineModel::collectiveSeconds(StringRef name, ArrayRef<int32_t> axes,
+                                       double bufferBytes, double sentBytes,
+                                       double latencyShare) const {
+  std::vector<int64_t> perLevel = devicesPerLevel(axes);
+  int64_t group = llvm::product_of(perLevel);
+  // The slowest level the group spans.
+  size_t level = perLevel.size() - 1;
   if (group <= 1)
     return 0;
   // A local slice: each device copies its piece (1/group of the buffer),
@@ -127,10 +131,7 @@ double MachineModel::bucketedSeconds(StringRef name, ArrayRef<int32_t> axes,
                                      bool innerDim) const {
   if (bucket.bytes <= 0 || bufferBytes >= double(bucket.bytes))
     return collectiveSeconds(name, axes, bufferBytes, sentBytes);
-  int64_t group = 1;
-  for (int32_t axis : axes)
-    if (axis >= 0 && size_t(axis) < sizes.size())
-      group *= sizes[axis];
+  int64_t group = llvm::product_of(devicesPerLevel(axes));
   if (group <= 1)
     return 0;
   double seconds = collectiveSeconds(name, axes, bufferBytes, sentBytes,
