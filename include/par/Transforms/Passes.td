@@ -53,10 +53,12 @@ def AutoShardPass : Pass<"auto-shard", "::mlir::ModuleOp"> {
     planned. Whole plans are compared: the free program's, and one per
     split of the axes between data and tensor parallelism, each with every
     ZeRO stage (over its data axis) a training step left open. Each is
-    estimated (the program's time, the bytes it keeps per device); the
-    best estimates are then checked (partitioned on a copy, scheduled and
-    memory planned) until three fit, then only those estimated faster than
-    the best checked, and the fastest checked plan that fits the limit
+    estimated (the program's time and what its ZeRO stage changes in it,
+    gradient and parameter collectives priced in the step's buckets; the
+    bytes it keeps per device); the best estimates are then checked
+    (partitioned on a copy, scheduled and memory planned) until three fit,
+    then only those estimated faster than the estimate of the best
+    checked, and the fastest checked plan that fits the limit
     wins. Where no training step has a remat mode (--par-remat), up to
     three plans checked to be over the limit (more while none fits) are
     checked again with --par-remat=auto under the limit, and compete by
@@ -88,10 +90,12 @@ def AutoShardPass : Pass<"auto-shard", "::mlir::ModuleOp"> {
            "pipelined, its stages on a mesh axis and its batch divided "
            "into micro-batches, where that plan wins; off: never">,
     Option<"sequence", "sequence", "std::string", /*default=*/"\"auto\"",
-           "auto: the best plans that split weights over a tensor axis are "
-           "also checked with Megatron's sequence parallelism on it (the "
-           "residual stream split over the sequence), which wins where it "
-           "is faster or fits; off: never">,
+           "auto: the best plan that splits weights over a tensor axis, "
+           "and the best that splits them over that axis alone, are also "
+           "checked with Megatron's sequence parallelism (the residual "
+           "stream split over the sequence on an axis that splits weights "
+           "and not the batch, inside the nodes), which wins where it is "
+           "faster or fits; off: never">,
     Option<"fuse", "fuse", "std::string", /*default=*/"\"auto\"",
            "on: plan for the program --par-fuse makes (an element-wise "
            "group costs one pass over its inputs and result; the checks "
