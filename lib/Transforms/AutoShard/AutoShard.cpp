@@ -95,9 +95,12 @@ struct Tensor {
 
 /// Who reads a tensor in a layout of their choosing.
 struct Use {
-  int32_t node;   // consumer node, or -1 for a fixed layout
+  int32_t node;   // consumer node, or -1 for a function result
   unsigned input; // the consumer's operand slot
   ReshardLayout fixed;
+  /// A function result without a sharding: returned in the layout it is
+  /// made in, its pending sums added (as propagation leaves it).
+  bool asMade = false;
   /// An op's operand (not a function result, nor an update of an argument).
   bool byOp() const { return node >= 0 && input != ~0u; }
 };
@@ -344,8 +347,10 @@ private:
   /// reads it, every other node as planned.
   double localSeconds(const Node &node, int32_t n, int32_t axis,
                       int64_t choice);
-  /// The layout reader `use` needs, as planned.
-  ReshardLayout neededLayout(const Use &use) const;
+  /// The layout reader `use` needs, as planned, of a tensor `produced` in
+  /// that layout.
+  ReshardLayout neededLayout(const Use &use,
+                             const ReshardLayout &produced) const;
   ShardingAttr toAttr(const ReshardLayout &layout) const;
 
   mutable func::FuncOp func;
@@ -479,7 +484,8 @@ LogicalResult Planner::build() {
       if (t >= 0)
         uses[t].push_back({int32_t(n), unsigned(slot), {}});
   // Returned values: an update takes its argument's layout; the others are
-  // returned whole unless the function result carries a sharding.
+  // returned as they are made (their pending sums added) unless the
+  // function result carries a sharding.
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   for (auto [i, returned] : llvm::enumerate(ret.getOperands())) {
     int32_t t = tensorOf.lookup(returned);
@@ -494,7 +500,7 @@ LogicalResult Planner::build() {
     if (std::optional<ReshardLayout> pinned = pinnedLayout(sharding, mesh))
       use.fixed = *pinned;
     else
-      use.fixed.dims.resize(tensors[t].type.getRank());
+      use.asMade = true;
     uses[t].push_back(use);
   }
   // Arguments with a gradient (weights, not optimizer states).
@@ -1064,9 +1070,9 @@ LogicalResult Planner::solveAxis(int32_t axis) {
   for (auto [t, tensor] : llvm::enumerate(tensors))
     for (const Use &use : uses[t]) {
       int32_t reader = use.node < 0 ? -1 : nodes[use.node].rep;
-      auto key =
-          std::make_tuple(nodes[tensor.node].rep, tensor.output, reader,
-                          use.input, use.node < 0 ? layoutKey(use.fixed) : "");
+      auto key = std::make_tuple(
+          nodes[tensor.node].rep, tensor.output, reader, use.input,
+          use.asMade ? "as made" : (use.node < 0 ? layoutKey(use.fixed) : ""));
       EdgeGroup &group = groups[key];
       if (group.copies == 0) {
         group.tensor = int32_t(t);
@@ -1086,6 +1092,19 @@ LogicalResult Planner::solveAxis(int32_t axis) {
       auto &entry = from[layoutKey(layout)];
       entry.first = layout;
       entry.second.push_back(x[tensor.node][k]);
+    }
+    if (use.asMade) {
+      // Each made layout pays for adding its pending sums.
+      for (auto &[fk, fv] : from) {
+        double cost =
+            group.copies *
+            reshardSeconds(tensor, fv.first, neededLayout(use, fv.first));
+        if (fv.second.empty())
+          fixedSeconds += cost;
+        for (int col : fv.second)
+          program.cost(col) += cost;
+      }
+      continue;
     }
     LayoutChoices to;
     if (use.node < 0) {
@@ -1235,7 +1254,13 @@ ShardingAttr Planner::toAttr(const ReshardLayout &layout) const {
                            dims, {}, names(layout.partial));
 }
 
-ReshardLayout Planner::neededLayout(const Use &use) const {
+ReshardLayout Planner::neededLayout(const Use &use,
+                                    const ReshardLayout &produced) const {
+  if (use.asMade) {
+    ReshardLayout summed = produced;
+    summed.partial.clear();
+    return summed;
+  }
   if (use.node < 0)
     return use.fixed;
   const Node &reader = nodes[use.node];
@@ -1256,7 +1281,8 @@ double Planner::localSeconds(const Node &node, int32_t n, int32_t axis,
   for (auto [slot, t] : llvm::enumerate(node.outputs)) {
     ReshardLayout produced = layoutOf(node, true, slot, axis, choice);
     for (const Use &use : uses[t])
-      seconds += reshardSeconds(tensors[t], produced, neededLayout(use));
+      seconds +=
+          reshardSeconds(tensors[t], produced, neededLayout(use, produced));
   }
   // An argument's updates arrive in its layout.
   for (int32_t t : updates[n])
@@ -1326,16 +1352,16 @@ void Planner::writeBack() {
     // copy for each reader would leave the original unread.
     if (tensor.constant && !uses[t].empty() &&
         llvm::none_of(uses[t], [&](const Use &use) {
-          return !use.byOp() || neededLayout(use) == produced;
+          return !use.byOp() || neededLayout(use, produced) == produced;
         })) {
-      produced = neededLayout(uses[t].front());
+      produced = neededLayout(uses[t].front(), produced);
       setValueSharding(tensor.value, toAttr(produced));
     }
     for (const Use &use : uses[t]) {
       if (!use.byOp())
         continue;
       Node &reader = nodes[use.node];
-      ReshardLayout needed = neededLayout(use);
+      ReshardLayout needed = neededLayout(use, produced);
       if (needed == produced)
         continue;
       b.setInsertionPoint(reader.op);
@@ -1360,8 +1386,8 @@ void Planner::writeBack() {
       reader.op->setOperand(use.input, moved);
     }
   }
-  // Function results: an update in its argument's layout, the others
-  // whole unless the user gave them a sharding.
+  // Function results: an update in its argument's layout, the others as
+  // they are made (their sums added) unless the user gave them a sharding.
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   for (auto [i, returned] : llvm::enumerate(ret.getOperands())) {
     ReshardLayout layout;
@@ -1370,7 +1396,8 @@ void Planner::writeBack() {
     else if (signature.result(i).get(ParDialect::kShardingAttrName))
       continue;
     else
-      layout.dims.resize(cast<RankedTensorType>(returned.getType()).getRank());
+      layout = neededLayout(Use{-1, 0, {}, /*asMade=*/true},
+                            finalLayout(tensors[tensorOf.lookup(returned)]));
     signature.setResultSharding(i, toAttr(layout));
   }
   signature.write();
