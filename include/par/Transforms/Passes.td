@@ -482,6 +482,12 @@ def SchedulePass : Pass<"par-schedule", "::mlir::ModuleOp"> {
     op that came first in the input. Ops with side effects keep their
     relative order. The result computes the same values.
 
+    Then ops marked `par.late`, and collectives that move a late op's
+    result, go down to just before their first use (or `par.prefetch`
+    layers ahead of it); a gather in one phase of a value made in an earlier
+    phase (a saved activation the backward pass reads whole) goes to the
+    start of its first reader's run of ops of that layer and phase.
+
     A step pipelined by --par-pipeline is then split into one function per
     stage (`@STEP.stageK`), its ops in the order its schedule runs them,
     with `par.send`/`par.recv` for the values stages exchange; the step

@@ -1729,6 +1729,9 @@ struct PlannedModule {
   /// What the plan keeps per device: the first open step's, else the
   /// largest function's.
   Footprint footprint;
+  /// The ZeRO stage a training step was given (0: none given), which the
+  /// estimates apply where no step's stage is open.
+  int64_t givenZero = 0;
   /// The planner of each function, for the records of the chosen plan.
   std::vector<std::unique_ptr<Planner>> planners;
   /// Names of its pipelined steps given `schedule=auto`.
@@ -1937,8 +1940,17 @@ struct AutoShardPass
       if (isOpen)
         planned.open.push_back(
             {func, func->getAttr(ParDialect::kDataAxisAttrName)});
+      // A stage the user gave divides over the axis they named with it,
+      // whatever role the plan gives that axis.
+      std::optional<int32_t> dataAxis = dataAxisOf(roles);
+      if (int64_t given = training ? getZeroStage(func) : 0; given > 0) {
+        planned.givenZero = std::max(planned.givenZero, given);
+        int64_t named = mesh.getAxisIndex(getDataAxis(func));
+        dataAxis =
+            named >= 0 ? std::optional<int32_t>(int32_t(named)) : std::nullopt;
+      }
       if (!footprintFromStep) {
-        Footprint f = planner.footprint(dataAxisOf(roles));
+        Footprint f = planner.footprint(dataAxis);
         if (isOpen || f.bytes(0) > planned.footprint.bytes(0))
           planned.footprint = f;
         footprintFromStep = isOpen;
@@ -2393,10 +2405,12 @@ struct AutoShardPass
       for (int64_t stage = 0; stage <= lastStage; ++stage) {
         Candidate variant = plan;
         variant.zero = stage;
+        // With no stage open, the stage a step was given is estimated.
+        int64_t applied = planned->open.empty() ? planned->givenZero : stage;
         variant.estimatedSeconds =
-            (plan.plannedSeconds + footprint.extraSeconds(stage)) *
+            (plan.plannedSeconds + footprint.extraSeconds(applied)) *
             pipelineShare(plan);
-        variant.estimatedBytes = footprint.bytes(stage);
+        variant.estimatedBytes = footprint.bytes(applied);
         // A stage that divides nothing more (the plan already splits what
         // ZeRO would) is not another plan.
         if (stage > 0 && variant.estimatedBytes == footprint.bytes(stage - 1))
@@ -2735,7 +2749,9 @@ struct AutoShardPass
         b.getNamedAttr("memory_limit", b.getI64IntegerAttr(limit)),
         b.getNamedAttr("plan", b.getStringAttr(best.name(mesh))),
         b.getNamedAttr("axes", b.getDictionaryAttr(axes)),
-        b.getNamedAttr("zero", b.getI64IntegerAttr(best.zero)),
+        b.getNamedAttr("zero",
+                       b.getI64IntegerAttr(
+                           best.zero ? best.zero : best.planned->givenZero)),
         b.getNamedAttr("remat", b.getStringAttr(best.remat   ? "auto"
                                                 : rematGiven ? "given"
                                                              : "none")),

@@ -27,6 +27,22 @@ static bool isCollective(Operation *op) {
   return collective && collective.communicates();
 }
 
+/// A gather in one phase of a value made in an earlier one (a saved
+/// activation the backward pass reads whole): issued as early as it could
+/// be, it would hold its larger result from the forward pass to its use.
+static bool gathersAcrossPhases(Operation *op) {
+  if (!isCollective(op) || op->getNumOperands() != 1 ||
+      op->getNumResults() != 1)
+    return false;
+  Operation *def = op->getOperand(0).getDefiningOp();
+  std::optional<Phase> phase = getPhase(op);
+  std::optional<Phase> from = def ? getPhase(def) : std::nullopt;
+  auto in = dyn_cast<ShapedType>(op->getOperand(0).getType());
+  auto out = dyn_cast<ShapedType>(op->getResult(0).getType());
+  return phase && from && *phase != *from && in && out && in.hasStaticShape() &&
+         out.hasStaticShape() && out.getNumElements() > in.getNumElements();
+}
+
 /// List-schedules `block` in place: ready collectives first, otherwise the
 /// ready op that came first. Side-effecting ops depend on each other in
 /// their original order.
@@ -93,11 +109,32 @@ static void scheduleBlock(Block &block, int64_t prefetch) {
   // layers, data movement (not recomputation) for an op of a layer moves
   // instead to the start of the run of ops `prefetch` layers before that
   // layer's in the order they run (ZeRO-3 gathers overlap the layer
-  // before), and no earlier than what it reads.
+  // before), and no earlier than what it reads. A gather across phases
+  // moves to the start of its first user's run (the layer's backward
+  // pass gathers its saved activations as it begins, overlapping the ops
+  // before their use).
   SmallVector<Operation *> lateOps;
-  for (Operation &op : block.without_terminator())
-    if (isLate(&op) && isMemoryEffectFree(&op))
+  llvm::SmallPtrSet<Operation *, 16> heldBack;
+  llvm::SmallPtrSet<Operation *, 16> late;
+  for (Operation &op : block.without_terminator()) {
+    if (!isMemoryEffectFree(&op))
+      continue;
+    // Data movement of a late op's result is part of its chain (ZeRO-3's
+    // gathered weight moved to the layout its reader needs): early, it
+    // would hold its operand from the start.
+    bool ofLate =
+        isCollective(&op) && llvm::any_of(op.getOperands(), [&](Value v) {
+          return late.contains(v.getDefiningOp());
+        });
+    if (isLate(&op) || ofLate) {
       lateOps.push_back(&op);
+      late.insert(&op);
+    } else if (gathersAcrossPhases(&op)) {
+      lateOps.push_back(&op);
+      late.insert(&op);
+      heldBack.insert(&op);
+    }
+  }
   // The order of the block as the late ops move: each op's label grows
   // along the block, and a moved op takes one between its new neighbours
   // (all ops are labelled again, in order, when no label is left there).
@@ -126,12 +163,12 @@ static void scheduleBlock(Block &block, int64_t prefetch) {
   // join the run they fall in), and each op's run.
   SmallVector<Operation *> runStarts;
   DenseMap<Operation *, int64_t> runOf;
-  if (prefetch > 0) {
+  if (prefetch > 0 || !heldBack.empty()) {
     std::optional<std::pair<int64_t, Phase>> current;
     for (Operation &op : block.without_terminator()) {
       std::optional<int64_t> layer = getLayer(&op);
       std::optional<Phase> phase = getPhase(&op);
-      if (layer && phase && !isLate(&op) &&
+      if (layer && phase && !late.contains(&op) &&
           (!current || *current != std::make_pair(*layer, *phase))) {
         current = std::make_pair(*layer, *phase);
         runStarts.push_back(&op);
@@ -143,7 +180,6 @@ static void scheduleBlock(Block &block, int64_t prefetch) {
   // only values made before the first layer runs (parameters and their
   // working copies: ZeRO-3's gathers), never recomputation or a
   // checkpoint's gather, which read values of the layers.
-  llvm::SmallPtrSet<Operation *, 16> late(lateOps.begin(), lateOps.end());
   std::function<bool(Operation *)> readsOnlyEarly = [&](Operation *op) {
     if (isRecomputed(op))
       return false;
@@ -168,8 +204,16 @@ static void scheduleBlock(Block &block, int64_t prefetch) {
     if (!first)
       continue;
     Operation *at = first, *target = nullptr;
-    if (prefetch > 0 && !runStarts.empty() && !late.contains(first) &&
-        getLayer(first) && readsOnlyEarly(op)) {
+    int64_t run = runOf.lookup(first);
+    Operation *def = op->getOperand(0).getDefiningOp();
+    if (heldBack.contains(op)) {
+      if (!late.contains(first) && getLayer(first) && run >= 0 &&
+          isBefore(def, runStarts[run])) {
+        target = runStarts[run];
+        at = frontAt.lookup(target) ? frontAt.lookup(target) : target;
+      }
+    } else if (prefetch > 0 && !runStarts.empty() && !late.contains(first) &&
+               getLayer(first) && readsOnlyEarly(op)) {
       target = runStarts[std::max<int64_t>(0, runOf.lookup(first) - prefetch)];
       at = frontAt.lookup(target) ? frontAt.lookup(target) : target;
     } else if (auto it = targetOf.find(first);

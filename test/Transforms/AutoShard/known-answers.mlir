@@ -43,3 +43,10 @@
 // NODES: %arg0: tensor<131072x12288xbf16> {{{[^%]*}}par.sharding = #par.sharding<@mesh, [{"dp"}, {}]>}
 // NODES-SAME: %arg1: tensor<12288x49152xbf16> {{{[^%]*}}par.sharding = #par.sharding<@mesh, [{}, {"tp"}]>}
 // NODES-SAME: %arg2: tensor<49152x12288xbf16> {{{[^%]*}}par.sharding = #par.sharding<@mesh, [{"tp"}, {}]>}
+
+// A ZeRO stage given to --par-autodiff is kept, reported as the chosen
+// plan's, and applied to every plan's estimates: data parallel under
+// ZeRO-3 keeps an eighth of the 2 GiB of model states, not all of them.
+// RUN: par-opt %S/Inputs/large-weights.mlir --par-autodiff="optimizer=adamw zero=3" --auto-shard --report -o /dev/null 2>&1 | FileCheck %s --check-prefix=GIVEN
+// GIVEN: chosen: {{.*}} (ZeRO stage 3)
+// GIVEN: dp:data {{[0-9.e-]+}} {{2[0-9][0-9]\.[0-9]}} MiB {{.*}}(the planner's estimates of both plans)

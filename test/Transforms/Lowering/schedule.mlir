@@ -34,3 +34,41 @@ func.func @two_collectives(%a: tensor<4xf32>, %b: tensor<2xf32>) -> tensor<4xf32
   %u = par.add %s, %n : tensor<4xf32>
   return %u : tensor<4xf32>
 }
+
+// A gather in the backward pass of a value the forward pass made (a saved
+// activation read whole) is issued as its layer's backward run begins, not
+// as soon as its operand exists: early, its result (larger than the saved
+// piece) would be live through the rest of the forward pass.
+// CHECK-LABEL: func.func @saved_activation_gather
+// CHECK:      %[[A:.*]] = par.exp
+// CHECK-NEXT: par.tanh
+// CHECK-NEXT: par.all_gather %[[A]]
+// CHECK-NEXT: par.neg
+// CHECK-NEXT: par.mul
+func.func @saved_activation_gather(%x: tensor<4x8xf32>, %y: tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<8x8xf32>) {
+  %a = par.exp %x {par.layer = 0 : i64, par.phase = #par.phase<forward>} : tensor<4x8xf32>
+  %b = par.tanh %a {par.layer = 0 : i64, par.phase = #par.phase<forward>} : tensor<4x8xf32>
+  %n = par.neg %y {par.layer = 0 : i64, par.phase = #par.phase<backward>} : tensor<8x8xf32>
+  %g = par.all_gather %a over @mesh ["tp"] dim 0 {par.layer = 0 : i64, par.phase = #par.phase<backward>} : (tensor<4x8xf32>) -> tensor<8x8xf32>
+  %m = par.mul %g, %n {par.layer = 0 : i64, par.phase = #par.phase<backward>} : tensor<8x8xf32>
+  return %b, %m : tensor<4x8xf32>, tensor<8x8xf32>
+}
+
+// A collective that moves a late op's result (ZeRO-3's gathered weight
+// moved to its reader's layout) moves down with it, instead of holding
+// the gathered weight from the start of the step.
+// CHECK-LABEL: func.func @late_chain
+// CHECK:      par.exp
+// CHECK-NEXT: par.tanh
+// CHECK-NEXT: par.all_gather %arg0
+// CHECK-NEXT: par.all_to_all
+// CHECK-NEXT: par.dot
+par.mesh @mesh2 <["dp"=2, "tp"=2]>
+func.func @late_chain(%w: tensor<2x8xf32>, %x: tensor<4x8xf32>) -> tensor<4x4xf32> {
+  %a = par.exp %x {par.layer = 0 : i64, par.phase = #par.phase<forward>} : tensor<4x8xf32>
+  %b = par.tanh %a {par.layer = 0 : i64, par.phase = #par.phase<forward>} : tensor<4x8xf32>
+  %g = par.all_gather %w over @mesh2 ["dp"] dim 0 {par.late, par.layer = 1 : i64, par.phase = #par.phase<forward>} : (tensor<2x8xf32>) -> tensor<4x8xf32>
+  %t = par.all_to_all %g over @mesh2 ["tp"] split 1 concat 0 {par.layer = 1 : i64, par.phase = #par.phase<forward>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %d = par.dot %b, %t contract [1] x [0] {par.layer = 1 : i64, par.phase = #par.phase<forward>} : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  return %d : tensor<4x4xf32>
+}
