@@ -28,6 +28,14 @@ struct Bucket {
   /// What travels in it: the value's gathers (a parameter) or its
   /// reductions (a gradient).
   bool gathers = false;
+
+  /// Whether a reshard step of this kind is one that travels in it (for a
+  /// value smaller than the bucket).
+  bool carries(ReshardStepKind kind) const {
+    return gathers ? kind == ReshardStepKind::AllGather
+                   : kind == ReshardStepKind::AllReduce ||
+                         kind == ReshardStepKind::ReduceScatter;
+  }
 };
 
 /// A hardware profile bound to the axes of one mesh: which link level each

@@ -347,6 +347,12 @@ private:
   /// reads it, every other node as planned.
   double localSeconds(const Node &node, int32_t n, int32_t axis,
                       int64_t choice);
+  /// The bucket latency the plan's estimate leaves out: a value in a bucket
+  /// pays the share of one bucket's latency its bytes fill, which adds up
+  /// to whole buckets only where a group's values of one kind fill them.
+  /// Where the step's values travelling on one group (by collective and
+  /// axes) fill less than a bucket, the bucket still pays all its latency.
+  double partlyFilledBucketSeconds() const;
   /// The layout reader `use` needs, as planned, of a tensor `produced` in
   /// that layout.
   ReshardLayout neededLayout(const Use &use,
@@ -1235,7 +1241,44 @@ LogicalResult Planner::solve() {
                 "axis '"
              << mesh.getAxisNames()[axis] << "' has no solution";
   }
+  predictedSeconds += partlyFilledBucketSeconds();
   return success();
+}
+
+double Planner::partlyFilledBucketSeconds() const {
+  if (bucketBytes <= 0)
+    return 0;
+  // Bytes per device of the bucketed collectives of one kind on one group.
+  std::map<std::pair<ReshardStepKind, SmallVector<int32_t, 2>>, double> filled;
+  for (auto [t, tensor] : llvm::enumerate(tensors)) {
+    if (!(tensor.gradient || tensor.gatheredInBuckets) || tensor.constant)
+      continue;
+    Bucket bucket{bucketBytes, tensor.type.getRank(), tensor.gatheredInBuckets};
+    ReshardLayout produced =
+        layoutOf(nodes[tensor.node], true, tensor.output, -1, -1);
+    for (const Use &use : uses[t]) {
+      ReshardLayout needed = neededLayout(use, produced);
+      ReshardPlan plan;
+      std::string error;
+      if (needed == produced ||
+          !planReshard(machine.axisSizes(), tensor.type.getShape(), produced,
+                       needed, plan, error))
+        continue;
+      ReshardCost cost = reshardCost(
+          machine.axisSizes(), tensor.type.getShape(),
+          elementBytes(tensor.type.getElementType()), produced, plan);
+      for (const ReshardCost::Step &step : cost.steps)
+        if (bucket.carries(step.kind) && step.bufferBytes < bucketBytes)
+          filled[{step.kind, step.axes}] += double(step.bufferBytes);
+    }
+  }
+  double seconds = 0;
+  for (const auto &[group, bytes] : filled)
+    if (bytes < double(bucketBytes))
+      seconds += machine.collectiveSeconds(stringifyReshardStep(group.first),
+                                           group.second, 0, 0,
+                                           1 - bytes / double(bucketBytes));
+  return seconds;
 }
 
 ShardingAttr Planner::toAttr(const ReshardLayout &layout) const {

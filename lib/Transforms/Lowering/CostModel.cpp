@@ -110,11 +110,7 @@ double MachineModel::reshardSeconds(const ReshardCost &cost,
   double seconds = 0;
   for (const ReshardCost::Step &step : cost.steps) {
     StringRef name = stringifyReshardStep(step.kind);
-    bool bucketed =
-        bucket &&
-        (bucket->gathers ? step.kind == ReshardStepKind::AllGather
-                         : step.kind == ReshardStepKind::AllReduce ||
-                               step.kind == ReshardStepKind::ReduceScatter);
+    bool bucketed = bucket && bucket->carries(step.kind);
     seconds +=
         bucketed
             ? bucketedSeconds(name, step.axes, double(step.bufferBytes),

@@ -20,8 +20,8 @@ for entry in entries:
     if not entry.startswith("true"):
         continue
     name = re.search(r'plan = "([^"]*)"', entry)
-    estimate = re.search(r"estimated_seconds = ([0-9.e+-]+)", entry)
-    check = re.search(r"step_seconds = ([0-9.e+-]+)", entry)
+    estimate = re.search(r"estimated_seconds = ([0-9.eE+-]+)", entry)
+    check = re.search(r"step_seconds = ([0-9.eE+-]+)", entry)
     if not (name and estimate and check):
         sys.exit(f"a checked alternative without its figures: {entry[:120]}")
     if re.search(r"sequence|remat=|microbatches=", name.group(1)):
