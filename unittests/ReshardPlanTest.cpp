@@ -782,3 +782,23 @@ TEST(ReshardPlan, AxesOfOneDeviceMoveNothing) {
   EXPECT_EQ(plan.steps[0].kind, ReshardStepKind::AllToAll);
   EXPECT_EQ(plan.steps[0].axes, (SmallVector<int32_t, 2>{1}));
 }
+
+// Sums that the target splits over, but after an axis the dim does not
+// have yet, are reduce-scattered there and the axes put in order after
+// (one exchange): half the bytes of an all-reduce followed by moves. A
+// gradient made split over tp on dim 0 and partial over dp, wanted with dp
+// on dim 0 and tp on dim 1.
+TEST(ReshardPlan, SumsReduceScatterBeforeAxesAreOrdered) {
+  std::string error;
+  ReshardLayout from{{{1}, {}}, {0}}, to{{{0}, {1}}, {}};
+  ReshardPlan plan;
+  ASSERT_TRUE(planReshard({2, 2}, {16, 16}, from, to, plan, error)) << error;
+  ASSERT_FALSE(plan.steps.empty());
+  EXPECT_EQ(plan.steps.front().kind, ReshardStepKind::ReduceScatter);
+  for (const ReshardStep &step : plan.steps)
+    EXPECT_NE(step.kind, ReshardStepKind::AllReduce);
+  // Sent: the reduce-scatter's half of the 8x16 f32 piece (256 bytes) and
+  // the exchange's 256; the all-reduce (512), all-to-all over tp (256) and
+  // slice planned before sent 768.
+  EXPECT_EQ(reshardCost({2, 2}, {16, 16}, 4, from, plan).sentBytes, 512);
+}

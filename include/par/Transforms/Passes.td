@@ -474,7 +474,7 @@ def FusePass : Pass<"par-fuse", "::mlir::ModuleOp"> {
 }
 
 def SchedulePass : Pass<"par-schedule", "::mlir::ModuleOp"> {
-  let summary = "Order each function's ops so collectives start as early as they can";
+  let summary = "Order each function's ops: collectives as early as they can, gathers of parameters and saved activations just ahead of their use";
   let description = [{
     A list schedule of every function body: an op is ready once its operands
     are defined; among ready ops a collective goes first (so a runtime that

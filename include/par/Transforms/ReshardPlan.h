@@ -63,7 +63,9 @@ struct ReshardPlan {
 /// Plans the move of a tensor of global `shape` from `from` to `to` on a mesh
 /// with `axisSizes`. Both layouts must divide `shape` evenly. Fails (setting
 /// `error`) when `to` is partial over axes `from` is not: partial values come
-/// only from the ops that make them. Once partial sums are resolved, the
+/// only from the ops that make them. Partial sums are reduce-scattered into
+/// the dims that want their axes (or all-reduced where that sends fewer
+/// bytes, docs/partitioning.md). Once partial sums are resolved, the
 /// rest is the cheaper of the collective sequence (all-to-all, permute,
 /// gather, slice) and one exchange, which moves the least any plan can: the
 /// sequence wins ties.

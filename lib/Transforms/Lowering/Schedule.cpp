@@ -1,4 +1,4 @@
-//===- Schedule.cpp - --par-schedule: collectives as early as possible ----===//
+//===- Schedule.cpp - --par-schedule: the order each function runs in ----===//
 
 #include "par/Dialect/Par/IR/TrainingStep.h"
 #include "par/Transforms/Passes.h"
@@ -27,9 +27,10 @@ static bool isCollective(Operation *op) {
   return collective && collective.communicates();
 }
 
-/// A gather in one phase of a value made in an earlier one (a saved
-/// activation the backward pass reads whole): issued as early as it could
-/// be, it would hold its larger result from the forward pass to its use.
+/// A gather in one phase of a value made in an earlier one (forward,
+/// backward, optimizer; a saved activation the backward pass reads whole):
+/// issued as early as it could be, it would hold its larger result from the
+/// forward pass to its use.
 static bool gathersAcrossPhases(Operation *op) {
   if (!isCollective(op) || op->getNumOperands() != 1 ||
       op->getNumResults() != 1)
@@ -39,13 +40,14 @@ static bool gathersAcrossPhases(Operation *op) {
   std::optional<Phase> from = def ? getPhase(def) : std::nullopt;
   auto in = dyn_cast<ShapedType>(op->getOperand(0).getType());
   auto out = dyn_cast<ShapedType>(op->getResult(0).getType());
-  return phase && from && *phase != *from && in && out && in.hasStaticShape() &&
+  return phase && from && *from < *phase && in && out && in.hasStaticShape() &&
          out.hasStaticShape() && out.getNumElements() > in.getNumElements();
 }
 
 /// List-schedules `block` in place: ready collectives first, otherwise the
 /// ready op that came first. Side-effecting ops depend on each other in
-/// their original order.
+/// their original order. Then late ops, their chains and gathers across
+/// phases move down, ahead of their use (below).
 static void scheduleBlock(Block &block, int64_t prefetch) {
   SmallVector<Operation *> ops;
   for (Operation &op : block.without_terminator())
@@ -122,13 +124,17 @@ static void scheduleBlock(Block &block, int64_t prefetch) {
     // Data movement of a late op's result is part of its chain (ZeRO-3's
     // gathered weight moved to the layout its reader needs): early, it
     // would hold its operand from the start.
-    bool ofLate =
-        isCollective(&op) && llvm::any_of(op.getOperands(), [&](Value v) {
-          return late.contains(v.getDefiningOp());
-        });
-    if (isLate(&op) || ofLate) {
+    auto reads = [&](const llvm::SmallPtrSetImpl<Operation *> &set) {
+      return isCollective(&op) && llvm::any_of(op.getOperands(), [&](Value v) {
+               return set.contains(v.getDefiningOp());
+             });
+    };
+    if (isLate(&op) || reads(late)) {
       lateOps.push_back(&op);
       late.insert(&op);
+      // A move of a held-back gather's result is held back with it.
+      if (!isLate(&op) && reads(heldBack))
+        heldBack.insert(&op);
     } else if (gathersAcrossPhases(&op)) {
       lateOps.push_back(&op);
       late.insert(&op);
@@ -204,22 +210,28 @@ static void scheduleBlock(Block &block, int64_t prefetch) {
     if (!first)
       continue;
     Operation *at = first, *target = nullptr;
-    int64_t run = runOf.lookup(first);
-    Operation *def = op->getOperand(0).getDefiningOp();
-    if (heldBack.contains(op)) {
-      if (!late.contains(first) && getLayer(first) && run >= 0 &&
-          isBefore(def, runStarts[run])) {
-        target = runStarts[run];
-        at = frontAt.lookup(target) ? frontAt.lookup(target) : target;
-      }
-    } else if (prefetch > 0 && !runStarts.empty() && !late.contains(first) &&
-               getLayer(first) && readsOnlyEarly(op)) {
-      target = runStarts[std::max<int64_t>(0, runOf.lookup(first) - prefetch)];
+    auto runIt = runOf.find(first);
+    int64_t run = runIt == runOf.end() ? -1 : runIt->second;
+    bool held = heldBack.contains(op);
+    if (held && !late.contains(first)) {
+      // To the start of its first reader's run (of that reader's layer and
+      // phase), no earlier than what it reads; where there is none, it
+      // stays where the list schedule put it.
+      Operation *def = op->getOperand(0).getDefiningOp();
+      if (!getLayer(first) || run < 0 || !def || !isBefore(def, runStarts[run]))
+        continue;
+      target = runStarts[run];
+      at = frontAt.lookup(target) ? frontAt.lookup(target) : target;
+    } else if (!held && prefetch > 0 && !runStarts.empty() &&
+               !late.contains(first) && getLayer(first) && readsOnlyEarly(op)) {
+      target = runStarts[std::max<int64_t>(0, run - prefetch)];
       at = frontAt.lookup(target) ? frontAt.lookup(target) : target;
     } else if (auto it = targetOf.find(first);
                it != targetOf.end() && frontAt.lookup(it->second) == first) {
       // A chain's earlier op joins the chain's place in the order.
       target = it->second;
+    } else if (held) {
+      continue; // its chain stayed where the list schedule put it
     }
     if (op->getNextNode() != at)
       moveBefore(op, at);

@@ -100,6 +100,8 @@ private:
   }
 
   void resolvePartials();
+  /// The steps from the partial sums on (run's, once its input is checked).
+  bool resolveThenMove(std::string &error);
   bool planSequence(std::string &error);
   ReshardStep exchangeStep(const ReshardLayout &before) const;
   void pushExchange(const ReshardLayout &before);
@@ -118,6 +120,10 @@ private:
   const ReshardLayout &to;
   ReshardPlan &plan;
   SmallVector<uint8_t> gathered; // per dim: some axis was gathered
+  /// Reduce-scatter a pending axis into any dim the target splits over it,
+  /// not only right after the axes the dim has (the steps after then put
+  /// the axes in order).
+  bool scatterAnywhere = false;
 };
 } // namespace
 
@@ -150,6 +156,16 @@ void Planner::resolvePartials() {
     cur.dims[d].append(run.begin(), run.end());
     push(ReshardStepKind::ReduceScatter, run, d);
   }
+  if (scatterAnywhere)
+    for (size_t d = 0; d < cur.dims.size() && !pending.empty(); ++d)
+      for (int32_t axis : to.dims[d])
+        if (llvm::is_contained(pending, axis) &&
+            localSize(d) % axisSizes[axis] == 0) {
+          llvm::erase(pending, axis);
+          llvm::erase(cur.partial, axis);
+          cur.dims[d].push_back(axis);
+          push(ReshardStepKind::ReduceScatter, {axis}, d);
+        }
   if (pending.empty())
     return;
   for (int32_t axis : pending)
@@ -334,6 +350,31 @@ bool Planner::run(std::string &error) {
               "over; only the ops that compute partial sums make them";
       return false;
     }
+  ReshardLayout start = cur;
+  if (!resolveThenMove(error))
+    return false;
+  // Sums that no dim takes right after the axes it has are all-reduced.
+  // Reduce-scattered into a dim the target splits over them instead, with
+  // the axes put in order after, they may move half the bytes: the plan
+  // that sends less wins (the first on a tie).
+  bool allReduces = llvm::any_of(plan.steps, [](const ReshardStep &step) {
+    return step.kind == ReshardStepKind::AllReduce;
+  });
+  if (!allReduces)
+    return true;
+  ReshardPlan first = plan;
+  plan = ReshardPlan();
+  cur = start;
+  scatterAnywhere = true;
+  std::string ignored;
+  if (!resolveThenMove(ignored) ||
+      reshardCost(axisSizes, shape, 1, start, plan).sentBytes >=
+          reshardCost(axisSizes, shape, 1, start, first).sentBytes)
+    plan = std::move(first);
+  return true;
+}
+
+bool Planner::resolveThenMove(std::string &error) {
   gathered.assign(cur.dims.size(), 0);
   resolvePartials();
   size_t mark = plan.steps.size();

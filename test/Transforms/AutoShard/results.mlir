@@ -31,14 +31,17 @@ func.func @whole(%x: tensor<65536x1024xf32> {par.role = "data"}, %w: tensor<1024
 
 // -----
 
-// Partial sums (the contracted dim split as annotated) are added before
-// the result leaves: its sharding has no pending axes.
+// Partial sums (the contracted dim split over x as annotated) are added
+// before the result leaves, and its rows stay split over y: its sharding
+// has no pending axes and keeps y (before, it was gathered whole).
 // CHECK-LABEL: func.func @sums
-// CHECK-SAME: -> (tensor<64x64xf32> {par.sharding = #par.sharding<@mesh, [{}, {}]>})
+// CHECK-SAME: -> (tensor<64x64xf32> {par.sharding = #par.sharding<@mesh, [{"y"}, {}]>})
 // PART-LABEL: func.func @sums
-// PART: par.all_reduce sum
-par.mesh @mesh <["x"=8]>
-func.func @sums(%x: tensor<64x65536xf32> {par.role = "data", par.sharding = #par.sharding<@mesh, [{}, {"x"}]>},
+// PART: par.all_reduce sum {{.*}} over @mesh ["x"]
+// PART-NOT: par.all_gather
+// PART: return
+par.mesh @mesh <["x"=2, "y"=4]>
+func.func @sums(%x: tensor<64x65536xf32> {par.role = "data", par.sharding = #par.sharding<@mesh, [{"y"}, {"x"}]>},
                 %w: tensor<65536x64xf32> {par.sharding = #par.sharding<@mesh, [{"x"}, {}]>}) -> tensor<64x64xf32> {
   %h = par.dot %x, %w contract [1] x [0] : (tensor<64x65536xf32>, tensor<65536x64xf32>) -> tensor<64x64xf32>
   return %h : tensor<64x64xf32>

@@ -72,3 +72,38 @@ func.func @late_chain(%w: tensor<2x8xf32>, %x: tensor<4x8xf32>) -> tensor<4x4xf3
   %d = par.dot %b, %t contract [1] x [0] {par.layer = 1 : i64, par.phase = #par.phase<forward>} : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
   return %d : tensor<4x4xf32>
 }
+
+// A saved activation's gather and the move after it (to the layout its
+// reader needs) go to the start of the backward run together.
+// CHECK-LABEL: func.func @saved_activation_chain
+// CHECK:      %[[A:.*]] = par.exp %arg0
+// CHECK-NEXT: par.tanh
+// CHECK-NEXT: %[[G:.*]] = par.all_gather %[[A]]
+// CHECK-NEXT: par.all_to_all %[[G]]
+// CHECK-NEXT: par.neg
+// CHECK-NEXT: par.exp
+// CHECK-NEXT: par.mul
+func.func @saved_activation_chain(%x: tensor<4x8xf32>, %y: tensor<16x4xf32>) -> (tensor<4x8xf32>, tensor<16x4xf32>) {
+  %a = par.exp %x {par.layer = 0 : i64, par.phase = #par.phase<forward>} : tensor<4x8xf32>
+  %b = par.tanh %a {par.layer = 0 : i64, par.phase = #par.phase<forward>} : tensor<4x8xf32>
+  %n = par.neg %y {par.layer = 0 : i64, par.phase = #par.phase<backward>} : tensor<16x4xf32>
+  %e = par.exp %n {par.layer = 0 : i64, par.phase = #par.phase<backward>} : tensor<16x4xf32>
+  %g = par.all_gather %a over @mesh2 ["dp"] dim 0 {par.layer = 0 : i64, par.phase = #par.phase<backward>} : (tensor<4x8xf32>) -> tensor<8x8xf32>
+  %t = par.all_to_all %g over @mesh2 ["tp"] split 1 concat 0 {par.layer = 0 : i64, par.phase = #par.phase<backward>} : (tensor<8x8xf32>) -> tensor<16x4xf32>
+  %m = par.mul %t, %e {par.layer = 0 : i64, par.phase = #par.phase<backward>} : tensor<16x4xf32>
+  return %b, %m : tensor<4x8xf32>, tensor<16x4xf32>
+}
+
+// A gather across phases whose reader belongs to no layer has no run to
+// go to: it stays as early as its operand allows.
+// CHECK-LABEL: func.func @gather_for_no_layer
+// CHECK:      %[[A:.*]] = par.exp %arg0
+// CHECK-NEXT: par.all_gather %[[A]]
+// CHECK-NEXT: par.tanh
+func.func @gather_for_no_layer(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8x8xf32>) {
+  %a = par.exp %x {par.layer = 0 : i64, par.phase = #par.phase<forward>} : tensor<4x8xf32>
+  %b = par.tanh %a {par.layer = 0 : i64, par.phase = #par.phase<forward>} : tensor<4x8xf32>
+  %g = par.all_gather %a over @mesh ["tp"] dim 0 {par.phase = #par.phase<backward>} : (tensor<4x8xf32>) -> tensor<8x8xf32>
+  %m = par.neg %g {par.phase = #par.phase<backward>} : tensor<8x8xf32>
+  return %b, %m : tensor<4x8xf32>, tensor<8x8xf32>
+}

@@ -49,12 +49,13 @@ func.func @constants(%x: tensor<4x16xf32> {par.sharding = #par.sharding<@mesh, [
 
 // A gradient's reshard of several steps: the reduction on its way is the
 // gradient too (--par-combine-collectives buckets it), not only the step
-// that ends the move.
+// that ends the move. The sums are reduce-scattered over dp into dim 0
+// (where the target wants dp, but after tp) and one exchange puts the axes
+// in place: half the bytes of an all-reduce, an all-to-all and a slice.
 // CHECK-LABEL: func.func @reduce_then_move(
 // CHECK: %[[G:.*]] = par.dot %arg0, %arg1 contract [1] x [0] {par.gradient_of = array<i64: 1>
-// CHECK-NEXT: %[[R:.*]] = par.all_reduce sum %[[G]] over @mesh2 ["dp"] {par.gradient_of = array<i64: 1>
-// CHECK-NEXT: %[[A:.*]] = par.all_to_all %[[R]] over @mesh2 ["tp"] split 1 concat 0 {par.phase = #par.phase<backward>}
-// CHECK-NEXT: par.all_slice %[[A]] over @mesh2 ["dp"] dim 0 {par.gradient_of = array<i64: 1>
+// CHECK-NEXT: %[[R:.*]] = par.reduce_scatter sum %[[G]] over @mesh2 ["dp"] dim 0 {par.gradient_of = array<i64: 1>
+// CHECK-NEXT: par.exchange %[[R]] over @mesh2 ["dp", "tp"] from {{\[\[1, 0\], \[\]\]}} to {{\[\[0\], \[1\]\]}} {par.gradient_of = array<i64: 1>
 par.mesh @mesh2 <["dp"=2, "tp"=2]>
 func.func @reduce_then_move(%x: tensor<16x8xf32> {par.sharding = #par.sharding<@mesh2, [{"tp"}, {}]>}, %w: tensor<8x16xf32> {par.sharding = #par.sharding<@mesh2, [{}, {}]>}) -> (tensor<16x16xf32> {par.sharding = #par.sharding<@mesh2, [{"dp"}, {"tp"}]>}) {
   %0 = par.dot %x, %w contract [1] x [0] {par.gradient_of = array<i64: 1>, par.phase = #par.phase<backward>, par.sharding = #par.sharding<@mesh2, [{"tp"}, {}], partial={"dp"}>} : (tensor<16x8xf32>, tensor<8x16xf32>) -> tensor<16x16xf32>

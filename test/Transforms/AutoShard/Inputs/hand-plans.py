@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The automatic plan against the standard hand plans, model by model and
-mesh by mesh: hand-plans.py PAR_OPT [--hardware H] [--pairs N].
+mesh by mesh: hand-plans.py PAR_OPT [--hardware H] [--work DIR].
 
 For each model/mesh pair the hand plans are pure data parallel (the batch
 over every axis), pure tensor parallel (Megatron's split over every axis)
