@@ -333,6 +333,20 @@ private:
   int64_t nodeBytes(const Node &node, int32_t axis, int64_t choice) const;
   double reshardSeconds(const Tensor &tensor, const ReshardLayout &from,
                         const ReshardLayout &to);
+  /// The step's bucket for a value of `tensor`'s type whose gathers
+  /// (`gathers`) or reductions travel in it; none where the step has none.
+  std::optional<Bucket> bucketFor(const Tensor &tensor, bool gathers) const {
+    if (bucketBytes <= 0)
+      return std::nullopt;
+    return Bucket{bucketBytes, tensor.type.getRank(), gathers};
+  }
+  /// The bucket `tensor`'s own moves travel in: a gradient's reductions,
+  /// a parameter's gathers (--par-combine-collectives).
+  std::optional<Bucket> bucketOf(const Tensor &tensor) const {
+    if (!tensor.gradient && !tensor.gatheredInBuckets)
+      return std::nullopt;
+    return bucketFor(tensor, tensor.gatheredInBuckets);
+  }
   /// Seconds of moving a value of `type`, carried in `element`, from one
   /// layout to another as the reshard planner would, in `bucket` if given;
   /// with `splitsGroup`, plus the write and read of a fused group split at
@@ -989,16 +1003,10 @@ double Planner::reshardSeconds(const Tensor &tensor, const ReshardLayout &from,
                                const ReshardLayout &to) {
   if (from == to || tensor.constant)
     return 0;
-  // A gradient's reduction, or a parameter's gather, travels in the step's
-  // buckets (--par-combine-collectives).
-  std::optional<Bucket> bucket;
-  if ((tensor.gradient || tensor.gatheredInBuckets) && bucketBytes > 0)
-    bucket =
-        Bucket{bucketBytes, tensor.type.getRank(), tensor.gatheredInBuckets};
   // A register of a fused group that is resharded is not one: the group
   // splits in two, which writes the value and reads it back.
   return moveSeconds(tensor.type, tensor.type.getElementType(), from, to,
-                     bucket, /*splitsGroup=*/!tensor.materialized);
+                     bucketOf(tensor), /*splitsGroup=*/!tensor.materialized);
 }
 
 double Planner::moveSeconds(RankedTensorType type, Type element,
@@ -1251,9 +1259,9 @@ double Planner::partlyFilledBucketSeconds() const {
   // Bytes per device of the bucketed collectives of one kind on one group.
   std::map<std::pair<ReshardStepKind, SmallVector<int32_t, 2>>, double> filled;
   for (auto [t, tensor] : llvm::enumerate(tensors)) {
-    if (!(tensor.gradient || tensor.gatheredInBuckets) || tensor.constant)
+    std::optional<Bucket> bucket = bucketOf(tensor);
+    if (!bucket || tensor.constant)
       continue;
-    Bucket bucket{bucketBytes, tensor.type.getRank(), tensor.gatheredInBuckets};
     ReshardLayout produced =
         layoutOf(nodes[tensor.node], true, tensor.output, -1, -1);
     for (const Use &use : uses[t]) {
@@ -1268,7 +1276,7 @@ double Planner::partlyFilledBucketSeconds() const {
           machine.axisSizes(), tensor.type.getShape(),
           elementBytes(tensor.type.getElementType()), produced, plan);
       for (const ReshardCost::Step &step : cost.steps)
-        if (bucket.carries(step.kind) && step.bufferBytes < bucketBytes)
+        if (bucket->carries(step.kind) && step.bufferBytes < bucketBytes)
           filled[{step.kind, step.axes}] += double(step.bufferBytes);
     }
   }
@@ -1297,13 +1305,16 @@ ShardingAttr Planner::toAttr(const ReshardLayout &layout) const {
                            dims, {}, names(layout.partial));
 }
 
+/// `layout` with its pending sums added (no partial axes).
+static ReshardLayout summed(ReshardLayout layout) {
+  layout.partial.clear();
+  return layout;
+}
+
 ReshardLayout Planner::neededLayout(const Use &use,
                                     const ReshardLayout &produced) const {
-  if (use.asMade) {
-    ReshardLayout summed = produced;
-    summed.partial.clear();
-    return summed;
-  }
+  if (use.asMade)
+    return summed(produced);
   if (use.node < 0)
     return use.fixed;
   const Node &reader = nodes[use.node];
@@ -1439,8 +1450,7 @@ void Planner::writeBack() {
     else if (signature.result(i).get(ParDialect::kShardingAttrName))
       continue;
     else
-      layout = neededLayout(Use{-1, 0, {}, /*asMade=*/true},
-                            finalLayout(tensors[tensorOf.lookup(returned)]));
+      layout = summed(finalLayout(tensors[tensorOf.lookup(returned)]));
     signature.setResultSharding(i, toAttr(layout));
   }
   signature.write();
@@ -1600,12 +1610,9 @@ Footprint Planner::footprint(std::optional<int32_t> dataAxis) {
       // gradient in its element type, a gather in the working copy's.
       auto move = [&](const ReshardLayout &from, const ReshardLayout &to,
                       bool gathers, Type element) {
-        std::optional<Bucket> bucket;
-        if (bucketBytes > 0)
-          bucket = Bucket{bucketBytes, tensor.type.getRank(), gathers};
         return moveSeconds(tensor.type,
                            element ? element : tensor.type.getElementType(),
-                           from, to, bucket);
+                           from, to, bucketFor(tensor, gathers));
       };
       // The op that writes the argument's update, the layout it writes
       // in, and whether that is already a shard over the data axis.

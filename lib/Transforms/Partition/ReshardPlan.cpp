@@ -354,13 +354,19 @@ bool Planner::run(std::string &error) {
   if (!resolveThenMove(error))
     return false;
   // Sums that no dim takes right after the axes it has are all-reduced.
-  // Reduce-scattered into a dim the target splits over them instead, with
-  // the axes put in order after, they may move half the bytes: the plan
-  // that sends less wins (the first on a tie).
-  bool allReduces = llvm::any_of(plan.steps, [](const ReshardStep &step) {
-    return step.kind == ReshardStepKind::AllReduce;
+  // Where the target splits a dim over one of them, a second plan
+  // reduce-scatters it there and puts the axes in order after, which may
+  // move half the bytes: the plan that sends less wins (the first on a
+  // tie).
+  bool scatterable = llvm::any_of(plan.steps, [&](const ReshardStep &step) {
+    return step.kind == ReshardStepKind::AllReduce &&
+           llvm::any_of(step.axes, [&](int32_t axis) {
+             return llvm::any_of(to.dims, [&](const Axes &dim) {
+               return llvm::is_contained(dim, axis);
+             });
+           });
   });
-  if (!allReduces)
+  if (!scatterable)
     return true;
   ReshardPlan first = plan;
   plan = ReshardPlan();
