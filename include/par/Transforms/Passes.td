@@ -47,8 +47,9 @@ def AutoShardPass : Pass<"auto-shard", "::mlir::ModuleOp"> {
     and every reshard between the layout a value is produced in and the one
     its reader needs, priced by the hardware profile), under a row that
     bounds the per-device bytes of arguments, gradients and activations.
-    User shardings (arguments, results, constraints) are kept. Every value
-    gets a closed sharding, and a `par.sharding_constraint` marks each
+    User shardings (arguments, results, constraints) are kept; a result
+    without one is returned in the layout it is made in, its pending sums
+    added. Every value gets a closed sharding, and a `par.sharding_constraint` marks each
     planned reshard, so --par-propagate and --par-partition do what was
     planned. Whole plans are compared: the free program's, and one per
     split of the axes between data and tensor parallelism, each with every
