@@ -420,6 +420,50 @@ void checkFusedReduce(const Reader &r,
                               shapeString(out.shape));
 }
 
+/// A normalization ending a fused group: it reads the value of the
+/// element-wise step before it, a float of the result's shape and type,
+/// then its scales (gamma, and beta for layer_norm): operands of the group,
+/// 1-D of the normalized size, of that type.
+void checkFusedNorm(const Reader &r, const RankClass &rc,
+                    const Instruction &inst,
+                    const std::vector<catalogue::FusedStep> &steps,
+                    const std::vector<DType> &types, const Buffer &out,
+                    const std::string &sw) {
+  const catalogue::FusedStep &step = steps.back();
+  const size_t numInputs = inst.operands.size();
+  const std::string name = catalogue::opName(step.op);
+  if (steps.size() < 2 ||
+      step.args[0] != int64_t(numInputs + steps.size()) - 2 ||
+      steps[steps.size() - 2].op == catalogue::OpCode::Broadcast ||
+      steps[steps.size() - 2].op == catalogue::OpCode::Constant)
+    r.fail(sw + ".args", "a " + name +
+                             " ending a fused group reads the value of the "
+                             "element-wise step before it first");
+  DType type = DType(step.dtype);
+  if (!isFloat(type) || type != out.dtype ||
+      types[size_t(step.args[0])] != type)
+    r.fail(sw, "a " + name +
+                   " in a fused group reads and makes floats of "
+                   "the result's type");
+  if (out.shape.empty())
+    r.fail(sw, "a " + name + " normalizes the last dim: the result has rank 0");
+  for (size_t k = 1; k < step.args.size(); ++k) {
+    if (step.args[k] < 0 || step.args[k] >= int64_t(numInputs))
+      r.fail(sw + ".args", "a " + name +
+                               " in a fused group reads its scales from the "
+                               "group's operands, not value " +
+                               std::to_string(step.args[k]));
+    const Buffer &scale =
+        rc.buffers[size_t(inst.operands[size_t(step.args[k])])];
+    if (scale.dtype != type || scale.shape != Shape{out.shape.back()})
+      r.fail(sw + ".args",
+             "operand " + std::to_string(step.args[k]) + " is a scale of the " +
+                 name + ": a " + dtypeName(type) + " tensor of shape [" +
+                 std::to_string(out.shape.back()) + "], not " +
+                 dtypeName(scale.dtype) + " " + shapeString(scale.shape));
+  }
+}
+
 /// A fused group's steps against its instruction: each step reads values
 /// made before it, as many as its op takes, of the types its op needs;
 /// element-wise steps read values of the group's shape (a broadcast of an
@@ -429,14 +473,16 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
                 const std::string &where) {
   const std::vector<catalogue::FusedStep> &steps = inst.attrs.body;
   for (size_t j = 0; j + 1 < steps.size(); ++j)
-    if (steps[j].op == catalogue::OpCode::Reduce)
+    if (steps[j].op == catalogue::OpCode::Reduce || isNormStep(steps[j].op))
       r.fail(at(where + ".attrs.body", j) + ".op",
-             "a reduce in a fused group must be its last step");
+             std::string("a ") + catalogue::opName(steps[j].op) +
+                 " in a fused group must be its last step");
   const bool reduction = endsInReduce(steps);
-  if (inst.results.size() != 1 && !(reduction && inst.results.size() == 2))
+  const bool rowStep = endsInRowStep(steps);
+  if (inst.results.size() != 1 && !(rowStep && inst.results.size() == 2))
     r.fail(where + ".results",
            "a fused group writes one result (or two when it ends in a "
-           "reduce and keeps the value the reduce reads)");
+           "reduce or a normalization and keeps the value that step reads)");
   const Buffer &out = rc.buffers[size_t(inst.results[0])];
   size_t numInputs = inst.operands.size();
   if (int64_t(numInputs + steps.size()) > kMaxFusedValues)
@@ -505,13 +551,19 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
       break;
     }
     case catalogue::OpCode::Reduce:
-      checkFusedReduce(r, steps, numInputs, types, out, sw);
+    case catalogue::OpCode::LayerNorm:
+    case catalogue::OpCode::RmsNorm:
+      if (step.op == catalogue::OpCode::Reduce)
+        checkFusedReduce(r, steps, numInputs, types, out, sw);
+      else
+        checkFusedNorm(r, rc, inst, steps, types, out, sw);
       if (inst.results.size() == 2) {
-        // The kept value: what the reduce reads, of the group's shape.
+        // The kept value: what the step reads, of the group's shape.
         const Buffer &kept = rc.buffers[size_t(inst.results[1])];
         if (kept.dtype != types[size_t(step.args[0])] || kept.shape != shape)
           r.fail(where + ".results",
-                 "the second result keeps the value the reduce reads: a " +
+                 "the second result keeps the value the " +
+                     std::string(spec.name) + " reads: a " +
                      std::string(dtypeName(types[size_t(step.args[0])])) +
                      " tensor of shape " + shapeString(shape) + ", not " +
                      dtypeName(kept.dtype) + " " + shapeString(kept.shape));
@@ -555,7 +607,7 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
     kinds.push_back(kind);
   }
   catalogue::OpCode last = steps.back().op;
-  if (reduction && types.back() == out.dtype)
+  if (rowStep && types.back() == out.dtype)
     return;
   if (kinds.back() != Kind::Full || types.back() != out.dtype ||
       last == catalogue::OpCode::Broadcast ||
@@ -683,11 +735,11 @@ public:
       std::string name = r.string(step, sw, "op");
       const catalogue::OpSpec *op = catalogue::findOp(name.c_str());
       const bool reduce = op && op->code == catalogue::OpCode::Reduce;
-      if (!op || !(fusibleStep(op->code) || reduce))
+      if (!op || !(fusibleStep(op->code) || reduce || isNormStep(op->code)))
         r.fail(sw + ".op", "'" + name +
                                "' cannot run in a fused group (element-wise "
-                               "ops, broadcast, constant and a last reduce "
-                               "can)");
+                               "ops, broadcast, constant and a last reduce, "
+                               "layer_norm or rms_norm can)");
       catalogue::FusedStep decoded;
       decoded.op = op->code;
       decoded.args = r.integers(r.field(step, sw, "args"), sw + ".args", 0);
@@ -1291,10 +1343,10 @@ Program programOf(const nlohmann::json &doc, const std::string &path) {
         const Instruction &writer = rc.instructions[buf.firstUse];
         bool reads = std::find(writer.operands.begin(), writer.operands.end(),
                                buf.reuses) != writer.operands.end();
-        // A fused group that ends in a reduction reads many elements for
-        // each it writes.
+        // A fused group that ends in a reduction or a normalization reads
+        // many elements for each it writes.
         bool reduces = writer.op == catalogue::OpCode::Fused &&
-                       endsInReduce(writer.attrs.body);
+                       endsInRowStep(writer.attrs.body);
         if (reads && (!writesInPlace(writer.op) || reduces))
           r.fail(bw, std::string("instruction ") +
                          std::to_string(buf.firstUse) + " (" +

@@ -69,9 +69,10 @@ void fill(Tensor &out, double value);
 /// `inputs` into `out`, each step rounded to its element type as the
 /// unfused op's result would be, so the result equals the unfused ops'.
 /// Steps are element-wise ops, broadcasts of an input or a constant, and
-/// splat constants, and may end in a reduce (docs/program-format.md,
-/// "Fused groups"); such a group also stores the value its reduce reads in
-/// `kept` when given.
+/// splat constants, and may end in a reduce or a normalization (layer_norm,
+/// rms_norm) of the value the steps before it compute
+/// (docs/program-format.md, "Fused groups"); such a group also stores
+/// that value in `kept` when given.
 void fused(const std::vector<catalogue::FusedStep> &steps,
            const std::vector<Tensor> &inputs, Tensor &out,
            Tensor *kept = nullptr);
@@ -190,11 +191,13 @@ void checkReshape(const Tensor &input, const Tensor &out);
 /// f64, i64, i32, i1), its own element type, and how it is read: in place
 /// (an input of the group's shape), gathered (a broadcast of an input:
 /// `gather` and the input it reads), a splat (constants and broadcasts of
-/// them: `splat` holds one element of the value's type), computed, or
-/// reduced (a reduce ending the group, of value `result`). The group's
-/// elements range over `shape`: the result's, or what that reduce reads.
+/// them: `splat` holds one element of the value's type), computed,
+/// reduced (a reduce ending the group, of value `result`), or normalized
+/// (a layer_norm or rms_norm ending the group, of value `result` by rows
+/// of its last dim, its scales inputs of the group). The group's elements
+/// range over `shape`: the result's, or what that reduce reads.
 struct FusedPlan {
-  enum class Source { Input, Gather, Splat, Step, Reduce };
+  enum class Source { Input, Gather, Splat, Step, Reduce, Norm };
   struct Value {
     DType compute = DType::F32, storage = DType::F32;
     Source source = Source::Step;
@@ -207,10 +210,13 @@ struct FusedPlan {
   int64_t numInputs = 0;
   Shape shape;
   /// The value computed element by element last: the result, or what the
-  /// reduce reads.
+  /// reduce or the normalization reads.
   int64_t result = 0;
   bool reduces() const {
     return !values.empty() && values.back().source == Source::Reduce;
+  }
+  bool normalizes() const {
+    return !values.empty() && values.back().source == Source::Norm;
   }
 };
 /// The type registers hold a value of `type` in.

@@ -96,6 +96,22 @@ inline bool fusibleStep(catalogue::OpCode op) {
 inline bool endsInReduce(const std::vector<catalogue::FusedStep> &steps) {
   return !steps.empty() && steps.back().op == catalogue::OpCode::Reduce;
 }
+/// Whether `op` normalizes rows (layer_norm, rms_norm): a fused group may
+/// end in one, normalizing the rows its element-wise steps compute.
+inline bool isNormStep(catalogue::OpCode op) {
+  return op == catalogue::OpCode::LayerNorm || op == catalogue::OpCode::RmsNorm;
+}
+/// Whether a fused group's steps end in a normalization.
+inline bool endsInNorm(const std::vector<catalogue::FusedStep> &steps) {
+  return !steps.empty() && isNormStep(steps.back().op);
+}
+/// Whether a fused group ends in a step that reads the value the steps
+/// before it compute, many elements for each it writes (a reduce or a
+/// normalization): the group may keep that value as a second result, and
+/// its result never takes an operand's memory.
+inline bool endsInRowStep(const std::vector<catalogue::FusedStep> &steps) {
+  return endsInReduce(steps) || endsInNorm(steps);
+}
 /// Whether element-wise `op` is defined on integer elements (the unary
 /// kernels refuse the transcendental ones on integers).
 bool fusibleOnIntegers(catalogue::OpCode op);

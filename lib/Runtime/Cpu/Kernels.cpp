@@ -1755,6 +1755,50 @@ FusedPlan::Value planFusedReduce(const FusedPlan &plan,
   v.source = FusedPlan::Source::Reduce;
   return v;
 }
+/// The normalization that ends a fused group: it reads the value the step
+/// before it makes, of the group's shape (`out`'s), by rows of the last
+/// dim, and its scales (gamma, and beta for layer_norm) from the group's
+/// inputs, as the unfused op would.
+FusedPlan::Value planFusedNorm(const FusedPlan &plan,
+                               const catalogue::FusedStep &step,
+                               const std::vector<Tensor> &inputs,
+                               const Tensor &out) {
+  const std::string op = "fused";
+  const std::string name = catalogue::opName(step.op);
+  const int64_t before = int64_t(plan.values.size()) - 1;
+  const size_t scales = step.op == catalogue::OpCode::LayerNorm ? 2 : 1;
+  if (step.args.size() != 1 + scales || step.args[0] != before ||
+      before < plan.numInputs)
+    fail(op, "the " + name +
+                 " step must read the value of the step before it, then " +
+                 (scales == 2 ? "gamma and beta" : "gamma") +
+                 " (inputs of the group)");
+  std::vector<Tensor> scaleTensors;
+  for (size_t k = 1; k < step.args.size(); ++k) {
+    if (step.args[k] < 0 || step.args[k] >= plan.numInputs)
+      fail(op, "the " + name +
+                   " step reads its scales from the group's "
+                   "inputs, not value " +
+                   std::to_string(step.args[k]));
+    scaleTensors.push_back(inputs[size_t(step.args[k])]);
+  }
+  const FusedPlan::Value &arg = plan.values[size_t(before)];
+  if (step.dtype != int(out.dtype) || arg.storage != out.dtype)
+    fail(op, "the " + name + " step reads and makes " +
+                 std::string(dtypeName(out.dtype)) + " (the result's type)");
+  // Shapes and types as the unfused op checks them; the data is the
+  // result's, never read.
+  const Tensor input{out.dtype, plan.shape, out.data};
+  if (scales == 2)
+    checkLayerNorm(input, scaleTensors[0], scaleTensors[1], out);
+  else
+    checkRmsNorm(input, scaleTensors[0], out);
+  FusedPlan::Value v;
+  v.storage = out.dtype;
+  v.compute = computeDType(out.dtype);
+  v.source = FusedPlan::Source::Norm;
+  return v;
+}
 } // namespace
 
 FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
@@ -1768,6 +1812,7 @@ FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
   FusedPlan plan;
   plan.numInputs = int64_t(inputs.size());
   const bool reduces = endsInReduce(steps);
+  const bool normalizes = endsInNorm(steps);
   plan.shape = reduces ? steps.back().shape : out.shape;
   if (reduces) {
     int64_t elements = 1;
@@ -1798,6 +1843,10 @@ FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
     };
     if (reduces && j + 1 == steps.size()) {
       plan.values.push_back(planFusedReduce(plan, step, out));
+      continue;
+    }
+    if (normalizes && j + 1 == steps.size()) {
+      plan.values.push_back(planFusedNorm(plan, step, inputs, out));
       continue;
     }
     if (!fusibleStep(step.op) || step.dtype < 0 || step.dtype > int(DType::I1))
@@ -1849,15 +1898,18 @@ FusedPlan planFused(const std::vector<catalogue::FusedStep> &steps,
     }
     plan.values.push_back(v);
   }
-  plan.result = reduces ? int64_t(plan.values.size()) - 2
+  const bool rowStep = reduces || normalizes;
+  plan.result = rowStep ? int64_t(plan.values.size()) - 2
                         : int64_t(plan.values.size()) - 1;
   const FusedPlan::Value &last = plan.values[size_t(plan.result)];
   if (last.source != FusedPlan::Source::Step ||
-      (!reduces && last.storage != out.dtype))
-    fail(op, reduces ? "the reduce step must read the value of the "
-                       "element-wise step before it"
-                     : "the last step must compute the result (" +
-                           typeStr(out) + ")");
+      (!rowStep && last.storage != out.dtype))
+    fail(op,
+         rowStep
+             ? "the " + std::string(catalogue::opName(steps.back().op)) +
+                   " step must read the value of the element-wise "
+                   "step before it"
+             : "the last step must compute the result (" + typeStr(out) + ")");
   return plan;
 }
 
@@ -2135,6 +2187,22 @@ void fusedChunks(const std::vector<catalogue::FusedStep> &steps,
 } // namespace
 
 namespace {
+/// The second result of a group that ends in a reduce or a normalization:
+/// the value that step reads, of the group's shape.
+void checkKept(const FusedPlan &plan,
+               const std::vector<catalogue::FusedStep> &steps,
+               const Tensor *kept) {
+  if (!kept)
+    return;
+  const FusedPlan::Value &value = plan.values[size_t(plan.result)];
+  checkTensor("fused", "kept result", *kept);
+  if (kept->dtype != value.storage || kept->shape != plan.shape)
+    fail("fused",
+         "the kept result is " + typeStr(*kept) + ", not the value the " +
+             catalogue::opName(steps.back().op) + " reads (" +
+             typeStr(Tensor{value.storage, plan.shape, nullptr}) + ")");
+}
+
 /// A fused group that ends in a reduction. Over adjacent dims (what
 /// --par-fuse makes) the reduction streams the group's elements, a chunk at
 /// a time, through the unfused reduction's own order; other dims store the
@@ -2148,14 +2216,7 @@ void fusedReduce(const std::vector<catalogue::FusedStep> &steps,
   const FusedPlan::Value &value = plan.values[size_t(plan.result)];
   const Tensor domain{value.storage, plan.shape, nullptr};
   const int64_t total = domain.size();
-  if (kept) {
-    checkTensor("fused", "kept result", *kept);
-    if (kept->dtype != value.storage || kept->shape != plan.shape)
-      fail("fused", "the kept result is " + typeStr(*kept) +
-                        ", not the value the reduce reads (" +
-                        typeStr(Tensor{value.storage, plan.shape, nullptr}) +
-                        ")");
-  }
+  checkKept(plan, steps, kept);
   char *keptData = kept ? static_cast<char *>(kept->data) : nullptr;
   const size_t keptBytes = dtypeBytes(value.storage);
   int64_t outer = 1, inner = 1, count = 1;
@@ -2198,6 +2259,73 @@ void fusedReduce(const std::vector<catalogue::FusedStep> &steps,
   fusedChunks(steps, plan, inputs, elements, 0, total);
   reduce(kind, elements, last.attrs.dims, out);
 }
+
+/// A fused group that ends in a normalization: each thread computes the
+/// elements of its rows (of the last dim) a chunk at a time, whole rows per
+/// chunk where they fit and one row through a row buffer where they do
+/// not, stores them in `kept` when given, and normalizes each row from the
+/// computed elements, which equal what the unfused op reads once they are
+/// stored.
+void fusedNorm(const std::vector<catalogue::FusedStep> &steps,
+               const FusedPlan &plan, const std::vector<Tensor> &inputs,
+               Tensor &out, Tensor *kept) {
+  checkKept(plan, steps, kept);
+  const catalogue::FusedStep &last = steps.back();
+  const FusedPlan::Value &value = plan.values[size_t(plan.result)];
+  const int64_t width = plan.shape.back();
+  const int64_t rows = width ? out.size() / width : 0;
+  if (rows == 0)
+    return;
+  const bool layer = last.op == catalogue::OpCode::LayerNorm;
+  const float epsilon = float(last.attrs.epsilon);
+  char *keptData = kept ? static_cast<char *>(kept->data) : nullptr;
+  const size_t keptBytes = dtypeBytes(value.storage);
+  withFloatCompute(out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    Input<T> gamma(inputs[size_t(last.args[1])]);
+    Input<T> beta(inputs[size_t(last.args[layer ? 2 : 1])]);
+    Output<T> y(out);
+    auto store = [&](const void *x, int64_t start, int64_t n) {
+      if (keptData)
+        convertBuffer(value.compute, x, value.storage,
+                      keptData + start * keptBytes, n);
+    };
+    parallelFor(rows, rowGrain(width), [&](int64_t r0, int64_t r1) {
+      FusedRunner runner(steps, plan, inputs);
+      thread_local std::vector<T> row;
+      const int64_t perChunk = std::max<int64_t>(1, kFusedChunk / width);
+      for (int64_t r = r0; r < r1;) {
+        const T *x;
+        int64_t n = 1;
+        if (width <= kFusedChunk) {
+          n = std::min(perChunk, r1 - r);
+          x = static_cast<const T *>(runner.chunk(r * width, n * width));
+          store(x, r * width, n * width);
+        } else {
+          row.resize(size_t(width));
+          for (int64_t i = 0; i < width; i += kFusedChunk) {
+            const int64_t m = std::min(kFusedChunk, width - i);
+            const void *piece = runner.chunk(r * width + i, m);
+            std::memcpy(row.data() + i, piece, size_t(m) * sizeof(T));
+            store(piece, r * width + i, m);
+          }
+          x = row.data();
+        }
+        for (int64_t k = 0; k < n; ++k) {
+          T *yr = y.data() + (r + k) * width;
+          if (layer)
+            math::layerNormRow<T>(x + k * width, gamma.data(), beta.data(), yr,
+                                  width, epsilon);
+          else
+            math::rmsNormRow<T>(x + k * width, gamma.data(), yr, width,
+                                epsilon);
+        }
+        r += n;
+      }
+    });
+    y.commit();
+  });
+}
 } // namespace
 
 void fused(const std::vector<catalogue::FusedStep> &steps,
@@ -2205,8 +2333,11 @@ void fused(const std::vector<catalogue::FusedStep> &steps,
   FusedPlan plan = planFused(steps, inputs, out);
   if (plan.reduces())
     return fusedReduce(steps, plan, inputs, out, kept);
+  if (plan.normalizes())
+    return fusedNorm(steps, plan, inputs, out, kept);
   if (kept)
-    fail("fused", "only a group that ends in a reduce keeps a second result");
+    fail("fused", "only a group that ends in a reduce or a normalization "
+                  "keeps a second result");
   const int64_t total = out.size();
   const int64_t chunks = (total + kFusedChunk - 1) / kFusedChunk;
   // Ranges of chunks over the threads; each thread evaluates its chunks

@@ -565,18 +565,30 @@ struct FusedSource {
       storeAs<T>(keptType, kept, i, regAs<T>(r));
     return regAs<T>(r);
   }
+  /// Element i computed again, not stored again.
+  template <typename T> __device__ T again(int64_t i) const {
+    FusedReg r = fusedElement(code, i);
+    return regAs<T>(r);
+  }
 };
 
 bool fusedReduce(Stream stream, const catalogue::FusedStep &step,
                  const FusedPlan &plan, const FusedCode &code, Tensor &out,
                  Tensor *kept);
+void fusedNorm(Stream stream, const catalogue::FusedStep &step,
+               const FusedPlan &plan, const FusedCode &code, const Tensors &in,
+               Tensor &out, Tensor *kept);
 
 void fusedOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   FusedPlan plan = planFused(a.body, in, out[0]);
   Tensor *kept = out.size() > 1 ? &out[1] : nullptr;
-  if (kept && !plan.reduces())
-    throw KernelError(
-        "fused: only a group that ends in a reduce keeps a second result");
+  if (kept && !plan.reduces() && !plan.normalizes())
+    throw KernelError("fused: only a group that ends in a reduce or a "
+                      "normalization keeps a second result");
+  if (kept && (kept->dtype != plan.values[size_t(plan.result)].storage ||
+               kept->shape != plan.shape))
+    throw KernelError("fused: the kept result is not the value the last "
+                      "step reads (its type and the group's shape)");
   FusedCode code;
   if (!makeFusedCode(plan, a.body, in, code) ||
       (plan.reduces() &&
@@ -584,6 +596,8 @@ void fusedOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
     onHost(OpCode::Fused, stream, a, in, out);
     return;
   }
+  if (plan.normalizes())
+    return fusedNorm(stream, a.body.back(), plan, code, in, out[0], kept);
   if (plan.reduces())
     return;
   launch("fused", stream, out[0].size(), fusedKernel, code, out[0].dtype,
@@ -748,6 +762,11 @@ struct StoredSource {
   template <typename T> __device__ T load(int64_t i) const {
     return loadAs<T>(type, x, i);
   }
+  /// Element i read again (the normalizations read each element three
+  /// times).
+  template <typename T> __device__ T again(int64_t i) const {
+    return loadAs<T>(type, x, i);
+  }
 };
 
 /// One thread per result element: it walks the `count` reduced elements
@@ -841,9 +860,6 @@ bool fusedReduce(Stream stream, const catalogue::FusedStep &step,
                  const FusedPlan &plan, const FusedCode &code, Tensor &out,
                  Tensor *kept) {
   const DType type = plan.values[size_t(plan.result)].storage;
-  if (kept && (kept->dtype != type || kept->shape != plan.shape))
-    throw KernelError("fused: the kept result is not the value the reduce "
-                      "reads (its type and the group's shape)");
   return launchReduce(
       stream, step.attrs.reduceKind, type, plan.shape, step.attrs.dims,
       FusedSource{code, kept ? kept->data : nullptr, type}, out);
@@ -934,10 +950,12 @@ __global__ void rmsNormKernel(DType type, const void *x, const void *gamma,
   }
 }
 
-/// layerNormRow with a block per row.
-template <typename T>
+/// layerNormRow with a block per row, reading x from `src` (a stored
+/// tensor, or a fused group's elements: computed on each read, stored
+/// where the group keeps them on the first).
+template <typename T, typename Source>
 __global__ void __launch_bounds__(kRowThreads)
-    layerNormBlockKernel(DType type, const void *x, const void *gamma,
+    layerNormBlockKernel(DType type, Source src, const void *gamma,
                          const void *beta, void *y, int64_t width,
                          double epsilon, int64_t rows) {
   __shared__ double partial[kRowThreads];
@@ -946,11 +964,11 @@ __global__ void __launch_bounds__(kRowThreads)
     const int64_t start = r * width;
     double sum = 0;
     for (int64_t i = threadIdx.x; i < width; i += kRowThreads)
-      sum += double(loadAs<T>(type, x, start + i));
+      sum += double(src.template load<T>(start + i));
     const double mean = blockCombine(sum, partial, plus) / double(width);
     double squares = 0;
     for (int64_t i = threadIdx.x; i < width; i += kRowThreads) {
-      const double d = double(loadAs<T>(type, x, start + i)) - mean;
+      const double d = double(src.template again<T>(start + i)) - mean;
       squares += d * d;
     }
     squares = blockCombine(squares, partial, plus);
@@ -958,32 +976,32 @@ __global__ void __launch_bounds__(kRowThreads)
     const T m = T(mean);
     for (int64_t i = threadIdx.x; i < width; i += kRowThreads)
       storeAs<T>(type, y, start + i,
-                 T((loadAs<T>(type, x, start + i) - m) * rstd *
+                 T((src.template again<T>(start + i) - m) * rstd *
                        loadAs<T>(type, gamma, i) +
                    loadAs<T>(type, beta, i)));
   }
 }
 
-/// rmsNormRow with a block per row.
-template <typename T>
+/// rmsNormRow with a block per row, reading x from `src`.
+template <typename T, typename Source>
 __global__ void __launch_bounds__(kRowThreads)
-    rmsNormBlockKernel(DType type, const void *x, const void *gamma, void *y,
+    rmsNormBlockKernel(DType type, Source src, const void *gamma, void *y,
                        int64_t width, double epsilon, int64_t rows) {
   __shared__ double partial[kRowThreads];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t start = r * width;
     double squares = 0;
     for (int64_t i = threadIdx.x; i < width; i += kRowThreads) {
-      const double v = double(loadAs<T>(type, x, start + i));
+      const double v = double(src.template load<T>(start + i));
       squares += v * v;
     }
     squares = blockCombine(squares, partial,
                            [](double a, double b) { return a + b; });
     const T rms = T(1.0 / math::sqrtOf(squares / double(width) + epsilon));
     for (int64_t i = threadIdx.x; i < width; i += kRowThreads)
-      storeAs<T>(
-          type, y, start + i,
-          T(loadAs<T>(type, x, start + i) * rms * loadAs<T>(type, gamma, i)));
+      storeAs<T>(type, y, start + i,
+                 T(src.template again<T>(start + i) * rms *
+                   loadAs<T>(type, gamma, i)));
   }
 }
 
@@ -998,11 +1016,12 @@ void layerNormOp(Stream stream, const Attrs &a, const Tensors &in,
   withFloat(in[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     if (in[0].shape.back() >= kBlockRowLength)
-      return launchRows(
-          "layer_norm", stream, rowCount(in[0]), layerNormBlockKernel<T>,
-          in[0].dtype, (const void *)in[0].data, (const void *)in[1].data,
-          (const void *)in[2].data, out[0].data, in[0].shape.back(),
-          double(float(a.epsilon)), rowCount(in[0]));
+      return launchRows("layer_norm", stream, rowCount(in[0]),
+                        layerNormBlockKernel<T, StoredSource>, in[0].dtype,
+                        StoredSource{in[0].dtype, in[0].data},
+                        (const void *)in[1].data, (const void *)in[2].data,
+                        out[0].data, in[0].shape.back(),
+                        double(float(a.epsilon)), rowCount(in[0]));
     launch("layer_norm", stream, rowCount(in[0]), layerNormKernel<T>,
            in[0].dtype, (const void *)in[0].data, (const void *)in[1].data,
            (const void *)in[2].data, out[0].data, in[0].shape.back(),
@@ -1016,13 +1035,39 @@ void rmsNormOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
     using T = decltype(tag);
     if (in[0].shape.back() >= kBlockRowLength)
       return launchRows("rms_norm", stream, rowCount(in[0]),
-                        rmsNormBlockKernel<T>, in[0].dtype,
-                        (const void *)in[0].data, (const void *)in[1].data,
-                        out[0].data, in[0].shape.back(),
-                        double(float(a.epsilon)), rowCount(in[0]));
+                        rmsNormBlockKernel<T, StoredSource>, in[0].dtype,
+                        StoredSource{in[0].dtype, in[0].data},
+                        (const void *)in[1].data, out[0].data,
+                        in[0].shape.back(), double(float(a.epsilon)),
+                        rowCount(in[0]));
     launch("rms_norm", stream, rowCount(in[0]), rmsNormKernel<T>, in[0].dtype,
            (const void *)in[0].data, (const void *)in[1].data, out[0].data,
            in[0].shape.back(), double(float(a.epsilon)), rowCount(in[0]));
+  });
+}
+
+/// A fused group ending in a normalization (`step`): a block per row
+/// computes the row's elements on each of the three reads (element-wise
+/// work is cheaper than storing and loading them), storing them where the
+/// group keeps them on the first.
+void fusedNorm(Stream stream, const catalogue::FusedStep &step,
+               const FusedPlan &plan, const FusedCode &code, const Tensors &in,
+               Tensor &out, Tensor *kept) {
+  const DType type = out.dtype;
+  const FusedSource src{code, kept ? kept->data : nullptr, type};
+  const int64_t rows = rowCount(out);
+  const int64_t width = plan.shape.back();
+  const double epsilon = double(float(step.attrs.epsilon));
+  const void *gamma = in[size_t(step.args[1])].data;
+  withFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    if (step.op == OpCode::LayerNorm)
+      return launchRows("fused", stream, rows,
+                        layerNormBlockKernel<T, FusedSource>, type, src, gamma,
+                        (const void *)in[size_t(step.args[2])].data, out.data,
+                        width, epsilon, rows);
+    launchRows("fused", stream, rows, rmsNormBlockKernel<T, FusedSource>, type,
+               src, gamma, out.data, width, epsilon, rows);
   });
 }
 

@@ -304,6 +304,7 @@ inline bool makeFusedCode(const FusedPlan &plan,
       break;
     }
     case FusedPlan::Source::Reduce:
+    case FusedPlan::Source::Norm:
       return false; // never below plan.result
     }
   }

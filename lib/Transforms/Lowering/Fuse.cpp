@@ -8,9 +8,11 @@
 // into each group that reads them, since recomputing them costs nothing.
 // A float reduction over adjacent dims may root a tree: the group streams
 // the tree's elements into it (a sum of squares never stores the squares).
-// The value a reduction along rows reads may also be read after it,
-// outside the tree: the group then keeps it, a second result stored as it
-// is computed.
+// So may a layer_norm or rms_norm, its scales inputs of the group: the
+// group normalizes the rows it computes (residual + layer norm).
+// The value a reduction along rows or a normalization reads may also be
+// read after it, outside the tree: the group then keeps it, a second
+// result stored as it is computed.
 // The function is marked so that --emit-program runs its optimizer updates
 // in batches (the multi-tensor optimizer).
 //
@@ -82,6 +84,17 @@ static bool isFusibleReduce(Operation *op) {
   return reduce && isa<FloatType>(getElementTypeOrSelf(reduce.getInput())) &&
          isElementwise(reduce.getInput().getDefiningOp()) &&
          reducedBlock(reduce);
+}
+
+/// Whether `op` is a normalization a group may end in: a layer_norm or
+/// rms_norm of floats that an element-wise op computes (residual + layer
+/// norm). Its scales stay inputs of the group.
+static bool isFusibleNorm(Operation *op) {
+  if (!isa_and_nonnull<LayerNormOp, RmsNormOp>(op))
+    return false;
+  Value input = op->getOperand(0);
+  return isa<FloatType>(getElementTypeOrSelf(input)) &&
+         isElementwise(input.getDefiningOp());
 }
 
 /// Whether a reduction runs along rows: its reduced dims end the shape
@@ -156,24 +169,26 @@ static bool canJoin(Operation *def, const Group &group,
   });
 }
 
-/// Whether a reduction root may keep `def`, its operand, which is read
-/// outside the group too: every other reader comes after the root, where
-/// the group's second result will be. Only a reduction along rows keeps:
-/// one over leading dims (columns) reads each row's piece in turn, so its
-/// stores would be scattered (on the CPU it ran no faster kept than
-/// unfused; on a GPU the reduction's threads would each write a different
-/// row).
+/// Whether a reduction or normalization root may keep `def`, its operand,
+/// which is read outside the group too: every other reader comes after the
+/// root, where the group's second result will be. A normalization keeps
+/// (the residual stream it normalizes is read again), and so does a
+/// reduction along rows; one over leading dims (columns) reads each row's
+/// piece in turn, so its stores would be scattered (on the CPU it ran no
+/// faster kept than unfused; on a GPU the reduction's threads would each
+/// write a different row).
 static bool canKeep(Operation *def, const Group &group,
                     const DenseSet<Operation *> &taken) {
-  auto reduce = dyn_cast<ReduceOp>(group.root);
-  if (!reduce || !reducesRows(reduce) ||
-      reduce.getInput().getDefiningOp() != def || taken.contains(def) ||
-      !sameMarks(def, group.root) || !isElementwise(def) ||
-      shapeOf(def->getResult(0)) != groupShape(reduce))
+  Operation *root = group.root;
+  auto reduce = dyn_cast<ReduceOp>(root);
+  bool keeps = reduce ? reducesRows(reduce) : isFusibleNorm(root);
+  if (!keeps || root->getOperand(0).getDefiningOp() != def ||
+      taken.contains(def) || !sameMarks(def, root) || !isElementwise(def) ||
+      shapeOf(def->getResult(0)) != groupShape(root))
     return false;
   return llvm::all_of(def->getUsers(), [&](Operation *user) {
-    return user == reduce || (user->getBlock() == reduce->getBlock() &&
-                              reduce->isBeforeInBlock(user));
+    return user == root || (user->getBlock() == root->getBlock() &&
+                            root->isBeforeInBlock(user));
   });
 }
 
@@ -204,7 +219,11 @@ static Group growGroup(Operation *root, const DenseSet<Operation *> &taken) {
     grown = false;
     for (size_t i = 0; i < group.members.size(); ++i) {
       Operation *member = group.members[i];
-      for (Value operand : member->getOperands()) {
+      // A normalization's scales stay inputs: the group reads them by row.
+      OperandRange operands = isFusibleNorm(member)
+                                  ? member->getOperands().take_front()
+                                  : member->getOperands();
+      for (Value operand : operands) {
         Operation *def = operand.getDefiningOp();
         // A broadcast's operand stays an input that the group reads in
         // place, unless it is a splat constant.
@@ -239,7 +258,8 @@ static SmallVector<Group> groupsOf(Block &block) {
   DenseSet<Operation *> taken;
   SmallVector<Group> groups;
   for (Operation *op : llvm::reverse(ops)) {
-    if (taken.contains(op) || !(isElementwise(op) || isFusibleReduce(op)))
+    if (taken.contains(op) ||
+        !(isElementwise(op) || isFusibleReduce(op) || isFusibleNorm(op)))
       continue;
     Group group = growGroup(op, taken);
     // One op alone gains nothing.

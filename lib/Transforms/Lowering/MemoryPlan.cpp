@@ -74,10 +74,10 @@ bool mlir::par::canWriteInPlace(Operation *op) {
   // A fused group reads an input of the result's type element by element;
   // one of another shape but as many bytes (an expanded broadcast of a
   // wider type) it reads at other indices, so the result must not take
-  // its memory. One that ends in a reduction reads many elements for
-  // each it writes.
+  // its memory. One that ends in a reduction or a normalization reads
+  // many elements for each it writes.
   if (auto fused = dyn_cast<FusedOp>(op)) {
-    if (fused.isReduction())
+    if (fused.isReduction() || fused.isNormalization())
       return false;
     auto result = cast<RankedTensorType>(fused.getResult().getType());
     return llvm::all_of(fused.getInputs(), [&](Value input) {

@@ -115,7 +115,7 @@ func.func @yields_broadcast(%x: tensor<4xf32>) -> tensor<2x4xf32> {
 func.func @reduce_not_last(%x: tensor<2x4xf32>) -> tensor<2xf32> {
   %r = par.fused (%x) : (tensor<2x4xf32>) -> tensor<2xf32> {
   ^bb0(%a: tensor<2x4xf32>):
-    // expected-error @below {{'par.reduce' op cannot run in a fused group: only element-wise ops, broadcasts and splat constants can (and a reduce last)}}
+    // expected-error @below {{'par.reduce' op cannot run in a fused group: only element-wise ops, broadcasts and splat constants can (and a reduce, layer_norm or rms_norm last)}}
     %s = par.reduce sum %a dims [1] : (tensor<2x4xf32>) -> tensor<2xf32>
     %n = par.neg %s : tensor<2xf32>
     par.yield %n : tensor<2xf32>
@@ -169,7 +169,7 @@ func.func @reduce_ints(%x: tensor<2x4xi32>) -> tensor<2xi32> {
 
 // A second result keeps what the reduce reads, nothing else.
 func.func @keep_other(%x: tensor<2x4xf32>) -> (tensor<2xf32>, tensor<2x4xf32>) {
-  // expected-error @below {{'par.fused' op may keep only the value its last op, a reduce, reads (its second result)}}
+  // expected-error @below {{'par.fused' op may keep only the value its last op, a reduce or a normalization, reads (its second result)}}
   %r:2 = par.fused (%x) : (tensor<2x4xf32>) -> (tensor<2xf32>, tensor<2x4xf32>) {
   ^bb0(%a: tensor<2x4xf32>):
     %e = par.exp %a : tensor<2x4xf32>
@@ -206,4 +206,64 @@ func.func @kept_type(%x: tensor<2x4xf32>) -> (tensor<2xf32>, tensor<4x2xf32>) {
     par.yield %s, %m : tensor<2xf32>, tensor<2x4xf32>
   }
   return %r#0, %r#1 : tensor<2xf32>, tensor<4x2xf32>
+}
+
+// -----
+
+// A normalization ending a group normalizes the value the element-wise op
+// before it computes, not an input.
+func.func @norm_of_input(%x: tensor<2x4xf32>, %g: tensor<4xf32>) -> tensor<2x4xf32> {
+  %r = par.fused (%x, %g) : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32> {
+  ^bb0(%a: tensor<2x4xf32>, %s: tensor<4xf32>):
+    %e = par.exp %a : tensor<2x4xf32>
+    // expected-error @below {{'par.rms_norm' op that ends a fused group must normalize the value of the element-wise op before it}}
+    %n = par.rms_norm %a, %s : tensor<2x4xf32>, tensor<4xf32>
+    par.yield %n : tensor<2x4xf32>
+  }
+  return %r : tensor<2x4xf32>
+}
+
+// -----
+
+// Its scales are inputs of the group.
+func.func @norm_scale_computed(%x: tensor<4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %r = par.fused (%x, %g, %b) : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>, %s: tensor<4xf32>, %t: tensor<4xf32>):
+    %s2 = par.neg %s : tensor<4xf32>
+    %e = par.exp %a : tensor<4xf32>
+    // expected-error @below {{'par.layer_norm' op that ends a fused group reads its scales from the group's inputs}}
+    %n = par.layer_norm %e, %s2, %t : tensor<4xf32>, tensor<4xf32>
+    par.yield %n : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A normalization is the group's last op.
+func.func @norm_not_last(%x: tensor<2x4xf32>, %g: tensor<4xf32>) -> tensor<2x4xf32> {
+  %r = par.fused (%x, %g) : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32> {
+  ^bb0(%a: tensor<2x4xf32>, %s: tensor<4xf32>):
+    %e = par.exp %a : tensor<2x4xf32>
+    // expected-error @below {{'par.rms_norm' op cannot run in a fused group: only element-wise ops, broadcasts and splat constants can (and a reduce, layer_norm or rms_norm last)}}
+    %n = par.rms_norm %e, %s : tensor<2x4xf32>, tensor<4xf32>
+    %m = par.neg %n : tensor<2x4xf32>
+    par.yield %m : tensor<2x4xf32>
+  }
+  return %r : tensor<2x4xf32>
+}
+
+// -----
+
+// A normalization keeps the value it reads, nothing else.
+func.func @norm_keep_other(%x: tensor<2x4xf32>, %g: tensor<4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+  // expected-error @below {{'par.fused' op may keep only the value its last op, a reduce or a normalization, reads (its second result)}}
+  %r:2 = par.fused (%x, %g) : (tensor<2x4xf32>, tensor<4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+  ^bb0(%a: tensor<2x4xf32>, %s: tensor<4xf32>):
+    %e = par.exp %a : tensor<2x4xf32>
+    %m = par.neg %e : tensor<2x4xf32>
+    %n = par.rms_norm %m, %s : tensor<2x4xf32>, tensor<4xf32>
+    par.yield %n, %e : tensor<2x4xf32>, tensor<2x4xf32>
+  }
+  return %r#0, %r#1 : tensor<2x4xf32>, tensor<2x4xf32>
 }

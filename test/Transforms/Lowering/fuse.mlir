@@ -202,3 +202,46 @@ func.func @kept(%x: tensor<8x64xf32>, %y: tensor<8x64xf32>, %w: tensor<64x32xf32
   %d3 = par.dot %c, %w contract [1] x [0] : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
   return %r, %d, %r2, %d2, %r3, %d3 : tensor<8xf32>, tensor<8x32xf32>, tensor<8xf32>, tensor<8x32xf32>, tensor<64xf32>, tensor<8x32xf32>
 }
+
+// -----
+
+// Residual + layer norm: the residual add, with the bias its branch adds,
+// ends in the layer_norm that reads it; the group keeps the sum (the
+// residual stream the next add reads) and reads gamma and beta as inputs.
+// An rms_norm of a value nothing else reads keeps nothing. A norm of a
+// function argument or of a GEMM's result is left alone, and a sum read
+// before the norm stays a group of its own.
+// CHECK-LABEL: func.func @residual_norm
+// CHECK:       %[[N:.*]], %[[H:.*]] = par.fused(%arg2, %arg1, %arg0, %arg3, %arg4) : (tensor<64xf32>, tensor<8x64xf32>, tensor<8x64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<8x64xf32>, tensor<8x64xf32>) {
+// CHECK:         par.broadcast
+// CHECK-NEXT:    %[[B:.*]] = par.add
+// CHECK-NEXT:    %[[S:.*]] = par.add
+// CHECK-NEXT:    %[[L:.*]] = par.layer_norm %[[S]], %{{.*}}, %{{.*}} :
+// CHECK-NEXT:    par.yield %[[L]], %[[S]] : tensor<8x64xf32>, tensor<8x64xf32>
+// CHECK:       %[[D:.*]] = par.dot %[[N]], %arg5
+// CHECK:       %[[R:.*]] = par.fused(%[[H]], %[[D]], %arg3) : (tensor<8x64xf32>, tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32> {
+// CHECK:         par.add
+// CHECK-NEXT:    par.rms_norm
+// CHECK-NEXT:    par.yield %{{.*}} : tensor<8x64xf32>
+// CHECK:       par.layer_norm %arg0
+// CHECK:       %[[E:.*]] = par.dot
+// CHECK-NEXT:  par.rms_norm %[[E]]
+// CHECK:       %[[A:.*]] = par.add %arg0, %arg1
+// CHECK-NEXT:  par.dot %[[A]], %arg5
+// CHECK-NEXT:  par.layer_norm %[[A]]
+func.func @residual_norm(%x: tensor<8x64xf32>, %a: tensor<8x64xf32>, %bias: tensor<64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>, %w: tensor<64x64xf32>) -> (tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>) {
+  %bb = par.broadcast %bias dims [1] : (tensor<64xf32>) -> tensor<8x64xf32>
+  %ab = par.add %a, %bb : tensor<8x64xf32>
+  %h = par.add %x, %ab : tensor<8x64xf32>
+  %n = par.layer_norm %h, %g, %b : tensor<8x64xf32>, tensor<64xf32>
+  %d = par.dot %n, %w contract [1] x [0] : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
+  %h2 = par.add %h, %d : tensor<8x64xf32>
+  %r = par.rms_norm %h2, %g : tensor<8x64xf32>, tensor<64xf32>
+  %n0 = par.layer_norm %x, %g, %b : tensor<8x64xf32>, tensor<64xf32>
+  %e = par.dot %x, %w contract [1] x [0] : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
+  %re = par.rms_norm %e, %g : tensor<8x64xf32>, tensor<64xf32>
+  %s = par.add %x, %a : tensor<8x64xf32>
+  %ds = par.dot %s, %w contract [1] x [0] : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
+  %ns = par.layer_norm %s, %g, %b : tensor<8x64xf32>, tensor<64xf32>
+  return %r, %n0, %re, %ds, %ns : tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>
+}

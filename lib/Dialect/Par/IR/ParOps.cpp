@@ -258,6 +258,11 @@ bool FusedOp::isReduction() {
   return isa_and_nonnull<ReduceOp>(terminator->getPrevNode());
 }
 
+bool FusedOp::isNormalization() {
+  Operation *terminator = getBody().front().getTerminator();
+  return isa_and_nonnull<LayerNormOp, RmsNormOp>(terminator->getPrevNode());
+}
+
 LogicalResult FusedOp::verifyRegions() {
   Block &block = getBody().front();
   if (block.getNumArguments() != getInputs().size())
@@ -288,11 +293,11 @@ LogicalResult FusedOp::verifyRegions() {
   Operation *last = yield->getPrevNode();
   if (!last || yield.getValues()[0].getDefiningOp() != last)
     return emitOpError() << "must yield the value of the last op of its body";
+  bool rowOp = isa<ReduceOp, LayerNormOp, RmsNormOp>(last);
   if (getNumResults() == 2 &&
-      (!isa<ReduceOp>(last) ||
-       yield.getValues()[1] != cast<ReduceOp>(last).getInput()))
-    return emitOpError() << "may keep only the value its last op, a reduce, "
-                            "reads (its second result)";
+      (!rowOp || yield.getValues()[1] != last->getOperand(0)))
+    return emitOpError() << "may keep only the value its last op, a reduce "
+                            "or a normalization, reads (its second result)";
   if (isa<BroadcastOp, ConstantOp>(last))
     return emitOpError() << "must compute its result with an element-wise "
                             "op, not yield a '"
@@ -312,8 +317,21 @@ LogicalResult FusedOp::verifyRegions() {
              << tensorOf(reduce.getInput()).getElementType();
     shape = tensorOf(reduce.getInput()).getShape();
   }
+  if (isa<LayerNormOp, RmsNormOp>(last)) {
+    Value input = last->getOperand(0);
+    Operation *def = input.getDefiningOp();
+    if (!def || def != last->getPrevNode() || isa<BroadcastOp, ConstantOp>(def))
+      return last->emitOpError()
+             << "that ends a fused group must normalize the value of the "
+                "element-wise op before it";
+    for (Value scale : last->getOperands().drop_front())
+      if (!isa<BlockArgument>(scale))
+        return last->emitOpError()
+               << "that ends a fused group reads its scales from the "
+                  "group's inputs";
+  }
   for (Operation &op : getBodyOps()) {
-    if (&op == last && isa<ReduceOp>(op))
+    if (&op == last && rowOp)
       continue;
     if (auto constant = dyn_cast<ConstantOp>(op)) {
       if (!constant.getValueAttr().isSplat())
@@ -325,7 +343,8 @@ LogicalResult FusedOp::verifyRegions() {
     if (!isa<BroadcastOp>(op) && !op.hasTrait<mlir::OpTrait::Elementwise>())
       return op.emitOpError()
              << "cannot run in a fused group: only element-wise ops, "
-                "broadcasts and splat constants can (and a reduce last)";
+                "broadcasts and splat constants can (and a reduce, "
+                "layer_norm or rms_norm last)";
     if (tensorOf(op.getResult(0)).getShape() != shape)
       return op.emitOpError() << "in a fused group must make the group's shape "
                               << listStr(shape);

@@ -987,7 +987,7 @@ def Par_FusedOp : Par_Op<"fused", [Pure, IsolatedFromAbove, Par_InPlace,
   // Programs write the body as the instruction's `body` attribute: one step
   // per op (docs/program-format.md, "Fused groups").
   let programBody = 1;
-  let summary = "element-wise ops (and a reduction ending them) run as one kernel (made by --par-fuse)";
+  let summary = "element-wise ops (and a reduction or a normalization ending them) run as one kernel (made by --par-fuse)";
   let description = [{
     A group of element-wise ops, the broadcasts that feed them and the
     splat constants they read, run as one kernel: each element of the
@@ -1022,11 +1022,26 @@ def Par_FusedOp : Par_Op<"fused", [Pure, IsolatedFromAbove, Par_InPlace,
     }
     ```
 
-    A group that ends in a reduce may also keep the value the reduce reads:
-    its second result, stored as the group computes it, so a value that is
-    both reduced and read again is computed and read once. It then yields
-    the reduce's value and that value. (`--par-fuse` keeps values only for
-    reductions along rows.)
+    The last op may also be a `par.layer_norm` or `par.rms_norm` of the
+    value the element-wise op before it makes, its scales (gamma, beta)
+    inputs of the group: the group computes each row of the last dim and
+    normalizes it (residual + layer norm), its shape the result's.
+
+    ```mlir
+    %y, %h = par.fused (%x, %a, %g, %b) : (tensor<8x64xf32>, tensor<8x64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<8x64xf32>, tensor<8x64xf32>) {
+    ^bb0(%x0: tensor<8x64xf32>, %a0: tensor<8x64xf32>, %g0: tensor<64xf32>, %b0: tensor<64xf32>):
+      %s = par.add %x0, %a0 : tensor<8x64xf32>
+      %n = par.layer_norm %s, %g0, %b0 : tensor<8x64xf32>, tensor<64xf32>
+      par.yield %n, %s : tensor<8x64xf32>, tensor<8x64xf32>
+    }
+    ```
+
+    A group that ends in a reduce or a normalization may also keep the
+    value that op reads: its second result, stored as the group computes
+    it, so a value that is both reduced (or normalized) and read again is
+    computed and read once. It then yields the last op's value and that
+    value. (`--par-fuse` keeps values only for reductions along rows and
+    for normalizations.)
   }];
   let arguments = (ins Variadic<Par_AnyTensor>:$inputs);
   let results = (outs Par_AnyTensor:$result, Optional<Par_AnyTensor>:$kept);
@@ -1044,6 +1059,8 @@ def Par_FusedOp : Par_Op<"fused", [Pure, IsolatedFromAbove, Par_InPlace,
     /// Whether the group ends in a reduction (its shape is then not its
     /// result's).
     bool isReduction();
+    /// Whether the group ends in a layer_norm or an rms_norm.
+    bool isNormalization();
   }];
 }
 
