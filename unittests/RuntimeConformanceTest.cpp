@@ -657,6 +657,42 @@ TEST_P(Conformance, FusedReductionsMatch) {
   EXPECT_EQ(accepted, 32);
 }
 
+TEST_P(Conformance, FusedNormalizationsMatch) {
+  if (!device)
+    GTEST_SKIP() << missing;
+  // (x + y) normalized by rows: rows of 40 and of 300 (a block per row on
+  // a GPU either way), with and without keeping the sum.
+  int accepted = 0;
+  for (DType t : {DType::F32, DType::F64, DType::BF16, DType::F16})
+    for (const par::rt::Shape &shape :
+         {par::rt::Shape{3, 4, 40}, par::rt::Shape{5, 300}})
+      for (OpCode norm : {OpCode::LayerNorm, OpCode::RmsNorm}) {
+        SCOPED_TRACE(std::string(dtypeName(t)) + " " +
+                     par::catalogue::spec(norm).name + " of rows of " +
+                     std::to_string(shape.back()));
+        std::mt19937 rng(9);
+        const int64_t cols = shape.back();
+        Case c;
+        c.in = {values(t, shape, rng, -2, 2), values(t, shape, rng, -2, 2),
+                values(t, {cols}, rng, 0.5, 1.5),
+                values(t, {cols}, rng, -1, 1)};
+        addStep(c, OpCode::Add, {0, 1}, t); // 4
+        par::catalogue::FusedStep *last = norm == OpCode::LayerNorm
+                                              ? addStep(c, norm, {4, 2, 3}, t)
+                                              : addStep(c, norm, {4, 2}, t);
+        last->attrs.epsilon = 1e-5;
+        c.out = {{t, shape}};
+        checkCase(*device, *reference, OpCode::Fused, c, accepted);
+        if (HasFatalFailure())
+          return;
+        c.out.push_back({t, shape});
+        checkCase(*device, *reference, OpCode::Fused, c, accepted);
+        if (HasFatalFailure())
+          return;
+      }
+  EXPECT_EQ(accepted, 32);
+}
+
 /// Runs a batch of `op` updates (members `cases`) as one launchBatch on
 /// `device`, the members sharing their last operands (the learning rate
 /// and step buffers, as in a program) from the first case.

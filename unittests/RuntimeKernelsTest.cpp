@@ -2443,6 +2443,107 @@ TEST(FusedKernel, RejectsMalformedReductions) {
       KernelError);
 }
 
+TEST(FusedKernel, NormalizationsEqualTheUnfusedOpsBitForBit) {
+  // (x + y * b) normalized along the last dim (residual + layer norm): the
+  // group normalizes the rows it computes; the unfused ops store the sum.
+  // Rows of 16 (many per chunk), 1003 (one row per chunk) and 1500 (rows
+  // wider than a chunk, through the row buffer).
+  for (DType t : {DType::F32, DType::BF16, DType::F64})
+    for (const Shape &shape : {Shape{3, 7, 16}, Shape{5, 1003}, Shape{3, 1500}})
+      for (OpCode norm : {OpCode::LayerNorm, OpCode::RmsNorm}) {
+        SCOPED_TRACE(std::string(dtypeName(t)) + " " +
+                     par::catalogue::opName(norm) + " of " +
+                     std::to_string(numElements(shape)) + " elements");
+        std::mt19937 rng(11);
+        std::uniform_real_distribution<double> real(-2, 2);
+        const int64_t cols = shape.back();
+        Buffer x(t, shape), y(t, shape), b(t, {cols}), g(t, {cols}),
+            beta(t, {cols});
+        for (Buffer *buf : {&x, &y, &b, &g, &beta})
+          for (int64_t i = 0; i < buf->size(); ++i)
+            buf->set(i, real(rng));
+        const bool layer = norm == OpCode::LayerNorm;
+        FusedStep bc = step(OpCode::Broadcast, {2}, t); // 5
+        bc.attrs.dims = {int64_t(shape.size()) - 1};
+        FusedStep last = step(norm,
+                              layer ? std::vector<int64_t>{7, 3, 4}
+                                    : std::vector<int64_t>{7, 3},
+                              t); // 8
+        last.attrs.epsilon = 1e-5;
+        std::vector<FusedStep> steps = {bc, step(OpCode::Mul, {1, 5}, t),
+                                        step(OpCode::Add, {0, 6}, t), last};
+        std::vector<Tensor> inputs = {x.tensor(), y.tensor(), b.tensor(),
+                                      g.tensor(), beta.tensor()};
+        Buffer got = garbage(t, shape);
+        Tensor gotT = got.tensor();
+        fused(steps, inputs, gotT);
+
+        Buffer wide(t, shape), prod(t, shape), sum(t, shape), want(t, shape);
+        Tensor wideT = wide.tensor(), prodT = prod.tensor(),
+               sumT = sum.tensor(), wantT = want.tensor();
+        broadcast(b.tensor(), bc.attrs.dims, wideT);
+        binary(BinaryKind::Mul, y.tensor(), wideT, prodT);
+        binary(BinaryKind::Add, x.tensor(), prodT, sumT);
+        if (layer)
+          layerNorm(sumT, g.tensor(), beta.tensor(), 1e-5f, wantT);
+        else
+          rmsNorm(sumT, g.tensor(), 1e-5f, wantT);
+        ASSERT_EQ(0, std::memcmp(got.words.data(), want.words.data(),
+                                 want.size() * dtypeBytes(t)));
+
+        // Keeping the sum (the residual stream) stores the unfused sum's
+        // elements and changes nothing else.
+        Buffer again = garbage(t, shape), keptValue = garbage(t, shape);
+        Tensor againT = again.tensor(), keptT = keptValue.tensor();
+        fused(steps, inputs, againT, &keptT);
+        ASSERT_EQ(0, std::memcmp(again.words.data(), want.words.data(),
+                                 want.size() * dtypeBytes(t)));
+        ASSERT_EQ(0, std::memcmp(keptValue.words.data(), sum.words.data(),
+                                 sum.size() * dtypeBytes(t)));
+      }
+}
+
+TEST(FusedKernel, RejectsMalformedNormalizations) {
+  Buffer x(DType::F32, {4, 6}), g(DType::F32, {6}), b(DType::F32, {6}),
+      g5(DType::F32, {5});
+  Buffer out = garbage(DType::F32, {4, 6});
+  Tensor outT = out.tensor();
+  auto run = [&](FusedStep last, std::vector<Tensor> inputs,
+                 Tensor *kept = nullptr) {
+    fused({step(OpCode::Exp, {0}, DType::F32), last}, inputs, outT, kept);
+  };
+  std::vector<Tensor> inputs = {x.tensor(), g.tensor(), b.tensor()};
+  FusedStep ln = step(OpCode::LayerNorm, {3, 1, 2}, DType::F32);
+  EXPECT_NO_THROW(run(ln, inputs));
+  // It normalizes the value of the step before it, not an input.
+  FusedStep ofInput = ln;
+  ofInput.args = {0, 1, 2};
+  EXPECT_THROW(run(ofInput, inputs), KernelError);
+  // Its scales are inputs of the group, of the normalized size.
+  FusedStep scaleStep = ln;
+  scaleStep.args = {3, 3, 2};
+  EXPECT_THROW(run(scaleStep, inputs), KernelError);
+  EXPECT_THROW(run(ln, {x.tensor(), g5.tensor(), b.tensor()}), KernelError);
+  // Two scales for layer_norm, one for rms_norm.
+  FusedStep rms = step(OpCode::RmsNorm, {3, 1, 2}, DType::F32);
+  EXPECT_THROW(run(rms, inputs), KernelError);
+  // Of the result's type.
+  FusedStep wrongType = ln;
+  wrongType.dtype = int(DType::F64);
+  EXPECT_THROW(run(wrongType, inputs), KernelError);
+  // It is the last step.
+  Buffer out2 = garbage(DType::F32, {4, 6});
+  Tensor out2T = out2.tensor();
+  EXPECT_THROW(fused({step(OpCode::Exp, {0}, DType::F32), ln,
+                      step(OpCode::Exp, {4}, DType::F32)},
+                     inputs, out2T),
+               KernelError);
+  // A kept result of another shape than the group's.
+  Buffer wrong = garbage(DType::F32, {4, 7});
+  Tensor wrongT = wrong.tensor();
+  EXPECT_THROW(run(ln, inputs, &wrongT), KernelError);
+}
+
 TEST(FusedKernel, BroadcastsReadWhatTheBroadcastKernelWrites) {
   struct Case {
     Shape in;

@@ -5,9 +5,10 @@ Every mutant of the program's one `fused` instruction must be rejected
 before any rank starts: exit status 1 and a "par-run: error:" message that
 names the file and contains the expected text. Prints one line per mutant.
 
-  check-bad-fused.py PAR_RUN PROGRAM WORKDIR [--reduce]
+  check-bad-fused.py PAR_RUN PROGRAM WORKDIR [--reduce | --norm]
 
-With --reduce, the mutants break a group that ends in a reduction.
+With --reduce, the mutants break a group that ends in a reduction; with
+--norm, one that ends in a layer_norm.
 """
 import copy
 import json
@@ -82,17 +83,55 @@ def reduce_mutants():
     yield "kept-in-place", kept_in_place, "cannot write over its own operand"
 
 
+def norm_mutants():
+    """Mutants of a group [broadcast, add, add, layer_norm] over 8x64 with
+    operands [bias, a, x, gamma, beta] (values 0-4, steps 5-8), keeping
+    the sum."""
+    def body(fn):
+        return lambda inst: fn(inst["attrs"]["body"])
+    last = lambda **kw: body(lambda b: b[-1].update(**kw))
+    yield "norm-not-last", body(lambda b: b.append(
+        {"op": "neg", "args": [len(b) + 4], "dtype": "f32"})), \
+        "a layer_norm in a fused group must be its last step"
+    yield "norm-of-operand", last(args=[1, 3, 4]), \
+        "a layer_norm ending a fused group reads the value of the element-wise step before it"
+    yield "norm-scale-step", last(args=[7, 6, 4]), \
+        "reads its scales from the group's operands, not value 6"
+    yield "norm-scale-shape", last(args=[7, 1, 4]), \
+        "operand 1 is a scale of the layer_norm: a f32 tensor of shape [64], not f32 8x64"
+    yield "norm-type", last(dtype="f64"), \
+        "a layer_norm in a fused group reads and makes floats of the result's type"
+    yield "norm-arity", last(args=[7, 3]), "layer_norm reads 3 values, not 2"
+    yield "three-results", lambda inst: inst["results"].append(inst["results"][0]), \
+        "has 3 results, expected 1 to 2"
+
+    def kept_in_place(inst, buffers):
+        # The kept sum takes the memory of the operand of its shape: a
+        # normalization may not write over what it reads.
+        kept = buffers[inst["results"][1]]
+        operand = inst["operands"][1]
+        kept["reuses"] = operand
+        kept["offset"] = buffers[operand]["offset"]
+    yield "kept-in-place", kept_in_place, "cannot write over its own operand"
+
+
 def main():
     par_run, program, work = sys.argv[1:4]
     reductions = sys.argv[4:] == ["--reduce"]
+    norms = sys.argv[4:] == ["--norm"]
     os.makedirs(work, exist_ok=True)
     with open(program) as f:
         doc = json.load(f)
     insts = doc["rank_classes"][0]["instructions"]
+    last = "reduce" if reductions else "layer_norm" if norms else None
     k = next(i for i, inst in enumerate(insts) if inst["op"] == "fused" and
-             (inst["attrs"]["body"][-1]["op"] == "reduce") == reductions)
+             (inst["attrs"]["body"][-1]["op"] == last or
+              (last is None and inst["attrs"]["body"][-1]["op"] not in
+               ("reduce", "layer_norm", "rms_norm"))))
     bad = 0
-    for name, fn, expect in (reduce_mutants() if reductions else mutants()):
+    chosen = (reduce_mutants() if reductions else
+              norm_mutants() if norms else mutants())
+    for name, fn, expect in chosen:
         d = copy.deepcopy(doc)
         rc = d["rank_classes"][0]
         if fn.__code__.co_argcount == 2:  # also edits the buffers
