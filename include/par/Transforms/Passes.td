@@ -444,7 +444,7 @@ def PipelinePass : Pass<"par-pipeline", "::mlir::ModuleOp"> {
 }
 
 def FusePass : Pass<"par-fuse", "::mlir::ModuleOp"> {
-  let summary = "Run chains and trees of element-wise ops, and the reductions that end them, as single kernels";
+  let summary = "Run chains and trees of element-wise ops, and the reductions and normalizations that end them, as single kernels";
   let description = [{
     Groups each tree of element-wise ops (arithmetic, activations, compare,
     select, convert) whose intermediate values are read only inside the
@@ -454,9 +454,11 @@ def FusePass : Pass<"par-fuse", "::mlir::ModuleOp"> {
     never take memory or a pass over it. A broadcast or constant read
     elsewhere too is copied into the group. A float reduction over
     adjacent dims ends the tree that feeds it (its elements stream into
-    the reduction, in the unfused reduction's order); a reduction along
-    rows also keeps the value it reads when that value is read after it
-    (a second result). Ops are grouped only with ops of the same phase,
+    the reduction, in the unfused reduction's order), and so does a
+    layer_norm or rms_norm (residual + layer norm: the group normalizes
+    the rows it computes, its scales read as inputs); a reduction along
+    rows or a normalization also keeps the value it reads when that value
+    is read after it (a second result: the residual stream). Ops are grouped only with ops of the same phase,
     layer and pipeline slot (equal discardable attributes; a gradient mark
     on the root does not count). Run it after --par-partition (or on an unpartitioned
     program) and before --emit-program (docs/training.md, "Fusion").
