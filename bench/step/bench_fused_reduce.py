@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Element-wise trees that end in a reduction, fused and unfused, on CPUs.
 
-Four groups over a rows x cols f32 tensor x and a bias b of cols:
+Five groups over a rows x cols f32 tensor x and a bias b of cols:
   rows:    sum over each row of (x + b)^2     (layer norm's backward sums)
   columns: sum over the rows of x * b         (a gain or bias gradient)
   all:     sum of x^2 over every element      (clipping's sum of squares)
   kept:    sum over each row of x * b, with x * b returned too (read
            again after the sum: the group keeps it, a second result)
+  norm:    layer norm of each row of x + b, with x + b returned too
+           (residual + layer norm: the group keeps the residual sum)
 Each is compiled by par-opt with and without --par-fuse and run by par-run
 (one rank) for --steps steps; the three programs alternate --rounds times
 and the median round is kept. Printed per group and size: the median step
@@ -16,7 +18,7 @@ planned peak. Fused and unfused results must be equal bit for bit (the
 script compares par-run's dumps and says so).
 
   bench_fused_reduce.py [--build build] [--steps 30] [--rounds 3] [--sizes 512x1024,2048x4096]
-                        [--groups rows,columns,all,kept]
+                        [--groups rows,columns,all,kept,norm]
 """
 import argparse
 import os
@@ -38,6 +40,8 @@ GROUPS = {
             "%q = par.mul %x, %x : {T}"),
     "kept": ("dims [1]", lambda r, c: f"tensor<{r}xf32>",
              BROADCAST + "%q = par.mul %x, %bb : {T}"),
+    "norm": (None, lambda r, c: f"tensor<{r}x{c}xf32>",
+             BROADCAST + "%q = par.add %x, %bb : {T}"),
 }
 
 
@@ -45,18 +49,23 @@ def module(group, rows, cols):
     dims, result, body = GROUPS[group]
     t = f"tensor<{rows}x{cols}xf32>"
     out = result(rows, cols)
-    kept = group == "kept"
+    kept = group in ("kept", "norm")
     results = f"{out}, {t}" if kept else out
+    last = (f"%r = par.layer_norm %q, %b, %b : {t}, tensor<{cols}xf32>"
+            if group == "norm" else f"%r = par.reduce sum %q {dims} : ({t}) -> {out}")
     return (f"func.func @f(%x: {t}, %b: tensor<{cols}xf32>) -> ({results}) {{\n"
             f"  {body.format(T=t, C=cols)}\n"
-            f"  %r = par.reduce sum %q {dims} : ({t}) -> {out}\n"
+            f"  {last}\n"
             f"  return %r{', %q' if kept else ''} : {results}\n}}\n")
 
 
 def unfused_bytes(group, rows, cols):
     """Bytes the unfused ops read and write (f32), and the fused group's."""
-    n, result = rows * cols * 4, {"rows": rows, "columns": cols, "kept": rows, "all": 1}[group] * 4
+    n, result = rows * cols * 4, {"rows": rows, "columns": cols, "kept": rows,
+                                  "all": 1, "norm": rows * cols}[group] * 4
     bias = cols * 4
+    if group == "norm":  # broadcast, add, layer_norm (reads gamma and beta)
+        return (bias + n) + (3 * n) + (n + 2 * bias + result), n + 3 * bias + result + n
     if group == "rows":   # broadcast, add, mul, reduce
         unfused = (bias + n) + (3 * n) + (2 * n) + (n + result)
     elif group in ("columns", "kept"):  # broadcast, mul, reduce

@@ -2072,8 +2072,9 @@ public:
 
   /// Elements [start, start + n) of value plan.result (n <= kFusedChunk;
   /// elements run row-major over plan.shape), in its compute type, each
-  /// rounded to its own type as storing it would.
-  const void *chunk(int64_t start, int64_t n);
+  /// rounded to its own type as storing it would; computed into `into`
+  /// (room for n of them) when given, else into the value's slot.
+  const void *chunk(int64_t start, int64_t n, void *into = nullptr);
 
 private:
   const std::vector<catalogue::FusedStep> &steps;
@@ -2083,7 +2084,7 @@ private:
   const void **at;
 };
 
-const void *FusedRunner::chunk(int64_t start, int64_t n) {
+const void *FusedRunner::chunk(int64_t start, int64_t n, void *into) {
   const size_t numValues = size_t(plan.result) + 1;
   FusedSlot &scratch = slots[plan.values.size()];
   using Op = catalogue::OpCode;
@@ -2116,6 +2117,9 @@ const void *FusedRunner::chunk(int64_t start, int64_t n) {
     const FusedPlan::Value &value = plan.values[v];
     if (value.source != FusedPlan::Source::Step)
       continue;
+    unsigned char *target = into && v + 1 == numValues
+                                ? static_cast<unsigned char *>(into)
+                                : slots[v].bytes;
     const void *args[3] = {nullptr, nullptr, nullptr};
     for (size_t k = 0; k < step.args.size() && k < 3; ++k)
       args[k] = at[size_t(step.args[k])];
@@ -2124,15 +2128,14 @@ const void *FusedRunner::chunk(int64_t start, int64_t n) {
     case Op::Convert:
       // Through the storage types, as the unfused convert does.
       convertBuffer(first.compute, args[0], value.storage, scratch.bytes, n);
-      convertBuffer(value.storage, scratch.bytes, value.compute, slots[v].bytes,
-                    n);
+      convertBuffer(value.storage, scratch.bytes, value.compute, target, n);
       break;
     case Op::Compare:
       withComputeType(first.compute, [&](auto tag) {
         using T = decltype(tag);
         const T *a = static_cast<const T *>(args[0]);
         const T *b = static_cast<const T *>(args[1]);
-        uint8_t *r = slots[v].as<uint8_t>();
+        uint8_t *r = reinterpret_cast<uint8_t *>(target);
         withKind<CompareKind, CompareKind::Eq, CompareKind::Ne, CompareKind::Lt,
                  CompareKind::Le, CompareKind::Gt, CompareKind::Ge>(
             step.attrs.compareDirection, [&](auto k) {
@@ -2147,7 +2150,7 @@ const void *FusedRunner::chunk(int64_t start, int64_t n) {
         const auto *p = static_cast<const uint8_t *>(args[0]);
         const T *a = static_cast<const T *>(args[1]);
         const T *b = static_cast<const T *>(args[2]);
-        T *r = slots[v].as<T>();
+        T *r = reinterpret_cast<T *>(target);
         for (int64_t i = 0; i < n; ++i)
           r[i] = p[i] ? a[i] : b[i];
       });
@@ -2160,13 +2163,13 @@ const void *FusedRunner::chunk(int64_t start, int64_t n) {
                             catalogue::opName(step.op) +
                             " is not defined on i1");
         else
-          fusedElementwise<T>(step, args, slots[v].as<T>(), n);
+          fusedElementwise<T>(step, args, reinterpret_cast<T *>(target), n);
       });
       if (value.compute == DType::F32)
-        roundToStorage(value.storage, slots[v].as<float>(), n);
+        roundToStorage(value.storage, reinterpret_cast<float *>(target), n);
       break;
     }
-    at[v] = slots[v].bytes;
+    at[v] = target;
   }
   return at[numValues - 1];
 }
@@ -2285,31 +2288,39 @@ void fusedNorm(const std::vector<catalogue::FusedStep> &steps,
     Input<T> gamma(inputs[size_t(last.args[1])]);
     Input<T> beta(inputs[size_t(last.args[layer ? 2 : 1])]);
     Output<T> y(out);
+    // Elements the group computes, in their compute type: written where
+    // the group keeps them when that is their storage type too (then read
+    // back from the cache), else into the chunk's slot or a row buffer and
+    // converted into the kept result.
+    T *direct = keptData && value.storage == value.compute
+                    ? reinterpret_cast<T *>(keptData)
+                    : nullptr;
     auto store = [&](const void *x, int64_t start, int64_t n) {
-      if (keptData)
+      if (keptData && !direct)
         convertBuffer(value.compute, x, value.storage,
                       keptData + start * keptBytes, n);
     };
     parallelFor(rows, rowGrain(width), [&](int64_t r0, int64_t r1) {
       FusedRunner runner(steps, plan, inputs);
-      thread_local std::vector<T> row;
+      thread_local std::vector<T> rowBuffer;
       const int64_t perChunk = std::max<int64_t>(1, kFusedChunk / width);
       for (int64_t r = r0; r < r1;) {
         const T *x;
         int64_t n = 1;
         if (width <= kFusedChunk) {
           n = std::min(perChunk, r1 - r);
-          x = static_cast<const T *>(runner.chunk(r * width, n * width));
+          x = static_cast<const T *>(runner.chunk(
+              r * width, n * width, direct ? direct + r * width : nullptr));
           store(x, r * width, n * width);
         } else {
-          row.resize(size_t(width));
+          rowBuffer.resize(size_t(width));
+          T *row = direct ? direct + r * width : rowBuffer.data();
           for (int64_t i = 0; i < width; i += kFusedChunk) {
             const int64_t m = std::min(kFusedChunk, width - i);
-            const void *piece = runner.chunk(r * width + i, m);
-            std::memcpy(row.data() + i, piece, size_t(m) * sizeof(T));
-            store(piece, r * width + i, m);
+            runner.chunk(r * width + i, m, row + i);
+            store(row + i, r * width + i, m);
           }
-          x = row.data();
+          x = row;
         }
         for (int64_t k = 0; k < n; ++k) {
           T *yr = y.data() + (r + k) * width;
