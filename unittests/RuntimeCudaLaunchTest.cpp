@@ -223,6 +223,32 @@ TEST(CudaLaunch, FusedReductionsComputeTheValueTheyReduce) {
     EXPECT_EQ(offsetOf(code.gathers[code.values[2].gather], i), i % 6);
 }
 
+TEST(CudaLaunch, FusedNormalizationsComputeTheValueTheyNormalize) {
+  using Op = par::catalogue::OpCode;
+  std::vector<float> x(4 * 6), y(4 * 6), g(6), b(6), out(4 * 6);
+  std::vector<Tensor> in = {{DType::F32, {4, 6}, x.data()},
+                            {DType::F32, {4, 6}, y.data()},
+                            {DType::F32, {6}, g.data()},
+                            {DType::F32, {6}, b.data()}};
+  Tensor result{DType::F32, {4, 6}, out.data()};
+  std::vector<par::catalogue::FusedStep> steps;
+  steps.push_back(fusedStep(Op::Add, {0, 1}, DType::F32));          // 4
+  steps.push_back(fusedStep(Op::LayerNorm, {4, 2, 3}, DType::F32)); // 5
+  FusedPlan plan = planFused(steps, in, result);
+  ASSERT_TRUE(plan.normalizes());
+  EXPECT_FALSE(plan.reduces());
+  EXPECT_EQ(plan.result, 4);
+  EXPECT_EQ(plan.shape, (Shape{4, 6}));
+  FusedCode code;
+  ASSERT_TRUE(makeFusedCode(plan, steps, in, code));
+  // The kernel computes values 0-4; the norm kernel reads value 4 by rows.
+  // The scales are read by the norm, never element by element.
+  ASSERT_EQ(code.numValues, 5);
+  EXPECT_EQ(code.values[4].how, FusedCode::Binary);
+  EXPECT_EQ(code.values[2].how, FusedCode::Unused);
+  EXPECT_EQ(code.values[3].how, FusedCode::Unused);
+}
+
 TEST(CudaLaunch, FusedGroupsBeyondTheKernelArgumentRunOnTheHost) {
   using Op = par::catalogue::OpCode;
   std::vector<float> x(4 * 6), b(6), out(4 * 6);
