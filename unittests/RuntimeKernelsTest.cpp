@@ -2446,10 +2446,13 @@ TEST(FusedKernel, RejectsMalformedReductions) {
 TEST(FusedKernel, NormalizationsEqualTheUnfusedOpsBitForBit) {
   // (x + y * b) normalized along the last dim (residual + layer norm): the
   // group normalizes the rows it computes; the unfused ops store the sum.
-  // Rows of 16 (many per chunk), 1003 (one row per chunk) and 1500 (rows
-  // wider than a chunk, through the row buffer).
-  for (DType t : {DType::F32, DType::BF16, DType::F64})
-    for (const Shape &shape : {Shape{3, 7, 16}, Shape{5, 1003}, Shape{3, 1500}})
+  // Rows of 16 (many per chunk), 300 and 512 (one row per chunk), 1003
+  // and 1500 (rows wider than a chunk, through the row buffer); 4096 x 16
+  // and 256 x 1500 are split over the threads of the team.
+  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64})
+    for (const Shape &shape :
+         {Shape{3, 7, 16}, Shape{4, 300}, Shape{3, 512}, Shape{5, 1003},
+          Shape{3, 1500}, Shape{4096, 16}, Shape{256, 1500}})
       for (OpCode norm : {OpCode::LayerNorm, OpCode::RmsNorm}) {
         SCOPED_TRACE(std::string(dtypeName(t)) + " " +
                      par::catalogue::opName(norm) + " of " +

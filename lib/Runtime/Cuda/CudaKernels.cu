@@ -1046,10 +1046,46 @@ void rmsNormOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   });
 }
 
-/// A fused group ending in a normalization (`step`): a block per row
-/// computes the row's elements on each of the three reads (element-wise
-/// work is cheaper than storing and loading them), storing them where the
-/// group keeps them on the first.
+/// Row `start` of a fused group's elements, each computed as it is read.
+template <typename T> struct FusedRow {
+  const FusedSource *src;
+  int64_t start;
+  __device__ T operator[](int64_t i) const {
+    return src->template again<T>(start + i);
+  }
+};
+
+/// A fused group ending in a normalization of narrow rows: a thread per
+/// row, as the unfused op runs them (the same row function, so the same
+/// sums), the row's elements stored first where the group keeps them,
+/// then computed on each read.
+template <typename T>
+__global__ void fusedNormRowsKernel(DType type, FusedSource src,
+                                    const void *gamma, const void *beta,
+                                    void *y, int64_t width, double epsilon,
+                                    int64_t rows, bool layer) {
+  PAR_GRID_STRIDE(r, rows) {
+    const int64_t start = r * width;
+    if (src.kept)
+      for (int64_t i = 0; i < width; ++i)
+        (void)src.template load<T>(start + i);
+    const FusedRow<T> x{&src, start};
+    const View<T> g{type, const_cast<void *>(gamma), 0, 1};
+    if (layer)
+      math::layerNormRow<T>(x, g, View<T>{type, const_cast<void *>(beta), 0, 1},
+                            View<T>{type, y, start, 1}, width, epsilon);
+    else
+      math::rmsNormRow<T>(x, g, View<T>{type, y, start, 1}, width, epsilon);
+  }
+}
+
+/// A fused group ending in a normalization (`step`), launched as the
+/// unfused op would be for its row length: rows of kBlockRowLength or more
+/// a block per row, which computes the row's elements on each of the
+/// norm's reads (element-wise work is cheaper than storing and loading
+/// them), storing them where the group keeps them on the first; narrower
+/// rows a thread per row (fusedNormRowsKernel). The sums are the unfused
+/// kernels' either way.
 void fusedNorm(Stream stream, const catalogue::FusedStep &step,
                const FusedPlan &plan, const FusedCode &code, const Tensors &in,
                Tensor &out, Tensor *kept) {
@@ -1058,14 +1094,18 @@ void fusedNorm(Stream stream, const catalogue::FusedStep &step,
   const int64_t rows = rowCount(out);
   const int64_t width = plan.shape.back();
   const double epsilon = double(float(step.attrs.epsilon));
+  const bool layer = step.op == OpCode::LayerNorm;
   const void *gamma = in[size_t(step.args[1])].data;
+  const void *beta = layer ? in[size_t(step.args[2])].data : gamma;
   withFloat(type, [&](auto tag) {
     using T = decltype(tag);
-    if (step.op == OpCode::LayerNorm)
+    if (width < kBlockRowLength)
+      return launch("fused", stream, rows, fusedNormRowsKernel<T>, type, src,
+                    gamma, beta, out.data, width, epsilon, rows, layer);
+    if (layer)
       return launchRows("fused", stream, rows,
                         layerNormBlockKernel<T, FusedSource>, type, src, gamma,
-                        (const void *)in[size_t(step.args[2])].data, out.data,
-                        width, epsilon, rows);
+                        beta, out.data, width, epsilon, rows);
     launchRows("fused", stream, rows, rmsNormBlockKernel<T, FusedSource>, type,
                src, gamma, out.data, width, epsilon, rows);
   });

@@ -151,11 +151,20 @@ static bool sameMarks(Operation *member, Operation *root) {
   return marks(member) == marks(root);
 }
 
+/// Whether `def` makes a scale (gamma, beta) of a normalization root: the
+/// group reads those as inputs, so they never join it, not even as the
+/// value the norm normalizes or a constant another member broadcasts.
+static bool makesScale(Operation *def, Operation *root) {
+  return isFusibleNorm(root) &&
+         llvm::is_contained(root->getOperands().drop_front(),
+                            def->getResult(0));
+}
+
 /// Whether `def`, which a member of `group` reads, may join it.
 static bool canJoin(Operation *def, const Group &group,
                     const DenseSet<Operation *> &taken) {
   if (taken.contains(def) || def->getBlock() != group.root->getBlock() ||
-      !sameMarks(def, group.root))
+      !sameMarks(def, group.root) || makesScale(def, group.root))
     return false;
   if (isSplatConstant(def))
     return true;
@@ -183,8 +192,8 @@ static bool canKeep(Operation *def, const Group &group,
   auto reduce = dyn_cast<ReduceOp>(root);
   bool keeps = reduce ? reducesRows(reduce) : isFusibleNorm(root);
   if (!keeps || root->getOperand(0).getDefiningOp() != def ||
-      taken.contains(def) || !sameMarks(def, root) || !isElementwise(def) ||
-      shapeOf(def->getResult(0)) != groupShape(root))
+      makesScale(def, root) || taken.contains(def) || !sameMarks(def, root) ||
+      !isElementwise(def) || shapeOf(def->getResult(0)) != groupShape(root))
     return false;
   return llvm::all_of(def->getUsers(), [&](Operation *user) {
     return user == root || (user->getBlock() == root->getBlock() &&

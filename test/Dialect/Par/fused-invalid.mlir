@@ -184,7 +184,7 @@ func.func @keep_other(%x: tensor<2x4xf32>) -> (tensor<2xf32>, tensor<2x4xf32>) {
 
 // As many results as yielded values.
 func.func @yield_count(%x: tensor<2x4xf32>) -> tensor<2xf32> {
-  // expected-error @below {{'par.fused' op has 1 results and yields 2 values: it makes one result, or two when it keeps what its reduce reads}}
+  // expected-error @below {{'par.fused' op has 1 results and yields 2 values: it makes one result, or two when it keeps what its reduce or normalization reads}}
   %r = par.fused (%x) : (tensor<2x4xf32>) -> tensor<2xf32> {
   ^bb0(%a: tensor<2x4xf32>):
     %m = par.mul %a, %a : tensor<2x4xf32>

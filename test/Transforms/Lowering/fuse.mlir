@@ -245,3 +245,28 @@ func.func @residual_norm(%x: tensor<8x64xf32>, %a: tensor<8x64xf32>, %bias: tens
   %ns = par.layer_norm %s, %g, %b : tensor<8x64xf32>, tensor<64xf32>
   return %r, %n0, %re, %ds, %ns : tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>
 }
+
+// -----
+
+// A normalization's scales stay inputs of its group: a splat gamma that
+// the tree also broadcasts is read by the group (the broadcast of it
+// joins), and a rank-1 norm whose gamma is the value it normalizes is left
+// alone.
+// CHECK-LABEL: func.func @norm_scales
+// CHECK:       %[[ONES:.*]] = par.constant dense<1.000000e+00> : tensor<64xf32>
+// CHECK:       par.fused(%[[ONES]], %arg0, %arg1) : (tensor<64xf32>, tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32> {
+// CHECK-NEXT:  ^bb0(%[[G:.*]]: tensor<64xf32>, %{{.*}}: tensor<8x64xf32>, %[[B:.*]]: tensor<64xf32>):
+// CHECK-NEXT:    par.broadcast %[[G]]
+// CHECK-NEXT:    %[[S:.*]] = par.add
+// CHECK-NEXT:    par.layer_norm %[[S]], %[[G]], %[[B]]
+// CHECK:       %[[E:.*]] = par.exp %arg2
+// CHECK-NEXT:  par.layer_norm %[[E]], %[[E]], %arg1
+func.func @norm_scales(%x: tensor<8x64xf32>, %b: tensor<64xf32>, %v: tensor<64xf32>) -> (tensor<8x64xf32>, tensor<64xf32>) {
+  %ones = par.constant dense<1.0> : tensor<64xf32>
+  %ob = par.broadcast %ones dims [1] : (tensor<64xf32>) -> tensor<8x64xf32>
+  %s = par.add %x, %ob : tensor<8x64xf32>
+  %n = par.layer_norm %s, %ones, %b : tensor<8x64xf32>, tensor<64xf32>
+  %e = par.exp %v : tensor<64xf32>
+  %n1 = par.layer_norm %e, %e, %b : tensor<64xf32>, tensor<64xf32>
+  return %n, %n1 : tensor<8x64xf32>, tensor<64xf32>
+}

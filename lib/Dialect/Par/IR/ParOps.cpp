@@ -283,7 +283,7 @@ LogicalResult FusedOp::verifyRegions() {
     return emitOpError() << "has " << getNumResults() << " results and yields "
                          << yield.getValues().size()
                          << " values: it makes one result, or two when it "
-                            "keeps what its reduce reads";
+                            "keeps what its reduce or normalization reads";
   for (auto [i, value, result] :
        llvm::enumerate(yield.getValues(), getResults()))
     if (value.getType() != result.getType())
