@@ -271,9 +271,18 @@ static SmallVector<Group> groupsOf(Block &block) {
         !(isElementwise(op) || isFusibleReduce(op) || isFusibleNorm(op)))
       continue;
     Group group = growGroup(op, taken);
-    // One op alone gains nothing.
+    // One op alone gains nothing, unless it takes in a constant that
+    // nothing else reads: the constant's own kernel (a fill each step) and
+    // buffer go (a mean's scaling by 1/n, a scalar added to a step count).
+    bool absorbs = llvm::any_of(group.members, [&](Operation *m) {
+      return isa<ConstantOp>(m) &&
+             llvm::all_of(m->getUsers(), [&](Operation *user) {
+               return group.members.contains(user);
+             });
+    });
     if (llvm::count_if(group.members,
-                       [](Operation *m) { return !isa<ConstantOp>(m); }) < 2)
+                       [](Operation *m) { return !isa<ConstantOp>(m); }) < 2 &&
+        !absorbs)
       continue;
     SmallVector<Operation *> members(group.members.begin(),
                                      group.members.end());

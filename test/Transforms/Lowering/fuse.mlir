@@ -270,3 +270,26 @@ func.func @norm_scales(%x: tensor<8x64xf32>, %b: tensor<64xf32>, %v: tensor<64xf
   %n1 = par.layer_norm %e, %e, %b : tensor<64xf32>, tensor<64xf32>
   return %n, %n1 : tensor<8x64xf32>, tensor<64xf32>
 }
+
+// -----
+
+// One op with a splat constant that nothing else reads becomes a group:
+// the constant's own kernel and buffer go (a mean's scaling by 1/n). Where
+// the constant is read elsewhere too, the op alone stays as it is.
+// CHECK-LABEL: func.func @absorbs_constant
+// CHECK:       %[[S:.*]] = par.reduce sum %arg0
+// CHECK-NEXT:  par.fused(%[[S]]) : (tensor<8xf32>) -> tensor<8xf32> {
+// CHECK:         par.constant dense<1.562500e-02>
+// CHECK-NEXT:    par.mul
+// CHECK:       %[[C:.*]] = par.constant dense<2.000000e+00>
+// CHECK-NEXT:  par.mul %arg1, %[[C]]
+// CHECK-NEXT:  par.dot %[[C]], %arg1
+func.func @absorbs_constant(%x: tensor<8x64xf32>, %y: tensor<8x8xf32>) -> (tensor<8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) {
+  %s = par.reduce sum %x dims [1] : (tensor<8x64xf32>) -> tensor<8xf32>
+  %n = par.constant dense<0.015625> : tensor<8xf32>
+  %m = par.mul %s, %n : tensor<8xf32>
+  %c = par.constant dense<2.0> : tensor<8x8xf32>
+  %p = par.mul %y, %c : tensor<8x8xf32>
+  %d = par.dot %c, %y contract [1] x [0] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %m, %p, %d : tensor<8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
+}
