@@ -460,7 +460,8 @@ def FusePass : Pass<"par-fuse", "::mlir::ModuleOp"> {
     rows or a normalization also keeps the value it reads when that value
     is read after it (a second result: the residual stream). Ops are grouped only with ops of the same phase,
     layer and pipeline slot (equal discardable attributes; a gradient mark
-    on the root does not count). Run it after --par-partition (or on an unpartitioned
+    on the root does not count, and a normalization takes in the residual
+    sum of the layer before). Run it after --par-partition (or on an unpartitioned
     program) and before --emit-program (docs/training.md, "Fusion").
 
     It also marks each function `par.batch_updates`: --emit-program then

@@ -132,19 +132,24 @@ struct Group {
 /// group's `root`. Shardings and auto-shard's records are not marks:
 /// partitioning drops them, so a global program groups as its partitioned
 /// copy does. A gradient mark on the root names the group's result, which
-/// a member without one may compute a part of.
+/// a member without one may compute a part of. A normalization root takes
+/// members of other layers: the layer norm that begins a layer reads the
+/// residual sum the layer before made (the group runs with the norm's
+/// marks; pipeline stages still differ by their own mark).
 static bool sameMarks(Operation *member, Operation *root) {
   if (member->getDiscardableAttrDictionary() ==
       root->getDiscardableAttrDictionary())
     return true;
   bool memberIsGradient = member->hasAttr(ParDialect::kGradientOfAttrName);
+  bool anyLayer = isFusibleNorm(root);
   auto marks = [&](Operation *op) {
     SmallVector<NamedAttribute> kept;
     for (NamedAttribute attr : op->getDiscardableAttrs())
       if (attr.getName() != ParDialect::kShardingAttrName &&
           attr.getName() != ParDialect::kPlannedAttrName &&
           (memberIsGradient ||
-           attr.getName() != ParDialect::kGradientOfAttrName))
+           attr.getName() != ParDialect::kGradientOfAttrName) &&
+          (!anyLayer || attr.getName() != ParDialect::kLayerAttrName))
         kept.push_back(attr);
     return kept;
   };

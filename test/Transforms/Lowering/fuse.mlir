@@ -293,3 +293,27 @@ func.func @absorbs_constant(%x: tensor<8x64xf32>, %y: tensor<8x8xf32>) -> (tenso
   %d = par.dot %c, %y contract [1] x [0] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
   return %m, %p, %d : tensor<8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
 }
+
+// -----
+
+// Groups keep to one layer's ops, but a norm takes in the residual sum of
+// the layer before (the layer norm that begins a layer); the group runs as
+// the norm's layer. An add of another layer does not join an element-wise
+// root, and a norm of another pipeline stage's sum is left alone.
+// CHECK-LABEL: func.func @norm_across_layers
+// CHECK:       %[[N:.*]], %[[H:.*]] = par.fused(%arg0, %arg1, %arg2, %arg3) {par.layer = 1 : i64}
+// CHECK:         par.add
+// CHECK-NEXT:    par.layer_norm
+// CHECK:       %[[G:.*]] = par.gelu %[[H]] {par.layer = 0 : i64}
+// CHECK-NEXT:  par.neg %[[G]] {par.layer = 1 : i64}
+// CHECK:       %[[S:.*]] = par.add %arg0, %arg1 {par.stage = 0 : i64}
+// CHECK-NEXT:  par.layer_norm %[[S]], %arg2, %arg3 {par.stage = 1 : i64}
+func.func @norm_across_layers(%x: tensor<8x64xf32>, %a: tensor<8x64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>) -> (tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>) {
+  %h = par.add %x, %a {par.layer = 0 : i64} : tensor<8x64xf32>
+  %n = par.layer_norm %h, %g, %b {par.layer = 1 : i64} : tensor<8x64xf32>, tensor<64xf32>
+  %e = par.gelu %h {par.layer = 0 : i64} : tensor<8x64xf32>
+  %m = par.neg %e {par.layer = 1 : i64} : tensor<8x64xf32>
+  %s = par.add %x, %a {par.stage = 0 : i64} : tensor<8x64xf32>
+  %ns = par.layer_norm %s, %g, %b {par.stage = 1 : i64} : tensor<8x64xf32>, tensor<64xf32>
+  return %n, %m, %ns, %s : tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>
+}
