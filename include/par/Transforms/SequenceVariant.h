@@ -25,6 +25,13 @@ OwningOpRef<ModuleOp> sequenceParallelVariant(ModuleOp original,
                                               StringRef stepName,
                                               StringRef axis);
 
+/// `planned` with the planner's layouts of `stepName`'s values dropped
+/// (its arguments' stay, and what the user wrote in `original`): the
+/// plan's parameter and data splits, completed by propagation as a hand
+/// plan is. Null when the step's ops do not pair with `original`'s.
+OwningOpRef<ModuleOp> propagatedVariant(ModuleOp original, ModuleOp planned,
+                                        StringRef stepName);
+
 } // namespace mlir::par
 
 #endif // PAR_TRANSFORMS_SEQUENCEVARIANT_H

@@ -1821,6 +1821,10 @@ struct Candidate {
   /// The tensor axis Megatron's sequence parallelism also splits the
   /// residual stream over (a variant of a checked plan), or -1.
   int32_t sequenceAxis = -1;
+  /// Whether the plan's layouts of the step's values were dropped, its
+  /// argument splits completed by propagation as a hand plan's are (a
+  /// variant of a checked plan).
+  bool propagated = false;
   /// Each schedule checked for schedule=auto: its step seconds and bytes
   /// per device (none when it did not partition).
   SmallVector<std::tuple<std::string, double, int64_t>> scheduleTrials;
@@ -1846,7 +1850,7 @@ struct Candidate {
       text = "replicated";
     return text + (zero ? " zero=" + std::to_string(zero) : "") +
            (sequenceAxis >= 0 ? " sequence" : "") +
-           (remat ? " remat=auto" : "") +
+           (propagated ? " propagated" : "") + (remat ? " remat=auto" : "") +
            (microbatches ? " microbatches=" + std::to_string(microbatches)
                          : "") +
            (schedule.empty() ? "" : " schedule=" + schedule);
@@ -2567,9 +2571,9 @@ struct AutoShardPass
     // those that split weights over that axis alone, are checked again
     // with the residual stream also split over the sequence on that axis;
     // each variant competes by its checked figures.
-    std::optional<OpenStep> streamStep;
-    if (sequence == "auto")
-      streamStep = openPipelineStep(module);
+    // The same weight splits completed by propagation, as a hand plan is,
+    // are checked for the same plans (with sequence=off too).
+    std::optional<OpenStep> streamStep = openPipelineStep(module);
     if (streamStep) {
       SmallVector<Candidate *> tensorPlans;
       for (Candidate &candidate : considered)
@@ -2600,24 +2604,21 @@ struct AutoShardPass
       // Checked apart and added after: `tensorPlans` points into
       // `considered`.
       std::vector<Candidate> variants;
-      for (Candidate *base : ArrayRef(bases).take_front(kSequenceChecks)) {
-        int32_t axis = *tensorAxisOf(base->roles, *machine);
-        StringRef axisName =
-            cast<StringAttr>(mesh.getAxisNames()[axis]).getValue();
-        OwningOpRef<ModuleOp> module2 = sequenceParallelVariant(
-            module, *base->planned->module, streamStep->name, axisName);
+      auto checkVariant = [&](const Candidate &base,
+                              OwningOpRef<ModuleOp> module2, int32_t axis) {
         if (!module2)
-          continue;
+          return;
         auto planned = std::make_shared<PlannedModule>();
         planned->module = std::move(module2);
-        planned->footprint = base->planned->footprint;
-        for (auto [func, before] : base->planned->open)
+        planned->footprint = base.planned->footprint;
+        for (auto [func, before] : base.planned->open)
           if (auto copy = planned->module->lookupSymbol<func::FuncOp>(
                   func.getSymName()))
             planned->open.push_back({copy, before});
-        Candidate variant = *base;
+        Candidate variant = base;
         variant.planned = planned;
         variant.sequenceAxis = axis;
+        variant.propagated = axis < 0;
         variant.checked = false;
         variant.exact.reset();
         variant.error.clear();
@@ -2626,6 +2627,24 @@ struct AutoShardPass
         checkOne(variant);
         if (variant.exact)
           variants.push_back(std::move(variant));
+      };
+      for (Candidate *base : ArrayRef(bases).take_front(kSequenceChecks)) {
+        int32_t axis = *tensorAxisOf(base->roles, *machine);
+        StringRef axisName =
+            cast<StringAttr>(mesh.getAxisNames()[axis]).getValue();
+        if (sequence == "auto")
+          checkVariant(*base,
+                       sequenceParallelVariant(module, *base->planned->module,
+                                               streamStep->name, axisName),
+                       axis);
+        // The same weight splits completed by propagation, as a hand
+        // plan is: the planner completes the other values itself, and
+        // where its completion is the slower (it may split the updates of
+        // whole weights and gather them) this is the plan to check.
+        checkVariant(
+            *base,
+            propagatedVariant(module, *base->planned->module, streamStep->name),
+            -1);
       }
       for (Candidate &variant : variants)
         considered.push_back(std::move(variant));

@@ -131,6 +131,59 @@ static SmallVector<int64_t> sequenceDims(ModuleOp module, StringRef stepName,
   return dims;
 }
 
+/// Drops the planner's layouts of `step`'s values (`ops`, the planned
+/// copies of `sourceOps` in the module it was planned from) and its
+/// constraints; what the user wrote on `sourceOps` stays, and so do the
+/// arguments' layouts.
+static void dropPlannedLayouts(func::FuncOp step, ArrayRef<Operation *> ops,
+                               ArrayRef<Operation *> sourceOps) {
+  StringAttr shardingName =
+      StringAttr::get(step.getContext(), ParDialect::kShardingAttrName);
+  for (Operation &op : llvm::make_early_inc_range(step.getBody().front()))
+    if (isa<ShardingConstraintOp>(op) &&
+        op.hasAttr(ParDialect::kPlannedAttrName)) {
+      op.getResult(0).replaceAllUsesWith(op.getOperand(0));
+      op.erase();
+    }
+  for (auto [op, from] : llvm::zip(ops, sourceOps)) {
+    if (Attribute written = from->getAttr(shardingName))
+      op->setAttr(shardingName, written);
+    else
+      op->removeAttr(shardingName);
+  }
+}
+
+/// The ops of `stepName` in `original` and in `variant` (a clone of the
+/// planned module), paired; false when they do not pair.
+static bool pairedOps(ModuleOp original, ModuleOp variant, StringRef stepName,
+                      SmallVector<Operation *> &sourceOps,
+                      SmallVector<Operation *> &ops) {
+  auto source = original.lookupSymbol<func::FuncOp>(stepName);
+  auto step = variant.lookupSymbol<func::FuncOp>(stepName);
+  if (!source || source.isDeclaration() || !step)
+    return false;
+  sourceOps = unplannedOps(source);
+  ops = unplannedOps(step);
+  if (ops.size() != sourceOps.size())
+    return false;
+  for (auto [op, from] : llvm::zip(ops, sourceOps))
+    if (op->getName() != from->getName())
+      return false;
+  return true;
+}
+
+OwningOpRef<ModuleOp> mlir::par::propagatedVariant(ModuleOp original,
+                                                   ModuleOp planned,
+                                                   StringRef stepName) {
+  OwningOpRef<ModuleOp> variant = planned.clone();
+  SmallVector<Operation *> sourceOps, ops;
+  if (!pairedOps(original, *variant, stepName, sourceOps, ops))
+    return nullptr;
+  dropPlannedLayouts(variant->lookupSymbol<func::FuncOp>(stepName), ops,
+                     sourceOps);
+  return variant;
+}
+
 /// `planned` (a module the planner wrote) turned to Megatron's sequence
 /// parallelism on `axis` for its training step `stepName`: the layouts the
 /// planner gave the step's values are dropped (its arguments' stay, and
@@ -152,13 +205,10 @@ OwningOpRef<ModuleOp> mlir::par::sequenceParallelVariant(ModuleOp original,
   SmallVector<int64_t> seq = sequenceDims(original, stepName, axis, stream);
 
   OwningOpRef<ModuleOp> variant = planned.clone();
-  auto step = variant->lookupSymbol<func::FuncOp>(stepName);
-  SmallVector<Operation *> ops = unplannedOps(step);
-  if (ops.size() != sourceOps.size())
+  SmallVector<Operation *> paired, ops;
+  if (!pairedOps(original, *variant, stepName, paired, ops))
     return nullptr;
-  for (auto [op, from] : llvm::zip(ops, sourceOps))
-    if (op->getName() != from->getName())
-      return nullptr;
+  auto step = variant->lookupSymbol<func::FuncOp>(stepName);
   MLIRContext *ctx = original.getContext();
   StringAttr axisName = StringAttr::get(ctx, axis);
   // The pins, from the planned layouts.
@@ -188,19 +238,7 @@ OwningOpRef<ModuleOp> mlir::par::sequenceParallelVariant(ModuleOp original,
     return nullptr;
   // The planner's layouts of the step's values go (its constraints too);
   // what the user wrote stays.
-  StringAttr shardingName = StringAttr::get(ctx, ParDialect::kShardingAttrName);
-  for (Operation &op : llvm::make_early_inc_range(step.getBody().front()))
-    if (isa<ShardingConstraintOp>(op) &&
-        op.hasAttr(ParDialect::kPlannedAttrName)) {
-      op.getResult(0).replaceAllUsesWith(op.getOperand(0));
-      op.erase();
-    }
-  for (auto [op, from] : llvm::zip(ops, sourceOps)) {
-    if (Attribute written = from->getAttr(shardingName))
-      op->setAttr(shardingName, written);
-    else
-      op->removeAttr(shardingName);
-  }
+  dropPlannedLayouts(step, ops, sourceOps);
   OpBuilder b(ctx);
   for (auto [value, sharding] : pins) {
     Operation *def = value.getDefiningOp();
