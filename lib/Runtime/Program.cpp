@@ -379,6 +379,17 @@ static void checkBatches(const Reader &r, const RankClass &rc,
   }
 }
 
+/// Whether the last of a fused group's `steps` reads first the value the
+/// element-wise step before it computes (what a reduce or a normalization
+/// ending the group reads).
+bool readsStepBefore(const std::vector<catalogue::FusedStep> &steps,
+                     size_t numInputs) {
+  return steps.size() >= 2 &&
+         steps.back().args[0] == int64_t(numInputs + steps.size()) - 2 &&
+         steps[steps.size() - 2].op != catalogue::OpCode::Broadcast &&
+         steps[steps.size() - 2].op != catalogue::OpCode::Constant;
+}
+
 /// A reduce that ends a fused group (the last step, at `sw`) against the
 /// group's result `out`: it reads the value the element-wise step before
 /// it computes,
@@ -390,9 +401,7 @@ void checkFusedReduce(const Reader &r,
                       const Buffer &out, const std::string &sw) {
   const catalogue::FusedStep &step = steps.back();
   int64_t arg = step.args[0];
-  if (steps.size() < 2 || arg != int64_t(numInputs + steps.size()) - 2 ||
-      steps[steps.size() - 2].op == catalogue::OpCode::Broadcast ||
-      steps[steps.size() - 2].op == catalogue::OpCode::Constant)
+  if (!readsStepBefore(steps, numInputs))
     r.fail(sw + ".args", "a reduce ending a fused group reads the value of the "
                          "element-wise step before it");
   DType type = DType(step.dtype);
@@ -432,10 +441,7 @@ void checkFusedNorm(const Reader &r, const RankClass &rc,
   const catalogue::FusedStep &step = steps.back();
   const size_t numInputs = inst.operands.size();
   const std::string name = catalogue::opName(step.op);
-  if (steps.size() < 2 ||
-      step.args[0] != int64_t(numInputs + steps.size()) - 2 ||
-      steps[steps.size() - 2].op == catalogue::OpCode::Broadcast ||
-      steps[steps.size() - 2].op == catalogue::OpCode::Constant)
+  if (!readsStepBefore(steps, numInputs))
     r.fail(sw + ".args", "a " + name +
                              " ending a fused group reads the value of the "
                              "element-wise step before it first");

@@ -2275,8 +2275,8 @@ void fusedNorm(const std::vector<catalogue::FusedStep> &steps,
   checkKept(plan, steps, kept);
   const catalogue::FusedStep &last = steps.back();
   const FusedPlan::Value &value = plan.values[size_t(plan.result)];
-  const int64_t width = plan.shape.back();
-  const int64_t rows = width ? out.size() / width : 0;
+  const Rows shape = rowsOf(out);
+  const int64_t rows = shape.count, width = shape.width;
   if (rows == 0)
     return;
   const bool layer = last.op == catalogue::OpCode::LayerNorm;

@@ -233,11 +233,7 @@ static Group growGroup(Operation *root, const DenseSet<Operation *> &taken) {
     grown = false;
     for (size_t i = 0; i < group.members.size(); ++i) {
       Operation *member = group.members[i];
-      // A normalization's scales stay inputs: the group reads them by row.
-      OperandRange operands = isFusibleNorm(member)
-                                  ? member->getOperands().take_front()
-                                  : member->getOperands();
-      for (Value operand : operands) {
+      for (Value operand : member->getOperands()) {
         Operation *def = operand.getDefiningOp();
         // A broadcast's operand stays an input that the group reads in
         // place, unless it is a splat constant.
