@@ -2545,6 +2545,14 @@ TEST(FusedKernel, RejectsMalformedNormalizations) {
   Buffer wrong = garbage(DType::F32, {4, 7});
   Tensor wrongT = wrong.tensor();
   EXPECT_THROW(run(ln, inputs, &wrongT), KernelError);
+  // A group of rank 0 has no last dim to normalize.
+  Buffer scalar(DType::F32, {}), scalarOut = garbage(DType::F32, {}),
+                                 g1(DType::F32, {1});
+  Tensor scalarOutT = scalarOut.tensor();
+  EXPECT_THROW(fused({step(OpCode::Exp, {0}, DType::F32),
+                      step(OpCode::RmsNorm, {2, 1}, DType::F32)},
+                     {scalar.tensor(), g1.tensor()}, scalarOutT),
+               KernelError);
 }
 
 TEST(FusedKernel, BroadcastsReadWhatTheBroadcastKernelWrites) {
