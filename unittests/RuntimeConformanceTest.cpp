@@ -30,6 +30,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -691,6 +692,77 @@ TEST_P(Conformance, FusedNormalizationsMatch) {
           return;
       }
   EXPECT_EQ(accepted, 32);
+}
+
+/// A fused group of every element-wise op the type takes (a broadcast,
+/// the binary ops, the unary ops, a splat, a compare, a select and converts
+/// through a narrower type and i1), on values that keep it finite.
+Case everyOpCase(DType t, std::mt19937 &rng) {
+  Case c;
+  c.in = {values(t, {5, 7}, rng, 0.5, 2), values(t, {7}, rng, 0.5, 2)};
+  int64_t next = 2;
+  auto step = [&](OpCode op, std::vector<int64_t> args, DType type) {
+    addStep(c, op, std::move(args), type);
+    return next++;
+  };
+  const int64_t b = step(OpCode::Broadcast, {1}, t);
+  c.attrs.body.back().attrs.dims = {1};
+  int64_t acc = step(OpCode::Add, {0, b}, t);
+  acc = step(OpCode::Mul, {acc, b}, t);
+  acc = step(OpCode::Div, {acc, b}, t);
+  acc = step(OpCode::Max, {acc, b}, t);
+  acc = step(OpCode::Min, {acc, 0}, t);
+  acc = step(OpCode::Sub, {acc, b}, t);
+  // Relu first, so that every later op stays finite.
+  const std::vector<OpCode> unary =
+      isFloat(t)
+          ? std::vector<OpCode>{OpCode::Relu,    OpCode::Gelu, OpCode::Silu,
+                                OpCode::Sigmoid, OpCode::Tanh, OpCode::Exp,
+                                OpCode::Log,     OpCode::Sqrt, OpCode::Rsqrt,
+                                OpCode::Neg}
+          : std::vector<OpCode>{OpCode::Relu, OpCode::Neg};
+  for (OpCode op : unary)
+    acc = step(op, {acc}, t);
+  const int64_t splat = step(OpCode::Constant, {}, t);
+  c.attrs.body.back().attrs.value = {isFloat(t) ? -0.75 : -1.0};
+  const int64_t less = step(OpCode::Compare, {acc, splat}, DType::I1);
+  c.attrs.body.back().attrs.compareDirection =
+      par::catalogue::CompareDirection::Lt;
+  acc = step(OpCode::Select, {less, acc, splat}, t);
+  const int64_t narrow =
+      step(OpCode::Convert, {acc}, t == DType::F32 ? DType::BF16 : DType::F32);
+  const int64_t flag = step(OpCode::Convert, {narrow}, DType::I1);
+  const int64_t back = step(OpCode::Convert, {flag}, t);
+  step(OpCode::Add, {back, acc}, t);
+  c.out = {{t, {5, 7}}};
+  return c;
+}
+
+TEST_P(Conformance, CompiledFusedGroupsMatchInterpretedOnes) {
+  if (!device)
+    GTEST_SKIP() << missing;
+  // On the CUDA backend an element-wise group runs as a kernel compiled
+  // for it (PAR_CUDA_JIT=0: interpreted); both give the same bits, and the
+  // CPU backend's values.
+  int accepted = 0;
+  for (DType t : kTypes) {
+    SCOPED_TRACE(std::string("every op on ") + dtypeName(t));
+    std::mt19937 rng(21 + int(t));
+    const Case c = everyOpCase(t, rng);
+    checkCase(*device, *reference, OpCode::Fused, c, accepted);
+    if (HasFatalFailure())
+      return;
+    Outcome compiled = runCase(*device, OpCode::Fused, c);
+    setenv("PAR_CUDA_JIT", "0", 1);
+    Outcome interpreted = runCase(*device, OpCode::Fused, c);
+    unsetenv("PAR_CUDA_JIT");
+    ASSERT_FALSE(compiled.error.has_value()) << *compiled.error;
+    ASSERT_FALSE(interpreted.error.has_value()) << *interpreted.error;
+    const HostTensor &x = compiled.results[0], &y = interpreted.results[0];
+    for (int64_t i = 0; i < x.size(); ++i)
+      EXPECT_EQ(x.get(i), y.get(i)) << "element " << i;
+  }
+  EXPECT_EQ(accepted, 6);
 }
 
 /// Runs a batch of `op` updates (members `cases`) as one launchBatch on

@@ -2,10 +2,13 @@
 //
 // How the CUDA kernels are launched and how they walk tensors, checked on
 // the host (lib/Runtime/Cuda/Launch.h needs no GPU): a strided index space
-// visits exactly the elements the CPU backend's gathers visit.
+// visits exactly the elements the CPU backend's gathers visit; the source
+// of a compiled fused group says what the interpreted kernel computes, and
+// NVRTC (where the toolkit is installed) compiles it.
 //
 //===----------------------------------------------------------------------===//
 
+#include "../lib/Runtime/Cuda/FusedJit.h"
 #include "../lib/Runtime/Cuda/Launch.h"
 
 #include "par/Runtime/Kernels.h"
@@ -268,6 +271,125 @@ TEST(CudaLaunch, FusedGroupsBeyondTheKernelArgumentRunOnTheHost) {
   FusedPlan plan = planFused(steps, in, result);
   FusedCode code;
   EXPECT_FALSE(makeFusedCode(plan, steps, in, code));
+}
+
+/// A group of every element-wise op on storage `type`: a broadcast, each
+/// binary and unary op the type takes, a splat, a compare, a select and
+/// converts through f32 and i1; the result is stored as `type`.
+struct EveryOpGroup {
+  std::vector<par::catalogue::FusedStep> steps;
+  std::vector<Tensor> in;
+  Tensor result;
+};
+EveryOpGroup everyOpGroup(DType type, std::vector<char> &storage) {
+  using Op = par::catalogue::OpCode;
+  EveryOpGroup g;
+  storage.assign(3 * 24 * 8, 0);
+  g.in = {{type, {4, 6}, storage.data()}, {type, {6}, storage.data() + 256}};
+  g.result = {type, {4, 6}, storage.data() + 512};
+  auto push = [&](Op op, std::vector<int64_t> args, DType t) {
+    g.steps.push_back(fusedStep(op, std::move(args), t));
+    return int64_t(g.in.size() + g.steps.size() - 1);
+  };
+  const int64_t b = push(Op::Broadcast, {1}, type);
+  g.steps.back().attrs.dims = {1};
+  int64_t acc = 0;
+  for (Op op : {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Max, Op::Min})
+    acc = push(op, {acc, b}, type);
+  const bool real = isFloat(type);
+  const std::vector<Op> unary =
+      real ? std::vector<Op>{Op::Neg,  Op::Exp,    Op::Log,  Op::Tanh,
+                             Op::Sqrt, Op::Rsqrt,  Op::Gelu, Op::Silu,
+                             Op::Relu, Op::Sigmoid}
+           : std::vector<Op>{Op::Neg, Op::Relu};
+  for (Op op : unary)
+    acc = push(op, {acc}, type);
+  const int64_t splat = push(Op::Constant, {}, type);
+  g.steps.back().attrs.value = {real ? 0.1 : 3.0};
+  const int64_t less = push(Op::Compare, {acc, splat}, DType::I1);
+  g.steps.back().attrs.compareDirection = par::catalogue::CompareDirection::Lt;
+  acc = push(Op::Select, {less, acc, splat}, type);
+  const int64_t wide = push(Op::Convert, {acc}, DType::F32);
+  const int64_t flag = push(Op::Convert, {wide}, DType::I1);
+  const int64_t back = push(Op::Convert, {flag}, type);
+  push(Op::Add, {back, acc}, type);
+  return g;
+}
+
+TEST(CudaLaunch, CompiledFusedGroupsComputeWhatTheInterpreterComputes) {
+  using Op = par::catalogue::OpCode;
+  std::vector<float> x(4 * 6), b(6), out(4 * 6);
+  std::vector<Tensor> in = {{DType::BF16, {4, 6}, x.data()},
+                            {DType::F32, {6}, b.data()}};
+  Tensor result{DType::BF16, {4, 6}, out.data()};
+  std::vector<par::catalogue::FusedStep> steps;
+  steps.push_back(fusedStep(Op::Broadcast, {1}, DType::F32)); // 2
+  steps.back().attrs.dims = {1};
+  steps.push_back(fusedStep(Op::Constant, {}, DType::BF16)); // 3
+  steps.back().attrs.value = {0.1};
+  steps.push_back(fusedStep(Op::Convert, {0}, DType::F32));  // 4
+  steps.push_back(fusedStep(Op::Sub, {4, 2}, DType::F32));   // 5
+  steps.push_back(fusedStep(Op::Convert, {5}, DType::BF16)); // 6
+  steps.push_back(fusedStep(Op::Mul, {6, 3}, DType::BF16));  // 7
+  FusedPlan plan = planFused(steps, in, result);
+  FusedCode code;
+  ASSERT_TRUE(makeFusedCode(plan, steps, in, code));
+  const std::string source = fusedJitSource(code, DType::BF16, 24);
+  auto has = [&](const std::string &text) {
+    EXPECT_NE(source.find(text), std::string::npos)
+        << "no `" << text << "` in\n"
+        << source;
+  };
+  has("typedef int32_t I;");
+  has("v0 = math::loadAs<float>(DType::BF16, a.inputs[0], i);");
+  // b is read through its broadcast only, with the broadcast's constants.
+  EXPECT_EQ(source.find("a.inputs[1], i)"), std::string::npos) << source;
+  has("o2 += (t % I(6)) * I(1);");
+  has("v2 = math::loadAs<float>(DType::F32, a.inputs[1], o2);");
+  // 0.1 rounded to bf16, exactly, as f32 bits.
+  char splat[64];
+  std::snprintf(splat, sizeof(splat), "v3 = __uint_as_float(0x%08xu);",
+                math::bitsOf(math::bf16ToFloat(math::floatToBf16(0.1f))));
+  has(splat);
+  has("v5 = math::applyBinary<float>(BinaryKind(1), v4, v2);");
+  has("math::storeAs<double>(DType::BF16, &w, 0, double(v5));");
+  has("v7 = math::applyBinary<float>(BinaryKind(2), v6, v3);");
+  has("v7 = math::bf16ToFloat(math::floatToBf16(v7));");
+  has("math::storeAs<float>(DType::BF16, a.out, i, v7);");
+  // Past 2^31 elements the index is 64-bit.
+  EXPECT_NE(fusedJitSource(code, DType::BF16, int64_t(1) << 31)
+                .find("typedef int64_t I;"),
+            std::string::npos);
+}
+
+TEST(CudaLaunch, CompiledFusedGroupsCompileForEveryType) {
+  Nvrtc &nvrtc = Nvrtc::get();
+  if (!nvrtc.available())
+    GTEST_SKIP() << "NVRTC: " << nvrtc.why();
+  for (DType type : {DType::F32, DType::BF16, DType::F16, DType::F64,
+                     DType::I32, DType::I64}) {
+    std::vector<char> storage;
+    EveryOpGroup g = everyOpGroup(type, storage);
+    FusedPlan plan = planFused(g.steps, g.in, g.result);
+    FusedCode code;
+    ASSERT_TRUE(makeFusedCode(plan, g.steps, g.in, code)) << dtypeName(type);
+    const std::string source = fusedJitSource(code, type, g.result.size());
+    ASSERT_FALSE(source.empty()) << dtypeName(type);
+    std::string error;
+    std::vector<char> cubin = nvrtc.compile(source, 90, error);
+    EXPECT_FALSE(cubin.empty()) << dtypeName(type) << ": " << error << "\n"
+                                << source;
+  }
+}
+
+TEST(CudaLaunch, CompileErrorsComeBackWithTheLog) {
+  Nvrtc &nvrtc = Nvrtc::get();
+  if (!nvrtc.available())
+    GTEST_SKIP() << "NVRTC: " << nvrtc.why();
+  std::string error;
+  EXPECT_TRUE(nvrtc.compile("this is not CUDA", 90, error).empty());
+  EXPECT_NE(error.find("nvrtcCompileProgram"), std::string::npos) << error;
+  EXPECT_NE(error.find("this"), std::string::npos) << error;
 }
 
 } // namespace

@@ -25,6 +25,7 @@
 
 #include "CudaCheck.h"
 #include "CudaGather.h"
+#include "FusedJit.h"
 #include "Launch.h"
 
 #include <cublasLt.h>
@@ -32,6 +33,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -572,6 +574,55 @@ struct FusedSource {
   }
 };
 
+/// The kernel compiled for an element-wise group (FusedJit.h), loaded for
+/// this process's GPU; null when it cannot be (no NVRTC, or PAR_CUDA_JIT=0):
+/// the group then runs interpreted. Each source is compiled once; the
+/// first failure is reported once on stderr.
+cudaKernel_t compiledFused(const FusedCode &code, DType outType, int64_t n) {
+  if (!fusedJitEnabled())
+    return nullptr;
+  const std::string source = fusedJitSource(code, outType, n);
+  if (source.empty())
+    return nullptr;
+  static std::mutex mutex;
+  static std::map<std::string, cudaKernel_t> kernels;
+  static bool reported = false;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = kernels.find(source);
+  if (found != kernels.end())
+    return found->second;
+  cudaKernel_t &kernel = kernels[source];
+  int device = 0, major = 0, minor = 0;
+  PAR_CUDA_KERNEL(cudaGetDevice(&device));
+  PAR_CUDA_KERNEL(cudaDeviceGetAttribute(
+      &major, cudaDevAttrComputeCapabilityMajor, device));
+  PAR_CUDA_KERNEL(cudaDeviceGetAttribute(
+      &minor, cudaDevAttrComputeCapabilityMinor, device));
+  std::string error;
+  std::vector<char> cubin =
+      Nvrtc::get().compile(source, major * 10 + minor, error);
+  cudaLibrary_t library = nullptr;
+  if (!cubin.empty()) {
+    cudaError_t status = cudaLibraryLoadData(&library, cubin.data(), nullptr,
+                                             nullptr, 0, nullptr, nullptr, 0);
+    if (status == cudaSuccess)
+      status = cudaLibraryGetKernel(&kernel, library, kFusedJitKernel);
+    if (status != cudaSuccess) {
+      (void)cudaGetLastError();
+      kernel = nullptr;
+      error = std::string("loading the compiled group failed: ") +
+              cudaGetErrorString(status);
+    }
+  }
+  if (!kernel && !reported) {
+    reported = true;
+    std::fprintf(stderr,
+                 "par-run: cuda: fused groups run interpreted (slower): %s\n",
+                 error.c_str());
+  }
+  return kernel;
+}
+
 bool fusedReduce(Stream stream, const catalogue::FusedStep &step,
                  const FusedPlan &plan, const FusedCode &code, Tensor &out,
                  Tensor *kept);
@@ -600,8 +651,22 @@ void fusedOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
     return fusedNorm(stream, a.body.back(), plan, code, in, out[0], kept);
   if (plan.reduces())
     return;
-  launch("fused", stream, out[0].size(), fusedKernel, code, out[0].dtype,
-         out[0].data, out[0].size());
+  const int64_t n = out[0].size();
+  if (cudaKernel_t kernel = compiledFused(code, out[0].dtype, n)) {
+    LaunchShape shape = launchShape(n);
+    if (shape.blocks == 0)
+      return;
+    FusedJitArgs args{};
+    std::memcpy(args.inputs, code.inputs, sizeof(args.inputs));
+    args.out = out[0].data;
+    args.n = n;
+    void *params[] = {&args};
+    PAR_CUDA_KERNEL(cudaLaunchKernel(reinterpret_cast<const void *>(kernel),
+                                     dim3(shape.blocks), dim3(shape.threads),
+                                     params, 0, streamOf(stream)));
+    return;
+  }
+  launch("fused", stream, n, fusedKernel, code, out[0].dtype, out[0].data, n);
 }
 
 //===----------------------------------------------------------------------===//

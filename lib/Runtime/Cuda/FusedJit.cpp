@@ -1,0 +1,342 @@
+//===- FusedJit.cpp - Fused groups compiled at load time ------------------===//
+//
+// The generated source of an element-wise fused group, and NVRTC opened
+// at run time. CudaKernels.cu loads the CUBIN and launches it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FusedJit.h"
+
+#include <dlfcn.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <type_traits>
+
+namespace par::rt::cuda {
+namespace {
+
+// ElementMath.h as NVRTC reads it (the build embeds the file's text).
+const char *const kElementMathSource =
+#include "ElementMathSource.inc"
+    ;
+
+// ElementMath.h declares these enums again for NVRTC, in this order.
+static_assert(int(DType::F32) == 0 && int(DType::F16) == 1 &&
+                  int(DType::BF16) == 2 && int(DType::F64) == 3 &&
+                  int(DType::I64) == 4 && int(DType::I32) == 5 &&
+                  int(DType::I1) == 6,
+              "ElementMath.h repeats DType for NVRTC");
+static_assert(int(CompareKind::Eq) == 0 && int(CompareKind::Ne) == 1 &&
+                  int(CompareKind::Lt) == 2 && int(CompareKind::Le) == 3 &&
+                  int(CompareKind::Gt) == 4 && int(CompareKind::Ge) == 5,
+              "ElementMath.h repeats CompareDirection for NVRTC");
+
+/// The C++ type a value computes in, as the interpreted kernel keeps it
+/// (f32 for f32/bf16/f16 storage).
+const char *computeType(DType type) {
+  switch (type) {
+  case DType::F64:
+    return "double";
+  case DType::I64:
+    return "int64_t";
+  case DType::I32:
+    return "int32_t";
+  case DType::I1:
+    return "uint8_t";
+  default:
+    return "float";
+  }
+}
+
+const char *dtypeEnum(DType type) {
+  switch (type) {
+  case DType::F32:
+    return "DType::F32";
+  case DType::F16:
+    return "DType::F16";
+  case DType::BF16:
+    return "DType::BF16";
+  case DType::F64:
+    return "DType::F64";
+  case DType::I64:
+    return "DType::I64";
+  case DType::I32:
+    return "DType::I32";
+  case DType::I1:
+    return "DType::I1";
+  }
+  return "DType::F32";
+}
+
+/// A splat's value (its compute type's bytes) as an exact literal.
+std::string splatLiteral(const FusedCode::Value &v) {
+  char text[64];
+  switch (v.compute) {
+  case DType::F64:
+    std::snprintf(text, sizeof(text),
+                  "__longlong_as_double(0x%016" PRIx64 "ll)", v.splat);
+    break;
+  case DType::I64:
+    std::snprintf(text, sizeof(text), "int64_t(0x%016" PRIx64 "ull)", v.splat);
+    break;
+  case DType::I32: {
+    uint32_t word;
+    std::memcpy(&word, &v.splat, sizeof(word));
+    std::snprintf(text, sizeof(text), "int32_t(0x%08" PRIx32 "u)", word);
+    break;
+  }
+  case DType::I1: {
+    uint8_t byte;
+    std::memcpy(&byte, &v.splat, sizeof(byte));
+    std::snprintf(text, sizeof(text), "uint8_t(%u)", unsigned(byte));
+    break;
+  }
+  default: {
+    uint32_t word;
+    std::memcpy(&word, &v.splat, sizeof(word));
+    std::snprintf(text, sizeof(text), "__uint_as_float(0x%08" PRIx32 "u)",
+                  word);
+    break;
+  }
+  }
+  return text;
+}
+
+/// Whether n elements and every gather's offsets index in 32 bits, with
+/// room for the grid-stride step past the last element.
+bool narrowIndex(const FusedCode &code, int64_t n) {
+  const int64_t limit = INT32_MAX;
+  if (n + int64_t(kMaxBlocks) * kThreads > limit)
+    return false;
+  for (int k = 0; k < code.numValues; ++k) {
+    const FusedCode::Value &v = code.values[k];
+    if (v.how != FusedCode::Gather)
+      continue;
+    const Strides &s = code.gathers[v.gather];
+    int64_t reach = 0;
+    for (int d = 0; d < s.rank; ++d)
+      reach += (s.size[d] - 1) * (s.step[d] < 0 ? -s.step[d] : s.step[d]);
+    if (reach > limit)
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
+std::string fusedJitSource(const FusedCode &code, DType outType, int64_t n) {
+  if (code.numValues < 1 || code.numValues > kMaxFusedValues)
+    return {};
+  std::ostringstream s;
+  s << "#include \"par/Runtime/ElementMath.h\"\n"
+       "using namespace par::rt;\n"
+    << "typedef " << (narrowIndex(code, n) ? "int32_t" : "int64_t") << " I;\n"
+    << "struct Args {\n  const void *inputs[" << kMaxFusedValues
+    << "];\n  void *out;\n  int64_t n;\n};\n"
+    << "extern \"C\" __global__ void __launch_bounds__(" << kThreads << ") "
+    << kFusedJitKernel << "(const Args a) {\n"
+    << "  const I n = I(a.n);\n"
+       "  for (I i = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); i < n;\n"
+       "       i += I(gridDim.x) * I(blockDim.x)) {\n";
+  auto name = [](int k) { return "v" + std::to_string(k); };
+  for (int k = 0; k < code.numValues; ++k) {
+    const FusedCode::Value &v = code.values[k];
+    const std::string type = computeType(v.compute), x = name(k);
+    switch (v.how) {
+    case FusedCode::Unused:
+      continue;
+    case FusedCode::Input:
+      s << "    const " << type << " " << x << " = math::loadAs<" << type
+        << ">(" << dtypeEnum(v.storage) << ", a.inputs[" << int(v.slot)
+        << "], i);\n";
+      continue;
+    case FusedCode::Gather: {
+      // offsetOf's walk, minor dim first, with the sizes and steps fixed.
+      const Strides &g = code.gathers[v.gather];
+      s << "    I o" << k << " = 0;\n    {\n      I t = i;\n";
+      for (int d = g.rank - 1; d >= 0; --d) {
+        if (g.size[d] == 1)
+          continue;
+        if (g.step[d] != 0)
+          s << "      o" << k << " += (t % I(" << g.size[d] << ")) * I("
+            << g.step[d] << ");\n";
+        if (d > 0)
+          s << "      t /= I(" << g.size[d] << ");\n";
+      }
+      s << "    }\n    const " << type << " " << x << " = math::loadAs<" << type
+        << ">(" << dtypeEnum(v.storage) << ", a.inputs[" << int(v.slot)
+        << "], o" << k << ");\n";
+      continue;
+    }
+    case FusedCode::Splat:
+      s << "    const " << type << " " << x << " = " << splatLiteral(v)
+        << ";\n";
+      continue;
+    case FusedCode::Binary:
+    case FusedCode::Unary: {
+      if (v.compute == DType::I1)
+        return {}; // no arithmetic on i1 (the checks reject it)
+      s << "    " << type << " " << x << " = math::";
+      if (v.how == FusedCode::Binary)
+        s << "applyBinary<" << type << ">(BinaryKind(" << int(v.kind) << "), "
+          << name(v.args[0]) << ", " << name(v.args[1]) << ");\n";
+      else
+        s << "applyUnary<" << type << ">(UnaryKind(" << int(v.kind) << "), "
+          << name(v.args[0]) << ");\n";
+      // Rounded to its storage, as storing it would round it.
+      if (type == "float" && v.storage == DType::BF16)
+        s << "    " << x << " = math::bf16ToFloat(math::floatToBf16(" << x
+          << "));\n";
+      else if (type == "float" && v.storage == DType::F16)
+        s << "    " << x << " = math::f16ToFloat(math::floatToF16(" << x
+          << "));\n";
+      continue;
+    }
+    case FusedCode::Compare: {
+      const char *operand = computeType(code.values[v.args[0]].compute);
+      s << "    const uint8_t " << x << " = math::applyCompare<" << operand
+        << ">(CompareKind(" << int(v.kind) << "), " << name(v.args[0]) << ", "
+        << name(v.args[1]) << ") ? 1 : 0;\n";
+      continue;
+    }
+    case FusedCode::Select:
+      s << "    const " << type << " " << x << " = " << name(v.args[0]) << " ? "
+        << name(v.args[1]) << " : " << name(v.args[2]) << ";\n";
+      continue;
+    case FusedCode::Convert:
+      // Through the result's storage type, as the unfused convert does.
+      s << "    " << type << " " << x << ";\n    {\n      uint64_t w = 0;\n"
+        << "      math::storeAs<double>(" << dtypeEnum(v.storage)
+        << ", &w, 0, double(" << name(v.args[0]) << "));\n      " << x
+        << " = math::loadAs<" << type << ">(" << dtypeEnum(v.storage)
+        << ", &w, 0);\n    }\n";
+      continue;
+    }
+    return {};
+  }
+  const FusedCode::Value &last = code.values[code.numValues - 1];
+  s << "    math::storeAs<" << computeType(last.compute) << ">("
+    << dtypeEnum(outType) << ", a.out, i, " << name(code.numValues - 1)
+    << ");\n  }\n}\n";
+  return s.str();
+}
+
+//===----------------------------------------------------------------------===//
+// NVRTC
+//===----------------------------------------------------------------------===//
+
+// NVRTC's C API, declared here so that nothing but the library itself is
+// needed (its results are an int enum, a program an opaque pointer).
+struct Nvrtc::Api {
+  using Program = void *;
+  const char *(*errorString)(int);
+  int (*create)(Program *, const char *, const char *, int, const char *const *,
+                const char *const *);
+  int (*compile)(Program, int, const char *const *);
+  int (*logSize)(Program, size_t *);
+  int (*log)(Program, char *);
+  int (*cubinSize)(Program, size_t *);
+  int (*cubin)(Program, char *);
+  int (*destroy)(Program *);
+};
+
+Nvrtc &Nvrtc::get() {
+  static Nvrtc nvrtc;
+  return nvrtc;
+}
+
+Nvrtc::Nvrtc() {
+  // The loader's paths first, then the toolkit's usual homes.
+  std::vector<std::string> names = {"libnvrtc.so", "libnvrtc.so.13",
+                                    "libnvrtc.so.12"};
+  for (const char *env : {"CUDA_PATH", "CUDA_HOME"})
+    if (const char *root = std::getenv(env))
+      names.push_back(std::string(root) + "/lib64/libnvrtc.so");
+  names.push_back("/usr/local/cuda/lib64/libnvrtc.so");
+  for (const std::string &name : names)
+    if ((handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)))
+      break;
+  if (!handle) {
+    missing = "no libnvrtc.so on the library path (LD_LIBRARY_PATH) or in "
+              "CUDA_PATH/lib64, CUDA_HOME/lib64, /usr/local/cuda/lib64";
+    return;
+  }
+  static Api table;
+  bool complete = true;
+  auto bind = [&](auto &fn, const char *symbol) {
+    void *address = dlsym(handle, symbol);
+    complete = complete && address;
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(address);
+  };
+  bind(table.errorString, "nvrtcGetErrorString");
+  bind(table.create, "nvrtcCreateProgram");
+  bind(table.compile, "nvrtcCompileProgram");
+  bind(table.logSize, "nvrtcGetProgramLogSize");
+  bind(table.log, "nvrtcGetProgramLog");
+  bind(table.cubinSize, "nvrtcGetCUBINSize");
+  bind(table.cubin, "nvrtcGetCUBIN");
+  bind(table.destroy, "nvrtcDestroyProgram");
+  if (!complete) {
+    missing = "libnvrtc.so lacks a function par calls (CUBIN output needs "
+              "CUDA 11.1 or later)";
+    dlclose(handle);
+    handle = nullptr;
+    return;
+  }
+  api = &table;
+}
+
+std::vector<char> Nvrtc::compile(const std::string &source, int arch,
+                                 std::string &error) const {
+  if (!api) {
+    error = missing;
+    return {};
+  }
+  Api::Program program = nullptr;
+  const char *headers[] = {kElementMathSource};
+  const char *headerNames[] = {"par/Runtime/ElementMath.h"};
+  int status = api->create(&program, source.c_str(), "par_fused.cu", 1, headers,
+                           headerNames);
+  if (status != 0) {
+    error = std::string("nvrtcCreateProgram: ") + api->errorString(status);
+    return {};
+  }
+  const std::string archOption =
+      "--gpu-architecture=sm_" + std::to_string(arch);
+  // nvcc's defaults, as CudaKernels.cu is compiled (multiply-adds within a
+  // function contracted as there; steps round through ElementMath.h's
+  // rounded add/sub/mul).
+  const char *options[] = {archOption.c_str(), "-std=c++17"};
+  status = api->compile(program, 2, options);
+  std::vector<char> cubin;
+  if (status != 0) {
+    size_t size = 0;
+    api->logSize(program, &size);
+    std::string log(size, '\0');
+    if (size)
+      api->log(program, log.data());
+    error = std::string("nvrtcCompileProgram: ") + api->errorString(status) +
+            "\n" + log.c_str();
+  } else {
+    size_t size = 0;
+    api->cubinSize(program, &size);
+    cubin.resize(size);
+    if (size)
+      api->cubin(program, cubin.data());
+    if (cubin.empty())
+      error = "NVRTC gave no CUBIN for sm_" + std::to_string(arch);
+  }
+  api->destroy(&program);
+  return cubin;
+}
+
+bool fusedJitEnabled() {
+  const char *value = std::getenv("PAR_CUDA_JIT");
+  return !value || std::strcmp(value, "0") != 0;
+}
+
+} // namespace par::rt::cuda

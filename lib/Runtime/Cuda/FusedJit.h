@@ -1,0 +1,79 @@
+//===- FusedJit.h - Fused groups compiled at load time ----------*- C++ -*-===//
+//
+// The CUDA backend compiles each element-wise fused group into a kernel of
+// its own the first time the group runs: CUDA C++ written from its
+// FusedCode (one statement per value, in registers; each load, store and
+// op of its storage and compute type; each broadcast's index arithmetic
+// with its sizes and strides as constants), compiled by NVRTC for the GPU
+// at hand and cached by its text, so the layers of a model, whose groups
+// differ only in their buffers, share one kernel. The interpreted kernel
+// (CudaKernels.cu, fusedKernel) decodes every step for every element and
+// keeps the values in an indexed array, which lives in local memory.
+//
+// The arithmetic is ElementMath.h's, handed to NVRTC as it is and compiled
+// with nvcc's defaults, so the compiled kernel computes what the
+// interpreted one computes (its add, subtract and multiply round each step
+// on the device, so no multiply and add of two steps contract into one).
+//
+// Plain C++: NVRTC is opened at run time (dlopen), so the source, the
+// compiler and its cache are tested on machines without a GPU, and a node
+// without NVRTC runs the interpreted kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAR_RUNTIME_CUDA_FUSEDJIT_H
+#define PAR_RUNTIME_CUDA_FUSEDJIT_H
+
+#include "Launch.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace par::rt::cuda {
+
+/// The kernel's one parameter, laid out alike in the generated source.
+struct FusedJitArgs {
+  const void *inputs[kMaxFusedValues];
+  void *out;
+  int64_t n;
+};
+
+/// The name of the generated kernel.
+inline constexpr const char *kFusedJitKernel = "par_fused";
+
+/// CUDA C++ of the kernel that computes `code` (an element-wise group:
+/// no reduce or norm after its last value) for n elements and stores them
+/// as `outType`; empty when the group has a value the generator does not
+/// write (arithmetic on i1), which then runs interpreted. Index arithmetic
+/// is 32-bit when every index and offset fits.
+std::string fusedJitSource(const FusedCode &code, DType outType, int64_t n);
+
+/// NVRTC, opened on first use. compile() returns the CUBIN of `source` for
+/// sm_<arch> (e.g. 90), or empty with the reason in `error` (NVRTC's log
+/// for a compile error).
+class Nvrtc {
+public:
+  /// The process's NVRTC; available() is false (and why() says why) when
+  /// no libnvrtc could be opened.
+  static Nvrtc &get();
+  bool available() const { return handle != nullptr; }
+  const std::string &why() const { return missing; }
+  std::vector<char> compile(const std::string &source, int arch,
+                            std::string &error) const;
+
+private:
+  Nvrtc();
+  void *handle = nullptr;
+  std::string missing;
+  struct Api;
+  const Api *api = nullptr;
+};
+
+/// Whether fused groups are compiled (PAR_CUDA_JIT=0 runs them interpreted,
+/// read on each call so a process can compare both).
+bool fusedJitEnabled();
+
+} // namespace par::rt::cuda
+
+#endif // PAR_RUNTIME_CUDA_FUSEDJIT_H
