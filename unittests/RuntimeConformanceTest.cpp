@@ -694,37 +694,39 @@ TEST_P(Conformance, FusedNormalizationsMatch) {
   EXPECT_EQ(accepted, 32);
 }
 
-/// A fused group of every element-wise op the type takes (a broadcast,
-/// the binary ops, the unary ops, a splat, a compare, a select and converts
+/// A fused group of every element-wise op the type takes, each op's
+/// result depending on its operands' order and values (a broadcast, the
+/// binary ops, the unary ops, a splat, a compare, a select and converts
 /// through a narrower type and i1), on values that keep it finite.
 Case everyOpCase(DType t, std::mt19937 &rng) {
   Case c;
-  c.in = {values(t, {5, 7}, rng, 0.5, 2), values(t, {7}, rng, 0.5, 2)};
-  int64_t next = 2;
+  c.in = {values(t, {5, 7}, rng, 0.5, 4), values(t, {5, 7}, rng, 0.5, 4),
+          values(t, {7}, rng, 0.5, 4)};
+  int64_t next = 3;
   auto step = [&](OpCode op, std::vector<int64_t> args, DType type) {
     addStep(c, op, std::move(args), type);
     return next++;
   };
-  const int64_t b = step(OpCode::Broadcast, {1}, t);
+  const int64_t x = 0, y = 1;
+  const int64_t b = step(OpCode::Broadcast, {2}, t);
   c.attrs.body.back().attrs.dims = {1};
-  int64_t acc = step(OpCode::Add, {0, b}, t);
-  acc = step(OpCode::Mul, {acc, b}, t);
+  const int64_t sum = step(OpCode::Add, {x, b}, t);
+  int64_t acc = step(OpCode::Mul, {sum, y}, t);
   acc = step(OpCode::Div, {acc, b}, t);
-  acc = step(OpCode::Max, {acc, b}, t);
-  acc = step(OpCode::Min, {acc, 0}, t);
-  acc = step(OpCode::Sub, {acc, b}, t);
+  acc = step(OpCode::Max, {acc, y}, t);
+  acc = step(OpCode::Min, {acc, sum}, t);
+  acc = step(OpCode::Sub, {acc, y}, t);
   // Relu first, so that every later op stays finite.
   const std::vector<OpCode> unary =
-      isFloat(t)
-          ? std::vector<OpCode>{OpCode::Relu,    OpCode::Gelu, OpCode::Silu,
-                                OpCode::Sigmoid, OpCode::Tanh, OpCode::Exp,
-                                OpCode::Log,     OpCode::Sqrt, OpCode::Rsqrt,
-                                OpCode::Neg}
-          : std::vector<OpCode>{OpCode::Relu, OpCode::Neg};
+      isFloat(t) ? std::vector<OpCode>{OpCode::Relu, OpCode::Gelu,
+                                       OpCode::Silu, OpCode::Sigmoid,
+                                       OpCode::Tanh, OpCode::Exp, OpCode::Log,
+                                       OpCode::Sqrt, OpCode::Rsqrt, OpCode::Neg}
+                 : std::vector<OpCode>{OpCode::Relu, OpCode::Neg};
   for (OpCode op : unary)
     acc = step(op, {acc}, t);
   const int64_t splat = step(OpCode::Constant, {}, t);
-  c.attrs.body.back().attrs.value = {isFloat(t) ? -0.75 : -1.0};
+  c.attrs.body.back().attrs.value = {isFloat(t) ? -1.3 : -1.0};
   const int64_t less = step(OpCode::Compare, {acc, splat}, DType::I1);
   c.attrs.body.back().attrs.compareDirection =
       par::catalogue::CompareDirection::Lt;

@@ -15,6 +15,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <fstream>
 #include <random>
 
 using namespace par::rt;
@@ -273,44 +277,64 @@ TEST(CudaLaunch, FusedGroupsBeyondTheKernelArgumentRunOnTheHost) {
   EXPECT_FALSE(makeFusedCode(plan, steps, in, code));
 }
 
-/// A group of every element-wise op on storage `type`: a broadcast, each
-/// binary and unary op the type takes, a splat, a compare, a select and
-/// converts through f32 and i1; the result is stored as `type`.
+/// A group of every element-wise op on storage `type`, each op's result
+/// depending on its operands' order and values: a broadcast, each binary
+/// and unary op the type takes (relu first, so the rest stays finite), a
+/// splat, a compare, a select and converts through a narrower type and
+/// i1; inputs x, y [4, 6] and b [6] in [0.5, 4], the result stored as
+/// `type`.
 struct EveryOpGroup {
   std::vector<par::catalogue::FusedStep> steps;
   std::vector<Tensor> in;
   Tensor result;
+  std::vector<std::vector<char>> storage;
 };
-EveryOpGroup everyOpGroup(DType type, std::vector<char> &storage) {
+EveryOpGroup everyOpGroup(DType type, unsigned seed) {
   using Op = par::catalogue::OpCode;
   EveryOpGroup g;
-  storage.assign(3 * 24 * 8, 0);
-  g.in = {{type, {4, 6}, storage.data()}, {type, {6}, storage.data() + 256}};
-  g.result = {type, {4, 6}, storage.data() + 512};
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> value(0.5, 4.0);
+  const std::vector<Shape> shapes = {{4, 6}, {4, 6}, {6}, {4, 6}};
+  for (const Shape &shape : shapes) {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    g.storage.emplace_back(size_t(n) * dtypeBytes(type));
+    for (int64_t i = 0; i < n; ++i)
+      storeElement(type, g.storage.back().data(), i, value(rng));
+  }
+  for (size_t k = 0; k < 3; ++k)
+    g.in.push_back({type, shapes[k], g.storage[k].data()});
+  g.result = {type, shapes[3], g.storage[3].data()};
   auto push = [&](Op op, std::vector<int64_t> args, DType t) {
     g.steps.push_back(fusedStep(op, std::move(args), t));
     return int64_t(g.in.size() + g.steps.size() - 1);
   };
-  const int64_t b = push(Op::Broadcast, {1}, type);
+  const int64_t x = 0, y = 1;
+  const int64_t b = push(Op::Broadcast, {2}, type);
   g.steps.back().attrs.dims = {1};
-  int64_t acc = 0;
-  for (Op op : {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Max, Op::Min})
-    acc = push(op, {acc, b}, type);
+  const int64_t sum = push(Op::Add, {x, b}, type);
+  int64_t acc = push(Op::Mul, {sum, y}, type);
+  acc = push(Op::Div, {acc, b}, type);
+  acc = push(Op::Max, {acc, y}, type);
+  acc = push(Op::Min, {acc, sum}, type);
+  acc = push(Op::Sub, {acc, y}, type);
   const bool real = isFloat(type);
   const std::vector<Op> unary =
-      real ? std::vector<Op>{Op::Neg,  Op::Exp,    Op::Log,  Op::Tanh,
-                             Op::Sqrt, Op::Rsqrt,  Op::Gelu, Op::Silu,
-                             Op::Relu, Op::Sigmoid}
-           : std::vector<Op>{Op::Neg, Op::Relu};
+      real ? std::vector<Op>{Op::Relu, Op::Gelu, Op::Silu, Op::Sigmoid,
+                             Op::Tanh, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt,
+                             Op::Neg}
+           : std::vector<Op>{Op::Relu, Op::Neg};
   for (Op op : unary)
     acc = push(op, {acc}, type);
   const int64_t splat = push(Op::Constant, {}, type);
-  g.steps.back().attrs.value = {real ? 0.1 : 3.0};
+  g.steps.back().attrs.value = {real ? -1.3 : -1.0};
   const int64_t less = push(Op::Compare, {acc, splat}, DType::I1);
   g.steps.back().attrs.compareDirection = par::catalogue::CompareDirection::Lt;
   acc = push(Op::Select, {less, acc, splat}, type);
-  const int64_t wide = push(Op::Convert, {acc}, DType::F32);
-  const int64_t flag = push(Op::Convert, {wide}, DType::I1);
+  const int64_t narrow =
+      push(Op::Convert, {acc}, type == DType::F32 ? DType::BF16 : DType::F32);
+  const int64_t flag = push(Op::Convert, {narrow}, DType::I1);
   const int64_t back = push(Op::Convert, {flag}, type);
   push(Op::Add, {back, acc}, type);
   return g;
@@ -368,8 +392,7 @@ TEST(CudaLaunch, CompiledFusedGroupsCompileForEveryType) {
     GTEST_SKIP() << "NVRTC: " << nvrtc.why();
   for (DType type : {DType::F32, DType::BF16, DType::F16, DType::F64,
                      DType::I32, DType::I64}) {
-    std::vector<char> storage;
-    EveryOpGroup g = everyOpGroup(type, storage);
+    EveryOpGroup g = everyOpGroup(type, 7);
     FusedPlan plan = planFused(g.steps, g.in, g.result);
     FusedCode code;
     ASSERT_TRUE(makeFusedCode(plan, g.steps, g.in, code)) << dtypeName(type);
@@ -391,5 +414,96 @@ TEST(CudaLaunch, CompileErrorsComeBackWithTheLog) {
   EXPECT_NE(error.find("nvrtcCompileProgram"), std::string::npos) << error;
   EXPECT_NE(error.find("this"), std::string::npos) << error;
 }
+
+#if defined(PAR_TEST_CXX)
+/// What CUDA gives a kernel, for compiling a generated kernel as host C++:
+/// one block of one thread walks every element.
+const char *const kHostShim = R"(#pragma once
+#include <cstring>
+#define __global__
+#define __launch_bounds__(threads)
+struct ParDim { unsigned x = 0; };
+inline const ParDim blockIdx{0}, threadIdx{0}, blockDim{1}, gridDim{1};
+inline float __uint_as_float(unsigned word) {
+  float value;
+  std::memcpy(&value, &word, sizeof(value));
+  return value;
+}
+inline double __longlong_as_double(long long word) {
+  double value;
+  std::memcpy(&value, &word, sizeof(value));
+  return value;
+}
+)";
+
+TEST(CudaLaunch, CompiledFusedGroupsRunOnTheHostAsTheCpuKernelRuns) {
+  // The generated source, compiled for the host with a shim for CUDA's
+  // built-ins, computes what the CPU backend's fused kernel computes (to
+  // the tolerance of rounding: the compiler may contract a multiply and
+  // an add here); the indexing, the types, the splats and the converts are
+  // the generated code's own. One shared library of one kernel per type.
+  const std::vector<DType> types = {DType::F32, DType::BF16, DType::F16,
+                                    DType::F64, DType::I32,  DType::I64};
+  std::string dir = testing::TempDir() + "par-fused-jit-XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  std::ofstream(dir + "/shim.h") << kHostShim;
+  std::vector<EveryOpGroup> groups;
+  std::string sources;
+  for (DType type : types) {
+    groups.push_back(everyOpGroup(type, 11 + unsigned(type)));
+    EveryOpGroup &g = groups.back();
+    FusedPlan plan = planFused(g.steps, g.in, g.result);
+    FusedCode code;
+    ASSERT_TRUE(makeFusedCode(plan, g.steps, g.in, code));
+    const std::string name = dir + "/" + dtypeName(type) + ".cpp";
+    std::ofstream(name) << "#define par_fused par_fused_" << dtypeName(type)
+                        << "\n"
+                        << fusedJitSource(code, type, g.result.size());
+    sources += " " + name;
+  }
+  const std::string library = dir + "/fused.so";
+  const std::string command =
+      std::string(PAR_TEST_CXX) +
+      " -std=c++17 -O1 -fPIC -shared -w -include " + dir + "/shim.h -I" +
+      PAR_TEST_INCLUDE + sources + " -o " + library + " 2>" + dir +
+      "/errors.txt";
+  ASSERT_EQ(std::system(command.c_str()), 0)
+      << command << "\n"
+      << std::ifstream(dir + "/errors.txt").rdbuf();
+  void *handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  for (size_t k = 0; k < types.size(); ++k) {
+    const DType type = types[k];
+    SCOPED_TRACE(dtypeName(type));
+    EveryOpGroup &g = groups[k];
+    auto kernel = reinterpret_cast<void (*)(FusedJitArgs)>(dlsym(
+        handle, (std::string("par_fused_") + dtypeName(type)).c_str()));
+    ASSERT_NE(kernel, nullptr);
+    FusedJitArgs args{};
+    for (size_t i = 0; i < g.in.size(); ++i)
+      args.inputs[i] = g.in[i].data;
+    args.out = g.result.data;
+    args.n = g.result.size();
+    kernel(args);
+    std::vector<char> want(g.storage[3].size());
+    Tensor expected{type, g.result.shape, want.data()};
+    par::rt::fused(g.steps, g.in, expected);
+    const double tolerance = type == DType::BF16   ? 2e-2
+                             : type == DType::F16  ? 2e-3
+                             : type == DType::F32  ? 1e-5
+                             : type == DType::F64  ? 1e-12
+                                                   : 0.0;
+    for (int64_t i = 0; i < g.result.size(); ++i) {
+      const double got = loadElement(type, g.result.data, i);
+      const double expect = loadElement(type, want.data(), i);
+      ASSERT_TRUE(std::isfinite(expect)) << "element " << i;
+      EXPECT_LE(std::abs(got - expect),
+                tolerance * std::max(1.0, std::abs(expect)))
+          << "element " << i << ": " << got << " vs " << expect;
+    }
+  }
+  dlclose(handle);
+}
+#endif
 
 } // namespace

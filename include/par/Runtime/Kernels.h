@@ -24,7 +24,7 @@
 
 namespace par::rt {
 
-// BinaryKind, UnaryKind, CompareKind and ReduceKind: KernelMath.h.
+// BinaryKind, UnaryKind, CompareKind: ElementMath.h; ReduceKind: KernelMath.h.
 
 // Elementwise. Binary/unary ops accept float and integer types (int division
 // truncates; exp/log/... on integers is a KernelError); all operands share
