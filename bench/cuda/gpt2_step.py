@@ -10,6 +10,7 @@ and the ratio; --compile adds PyTorch under torch.compile. Exits non-zero
 when par's steps or PyTorch eager failed.
 """
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -78,11 +79,15 @@ def torch_step(batch, seq, steps, compiled=False, layers=12, heads=12, width=768
     return batch * seq * steps / (time.perf_counter() - start)
 
 
-def par_step(par_run, program, steps):
+def par_step(par_run, program, steps, env=None):
     proc = subprocess.run([par_run, program, "--backend=cuda", "--steps", str(steps + 1),
-                           "--log-every", "1"], capture_output=True, text=True)
-    # Its step lines (losses, times) go to the log.
-    print(f"{program}:", *(line for line in proc.stdout.splitlines() if line.startswith("step")),
+                           "--log-every", "1"], capture_output=True, text=True,
+                          env=None if env is None else {**os.environ, **env})
+    # Its step lines (losses, times) go to the log, and whether its fused
+    # groups ran compiled.
+    print(f"{program}{' ' + str(env) if env else ''}:",
+          *(line for line in proc.stdout.splitlines() if line.startswith("step")),
+          *(line for line in proc.stderr.splitlines() if "interpreted" in line),
           sep="\n  ", file=sys.stderr)
     if proc.returncode != 0:
         lines = (proc.stdout + proc.stderr).strip().splitlines()
@@ -103,6 +108,9 @@ def main():
     parser.add_argument("--seq", type=int, default=1024)
     parser.add_argument("--compile", action="store_true",
                         help="also time PyTorch with torch.compile (compiling takes a minute or more)")
+    parser.add_argument("--no-interpreted", action="store_true",
+                        help="time fused programs only with their groups compiled "
+                             "(by default also interpreted, PAR_CUDA_JIT=0)")
     parser.add_argument("--peak", type=float, default=989e12,
                         help="the device's dense bf16 FLOP/s for the MFU column "
                              "(default 989e12: H100/H200 SXM)")
@@ -113,10 +121,19 @@ def main():
     flops = 6 * 124e6 * args.batch * args.seq  # per step, weights only
     # par first: PyTorch's caching allocator holds its memory afterwards.
     rows = []
+    runs = []
     for program in args.program:
-        name = "par (cuda" + (", fused)" if "fused" in program else ")")
+        if "fused" not in program:
+            runs.append(("par (cuda)", program, None))
+            continue
+        # Fused groups compiled for the GPU (the default), and interpreted
+        # (PAR_CUDA_JIT=0) for the comparison.
+        runs.append(("par (cuda, fused)", program, None))
+        if not args.no_interpreted:
+            runs.append(("par (cuda, fused, interpreted)", program, {"PAR_CUDA_JIT": "0"}))
+    for name, program, env in runs:
         try:
-            rows.append((name, par_step(args.par_run, program, args.steps)))
+            rows.append((name, par_step(args.par_run, program, args.steps, env)))
         except Exception as err:  # noqa: BLE001 - reported in the table
             rows.append((name, float("nan")))
             print(f"{name}: {err}", file=sys.stderr)

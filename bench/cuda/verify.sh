@@ -32,7 +32,9 @@
 #   5. the GEMM benchmark: par's dot (cuBLASLt) against cuBLAS's own GEMM
 #      on GPT-2 124M's and a 4096-wide layer's shapes;
 #   6. GPT-2 124M's training step (bf16, 8 x 1024) against PyTorch eager
-#      (and torch.compile with PAR_GPT2_COMPILE=1), traced op by op;
+#      (and torch.compile with PAR_GPT2_COMPILE=1), traced op by op; the
+#      fused step with its groups compiled (NVRTC) and interpreted
+#      (PAR_CUDA_JIT=0);
 #   7. compute-sanitizer memcheck and racecheck over the CUDA conformance
 #      cases, where compute-sanitizer is installed.
 # Each check is capped at PAR_STEP_TIMEOUT seconds (default 240).
