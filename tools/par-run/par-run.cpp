@@ -126,7 +126,9 @@ options:
 Under mpirun or srun, par-run takes its rank and size from MPI:
   mpirun -np 8 par-run model.parprog --steps 100
 Each rank runs its CPU kernels on PAR_CPU_THREADS threads (default: its
-share of the usable cores; -np N sets cores / N).
+share of the usable cores; -np N sets cores / N). With --backend=cuda,
+element-wise fused groups are compiled (NVRTC) when first run;
+PAR_CUDA_JIT=0 runs them in the interpreted kernel.
 See docs/par-run.md.
 )";
 
@@ -1126,6 +1128,15 @@ int main(int argc, char **argv) {
     cpuThreads();
   } catch (const std::invalid_argument &e) {
     std::cerr << "par-run: error: " << e.what() << "\n";
+    return 1;
+  }
+  // How the CUDA backend runs fused groups: 1 compiled (the default), 0
+  // interpreted.
+  if (const char *jit = std::getenv("PAR_CUDA_JIT");
+      jit && std::string(jit) != "0" && std::string(jit) != "1") {
+    std::cerr << "par-run: error: PAR_CUDA_JIT=" << jit
+              << ": expected 1 (compile fused groups, the default) or 0 "
+                 "(interpret them)\n";
     return 1;
   }
   // The device seam: a backend that is not built in is an error up front.
