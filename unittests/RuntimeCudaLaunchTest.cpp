@@ -18,8 +18,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <dlfcn.h>
+#include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
+#include <unistd.h>
 
 using namespace par::rt;
 using namespace par::rt::cuda;
@@ -340,6 +343,26 @@ EveryOpGroup everyOpGroup(DType type, unsigned seed) {
   return g;
 }
 
+/// An i64 group whose values do not fit in i32: its convert to i32 wraps,
+/// as the unfused convert does.
+EveryOpGroup wrappingConvertGroup() {
+  using Op = par::catalogue::OpCode;
+  EveryOpGroup g;
+  const Shape shape = {4, 6};
+  g.storage.emplace_back(24 * sizeof(int64_t));
+  g.storage.emplace_back(24 * sizeof(int32_t));
+  for (int64_t i = 0; i < 24; ++i) {
+    const int64_t value = (int64_t(1) << 33) * (i % 5 - 2) + 7919 * i -
+                          (i % 2 ? int64_t(3) << 31 : 0);
+    std::memcpy(g.storage[0].data() + i * 8, &value, 8);
+  }
+  g.in = {{DType::I64, shape, g.storage[0].data()}};
+  g.result = {DType::I32, shape, g.storage[1].data()};
+  g.steps.push_back(fusedStep(Op::Convert, {0}, DType::I32)); // 1
+  g.steps.push_back(fusedStep(Op::Add, {1, 1}, DType::I32));  // 2
+  return g;
+}
+
 TEST(CudaLaunch, CompiledFusedGroupsComputeWhatTheInterpreterComputes) {
   using Op = par::catalogue::OpCode;
   std::vector<float> x(4 * 6), b(6), out(4 * 6);
@@ -442,50 +465,75 @@ TEST(CudaLaunch, CompiledFusedGroupsRunOnTheHostAsTheCpuKernelRuns) {
   // the tolerance of rounding: the compiler may contract a multiply and
   // an add here); the indexing, the types, the splats and the converts are
   // the generated code's own. One shared library of one kernel per type.
-  const std::vector<DType> types = {DType::F32, DType::BF16, DType::F16,
-                                    DType::F64, DType::I32,  DType::I64};
+  if (access(PAR_TEST_CXX, X_OK) != 0)
+    GTEST_SKIP() << "the compiler " << PAR_TEST_CXX << " is not here";
+  // Every type, each kernel also with 64-bit indices (the source a group
+  // of 2^31 elements or more gets, run on the same elements), and an i64
+  // group whose convert to i32 wraps.
+  struct Kernel {
+    std::string name;
+    size_t group;
+    bool wide;
+  };
+  std::vector<EveryOpGroup> groups;
+  for (DType type : {DType::F32, DType::BF16, DType::F16, DType::F64,
+                     DType::I32, DType::I64})
+    groups.push_back(everyOpGroup(type, 11 + unsigned(type)));
+  groups.push_back(wrappingConvertGroup());
   std::string dir = testing::TempDir() + "par-fused-jit-XXXXXX";
   ASSERT_NE(mkdtemp(dir.data()), nullptr);
   std::ofstream(dir + "/shim.h") << kHostShim;
-  std::vector<EveryOpGroup> groups;
+  std::vector<Kernel> kernels;
   std::string sources;
-  for (DType type : types) {
-    groups.push_back(everyOpGroup(type, 11 + unsigned(type)));
-    EveryOpGroup &g = groups.back();
+  for (size_t k = 0; k < groups.size(); ++k) {
+    EveryOpGroup &g = groups[k];
     FusedPlan plan = planFused(g.steps, g.in, g.result);
     FusedCode code;
     ASSERT_TRUE(makeFusedCode(plan, g.steps, g.in, code));
-    const std::string name = dir + "/" + dtypeName(type) + ".cpp";
-    std::ofstream(name) << "#define par_fused par_fused_" << dtypeName(type)
-                        << "\n"
-                        << fusedJitSource(code, type, g.result.size());
-    sources += " " + name;
+    for (bool wide : {false, true}) {
+      const std::string source = fusedJitSource(
+          code, g.result.dtype, wide ? int64_t(1) << 31 : g.result.size());
+      ASSERT_NE(source.find(wide ? "typedef int64_t I;" : "typedef int32_t I;"),
+                std::string::npos);
+      kernels.push_back(
+          {"par_fused_" + std::to_string(kernels.size()), k, wide});
+      const std::string file = dir + "/" + kernels.back().name + ".cpp";
+      std::ofstream(file) << "#define par_fused " << kernels.back().name << "\n"
+                          << source;
+      sources += " '" + file + "'";
+    }
   }
   const std::string library = dir + "/fused.so";
-  const std::string command =
-      std::string(PAR_TEST_CXX) +
-      " -std=c++17 -O1 -fPIC -shared -w -include " + dir + "/shim.h -I" +
-      PAR_TEST_INCLUDE + sources + " -o " + library + " 2>" + dir +
-      "/errors.txt";
-  ASSERT_EQ(std::system(command.c_str()), 0)
-      << command << "\n"
-      << std::ifstream(dir + "/errors.txt").rdbuf();
-  void *handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  const std::string command = std::string("'") + PAR_TEST_CXX +
+                              "' -std=c++17 -O1 -fPIC -shared -w -include '" +
+                              dir + "/shim.h' '-I" + PAR_TEST_INCLUDE + "'" +
+                              sources + " -o '" + library + "' 2>'" + dir +
+                              "/errors.txt'";
+  const int status = std::system(command.c_str());
+  std::stringstream errors;
+  errors << std::ifstream(dir + "/errors.txt").rdbuf();
+  void *handle =
+      status == 0 ? dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(status, 0) << command << "\n" << errors.str();
   ASSERT_NE(handle, nullptr) << dlerror();
-  for (size_t k = 0; k < types.size(); ++k) {
-    const DType type = types[k];
-    SCOPED_TRACE(dtypeName(type));
-    EveryOpGroup &g = groups[k];
-    auto kernel = reinterpret_cast<void (*)(FusedJitArgs)>(dlsym(
-        handle, (std::string("par_fused_") + dtypeName(type)).c_str()));
+  for (const Kernel &k : kernels) {
+    EveryOpGroup &g = groups[k.group];
+    const DType type = g.result.dtype;
+    SCOPED_TRACE(std::string(dtypeName(g.in[0].dtype)) + " group " +
+                 std::to_string(k.group) +
+                 (k.wide ? ", 64-bit indices" : ", 32-bit indices"));
+    auto kernel =
+        reinterpret_cast<void (*)(FusedJitArgs)>(dlsym(handle, k.name.c_str()));
     ASSERT_NE(kernel, nullptr);
+    std::fill(g.storage.back().begin(), g.storage.back().end(), char(0x55));
     FusedJitArgs args{};
     for (size_t i = 0; i < g.in.size(); ++i)
       args.inputs[i] = g.in[i].data;
     args.out = g.result.data;
     args.n = g.result.size();
     kernel(args);
-    std::vector<char> want(g.storage[3].size());
+    std::vector<char> want(g.storage.back().size());
     Tensor expected{type, g.result.shape, want.data()};
     par::rt::fused(g.steps, g.in, expected);
     const double tolerance = type == DType::BF16   ? 2e-2
@@ -503,6 +551,34 @@ TEST(CudaLaunch, CompiledFusedGroupsRunOnTheHostAsTheCpuKernelRuns) {
     }
   }
   dlclose(handle);
+}
+
+TEST(CudaLaunch, GroupsThatDifferOnlyInTheirBuffersShareAKernel) {
+  EveryOpGroup a = everyOpGroup(DType::BF16, 1),
+               b = everyOpGroup(DType::BF16, 2);
+  FusedCode codeA, codeB;
+  ASSERT_TRUE(
+      makeFusedCode(planFused(a.steps, a.in, a.result), a.steps, a.in, codeA));
+  ASSERT_TRUE(
+      makeFusedCode(planFused(b.steps, b.in, b.result), b.steps, b.in, codeB));
+  ASSERT_NE(codeA.inputs[0], codeB.inputs[0]);
+  EXPECT_EQ(fusedJitKey(codeA, DType::BF16, 24),
+            fusedJitKey(codeB, DType::BF16, 24));
+  // The result's type, the index width, a splat and a broadcast's sizes
+  // each make another kernel.
+  const std::string key = fusedJitKey(codeA, DType::BF16, 24);
+  EXPECT_NE(key, fusedJitKey(codeA, DType::F32, 24));
+  EXPECT_NE(key, fusedJitKey(codeA, DType::BF16, int64_t(1) << 31));
+  FusedCode other = codeA;
+  for (int k = 0; k < other.numValues; ++k)
+    if (other.values[k].how == FusedCode::Splat)
+      other.values[k].splat ^= 1;
+  EXPECT_NE(key, fusedJitKey(other, DType::BF16, 24));
+  other = codeA;
+  for (int k = 0; k < other.numValues; ++k)
+    if (other.values[k].how == FusedCode::Gather)
+      other.gathers[other.values[k].gather].step[0] += 1;
+  EXPECT_NE(key, fusedJitKey(other, DType::BF16, 24));
 }
 #endif
 

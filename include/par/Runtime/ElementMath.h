@@ -16,8 +16,8 @@
 
 #if defined(__CUDACC_RTC__)
 // NVRTC has no standard headers. These repeat the program's enums and the
-// fixed-width types; Cuda/FusedJit.cpp checks the enums against the real
-// ones when it is compiled.
+// fixed-width types; the source Cuda/FusedJit.cpp generates checks the
+// enums against the values of the build that generated it.
 typedef signed char int8_t;
 typedef int int32_t;
 typedef long int64_t;
@@ -25,6 +25,7 @@ typedef unsigned char uint8_t;
 typedef unsigned short uint16_t;
 typedef unsigned int uint32_t;
 typedef unsigned long uint64_t;
+static_assert(sizeof(long) == 8, "int64_t is long on LP64 Linux");
 namespace par::rt {
 enum class DType { F32, F16, BF16, F64, I64, I32, I1 };
 }

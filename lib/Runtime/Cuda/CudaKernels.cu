@@ -38,6 +38,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <type_traits>
+#include <unordered_map>
 #include <utility>
 
 namespace par::rt {
@@ -516,7 +519,13 @@ __device__ FusedReg fusedElement(const FusedCode &code, int64_t i) {
       x = r[v.args[0]].b ? r[v.args[1]] : r[v.args[2]];
       break;
     case FusedCode::Convert: {
-      // Through the result's storage type, as the unfused convert does.
+      // As the unfused convert: i64 -> i32 wraps; the rest goes through
+      // the result's storage type.
+      if (code.values[v.args[0]].compute == DType::I64 &&
+          v.storage == DType::I32) {
+        x.i = int32_t(r[v.args[0]].l);
+        break;
+      }
       uint64_t word = 0;
       storeAs<double>(v.storage, &word, 0,
                       regValue(r[v.args[0]], code.values[v.args[0]].compute));
@@ -574,24 +583,49 @@ struct FusedSource {
   }
 };
 
-/// The kernel compiled for an element-wise group (FusedJit.h), loaded for
-/// this process's GPU; null when it cannot be (no NVRTC, or PAR_CUDA_JIT=0):
-/// the group then runs interpreted. Each source is compiled once; the
-/// first failure is reported once on stderr.
+/// The kernels compiled for element-wise groups (FusedJit.h), by their
+/// group's key; null for a group that runs interpreted.
+struct CompiledFused {
+  std::mutex mutex;
+  std::unordered_map<std::string, cudaKernel_t> kernels;
+  std::set<std::string> reported; // causes told on stderr
+  int64_t loaded = 0;
+};
+CompiledFused &compiledFusedState() {
+  static CompiledFused *state = new CompiledFused();
+  return *state;
+}
+
+/// Says once per cause (its first line) that a group runs interpreted.
+void reportInterpreted(CompiledFused &state, const std::string &cause) {
+  const std::string first = cause.substr(0, cause.find('\n'));
+  if (state.reported.insert(first).second)
+    std::fprintf(stderr,
+                 "par-run: cuda: a fused group runs interpreted (slower): "
+                 "%s\n",
+                 cause.c_str());
+}
+
+/// The kernel compiled for an element-wise group and loaded on this
+/// process's GPU; null when it cannot be (no NVRTC, a compile or load
+/// error, PAR_CUDA_JIT=0): the group then runs interpreted. Each group
+/// shape is compiled once.
 cudaKernel_t compiledFused(const FusedCode &code, DType outType, int64_t n) {
-  if (!fusedJitEnabled())
+  if (n == 0 || !fusedJitEnabled())
     return nullptr;
+#if CUDART_VERSION < 12000
+  return nullptr; // loading a CUBIN as a library needs CUDA 12
+#else
+  CompiledFused &state = compiledFusedState();
+  const std::string key = fusedJitKey(code, outType, n);
+  std::lock_guard<std::mutex> lock(state.mutex);
+  auto found = state.kernels.find(key);
+  if (found != state.kernels.end())
+    return found->second;
+  cudaKernel_t &kernel = state.kernels[key]; // null until loaded
   const std::string source = fusedJitSource(code, outType, n);
   if (source.empty())
     return nullptr;
-  static std::mutex mutex;
-  static std::map<std::string, cudaKernel_t> kernels;
-  static bool reported = false;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto found = kernels.find(source);
-  if (found != kernels.end())
-    return found->second;
-  cudaKernel_t &kernel = kernels[source];
   int device = 0, major = 0, minor = 0;
   PAR_CUDA_KERNEL(cudaGetDevice(&device));
   PAR_CUDA_KERNEL(cudaDeviceGetAttribute(
@@ -599,28 +633,45 @@ cudaKernel_t compiledFused(const FusedCode &code, DType outType, int64_t n) {
   PAR_CUDA_KERNEL(cudaDeviceGetAttribute(
       &minor, cudaDevAttrComputeCapabilityMinor, device));
   std::string error;
-  std::vector<char> cubin =
-      Nvrtc::get().compile(source, major * 10 + minor, error);
-  cudaLibrary_t library = nullptr;
+  std::vector<char> cubin = Nvrtc::get(CUDART_VERSION / 1000)
+                                .compile(source, major * 10 + minor, error);
   if (!cubin.empty()) {
+    cudaLibrary_t library = nullptr;
+    cudaKernel_t loaded = nullptr;
     cudaError_t status = cudaLibraryLoadData(&library, cubin.data(), nullptr,
                                              nullptr, 0, nullptr, nullptr, 0);
     if (status == cudaSuccess)
-      status = cudaLibraryGetKernel(&kernel, library, kFusedJitKernel);
-    if (status != cudaSuccess) {
+      status = cudaLibraryGetKernel(&loaded, library, kFusedJitKernel);
+    // Modules load lazily: asking for the kernel's attributes loads it
+    // now, so a CUBIN the driver refuses is found here, not at launch.
+    cudaFuncAttributes attributes;
+    if (status == cudaSuccess)
+      status = cudaFuncGetAttributes(&attributes,
+                                     reinterpret_cast<const void *>(loaded));
+    if (status == cudaSuccess) {
+      kernel = loaded;
+      ++state.loaded;
+    } else {
       (void)cudaGetLastError();
-      kernel = nullptr;
       error = std::string("loading the compiled group failed: ") +
               cudaGetErrorString(status);
     }
   }
-  if (!kernel && !reported) {
-    reported = true;
-    std::fprintf(stderr,
-                 "par-run: cuda: fused groups run interpreted (slower): %s\n",
-                 error.c_str());
-  }
+  if (!kernel)
+    reportInterpreted(state, error);
   return kernel;
+#endif
+}
+
+/// A compiled group whose launch failed runs interpreted from now on.
+void dropCompiledFused(const FusedCode &code, DType outType, int64_t n,
+                       cudaError_t status) {
+  CompiledFused &state = compiledFusedState();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  state.kernels[fusedJitKey(code, outType, n)] = nullptr;
+  reportInterpreted(state,
+                    std::string("launching the compiled group failed: ") +
+                        cudaGetErrorString(status));
 }
 
 bool fusedReduce(Stream stream, const catalogue::FusedStep &step,
@@ -654,17 +705,20 @@ void fusedOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   const int64_t n = out[0].size();
   if (cudaKernel_t kernel = compiledFused(code, out[0].dtype, n)) {
     LaunchShape shape = launchShape(n);
-    if (shape.blocks == 0)
-      return;
     FusedJitArgs args{};
     std::memcpy(args.inputs, code.inputs, sizeof(args.inputs));
     args.out = out[0].data;
     args.n = n;
     void *params[] = {&args};
-    PAR_CUDA_KERNEL(cudaLaunchKernel(reinterpret_cast<const void *>(kernel),
-                                     dim3(shape.blocks), dim3(shape.threads),
-                                     params, 0, streamOf(stream)));
-    return;
+    cudaError_t status = cudaLaunchKernel(
+        reinterpret_cast<const void *>(kernel), dim3(shape.blocks),
+        dim3(shape.threads), params, 0, streamOf(stream));
+    if (status == cudaSuccess)
+      return;
+    // Not launched: interpreted instead (an error left from earlier work
+    // stays, and the interpreted launch reports it).
+    (void)cudaGetLastError();
+    dropCompiledFused(code, out[0].dtype, n, status);
   }
   launch("fused", stream, n, fusedKernel, code, out[0].dtype, out[0].data, n);
 }
@@ -2513,5 +2567,11 @@ const Table &table() {
 const KernelTable &cudaKernels() { return cuda::table().kernels; }
 
 bool cudaNative(OpCode op) { return cuda::table().native[size_t(op)]; }
+
+int64_t cudaCompiledFusedKernels() {
+  cuda::CompiledFused &state = cuda::compiledFusedState();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  return state.loaded;
+}
 
 } // namespace par::rt

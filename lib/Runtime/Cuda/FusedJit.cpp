@@ -24,17 +24,6 @@ const char *const kElementMathSource =
 #include "ElementMathSource.inc"
     ;
 
-// ElementMath.h declares these enums again for NVRTC, in this order.
-static_assert(int(DType::F32) == 0 && int(DType::F16) == 1 &&
-                  int(DType::BF16) == 2 && int(DType::F64) == 3 &&
-                  int(DType::I64) == 4 && int(DType::I32) == 5 &&
-                  int(DType::I1) == 6,
-              "ElementMath.h repeats DType for NVRTC");
-static_assert(int(CompareKind::Eq) == 0 && int(CompareKind::Ne) == 1 &&
-                  int(CompareKind::Lt) == 2 && int(CompareKind::Le) == 3 &&
-                  int(CompareKind::Gt) == 4 && int(CompareKind::Ge) == 5,
-              "ElementMath.h repeats CompareDirection for NVRTC");
-
 /// The C++ type a value computes in, as the interpreted kernel keeps it
 /// (f32 for f32/bf16/f16 storage).
 const char *computeType(DType type) {
@@ -128,12 +117,57 @@ bool narrowIndex(const FusedCode &code, int64_t n) {
 
 } // namespace
 
+std::string fusedJitKey(const FusedCode &code, DType outType, int64_t n) {
+  std::string key;
+  auto put = [&](const auto &field) {
+    key.append(reinterpret_cast<const char *>(&field), sizeof(field));
+  };
+  put(outType);
+  put(narrowIndex(code, n));
+  put(code.numValues);
+  for (int k = 0; k < code.numValues; ++k) {
+    const FusedCode::Value &v = code.values[k];
+    put(v.how);
+    put(v.kind);
+    put(v.compute);
+    put(v.storage);
+    put(v.args);
+    put(v.slot);
+    put(v.gather);
+    put(v.splat);
+    if (v.how != FusedCode::Gather)
+      continue;
+    const Strides &g = code.gathers[v.gather];
+    put(g.rank);
+    for (int d = 0; d < g.rank; ++d) {
+      put(g.size[d]);
+      put(g.step[d]);
+    }
+  }
+  return key;
+}
+
 std::string fusedJitSource(const FusedCode &code, DType outType, int64_t n) {
   if (code.numValues < 1 || code.numValues > kMaxFusedValues)
     return {};
   std::ostringstream s;
   s << "#include \"par/Runtime/ElementMath.h\"\n"
        "using namespace par::rt;\n"
+    // ElementMath.h's enums for NVRTC, against this build's.
+    << "static_assert(int(DType::F32) == " << int(DType::F32)
+    << " && int(DType::F16) == " << int(DType::F16)
+    << " && int(DType::BF16) == " << int(DType::BF16)
+    << " && int(DType::F64) == " << int(DType::F64)
+    << " && int(DType::I64) == " << int(DType::I64)
+    << " && int(DType::I32) == " << int(DType::I32)
+    << " && int(DType::I1) == " << int(DType::I1) << ", \"DType\");\n"
+    << "static_assert(int(CompareKind::Eq) == " << int(CompareKind::Eq)
+    << " && int(CompareKind::Ne) == " << int(CompareKind::Ne)
+    << " && int(CompareKind::Lt) == " << int(CompareKind::Lt)
+    << " && int(CompareKind::Le) == " << int(CompareKind::Le)
+    << " && int(CompareKind::Gt) == " << int(CompareKind::Gt)
+    << " && int(CompareKind::Ge) == " << int(CompareKind::Ge)
+    << ", \"CompareKind\");\n"
     << "typedef " << (narrowIndex(code, n) ? "int32_t" : "int64_t") << " I;\n"
     << "struct Args {\n  const void *inputs[" << kMaxFusedValues
     << "];\n  void *out;\n  int64_t n;\n};\n"
@@ -208,7 +242,14 @@ std::string fusedJitSource(const FusedCode &code, DType outType, int64_t n) {
         << name(v.args[1]) << " : " << name(v.args[2]) << ";\n";
       continue;
     case FusedCode::Convert:
-      // Through the result's storage type, as the unfused convert does.
+      // As the unfused convert: i64 -> i32 wraps; the rest goes through
+      // the result's storage type.
+      if (code.values[v.args[0]].compute == DType::I64 &&
+          v.storage == DType::I32) {
+        s << "    const int32_t " << x << " = int32_t(uint32_t(uint64_t("
+          << name(v.args[0]) << ")));\n";
+        continue;
+      }
       s << "    " << type << " " << x << ";\n    {\n      uint64_t w = 0;\n"
         << "      math::storeAs<double>(" << dtypeEnum(v.storage)
         << ", &w, 0, double(" << name(v.args[0]) << "));\n      " << x
@@ -244,25 +285,35 @@ struct Nvrtc::Api {
   int (*destroy)(Program *);
 };
 
-Nvrtc &Nvrtc::get() {
-  static Nvrtc nvrtc;
+Nvrtc &Nvrtc::get(int cudaMajor) {
+  static Nvrtc nvrtc(cudaMajor);
   return nvrtc;
 }
 
-Nvrtc::Nvrtc() {
-  // The loader's paths first, then the toolkit's usual homes.
-  std::vector<std::string> names = {"libnvrtc.so", "libnvrtc.so.13",
-                                    "libnvrtc.so.12"};
+Nvrtc::Nvrtc(int cudaMajor) {
+  // The runtime's own version first (its libdevice is the one the
+  // interpreted kernels were built with), then the loader's paths, then
+  // the toolkit's usual homes.
+  std::vector<std::string> names;
+  if (cudaMajor > 0)
+    names.push_back("libnvrtc.so." + std::to_string(cudaMajor));
+  for (const char *name : {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"})
+    names.push_back(name);
   for (const char *env : {"CUDA_PATH", "CUDA_HOME"})
     if (const char *root = std::getenv(env))
       names.push_back(std::string(root) + "/lib64/libnvrtc.so");
   names.push_back("/usr/local/cuda/lib64/libnvrtc.so");
-  for (const std::string &name : names)
+  std::string last;
+  for (const std::string &name : names) {
     if ((handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)))
       break;
+    if (const char *reason = dlerror())
+      last = reason;
+  }
   if (!handle) {
     missing = "no libnvrtc.so on the library path (LD_LIBRARY_PATH) or in "
-              "CUDA_PATH/lib64, CUDA_HOME/lib64, /usr/local/cuda/lib64";
+              "CUDA_PATH/lib64, CUDA_HOME/lib64, /usr/local/cuda/lib64 (" +
+              last + ")";
     return;
   }
   static Api table;

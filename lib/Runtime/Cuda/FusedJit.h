@@ -49,21 +49,28 @@ inline constexpr const char *kFusedJitKernel = "par_fused";
 /// is 32-bit when every index and offset fits.
 std::string fusedJitSource(const FusedCode &code, DType outType, int64_t n);
 
+/// What makes two groups one kernel: their values, broadcasts and types,
+/// the result's type and the index width, not their buffers (a compact
+/// key, cheaper to make than the source).
+std::string fusedJitKey(const FusedCode &code, DType outType, int64_t n);
+
 /// NVRTC, opened on first use. compile() returns the CUBIN of `source` for
 /// sm_<arch> (e.g. 90), or empty with the reason in `error` (NVRTC's log
 /// for a compile error).
 class Nvrtc {
 public:
   /// The process's NVRTC; available() is false (and why() says why) when
-  /// no libnvrtc could be opened.
-  static Nvrtc &get();
+  /// no libnvrtc could be opened. The first call opens it, preferring
+  /// libnvrtc.so.<cudaMajor> (the CUDA runtime's major version, when
+  /// given) to other versions.
+  static Nvrtc &get(int cudaMajor = 0);
   bool available() const { return handle != nullptr; }
   const std::string &why() const { return missing; }
   std::vector<char> compile(const std::string &source, int arch,
                             std::string &error) const;
 
 private:
-  Nvrtc();
+  explicit Nvrtc(int cudaMajor);
   void *handle = nullptr;
   std::string missing;
   struct Api;

@@ -24,6 +24,9 @@ std::unique_ptr<Device> createCudaDevice();
 const KernelTable &cudaKernels();
 /// Whether `op` has CUDA kernels (false: it runs on the host).
 bool cudaNative(catalogue::OpCode op);
+/// How many element-wise fused groups this process has compiled and loaded
+/// as kernels of their own (docs/par-run.md, "Fused groups").
+int64_t cudaCompiledFusedKernels();
 
 /// NCCL's collectives over `host`, which bootstraps them and runs what
 /// needs no device memory (built with PAR_HAVE_NCCL): one communicator
