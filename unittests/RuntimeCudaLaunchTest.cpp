@@ -439,26 +439,6 @@ TEST(CudaLaunch, CompileErrorsComeBackWithTheLog) {
 }
 
 #if defined(PAR_TEST_CXX)
-/// What CUDA gives a kernel, for compiling a generated kernel as host C++:
-/// one block of one thread walks every element.
-const char *const kHostShim = R"(#pragma once
-#include <cstring>
-#define __global__
-#define __launch_bounds__(threads)
-struct ParDim { unsigned x = 0; };
-inline const ParDim blockIdx{0}, threadIdx{0}, blockDim{1}, gridDim{1};
-inline float __uint_as_float(unsigned word) {
-  float value;
-  std::memcpy(&value, &word, sizeof(value));
-  return value;
-}
-inline double __longlong_as_double(long long word) {
-  double value;
-  std::memcpy(&value, &word, sizeof(value));
-  return value;
-}
-)";
-
 TEST(CudaLaunch, CompiledFusedGroupsRunOnTheHostAsTheCpuKernelRuns) {
   // The generated source, compiled for the host with a shim for CUDA's
   // built-ins, computes what the CPU backend's fused kernel computes (to
@@ -471,7 +451,6 @@ TEST(CudaLaunch, CompiledFusedGroupsRunOnTheHostAsTheCpuKernelRuns) {
   // of 2^31 elements or more gets, run on the same elements), and an i64
   // group whose convert to i32 wraps.
   struct Kernel {
-    std::string name;
     size_t group;
     bool wide;
   };
@@ -480,51 +459,34 @@ TEST(CudaLaunch, CompiledFusedGroupsRunOnTheHostAsTheCpuKernelRuns) {
                      DType::I32, DType::I64})
     groups.push_back(everyOpGroup(type, 11 + unsigned(type)));
   groups.push_back(wrappingConvertGroup());
-  std::string dir = testing::TempDir() + "par-fused-jit-XXXXXX";
-  ASSERT_NE(mkdtemp(dir.data()), nullptr);
-  std::ofstream(dir + "/shim.h") << kHostShim;
   std::vector<Kernel> kernels;
-  std::string sources;
+  std::vector<std::string> sources;
   for (size_t k = 0; k < groups.size(); ++k) {
     EveryOpGroup &g = groups[k];
     FusedPlan plan = planFused(g.steps, g.in, g.result);
     FusedCode code;
     ASSERT_TRUE(makeFusedCode(plan, g.steps, g.in, code));
     for (bool wide : {false, true}) {
-      const std::string source = fusedJitSource(
-          code, g.result.dtype, wide ? int64_t(1) << 31 : g.result.size());
-      ASSERT_NE(source.find(wide ? "typedef int64_t I;" : "typedef int32_t I;"),
+      sources.push_back(fusedJitSource(
+          code, g.result.dtype, wide ? int64_t(1) << 31 : g.result.size()));
+      ASSERT_NE(sources.back().find(wide ? "typedef int64_t I;"
+                                         : "typedef int32_t I;"),
                 std::string::npos);
-      kernels.push_back(
-          {"par_fused_" + std::to_string(kernels.size()), k, wide});
-      const std::string file = dir + "/" + kernels.back().name + ".cpp";
-      std::ofstream(file) << "#define par_fused " << kernels.back().name << "\n"
-                          << source;
-      sources += " '" + file + "'";
+      kernels.push_back({k, wide});
     }
   }
-  const std::string library = dir + "/fused.so";
-  const std::string command = std::string("'") + PAR_TEST_CXX +
-                              "' -std=c++17 -O1 -fPIC -shared -w -include '" +
-                              dir + "/shim.h' '-I" + PAR_TEST_INCLUDE + "'" +
-                              sources + " -o '" + library + "' 2>'" + dir +
-                              "/errors.txt'";
-  const int status = std::system(command.c_str());
-  std::stringstream errors;
-  errors << std::ifstream(dir + "/errors.txt").rdbuf();
+  std::string error;
   void *handle =
-      status == 0 ? dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
-  std::filesystem::remove_all(dir);
-  ASSERT_EQ(status, 0) << command << "\n" << errors.str();
-  ASSERT_NE(handle, nullptr) << dlerror();
-  for (const Kernel &k : kernels) {
+      buildFusedJitForHost(sources, PAR_TEST_CXX, PAR_TEST_INCLUDE, error);
+  ASSERT_NE(handle, nullptr) << error;
+  for (size_t n = 0; n < kernels.size(); ++n) {
+    const Kernel &k = kernels[n];
     EveryOpGroup &g = groups[k.group];
     const DType type = g.result.dtype;
     SCOPED_TRACE(std::string(dtypeName(g.in[0].dtype)) + " group " +
                  std::to_string(k.group) +
                  (k.wide ? ", 64-bit indices" : ", 32-bit indices"));
-    auto kernel =
-        reinterpret_cast<void (*)(FusedJitArgs)>(dlsym(handle, k.name.c_str()));
+    HostFusedKernel kernel = hostFusedKernel(handle, n);
     ASSERT_NE(kernel, nullptr);
     std::fill(g.storage.back().begin(), g.storage.back().end(), char(0x55));
     FusedJitArgs args{};

@@ -7,6 +7,11 @@
 // ones are, and how long NVRTC takes to compile them for sm_N (default
 // 90): what a run's first step adds. Needs NVRTC, not a GPU.
 //
+// --check-on-host [--cxx PATH] [--include DIR]: instead, every element-wise
+// group's generated kernel, built as host C++ (with the compiler par was
+// built with, unless --cxx), runs on random inputs and is compared with
+// the CPU backend's fused kernel; exit 1 on any difference beyond rounding.
+//
 //===----------------------------------------------------------------------===//
 
 #include "../../lib/Runtime/Cuda/FusedJit.h"
@@ -15,9 +20,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,23 +33,54 @@
 using namespace par::rt;
 using namespace par::rt::cuda;
 
-int main(int argc, char **argv) {
-  int arch = 90;
-  std::vector<std::string> paths;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--arch") && i + 1 < argc)
-      arch = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--help") || argv[i][0] == '-') {
-      std::fprintf(stderr,
-                   "usage: par-fused-jit-bench [--arch N] PROGRAM...\n");
-      return argv[i][1] == '-' && argv[i][2] == 'h' ? 0 : 2;
-    } else
-      paths.push_back(argv[i]);
+namespace {
+
+const char *const kUsage =
+    "usage: par-fused-jit-bench [--arch N] PROGRAM...\n"
+    "       par-fused-jit-bench --check-on-host [--cxx PATH] [--include DIR] "
+    "PROGRAM...\n";
+
+/// An element-wise group of a program: its instruction, its inputs' and
+/// result's types and shapes (no memory: the source depends on those
+/// alone), and its code.
+struct Group {
+  const Instruction *inst;
+  std::vector<Tensor> in;
+  Tensor out;
+  FusedCode code;
+};
+
+/// Rank 0's element-wise groups that run compiled; every fused group
+/// counted in `groups`, those that end in a reduce or a norm in
+/// `interpreted`.
+std::vector<Group> elementwiseGroups(const Program &program, int &groups,
+                                     int &interpreted) {
+  const RankClass &rank = program.classOf(0);
+  static char somewhere;
+  auto tensorOf = [&](int64_t id) {
+    const Buffer &b = rank.buffers[size_t(id)];
+    return Tensor{b.dtype, b.shape, &somewhere};
+  };
+  std::vector<Group> out;
+  for (const Instruction &inst : rank.instructions) {
+    if (inst.op != par::catalogue::OpCode::Fused)
+      continue;
+    ++groups;
+    Group g{&inst, {}, tensorOf(inst.results[0]), {}};
+    for (int64_t id : inst.operands)
+      g.in.push_back(tensorOf(id));
+    FusedPlan plan = planFused(inst.attrs.body, g.in, g.out);
+    if (plan.reduces() || plan.normalizes()) {
+      ++interpreted;
+      continue;
+    }
+    if (makeFusedCode(plan, inst.attrs.body, g.in, g.code))
+      out.push_back(std::move(g));
   }
-  if (paths.empty()) {
-    std::fprintf(stderr, "usage: par-fused-jit-bench [--arch N] PROGRAM...\n");
-    return 2;
-  }
+  return out;
+}
+
+int compileTimes(const std::vector<std::string> &paths, int arch) {
   Nvrtc &nvrtc = Nvrtc::get();
   if (!nvrtc.available()) {
     std::fprintf(stderr, "par-fused-jit-bench: NVRTC: %s\n",
@@ -53,40 +92,11 @@ int main(int argc, char **argv) {
               "min / median / max (ms) |\n|---|--:|--:|--:|--:|--:|--:|\n");
   int failures = 0;
   for (const std::string &path : paths) {
-    Program program;
-    try {
-      program = loadProgram(path);
-    } catch (const std::exception &error) {
-      std::fprintf(stderr, "par-fused-jit-bench: %s\n", error.what());
-      return 1;
-    }
-    const RankClass &rank = program.classOf(0);
-    // Buffers need no memory here: the source depends on types and shapes.
-    static char somewhere;
-    auto tensorOf = [&](int64_t id) {
-      const Buffer &b = rank.buffers[size_t(id)];
-      return Tensor{b.dtype, b.shape, &somewhere};
-    };
-    int groups = 0, elementwise = 0, interpreted = 0;
+    Program program = loadProgram(path);
+    int groups = 0, interpreted = 0;
     std::set<std::string> sources;
-    for (const Instruction &inst : rank.instructions) {
-      if (inst.op != par::catalogue::OpCode::Fused)
-        continue;
-      ++groups;
-      std::vector<Tensor> in;
-      for (int64_t id : inst.operands)
-        in.push_back(tensorOf(id));
-      Tensor out = tensorOf(inst.results[0]);
-      FusedPlan plan = planFused(inst.attrs.body, in, out);
-      if (plan.reduces() || plan.normalizes()) {
-        ++interpreted;
-        continue;
-      }
-      ++elementwise;
-      FusedCode code;
-      if (!makeFusedCode(plan, inst.attrs.body, in, code))
-        continue; // runs on the host
-      std::string source = fusedJitSource(code, out.dtype, out.size());
+    for (const Group &g : elementwiseGroups(program, groups, interpreted)) {
+      std::string source = fusedJitSource(g.code, g.out.dtype, g.out.size());
       if (!source.empty())
         sources.insert(std::move(source));
     }
@@ -111,11 +121,150 @@ int main(int argc, char **argv) {
     const std::string name = path.substr(path.find_last_of('/') + 1);
     if (ms.empty())
       std::printf("| %s | %d | %d | 0 | %d | 0 | - |\n", name.c_str(), groups,
-                  elementwise, interpreted);
+                  groups - interpreted, interpreted);
     else
       std::printf("| %s | %d | %d | %zu | %d | %.2f | %.0f / %.0f / %.0f |\n",
-                  name.c_str(), groups, elementwise, ms.size(), interpreted,
-                  total / 1e3, ms.front(), ms[ms.size() / 2], ms.back());
+                  name.c_str(), groups, groups - interpreted, ms.size(),
+                  interpreted, total / 1e3, ms.front(), ms[ms.size() / 2],
+                  ms.back());
   }
   return failures ? 1 : 0;
+}
+
+/// Random values of the tensor's type: floats in [-2, 2], integers in
+/// [0, 4), i1 0 or 1.
+void fillRandom(Tensor &t, std::mt19937 &rng) {
+  std::uniform_real_distribution<double> real(-2, 2);
+  std::uniform_int_distribution<int> small(0, 3);
+  for (int64_t i = 0; i < t.size(); ++i)
+    storeElement(t.dtype, t.data, i,
+                 isFloat(t.dtype)       ? real(rng)
+                 : t.dtype == DType::I1 ? double(small(rng) & 1)
+                                        : double(small(rng)));
+}
+
+/// Whether `got` is `want` up to the rounding of `type` (the host compiler
+/// may contract a multiply and an add); NaN equals NaN.
+bool close(DType type, double got, double want) {
+  if (std::isnan(want) || std::isnan(got))
+    return std::isnan(want) && std::isnan(got);
+  if (std::isinf(want) || std::isinf(got))
+    return got == want;
+  const double tolerance = type == DType::BF16  ? 2e-2
+                           : type == DType::F16 ? 2e-3
+                           : type == DType::F32 ? 1e-5
+                           : type == DType::F64 ? 1e-12
+                                                : 0.0;
+  return std::abs(got - want) <= tolerance * std::max(1.0, std::abs(want));
+}
+
+int checkOnHost(const std::vector<std::string> &paths, const std::string &cxx,
+                const std::string &include) {
+  std::printf("| program | element-wise groups | kernels | differ |\n"
+              "|---|--:|--:|--:|\n");
+  int failures = 0;
+  for (const std::string &path : paths) {
+    Program program = loadProgram(path);
+    int groups = 0, interpreted = 0;
+    std::vector<Group> list = elementwiseGroups(program, groups, interpreted);
+    std::map<std::string, size_t> kernelOf;
+    std::vector<std::string> sources;
+    std::vector<size_t> kernelOfGroup;
+    for (const Group &g : list) {
+      auto [it, added] = kernelOf.try_emplace(
+          fusedJitKey(g.code, g.out.dtype, g.out.size()), sources.size());
+      if (added)
+        sources.push_back(fusedJitSource(g.code, g.out.dtype, g.out.size()));
+      kernelOfGroup.push_back(it->second);
+    }
+    void *library = nullptr;
+    if (!sources.empty()) {
+      std::string error;
+      library = buildFusedJitForHost(sources, cxx, include, error);
+      if (!library) {
+        std::fprintf(stderr, "par-fused-jit-bench: %s: %s\n", path.c_str(),
+                     error.c_str());
+        return 1;
+      }
+    }
+    std::mt19937 rng(7);
+    int differ = 0;
+    for (size_t n = 0; n < list.size(); ++n) {
+      Group &g = list[n];
+      std::vector<std::vector<char>> memory;
+      auto allocate = [&](Tensor &t) {
+        memory.emplace_back(size_t(t.size()) * dtypeBytes(t.dtype) + 1);
+        t.data = memory.back().data();
+      };
+      FusedJitArgs args{};
+      for (size_t k = 0; k < g.in.size(); ++k) {
+        allocate(g.in[k]);
+        fillRandom(g.in[k], rng);
+        args.inputs[k] = g.in[k].data;
+      }
+      Tensor got = g.out, want = g.out;
+      allocate(got);
+      allocate(want);
+      args.out = got.data;
+      args.n = got.size();
+      hostFusedKernel(library, kernelOfGroup[n])(args);
+      par::rt::fused(g.inst->attrs.body, g.in, want);
+      for (int64_t i = 0; i < got.size(); ++i) {
+        const double a = loadElement(got.dtype, got.data, i),
+                     b = loadElement(want.dtype, want.data, i);
+        if (close(got.dtype, a, b))
+          continue;
+        std::fprintf(stderr,
+                     "par-fused-jit-bench: %s: the group at %s differs at "
+                     "element %lld: %.9g compiled, %.9g on the CPU\n",
+                     path.c_str(), g.inst->loc.c_str(), (long long)i, a, b);
+        ++differ;
+        break;
+      }
+    }
+    const std::string name = path.substr(path.find_last_of('/') + 1);
+    std::printf("| %s | %zu | %zu | %d |\n", name.c_str(), list.size(),
+                sources.size(), differ);
+    failures += differ;
+  }
+  return failures ? 1 : 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int arch = 90;
+  bool onHost = false;
+  std::string cxx = PAR_HOST_CXX, include = PAR_SOURCE_INCLUDE;
+  std::vector<std::string> paths;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--arch") && i + 1 < argc)
+      arch = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--check-on-host"))
+      onHost = true;
+    else if (!std::strcmp(argv[i], "--cxx") && i + 1 < argc)
+      cxx = argv[++i];
+    else if (!std::strcmp(argv[i], "--include") && i + 1 < argc)
+      include = argv[++i];
+    else if (!std::strcmp(argv[i], "--help")) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (argv[i][0] == '-') {
+      std::fprintf(stderr, "par-fused-jit-bench: unknown option %s\n%s",
+                   argv[i], kUsage);
+      return 2;
+    } else
+      paths.push_back(argv[i]);
+  }
+  if (paths.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  try {
+    return onHost ? checkOnHost(paths, cxx, include)
+                  : compileTimes(paths, arch);
+  } catch (const std::exception &error) {
+    std::fprintf(stderr, "par-fused-jit-bench: %s\n", error.what());
+    return 1;
+  }
 }

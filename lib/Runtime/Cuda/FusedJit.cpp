@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <type_traits>
 
@@ -128,8 +130,12 @@ std::string fusedJitKey(const FusedCode &code, DType outType, int64_t n) {
   for (int k = 0; k < code.numValues; ++k) {
     const FusedCode::Value &v = code.values[k];
     put(v.how);
+    if (v.how == FusedCode::Unused)
+      continue; // no code
     put(v.kind);
-    put(v.compute);
+    // f16 and bf16 compute in f32, as f32 does.
+    put(v.compute == DType::F16 || v.compute == DType::BF16 ? DType::F32
+                                                            : v.compute);
     put(v.storage);
     put(v.args);
     put(v.slot);
@@ -137,12 +143,22 @@ std::string fusedJitKey(const FusedCode &code, DType outType, int64_t n) {
     put(v.splat);
     if (v.how != FusedCode::Gather)
       continue;
+    // What the source's walk writes of each dim (fusedJitSource).
     const Strides &g = code.gathers[v.gather];
-    put(g.rank);
-    for (int d = 0; d < g.rank; ++d) {
-      put(g.size[d]);
-      put(g.step[d]);
+    for (int d = g.rank - 1; d >= 0; --d) {
+      if (g.size[d] == 1)
+        continue;
+      if (g.step[d] != 0) {
+        put('%');
+        put(g.size[d]);
+        put(g.step[d]);
+      }
+      if (d > 0) {
+        put('/');
+        put(g.size[d]);
+      }
     }
+    put('.');
   }
   return key;
 }
@@ -383,6 +399,84 @@ std::vector<char> Nvrtc::compile(const std::string &source, int arch,
   }
   api->destroy(&program);
   return cubin;
+}
+
+//===----------------------------------------------------------------------===//
+// Generated kernels on the host
+//===----------------------------------------------------------------------===//
+
+namespace {
+const char *const kHostShim = R"(#pragma once
+#include <cstring>
+#define __global__
+#define __launch_bounds__(threads)
+struct ParDim {
+  unsigned x = 0;
+};
+inline const ParDim blockIdx{0}, threadIdx{0}, blockDim{1}, gridDim{1};
+inline float __uint_as_float(unsigned word) {
+  float value;
+  std::memcpy(&value, &word, sizeof(value));
+  return value;
+}
+inline double __longlong_as_double(long long word) {
+  double value;
+  std::memcpy(&value, &word, sizeof(value));
+  return value;
+}
+)";
+
+std::string quoted(const std::string &text) {
+  std::string out = "'";
+  for (char c : text)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+} // namespace
+
+void *buildFusedJitForHost(const std::vector<std::string> &sources,
+                           const std::string &cxx, const std::string &include,
+                           std::string &error) {
+  const char *tmp = std::getenv("TMPDIR");
+  std::string dir =
+      std::string(tmp && *tmp ? tmp : "/tmp") + "/par-fused-jit-XXXXXX";
+  if (!mkdtemp(dir.data())) {
+    error = "cannot make a directory under " + dir;
+    return nullptr;
+  }
+  std::string files;
+  bool written = static_cast<bool>(std::ofstream(dir + "/shim.h") << kHostShim);
+  for (size_t k = 0; k < sources.size(); ++k) {
+    const std::string file = dir + "/k" + std::to_string(k) + ".cpp";
+    written &=
+        static_cast<bool>(std::ofstream(file) << "#define " << kFusedJitKernel
+                                              << " par_fused_" << k << "\n"
+                                              << sources[k]);
+    files += " " + quoted(file);
+  }
+  const std::string library = dir + "/kernels.so";
+  const std::string command =
+      quoted(cxx) + " -std=c++17 -O1 -fPIC -shared -w -include " +
+      quoted(dir + "/shim.h") + " -I" + quoted(include) + files + " -o " +
+      quoted(library) + " 2>" + quoted(dir + "/errors.txt");
+  void *handle = nullptr;
+  if (!written) {
+    error = "cannot write the sources under " + dir;
+  } else if (std::system(command.c_str()) != 0) {
+    std::stringstream messages;
+    messages << std::ifstream(dir + "/errors.txt").rdbuf();
+    error = command + "\n" + messages.str();
+  } else if (!(handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL))) {
+    error = dlerror();
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+  return handle;
+}
+
+HostFusedKernel hostFusedKernel(void *library, size_t k) {
+  return reinterpret_cast<HostFusedKernel>(
+      dlsym(library, ("par_fused_" + std::to_string(k)).c_str()));
 }
 
 bool fusedJitEnabled() {

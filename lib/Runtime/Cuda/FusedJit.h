@@ -81,6 +81,19 @@ private:
 /// read on each call so a process can compare both).
 bool fusedJitEnabled();
 
+/// Generated kernels built as host C++, for checking what they compute
+/// without a GPU (tests, par-fused-jit-bench --check-on-host): a shim gives
+/// CUDA's built-ins (one block of one thread walks every element).
+/// buildFusedJitForHost compiles `sources` with the host compiler `cxx`
+/// (the source tree's `include` directory on its path) into one shared
+/// library, kernel k named par_fused_<k>, and opens it; null with the
+/// compiler's messages in `error` when it fails.
+using HostFusedKernel = void (*)(FusedJitArgs);
+void *buildFusedJitForHost(const std::vector<std::string> &sources,
+                           const std::string &cxx, const std::string &include,
+                           std::string &error);
+HostFusedKernel hostFusedKernel(void *library, size_t k);
+
 } // namespace par::rt::cuda
 
 #endif // PAR_RUNTIME_CUDA_FUSEDJIT_H
