@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 
+#include <cctype>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -43,24 +44,13 @@ const char *computeType(DType type) {
   }
 }
 
-const char *dtypeEnum(DType type) {
-  switch (type) {
-  case DType::F32:
-    return "DType::F32";
-  case DType::F16:
-    return "DType::F16";
-  case DType::BF16:
-    return "DType::BF16";
-  case DType::F64:
-    return "DType::F64";
-  case DType::I64:
-    return "DType::I64";
-  case DType::I32:
-    return "DType::I32";
-  case DType::I1:
-    return "DType::I1";
-  }
-  return "DType::F32";
+/// The enumerator of `type` in source ("DType::BF16"): its program-file
+/// name in capitals.
+std::string dtypeEnum(DType type) {
+  std::string name = dtypeName(type);
+  for (char &c : name)
+    c = char(std::toupper(static_cast<unsigned char>(c)));
+  return "DType::" + name;
 }
 
 /// A splat's value (its compute type's bytes) as an exact literal.
