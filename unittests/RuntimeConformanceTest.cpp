@@ -777,7 +777,51 @@ TEST_P(Conformance, CompiledFusedGroupsMatchInterpretedOnes) {
     for (int64_t i = 0; i < x.size(); ++i)
       EXPECT_EQ(x.get(i), y.get(i)) << "element " << i;
   }
-  EXPECT_EQ(accepted, 6);
+  // Groups that keep what their reduce or norm reads: compiled, the kernel
+  // stores the kept value and the unfused op reads it back.
+  for (DType t : {DType::F32, DType::BF16})
+    for (OpCode last : {OpCode::Reduce, OpCode::LayerNorm, OpCode::RmsNorm})
+      for (const par::rt::Shape &shape :
+           {par::rt::Shape{3, 4, 40}, par::rt::Shape{5, 300}}) {
+        SCOPED_TRACE(std::string(dtypeName(t)) + " " +
+                     par::catalogue::spec(last).name + " keeping rows of " +
+                     std::to_string(shape.back()));
+        std::mt19937 rng(17);
+        const int64_t cols = shape.back();
+        Case c;
+        c.in = {values(t, shape, rng, -2, 2), values(t, shape, rng, -2, 2),
+                values(t, {cols}, rng, 0.5, 1.5),
+                values(t, {cols}, rng, -1, 1)};
+        addStep(c, OpCode::Add, {0, 1}, t); // 4
+        par::rt::Shape rows = shape;
+        rows.pop_back();
+        if (last == OpCode::Reduce) {
+          par::catalogue::FusedStep *red = addStep(c, last, {4}, t);
+          red->attrs.reduceKind = par::catalogue::ReduceKind::Sum;
+          red->attrs.dims = {int64_t(shape.size()) - 1};
+          red->shape = shape;
+          c.out = {{t, rows}, {t, shape}};
+        } else {
+          (last == OpCode::LayerNorm ? addStep(c, last, {4, 2, 3}, t)
+                                     : addStep(c, last, {4, 2}, t))
+              ->attrs.epsilon = 1e-5;
+          c.out = {{t, shape}, {t, shape}};
+        }
+        setenv("PAR_CUDA_JIT", "1", 1);
+        checkCase(*device, *reference, OpCode::Fused, c, accepted);
+        Outcome compiled = runCase(*device, OpCode::Fused, c);
+        setenv("PAR_CUDA_JIT", "0", 1);
+        Outcome interpreted = runCase(*device, OpCode::Fused, c);
+        restore();
+        if (HasFatalFailure())
+          return;
+        ASSERT_FALSE(compiled.error.has_value()) << *compiled.error;
+        ASSERT_FALSE(interpreted.error.has_value()) << *interpreted.error;
+        for (size_t r = 0; r < 2; ++r)
+          EXPECT_EQ(compiled.results[r].bytes, interpreted.results[r].bytes)
+              << "result " << r;
+      }
+  EXPECT_EQ(accepted, 6 + 12);
 #ifdef PAR_HAVE_CUDA_BACKEND
   // On the GPU the groups above must have run compiled, or nothing was
   // compared.

@@ -1,16 +1,19 @@
 //===- fused-jit-bench.cpp - What compiling the fused groups costs --------===//
 //
 // par-fused-jit-bench [--arch N] PROGRAM...: for each program, its fused
-// groups as the CUDA backend runs them (element-wise groups compiled per
-// group, lib/Runtime/Cuda/FusedJit.h; groups that end in a reduce or a
-// normalization interpreted), how many distinct kernels the element-wise
-// ones are, and how long NVRTC takes to compile them for sm_N (default
-// 90): what a run's first step adds. Needs NVRTC, not a GPU.
+// groups as the CUDA backend runs them (compiled per group,
+// lib/Runtime/Cuda/FusedJit.h: element-wise groups, and groups that keep
+// what their reduce or norm reads; the other reduce and norm groups
+// interpreted), how many distinct kernels the compiled ones are, and how
+// long NVRTC takes to compile them for sm_N (default 90): what a run's
+// first step adds. Needs NVRTC, not a GPU.
 //
-// --check-on-host [--cxx PATH] [--include DIR]: instead, every element-wise
-// group's generated kernel, built as host C++ (with the compiler par was
-// built with, unless --cxx), runs on random inputs and is compared with
-// the CPU backend's fused kernel; exit 1 on any difference beyond rounding.
+// --check-on-host [--cxx PATH] [--include DIR]: instead, every compiled
+// group's generated kernel (element-wise groups, and the kept value of
+// groups that keep what their reduce or norm reads), built as host C++
+// (with the compiler par was built with, unless --cxx), runs on random
+// inputs and is compared with the CPU backend's fused kernel; exit 1 on
+// any difference beyond rounding.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,18 +43,22 @@ const char *const kUsage =
     "       par-fused-jit-bench --check-on-host [--cxx PATH] [--include DIR] "
     "PROGRAM...\n";
 
-/// An element-wise group of a program: its instruction, its inputs' and
-/// result's types and shapes (no memory: the source depends on those
-/// alone), and its code.
+/// A group of a program that runs compiled: its instruction, its inputs'
+/// and results' types and shapes (no memory: the source depends on those
+/// alone), and its code. `out` is what the compiled kernel stores: the
+/// result of an element-wise group, or the kept value of one that ends in
+/// a reduce or a norm (`result` is then the reduced or normalized one).
 struct Group {
   const Instruction *inst;
   std::vector<Tensor> in;
   Tensor out;
   FusedCode code;
+  bool keeps = false;
+  Tensor result;
 };
 
-/// Rank 0's element-wise groups that run compiled; every fused group
-/// counted in `groups`, those that end in a reduce or a norm in
+/// Rank 0's groups that run compiled; every fused group counted in
+/// `groups`, those that end in a reduce or a norm and keep nothing in
 /// `interpreted`.
 std::vector<Group> elementwiseGroups(const Program &program, int &groups,
                                      int &interpreted) {
@@ -71,8 +78,13 @@ std::vector<Group> elementwiseGroups(const Program &program, int &groups,
       g.in.push_back(tensorOf(id));
     FusedPlan plan = planFused(inst.attrs.body, g.in, g.out);
     if (plan.reduces() || plan.normalizes()) {
-      ++interpreted;
-      continue;
+      if (inst.results.size() < 2) {
+        ++interpreted;
+        continue;
+      }
+      g.keeps = true;
+      g.result = g.out;
+      g.out = tensorOf(inst.results[1]);
     }
     if (makeFusedCode(plan, inst.attrs.body, g.in, g.code))
       out.push_back(std::move(g));
@@ -87,7 +99,7 @@ int compileTimes(const std::vector<std::string> &paths, int arch) {
                  nvrtc.why().c_str());
     return 1;
   }
-  std::printf("| program | fused groups | element-wise | kernels compiled | "
+  std::printf("| program | fused groups | compiled | kernels | "
               "interpreted (reduce, norm) | compile total (s) | per kernel "
               "min / median / max (ms) |\n|---|--:|--:|--:|--:|--:|--:|\n");
   int failures = 0;
@@ -160,7 +172,7 @@ bool close(DType type, double got, double want) {
 
 int checkOnHost(const std::vector<std::string> &paths, const std::string &cxx,
                 const std::string &include) {
-  std::printf("| program | element-wise groups | kernels | differ |\n"
+  std::printf("| program | groups compiled | kernels | differ |\n"
               "|---|--:|--:|--:|\n");
   int failures = 0;
   for (const std::string &path : paths) {
@@ -202,13 +214,18 @@ int checkOnHost(const std::vector<std::string> &paths, const std::string &cxx,
         fillRandom(g.in[k], rng);
         args.inputs[k] = g.in[k].data;
       }
-      Tensor got = g.out, want = g.out;
+      Tensor got = g.out, want = g.out, result = g.result;
       allocate(got);
       allocate(want);
       args.out = got.data;
       args.n = got.size();
       hostFusedKernel(library, kernelOfGroup[n])(args);
-      par::rt::fused(g.inst->attrs.body, g.in, want);
+      if (g.keeps) {
+        allocate(result);
+        par::rt::fused(g.inst->attrs.body, g.in, result, &want);
+      } else {
+        par::rt::fused(g.inst->attrs.body, g.in, want);
+      }
       for (int64_t i = 0; i < got.size(); ++i) {
         const double a = loadElement(got.dtype, got.data, i),
                      b = loadElement(want.dtype, want.data, i);

@@ -31,6 +31,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -681,6 +682,36 @@ void fusedNorm(Stream stream, const catalogue::FusedStep &step,
                const FusedPlan &plan, const FusedCode &code, const Tensors &in,
                Tensor &out, Tensor *kept);
 
+void reduceOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out);
+void layerNormOp(Stream stream, const Attrs &a, const Tensors &in,
+                 Tensors &out);
+void rmsNormOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out);
+
+/// `code`'s last value into `target` by the group's compiled kernel; false
+/// when it has none (the caller runs it interpreted).
+bool launchCompiledFused(Stream stream, const FusedCode &code, Tensor &target) {
+  const int64_t n = target.size();
+  cudaKernel_t kernel = compiledFused(code, target.dtype, n);
+  if (!kernel)
+    return false;
+  LaunchShape shape = launchShape(n);
+  FusedJitArgs args{};
+  std::memcpy(args.inputs, code.inputs, sizeof(args.inputs));
+  args.out = target.data;
+  args.n = n;
+  void *params[] = {&args};
+  cudaError_t status = cudaLaunchKernel(reinterpret_cast<const void *>(kernel),
+                                        dim3(shape.blocks), dim3(shape.threads),
+                                        params, 0, streamOf(stream));
+  if (status == cudaSuccess)
+    return true;
+  // Not launched: interpreted instead (an error left from earlier work
+  // stays, and the interpreted launch reports it).
+  (void)cudaGetLastError();
+  dropCompiledFused(code, target.dtype, n, status);
+  return false;
+}
+
 void fusedOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   FusedPlan plan = planFused(a.body, in, out[0]);
   Tensor *kept = out.size() > 1 ? &out[1] : nullptr;
@@ -692,34 +723,37 @@ void fusedOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
     throw KernelError("fused: the kept result is not the value the last "
                       "step reads (its type and the group's shape)");
   FusedCode code;
-  if (!makeFusedCode(plan, a.body, in, code) ||
-      (plan.reduces() &&
-       !fusedReduce(stream, a.body.back(), plan, code, out[0], kept))) {
+  if (!makeFusedCode(plan, a.body, in, code)) {
     onHost(OpCode::Fused, stream, a, in, out);
     return;
   }
+  const catalogue::FusedStep &last = a.body.back();
+  // A group that keeps the value its reduce or norm reads: the compiled
+  // kernel stores it, and the unfused op reads it back (the same reads in
+  // the same order as the interpreted group's, so the same bits).
+  const bool scalesAreInputs = std::all_of(
+      last.args.begin() + (last.args.empty() ? 0 : 1), last.args.end(),
+      [&](int64_t arg) { return arg < int64_t(in.size()); });
+  if (kept && scalesAreInputs && launchCompiledFused(stream, code, *kept)) {
+    Tensors stepIn{*kept}, stepOut{out[0]};
+    for (size_t k = 1; k < last.args.size(); ++k)
+      stepIn.push_back(in[size_t(last.args[k])]); // the scales: inputs
+    if (plan.reduces())
+      return reduceOp(stream, last.attrs, stepIn, stepOut);
+    if (last.op == OpCode::LayerNorm)
+      return layerNormOp(stream, last.attrs, stepIn, stepOut);
+    return rmsNormOp(stream, last.attrs, stepIn, stepOut);
+  }
+  if (plan.reduces()) {
+    if (!fusedReduce(stream, last, plan, code, out[0], kept))
+      onHost(OpCode::Fused, stream, a, in, out);
+    return;
+  }
   if (plan.normalizes())
-    return fusedNorm(stream, a.body.back(), plan, code, in, out[0], kept);
-  if (plan.reduces())
+    return fusedNorm(stream, last, plan, code, in, out[0], kept);
+  if (launchCompiledFused(stream, code, out[0]))
     return;
   const int64_t n = out[0].size();
-  if (cudaKernel_t kernel = compiledFused(code, out[0].dtype, n)) {
-    LaunchShape shape = launchShape(n);
-    FusedJitArgs args{};
-    std::memcpy(args.inputs, code.inputs, sizeof(args.inputs));
-    args.out = out[0].data;
-    args.n = n;
-    void *params[] = {&args};
-    cudaError_t status = cudaLaunchKernel(
-        reinterpret_cast<const void *>(kernel), dim3(shape.blocks),
-        dim3(shape.threads), params, 0, streamOf(stream));
-    if (status == cudaSuccess)
-      return;
-    // Not launched: interpreted instead (an error left from earlier work
-    // stays, and the interpreted launch reports it).
-    (void)cudaGetLastError();
-    dropCompiledFused(code, out[0].dtype, n, status);
-  }
   launch("fused", stream, n, fusedKernel, code, out[0].dtype, out[0].data, n);
 }
 

@@ -1,12 +1,13 @@
 //===- FusedJit.h - Fused groups compiled at load time ----------*- C++ -*-===//
 //
-// The CUDA backend compiles each element-wise fused group into a kernel of
-// its own the first time the group runs: CUDA C++ written from its
-// FusedCode (one statement per value, in registers; each load, store and
-// op of its storage and compute type; each broadcast's index arithmetic
-// with its sizes and strides as constants), compiled by NVRTC for the GPU
-// at hand and cached by its text, so the layers of a model, whose groups
-// differ only in their buffers, share one kernel. The interpreted kernel
+// The CUDA backend compiles each element-wise fused group (and the part of
+// a group before the reduce or norm that ends it, when the group keeps
+// that value) into a kernel of its own the first time the group runs: CUDA C++
+// written from its FusedCode (one statement per value, in registers; each load,
+// store and op of its storage and compute type; each broadcast's index
+// arithmetic with its sizes and strides as constants), compiled by NVRTC for
+// the GPU at hand and cached by its text, so the layers of a model, whose
+// groups differ only in their buffers, share one kernel. The interpreted kernel
 // (CudaKernels.cu, fusedKernel) decodes every step for every element and
 // keeps the values in an indexed array, which lives in local memory.
 //
@@ -42,11 +43,11 @@ struct FusedJitArgs {
 /// The name of the generated kernel.
 inline constexpr const char *kFusedJitKernel = "par_fused";
 
-/// CUDA C++ of the kernel that computes `code` (an element-wise group:
-/// no reduce or norm after its last value) for n elements and stores them
-/// as `outType`; empty when the group has a value the generator does not
-/// write (arithmetic on i1), which then runs interpreted. Index arithmetic
-/// is 32-bit when every index and offset fits.
+/// CUDA C++ of the kernel that computes `code`'s last value (an
+/// element-wise group's result, or what its reduce or norm reads) for n
+/// elements and stores them as `outType`; empty when the group has a value the
+/// generator does not write (arithmetic on i1), which then runs interpreted.
+/// Index arithmetic is 32-bit when every index and offset fits.
 std::string fusedJitSource(const FusedCode &code, DType outType, int64_t n);
 
 /// What makes two groups one kernel: their values, broadcasts and types,
