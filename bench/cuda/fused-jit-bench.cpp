@@ -8,6 +8,8 @@
 // long NVRTC takes to compile them for sm_N (default 90): what a run's
 // first step adds. Needs NVRTC, not a GPU.
 //
+// Rank 0's groups (its rank class) are the ones looked at.
+//
 // --check-on-host [--cxx PATH] [--include DIR]: instead, every compiled
 // group's generated kernel (element-wise groups, and the kept value of
 // groups that keep what their reduce or norm reads), built as host C++
@@ -57,9 +59,9 @@ struct Group {
   Tensor result;
 };
 
-/// Rank 0's groups that run compiled; every fused group counted in
-/// `groups`, those that end in a reduce or a norm and keep nothing in
-/// `interpreted`.
+/// Rank 0's groups that run compiled (a program's other rank classes are
+/// not looked at); every fused group counted in `groups`, those that end
+/// in a reduce or a norm and keep nothing in `interpreted`.
 std::vector<Group> elementwiseGroups(const Program &program, int &groups,
                                      int &interpreted) {
   const RankClass &rank = program.classOf(0);
@@ -100,17 +102,19 @@ int compileTimes(const std::vector<std::string> &paths, int arch) {
     return 1;
   }
   std::printf("| program | fused groups | compiled | kernels | "
-              "interpreted (reduce, norm) | compile total (s) | per kernel "
+              "interpreted | compile total (s) | per kernel "
               "min / median / max (ms) |\n|---|--:|--:|--:|--:|--:|--:|\n");
   int failures = 0;
   for (const std::string &path : paths) {
     Program program = loadProgram(path);
-    int groups = 0, interpreted = 0;
+    int groups = 0, interpreted = 0, compiled = 0;
     std::set<std::string> sources;
     for (const Group &g : elementwiseGroups(program, groups, interpreted)) {
       std::string source = fusedJitSource(g.code, g.out.dtype, g.out.size());
-      if (!source.empty())
-        sources.insert(std::move(source));
+      if (source.empty())
+        continue; // runs interpreted
+      ++compiled;
+      sources.insert(std::move(source));
     }
     std::vector<double> ms;
     for (const std::string &source : sources) {
@@ -133,12 +137,11 @@ int compileTimes(const std::vector<std::string> &paths, int arch) {
     const std::string name = path.substr(path.find_last_of('/') + 1);
     if (ms.empty())
       std::printf("| %s | %d | %d | 0 | %d | 0 | - |\n", name.c_str(), groups,
-                  groups - interpreted, interpreted);
+                  compiled, groups - compiled);
     else
       std::printf("| %s | %d | %d | %zu | %d | %.2f | %.0f / %.0f / %.0f |\n",
-                  name.c_str(), groups, groups - interpreted, ms.size(),
-                  interpreted, total / 1e3, ms.front(), ms[ms.size() / 2],
-                  ms.back());
+                  name.c_str(), groups, compiled, ms.size(), groups - compiled,
+                  total / 1e3, ms.front(), ms[ms.size() / 2], ms.back());
   }
   return failures ? 1 : 0;
 }
@@ -172,8 +175,8 @@ bool close(DType type, double got, double want) {
 
 int checkOnHost(const std::vector<std::string> &paths, const std::string &cxx,
                 const std::string &include) {
-  std::printf("| program | groups compiled | kernels | differ |\n"
-              "|---|--:|--:|--:|\n");
+  std::printf("| program | groups compiled | keeping | kernels | all NaN | "
+              "differ |\n|---|--:|--:|--:|--:|--:|\n");
   int failures = 0;
   for (const std::string &path : paths) {
     Program program = loadProgram(path);
@@ -182,13 +185,23 @@ int checkOnHost(const std::vector<std::string> &paths, const std::string &cxx,
     std::map<std::string, size_t> kernelOf;
     std::vector<std::string> sources;
     std::vector<size_t> kernelOfGroup;
-    for (const Group &g : list) {
+    // Groups whose source is empty run interpreted: not checked here.
+    std::vector<Group> checked;
+    for (Group &g : list) {
       auto [it, added] = kernelOf.try_emplace(
           fusedJitKey(g.code, g.out.dtype, g.out.size()), sources.size());
-      if (added)
-        sources.push_back(fusedJitSource(g.code, g.out.dtype, g.out.size()));
+      if (added) {
+        std::string source = fusedJitSource(g.code, g.out.dtype, g.out.size());
+        if (source.empty()) {
+          kernelOf.erase(it);
+          continue;
+        }
+        sources.push_back(std::move(source));
+      }
       kernelOfGroup.push_back(it->second);
+      checked.push_back(std::move(g));
     }
+    list = std::move(checked);
     void *library = nullptr;
     if (!sources.empty()) {
       std::string error;
@@ -200,7 +213,7 @@ int checkOnHost(const std::vector<std::string> &paths, const std::string &cxx,
       }
     }
     std::mt19937 rng(7);
-    int differ = 0;
+    int differ = 0, keeping = 0, allNaN = 0;
     for (size_t n = 0; n < list.size(); ++n) {
       Group &g = list[n];
       std::vector<std::vector<char>> memory;
@@ -217,18 +230,31 @@ int checkOnHost(const std::vector<std::string> &paths, const std::string &cxx,
       Tensor got = g.out, want = g.out, result = g.result;
       allocate(got);
       allocate(want);
+      // Different bytes in each, so an element neither side writes differs.
+      std::fill(memory[memory.size() - 2].begin(),
+                memory[memory.size() - 2].end(), char(0x55));
+      std::fill(memory.back().begin(), memory.back().end(), char(0x2a));
+      keeping += g.keeps;
       args.out = got.data;
       args.n = got.size();
-      hostFusedKernel(library, kernelOfGroup[n])(args);
+      HostFusedKernel kernel = hostFusedKernel(library, kernelOfGroup[n]);
+      if (!kernel) {
+        std::fprintf(stderr, "par-fused-jit-bench: %s: kernel %zu missing\n",
+                     path.c_str(), kernelOfGroup[n]);
+        return 1;
+      }
+      kernel(args);
       if (g.keeps) {
         allocate(result);
         par::rt::fused(g.inst->attrs.body, g.in, result, &want);
       } else {
         par::rt::fused(g.inst->attrs.body, g.in, want);
       }
+      int64_t nan = 0;
       for (int64_t i = 0; i < got.size(); ++i) {
         const double a = loadElement(got.dtype, got.data, i),
                      b = loadElement(want.dtype, want.data, i);
+        nan += std::isnan(a) && std::isnan(b);
         if (close(got.dtype, a, b))
           continue;
         std::fprintf(stderr,
@@ -238,10 +264,12 @@ int checkOnHost(const std::vector<std::string> &paths, const std::string &cxx,
         ++differ;
         break;
       }
+      // A group NaN everywhere on both sides compared nothing.
+      allNaN += got.size() > 0 && nan == got.size();
     }
     const std::string name = path.substr(path.find_last_of('/') + 1);
-    std::printf("| %s | %zu | %zu | %d |\n", name.c_str(), list.size(),
-                sources.size(), differ);
+    std::printf("| %s | %zu | %d | %zu | %d | %d |\n", name.c_str(),
+                list.size(), keeping, sources.size(), allNaN, differ);
     failures += differ;
   }
   return failures ? 1 : 0;

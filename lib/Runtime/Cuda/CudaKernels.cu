@@ -607,7 +607,8 @@ void reportInterpreted(CompiledFused &state, const std::string &cause) {
                  cause.c_str());
 }
 
-/// The kernel compiled for an element-wise group and loaded on this
+/// The kernel compiled for a group (its last value: the result, or what
+/// its reduce or norm reads) and loaded on this
 /// process's GPU; null when it cannot be (no NVRTC, a compile or load
 /// error, PAR_CUDA_JIT=0): the group then runs interpreted. Each group
 /// shape is compiled once.
