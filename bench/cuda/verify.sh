@@ -30,7 +30,8 @@
 #   4. every program of deps/programs (the integration models, GPT-tiny's
 #      training step) on both backends: outputs and losses compared;
 #   5. the GEMM benchmark: par's dot (cuBLASLt) against cuBLAS's own GEMM
-#      on GPT-2 124M's and a 4096-wide layer's shapes;
+#      on GPT-2 124M's and a 4096-wide layer's shapes; NVRTC's time to
+#      compile GPT-2's fused groups (par-fused-jit-bench);
 #   6. GPT-2 124M's training step (bf16, 8 x 1024) against PyTorch eager
 #      (and torch.compile with PAR_GPT2_COMPILE=1), traced op by op; the
 #      fused step with its groups compiled (NVRTC) and interpreted
@@ -138,6 +139,7 @@ else
   if cmake -S "$root" -B "$build" "${cmake_args[@]}" >"$build.configure.log" 2>&1 &&
      cmake --build "$build" -j "$jobs" --target par-run ParRuntimeConformanceTests \
        ParRuntimeKernelTests ParRuntimeCudaLaunchTests par-cuda-gemm-bench \
+       par-fused-jit-bench \
        >"$build.build.log" 2>&1; then
     if grep -q 'CUDA toolkit not found' "$build.configure.log"; then
       fail "runtime-only build: no CUDA toolkit found (nvcc on PATH or CUDA_PATH)"
@@ -221,6 +223,19 @@ elif [ -s "$work/gemm.log" ]; then
   fail "GEMM benchmark: $(tail -2 "$work/gemm.log" | tr '\n' ' ')"
 fi
 cat "$work/gemm.log" 2>/dev/null
+
+# 5b. What compiling GPT-2's fused groups costs on this machine's NVRTC
+# (the time a fused run's first step adds).
+if [ -x "$bin/par-fused-jit-bench" ] && [ -f "$deps/programs-bench/gpt2-124m-fused.parprog" ]; then
+  if checked "fused-group compile" 120 "$work/fused-jit.log" \
+       "$bin/par-fused-jit-bench" --arch "${gpu_arch:-90}" \
+       "$deps/programs-bench/gpt2-124m-fused.parprog"; then
+    pass "fused-group compile: $(awk -F'|' 'END { gsub(/ /, ""); printf "GPT-2 124M, %s of %s groups compiled to %s kernels in %s s", $4, $3, $5, $7 }' "$work/fused-jit.log")"
+  elif [ -s "$work/fused-jit.log" ]; then
+    fail "fused-group compile: $(tail -2 "$work/fused-jit.log" | tr '\n' ' ')"
+  fi
+  cat "$work/fused-jit.log" 2>/dev/null
+fi
 
 # 6. GPT-2 124M's step against PyTorch eager (capped: ops that still run
 # on the host make par's step slow).
