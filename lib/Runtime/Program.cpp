@@ -1347,6 +1347,14 @@ Program programOf(const nlohmann::json &doc, const std::string &path) {
                        std::to_string(buf.firstUse));
       if (old.lastUse == buf.firstUse && buf.firstUse < n) {
         const Instruction &writer = rc.instructions[buf.firstUse];
+        // Two results of one instruction are written together.
+        if (std::find(writer.results.begin(), writer.results.end(),
+                      buf.reuses) != writer.results.end())
+          r.fail(bw, std::string("instruction ") +
+                         std::to_string(buf.firstUse) + " (" +
+                         opName(writer.op) + ") writes buffer " +
+                         std::to_string(buf.reuses) +
+                         " too: two of its results cannot share memory");
         bool reads = std::find(writer.operands.begin(), writer.operands.end(),
                                buf.reuses) != writer.operands.end();
         // A fused group that ends in a reduction or a normalization reads

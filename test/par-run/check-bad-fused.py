@@ -114,6 +114,23 @@ def norm_mutants():
         kept["offset"] = buffers[operand]["offset"]
     yield "kept-in-place", kept_in_place, "cannot write over its own operand"
 
+    def result_over_kept(inst, buffers, instructions):
+        # The normalized result takes the memory of the kept sum, as if the
+        # sum died at the group (its later readers read the result): the
+        # two are written together.
+        kept_id, result_id = inst["results"][1], inst["results"][0]
+        kept, result = buffers[kept_id], buffers[result_id]
+        for other in instructions:
+            if other is not inst:
+                other["operands"] = [result_id if o == kept_id else o
+                                     for o in other["operands"]]
+        result["live"] = [result["live"][0],
+                          max(result["live"][1], kept["live"][1])]
+        kept["live"] = [kept["live"][0], result["live"][0]]
+        result["reuses"] = kept_id
+        result["offset"] = kept["offset"]
+    yield "result-over-kept", result_over_kept, "two of its results cannot share memory"
+
 
 def main():
     par_run, program, work = sys.argv[1:4]
@@ -134,7 +151,9 @@ def main():
     for name, fn, expect in chosen:
         d = copy.deepcopy(doc)
         rc = d["rank_classes"][0]
-        if fn.__code__.co_argcount == 2:  # also edits the buffers
+        if fn.__code__.co_argcount == 3:  # also edits other instructions
+            fn(rc["instructions"][k], rc["buffers"], rc["instructions"])
+        elif fn.__code__.co_argcount == 2:  # also edits the buffers
             fn(rc["instructions"][k], rc["buffers"])
         else:
             fn(rc["instructions"][k])
