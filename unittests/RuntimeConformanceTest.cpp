@@ -746,35 +746,37 @@ TEST_P(Conformance, CompiledFusedGroupsMatchInterpretedOnes) {
   // On the CUDA backend an element-wise group runs as a kernel compiled
   // for it (PAR_CUDA_JIT=0: interpreted); both give the same bits, and the
   // CPU backend's values.
-  // PAR_CUDA_JIT as it was, whatever ends the test.
-  struct Restore {
+  struct Restore { // PAR_CUDA_JIT as it was, whatever ends the test
     std::optional<std::string> saved;
     Restore() {
       if (const char *given = std::getenv("PAR_CUDA_JIT"))
         saved = given;
     }
-    void operator()() const {
+    ~Restore() {
       if (saved)
         setenv("PAR_CUDA_JIT", saved->c_str(), 1);
       else
         unsetenv("PAR_CUDA_JIT");
     }
-    ~Restore() { (*this)(); }
   } restore;
+  int accepted = 0;
+  // The case checked against the CPU backend with its groups compiled,
+  // then run compiled and interpreted.
+  auto runBoth = [&](const Case &c) {
+    setenv("PAR_CUDA_JIT", "1", 1);
+    checkCase(*device, *reference, OpCode::Fused, c, accepted);
+    std::pair<Outcome, Outcome> both{runCase(*device, OpCode::Fused, c), {}};
+    setenv("PAR_CUDA_JIT", "0", 1);
+    both.second = runCase(*device, OpCode::Fused, c);
+    return both;
+  };
 #ifdef PAR_HAVE_CUDA_BACKEND
   const int64_t compiledBefore = par::rt::cudaCompiledFusedKernels();
 #endif
-  int accepted = 0;
   for (DType t : kTypes) {
     SCOPED_TRACE(std::string("every op on ") + dtypeName(t));
     std::mt19937 rng(21 + int(t));
-    const Case c = everyOpCase(t, rng);
-    setenv("PAR_CUDA_JIT", "1", 1);
-    checkCase(*device, *reference, OpCode::Fused, c, accepted);
-    Outcome compiled = runCase(*device, OpCode::Fused, c);
-    setenv("PAR_CUDA_JIT", "0", 1);
-    Outcome interpreted = runCase(*device, OpCode::Fused, c);
-    restore();
+    auto [compiled, interpreted] = runBoth(everyOpCase(t, rng));
     if (HasFatalFailure())
       return;
     ASSERT_FALSE(compiled.error.has_value()) << *compiled.error;
@@ -816,12 +818,7 @@ TEST_P(Conformance, CompiledFusedGroupsMatchInterpretedOnes) {
               ->attrs.epsilon = 1e-5;
           c.out = {{t, shape}, {t, shape}};
         }
-        setenv("PAR_CUDA_JIT", "1", 1);
-        checkCase(*device, *reference, OpCode::Fused, c, accepted);
-        Outcome compiled = runCase(*device, OpCode::Fused, c);
-        setenv("PAR_CUDA_JIT", "0", 1);
-        Outcome interpreted = runCase(*device, OpCode::Fused, c);
-        restore();
+        auto [compiled, interpreted] = runBoth(c);
         if (HasFatalFailure())
           return;
         ASSERT_FALSE(compiled.error.has_value()) << *compiled.error;

@@ -683,11 +683,6 @@ void fusedNorm(Stream stream, const catalogue::FusedStep &step,
                const FusedPlan &plan, const FusedCode &code, const Tensors &in,
                Tensor &out, Tensor *kept);
 
-void reduceOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out);
-void layerNormOp(Stream stream, const Attrs &a, const Tensors &in,
-                 Tensors &out);
-void rmsNormOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out);
-
 /// `code`'s last value into `target` by the group's compiled kernel; false
 /// when it has none (the caller runs it interpreted).
 bool launchCompiledFused(Stream stream, const FusedCode &code, Tensor &target) {
@@ -730,20 +725,14 @@ void fusedOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   }
   const catalogue::FusedStep &last = a.body.back();
   // A group that keeps the value its reduce or norm reads: the compiled
-  // kernel stores it, and the unfused op reads it back (the same reads in
-  // the same order as the interpreted group's, so the same bits).
-  const bool scalesAreInputs = std::all_of(
-      last.args.begin() + (last.args.empty() ? 0 : 1), last.args.end(),
-      [&](int64_t arg) { return arg < int64_t(in.size()); });
-  if (kept && scalesAreInputs && launchCompiledFused(stream, code, *kept)) {
+  // kernel stores it, and the unfused op's kernel reads it back (the same
+  // reads in the same order as the interpreted group's, so the same bits).
+  if (kept && launchCompiledFused(stream, code, *kept)) {
     Tensors stepIn{*kept}, stepOut{out[0]};
+    // A norm's scales are inputs of the group (planFused checked it).
     for (size_t k = 1; k < last.args.size(); ++k)
-      stepIn.push_back(in[size_t(last.args[k])]); // the scales: inputs
-    if (plan.reduces())
-      return reduceOp(stream, last.attrs, stepIn, stepOut);
-    if (last.op == OpCode::LayerNorm)
-      return layerNormOp(stream, last.attrs, stepIn, stepOut);
-    return rmsNormOp(stream, last.attrs, stepIn, stepOut);
+      stepIn.push_back(in[size_t(last.args[k])]);
+    return cudaKernels().lookup(last.op)(stream, last.attrs, stepIn, stepOut);
   }
   if (plan.reduces()) {
     if (!fusedReduce(stream, last, plan, code, out[0], kept))

@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 
 #include <cctype>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -107,6 +108,16 @@ bool narrowIndex(const FusedCode &code, int64_t n) {
   return true;
 }
 
+/// offsetOf's walk over a gather with its sizes and steps fixed, minor dim
+/// first, as a kernel writes it: fn(size, step, moves) for each dim that is
+/// not of size 1, where the offset gains (t % size) * step when step is
+/// not 0, and the index moves on (t /= size) when `moves`.
+template <typename Fn> void walkOf(const Strides &g, Fn fn) {
+  for (int d = g.rank - 1; d >= 0; --d)
+    if (g.size[d] != 1)
+      fn(g.size[d], g.step[d], d > 0);
+}
+
 } // namespace
 
 std::string fusedJitKey(const FusedCode &code, DType outType, int64_t n) {
@@ -133,21 +144,13 @@ std::string fusedJitKey(const FusedCode &code, DType outType, int64_t n) {
     put(v.splat);
     if (v.how != FusedCode::Gather)
       continue;
-    // What the source's walk writes of each dim (fusedJitSource).
-    const Strides &g = code.gathers[v.gather];
-    for (int d = g.rank - 1; d >= 0; --d) {
-      if (g.size[d] == 1)
-        continue;
-      if (g.step[d] != 0) {
-        put('%');
-        put(g.size[d]);
-        put(g.step[d]);
-      }
-      if (d > 0) {
-        put('/');
-        put(g.size[d]);
-      }
-    }
+    // What the source writes of the walk: a size only where it is used.
+    walkOf(code.gathers[v.gather], [&](int64_t size, int64_t step, bool moves) {
+      put(step);
+      put(moves);
+      if (step != 0 || moves)
+        put(size);
+    });
     put('.');
   }
   return key;
@@ -186,30 +189,31 @@ std::string fusedJitSource(const FusedCode &code, DType outType, int64_t n) {
   for (int k = 0; k < code.numValues; ++k) {
     const FusedCode::Value &v = code.values[k];
     const std::string type = computeType(v.compute), x = name(k);
+    // Value k loaded from its input at `index`.
+    auto load = [&](const std::string &index) {
+      s << "    const " << type << " " << x << " = math::loadAs<" << type
+        << ">(" << dtypeEnum(v.storage) << ", a.inputs[" << int(v.slot) << "], "
+        << index << ");\n";
+    };
     switch (v.how) {
     case FusedCode::Unused:
       continue;
     case FusedCode::Input:
-      s << "    const " << type << " " << x << " = math::loadAs<" << type
-        << ">(" << dtypeEnum(v.storage) << ", a.inputs[" << int(v.slot)
-        << "], i);\n";
+      load("i");
       continue;
     case FusedCode::Gather: {
-      // offsetOf's walk, minor dim first, with the sizes and steps fixed.
-      const Strides &g = code.gathers[v.gather];
-      s << "    I o" << k << " = 0;\n    {\n      I t = i;\n";
-      for (int d = g.rank - 1; d >= 0; --d) {
-        if (g.size[d] == 1)
-          continue;
-        if (g.step[d] != 0)
-          s << "      o" << k << " += (t % I(" << g.size[d] << ")) * I("
-            << g.step[d] << ");\n";
-        if (d > 0)
-          s << "      t /= I(" << g.size[d] << ");\n";
-      }
-      s << "    }\n    const " << type << " " << x << " = math::loadAs<" << type
-        << ">(" << dtypeEnum(v.storage) << ", a.inputs[" << int(v.slot)
-        << "], o" << k << ");\n";
+      const std::string o = "o" + std::to_string(k);
+      s << "    I " << o << " = 0;\n    {\n      I t = i;\n";
+      walkOf(code.gathers[v.gather],
+             [&](int64_t size, int64_t step, bool moves) {
+               if (step != 0)
+                 s << "      " << o << " += (t % I(" << size << ")) * I("
+                   << step << ");\n";
+               if (moves)
+                 s << "      t /= I(" << size << ");\n";
+             });
+      s << "    }\n";
+      load(o);
       continue;
     }
     case FusedCode::Splat:
@@ -427,11 +431,15 @@ std::string quoted(const std::string &text) {
 void *buildFusedJitForHost(const std::vector<std::string> &sources,
                            const std::string &cxx, const std::string &include,
                            std::string &error) {
-  const char *tmp = std::getenv("TMPDIR");
-  std::string dir =
-      std::string(tmp && *tmp ? tmp : "/tmp") + "/par-fused-jit-XXXXXX";
-  if (!mkdtemp(dir.data())) {
-    error = "cannot make a directory under " + dir;
+  // A fresh directory in the system's temporary one (TMPDIR); mkdtemp
+  // replaces the template's trailing Xs with a unique name.
+  std::error_code failed;
+  const std::filesystem::path base =
+      std::filesystem::temp_directory_path(failed);
+  std::string dir = (base / "par-fused-jit-XXXXXX").string();
+  if (failed || !mkdtemp(dir.data())) {
+    error = "cannot make a directory in " + base.string() + ": " +
+            (failed ? failed.message() : std::strerror(errno));
     return nullptr;
   }
   std::string files;
