@@ -1020,6 +1020,61 @@ TEST_P(Conformance, LargeShapesMatchTheCpuBackend) {
   }
 }
 
+/// Dots of every operand layout the programs make: plain, either or both
+/// operands stored transposed (read in place with the GEMM's transpose
+/// flags), several contracting or free dims, batch dims, and layouts that
+/// must be packed into a copy first (a batch dim not leading, a
+/// contracting dim between free ones).
+std::vector<std::pair<std::string, Case>> dotLayouts(DType t,
+                                                     std::mt19937 &rng) {
+  std::vector<std::pair<std::string, Case>> all;
+  auto add = [&](std::string name, Shape lhs, Shape rhs,
+                 std::vector<int64_t> lb, std::vector<int64_t> rb,
+                 std::vector<int64_t> lc, std::vector<int64_t> rc, Shape out) {
+    Case c;
+    c.in = {values(t, lhs, rng, -1, 1), values(t, rhs, rng, -1, 1)};
+    c.attrs.lhsBatch = lb;
+    c.attrs.rhsBatch = rb;
+    c.attrs.lhsContract = lc;
+    c.attrs.rhsContract = rc;
+    c.out = {{t, out}};
+    all.push_back({name, c});
+  };
+  add("plain", {33, 20}, {20, 17}, {}, {}, {1}, {0}, {33, 17});
+  add("lhs transposed", {20, 33}, {20, 17}, {}, {}, {0}, {0}, {33, 17});
+  add("rhs transposed", {33, 20}, {17, 20}, {}, {}, {1}, {1}, {33, 17});
+  add("both transposed", {20, 33}, {17, 20}, {}, {}, {0}, {1}, {33, 17});
+  // x [b, s, h] contracted over b and s with dy [b, s, o]: a weight's
+  // gradient, the lhs stored [k..., m].
+  add("two contracting dims", {3, 5, 7}, {3, 5, 9}, {}, {}, {0, 1}, {0, 1},
+      {7, 9});
+  // dy [b, s, o] times w [h, o]: two free dims, the rhs transposed.
+  add("two free dims", {3, 5, 9}, {7, 9}, {}, {}, {2}, {1}, {3, 5, 7});
+  add("batched, both transposed", {4, 6, 5}, {4, 3, 6}, {0}, {0}, {1}, {2},
+      {4, 5, 3});
+  add("batch dim not leading (packed)", {5, 4, 6}, {4, 6, 3}, {1}, {0}, {2},
+      {1}, {4, 5, 3});
+  add("contracting dim in the middle (packed)", {3, 6, 5}, {6, 7}, {}, {}, {1},
+      {0}, {3, 5, 7});
+  return all;
+}
+
+TEST_P(Conformance, DotLayoutsMatchTheCpuBackend) {
+  if (!device)
+    GTEST_SKIP() << missing;
+  for (DType t : {DType::F32, DType::BF16}) {
+    std::mt19937 rng(7 + int(t));
+    for (const auto &[name, c] : dotLayouts(t, rng)) {
+      SCOPED_TRACE(name + " in " + dtypeName(t));
+      int accepted = 0;
+      checkCase(*device, *reference, OpCode::Dot, c, accepted);
+      if (HasFatalFailure())
+        return;
+      EXPECT_EQ(accepted, 1) << "rejected";
+    }
+  }
+}
+
 TEST(ConformanceBackends, UnknownBackendIsAClearError) {
   try {
     createDevice("tpu");
@@ -1042,6 +1097,64 @@ TEST(ConformanceBackends, CudaHasAKernelForEveryComputeOp) {
       EXPECT_TRUE(cudaNative(spec.code))
           << spec.name << " runs on the host on the CUDA backend";
   }
+}
+
+/// The scratch the CUDA table sets aside for a launch, from the shapes
+/// alone (no GPU needed): a dot's packed operands (none where it reads an
+/// operand transposed in place) on a 256-byte boundary before cuBLASLt's
+/// workspace, a token's double for cross-entropy, the result in its
+/// compute type for scatter-add.
+TEST(ConformanceBackends, CudaScratchSizesFollowTheLaunches) {
+  const KernelTable &table = cudaKernels();
+  ASSERT_NE(table.reserveScratch, nullptr);
+  std::mt19937 rng(3);
+  // Tensors that point somewhere (the checks want data) but are never read.
+  static char nowhere;
+  auto scratchOf = [&](OpCode op, const Case &c) {
+    std::vector<Tensor> in, out;
+    for (const HostTensor &h : c.in)
+      in.push_back(Tensor{h.dtype, h.shape, &nowhere});
+    for (const auto &[dtype, shape] : c.out)
+      out.push_back(Tensor{dtype, shape, &nowhere});
+    return table.scratchBytes(op, c.attrs, in, out);
+  };
+  std::map<std::string, size_t> dot;
+  for (const auto &[name, c] : dotLayouts(DType::F32, rng))
+    dot[name] = scratchOf(OpCode::Dot, c);
+  const size_t workspace = dot.at("plain");
+  EXPECT_GE(workspace, size_t(1) << 20);
+  for (const char *inPlace :
+       {"lhs transposed", "rhs transposed", "both transposed",
+        "two contracting dims", "two free dims", "batched, both transposed"})
+    EXPECT_EQ(dot.at(inPlace), workspace) << inPlace << " packs an operand";
+  // lhs [5, 4, 6] f32 (480 bytes) packed, rounded up to 512.
+  EXPECT_EQ(dot.at("batch dim not leading (packed)"), workspace + 512);
+  // lhs [3, 6, 5] f32 (360 bytes) packed, rounded up to 512.
+  EXPECT_EQ(dot.at("contracting dim in the middle (packed)"), workspace + 512);
+  Case empty;
+  empty.in = {HostTensor(DType::F32, {3, 0}), HostTensor(DType::F32, {0, 4})};
+  empty.attrs.lhsContract = {1};
+  empty.attrs.rhsContract = {0};
+  empty.out = {{DType::F32, {3, 4}}};
+  EXPECT_EQ(scratchOf(OpCode::Dot, empty), 0u) << "a dot with k = 0 fills";
+
+  Case loss;
+  loss.in = {HostTensor(DType::BF16, {9, 50}), HostTensor(DType::I32, {9})};
+  loss.out = {{DType::F32, {}}};
+  EXPECT_EQ(scratchOf(OpCode::CrossEntropy, loss), 9 * sizeof(double));
+  Case scatter;
+  scatter.in = {HostTensor(DType::BF16, {10, 4}), HostTensor(DType::I32, {3}),
+                HostTensor(DType::BF16, {3, 4})};
+  scatter.out = {{DType::BF16, {10, 4}}};
+  EXPECT_EQ(scratchOf(OpCode::ScatterAdd, scatter), 40 * sizeof(float));
+  scatter.in[0] = HostTensor(DType::F64, {10, 4});
+  scatter.in[2] = HostTensor(DType::F64, {3, 4});
+  scatter.out = {{DType::F64, {10, 4}}};
+  EXPECT_EQ(scratchOf(OpCode::ScatterAdd, scatter), 40 * sizeof(double));
+  Case add;
+  add.in = {HostTensor(DType::F32, {4}), HostTensor(DType::F32, {4})};
+  add.out = {{DType::F32, {4}}};
+  EXPECT_EQ(scratchOf(OpCode::Add, add), 0u);
 }
 
 /// The host side of a one-rank world: every group has one member, and a

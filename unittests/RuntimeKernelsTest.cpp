@@ -1131,6 +1131,65 @@ TEST(DotKernel, GeneralBatchAndContractingDims) {
       checkDot(c, dtype, rng);
 }
 
+// Which operands both backends read in place (stored as a batch of
+// transposed matrices, the GEMM's transpose flag) and which they pack.
+TEST(DotKernel, PlanReadsTransposedOperandsInPlace) {
+  struct Want {
+    DotCase c;
+    bool lhsTransposed, rhsTransposed, packsLhs, packsRhs;
+  };
+  const Want cases[] = {
+      {{{7, 5}, {5, 3}, {}, {}, {1}, {0}}, false, false, false, false},
+      {{{5, 7}, {5, 3}, {}, {}, {0}, {0}}, true, false, false, false},
+      {{{7, 5}, {3, 5}, {}, {}, {1}, {1}}, false, true, false, false},
+      {{{3, 5, 7}, {3, 13, 5}, {0}, {0}, {1}, {2}}, true, true, false, false},
+      {{{2, 5, 4, 3}, {2, 5, 6}, {}, {}, {0, 1}, {0, 1}},
+       true,
+       false,
+       false,
+       false},
+      // A batch dim not leading, a contracting dim between free ones, and
+      // contracting dims paired out of order are packed.
+      {{{3, 2, 4}, {4, 5, 3}, {0}, {2}, {2}, {0}}, false, false, false, true},
+      {{{3, 6, 5}, {6, 7}, {}, {}, {1}, {0}}, false, false, true, false},
+      {{{3, 4, 5}, {5, 4, 2}, {}, {}, {1, 2}, {1, 0}},
+       false,
+       false,
+       false,
+       true},
+  };
+  for (const Want &w : cases) {
+    const DotCase &c = w.c;
+    Buffer lhs(DType::F32, c.lhs), rhs(DType::F32, c.rhs);
+    Shape outShape;
+    for (int64_t d : c.lb)
+      outShape.push_back(c.lhs[size_t(d)]);
+    for (size_t d = 0; d < c.lhs.size(); ++d)
+      if (std::count(c.lb.begin(), c.lb.end(), int64_t(d)) +
+              std::count(c.lc.begin(), c.lc.end(), int64_t(d)) ==
+          0)
+        outShape.push_back(c.lhs[d]);
+    for (size_t d = 0; d < c.rhs.size(); ++d)
+      if (std::count(c.rb.begin(), c.rb.end(), int64_t(d)) +
+              std::count(c.rc.begin(), c.rc.end(), int64_t(d)) ==
+          0)
+        outShape.push_back(c.rhs[d]);
+    Buffer out(DType::F32, outShape);
+    Tensor tl = lhs.tensor(), tr = rhs.tensor(), to = out.tensor();
+    DotPlan p = planDot(tl, tr, c.lb, c.rb, c.lc, c.rc, to);
+    SCOPED_TRACE(describe(DType::F32, c.lhs) + " . " +
+                 describe(DType::F32, c.rhs));
+    EXPECT_EQ(p.lhsTransposed, w.lhsTransposed);
+    EXPECT_EQ(p.rhsTransposed, w.rhsTransposed);
+    EXPECT_EQ(p.packsLhs(), w.packsLhs);
+    EXPECT_EQ(p.packsRhs(), w.packsRhs);
+    const size_t lhsBytes =
+        w.packsLhs ? (size_t(tl.bytes()) + 255) / 256 * 256 : 0;
+    EXPECT_EQ(p.packedBytes(tl, tr),
+              lhsBytes + (w.packsRhs ? size_t(tr.bytes()) : 0));
+  }
+}
+
 TEST(DotKernel, EmptyContractionGivesZeros) {
   for (DType dtype : {DType::F32, DType::BF16, DType::F64}) {
     Buffer lhs(dtype, {3, 0}), rhs(dtype, {0, 4});

@@ -1082,4 +1082,141 @@ TEST(BubbleReplay, NamesAReceiveWithoutASend) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// The backend's scratch, set aside before the first step
+//===----------------------------------------------------------------------===//
+
+/// What the scratch tables below were last asked to set aside.
+size_t reservedKernelScratch = 0;
+bool refuseKernelScratch = false;
+
+/// The CPU backend with scratch sizes of its own: a dot asks for its
+/// operands' and result's bytes, a layer norm for 1000 bytes.
+class ScratchDevice final : public Device {
+public:
+  ScratchDevice() : cpu_(createDevice("cpu")), table_(cpu_->kernels()) {
+    table_.scratch[size_t(OpCode::Dot)] = [](const Attrs &,
+                                             const std::vector<Tensor> &in,
+                                             const std::vector<Tensor> &out) {
+      return in[0].bytes() + in[1].bytes() + out[0].bytes();
+    };
+    table_.scratch[size_t(OpCode::LayerNorm)] =
+        [](const Attrs &, const std::vector<Tensor> &,
+           const std::vector<Tensor> &) { return size_t(1000); };
+    table_.reserveScratch = [](size_t bytes) {
+      if (refuseKernelScratch)
+        throw DeviceError("out of device memory: 12 bytes are free");
+      reservedKernelScratch = bytes;
+    };
+  }
+  const char *backend() const override { return "scratch"; }
+  MemorySpace memorySpace() const override { return cpu_->memorySpace(); }
+  const KernelTable &kernels() const override { return table_; }
+  void *allocate(size_t bytes, size_t alignment) override {
+    return cpu_->allocate(bytes, alignment);
+  }
+  void release(void *memory) override { cpu_->release(memory); }
+  void fill(void *dst, unsigned char byte, size_t bytes) override {
+    cpu_->fill(dst, byte, bytes);
+  }
+  size_t trailingBytesEqual(const void *memory, size_t bytes,
+                            unsigned char byte) override {
+    return cpu_->trailingBytesEqual(memory, bytes, byte);
+  }
+  void copyIn(void *dst, const void *host, size_t bytes) override {
+    cpu_->copyIn(dst, host, bytes);
+  }
+  void copyOut(void *host, const void *src, size_t bytes) override {
+    cpu_->copyOut(host, src, bytes);
+  }
+  void copy(void *dst, const void *src, size_t bytes) override {
+    cpu_->copy(dst, src, bytes);
+  }
+  Stream computeStream() override { return cpu_->computeStream(); }
+  Stream commStream() override { return cpu_->commStream(); }
+  Event record(Stream stream) override { return cpu_->record(stream); }
+  void wait(Stream stream, Event event) override { cpu_->wait(stream, event); }
+  void synchronize() override { cpu_->synchronize(); }
+
+private:
+  std::unique_ptr<Device> cpu_;
+  KernelTable table_;
+};
+
+/// Rank 0 of the toy program's world, whose collectives are never run
+/// here: an all-reduce asks for three times its operand's bytes of
+/// scratch, a permute for 5 bytes.
+class ScratchComm final : public Collectives {
+public:
+  int64_t worldRank() const override { return 0; }
+  int64_t worldSize() const override { return 4; }
+  int64_t memberIndex(int64_t) const override { return 0; }
+  int64_t memberCount(int64_t) const override { return 2; }
+  std::vector<int64_t> memberShape(int64_t) const override { return {2}; }
+  void allReduce(int64_t, ReduceOp, const Tensor &, Tensor &, Stream) override {
+  }
+  void allGather(int64_t, int64_t, const Tensor &, Tensor &, Stream) override {}
+  void reduceScatter(int64_t, ReduceOp, int64_t, const Tensor &, Tensor &,
+                     Stream) override {}
+  void allToAll(int64_t, int64_t, int64_t, const Tensor &, Tensor &,
+                Stream) override {}
+  void permute(int64_t, const std::vector<std::pair<int64_t, int64_t>> &,
+               const Tensor &, Tensor &, Stream) override {}
+  void exchange(int64_t, const std::vector<int64_t> &, const void *,
+                const std::vector<int64_t> &, void *) override {}
+  std::unique_ptr<Transfer> send(int64_t, int64_t, const Tensor &) override {
+    return nullptr;
+  }
+  std::unique_ptr<Transfer> recv(int64_t, int64_t, Tensor &) override {
+    return nullptr;
+  }
+  std::vector<std::string> gatherToRoot(const std::string &bytes) override {
+    return {bytes};
+  }
+  void barrier() override {}
+  void agree(std::vector<int64_t> &, ReduceOp) override {}
+  size_t scratchBytes(OpCode op, const Attrs &, const Tensor &input,
+                      const Tensor &) const override {
+    if (op == OpCode::AllReduce)
+      return 3 * input.bytes();
+    return op == OpCode::CollectivePermute ? 5 : 0;
+  }
+  void reserveScratch(size_t bytes) override { reserved = bytes; }
+  size_t reserved = 0;
+};
+
+TEST(ExecutorScratch, SetsAsideTheMostAnyLaunchAndCollectiveNeeds) {
+  Program program = parseProgram(kProgram, kFile);
+  ScratchDevice device;
+  ScratchComm comm;
+  reservedKernelScratch = 0;
+  refuseKernelScratch = false;
+  Executor exec(program, device, comm, nullptr);
+  // The dot reads x [2, 8] and w [8, 3] and writes [2, 3] (64 + 96 + 24
+  // bytes); the layer norm's 1000 is the most.
+  EXPECT_EQ(exec.kernelScratchBytes(), 1000);
+  EXPECT_EQ(reservedKernelScratch, 1000u);
+  // The all-reduce's operand is [2, 3] f32: 72 bytes, over the permute's 5.
+  EXPECT_EQ(exec.commScratchBytes(), 72);
+  EXPECT_EQ(comm.reserved, 72u);
+}
+
+TEST(ExecutorScratch, ADeviceTooSmallForItNamesTheWholeNeed) {
+  Program program = parseProgram(kProgram, kFile);
+  ScratchDevice device;
+  ScratchComm comm;
+  refuseKernelScratch = true;
+  try {
+    Executor exec(program, device, comm, nullptr);
+    ADD_FAILURE() << "expected a RunError";
+  } catch (const RunError &e) {
+    EXPECT_THAT(e.what(),
+                AllOf(HasSubstr("rank 0: cannot set aside 1000 bytes of "
+                                "kernel scratch next to the 928-byte arena "
+                                "(2000 bytes in all)"),
+                      HasSubstr("12 bytes are free")));
+  }
+  refuseKernelScratch = false;
+}
+
 } // namespace

@@ -10,7 +10,8 @@ at different points). A program with a PROGRAM.judge file holding
 "losses" is judged by its losses alone (its outputs' error is printed):
 GPT-tiny's AdamW states after 10 steps, where a gradient is zero up to
 rounding (a key bias under softmax's shift invariance) and AdamW scales
-that rounding up to the learning rate.
+that rounding up to the learning rate. A run whose kernels needed more
+scratch than par-run set aside from the program fails too.
 """
 import argparse
 import json
@@ -60,6 +61,12 @@ def main() -> int:
             code, log = run(args.par_run, program, backend, steps, out)
             if code != 0:
                 status = f"FAIL ({backend}: exit {code}: {log.strip().splitlines()[-1] if log.strip() else ''})"
+                break
+            # A launch that needed more scratch than the executor set aside
+            # from the program: the backend's size function undercounts.
+            short = [line for line in log.splitlines() if "undercounts" in line]
+            if short:
+                status = f"FAIL ({backend}: {short[0].strip()})"
                 break
             outs[backend] = json.loads(out.read_text())
             logs[backend] = losses_of(log)

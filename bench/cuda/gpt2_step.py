@@ -83,11 +83,14 @@ def par_step(par_run, program, steps, env=None):
     proc = subprocess.run([par_run, program, "--backend=cuda", "--steps", str(steps + 1),
                            "--log-every", "1"], capture_output=True, text=True,
                           env=None if env is None else {**os.environ, **env})
-    # Its step lines (losses, times) go to the log, and whether its fused
-    # groups ran compiled.
+    # Its step lines (losses, times) go to the log, its device memory (the
+    # plan, the scratch set aside, what libraries took), and whether its
+    # fused groups ran compiled and its scratch sizes held.
     print(f"{program}{' ' + str(env) if env else ''}:",
-          *(line for line in proc.stdout.splitlines() if line.startswith("step")),
-          *(line for line in proc.stderr.splitlines() if "interpreted" in line),
+          *(line for line in proc.stdout.splitlines()
+            if line.startswith("step") or "device memory" in line),
+          *(line for line in proc.stderr.splitlines()
+            if "interpreted" in line or "undercounts" in line),
           sep="\n  ", file=sys.stderr)
     if proc.returncode != 0:
         lines = (proc.stdout + proc.stderr).strip().splitlines()

@@ -56,9 +56,51 @@ Executor::Executor(const Program &program, Device &device, Collectives &comm,
   }
   try {
     device_.fill(arena_, kCanary, size_t(allocated_));
+    reserveScratch();
   } catch (...) {
     device_.release(arena_);
     throw;
+  }
+}
+
+void Executor::reserveScratch() {
+  for (const Instruction &inst : class_->instructions) {
+    if (inst.op == OpCode::Send || inst.op == OpCode::Recv)
+      continue;
+    std::vector<Tensor> in, out;
+    for (int64_t id : inst.operands)
+      in.push_back(buffer(id));
+    for (int64_t id : inst.results)
+      out.push_back(buffer(id));
+    if (catalogue::spec(inst.op).usesGroup) {
+      if (!in.empty() && !out.empty())
+        commScratch_ = std::max<int64_t>(
+            commScratch_,
+            int64_t(comm_.scratchBytes(inst.op, inst.attrs, in[0], out[0])));
+      continue;
+    }
+    kernelScratch_ = std::max<int64_t>(
+        kernelScratch_,
+        int64_t(kernels_.scratchBytes(inst.op, inst.attrs, in, out)));
+  }
+  auto need = [&](const char *what, int64_t bytes) {
+    return "rank " + std::to_string(rank_) + ": cannot set aside " +
+           std::to_string(bytes) + " bytes of " + what + " next to the " +
+           std::to_string(class_->arenaBytes) + "-byte arena (" +
+           std::to_string(class_->arenaBytes + kernelScratch_ + commScratch_) +
+           " bytes in all): ";
+  };
+  try {
+    if (kernelScratch_ > 0 && kernels_.reserveScratch)
+      kernels_.reserveScratch(size_t(kernelScratch_));
+  } catch (const std::exception &e) {
+    throw RunError(need("kernel scratch", kernelScratch_) + e.what());
+  }
+  try {
+    if (commScratch_ > 0)
+      comm_.reserveScratch(size_t(commScratch_));
+  } catch (const std::exception &e) {
+    throw RunError(need("collective scratch", commScratch_) + e.what());
   }
 }
 

@@ -665,6 +665,11 @@ int runRank(const Options &o, int rank, int size) {
   }
   // The device before the collectives that may run on it: destroyed after.
   std::unique_ptr<Device> device = createDevice(o.backend);
+  // Free device memory before the communicators, the arena and the
+  // scratch, and after the first step (libraries that allocate lazily):
+  // what is gone beyond the arena and scratch is the libraries' own.
+  const int64_t freeAtStart = device->freeBytes();
+  int64_t freeAfterStep = -1;
   std::unique_ptr<Collectives> comm = createMpiCollectives(program, o.timeout);
   std::unique_ptr<Tracer> tracer;
   if (!o.trace.empty())
@@ -858,6 +863,8 @@ int runRank(const Options &o, int rank, int size) {
       before = exec.saveState();
     exec.feedData(data, o.seed, step);
     exec.runStep(step);
+    if (step == first)
+      freeAfterStep = device->freeBytes();
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
@@ -1018,6 +1025,13 @@ int runRank(const Options &o, int rank, int size) {
     }
   }
 
+  // Device memory gone over the run beyond the arena and the scratch
+  // (-1 where the device cannot tell).
+  int64_t outsidePlan = -1;
+  if (freeAtStart >= 0 && freeAfterStep >= 0)
+    outsidePlan = std::max<int64_t>(
+        0, freeAtStart - freeAfterStep - rc.arenaBytes -
+               exec.kernelScratchBytes() - exec.commScratchBytes());
   if (rank == 0 && o.json) {
     const Executor::Traffic &traffic = exec.lastStepTraffic();
     if (!stages.empty())
@@ -1029,6 +1043,9 @@ int runRank(const Options &o, int rank, int size) {
               {"seconds", totalSeconds},
               {"peak_bytes", peak},
               {"planned_bytes", rc.arenaBytes},
+              {"kernel_scratch_bytes", exec.kernelScratchBytes()},
+              {"collective_scratch_bytes", exec.commScratchBytes()},
+              {"outside_plan_bytes", outsidePlan},
               {"collectives", traffic.collectives},
               {"moved_elements", traffic.movedElements},
               {"sent_bytes", traffic.sentBytes}});
@@ -1037,6 +1054,16 @@ int runRank(const Options &o, int rank, int size) {
                 "planned per rank\n",
                 (long long)o.steps, totalSeconds, human(peak).c_str(),
                 human(rc.arenaBytes).c_str());
+    if (device->memorySpace() == MemorySpace::Device)
+      std::printf(
+          "par-run: device memory on rank 0: arena %s, scratch %s "
+          "(kernels %s, collectives %s), outside the plan %s "
+          "(NCCL, cuBLASLt, loaded kernels: measured)\n",
+          human(rc.arenaBytes).c_str(),
+          human(exec.kernelScratchBytes() + exec.commScratchBytes()).c_str(),
+          human(exec.kernelScratchBytes()).c_str(),
+          human(exec.commScratchBytes()).c_str(),
+          outsidePlan < 0 ? "unknown" : human(outsidePlan).c_str());
     for (size_t c = 0; c < stages.size(); ++c)
       std::printf("par-run: rank class %zu (ranks %s): measured peak %s of "
                   "%s planned\n",

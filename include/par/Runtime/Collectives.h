@@ -100,6 +100,19 @@ public:
   /// (a save's id, whether a step was finite, whether a save failed).
   virtual void agree(std::vector<int64_t> &values, ReduceOp kind) = 0;
 
+  /// Device memory the group op `op` needs besides its operand and result
+  /// (NCCL's collectives: pieces rearranged into whole blocks), from their
+  /// shapes alone. Zero where collectives work in host memory.
+  virtual size_t scratchBytes(catalogue::OpCode op,
+                              const catalogue::Attrs &attrs,
+                              const Tensor &input, const Tensor &out) const {
+    (void)op, (void)attrs, (void)input, (void)out;
+    return 0;
+  }
+  /// Sets aside `bytes` of that scratch (the most of any one collective:
+  /// they run one after another) before the first step.
+  virtual void reserveScratch(size_t bytes) { (void)bytes; }
+
   CommContext context;
 };
 

@@ -66,6 +66,9 @@ public:
   virtual void wait(Stream stream, Event event) = 0;
   /// Returns when all issued work is done.
   virtual void synchronize() = 0;
+  /// The device's free memory in bytes, or -1 where its memory is the
+  /// host's: what libraries take outside the plan is measured from it.
+  virtual int64_t freeBytes() { return -1; }
 
   /// A whole tensor's bytes in from, or out to, the host.
   void copyTensorIn(const Tensor &t, const std::vector<char> &host) {

@@ -88,6 +88,12 @@ public:
   /// Highest arena byte written so far (rounded up to the alignment), from
   /// the canary the arena was filled with: the measured peak memory.
   int64_t measuredPeak() const;
+  /// Device memory set aside next to the arena for the step's launches
+  /// and collectives (the backend's scratch: packed GEMM operands, per-row
+  /// partials, cuBLASLt's workspace, NCCL's rearranged pieces), sized from
+  /// the program before the first step. Zero on the CPU backend.
+  int64_t kernelScratchBytes() const { return kernelScratch_; }
+  int64_t commScratchBytes() const { return commScratch_; }
   /// Global value of output `i`, assembled on rank 0 from every rank's
   /// slice (partial sums added; a flat view's padding dropped). Empty on
   /// other ranks. Collective.
@@ -133,6 +139,8 @@ private:
   /// the rank at coordinate `to`/`from` on the group's axis, all other
   /// coordinates this rank's.
   void transfer(const Instruction &inst, size_t index);
+  /// Sizes the backend's scratch from every instruction and sets it aside.
+  void reserveScratch();
   /// Waits for the sends whose buffer instruction `index` may reuse (all
   /// of them at the end of a step).
   void completeSends(size_t index);
@@ -147,6 +155,7 @@ private:
   const RankClass *class_;
   char *arena_ = nullptr;
   int64_t allocated_ = 0;
+  int64_t kernelScratch_ = 0, commScratch_ = 0;
   int64_t step_ = 0;
   Traffic traffic_;
   /// Sends in flight, with the last instruction their buffer is kept for.

@@ -34,13 +34,36 @@ struct BatchMember {
 /// Issues a whole batch of one op as one launch.
 using BatchKernel = void (*)(Stream stream, std::vector<BatchMember> &members);
 
+/// Device memory one launch needs besides its operands and results (packed
+/// GEMM operands, per-row partial results, a library's workspace), from
+/// their shapes and types alone: the data pointers are not read.
+using ScratchSize = size_t (*)(const catalogue::Attrs &attrs,
+                               const std::vector<Tensor> &in,
+                               const std::vector<Tensor> &out);
+
 struct KernelTable {
   const char *backend = "";
   std::array<Kernel, catalogue::kNumOps> kernels{};
   /// Where a backend has none for an op, a batch runs member by member.
   std::array<BatchKernel, catalogue::kNumOps> batched{};
 
+  /// Null where a launch needs no memory of its own in the backend's
+  /// memory space (the CPU backend's packed copies live on the heap).
+  std::array<ScratchSize, catalogue::kNumOps> scratch{};
+  /// Sets aside `bytes` of scratch, the most any one launch of the program
+  /// needs (launches run one after another on the compute stream and
+  /// share it), before the first step: the step allocates nothing, and a
+  /// device too small fails at start naming the need. Null with no
+  /// scratch tables.
+  void (*reserveScratch)(size_t bytes) = nullptr;
+
   Kernel lookup(catalogue::OpCode op) const { return kernels[size_t(op)]; }
+  size_t scratchBytes(catalogue::OpCode op, const catalogue::Attrs &attrs,
+                      const std::vector<Tensor> &in,
+                      const std::vector<Tensor> &out) const {
+    ScratchSize size = scratch[size_t(op)];
+    return size ? size(attrs, in, out) : 0;
+  }
   BatchKernel lookupBatch(catalogue::OpCode op) const {
     return batched[size_t(op)];
   }

@@ -238,11 +238,26 @@ void checkSelect(const Tensor &pred, const Tensor &onTrue,
 void checkConvert(const Tensor &input, const Tensor &out);
 
 /// A dot as batched GEMMs: lhs permuted by lhsPerm is [batch, m, k], rhs
-/// permuted by rhsPerm is [batch, k, n], the result is [batch, m, n].
+/// permuted by rhsPerm is [batch, k, n], the result is [batch, m, n]. An
+/// operand whose permutation only swaps its matrix dims (lhs stored as
+/// [batch, k, m], rhs as [batch, n, k]) is `transposed`: a GEMM reads it
+/// in place with its transpose flag; every other non-identity permutation
+/// is packed into a copy first (`packedBytes`, each operand's start
+/// aligned to 256 bytes).
 struct DotPlan {
   std::vector<int64_t> lhsPerm, rhsPerm;
   int64_t batch = 1, m = 1, k = 1, n = 1;
+  bool lhsTransposed = false, rhsTransposed = false;
+  bool packsLhs() const;
+  bool packsRhs() const;
+  /// Bytes of the packed copies, lhs first (256-byte aligned), then rhs.
+  size_t packedLhsBytes(const Tensor &lhs) const;
+  size_t packedBytes(const Tensor &lhs, const Tensor &rhs) const;
 };
+/// Whether `perm` keeps its first `lead` dims in place and swaps the two
+/// runs of dims after them, each kept in order: [0 .. lead-1, lead+q ..
+/// r-1, lead .. lead+q-1].
+bool swapsTrailingRuns(const std::vector<int64_t> &perm, size_t lead);
 DotPlan planDot(const Tensor &lhs, const Tensor &rhs,
                 const std::vector<int64_t> &lhsBatch,
                 const std::vector<int64_t> &rhsBatch,

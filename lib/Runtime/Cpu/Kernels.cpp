@@ -603,38 +603,10 @@ const T *packPermuted(const Tensor &t, const std::vector<int64_t> &perm,
   return storage.data();
 }
 
-/// Whether `perm` keeps its first `lead` dims in place and swaps the two
-/// runs of dims after them, each kept in order: [0 .. lead-1, lead+q ..
-/// r-1, lead .. lead+q-1]. An operand permuted so is a batch of matrices
-/// stored transposed, which a GEMM reads in place.
-bool swapsTrailingRuns(const std::vector<int64_t> &perm, size_t lead) {
-  const size_t r = perm.size();
-  if (r < lead + 2)
-    return false;
-  for (size_t d = 0; d < lead; ++d)
-    if (perm[d] != int64_t(d))
-      return false;
-  // The second run starts where the permuted dims go back to `lead`.
-  size_t split = lead + 1;
-  while (split < r && perm[split] != int64_t(lead))
-    ++split;
-  if (split == r)
-    return false;
-  const int64_t q = int64_t(r - split); // dims of the second run
-  for (size_t d = lead; d < split; ++d)
-    if (perm[d] != int64_t(lead) + q + int64_t(d - lead))
-      return false;
-  for (size_t d = split; d < r; ++d)
-    if (perm[d] != int64_t(lead + (d - split)))
-      return false;
-  return true;
-}
-
 template <typename T>
-void dotAs(const Tensor &lhs, const Tensor &rhs,
-           const std::vector<int64_t> &lhsPerm,
-           const std::vector<int64_t> &rhsPerm, size_t batchDims, int64_t batch,
-           int64_t m, int64_t k, int64_t n, Tensor &out) {
+void dotAs(const Tensor &lhs, const Tensor &rhs, const DotPlan &p,
+           Tensor &out) {
+  const int64_t batch = p.batch, m = p.m, k = p.k, n = p.n;
   const char *op = "dot";
   Output<T> result(out);
   T *c = result.data();
@@ -647,8 +619,8 @@ void dotAs(const Tensor &lhs, const Tensor &rhs,
   }
   // An operand stored transposed (lhs as [k, m], rhs as [n, k] per batch)
   // is read in place with BLAS's transpose flags instead of being packed.
-  const bool transA = swapsTrailingRuns(lhsPerm, batchDims);
-  const bool transB = swapsTrailingRuns(rhsPerm, batchDims);
+  const bool transA = p.lhsTransposed, transB = p.rhsTransposed;
+  const std::vector<int64_t> &lhsPerm = p.lhsPerm, &rhsPerm = p.rhsPerm;
   auto identity = [](size_t rank) {
     std::vector<int64_t> perm(rank);
     std::iota(perm.begin(), perm.end(), 0);
@@ -2364,6 +2336,49 @@ void fused(const std::vector<catalogue::FusedStep> &steps,
 // Contraction
 //===----------------------------------------------------------------------===//
 
+bool swapsTrailingRuns(const std::vector<int64_t> &perm, size_t lead) {
+  const size_t r = perm.size();
+  if (r < lead + 2)
+    return false;
+  for (size_t d = 0; d < lead; ++d)
+    if (perm[d] != int64_t(d))
+      return false;
+  // The second run starts where the permuted dims go back to `lead`.
+  size_t split = lead + 1;
+  while (split < r && perm[split] != int64_t(lead))
+    ++split;
+  if (split == r)
+    return false;
+  const int64_t q = int64_t(r - split); // dims of the second run
+  for (size_t d = lead; d < split; ++d)
+    if (perm[d] != int64_t(lead) + q + int64_t(d - lead))
+      return false;
+  for (size_t d = split; d < r; ++d)
+    if (perm[d] != int64_t(lead + (d - split)))
+      return false;
+  return true;
+}
+
+static bool isIdentityPerm(const std::vector<int64_t> &perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != int64_t(i))
+      return false;
+  return true;
+}
+
+bool DotPlan::packsLhs() const {
+  return !lhsTransposed && !isIdentityPerm(lhsPerm);
+}
+bool DotPlan::packsRhs() const {
+  return !rhsTransposed && !isIdentityPerm(rhsPerm);
+}
+size_t DotPlan::packedLhsBytes(const Tensor &lhs) const {
+  return packsLhs() ? (lhs.bytes() + 255) / 256 * 256 : 0;
+}
+size_t DotPlan::packedBytes(const Tensor &lhs, const Tensor &rhs) const {
+  return packedLhsBytes(lhs) + (packsRhs() ? rhs.bytes() : 0);
+}
+
 DotPlan planDot(const Tensor &lhs, const Tensor &rhs,
                 const std::vector<int64_t> &lhsBatch,
                 const std::vector<int64_t> &rhsBatch,
@@ -2433,7 +2448,10 @@ DotPlan planDot(const Tensor &lhs, const Tensor &rhs,
     fail(op, "contracting " + typeStr(lhs) + " with " + typeStr(rhs) +
                  " gives " + shapeDesc(expected) + ", but out is " +
                  typeStr(out));
-  return {lhsPerm, rhsPerm, batch, m, k, n};
+  DotPlan plan{lhsPerm, rhsPerm, batch, m, k, n};
+  plan.lhsTransposed = swapsTrailingRuns(lhsPerm, lhsBatch.size());
+  plan.rhsTransposed = swapsTrailingRuns(rhsPerm, rhsBatch.size());
+  return plan;
 }
 
 void dot(const Tensor &lhs, const Tensor &rhs,
@@ -2443,10 +2461,8 @@ void dot(const Tensor &lhs, const Tensor &rhs,
          const std::vector<int64_t> &rhsContract, Tensor &out) {
   DotPlan p =
       planDot(lhs, rhs, lhsBatch, rhsBatch, lhsContract, rhsContract, out);
-  withFloatCompute(out.dtype, [&](auto tag) {
-    dotAs<decltype(tag)>(lhs, rhs, p.lhsPerm, p.rhsPerm, lhsBatch.size(),
-                         p.batch, p.m, p.k, p.n, out);
-  });
+  withFloatCompute(out.dtype,
+                   [&](auto tag) { dotAs<decltype(tag)>(lhs, rhs, p, out); });
 }
 
 //===----------------------------------------------------------------------===//

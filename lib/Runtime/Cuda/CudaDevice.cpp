@@ -170,6 +170,11 @@ public:
     PAR_CUDA(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream),
                                  static_cast<cudaEvent_t>(event), 0));
   }
+  int64_t freeBytes() override {
+    size_t free = 0, total = 0;
+    PAR_CUDA(cudaMemGetInfo(&free, &total));
+    return int64_t(free);
+  }
   void synchronize() override {
     PAR_CUDA(cudaStreamSynchronize(comm_));
     PAR_CUDA(cudaStreamSynchronize(compute_));

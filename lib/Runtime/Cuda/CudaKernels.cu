@@ -1389,19 +1389,44 @@ void sgdOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
 // Lookups, losses and positions
 //===----------------------------------------------------------------------===//
 
-/// Device memory a kernel needs for the length of one launch (per-row
-/// partial results, packed GEMM operands, cuBLASLt's workspace). It grows
-/// to the largest request and is reused; every user runs on the one compute
-/// stream, so a later launch cannot overwrite what an earlier one still
-/// reads.
+/// Device memory a launch needs for its own length (per-row partial
+/// results, packed GEMM operands, cuBLASLt's workspace): one region shared
+/// by every launch, since all run on the one compute stream and a later
+/// launch cannot overwrite what an earlier one still reads. The executor
+/// sets it aside before the first step (reserve) with the most any launch
+/// of the program asks for (the table's scratch sizes below). A launch
+/// that asks for more grows it, which synchronizes the device: expected
+/// for kernels run outside a program, and reported once when a program's
+/// size undercounts.
 class Scratch {
 public:
-  void *get(size_t bytes) {
+  void reserve(size_t bytes) {
+    planned_ = std::max(planned_, bytes);
+    if (bytes <= size_)
+      return;
+    release();
+    cudaError_t status = cudaMalloc(&memory_, bytes);
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError(); // clear the error
+      size_t free = 0, total = 0;
+      cudaMemGetInfo(&free, &total);
+      throw KernelError("cuda: out of device memory: " + std::to_string(free) +
+                        " of " + std::to_string(total) + " bytes are free");
+    }
+    PAR_CUDA_KERNEL(status);
+    size_ = bytes;
+  }
+  void *get(size_t bytes, const char *op) {
     if (bytes > size_) {
-      if (memory_)
-        PAR_CUDA_KERNEL(cudaFree(memory_)); // synchronizes the device
-      memory_ = nullptr;
-      size_ = 0;
+      if (planned_ > 0 && !warned_) {
+        warned_ = true;
+        std::fprintf(stderr,
+                     "par-run: warning: cuda: %s needed %zu bytes of scratch, "
+                     "more than the %zu set aside for the program (its "
+                     "scratch size undercounts); grown\n",
+                     op, bytes, planned_);
+      }
+      release();
       PAR_CUDA_KERNEL(cudaMalloc(&memory_, bytes));
       size_ = bytes;
     }
@@ -1409,10 +1434,30 @@ public:
   }
 
 private:
+  void release() {
+    if (memory_)
+      PAR_CUDA_KERNEL(cudaFree(memory_)); // synchronizes the device
+    memory_ = nullptr;
+    size_ = 0;
+  }
   void *memory_ = nullptr;
-  size_t size_ = 0;
+  size_t size_ = 0, planned_ = 0;
+  bool warned_ = false;
 };
 
+Scratch &kernelScratch() {
+  static Scratch *scratch = new Scratch();
+  return *scratch;
+}
+
+void reserveKernelScratch(size_t bytes) { kernelScratch().reserve(bytes); }
+
+/// The bytes of each compute type, as withCompute picks it.
+size_t computeBytes(DType type) {
+  size_t bytes = 0;
+  withCompute(type, [&](auto tag) { bytes = sizeof(tag); });
+  return bytes;
+}
 
 template <typename W>
 __global__ void embeddingKernel(const W *table, DType idType, const void *ids,
@@ -1492,19 +1537,19 @@ __global__ void meanOfRows(const double *loss, int64_t tokens, DType type,
   storeAs<double>(type, out, 0, tokens ? total / double(tokens) : 0.0);
 }
 
-Scratch &rowScratch() {
-  static Scratch *scratch = new Scratch();
-  return *scratch;
+/// One double per token.
+size_t crossEntropyScratch(const Attrs &, const Tensors &in, const Tensors &) {
+  return std::max<size_t>(size_t(in.at(1).size()) * sizeof(double), 8);
 }
 
-void crossEntropyOp(Stream stream, const Attrs &, const Tensors &in,
+void crossEntropyOp(Stream stream, const Attrs &a, const Tensors &in,
                     Tensors &out) {
   const Tensor &logits = in[0], &labels = in[1];
   OnHost hostLabels(stream, labels);
   checkCrossEntropy(logits, hostLabels.tensor, out[0]);
   const int64_t vocab = logits.shape.back(), tokens = labels.size();
   auto *loss = static_cast<double *>(
-      rowScratch().get(std::max<size_t>(size_t(tokens) * sizeof(double), 8)));
+      kernelScratch().get(crossEntropyScratch(a, in, out), "cross_entropy"));
   withFloat(logits.dtype, [&](auto tag) {
     using T = decltype(tag);
     if (vocab >= kBlockRowLength) {
@@ -1734,6 +1779,13 @@ __global__ void scatterAddKernel(T *result, IndexSpace index, DType indexType,
   }
 }
 
+/// The result accumulated in its compute type.
+size_t scatterAddScratch(const Attrs &, const Tensors &, const Tensors &out) {
+  const Tensor &result = out.at(0);
+  return std::max<size_t>(size_t(result.size()) * computeBytes(result.dtype),
+                          8);
+}
+
 void scatterAddOp(Stream stream, const Attrs &a, const Tensors &in,
                   Tensors &out) {
   SlicePlan plan = planScatterAdd(in[0], in[1], in[2], a.dims, out[0]);
@@ -1744,8 +1796,8 @@ void scatterAddOp(Stream stream, const Attrs &a, const Tensors &in,
   const Tensor &result = out[0];
   withCompute(result.dtype, [&](auto tag) {
     using T = decltype(tag);
-    T *acc = static_cast<T *>(rowScratch().get(
-        std::max<size_t>(size_t(result.size()) * sizeof(T), 8)));
+    T *acc = static_cast<T *>(
+        kernelScratch().get(scatterAddScratch(a, in, out), "scatter_add"));
     launch("scatter_add", stream, result.size(), loadAllKernel<T>, in[0].dtype,
            (const void *)in[0].data, acc, result.size());
     launch("scatter_add", stream, plan.sliceSize, scatterAddKernel<T>, acc,
@@ -2338,11 +2390,9 @@ void checkLt(cublasStatus_t status, const char *call) {
 }
 #define PAR_LT(call) checkLt((call), #call)
 
-/// cuBLASLt's handle and the scratch of the GEMMs (one set per process:
-/// a rank drives one GPU).
+/// cuBLASLt's handle (one per process: a rank drives one GPU).
 struct Gemm {
   cublasLtHandle_t handle = nullptr;
-  Scratch packed, workspace;
   std::mutex mutex;
   Gemm() { PAR_LT(cublasLtCreate(&handle)); }
 };
@@ -2353,12 +2403,27 @@ Gemm &gemmState() {
 
 inline constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
-/// C[b] = A[b] B[b] for row-major A [m, k], B [k, n], C [m, n] (batched
-/// with strides m*k, k*n, m*n). Column-major cuBLASLt computes the
-/// transposed product C^T = B^T A^T, which is the same memory.
-void batchedGemm(Stream stream, DType type, const void *a, const void *b,
-                 void *c, int64_t batch, int64_t m, int64_t k, int64_t n,
-                 Gemm &state) {
+size_t alignedTo256(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/// A dot's scratch: its packed operands (DotPlan::packedBytes), then
+/// cuBLASLt's workspace on a 256-byte boundary.
+size_t dotScratch(const Attrs &a, const Tensors &in, const Tensors &out) {
+  DotPlan p = planDot(in.at(0), in.at(1), a.lhsBatch, a.rhsBatch, a.lhsContract,
+                      a.rhsContract, out.at(0));
+  if (p.batch * p.m * p.n == 0 || p.k == 0)
+    return 0;
+  return alignedTo256(p.packedBytes(in[0], in[1])) + kWorkspaceBytes;
+}
+
+/// C[b] = op(A[b]) op(B[b]) for row-major A [m, k] (stored [k, m] when
+/// `transA`), B [k, n] (stored [n, k] when `transB`), C [m, n], batched
+/// with strides m*k, k*n, m*n. Column-major cuBLASLt computes the
+/// transposed product C^T = B^T A^T, which is the same memory: a
+/// row-major operand read as column-major is its transpose, so a stored
+/// transpose is undone by the operation's transpose flag.
+void batchedGemm(Stream stream, DType type, const void *a, bool transA,
+                 const void *b, bool transB, void *c, int64_t batch, int64_t m,
+                 int64_t k, int64_t n, void *workspace, Gemm &state) {
   cudaDataType_t data = CUDA_R_32F, scale = CUDA_R_32F;
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   switch (type) {
@@ -2396,10 +2461,23 @@ void batchedGemm(Stream stream, DType type, const void *a, const void *b,
     }
   } release{desc, la, lb, lc, pref};
   PAR_LT(cublasLtMatmulDescCreate(&desc, compute, scale));
-  // In cuBLASLt's column-major terms: "A" is our B ([n, k], ld n), "B" is
-  // our A ([k, m], ld k), "C" is [n, m], ld n.
-  PAR_LT(cublasLtMatrixLayoutCreate(&la, data, uint64_t(n), uint64_t(k), n));
-  PAR_LT(cublasLtMatrixLayoutCreate(&lb, data, uint64_t(k), uint64_t(m), k));
+  // In cuBLASLt's column-major terms: "A" is our B ([n, k], ld n; stored
+  // transposed, [k, n], ld k, read with OP_T), "B" is our A ([k, m], ld k;
+  // stored transposed, [m, k], ld m, read with OP_T), "C" is [n, m], ld n.
+  const cublasOperation_t opA = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t opB = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  PAR_LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opA,
+                                        sizeof(opA)));
+  PAR_LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB,
+                                        sizeof(opB)));
+  if (transB)
+    PAR_LT(cublasLtMatrixLayoutCreate(&la, data, uint64_t(k), uint64_t(n), k));
+  else
+    PAR_LT(cublasLtMatrixLayoutCreate(&la, data, uint64_t(n), uint64_t(k), n));
+  if (transA)
+    PAR_LT(cublasLtMatrixLayoutCreate(&lb, data, uint64_t(m), uint64_t(k), m));
+  else
+    PAR_LT(cublasLtMatrixLayoutCreate(&lb, data, uint64_t(k), uint64_t(m), k));
   PAR_LT(cublasLtMatrixLayoutCreate(&lc, data, uint64_t(n), uint64_t(m), n));
   if (batch > 1) {
     int32_t count = int32_t(batch);
@@ -2442,7 +2520,6 @@ void batchedGemm(Stream stream, DType type, const void *a, const void *b,
                       std::string(dtypeName(type)) + " GEMM of " +
                       std::to_string(m) + "x" + std::to_string(k) + " by " +
                       std::to_string(k) + "x" + std::to_string(n));
-  void *workspace = state.workspace.get(kWorkspaceBytes);
   const float oneF = 1, zeroF = 0;
   const double oneD = 1, zeroD = 0;
   const void *alpha = type == DType::F64 ? (const void *)&oneD : &oneF;
@@ -2450,13 +2527,6 @@ void batchedGemm(Stream stream, DType type, const void *a, const void *b,
   PAR_LT(cublasLtMatmul(state.handle, desc, alpha, b, la, a, lb, beta, c, lc, c,
                         lc, &result.algo, workspace, kWorkspaceBytes,
                         streamOf(stream)));
-}
-
-bool isIdentity(const std::vector<int64_t> &perm) {
-  for (size_t i = 0; i < perm.size(); ++i)
-    if (perm[i] != int64_t(i))
-      return false;
-  return true;
 }
 
 /// `t` permuted by `perm` into `packed` (row-major), or false when the
@@ -2486,24 +2556,26 @@ void dotOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   Gemm &state = gemmState();
   std::lock_guard<std::mutex> lock(state.mutex);
   const void *lhs = in[0].data, *rhs = in[1].data;
-  const bool packLhs = !isIdentity(p.lhsPerm), packRhs = !isIdentity(p.rhsPerm);
-  // cuBLASLt reads operands faster (and some algorithms only) at 256-byte
-  // alignment: the packed rhs starts on such a boundary.
-  size_t lhsBytes = packLhs ? (in[0].bytes() + 255) / 256 * 256 : 0;
-  size_t rhsBytes = packRhs ? in[1].bytes() : 0;
-  char *packed = static_cast<char *>(
-      state.packed.get(std::max<size_t>(lhsBytes + rhsBytes, 1)));
-  if (packLhs) {
-    if (!pack(stream, in[0], p.lhsPerm, packed))
+  // Operands stored transposed are read in place (the GEMM's transpose
+  // flags); other permutations are packed, lhs first, the rhs and the
+  // workspace each on a 256-byte boundary (cuBLASLt reads operands faster,
+  // and some algorithms only, at that alignment).
+  const size_t lhsBytes = p.packedLhsBytes(in[0]);
+  const size_t packedBytes = alignedTo256(p.packedBytes(in[0], in[1]));
+  char *scratch = static_cast<char *>(
+      kernelScratch().get(packedBytes + kWorkspaceBytes, "dot"));
+  if (p.packsLhs()) {
+    if (!pack(stream, in[0], p.lhsPerm, scratch))
       return onHost(OpCode::Dot, stream, a, in, out);
-    lhs = packed;
+    lhs = scratch;
   }
-  if (packRhs) {
-    if (!pack(stream, in[1], p.rhsPerm, packed + lhsBytes))
+  if (p.packsRhs()) {
+    if (!pack(stream, in[1], p.rhsPerm, scratch + lhsBytes))
       return onHost(OpCode::Dot, stream, a, in, out);
-    rhs = packed + lhsBytes;
+    rhs = scratch + lhsBytes;
   }
-  batchedGemm(stream, c.dtype, lhs, rhs, c.data, p.batch, p.m, p.k, p.n, state);
+  batchedGemm(stream, c.dtype, lhs, p.lhsTransposed, rhs, p.rhsTransposed,
+              c.data, p.batch, p.m, p.k, p.n, scratch + packedBytes, state);
 }
 
 //===----------------------------------------------------------------------===//
@@ -2577,6 +2649,10 @@ Table build() {
   set(OpCode::Attention, attentionOp);
   set(OpCode::AttentionGradQ, attentionGradQOp);
   set(OpCode::AttentionGradKv, attentionGradKvOp);
+  t.kernels.scratch[size_t(OpCode::Dot)] = dotScratch;
+  t.kernels.scratch[size_t(OpCode::CrossEntropy)] = crossEntropyScratch;
+  t.kernels.scratch[size_t(OpCode::ScatterAdd)] = scatterAddScratch;
+  t.kernels.reserveScratch = reserveKernelScratch;
   return t;
 }
 

@@ -29,6 +29,8 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -302,20 +304,58 @@ private:
     return comm;
   }
 
+  /// What allGather, reduceScatter and allToAll above ask of scratch().
+  size_t scratchBytes(catalogue::OpCode op, const catalogue::Attrs &a,
+                      const Tensor &input, const Tensor &out) const override {
+    const int64_t n = memberCount(a.group);
+    int64_t outer = 1, inner = 1;
+    switch (op) {
+    case catalogue::OpCode::AllGather:
+      cuda::piecesView(out.shape, a.dim, n, outer, inner);
+      return outer == 1 ? 0 : out.bytes();
+    case catalogue::OpCode::ReduceScatter:
+      cuda::piecesView(input.shape, a.dim, n, outer, inner);
+      return outer == 1 ? 0 : input.bytes();
+    case catalogue::OpCode::AllToAll:
+      return 2 * input.bytes();
+    default:
+      return 0;
+    }
+  }
+  void reserveScratch(size_t bytes) override {
+    planned_ = std::max(planned_, bytes);
+    if (bytes > scratchBytes_)
+      grow(bytes);
+  }
+
   /// At least `bytes` of device memory for one collective's rearranged
   /// copy (collectives run one after another on the communication
-  /// stream).
+  /// stream). The executor sets aside what the program needs before the
+  /// first step; growing synchronizes the device, and when a program's
+  /// size undercounts it is reported once.
   void *scratch(size_t bytes) {
     if (bytes > scratchBytes_) {
-      device_.synchronize();
-      if (scratch_)
-        PAR_CUDA(cudaFree(scratch_));
-      scratch_ = nullptr;
-      scratchBytes_ = 0;
-      PAR_CUDA(cudaMalloc(&scratch_, bytes));
-      scratchBytes_ = bytes;
+      if (planned_ > 0 && !warned_) {
+        warned_ = true;
+        std::fprintf(stderr,
+                     "par-run: warning: nccl: a collective needed %zu bytes "
+                     "of scratch, more than the %zu set aside for the "
+                     "program (its scratch size undercounts); grown\n",
+                     bytes, planned_);
+      }
+      grow(bytes);
     }
     return scratch_;
+  }
+
+  void grow(size_t bytes) {
+    device_.synchronize();
+    if (scratch_)
+      PAR_CUDA(cudaFree(scratch_));
+    scratch_ = nullptr;
+    scratchBytes_ = 0;
+    PAR_CUDA(cudaMalloc(&scratch_, bytes));
+    scratchBytes_ = bytes;
   }
 
   void rearrange(cudaStream_t stream, DType dtype, const void *src,
@@ -336,7 +376,8 @@ private:
   Device &device_;
   std::map<int64_t, ncclComm_t> comms_;
   void *scratch_ = nullptr;
-  size_t scratchBytes_ = 0;
+  size_t scratchBytes_ = 0, planned_ = 0;
+  bool warned_ = false;
   std::unique_ptr<Collectives> staged_;
 };
 
