@@ -10,6 +10,7 @@
 
 #include "par/Runtime/Bubble.h"
 #include "par/Runtime/Collectives.h"
+#include "par/Runtime/Comm/CollectiveWatch.h"
 #include "par/Runtime/Executor.h"
 #include "par/Runtime/Program.h"
 #include "par/Runtime/Rng.h"
@@ -1217,6 +1218,70 @@ TEST(ExecutorScratch, ADeviceTooSmallForItNamesTheWholeNeed) {
                       HasSubstr("12 bytes are free")));
   }
   refuseKernelScratch = false;
+}
+
+//===----------------------------------------------------------------------===//
+// The watchdog of collectives that return before they complete (NCCL)
+//===----------------------------------------------------------------------===//
+
+TEST(CollectiveWatch, DropsCompletedCollectivesInOrder) {
+  CollectiveWatch<int> watch(300);
+  CommContext context{7, 9,
+                      "all_reduce over [tp] (instruction 9 at m.mlir:9:8)"};
+  for (int token : {1, 2, 3})
+    watch.issued(token, "ncclAllReduce", 3, context, 10.0 * token);
+  std::set<int> done = {1, 3}, released;
+  auto isDone = [&](int token) { return done.count(token) > 0; };
+  auto release = [&](int token) { released.insert(token); };
+  // 2 has not completed: 3 waits behind it, though it is done.
+  watch.poll(100, isDone, release);
+  EXPECT_EQ(released, std::set<int>({1}));
+  EXPECT_EQ(watch.inFlight(), 2u);
+  done.insert(2);
+  watch.poll(100, isDone, release);
+  EXPECT_EQ(released, std::set<int>({1, 2, 3}));
+  EXPECT_EQ(watch.inFlight(), 0u);
+}
+
+TEST(CollectiveWatch, OneRunningPastTheTimeoutNamesItsRankStepAndCall) {
+  CollectiveWatch<int> watch(300);
+  watch.issued(1, "ncclAllReduce", 0, CommContext{2, 4, "warm-up"}, 0);
+  watch.issued(2, "ncclAllGather", 3,
+               CommContext{7, 9,
+                           "all_gather over [dp] (instruction 9 at "
+                           "m.mlir:9:8)"},
+               50);
+  watch.issued(3, "ncclAllReduce", 3, CommContext{7, 10, "later"}, 60);
+  std::set<int> released;
+  auto release = [&](int token) { released.insert(token); };
+  auto onlyFirst = [](int token) { return token == 1; };
+  // 300 s after the gather was issued, not more: nothing yet.
+  watch.poll(350, onlyFirst, release);
+  EXPECT_EQ(released, std::set<int>({1}));
+  try {
+    watch.poll(351, onlyFirst, release);
+    ADD_FAILURE() << "expected a CommError";
+  } catch (const CommError &e) {
+    EXPECT_EQ(std::string(e.what()),
+              "rank 3, step 7, all_gather over [dp] (instruction 9 at "
+              "m.mlir:9:8): ncclAllGather did not complete within 300 s "
+              "(--timeout): a member of its group stalled or failed (1 "
+              "later collective(s) wait behind it)");
+  }
+  // The entries stay: waiting on is told again.
+  EXPECT_EQ(watch.inFlight(), 2u);
+  EXPECT_THROW(watch.poll(400, onlyFirst, release), CommError);
+  watch.clear(release);
+  EXPECT_EQ(released, std::set<int>({1, 2, 3}));
+  EXPECT_EQ(watch.inFlight(), 0u);
+}
+
+TEST(CollectiveWatch, NoTimeoutNeverFires) {
+  CollectiveWatch<int> watch(0);
+  watch.issued(1, "ncclSend/ncclRecv (permute)", 0, CommContext{}, 0);
+  watch.poll(
+      1e9, [](int) { return false; }, [](int) {});
+  EXPECT_EQ(watch.inFlight(), 1u);
 }
 
 } // namespace

@@ -683,7 +683,7 @@ int runRank(const Options &o, int rank, int size) {
     comm = createStagedCollectives(std::move(comm), *device);
   else if (device->memorySpace() == MemorySpace::Device)
     comm = createDeviceCollectives(std::move(comm), *device,
-                                   int64_t(program.groups.size()));
+                                   int64_t(program.groups.size()), o.timeout);
   Executor exec(program, *device, *comm, tracer.get());
   const RankClass &rc = exec.rankClass();
 

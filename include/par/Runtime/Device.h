@@ -18,6 +18,7 @@
 #include "par/Runtime/KernelTable.h"
 #include "par/Runtime/Tensor.h"
 
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -66,6 +67,11 @@ public:
   virtual void wait(Stream stream, Event event) = 0;
   /// Returns when all issued work is done.
   virtual void synchronize() = 0;
+  /// Called now and then while the host waits for the device's streams
+  /// (a synchronize, a copy out): the watchdog of collectives that return
+  /// before they complete. It may throw to stop the wait. Devices whose
+  /// work runs when called ignore it.
+  virtual void setWaitHook(std::function<void()> hook) { (void)hook; }
   /// The device's free memory in bytes, or -1 where its memory is the
   /// host's: what libraries take outside the plan is measured from it.
   virtual int64_t freeBytes() { return -1; }

@@ -164,9 +164,10 @@ createStagedCollectives(std::unique_ptr<Collectives> inner, Device &device) {
 
 std::unique_ptr<Collectives>
 createDeviceCollectives(std::unique_ptr<Collectives> host, Device &device,
-                        [[maybe_unused]] int64_t groups) {
+                        [[maybe_unused]] int64_t groups,
+                        [[maybe_unused]] double timeoutSeconds) {
 #ifdef PAR_HAVE_NCCL
-  return createNcclCollectives(std::move(host), device, groups);
+  return createNcclCollectives(std::move(host), device, groups, timeoutSeconds);
 #else
   return createStagedCollectives(std::move(host), device);
 #endif

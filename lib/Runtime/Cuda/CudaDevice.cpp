@@ -15,9 +15,12 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <map>
+#include <thread>
 #include <vector>
 
 namespace par::rt {
@@ -127,14 +130,14 @@ public:
     PAR_CUDA(
         cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, compute_));
     // The host buffer may be gone when the call returns.
-    PAR_CUDA(cudaStreamSynchronize(compute_));
+    waitFor(compute_);
   }
   void copyOut(void *host, const void *src, size_t bytes) override {
     if (bytes == 0)
       return;
     PAR_CUDA(
         cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, compute_));
-    PAR_CUDA(cudaStreamSynchronize(compute_));
+    waitFor(compute_);
   }
   void copy(void *dst, const void *src, size_t bytes) override {
     if (bytes == 0 || dst == src)
@@ -176,20 +179,55 @@ public:
     return int64_t(free);
   }
   void synchronize() override {
-    PAR_CUDA(cudaStreamSynchronize(comm_));
-    PAR_CUDA(cudaStreamSynchronize(compute_));
+    waitFor(comm_);
+    waitFor(compute_);
     // Kernels report failures at the next synchronizing call.
     PAR_CUDA(cudaGetLastError());
     for (cudaEvent_t event : events_)
       cudaEventDestroy(event);
     events_.clear();
+    // Everything issued is done: the hook's record of it can go.
+    if (hook_)
+      hook_();
+  }
+  void setWaitHook(std::function<void()> hook) override {
+    hook_ = std::move(hook);
   }
 
 private:
+  /// Returns when `stream`'s work is done. With a wait hook, polls the
+  /// stream (spinning at first, then sleeping 20 us between polls) and
+  /// calls the hook every millisecond, which may throw to give up.
+  void waitFor(cudaStream_t stream) {
+    if (!hook_) {
+      PAR_CUDA(cudaStreamSynchronize(stream));
+      return;
+    }
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point last = Clock::now();
+    for (unsigned polls = 0;; ++polls) {
+      cudaError_t status = cudaStreamQuery(stream);
+      if (status == cudaSuccess)
+        return;
+      if (status != cudaErrorNotReady)
+        PAR_CUDA(status);
+      Clock::time_point now = Clock::now();
+      if (now - last >= std::chrono::milliseconds(1)) {
+        hook_();
+        last = now;
+      }
+      if (polls < 1000)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
   int gpu_ = 0;
   cudaStream_t compute_ = nullptr, comm_ = nullptr;
   std::vector<cudaEvent_t> events_;
   std::map<void *, void *> bases_; // aligned pointer -> cudaMalloc's
+  std::function<void()> hook_;
 };
 
 } // namespace

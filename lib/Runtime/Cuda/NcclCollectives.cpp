@@ -21,6 +21,7 @@
 
 #include "par/Runtime/Cuda/CudaBackend.h"
 
+#include "par/Runtime/Comm/CollectiveWatch.h"
 #include "par/Runtime/Comm/DeviceCollectives.h"
 
 #include "CudaCheck.h"
@@ -30,6 +31,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -43,14 +45,19 @@ public:
   /// order on every rank: made lazily, ranks that first reach different
   /// groups in different orders would wait for each other.
   NcclCollectives(std::unique_ptr<Collectives> host, Device &device,
-                  int64_t groups)
-      : host_(std::move(host)), device_(device) {
+                  int64_t groups, double timeoutSeconds)
+      : host_(std::move(host)), device_(device), watch_(timeoutSeconds) {
     for (int64_t group = 0; group < groups; ++group)
       comm(group);
+    device_.setWaitHook([this] { poll(); });
   }
   ~NcclCollectives() override {
+    device_.setWaitHook(nullptr);
     for (auto &[group, comm] : comms_)
       ncclCommDestroy(comm);
+    watch_.clear([&](cudaEvent_t event) { spareEvents_.push_back(event); });
+    for (cudaEvent_t event : spareEvents_)
+      cudaEventDestroy(event);
     if (scratch_)
       cudaFree(scratch_);
   }
@@ -69,7 +76,7 @@ public:
 
   void allReduce(int64_t group, ReduceOp kind, const Tensor &input, Tensor &out,
                  Stream) override {
-    Issue issue(*this);
+    Issue issue(*this, "ncclAllReduce");
     check(ncclAllReduce(input.data, out.data, size_t(input.size()), type(input),
                         op(kind), comm(group), issue.stream),
           "ncclAllReduce");
@@ -78,7 +85,7 @@ public:
   void allGather(int64_t group, int64_t dim, const Tensor &input, Tensor &out,
                  Stream) override {
     const int64_t n = memberCount(group);
-    Issue issue(*this);
+    Issue issue(*this, "ncclAllGather");
     int64_t outer, inner;
     cuda::piecesView(out.shape, dim, n, outer, inner);
     // Pieces gathered member after member are the result when no outer
@@ -95,7 +102,7 @@ public:
   void reduceScatter(int64_t group, ReduceOp kind, int64_t dim,
                      const Tensor &input, Tensor &out, Stream) override {
     const int64_t n = memberCount(group);
-    Issue issue(*this);
+    Issue issue(*this, "ncclReduceScatter");
     int64_t outer, inner;
     cuda::piecesView(input.shape, dim, n, outer, inner);
     const void *pieces = input.data;
@@ -113,7 +120,7 @@ public:
   void allToAll(int64_t group, int64_t splitDim, int64_t concatDim,
                 const Tensor &input, Tensor &out, Stream) override {
     const int64_t n = memberCount(group);
-    Issue issue(*this);
+    Issue issue(*this, "ncclSend/ncclRecv (all-to-all)");
     char *send = static_cast<char *>(scratch(2 * input.bytes()));
     char *receive = send + input.bytes();
     rearrange(issue.stream, input.dtype, input.data,
@@ -139,7 +146,7 @@ public:
                const std::vector<std::pair<int64_t, int64_t>> &pairs,
                const Tensor &input, Tensor &out, Stream) override {
     const int64_t me = memberIndex(group);
-    Issue issue(*this);
+    Issue issue(*this, "ncclSend/ncclRecv (permute)");
     bool received = false;
     for (auto [source, target] : pairs)
       received = received || target == me;
@@ -196,13 +203,19 @@ public:
 
 private:
   /// The communication stream, ordered after the compute stream's work on
-  /// construction and before its later work on destruction.
+  /// construction and before its later work on destruction, when the
+  /// collective (`call`, for the watchdog) is noted as in flight.
   struct Issue {
     NcclCollectives &self;
+    const char *call;
     cudaStream_t stream;
-    explicit Issue(NcclCollectives &self)
-        : self(self),
+    Issue(NcclCollectives &self, const char *call)
+        : self(self), call(call),
           stream(static_cast<cudaStream_t>(self.device_.commStream())) {
+      if (self.aborted_)
+        throw CommError("rank " + std::to_string(self.worldRank()) +
+                        ": NCCL's communicators were aborted after an "
+                        "earlier collective failed");
       Device &d = self.device_;
       d.wait(d.commStream(), d.record(d.computeStream()));
     }
@@ -212,10 +225,83 @@ private:
       try {
         Device &d = self.device_;
         d.wait(d.computeStream(), d.record(d.commStream()));
+        self.watchIssued(call, stream);
       } catch (...) {
       }
     }
   };
+
+  static double now() {
+    return std::chrono::duration<double>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+  /// Notes a collective just issued on `stream` for the watchdog: an
+  /// event recorded after it, which poll() queries.
+  void watchIssued(const char *call, cudaStream_t stream) {
+    cudaEvent_t event = nullptr;
+    if (!spareEvents_.empty()) {
+      event = spareEvents_.back();
+      spareEvents_.pop_back();
+    } else {
+      PAR_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    }
+    if (cudaEventRecord(event, stream) != cudaSuccess) {
+      spareEvents_.push_back(event);
+      return; // the stream's error surfaces at the next synchronization
+    }
+    watch_.issued(event, call, worldRank(), context, now());
+  }
+
+  /// The watchdog, called while the host waits for the device: drops the
+  /// collectives that completed; one still running past --timeout, or an
+  /// error NCCL reports on a communicator (a peer that exited, a network
+  /// failure), aborts every communicator (so no rank of this process
+  /// waits on them again) and raises CommError naming it.
+  void poll() {
+    if (aborted_)
+      return;
+    try {
+      watch_.poll(
+          now(),
+          [](cudaEvent_t event) {
+            // An error other than "not ready" is the stream's, reported
+            // by the synchronization that waits for it.
+            return cudaEventQuery(event) != cudaErrorNotReady;
+          },
+          [&](cudaEvent_t event) { spareEvents_.push_back(event); });
+      for (auto &[group, comm] : comms_) {
+        ncclResult_t state = ncclSuccess;
+        if (ncclCommGetAsyncError(comm, &state) == ncclSuccess &&
+            state != ncclSuccess && state != ncclInProgress) {
+          std::string detail = ncclGetErrorString(state);
+          if (const char *last = ncclGetLastError(comm); last && *last)
+            detail += std::string(" (") + last + ")";
+          throw CommError("rank " + std::to_string(worldRank()) +
+                          (context.step
+                               ? ", step " + std::to_string(context.step)
+                               : std::string()) +
+                          ": NCCL reports an error on the communicator of "
+                          "group " +
+                          std::to_string(group) + ": " + detail);
+        }
+      }
+    } catch (const CommError &) {
+      abortAll();
+      throw;
+    }
+  }
+
+  /// Aborts every communicator: NCCL's kernels that wait on them return,
+  /// so the streams drain and the process can report and exit.
+  void abortAll() {
+    aborted_ = true;
+    for (auto &[group, comm] : comms_)
+      ncclCommAbort(comm);
+    comms_.clear();
+    watch_.clear([&](cudaEvent_t event) { spareEvents_.push_back(event); });
+  }
 
   /// ncclGroupStart .. ncclGroupEnd, closed on an error path too.
   struct Group {
@@ -378,6 +464,9 @@ private:
   void *scratch_ = nullptr;
   size_t scratchBytes_ = 0, planned_ = 0;
   bool warned_ = false;
+  CollectiveWatch<cudaEvent_t> watch_;
+  std::vector<cudaEvent_t> spareEvents_;
+  bool aborted_ = false;
   std::unique_ptr<Collectives> staged_;
 };
 
@@ -385,8 +474,9 @@ private:
 
 std::unique_ptr<Collectives>
 createNcclCollectives(std::unique_ptr<Collectives> host, Device &device,
-                      int64_t groups) {
-  return std::make_unique<NcclCollectives>(std::move(host), device, groups);
+                      int64_t groups, double timeoutSeconds) {
+  return std::make_unique<NcclCollectives>(std::move(host), device, groups,
+                                           timeoutSeconds);
 }
 
 } // namespace par::rt

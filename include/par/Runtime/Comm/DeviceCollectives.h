@@ -32,10 +32,14 @@ std::unique_ptr<Collectives>
 createStagedCollectives(std::unique_ptr<Collectives> inner, Device &device);
 /// The collectives `device` runs on (NCCL where built in, staged
 /// otherwise) for a program of `groups` communicator groups, owning the
-/// host communicator `host`; `device` must outlive the result.
+/// host communicator `host`; `device` must outlive the result. NCCL's
+/// collectives return before they complete: one still running
+/// `timeoutSeconds` after it was issued (par-run's --timeout; <= 0: never)
+/// is an error when the host next waits for the device (the staged
+/// collectives time out in the host communicator's calls).
 std::unique_ptr<Collectives>
 createDeviceCollectives(std::unique_ptr<Collectives> host, Device &device,
-                        int64_t groups);
+                        int64_t groups, double timeoutSeconds = 0);
 /// Whether createDeviceCollectives gives NCCL's.
 bool ncclBuiltIn();
 

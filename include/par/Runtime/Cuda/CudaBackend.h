@@ -30,10 +30,12 @@ int64_t cudaCompiledFusedKernels();
 
 /// NCCL's collectives over `host`, which bootstraps them and runs what
 /// needs no device memory (built with PAR_HAVE_NCCL): one communicator
-/// for each of the program's `groups`, made now.
+/// for each of the program's `groups`, made now. A collective still
+/// running `timeoutSeconds` after it was issued (<= 0: never) is an error
+/// when the host waits for the device, and the communicators are aborted.
 std::unique_ptr<Collectives>
 createNcclCollectives(std::unique_ptr<Collectives> host, Device &device,
-                      int64_t groups);
+                      int64_t groups, double timeoutSeconds);
 
 } // namespace par::rt
 
