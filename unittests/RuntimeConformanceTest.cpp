@@ -658,6 +658,45 @@ TEST_P(Conformance, FusedReductionsMatch) {
   EXPECT_EQ(accepted, 32);
 }
 
+// Groups that start with their GEMM (a producer dot): a GEMM and its bias
+// (on CUDA cuBLASLt's bias epilogue, no second pass), the same with a
+// transposed weight and a batch dim, and a GEMM with a bias, tanh and a
+// residual after it (the GEMM, then the steps over its result in place).
+TEST_P(Conformance, ProducerDotGroupsMatch) {
+  if (!device)
+    GTEST_SKIP() << missing;
+  int accepted = 0;
+  for (DType t : {DType::F32, DType::BF16, DType::F16})
+    for (bool tail : {false, true})
+      for (bool transposed : {false, true}) {
+        SCOPED_TRACE(std::string(dtypeName(t)) + (tail ? " with a tail" : "") +
+                     (transposed ? ", transposed weight" : ""));
+        std::mt19937 rng(5);
+        Case c;
+        c.in = {
+            values(t, {2, 33, 40}, rng, -1, 1),
+            values(t, transposed ? Shape{24, 40} : Shape{40, 24}, rng, -1, 1),
+            values(t, {24}, rng, -1, 1), values(t, {2, 33, 24}, rng, -1, 1)};
+        auto step = [&](OpCode op, std::vector<int64_t> args) {
+          return addStep(c, op, std::move(args), t);
+        };
+        par::catalogue::FusedStep *d = step(OpCode::Dot, {0, 1}); // 4
+        d->attrs.lhsContract = {2};
+        d->attrs.rhsContract = {transposed ? 1 : 0};
+        step(OpCode::Broadcast, {2})->attrs.dims = {2}; // 5
+        step(OpCode::Add, {4, 5});                      // 6
+        if (tail) {
+          step(OpCode::Tanh, {6});   // 7
+          step(OpCode::Add, {7, 3}); // 8
+        }
+        c.out = {{t, {2, 33, 24}}};
+        checkCase(*device, *reference, OpCode::Fused, c, accepted);
+        if (HasFatalFailure())
+          return;
+      }
+  EXPECT_EQ(accepted, 12);
+}
+
 TEST_P(Conformance, FusedNormalizationsMatch) {
   if (!device)
     GTEST_SKIP() << missing;

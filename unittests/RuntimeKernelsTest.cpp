@@ -2373,6 +2373,79 @@ TEST(FusedKernel, RejectsMalformedGroups) {
   EXPECT_THROW(run({c}), KernelError);
 }
 
+// A group that starts with its GEMM (the producer dot) equals the dot and
+// the steps after it run one by one, bit for bit: the GEMM's result is
+// rounded as the dot stores it, and a batch dim and a transposed weight
+// read in place change nothing.
+TEST(FusedKernel, ProducerDotsEqualTheUnfusedOpsBitForBit) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64}) {
+    SCOPED_TRACE(dtypeName(t));
+    std::mt19937 rng(31 + int(t));
+    // x [2, 33, 20] . w stored [17, 20] (contracted over its dim 1), plus a
+    // bias along the last dim, then tanh and a residual.
+    Buffer x = randomFloats(t, {2, 33, 20}, rng),
+           w = randomFloats(t, {17, 20}, rng), b = randomFloats(t, {17}, rng),
+           r = randomFloats(t, {2, 33, 17}, rng);
+    std::vector<FusedStep> steps;
+    FusedStep d = step(OpCode::Dot, {0, 1}, t); // value 4
+    d.attrs.lhsContract = {2};
+    d.attrs.rhsContract = {1};
+    steps.push_back(d);
+    FusedStep bcast = step(OpCode::Broadcast, {2}, t); // 5
+    bcast.attrs.dims = {2};
+    steps.push_back(bcast);
+    steps.push_back(step(OpCode::Add, {4, 5}, t)); // 6
+    steps.push_back(step(OpCode::Tanh, {6}, t));   // 7
+    steps.push_back(step(OpCode::Add, {7, 3}, t)); // 8
+    const Shape shape = {2, 33, 17};
+    Buffer got = garbage(t, shape);
+    Tensor gotT = got.tensor();
+    fused(steps, {x.tensor(), w.tensor(), b.tensor(), r.tensor()}, gotT);
+
+    Buffer y(t, shape), bb(t, shape), s(t, shape), th(t, shape), want(t, shape);
+    Tensor yT = y.tensor(), bbT = bb.tensor(), sT = s.tensor(),
+           thT = th.tensor(), wantT = want.tensor();
+    dot(x.tensor(), w.tensor(), {}, {}, {2}, {1}, yT);
+    broadcast(b.tensor(), {2}, bbT);
+    binary(BinaryKind::Add, yT, bbT, sT);
+    unary(UnaryKind::Tanh, sT, thT);
+    binary(BinaryKind::Add, thT, r.tensor(), wantT);
+    ASSERT_EQ(0, std::memcmp(got.words.data(), want.words.data(),
+                             want.size() * dtypeBytes(t)));
+  }
+}
+
+TEST(FusedKernel, RejectsMalformedProducerDots) {
+  Buffer x(DType::F32, {2, 3}), w(DType::F32, {3, 4}), b(DType::F32, {4});
+  Buffer out = garbage(DType::F32, {2, 4});
+  Tensor outT = out.tensor();
+  auto run = [&](std::vector<FusedStep> steps) {
+    fused(steps, {x.tensor(), w.tensor(), b.tensor()}, outT);
+  };
+  FusedStep d = step(OpCode::Dot, {0, 1}, DType::F32); // value 3
+  d.attrs.lhsContract = {1};
+  d.attrs.rhsContract = {0};
+  FusedStep bcast = step(OpCode::Broadcast, {2}, DType::F32); // 4
+  bcast.attrs.dims = {1};
+  const FusedStep add = step(OpCode::Add, {3, 4}, DType::F32);
+  run({d, bcast, add}); // well formed
+  // Alone, of another type than the result, or reading a value past the
+  // operands.
+  EXPECT_THROW(run({d}), KernelError);
+  FusedStep wide = d;
+  wide.dtype = int(DType::F64);
+  EXPECT_THROW(run({wide, bcast, add}), KernelError);
+  FusedStep late = d;
+  late.args = {0, 3};
+  EXPECT_THROW(run({late, bcast, add}), KernelError);
+  // Contracting dims of different sizes, and a dot past the first step.
+  FusedStep unpaired = d;
+  unpaired.attrs.lhsContract = {0};
+  EXPECT_THROW(run({unpaired, bcast, add}), KernelError);
+  EXPECT_THROW(run({bcast, d, step(OpCode::Add, {4, 3}, DType::F32)}),
+               KernelError);
+}
+
 TEST(FusedKernel, ReductionsEqualTheUnfusedOpsBitForBit) {
   // x * y + b (b along the last dim), reduced: the group streams its
   // elements through the reduction; the unfused ops store each value.

@@ -52,6 +52,9 @@ const char *const kUsage =
 /// a reduce or a norm (`result` is then the reduced or normalized one).
 struct Group {
   const Instruction *inst;
+  /// The steps the kernel runs: the group's, or those after its producer
+  /// dot, which then read the dot's value as an input after the group's.
+  std::vector<par::catalogue::FusedStep> steps;
   std::vector<Tensor> in;
   Tensor out;
   FusedCode code;
@@ -75,10 +78,15 @@ std::vector<Group> elementwiseGroups(const Program &program, int &groups,
     if (inst.op != par::catalogue::OpCode::Fused)
       continue;
     ++groups;
-    Group g{&inst, {}, tensorOf(inst.results[0]), {}};
+    Group g{&inst, inst.attrs.body, {}, tensorOf(inst.results[0]), {}};
     for (int64_t id : inst.operands)
       g.in.push_back(tensorOf(id));
-    FusedPlan plan = planFused(inst.attrs.body, g.in, g.out);
+    if (startsWithDot(g.steps)) {
+      // As the CUDA backend runs it: the GEMM, then the steps after it.
+      g.in = producedInputs(g.steps, g.in, g.out);
+      g.steps.erase(g.steps.begin());
+    }
+    FusedPlan plan = planFused(g.steps, g.in, g.out);
     if (plan.reduces() || plan.normalizes()) {
       if (inst.results.size() < 2) {
         ++interpreted;
@@ -88,7 +96,7 @@ std::vector<Group> elementwiseGroups(const Program &program, int &groups,
       g.result = g.out;
       g.out = tensorOf(inst.results[1]);
     }
-    if (makeFusedCode(plan, inst.attrs.body, g.in, g.code))
+    if (makeFusedCode(plan, g.steps, g.in, g.code))
       out.push_back(std::move(g));
   }
   return out;
@@ -246,9 +254,9 @@ int checkOnHost(const std::vector<std::string> &paths, const std::string &cxx,
       kernel(args);
       if (g.keeps) {
         allocate(result);
-        par::rt::fused(g.inst->attrs.body, g.in, result, &want);
+        par::rt::fused(g.steps, g.in, result, &want);
       } else {
-        par::rt::fused(g.inst->attrs.body, g.in, want);
+        par::rt::fused(g.steps, g.in, want);
       }
       int64_t nan = 0;
       for (int64_t i = 0; i < got.size(); ++i) {

@@ -470,6 +470,65 @@ void checkFusedNorm(const Reader &r, const RankClass &rc,
   }
 }
 
+/// A dot that starts a fused group (at `sw`): it reads two operands of
+/// the result's element type and makes the result's shape: lhs batch dims,
+/// then lhs free dims, then rhs free dims, pairs of batch and of
+/// contracting dims of one size.
+void checkFusedDot(const Reader &r, const RankClass &rc,
+                   const Instruction &inst, const catalogue::FusedStep &step,
+                   const Buffer &out, const std::string &sw) {
+  const catalogue::Attrs &a = step.attrs;
+  const Buffer *side[2] = {nullptr, nullptr};
+  for (size_t k = 0; k < 2; ++k) {
+    int64_t arg = step.args[k];
+    if (arg < 0 || arg >= int64_t(inst.operands.size()))
+      r.fail(sw + ".args", "a dot in a fused group reads two operands of "
+                           "the group");
+    side[k] = &rc.buffers[size_t(inst.operands[size_t(arg)])];
+    if (side[k]->dtype != out.dtype || DType(step.dtype) != out.dtype)
+      r.fail(sw, "a dot in a fused group reads and makes the result's "
+                 "element type (" +
+                     std::string(dtypeName(out.dtype)) + ")");
+  }
+  const Shape &lhs = side[0]->shape, &rhs = side[1]->shape;
+  auto dimsOk = [&](const std::vector<int64_t> &dims, const Shape &shape,
+                    std::vector<bool> &used) {
+    for (int64_t d : dims) {
+      if (d < 0 || d >= int64_t(shape.size()) || used[size_t(d)])
+        return false;
+      used[size_t(d)] = true;
+    }
+    return true;
+  };
+  std::vector<bool> lhsUsed(lhs.size(), false), rhsUsed(rhs.size(), false);
+  bool ok =
+      a.lhsBatch.size() == a.rhsBatch.size() &&
+      a.lhsContract.size() == a.rhsContract.size() &&
+      dimsOk(a.lhsBatch, lhs, lhsUsed) && dimsOk(a.lhsContract, lhs, lhsUsed) &&
+      dimsOk(a.rhsBatch, rhs, rhsUsed) && dimsOk(a.rhsContract, rhs, rhsUsed);
+  for (size_t i = 0; ok && i < a.lhsBatch.size(); ++i)
+    ok = lhs[size_t(a.lhsBatch[i])] == rhs[size_t(a.rhsBatch[i])];
+  for (size_t i = 0; ok && i < a.lhsContract.size(); ++i)
+    ok = lhs[size_t(a.lhsContract[i])] == rhs[size_t(a.rhsContract[i])];
+  if (!ok)
+    r.fail(sw, "the dot's batch and contracting dims must pair dims of "
+               "one size of " +
+                   shapeString(lhs) + " and " + shapeString(rhs));
+  Shape expected;
+  for (int64_t d : a.lhsBatch)
+    expected.push_back(lhs[size_t(d)]);
+  for (size_t d = 0; d < lhs.size(); ++d)
+    if (!lhsUsed[d])
+      expected.push_back(lhs[d]);
+  for (size_t d = 0; d < rhs.size(); ++d)
+    if (!rhsUsed[d])
+      expected.push_back(rhs[d]);
+  if (expected != out.shape)
+    r.fail(sw, "the dot of " + shapeString(lhs) + " and " + shapeString(rhs) +
+                   " makes " + shapeString(expected) +
+                   ", not the group's shape " + shapeString(out.shape));
+}
+
 /// A fused group's steps against its instruction: each step reads values
 /// made before it, as many as its op takes, of the types its op needs;
 /// element-wise steps read values of the group's shape (a broadcast of an
@@ -483,6 +542,12 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
       r.fail(at(where + ".attrs.body", j) + ".op",
              std::string("a ") + catalogue::opName(steps[j].op) +
                  " in a fused group must be its last step");
+  for (size_t j = 0; j < steps.size(); ++j)
+    if (steps[j].op == catalogue::OpCode::Dot &&
+        (j != 0 || steps.size() < 2 || endsInRowStep(steps)))
+      r.fail(at(where + ".attrs.body", j) + ".op",
+             "a dot in a fused group must be its first step, followed by "
+             "element-wise steps (and no reduce or normalization)");
   const bool reduction = endsInReduce(steps);
   const bool rowStep = endsInRowStep(steps);
   if (inst.results.size() != 1 && !(rowStep && inst.results.size() == 2))
@@ -528,6 +593,9 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
     auto argType = [&](size_t k) { return types[size_t(step.args[k])]; };
     Kind kind = Kind::Full;
     switch (step.op) {
+    case catalogue::OpCode::Dot:
+      checkFusedDot(r, rc, inst, step, out, sw);
+      break;
     case catalogue::OpCode::Constant:
       if (step.attrs.value.size() != 1)
         r.fail(sw, "a constant in a fused group is a splat (one value)");
@@ -741,11 +809,12 @@ public:
       std::string name = r.string(step, sw, "op");
       const catalogue::OpSpec *op = catalogue::findOp(name.c_str());
       const bool reduce = op && op->code == catalogue::OpCode::Reduce;
-      if (!op || !(fusibleStep(op->code) || reduce || isNormStep(op->code)))
+      if (!op || !(fusibleStep(op->code) || reduce || isNormStep(op->code) ||
+                   op->code == catalogue::OpCode::Dot))
         r.fail(sw + ".op", "'" + name +
                                "' cannot run in a fused group (element-wise "
-                               "ops, broadcast, constant and a last reduce, "
-                               "layer_norm or rms_norm can)");
+                               "ops, broadcast, constant, a first dot and a "
+                               "last reduce, layer_norm or rms_norm can)");
       catalogue::FusedStep decoded;
       decoded.op = op->code;
       decoded.args = r.integers(r.field(step, sw, "args"), sw + ".args", 0);
@@ -1358,9 +1427,11 @@ Program programOf(const nlohmann::json &doc, const std::string &path) {
         bool reads = std::find(writer.operands.begin(), writer.operands.end(),
                                buf.reuses) != writer.operands.end();
         // A fused group that ends in a reduction or a normalization reads
-        // many elements for each it writes.
+        // many elements for each it writes; one that starts with a dot
+        // writes its whole result before its steps read their operands.
         bool reduces = writer.op == catalogue::OpCode::Fused &&
-                       endsInRowStep(writer.attrs.body);
+                       (endsInRowStep(writer.attrs.body) ||
+                        startsWithDot(writer.attrs.body));
         if (reads && (!writesInPlace(writer.op) || reduces))
           r.fail(bw, std::string("instruction ") +
                          std::to_string(buf.firstUse) + " (" +

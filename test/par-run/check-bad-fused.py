@@ -5,10 +5,11 @@ Every mutant of the program's one `fused` instruction must be rejected
 before any rank starts: exit status 1 and a "par-run: error:" message that
 names the file and contains the expected text. Prints one line per mutant.
 
-  check-bad-fused.py PAR_RUN PROGRAM WORKDIR [--reduce | --norm]
+  check-bad-fused.py PAR_RUN PROGRAM WORKDIR [--reduce | --norm | --dot]
 
 With --reduce, the mutants break a group that ends in a reduction; with
---norm, one that ends in a layer_norm.
+--norm, one that ends in a layer_norm; with --dot, one that starts with a
+dot.
 """
 import copy
 import json
@@ -25,7 +26,7 @@ def mutants():
     step = lambda k, **kw: body(lambda b: b[k].update(**kw))
     yield "no-body", lambda inst: inst["attrs"].pop("body"), "missing field 'body'"
     yield "empty-body", body(lambda b: b.clear()), "must be a non-empty list of steps"
-    yield "unknown-op", step(1, op="dot"), "'dot' cannot run in a fused group"
+    yield "unknown-op", step(1, op="softmax"), "'softmax' cannot run in a fused group"
     yield "future-value", step(1, args=[1, 9]), "is not made before this step"
     yield "negative-value", step(1, args=[-1, 3]), "list of non-negative integers"
     yield "arity", step(2, args=[4, 4]), "gelu reads 1 values, not 2"
@@ -83,6 +84,38 @@ def reduce_mutants():
     yield "kept-in-place", kept_in_place, "cannot write over its own operand"
 
 
+def dot_mutants():
+    """Mutants of a group [dot, broadcast, add, gelu, constant, mul, add]
+    over 8x64 with operands [x, w, b] (values 0-2, steps 3-9)."""
+    def body(fn):
+        return lambda inst: fn(inst["attrs"]["body"])
+    first = lambda **kw: body(lambda b: b[0].update(**kw))
+    yield "dot-not-first", body(lambda b: b.insert(1, dict(b[0]))), \
+        "a dot in a fused group must be its first step"
+    yield "dot-alone", body(lambda b: b.__delitem__(slice(1, None))), \
+        "a dot in a fused group must be its first step, followed by element-wise steps"
+    yield "dot-before-reduce", body(lambda b: b.append(
+        {"op": "reduce", "args": [9], "kind": "sum", "dims": [1], "shape": [8, 64],
+         "dtype": "f32"})), "(and no reduce or normalization)"
+    yield "dot-type", first(dtype="f64"), \
+        "a dot in a fused group reads and makes the result's element type (f32)"
+    yield "dot-dims", first(lhs_contract=[0]), \
+        "the dot's batch and contracting dims must pair dims of one size of 8x64 and 64x64"
+    yield "dot-shape", first(args=[1, 1]), \
+        "the dot of 64x64 and 64x64 makes 64x64, not the group's shape 8x64"
+    yield "dot-future", first(args=[0, 5]), "is not made before this step"
+
+    def result_in_place(inst, buffers):
+        # The result takes the memory of the operand of its size the group
+        # reads last (the residual): the GEMM would overwrite it first.
+        result = buffers[inst["results"][0]]
+        operand = inst["operands"][0]
+        buffers[operand]["live"] = [buffers[operand]["live"][0], result["live"][0]]
+        result["reuses"] = operand
+        result["offset"] = buffers[operand]["offset"]
+    yield "dot-in-place", result_in_place, "cannot write over its own operand"
+
+
 def norm_mutants():
     """Mutants of a group [broadcast, add, add, layer_norm] over 8x64 with
     operands [bias, a, x, gamma, beta] (values 0-4, steps 5-8), keeping
@@ -136,6 +169,7 @@ def main():
     par_run, program, work = sys.argv[1:4]
     reductions = sys.argv[4:] == ["--reduce"]
     norms = sys.argv[4:] == ["--norm"]
+    dots = sys.argv[4:] == ["--dot"]
     os.makedirs(work, exist_ok=True)
     with open(program) as f:
         doc = json.load(f)
@@ -147,7 +181,8 @@ def main():
                ("reduce", "layer_norm", "rms_norm"))))
     bad = 0
     chosen = (reduce_mutants() if reductions else
-              norm_mutants() if norms else mutants())
+              norm_mutants() if norms else
+              dot_mutants() if dots else mutants())
     for name, fn, expect in chosen:
         d = copy.deepcopy(doc)
         rc = d["rank_classes"][0]

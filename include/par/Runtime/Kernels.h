@@ -72,10 +72,18 @@ void fill(Tensor &out, double value);
 /// splat constants, and may end in a reduce or a normalization (layer_norm,
 /// rms_norm) of the value the steps before it compute
 /// (docs/program-format.md, "Fused groups"); such a group also stores
-/// that value in `kept` when given.
+/// that value in `kept` when given. A group may instead start with a dot
+/// of two inputs (its producer): the GEMM writes `out`, and the steps
+/// after it run over `out` in place.
 void fused(const std::vector<catalogue::FusedStep> &steps,
            const std::vector<Tensor> &inputs, Tensor &out,
            Tensor *kept = nullptr);
+/// A producer dot's group (steps[0] a dot) checked against its `inputs`
+/// and `out`: the inputs its later steps read, the dot's value (`out`)
+/// after the group's own, numbered as the dot step's value.
+std::vector<Tensor>
+producedInputs(const std::vector<catalogue::FusedStep> &steps,
+               const std::vector<Tensor> &inputs, const Tensor &out);
 
 // Contraction. Result dims: batch dims (in lhsBatch order), lhs free dims,
 // rhs free dims, each in operand order. Float types only.

@@ -112,6 +112,14 @@ inline bool endsInNorm(const std::vector<catalogue::FusedStep> &steps) {
 inline bool endsInRowStep(const std::vector<catalogue::FusedStep> &steps) {
   return endsInReduce(steps) || endsInNorm(steps);
 }
+/// Whether a fused group starts with a dot of two of its operands (its
+/// producer): the GEMM writes the result, of the dot's type, and the
+/// element-wise steps after it run over the result in place (the dot's
+/// value, step 0, is read from the result at each element). Its result
+/// never takes an operand's memory.
+inline bool startsWithDot(const std::vector<catalogue::FusedStep> &steps) {
+  return !steps.empty() && steps.front().op == catalogue::OpCode::Dot;
+}
 /// Whether element-wise `op` is defined on integer elements (the unary
 /// kernels refuse the transcendental ones on integers).
 bool fusibleOnIntegers(catalogue::OpCode op);

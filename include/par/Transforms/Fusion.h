@@ -29,9 +29,13 @@ struct FusionGroup {
   Operation *root = nullptr;
   SmallVector<Operation *> members, copied;
 };
-/// The groups --par-fuse would make of `block`, which is left unchanged.
-/// On a global program (before --par-partition) they are the groups of its
-/// partitioned copy wherever the plan adds no collective inside a group.
+/// The groups --par-fuse would make of `block`, which is left unchanged,
+/// but for the dots --par-fuse takes into the groups that finish them
+/// (left out: on a global program whether a dot's result reaches its group
+/// whole depends on the plan, a row-parallel dot's partial sums being
+/// reduced first). On a global program (before --par-partition) they are
+/// the groups of its partitioned copy wherever the plan adds no collective
+/// inside a group.
 SmallVector<FusionGroup> fusionGroups(Block &block);
 
 /// Replaces every par.fused op of `func` by the ops of its body.

@@ -2311,8 +2311,39 @@ void fusedNorm(const std::vector<catalogue::FusedStep> &steps,
 }
 } // namespace
 
+std::vector<Tensor>
+producedInputs(const std::vector<catalogue::FusedStep> &steps,
+               const std::vector<Tensor> &inputs, const Tensor &out) {
+  const catalogue::FusedStep &dot = steps.front();
+  if (dot.args.size() != 2 || steps.size() < 2 || endsInRowStep(steps))
+    fail("fused", "a dot starts a group of element-wise steps and reads two "
+                  "of its operands");
+  for (int64_t arg : dot.args)
+    if (arg < 0 || arg >= int64_t(inputs.size()))
+      fail("fused", "the dot reads operand " + std::to_string(arg) + " of " +
+                        std::to_string(inputs.size()));
+  if (DType(dot.dtype) != out.dtype)
+    fail("fused", "the dot makes " + std::string(dtypeName(DType(dot.dtype))) +
+                      " but the result is " + dtypeName(out.dtype));
+  std::vector<Tensor> withProduct = inputs;
+  withProduct.push_back(out);
+  return withProduct;
+}
+
 void fused(const std::vector<catalogue::FusedStep> &steps,
            const std::vector<Tensor> &inputs, Tensor &out, Tensor *kept) {
+  if (startsWithDot(steps)) {
+    // The GEMM writes the result; the steps after it read the dot's value
+    // there, as the operand after the group's (the same value number), and
+    // write each element over it.
+    std::vector<Tensor> withProduct = producedInputs(steps, inputs, out);
+    const catalogue::FusedStep &d = steps.front();
+    dot(inputs[size_t(d.args[0])], inputs[size_t(d.args[1])], d.attrs.lhsBatch,
+        d.attrs.rhsBatch, d.attrs.lhsContract, d.attrs.rhsContract, out);
+    const std::vector<catalogue::FusedStep> rest(steps.begin() + 1,
+                                                 steps.end());
+    return fused(rest, withProduct, out, kept);
+  }
   FusedPlan plan = planFused(steps, inputs, out);
   if (plan.reduces())
     return fusedReduce(steps, plan, inputs, out, kept);

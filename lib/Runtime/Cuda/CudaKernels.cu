@@ -2421,9 +2421,13 @@ size_t dotScratch(const Attrs &a, const Tensors &in, const Tensors &out) {
 /// transposed product C^T = B^T A^T, which is the same memory: a
 /// row-major operand read as column-major is its transpose, so a stored
 /// transpose is undone by the operation's transpose flag.
-void batchedGemm(Stream stream, DType type, const void *a, bool transA,
+/// With `bias` (n elements of C's type), cuBLASLt's bias epilogue adds it
+/// along C's rows before C is stored; false when cuBLASLt has no algorithm
+/// for that (nothing is issued).
+bool batchedGemm(Stream stream, DType type, const void *a, bool transA,
                  const void *b, bool transB, void *c, int64_t batch, int64_t m,
-                 int64_t k, int64_t n, void *workspace, Gemm &state) {
+                 int64_t k, int64_t n, void *workspace, Gemm &state,
+                 const void *bias = nullptr) {
   cudaDataType_t data = CUDA_R_32F, scale = CUDA_R_32F;
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   switch (type) {
@@ -2470,6 +2474,15 @@ void batchedGemm(Stream stream, DType type, const void *a, bool transA,
                                         sizeof(opA)));
   PAR_LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB,
                                         sizeof(opB)));
+  if (bias) {
+    // In cuBLASLt's terms C is [n, m]: the bias runs along its n rows,
+    // our last dim, the same for every column and batch.
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    PAR_LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                          &epilogue, sizeof(epilogue)));
+    PAR_LT(cublasLtMatmulDescSetAttribute(
+        desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  }
   if (transB)
     PAR_LT(cublasLtMatrixLayoutCreate(&la, data, uint64_t(k), uint64_t(n), k));
   else
@@ -2515,6 +2528,8 @@ void batchedGemm(Stream stream, DType type, const void *a, bool transA,
   int found = 0;
   PAR_LT(cublasLtMatmulAlgoGetHeuristic(state.handle, desc, la, lb, lc, lc,
                                         pref, 1, &result, &found));
+  if (found == 0 && bias)
+    return false;
   if (found == 0)
     throw KernelError("dot: cuBLASLt has no algorithm for a " +
                       std::string(dtypeName(type)) + " GEMM of " +
@@ -2527,6 +2542,7 @@ void batchedGemm(Stream stream, DType type, const void *a, bool transA,
   PAR_LT(cublasLtMatmul(state.handle, desc, alpha, b, la, a, lb, beta, c, lc, c,
                         lc, &result.algo, workspace, kWorkspaceBytes,
                         streamOf(stream)));
+  return true;
 }
 
 /// `t` permuted by `perm` into `packed` (row-major), or false when the
@@ -2543,15 +2559,22 @@ bool pack(Stream stream, const Tensor &t, const std::vector<int64_t> &perm,
   return gather(stream, t, GatherPlan{0, steps}, out);
 }
 
-void dotOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
+/// A dot, or with `bias` a dot and its bias through cuBLASLt's epilogue:
+/// false, with nothing issued, where that cannot run (operands that must
+/// be packed, an empty contraction, no algorithm).
+bool runDot(Stream stream, const Attrs &a, const Tensors &in, Tensors &out,
+            const Tensor *bias) {
   DotPlan p = planDot(in[0], in[1], a.lhsBatch, a.rhsBatch, a.lhsContract,
                       a.rhsContract, out[0]);
   Tensor &c = out[0];
+  if (bias &&
+      (p.k == 0 || p.packsLhs() || p.packsRhs() || p.batch * p.m * p.n == 0))
+    return false;
   if (p.batch * p.m * p.n == 0)
-    return;
+    return true;
   if (p.k == 0) {
     PAR_CUDA_KERNEL(cudaMemsetAsync(c.data, 0, c.bytes(), streamOf(stream)));
-    return;
+    return true;
   }
   Gemm &state = gemmState();
   std::lock_guard<std::mutex> lock(state.mutex);
@@ -2565,17 +2588,87 @@ void dotOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   char *scratch = static_cast<char *>(
       kernelScratch().get(packedBytes + kWorkspaceBytes, "dot"));
   if (p.packsLhs()) {
-    if (!pack(stream, in[0], p.lhsPerm, scratch))
-      return onHost(OpCode::Dot, stream, a, in, out);
+    if (!pack(stream, in[0], p.lhsPerm, scratch)) {
+      onHost(OpCode::Dot, stream, a, in, out);
+      return true;
+    }
     lhs = scratch;
   }
   if (p.packsRhs()) {
-    if (!pack(stream, in[1], p.rhsPerm, scratch + lhsBytes))
-      return onHost(OpCode::Dot, stream, a, in, out);
+    if (!pack(stream, in[1], p.rhsPerm, scratch + lhsBytes)) {
+      onHost(OpCode::Dot, stream, a, in, out);
+      return true;
+    }
     rhs = scratch + lhsBytes;
   }
-  batchedGemm(stream, c.dtype, lhs, p.lhsTransposed, rhs, p.rhsTransposed,
-              c.data, p.batch, p.m, p.k, p.n, scratch + packedBytes, state);
+  return batchedGemm(stream, c.dtype, lhs, p.lhsTransposed, rhs,
+                     p.rhsTransposed, c.data, p.batch, p.m, p.k, p.n,
+                     scratch + packedBytes, state, bias ? bias->data : nullptr);
+}
+
+void dotOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
+  runDot(stream, a, in, out, nullptr);
+}
+
+/// A fused group's scratch: its producer dot's, if it has one.
+size_t fusedScratch(const Attrs &a, const Tensors &in, const Tensors &out) {
+  if (!startsWithDot(a.body) || a.body.front().args.size() != 2)
+    return 0;
+  const catalogue::FusedStep &dot = a.body.front();
+  for (int64_t arg : dot.args)
+    if (arg < 0 || arg >= int64_t(in.size()))
+      return 0;
+  return dotScratch(dot.attrs,
+                    {in[size_t(dot.args[0])], in[size_t(dot.args[1])]}, out);
+}
+
+/// The bias of a producer dot's group that is exactly a GEMM and its bias
+/// (steps: the dot, a broadcast of a 1-D operand along the last dim, their
+/// sum), of a type cuBLASLt's epilogue adds (f32, bf16, f16); null for any
+/// other group.
+const Tensor *biasOfGroup(const std::vector<catalogue::FusedStep> &steps,
+                          const Tensors &in, const Tensor &out) {
+  const int64_t n = int64_t(in.size());
+  if (steps.size() != 3 || out.shape.empty() ||
+      !(out.dtype == DType::F32 || out.dtype == DType::BF16 ||
+        out.dtype == DType::F16))
+    return nullptr;
+  const catalogue::FusedStep &broadcast = steps[1], &add = steps[2];
+  if (broadcast.op != OpCode::Broadcast || add.op != OpCode::Add ||
+      broadcast.args.size() != 1 || broadcast.args[0] >= n ||
+      broadcast.attrs.dims !=
+          std::vector<int64_t>{int64_t(out.shape.size()) - 1} ||
+      DType(broadcast.dtype) != out.dtype || DType(add.dtype) != out.dtype)
+    return nullptr;
+  std::vector<int64_t> sum = add.args;
+  std::sort(sum.begin(), sum.end());
+  if (sum != std::vector<int64_t>{n, n + 1})
+    return nullptr;
+  const Tensor &bias = in[size_t(broadcast.args[0])];
+  if (bias.dtype != out.dtype || bias.shape != Shape{out.shape.back()})
+    return nullptr;
+  return &bias;
+}
+
+/// A fused group (fusedOp), or one that starts with a dot: the GEMM writes
+/// the result (with cuBLASLt's bias epilogue where the group is a GEMM and
+/// its bias: no second pass), then the steps after it run over the result
+/// in place, the dot's value read there as the operand after the group's.
+void fusedGroupOp(Stream stream, const Attrs &a, const Tensors &in,
+                  Tensors &out) {
+  if (!startsWithDot(a.body))
+    return fusedOp(stream, a, in, out);
+  Tensors withProduct = producedInputs(a.body, in, out.at(0));
+  const catalogue::FusedStep &dot = a.body.front();
+  Tensors dotIn{in[size_t(dot.args[0])], in[size_t(dot.args[1])]};
+  Tensors dotOut{out[0]};
+  if (const Tensor *bias = biasOfGroup(a.body, in, out[0]))
+    if (runDot(stream, dot.attrs, dotIn, dotOut, bias))
+      return;
+  runDot(stream, dot.attrs, dotIn, dotOut, nullptr);
+  Attrs rest = a;
+  rest.body.erase(rest.body.begin());
+  fusedOp(stream, rest, withProduct, out);
 }
 
 //===----------------------------------------------------------------------===//
@@ -2624,7 +2717,7 @@ Table build() {
   set(OpCode::Convert, convertOp);
   set(OpCode::Constant, constantOp);
   set(OpCode::Broadcast, broadcastOp);
-  set(OpCode::Fused, fusedOp);
+  set(OpCode::Fused, fusedGroupOp);
   set(OpCode::Transpose, transposeOp);
   set(OpCode::Slice, sliceOp);
   set(OpCode::Reshape, reshapeOp);
@@ -2650,6 +2743,7 @@ Table build() {
   set(OpCode::AttentionGradQ, attentionGradQOp);
   set(OpCode::AttentionGradKv, attentionGradKvOp);
   t.kernels.scratch[size_t(OpCode::Dot)] = dotScratch;
+  t.kernels.scratch[size_t(OpCode::Fused)] = fusedScratch;
   t.kernels.scratch[size_t(OpCode::CrossEntropy)] = crossEntropyScratch;
   t.kernels.scratch[size_t(OpCode::ScatterAdd)] = scatterAddScratch;
   t.kernels.reserveScratch = reserveKernelScratch;

@@ -205,14 +205,35 @@ StepPrediction mlir::par::predictStep(func::FuncOp func,
   func.walk<WalkOrder::PreOrder>([&](Operation *op) -> WalkResult {
     if (auto fused = dyn_cast<FusedOp>(op)) {
       // One pass over the group's inputs and result: the FLOPs of its ops,
-      // the bytes of the fused op alone.
+      // the bytes of the fused op alone. A producer dot is its GEMM, then
+      // that pass over the result it wrote (read and written again) and
+      // the other inputs.
       OpWork work;
+      DotOp dot = fused.getProducerDot();
       for (Operation &member : fused.getBodyOps())
         if (auto rule = dyn_cast<ShardingRuleOpInterface>(member))
-          work.flops += rule.getWork().flops;
+          if (&member != dot.getOperation())
+            work.flops += rule.getWork().flops;
       p.deviceFlops += work.flops;
-      p.computeSeconds +=
-          machine.computeSeconds(work, touchedBytes(op), computeType(op));
+      double bytes = touchedBytes(op);
+      if (dot) {
+        OpWork gemm = cast<ShardingRuleOpInterface>(*dot).getWork();
+        p.deviceFlops += gemm.flops;
+        p.computeSeconds +=
+            machine.computeSeconds(gemm, touchedBytes(dot), computeType(dot));
+        // The pass reads the result the GEMM wrote, not the inputs only
+        // the GEMM reads (counted by the GEMM).
+        auto bytesOfType = [](Type type) {
+          auto t = cast<RankedTensorType>(type);
+          return double(bytesOf(t.getShape(), t.getElementType()));
+        };
+        bytes += bytesOfType(fused.getResult().getType());
+        for (BlockArgument arg : fused.getBody().getArguments())
+          if (llvm::all_of(arg.getUsers(),
+                           [&](Operation *user) { return user == dot; }))
+            bytes -= bytesOfType(arg.getType());
+      }
+      p.computeSeconds += machine.computeSeconds(work, bytes, computeType(op));
       return WalkResult::skip();
     }
     if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {

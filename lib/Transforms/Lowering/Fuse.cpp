@@ -13,6 +13,10 @@
 // The value a reduction along rows or a normalization reads may also be
 // read after it, outside the tree: the group then keeps it, a second
 // result stored as it is computed.
+// A tree of element-wise ops (no reduction or normalization root) may
+// also take in the dot whose result only it reads, of the result's type:
+// the GEMM writes the group's result and the tree runs over it in place
+// (a GEMM and its bias, the dot's own buffer gone).
 // The function is marked so that --emit-program runs its optimizer updates
 // in batches (the multi-tensor optimizer).
 //
@@ -125,6 +129,8 @@ struct Group {
   /// A reduction root's operand, also read outside the group (after the
   /// root): the group keeps it as a second result.
   Operation *kept = nullptr;
+  /// The dot the group starts with (its producer), if any.
+  Operation *dot = nullptr;
 };
 } // namespace
 
@@ -183,6 +189,22 @@ static bool canJoin(Operation *def, const Group &group,
   });
 }
 
+/// Whether `def`, a dot that a member of `group` reads, may start it: the
+/// group's root is element-wise, the dot makes the root's type, and only
+/// the group reads it.
+static bool canAbsorbDot(Operation *def, const Group &group,
+                         const DenseSet<Operation *> &taken) {
+  Operation *root = group.root;
+  if (!isa<DotOp>(def) || group.dot || !isElementwise(root) ||
+      taken.contains(def) || def->getBlock() != root->getBlock() ||
+      !sameMarks(def, root) ||
+      def->getResult(0).getType() != root->getResult(0).getType())
+    return false;
+  return llvm::all_of(def->getUsers(), [&](Operation *user) {
+    return group.members.contains(user);
+  });
+}
+
 /// Whether a reduction or normalization root may keep `def`, its operand,
 /// which is read outside the group too: every other reader comes after the
 /// root, where the group's second result will be. A normalization keeps
@@ -219,9 +241,11 @@ static SmallVector<Value> inputsOf(ArrayRef<Operation *> members,
   return inputs.takeVector();
 }
 
-/// Grows the group of `root` over the ops that feed it.
-static Group growGroup(Operation *root, const DenseSet<Operation *> &taken) {
-  Group group{root, {}, {}, nullptr};
+/// Grows the group of `root` over the ops that feed it; a producer dot
+/// joins where `dots` allows.
+static Group growGroup(Operation *root, const DenseSet<Operation *> &taken,
+                       bool dots) {
+  Group group{root, {}, {}, nullptr, nullptr};
   group.members.insert(root);
   // Operands and steps together stay within what a program's group holds.
   auto size = [&] {
@@ -233,6 +257,9 @@ static Group growGroup(Operation *root, const DenseSet<Operation *> &taken) {
     grown = false;
     for (size_t i = 0; i < group.members.size(); ++i) {
       Operation *member = group.members[i];
+      // A dot's operands are whole matrices: inputs of the group.
+      if (isa<DotOp>(member))
+        continue;
       for (Value operand : member->getOperands()) {
         Operation *def = operand.getDefiningOp();
         // A broadcast's operand stays an input that the group reads in
@@ -240,6 +267,16 @@ static Group growGroup(Operation *root, const DenseSet<Operation *> &taken) {
         if (!def || group.members.contains(def) ||
             (isa<BroadcastOp>(member) && !isSplatConstant(def)))
           continue;
+        if (dots && canAbsorbDot(def, group, taken)) {
+          group.members.insert(def);
+          if (size() > ::par::rt::kMaxFusedValues) {
+            group.members.pop_back();
+            continue;
+          }
+          group.dot = def;
+          grown = true;
+          continue;
+        }
         bool keep = !canJoin(def, group, taken);
         if (keep && !canKeep(def, group, taken))
           continue;
@@ -261,7 +298,8 @@ static Group growGroup(Operation *root, const DenseSet<Operation *> &taken) {
 
 /// The groups of `block`'s element-wise trees, roots last to first; a
 /// group of constants alone (nothing to read, nothing gained) is none.
-static SmallVector<Group> groupsOf(Block &block) {
+/// With `dots`, a tree takes in the dot it finishes.
+static SmallVector<Group> groupsOf(Block &block, bool dots) {
   SmallVector<Operation *> ops;
   for (Operation &op : block.without_terminator())
     ops.push_back(&op);
@@ -271,7 +309,7 @@ static SmallVector<Group> groupsOf(Block &block) {
     if (taken.contains(op) ||
         !(isElementwise(op) || isFusibleReduce(op) || isFusibleNorm(op)))
       continue;
-    Group group = growGroup(op, taken);
+    Group group = growGroup(op, taken, dots);
     // One op alone gains nothing, unless it takes in a constant that
     // nothing else reads: the constant's own kernel (a fill each step) and
     // buffer go (a mean's scaling by 1/n, a scalar added to a step count).
@@ -299,7 +337,7 @@ static SmallVector<Group> groupsOf(Block &block) {
 
 SmallVector<FusionGroup> mlir::par::fusionGroups(Block &block) {
   SmallVector<FusionGroup> result;
-  for (Group &group : groupsOf(block)) {
+  for (Group &group : groupsOf(block, /*dots=*/false)) {
     FusionGroup &out = result.emplace_back();
     out.root = group.root;
     for (Operation *member : group.members)
@@ -314,6 +352,11 @@ static void buildGroup(Group &group) {
   SmallVector<Operation *> members(group.members.begin(), group.members.end());
   llvm::sort(members,
              [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  // The producer dot first (it reads only inputs): the GEMM runs before
+  // the steps.
+  if (group.dot)
+    std::stable_partition(members.begin(), members.end(),
+                          [&](Operation *op) { return op == group.dot; });
   SmallVector<Value> inputs = inputsOf(members, group);
   Operation *root = group.root;
   OpBuilder builder(root);
@@ -347,7 +390,7 @@ static void buildGroup(Group &group) {
 
 /// Fuses the element-wise trees of `block`.
 static void fuseBlock(Block &block) {
-  for (Group &group : groupsOf(block))
+  for (Group &group : groupsOf(block, /*dots=*/true))
     buildGroup(group);
 }
 

@@ -75,9 +75,13 @@ bool mlir::par::canWriteInPlace(Operation *op) {
   // one of another shape but as many bytes (an expanded broadcast of a
   // wider type) it reads at other indices, so the result must not take
   // its memory. One that ends in a reduction or a normalization reads
-  // many elements for each it writes.
+  // many elements for each it writes, and one that starts with a dot
+  // writes its whole result first.
   if (auto fused = dyn_cast<FusedOp>(op)) {
-    if (fused.isReduction() || fused.isNormalization())
+    // A producer dot's GEMM writes the result before the steps read the
+    // inputs (and reads its operands whole).
+    if (fused.isReduction() || fused.isNormalization() ||
+        fused.getProducerDot())
       return false;
     auto result = cast<RankedTensorType>(fused.getResult().getType());
     return llvm::all_of(fused.getInputs(), [&](Value input) {

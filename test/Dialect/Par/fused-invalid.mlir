@@ -1,12 +1,14 @@
 // RUN: par-opt %s -split-input-file -verify-diagnostics
 
-// A fused group's body holds element-wise ops, broadcasts and splats only.
-func.func @dot_in_group(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+// A fused group's body holds element-wise ops, broadcasts and splats only
+// (and a first dot, a last reduce or normalization).
+func.func @softmax_in_group(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %r = par.fused (%x) : (tensor<4x4xf32>) -> tensor<4x4xf32> {
   ^bb0(%a: tensor<4x4xf32>):
-    // expected-error @below {{'par.dot' op cannot run in a fused group: only element-wise ops, broadcasts and splat constants can}}
-    %d = par.dot %a, %a contract [1] x [0] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-    par.yield %d : tensor<4x4xf32>
+    // expected-error @below {{'par.softmax' op cannot run in a fused group: only element-wise ops, broadcasts and splat constants can}}
+    %d = par.softmax %a dim 1 : tensor<4x4xf32>
+    %e = par.exp %d : tensor<4x4xf32>
+    par.yield %e : tensor<4x4xf32>
   }
   return %r : tensor<4x4xf32>
 }
@@ -115,7 +117,7 @@ func.func @yields_broadcast(%x: tensor<4xf32>) -> tensor<2x4xf32> {
 func.func @reduce_not_last(%x: tensor<2x4xf32>) -> tensor<2xf32> {
   %r = par.fused (%x) : (tensor<2x4xf32>) -> tensor<2xf32> {
   ^bb0(%a: tensor<2x4xf32>):
-    // expected-error @below {{'par.reduce' op cannot run in a fused group: only element-wise ops, broadcasts and splat constants can (and a reduce, layer_norm or rms_norm last)}}
+    // expected-error @below {{'par.reduce' op cannot run in a fused group: only element-wise ops, broadcasts and splat constants can (and a dot first, and a reduce, layer_norm or rms_norm last)}}
     %s = par.reduce sum %a dims [1] : (tensor<2x4xf32>) -> tensor<2xf32>
     %n = par.neg %s : tensor<2xf32>
     par.yield %n : tensor<2xf32>
@@ -245,7 +247,7 @@ func.func @norm_not_last(%x: tensor<2x4xf32>, %g: tensor<4xf32>) -> tensor<2x4xf
   %r = par.fused (%x, %g) : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32> {
   ^bb0(%a: tensor<2x4xf32>, %s: tensor<4xf32>):
     %e = par.exp %a : tensor<2x4xf32>
-    // expected-error @below {{'par.rms_norm' op cannot run in a fused group: only element-wise ops, broadcasts and splat constants can (and a reduce, layer_norm or rms_norm last)}}
+    // expected-error @below {{'par.rms_norm' op cannot run in a fused group: only element-wise ops, broadcasts and splat constants can (and a dot first, and a reduce, layer_norm or rms_norm last)}}
     %n = par.rms_norm %e, %s : tensor<2x4xf32>, tensor<4xf32>
     %m = par.neg %n : tensor<2x4xf32>
     par.yield %m : tensor<2x4xf32>
@@ -266,4 +268,76 @@ func.func @norm_keep_other(%x: tensor<2x4xf32>, %g: tensor<4xf32>) -> (tensor<2x
     par.yield %n, %e : tensor<2x4xf32>, tensor<2x4xf32>
   }
   return %r#0, %r#1 : tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
+// A dot starts the group, or is not in it.
+func.func @dot_not_first(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  %r = par.fused (%x, %w) : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32> {
+  ^bb0(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>):
+    %c = par.constant dense<1.0> : tensor<2x4xf32>
+    // expected-error @below {{'par.dot' op in a fused group must be its first op (the group's one producer)}}
+    %d = par.dot %a, %b contract [1] x [0] : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+    %s = par.add %d, %c : tensor<2x4xf32>
+    par.yield %s : tensor<2x4xf32>
+  }
+  return %r : tensor<2x4xf32>
+}
+
+// -----
+
+// Its operands are the group's inputs.
+func.func @dot_of_a_step(%x: tensor<2x3xf32>, %w: tensor<3x3xf32>) -> tensor<2x3xf32> {
+  %r = par.fused (%x, %w) : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32> {
+  ^bb0(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>):
+    // expected-error @below {{'par.dot' op in a fused group must read two inputs of the group}}
+    %d = par.dot %a, %d2 contract [1] x [0] : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+    %d2 = par.exp %b : tensor<3x3xf32>
+    %s = par.neg %d : tensor<2x3xf32>
+    par.yield %s : tensor<2x3xf32>
+  }
+  return %r : tensor<2x3xf32>
+}
+
+// -----
+
+// An element-wise op finishes what the dot starts.
+func.func @dot_alone(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  %r = par.fused (%x, %w) : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32> {
+  ^bb0(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>):
+    // expected-error @below {{'par.dot' op alone is no fused group: an element-wise op must follow it}}
+    %d = par.dot %a, %b contract [1] x [0] : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+    par.yield %d : tensor<2x4xf32>
+  }
+  return %r : tensor<2x4xf32>
+}
+
+// -----
+
+// The GEMM writes the result: it makes the result's type.
+func.func @dot_other_type(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>) -> tensor<2x4xbf16> {
+  %r = par.fused (%x, %w) : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xbf16> {
+  ^bb0(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>):
+    // expected-error @below {{'par.dot' op in a fused group must make the group's result type 'tensor<2x4xbf16>', not 'tensor<2x4xf32>'}}
+    %d = par.dot %a, %b contract [1] x [0] : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+    %c = par.convert %d : tensor<2x4xf32> to tensor<2x4xbf16>
+    par.yield %c : tensor<2x4xbf16>
+  }
+  return %r : tensor<2x4xbf16>
+}
+
+// -----
+
+// Not before a reduction: the group would stream the GEMM's elements.
+func.func @dot_reduced(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>) -> tensor<2xf32> {
+  %r = par.fused (%x, %w) : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2xf32> {
+  ^bb0(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>):
+    // expected-error @below {{'par.dot' op cannot start a fused group that ends in a reduce or a normalization}}
+    %d = par.dot %a, %b contract [1] x [0] : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+    %e = par.exp %d : tensor<2x4xf32>
+    %s = par.reduce sum %e dims [1] : (tensor<2x4xf32>) -> tensor<2xf32>
+    par.yield %s : tensor<2xf32>
+  }
+  return %r : tensor<2xf32>
 }

@@ -1,12 +1,13 @@
 // RUN: par-opt %s --par-fuse -split-input-file | FileCheck %s
 
-// Bias, GELU, a scale and a residual become one group; the GEMM stays a
-// kernel of its own. The bias broadcast is read in place, the splat
-// constant copied in.
+// Bias, GELU, a scale and a residual become one group, and the GEMM whose
+// result only the group reads starts it (its producer: the GEMM writes
+// the group's result, the steps run over it). The bias broadcast is read
+// in place, the splat constant copied in.
 // CHECK-LABEL: func.func @bias_gelu
-// CHECK:       %[[D:.*]] = par.dot
-// CHECK-NEXT:  %[[F:.*]] = par.fused(%arg1, %[[D]], %arg0) : (tensor<64xf32>, tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32> {
-// CHECK-NEXT:  ^bb0(%[[B:.*]]: tensor<64xf32>, %[[Y:.*]]: tensor<8x64xf32>, %[[X:.*]]: tensor<8x64xf32>):
+// CHECK:       %[[F:.*]] = par.fused(%arg0, %arg2, %arg1) : (tensor<8x64xf32>, tensor<64x64xf32>, tensor<64xf32>) -> tensor<8x64xf32> {
+// CHECK-NEXT:  ^bb0(%[[X:.*]]: tensor<8x64xf32>, %[[W:.*]]: tensor<64x64xf32>, %[[B:.*]]: tensor<64xf32>):
+// CHECK-NEXT:    %[[Y:.*]] = par.dot %[[X]], %[[W]] contract [1] x [0]
 // CHECK-NEXT:    %[[BB:.*]] = par.broadcast %[[B]] dims [1]
 // CHECK-NEXT:    %[[S:.*]] = par.add %[[Y]], %[[BB]]
 // CHECK-NEXT:    %[[G:.*]] = par.gelu %[[S]]
@@ -317,3 +318,40 @@ func.func @norm_across_layers(%x: tensor<8x64xf32>, %a: tensor<8x64xf32>, %g: te
   %ns = par.layer_norm %s, %g, %b {par.stage = 1 : i64} : tensor<8x64xf32>, tensor<64xf32>
   return %n, %m, %ns, %s : tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>
 }
+
+// -----
+
+// A GEMM joins the group that finishes it only where nothing else reads
+// its result, the group makes its type, and the group is element-wise: a
+// GEMM also returned, one converted to another type, one that a reduction
+// ends, and the second of two GEMMs one group adds stay kernels of their
+// own.
+// CHECK-LABEL: func.func @producers
+// CHECK:       %[[D1:.*]] = par.dot %arg0, %arg1
+// CHECK-NEXT:  par.fused(%[[D1]]) : (tensor<8x16xf32>) -> tensor<8x16xf32> {
+// CHECK:         par.exp
+// CHECK:       %[[D2:.*]] = par.dot %arg0, %arg1
+// CHECK-NEXT:  par.fused(%[[D2]]) : (tensor<8x16xf32>) -> tensor<8x16xbf16> {
+// CHECK:       %[[D3:.*]] = par.dot %arg0, %arg1
+// CHECK-NEXT:  par.fused(%[[D3]]) : (tensor<8x16xf32>) -> tensor<8xf32> {
+// CHECK:       %[[D5:.*]] = par.dot %arg0, %arg1
+// CHECK-NEXT:  par.fused(%arg0, %arg1, %[[D5]]) : (tensor<8x32xf32>, tensor<32x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32> {
+// CHECK-NEXT:  ^bb0(%[[A:.*]]: tensor<8x32xf32>, %[[W:.*]]: tensor<32x16xf32>, %[[E:.*]]: tensor<8x16xf32>):
+// CHECK-NEXT:    %[[P:.*]] = par.dot %[[A]], %[[W]]
+// CHECK-NEXT:    par.add %[[P]], %[[E]]
+func.func @producers(%x: tensor<8x32xf32>, %w: tensor<32x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xbf16>, tensor<8xf32>, tensor<8x16xf32>) {
+  %d1 = par.dot %x, %w contract [1] x [0] : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %n1 = par.neg %d1 : tensor<8x16xf32>
+  %e1 = par.exp %n1 : tensor<8x16xf32>
+  %d2 = par.dot %x, %w contract [1] x [0] : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %n2 = par.neg %d2 : tensor<8x16xf32>
+  %c2 = par.convert %n2 : tensor<8x16xf32> to tensor<8x16xbf16>
+  %d3 = par.dot %x, %w contract [1] x [0] : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %t3 = par.tanh %d3 : tensor<8x16xf32>
+  %r3 = par.reduce sum %t3 dims [1] : (tensor<8x16xf32>) -> tensor<8xf32>
+  %d4 = par.dot %x, %w contract [1] x [0] : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %d5 = par.dot %x, %w contract [1] x [0] : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %s = par.add %d4, %d5 : tensor<8x16xf32>
+  return %d1, %e1, %c2, %r3, %s : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xbf16>, tensor<8xf32>, tensor<8x16xf32>
+}
+

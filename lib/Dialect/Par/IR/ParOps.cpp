@@ -253,6 +253,11 @@ int64_t FusedOp::getNumComputeOps() {
   });
 }
 
+DotOp FusedOp::getProducerDot() {
+  Block &block = getBody().front();
+  return block.empty() ? DotOp() : dyn_cast<DotOp>(block.front());
+}
+
 bool FusedOp::isReduction() {
   Operation *terminator = getBody().front().getTerminator();
   return isa_and_nonnull<ReduceOp>(terminator->getPrevNode());
@@ -333,6 +338,33 @@ LogicalResult FusedOp::verifyRegions() {
   for (Operation &op : getBodyOps()) {
     if (&op == last && rowOp)
       continue;
+    if (auto dot = dyn_cast<DotOp>(op)) {
+      // A producer dot: the GEMM writes the group's result, the element-
+      // wise ops after it (a bias, an activation) run over it in place.
+      if (&op != &getBody().front().front())
+        return op.emitOpError()
+               << "in a fused group must be its first op (the group's one "
+                  "producer)";
+      if (!isa<BlockArgument>(dot.getLhs()) ||
+          !isa<BlockArgument>(dot.getRhs()))
+        return op.emitOpError()
+               << "in a fused group must read two inputs of the group";
+      if (rowOp || getNumResults() != 1)
+        return op.emitOpError()
+               << "cannot start a fused group that ends in a reduce or a "
+                  "normalization";
+      if (&op == last)
+        return op.emitOpError() << "alone is no fused group: an element-wise "
+                                   "op must follow it";
+      RankedTensorType type = tensorOf(dot.getResult());
+      if (type.getShape() != shape ||
+          type.getElementType() != tensorOf(getResult()).getElementType())
+        return op.emitOpError()
+               << "in a fused group must make the group's result type "
+               << getResult().getType() << ", not "
+               << dot.getResult().getType();
+      continue;
+    }
     if (auto constant = dyn_cast<ConstantOp>(op)) {
       if (!constant.getValueAttr().isSplat())
         return op.emitOpError()
@@ -343,8 +375,8 @@ LogicalResult FusedOp::verifyRegions() {
     if (!isa<BroadcastOp>(op) && !op.hasTrait<mlir::OpTrait::Elementwise>())
       return op.emitOpError()
              << "cannot run in a fused group: only element-wise ops, "
-                "broadcasts and splat constants can (and a reduce, "
-                "layer_norm or rms_norm last)";
+                "broadcasts and splat constants can (and a dot first, and "
+                "a reduce, layer_norm or rms_norm last)";
     if (tensorOf(op.getResult(0)).getShape() != shape)
       return op.emitOpError() << "in a fused group must make the group's shape "
                               << listStr(shape);

@@ -1042,6 +1042,22 @@ def Par_FusedOp : Par_Op<"fused", [Pure, IsolatedFromAbove, Par_InPlace,
     computed and read once. It then yields the last op's value and that
     value. (`--par-fuse` keeps values only for reductions along rows and
     for normalizations.)
+
+    A group of element-wise ops may start with a `par.dot` of two of its
+    inputs (its producer): the GEMM writes the group's result, of the
+    dot's type, and the element-wise ops after it run over that result in
+    place, so the dot's own result is never a buffer of its own (a GEMM
+    followed by its bias: on GPUs, cuBLASLt's bias epilogue).
+
+    ```mlir
+    %h = par.fused (%x, %w, %b) : (tensor<8x32xf32>, tensor<32x64xf32>, tensor<64xf32>) -> tensor<8x64xf32> {
+    ^bb0(%x0: tensor<8x32xf32>, %w0: tensor<32x64xf32>, %b0: tensor<64xf32>):
+      %y = par.dot %x0, %w0 contract [1] x [0] : (tensor<8x32xf32>, tensor<32x64xf32>) -> tensor<8x64xf32>
+      %bb = par.broadcast %b0 dims [1] : (tensor<64xf32>) -> tensor<8x64xf32>
+      %s = par.add %y, %bb : tensor<8x64xf32>
+      par.yield %s : tensor<8x64xf32>
+    }
+    ```
   }];
   let arguments = (ins Variadic<Par_AnyTensor>:$inputs);
   let results = (outs Par_AnyTensor:$result, Optional<Par_AnyTensor>:$kept);
@@ -1056,6 +1072,9 @@ def Par_FusedOp : Par_Op<"fused", [Pure, IsolatedFromAbove, Par_InPlace,
     /// How many element-wise ops the group runs (broadcasts and constants
     /// are not counted: they only name elements).
     int64_t getNumComputeOps();
+    /// The dot that starts the group, if it has one (a GEMM whose
+    /// result the group's element-wise ops finish: a bias, an activation).
+    DotOp getProducerDot();
     /// Whether the group ends in a reduction (its shape is then not its
     /// result's).
     bool isReduction();
