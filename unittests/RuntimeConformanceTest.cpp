@@ -1095,6 +1095,10 @@ std::vector<std::pair<std::string, Case>> dotLayouts(DType t,
       {1}, {4, 5, 3});
   add("contracting dim in the middle (packed)", {3, 6, 5}, {6, 7}, {}, {}, {1},
       {0}, {3, 5, 7});
+  // Contracting dims listed out of order: the runs look swapped, but not at
+  // the split between free and contracting dims.
+  add("contracting dims out of order (packed)", {3, 4, 5}, {5, 3, 2}, {}, {},
+      {2, 0}, {0, 1}, {4, 2});
   return all;
 }
 
@@ -1170,6 +1174,8 @@ TEST(ConformanceBackends, CudaScratchSizesFollowTheLaunches) {
   EXPECT_EQ(dot.at("batch dim not leading (packed)"), workspace + 512);
   // lhs [3, 6, 5] f32 (360 bytes) packed, rounded up to 512.
   EXPECT_EQ(dot.at("contracting dim in the middle (packed)"), workspace + 512);
+  // lhs [3, 4, 5] f32 (240 bytes) packed, rounded up to 256.
+  EXPECT_EQ(dot.at("contracting dims out of order (packed)"), workspace + 256);
   Case empty;
   empty.in = {HostTensor(DType::F32, {3, 0}), HostTensor(DType::F32, {0, 4})};
   empty.attrs.lhsContract = {1};

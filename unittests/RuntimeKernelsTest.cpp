@@ -1125,6 +1125,9 @@ TEST(DotKernel, GeneralBatchAndContractingDims) {
       // Transposed, with runs of several dims on each side.
       {{2, 5, 4, 3}, {2, 5, 6}, {}, {}, {0, 1}, {0, 1}},
       {{4, 3, 2, 5}, {6, 7, 2, 5}, {}, {}, {2, 3}, {2, 3}},
+      // Contracting dims listed out of order: no transposed matrix.
+      {{3, 4, 5}, {5, 3, 2}, {}, {}, {2, 0}, {0, 1}},
+      {{7, 5, 3}, {3, 6, 5}, {}, {}, {1, 2}, {2, 0}},
   };
   for (DType dtype : kFloatTypes)
     for (const DotCase &c : cases)
@@ -1153,6 +1156,18 @@ TEST(DotKernel, PlanReadsTransposedOperandsInPlace) {
       {{{3, 2, 4}, {4, 5, 3}, {0}, {2}, {2}, {0}}, false, false, false, true},
       {{{3, 6, 5}, {6, 7}, {}, {}, {1}, {0}}, false, false, true, false},
       {{{3, 4, 5}, {5, 4, 2}, {}, {}, {1, 2}, {1, 0}},
+       false,
+       false,
+       false,
+       true},
+      // Contracting dims listed out of order look like swapped runs, but
+      // split elsewhere than between the free and the contracting dims.
+      {{{3, 4, 5}, {5, 3, 2}, {}, {}, {2, 0}, {0, 1}},
+       false,
+       false,
+       true,
+       false},
+      {{{7, 5, 3}, {3, 6, 5}, {}, {}, {1, 2}, {2, 0}},
        false,
        false,
        false,

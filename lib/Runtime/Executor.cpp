@@ -91,14 +91,15 @@ void Executor::reserveScratch() {
            " bytes in all): ";
   };
   try {
-    if (kernelScratch_ > 0 && kernels_.reserveScratch)
+    // Set aside even when nothing is needed: a launch that then asks for
+    // scratch shows a size function missing.
+    if (kernels_.reserveScratch)
       kernels_.reserveScratch(size_t(kernelScratch_));
   } catch (const std::exception &e) {
     throw RunError(need("kernel scratch", kernelScratch_) + e.what());
   }
   try {
-    if (commScratch_ > 0)
-      comm_.reserveScratch(size_t(commScratch_));
+    comm_.reserveScratch(size_t(commScratch_));
   } catch (const std::exception &e) {
     throw RunError(need("collective scratch", commScratch_) + e.what());
   }

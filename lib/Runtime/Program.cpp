@@ -490,6 +490,9 @@ void checkFusedDot(const Reader &r, const RankClass &rc,
                  "element type (" +
                      std::string(dtypeName(out.dtype)) + ")");
   }
+  if (!isFloat(out.dtype))
+    r.fail(sw, "a dot in a fused group computes floats, not " +
+                   std::string(dtypeName(out.dtype)));
   const Shape &lhs = side[0]->shape, &rhs = side[1]->shape;
   auto dimsOk = [&](const std::vector<int64_t> &dims, const Shape &shape,
                     std::vector<bool> &used) {

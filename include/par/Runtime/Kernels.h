@@ -263,9 +263,10 @@ struct DotPlan {
   size_t packedBytes(const Tensor &lhs, const Tensor &rhs) const;
 };
 /// Whether `perm` keeps its first `lead` dims in place and swaps the two
-/// runs of dims after them, each kept in order: [0 .. lead-1, lead+q ..
-/// r-1, lead .. lead+q-1].
-bool swapsTrailingRuns(const std::vector<int64_t> &perm, size_t lead);
+/// runs of dims after them, each kept in order, the second of `second`
+/// dims: [0 .. lead-1, lead+second .. r-1, lead .. lead+second-1].
+bool swapsTrailingRuns(const std::vector<int64_t> &perm, size_t lead,
+                       size_t second);
 DotPlan planDot(const Tensor &lhs, const Tensor &rhs,
                 const std::vector<int64_t> &lhsBatch,
                 const std::vector<int64_t> &rhsBatch,

@@ -2315,9 +2315,13 @@ std::vector<Tensor>
 producedInputs(const std::vector<catalogue::FusedStep> &steps,
                const std::vector<Tensor> &inputs, const Tensor &out) {
   const catalogue::FusedStep &dot = steps.front();
-  if (dot.args.size() != 2 || steps.size() < 2 || endsInRowStep(steps))
-    fail("fused", "a dot starts a group of element-wise steps and reads two "
-                  "of its operands");
+  bool laterDot = std::any_of(
+      steps.begin() + 1, steps.end(),
+      [](const catalogue::FusedStep &s) { return s.op == OpCode::Dot; });
+  if (dot.args.size() != 2 || steps.size() < 2 || endsInRowStep(steps) ||
+      laterDot)
+    fail("fused", "a dot starts a group of element-wise steps (its only dot) "
+                  "and reads two of its operands");
   for (int64_t arg : dot.args)
     if (arg < 0 || arg >= int64_t(inputs.size()))
       fail("fused", "the dot reads operand " + std::to_string(arg) + " of " +
@@ -2367,20 +2371,19 @@ void fused(const std::vector<catalogue::FusedStep> &steps,
 // Contraction
 //===----------------------------------------------------------------------===//
 
-bool swapsTrailingRuns(const std::vector<int64_t> &perm, size_t lead) {
+bool swapsTrailingRuns(const std::vector<int64_t> &perm, size_t lead,
+                       size_t second) {
   const size_t r = perm.size();
-  if (r < lead + 2)
+  if (r < lead + 2 || second == 0 || lead + second >= r)
     return false;
   for (size_t d = 0; d < lead; ++d)
     if (perm[d] != int64_t(d))
       return false;
-  // The second run starts where the permuted dims go back to `lead`.
-  size_t split = lead + 1;
-  while (split < r && perm[split] != int64_t(lead))
-    ++split;
-  if (split == r)
-    return false;
-  const int64_t q = int64_t(r - split); // dims of the second run
+  // The runs meet where the second (`second` dims) begins: the first run
+  // names the stored dims after it, the second those before, each in
+  // order.
+  const size_t split = r - second;
+  const int64_t q = int64_t(second);
   for (size_t d = lead; d < split; ++d)
     if (perm[d] != int64_t(lead) + q + int64_t(d - lead))
       return false;
@@ -2480,8 +2483,14 @@ DotPlan planDot(const Tensor &lhs, const Tensor &rhs,
                  " gives " + shapeDesc(expected) + ", but out is " +
                  typeStr(out));
   DotPlan plan{lhsPerm, rhsPerm, batch, m, k, n};
-  plan.lhsTransposed = swapsTrailingRuns(lhsPerm, lhsBatch.size());
-  plan.rhsTransposed = swapsTrailingRuns(rhsPerm, rhsBatch.size());
+  // Stored transposed: lhs as [batch, contracting, free] (the second
+  // run, read first, its contracting dims), rhs as [batch, free,
+  // contracting] (its free dims).
+  plan.lhsTransposed =
+      swapsTrailingRuns(lhsPerm, lhsBatch.size(), lhsContract.size());
+  plan.rhsTransposed = swapsTrailingRuns(rhsPerm, rhsBatch.size(),
+                                         rhs.shape.size() - rhsBatch.size() -
+                                             rhsContract.size());
   return plan;
 }
 

@@ -11,6 +11,7 @@
 #include "par/Runtime/Cuda/CudaBackend.h"
 
 #include "CudaCheck.h"
+#include "CudaWait.h"
 
 #include <cuda_runtime_api.h>
 
@@ -127,6 +128,9 @@ public:
   void copyIn(void *dst, const void *host, size_t bytes) override {
     if (bytes == 0)
       return;
+    // A copy from pageable memory may block in the driver until the work
+    // before it is done, where no hook runs: that work is waited for here.
+    waitFor(compute_);
     PAR_CUDA(
         cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, compute_));
     // The host buffer may be gone when the call returns.
@@ -135,6 +139,7 @@ public:
   void copyOut(void *host, const void *src, size_t bytes) override {
     if (bytes == 0)
       return;
+    waitFor(compute_);
     PAR_CUDA(
         cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, compute_));
     waitFor(compute_);
@@ -187,47 +192,22 @@ public:
       cudaEventDestroy(event);
     events_.clear();
     // Everything issued is done: the hook's record of it can go.
-    if (hook_)
-      hook_();
+    if (cuda::waitHook())
+      cuda::waitHook()();
   }
   void setWaitHook(std::function<void()> hook) override {
-    hook_ = std::move(hook);
+    cuda::waitHook() = std::move(hook);
   }
 
 private:
-  /// Returns when `stream`'s work is done. With a wait hook, polls the
-  /// stream (spinning at first, then sleeping 20 us between polls) and
-  /// calls the hook every millisecond, which may throw to give up.
-  void waitFor(cudaStream_t stream) {
-    if (!hook_) {
-      PAR_CUDA(cudaStreamSynchronize(stream));
-      return;
-    }
-    using Clock = std::chrono::steady_clock;
-    Clock::time_point last = Clock::now();
-    for (unsigned polls = 0;; ++polls) {
-      cudaError_t status = cudaStreamQuery(stream);
-      if (status == cudaSuccess)
-        return;
-      if (status != cudaErrorNotReady)
-        PAR_CUDA(status);
-      Clock::time_point now = Clock::now();
-      if (now - last >= std::chrono::milliseconds(1)) {
-        hook_();
-        last = now;
-      }
-      if (polls < 1000)
-        std::this_thread::yield();
-      else
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-  }
+  /// Returns when `stream`'s work is done, running the wait hook while
+  /// it waits (CudaWait.h).
+  void waitFor(cudaStream_t stream) { cuda::waitStream(stream); }
 
   int gpu_ = 0;
   cudaStream_t compute_ = nullptr, comm_ = nullptr;
   std::vector<cudaEvent_t> events_;
   std::map<void *, void *> bases_; // aligned pointer -> cudaMalloc's
-  std::function<void()> hook_;
 };
 
 } // namespace

@@ -25,6 +25,7 @@
 
 #include "CudaCheck.h"
 #include "CudaGather.h"
+#include "CudaWait.h"
 #include "FusedJit.h"
 #include "Launch.h"
 
@@ -137,6 +138,9 @@ void onHost(OpCode op, Stream stream, const Attrs &attrs, const Tensors &in,
   cudaStream_t s = streamOf(stream);
   std::vector<std::vector<char>> inBytes(in.size()), outBytes(out.size());
   Tensors hostIn = in, hostOut = out;
+  // The copies out wait for the work before them (collectives included)
+  // where the watchdog runs (CudaWait.h), not in the driver.
+  waitStream<KernelError>(s);
   for (size_t i = 0; i < in.size(); ++i) {
     inBytes[i].resize(in[i].bytes());
     hostIn[i].data = inBytes[i].data();
@@ -149,7 +153,7 @@ void onHost(OpCode op, Stream stream, const Attrs &attrs, const Tensors &in,
     outBytes[i].resize(out[i].bytes());
     hostOut[i].data = outBytes[i].data();
   }
-  PAR_CUDA_KERNEL(cudaStreamSynchronize(s));
+  waitStream<KernelError>(s);
   cpuKernels().lookup(op)(nullptr, attrs, hostIn, hostOut);
   for (size_t i = 0; i < out.size(); ++i)
     if (!outBytes[i].empty())
@@ -157,7 +161,7 @@ void onHost(OpCode op, Stream stream, const Attrs &attrs, const Tensors &in,
                                       outBytes[i].size(),
                                       cudaMemcpyHostToDevice, s));
   // The host buffers go out of scope here.
-  PAR_CUDA_KERNEL(cudaStreamSynchronize(s));
+  waitStream<KernelError>(s);
 }
 
 template <int I>
@@ -173,10 +177,11 @@ struct OnHost {
   OnHost(Stream stream, const Tensor &t) : bytes(t.bytes()), tensor(t) {
     tensor.data = bytes.data();
     if (!bytes.empty()) {
+      waitStream<KernelError>(streamOf(stream));
       PAR_CUDA_KERNEL(cudaMemcpyAsync(bytes.data(), t.data, bytes.size(),
                                       cudaMemcpyDeviceToHost,
                                       streamOf(stream)));
-      PAR_CUDA_KERNEL(cudaStreamSynchronize(streamOf(stream)));
+      waitStream<KernelError>(streamOf(stream));
     }
   }
 };
@@ -377,9 +382,10 @@ void constantOp(Stream stream, const Attrs &a, const Tensors &in,
   for (size_t i = 0; i < a.value.size(); ++i)
     storeElement(result.dtype, host.data(), int64_t(i), a.value[i]);
   if (!host.empty()) {
+    waitStream<KernelError>(streamOf(stream));
     PAR_CUDA_KERNEL(cudaMemcpyAsync(result.data, host.data(), host.size(),
                                     cudaMemcpyHostToDevice, streamOf(stream)));
-    PAR_CUDA_KERNEL(cudaStreamSynchronize(streamOf(stream)));
+    waitStream<KernelError>(streamOf(stream));
   }
 }
 
@@ -1401,6 +1407,7 @@ void sgdOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
 class Scratch {
 public:
   void reserve(size_t bytes) {
+    reserved_ = true;
     planned_ = std::max(planned_, bytes);
     if (bytes <= size_)
       return;
@@ -1418,7 +1425,7 @@ public:
   }
   void *get(size_t bytes, const char *op) {
     if (bytes > size_) {
-      if (planned_ > 0 && !warned_) {
+      if (reserved_ && !warned_) {
         warned_ = true;
         std::fprintf(stderr,
                      "par-run: warning: cuda: %s needed %zu bytes of scratch, "
@@ -1442,7 +1449,7 @@ private:
   }
   void *memory_ = nullptr;
   size_t size_ = 0, planned_ = 0;
-  bool warned_ = false;
+  bool reserved_ = false, warned_ = false;
 };
 
 Scratch &kernelScratch() {
@@ -2567,8 +2574,10 @@ bool runDot(Stream stream, const Attrs &a, const Tensors &in, Tensors &out,
   DotPlan p = planDot(in[0], in[1], a.lhsBatch, a.rhsBatch, a.lhsContract,
                       a.rhsContract, out[0]);
   Tensor &c = out[0];
-  if (bias &&
-      (p.k == 0 || p.packsLhs() || p.packsRhs() || p.batch * p.m * p.n == 0))
+  // The epilogue adds n values along cuBLASLt's rows: the bias must be
+  // all of n (one rhs free dim).
+  if (bias && (p.k == 0 || p.packsLhs() || p.packsRhs() ||
+               p.batch * p.m * p.n == 0 || bias->size() != p.n))
     return false;
   if (p.batch * p.m * p.n == 0)
     return true;
@@ -2635,7 +2644,8 @@ const Tensor *biasOfGroup(const std::vector<catalogue::FusedStep> &steps,
     return nullptr;
   const catalogue::FusedStep &broadcast = steps[1], &add = steps[2];
   if (broadcast.op != OpCode::Broadcast || add.op != OpCode::Add ||
-      broadcast.args.size() != 1 || broadcast.args[0] >= n ||
+      broadcast.args.size() != 1 || broadcast.args[0] < 0 ||
+      broadcast.args[0] >= n ||
       broadcast.attrs.dims !=
           std::vector<int64_t>{int64_t(out.shape.size()) - 1} ||
       DType(broadcast.dtype) != out.dtype || DType(add.dtype) != out.dtype)
@@ -2645,7 +2655,9 @@ const Tensor *biasOfGroup(const std::vector<catalogue::FusedStep> &steps,
   if (sum != std::vector<int64_t>{n, n + 1})
     return nullptr;
   const Tensor &bias = in[size_t(broadcast.args[0])];
-  if (bias.dtype != out.dtype || bias.shape != Shape{out.shape.back()})
+  // cuBLASLt reads the bias vector with 16-byte loads.
+  if (bias.dtype != out.dtype || bias.shape != Shape{out.shape.back()} ||
+      reinterpret_cast<uintptr_t>(bias.data) % 16 != 0)
     return nullptr;
   return &bias;
 }

@@ -409,6 +409,7 @@ private:
     }
   }
   void reserveScratch(size_t bytes) override {
+    reserved_ = true;
     planned_ = std::max(planned_, bytes);
     if (bytes > scratchBytes_)
       grow(bytes);
@@ -421,7 +422,7 @@ private:
   /// size undercounts it is reported once.
   void *scratch(size_t bytes) {
     if (bytes > scratchBytes_) {
-      if (planned_ > 0 && !warned_) {
+      if (reserved_ && !warned_) {
         warned_ = true;
         std::fprintf(stderr,
                      "par-run: warning: nccl: a collective needed %zu bytes "
@@ -463,7 +464,7 @@ private:
   std::map<int64_t, ncclComm_t> comms_;
   void *scratch_ = nullptr;
   size_t scratchBytes_ = 0, planned_ = 0;
-  bool warned_ = false;
+  bool reserved_ = false, warned_ = false;
   CollectiveWatch<cudaEvent_t> watch_;
   std::vector<cudaEvent_t> spareEvents_;
   bool aborted_ = false;

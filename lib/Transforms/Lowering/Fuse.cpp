@@ -177,6 +177,9 @@ static bool canJoin(Operation *def, const Group &group,
   if (taken.contains(def) || def->getBlock() != group.root->getBlock() ||
       !sameMarks(def, group.root) || makesScale(def, group.root))
     return false;
+  // The group's dot reads its operands whole, as inputs of the group.
+  if (group.dot && llvm::is_contained(def->getUsers(), group.dot))
+    return false;
   if (isSplatConstant(def))
     return true;
   ArrayRef<int64_t> shape = groupShape(group.root);
@@ -190,8 +193,9 @@ static bool canJoin(Operation *def, const Group &group,
 }
 
 /// Whether `def`, a dot that a member of `group` reads, may start it: the
-/// group's root is element-wise, the dot makes the root's type, and only
-/// the group reads it.
+/// group's root is element-wise, the dot makes the root's type, only the
+/// group reads it, and no member makes what it reads (its operands stay
+/// inputs of the group).
 static bool canAbsorbDot(Operation *def, const Group &group,
                          const DenseSet<Operation *> &taken) {
   Operation *root = group.root;
@@ -200,6 +204,10 @@ static bool canAbsorbDot(Operation *def, const Group &group,
       !sameMarks(def, root) ||
       def->getResult(0).getType() != root->getResult(0).getType())
     return false;
+  for (Value operand : def->getOperands())
+    if (Operation *producer = operand.getDefiningOp())
+      if (group.members.contains(producer))
+        return false;
   return llvm::all_of(def->getUsers(), [&](Operation *user) {
     return group.members.contains(user);
   });

@@ -355,3 +355,29 @@ func.func @producers(%x: tensor<8x32xf32>, %w: tensor<32x16xf32>) -> (tensor<8x1
   return %d1, %e1, %c2, %r3, %s : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xbf16>, tensor<8xf32>, tensor<8x16xf32>
 }
 
+
+// -----
+
+// What the GEMM reads stays an input of its group, also where a member of
+// the group reads it too: an op (the residual made by a neg) or a splat
+// constant.
+// CHECK-LABEL: func.func @producer_operands
+// CHECK:       %[[N:.*]] = par.neg %arg0
+// CHECK-NEXT:  par.fused(%[[N]], %arg1) : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32> {
+// CHECK-NEXT:  ^bb0(%[[A:.*]]: tensor<8x16xf32>, %[[W:.*]]: tensor<16x16xf32>):
+// CHECK-NEXT:    %[[P:.*]] = par.dot %[[A]], %[[W]]
+// CHECK-NEXT:    par.add %[[P]], %[[A]]
+// CHECK:       %[[C:.*]] = par.constant dense<1.000000e+00>
+// CHECK-NEXT:  par.fused(%[[C]], %arg1) : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32> {
+// CHECK-NEXT:  ^bb0(%[[CA:.*]]: tensor<8x16xf32>, %[[CW:.*]]: tensor<16x16xf32>):
+// CHECK-NEXT:    %[[CP:.*]] = par.dot %[[CA]], %[[CW]]
+// CHECK-NEXT:    par.sub %[[CP]], %[[CA]]
+func.func @producer_operands(%x: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+  %n = par.neg %x : tensor<8x16xf32>
+  %y = par.dot %n, %w contract [1] x [0] : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  %z = par.add %y, %n : tensor<8x16xf32>
+  %c = par.constant dense<1.0> : tensor<8x16xf32>
+  %y2 = par.dot %c, %w contract [1] x [0] : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  %z2 = par.sub %y2, %c : tensor<8x16xf32>
+  return %z, %z2 : tensor<8x16xf32>, tensor<8x16xf32>
+}
