@@ -128,9 +128,7 @@ public:
   void copyIn(void *dst, const void *host, size_t bytes) override {
     if (bytes == 0)
       return;
-    // A copy from pageable memory may block in the driver until the work
-    // before it is done, where no hook runs: that work is waited for here.
-    waitFor(compute_);
+    cuda::waitIfWatched(compute_);
     PAR_CUDA(
         cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, compute_));
     // The host buffer may be gone when the call returns.
@@ -139,7 +137,7 @@ public:
   void copyOut(void *host, const void *src, size_t bytes) override {
     if (bytes == 0)
       return;
-    waitFor(compute_);
+    cuda::waitIfWatched(compute_);
     PAR_CUDA(
         cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, compute_));
     waitFor(compute_);

@@ -28,6 +28,7 @@
 #include "CudaWait.h"
 #include "FusedJit.h"
 #include "Launch.h"
+#include "PlannedScratch.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -140,7 +141,7 @@ void onHost(OpCode op, Stream stream, const Attrs &attrs, const Tensors &in,
   Tensors hostIn = in, hostOut = out;
   // The copies out wait for the work before them (collectives included)
   // where the watchdog runs (CudaWait.h), not in the driver.
-  waitStream<KernelError>(s);
+  waitIfWatched<KernelError>(s);
   for (size_t i = 0; i < in.size(); ++i) {
     inBytes[i].resize(in[i].bytes());
     hostIn[i].data = inBytes[i].data();
@@ -177,7 +178,7 @@ struct OnHost {
   OnHost(Stream stream, const Tensor &t) : bytes(t.bytes()), tensor(t) {
     tensor.data = bytes.data();
     if (!bytes.empty()) {
-      waitStream<KernelError>(streamOf(stream));
+      waitIfWatched<KernelError>(streamOf(stream));
       PAR_CUDA_KERNEL(cudaMemcpyAsync(bytes.data(), t.data, bytes.size(),
                                       cudaMemcpyDeviceToHost,
                                       streamOf(stream)));
@@ -382,7 +383,7 @@ void constantOp(Stream stream, const Attrs &a, const Tensors &in,
   for (size_t i = 0; i < a.value.size(); ++i)
     storeElement(result.dtype, host.data(), int64_t(i), a.value[i]);
   if (!host.empty()) {
-    waitStream<KernelError>(streamOf(stream));
+    waitIfWatched<KernelError>(streamOf(stream));
     PAR_CUDA_KERNEL(cudaMemcpyAsync(result.data, host.data(), host.size(),
                                     cudaMemcpyHostToDevice, streamOf(stream)));
     waitStream<KernelError>(streamOf(stream));
@@ -1395,65 +1396,12 @@ void sgdOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
 // Lookups, losses and positions
 //===----------------------------------------------------------------------===//
 
-/// Device memory a launch needs for its own length (per-row partial
-/// results, packed GEMM operands, cuBLASLt's workspace): one region shared
-/// by every launch, since all run on the one compute stream and a later
-/// launch cannot overwrite what an earlier one still reads. The executor
-/// sets it aside before the first step (reserve) with the most any launch
-/// of the program asks for (the table's scratch sizes below). A launch
-/// that asks for more grows it, which synchronizes the device: expected
-/// for kernels run outside a program, and reported once when a program's
-/// size undercounts.
-class Scratch {
-public:
-  void reserve(size_t bytes) {
-    reserved_ = true;
-    planned_ = std::max(planned_, bytes);
-    if (bytes <= size_)
-      return;
-    release();
-    cudaError_t status = cudaMalloc(&memory_, bytes);
-    if (status == cudaErrorMemoryAllocation) {
-      cudaGetLastError(); // clear the error
-      size_t free = 0, total = 0;
-      cudaMemGetInfo(&free, &total);
-      throw KernelError("cuda: out of device memory: " + std::to_string(free) +
-                        " of " + std::to_string(total) + " bytes are free");
-    }
-    PAR_CUDA_KERNEL(status);
-    size_ = bytes;
-  }
-  void *get(size_t bytes, const char *op) {
-    if (bytes > size_) {
-      if (reserved_ && !warned_) {
-        warned_ = true;
-        std::fprintf(stderr,
-                     "par-run: warning: cuda: %s needed %zu bytes of scratch, "
-                     "more than the %zu set aside for the program (its "
-                     "scratch size undercounts); grown\n",
-                     op, bytes, planned_);
-      }
-      release();
-      PAR_CUDA_KERNEL(cudaMalloc(&memory_, bytes));
-      size_ = bytes;
-    }
-    return memory_;
-  }
-
-private:
-  void release() {
-    if (memory_)
-      PAR_CUDA_KERNEL(cudaFree(memory_)); // synchronizes the device
-    memory_ = nullptr;
-    size_ = 0;
-  }
-  void *memory_ = nullptr;
-  size_t size_ = 0, planned_ = 0;
-  bool reserved_ = false, warned_ = false;
-};
-
-Scratch &kernelScratch() {
-  static Scratch *scratch = new Scratch();
+/// The scratch of the launches (per-row partial results, packed GEMM
+/// operands, cuBLASLt's workspace): one buffer, since every launch runs on
+/// the one compute stream and a later launch cannot overwrite what an
+/// earlier one still reads. Sized by the table's scratch sizes below.
+PlannedScratch<KernelError> &kernelScratch() {
+  static auto *scratch = new PlannedScratch<KernelError>("cuda");
   return *scratch;
 }
 

@@ -59,6 +59,15 @@ template <typename E = DeviceError> void waitStream(cudaStream_t stream) {
   }
 }
 
+/// Before a copy that may block in the driver until the work before it is
+/// done (from or to pageable memory), where no hook runs: with a wait hook,
+/// that work is waited for here first; without one, the copy's own wait
+/// suffices.
+template <typename E = DeviceError> void waitIfWatched(cudaStream_t stream) {
+  if (waitHook())
+    waitStream<E>(stream);
+}
+
 } // namespace par::rt::cuda
 
 #endif // PAR_RUNTIME_CUDA_CUDAWAIT_H

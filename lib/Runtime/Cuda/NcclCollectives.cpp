@@ -26,13 +26,12 @@
 
 #include "CudaCheck.h"
 #include "CudaGather.h"
+#include "PlannedScratch.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -58,8 +57,7 @@ public:
     watch_.clear([&](cudaEvent_t event) { spareEvents_.push_back(event); });
     for (cudaEvent_t event : spareEvents_)
       cudaEventDestroy(event);
-    if (scratch_)
-      cudaFree(scratch_);
+    scratch_.release();
   }
 
   int64_t worldRank() const override { return host_->worldRank(); }
@@ -408,42 +406,12 @@ private:
       return 0;
     }
   }
-  void reserveScratch(size_t bytes) override {
-    reserved_ = true;
-    planned_ = std::max(planned_, bytes);
-    if (bytes > scratchBytes_)
-      grow(bytes);
-  }
+  void reserveScratch(size_t bytes) override { scratch_.reserve(bytes); }
 
   /// At least `bytes` of device memory for one collective's rearranged
   /// copy (collectives run one after another on the communication
-  /// stream). The executor sets aside what the program needs before the
-  /// first step; growing synchronizes the device, and when a program's
-  /// size undercounts it is reported once.
-  void *scratch(size_t bytes) {
-    if (bytes > scratchBytes_) {
-      if (reserved_ && !warned_) {
-        warned_ = true;
-        std::fprintf(stderr,
-                     "par-run: warning: nccl: a collective needed %zu bytes "
-                     "of scratch, more than the %zu set aside for the "
-                     "program (its scratch size undercounts); grown\n",
-                     bytes, planned_);
-      }
-      grow(bytes);
-    }
-    return scratch_;
-  }
-
-  void grow(size_t bytes) {
-    device_.synchronize();
-    if (scratch_)
-      PAR_CUDA(cudaFree(scratch_));
-    scratch_ = nullptr;
-    scratchBytes_ = 0;
-    PAR_CUDA(cudaMalloc(&scratch_, bytes));
-    scratchBytes_ = bytes;
-  }
+  /// stream).
+  void *scratch(size_t bytes) { return scratch_.get(bytes, "a collective"); }
 
   void rearrange(cudaStream_t stream, DType dtype, const void *src,
                  const cuda::Space &space, void *dst) {
@@ -462,9 +430,9 @@ private:
   std::unique_ptr<Collectives> host_;
   Device &device_;
   std::map<int64_t, ncclComm_t> comms_;
-  void *scratch_ = nullptr;
-  size_t scratchBytes_ = 0, planned_ = 0;
-  bool reserved_ = false, warned_ = false;
+  /// Grown only once the device's streams are done with the old one.
+  cuda::PlannedScratch<DeviceError> scratch_{"nccl",
+                                             [this] { device_.synchronize(); }};
   CollectiveWatch<cudaEvent_t> watch_;
   std::vector<cudaEvent_t> spareEvents_;
   bool aborted_ = false;
