@@ -105,6 +105,19 @@ def dot_mutants():
         "the dot of 64x64 and 64x64 makes 64x64, not the group's shape 8x64"
     yield "dot-future", first(args=[0, 5]), "is not made before this step"
 
+    def integer_dot(inst, buffers, instructions, doc):
+        # Operands, result and step all i32 (4 bytes, as f32), the inputs
+        # and output they hold too: GEMMs are of floats.
+        for b in list(inst["operands"][:2]) + inst["results"]:
+            buffers[b]["dtype"] = "i32"
+        for spec in doc["inputs"]:
+            if spec["global_shape"] != [64]:
+                spec["dtype"] = "i32"
+        for spec in doc["outputs"]:
+            spec["dtype"] = "i32"
+        inst["attrs"]["body"][0]["dtype"] = "i32"
+    yield "dot-integer", integer_dot, "a dot in a fused group computes floats, not i32"
+
     def result_in_place(inst, buffers):
         # The result takes the memory of the operand of its size the group
         # reads last (the residual): the GEMM would overwrite it first.
@@ -186,7 +199,9 @@ def main():
     for name, fn, expect in chosen:
         d = copy.deepcopy(doc)
         rc = d["rank_classes"][0]
-        if fn.__code__.co_argcount == 3:  # also edits other instructions
+        if fn.__code__.co_argcount == 4:  # also edits the inputs and outputs
+            fn(rc["instructions"][k], rc["buffers"], rc["instructions"], d)
+        elif fn.__code__.co_argcount == 3:  # also edits other instructions
             fn(rc["instructions"][k], rc["buffers"], rc["instructions"])
         elif fn.__code__.co_argcount == 2:  # also edits the buffers
             fn(rc["instructions"][k], rc["buffers"])
