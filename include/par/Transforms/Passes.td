@@ -103,6 +103,12 @@ def AutoShardPass : Pass<"auto-shard", "::mlir::ModuleOp"> {
            "fuse their copies, so time and memory are that program's); "
            "off: for the unfused program; auto: on where par-opt runs "
            "--par-fuse later in the same pipeline">,
+    Option<"checks", "checks", "std::string", /*default=*/"\"short\"",
+           "short: a plan for a step of 8 layers or more whose middle "
+           "layers are copies is checked on two copies of the step with 3 "
+           "and 4 layers, what the fourth adds counted once per layer left "
+           "out, and the chosen plan checked whole; whole: every check "
+           "partitions the whole module">,
   ];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }
@@ -133,6 +139,25 @@ def TestShardingRulesPass : Pass<"par-test-sharding-rules"> {
     sizes multiply to dimension sizes, reduction factors absent from results);
     a broken rule is an error.
   }];
+}
+
+def TestShortenedStepPass : Pass<"par-test-shortened-step",
+                                 "::mlir::ModuleOp"> {
+  let summary = "Replace the training step by a copy with fewer middle "
+                "layers (for tests)";
+  let description = [{
+    What --auto-shard checks a plan of a deep step on (checks=short): the
+    step keeps its first `first` layers and its last, and the middle layers
+    between them are dropped, with their parameters, optimizer states and
+    updates. The module must have one function, a training step whose
+    middle layers are copies of its second layer; otherwise an error says
+    why not.
+  }];
+  let options = [
+    Option<"first", "first", "int64_t", /*default=*/"2",
+           "How many of the first layers to keep (at least 1, and at most "
+           "the step's layers less 2)">,
+  ];
 }
 
 //===----------------------------------------------------------------------===//

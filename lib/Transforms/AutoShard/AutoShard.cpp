@@ -26,6 +26,7 @@
 #include "par/Transforms/Pipeline.h"
 #include "par/Transforms/Remat.h"
 #include "par/Transforms/SequenceVariant.h"
+#include "par/Transforms/ShortenedStep.h"
 #include "par/Transforms/StepArguments.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -1428,8 +1429,8 @@ void Planner::writeBack() {
       } else {
         moved = ShardingConstraintOp::create(
             b, reader.op->getLoc(), tensor.type, tensor.value, toAttr(needed));
-        if (std::optional<Phase> phase = getPhase(reader.op))
-          setPhase(moved.getDefiningOp(), *phase);
+        // Issued for its reader: in its phase, layer and pipeline stage.
+        StepMarks::of(reader.op).stamp(moved.getDefiningOp());
         // A recomputed reader's data movement is issued with it.
         if (isLate(reader.op))
           setLate(moved.getDefiningOp());
@@ -1690,7 +1691,43 @@ struct Exact {
   /// only in a choice the partitioner makes moot (ZeRO-3 where every
   /// parameter is already split over the data axis) compare equal.
   llvm::hash_code program = 0;
+  /// Where the figures were read off two shortened copies of the step
+  /// (its first layers and its last, 3 and 4 layers in all) and the second
+  /// one's difference from the first counted once per layer left out: the
+  /// step's layer count (0: the whole module was checked). Such figures
+  /// have no `measured`.
+  int64_t shortenedLayers = 0;
 };
+
+/// The figures of a step of `layers` layers from those of its copies with
+/// 3 (`three`) and 4 (`four`) layers: what the fourth layer added, once
+/// more per layer left out.
+static Exact extrapolate(const Exact &three, const Exact &four,
+                         int64_t layers) {
+  int64_t extra = layers - 4;
+  auto grow = [&](auto a, auto b) { return b + (b - a) * extra; };
+  Exact exact;
+  exact.shortenedLayers = layers;
+  exact.program = llvm::hash_combine(four.program, layers);
+  exact.arenaBytes = grow(three.arenaBytes, four.arenaBytes);
+  exact.stepSeconds = grow(three.stepSeconds, four.stepSeconds);
+  const StepPrediction &a = three.step, &b = four.step;
+  StepPrediction &step = exact.step;
+  step.computeSeconds = grow(a.computeSeconds, b.computeSeconds);
+  step.commSeconds = grow(a.commSeconds, b.commSeconds);
+  step.exposedCommSeconds = grow(a.exposedCommSeconds, b.exposedCommSeconds);
+  step.stepSeconds = grow(a.stepSeconds, b.stepSeconds);
+  step.deviceFlops = grow(a.deviceFlops, b.deviceFlops);
+  step.modelFlops = grow(a.modelFlops, b.modelFlops);
+  step.collectives = grow(a.collectives, b.collectives);
+  step.sentBytes = grow(a.sentBytes, b.sentBytes);
+  // MFU is a ratio: the shorter copy's, scaled by the model FLOPs and the
+  // step time it grew by.
+  if (b.modelFlops > 0 && step.stepSeconds > 0)
+    step.mfu = b.mfu * (step.modelFlops / b.modelFlops) *
+               (b.stepSeconds / step.stepSeconds);
+  return exact;
+}
 
 /// A hash of `module`'s structure: each op's name, attributes and result
 /// types, and its operands as the positions of the values they read, in
@@ -1862,6 +1899,15 @@ struct Candidate {
 /// partitions the whole module, so its cost grows with the model while the
 /// integer programs do not.
 constexpr int kExactChecks = 3;
+/// Steps of this many layers or more are checked on shortened copies
+/// (checks=short): two copies of 3 and 4 layers cost less to check than
+/// the whole step from here on.
+constexpr int64_t kShortenedFrom = 8;
+/// How far a shortened check's time may be from the whole module's: the
+/// steps of plans completed by propagation, which may settle differently
+/// at the ends of a shorter step, and the ZeRO buckets at its ends (0.4-2%
+/// on the GPT and Llama shapes of bench/autoshard).
+constexpr double kShortenedMargin = 0.03;
 /// A plan whose estimate is this many times the best checked plan's time
 /// is not checked.
 constexpr double kCheckMargin = 1.5;
@@ -1960,6 +2006,8 @@ struct AutoShardPass
   int64_t memoryLimit = 0;
   /// Plans are made and checked for the program --par-fuse makes.
   bool fusing = false;
+  /// Deep steps are checked on shortened copies (checks=short).
+  bool shortChecks = true;
 
   /// Plans every function of `planned.module` in place under the
   /// candidate's axis uses, and records its roles and time, the open
@@ -2187,7 +2235,7 @@ struct AutoShardPass
             exact = evaluatePartitioned(**scheduled, machine);
         }
       } else {
-        exact = evaluate(*candidate.planned->module, machine, fusing, why);
+        exact = checkFigures(*candidate.planned->module, machine, why);
       }
       if (failed(exact)) {
         if (!candidate.exact)
@@ -2210,6 +2258,50 @@ struct AutoShardPass
       }
     }
     setStage(candidate);
+  }
+
+  /// The checked figures of `module` (not pipelined): read off two
+  /// shortened copies of its step where it has kShortenedFrom layers or
+  /// more and its middle layers are copies (checks=short), else of the
+  /// whole module. A shortened copy that does not partition leaves the
+  /// check to the whole module.
+  FailureOr<Exact> checkFigures(ModuleOp module, const MachineModel &machine,
+                                std::string &why) {
+    if (shortChecks) {
+      std::string unused;
+      std::optional<ShortenableStep> step = shortenableStep(module, unused);
+      if (step && step->layers >= kShortenedFrom) {
+        OwningOpRef<ModuleOp> three = shortenedCopy(module, 2, unused);
+        OwningOpRef<ModuleOp> four =
+            three ? shortenedCopy(module, 3, unused) : nullptr;
+        std::string shortWhy;
+        if (four) {
+          FailureOr<Exact> a = evaluate(*three, machine, fusing, shortWhy);
+          if (succeeded(a))
+            if (FailureOr<Exact> b = evaluate(*four, machine, fusing, shortWhy);
+                succeeded(b))
+              return extrapolate(*a, *b, step->layers);
+        }
+      }
+    }
+    return evaluate(module, machine, fusing, why);
+  }
+
+  /// Checks `candidate` again on the whole module where its figures were
+  /// read off shortened copies.
+  void checkWhole(Candidate &candidate, const MachineModel &machine) {
+    if (!candidate.exact || !candidate.exact->shortenedLayers)
+      return;
+    setStage(candidate);
+    std::string why;
+    FailureOr<Exact> exact =
+        evaluate(*candidate.planned->module, machine, fusing, why);
+    if (succeeded(exact)) {
+      candidate.exact = *exact;
+    } else {
+      candidate.exact.reset();
+      candidate.error = why.empty() ? "does not partition" : why;
+    }
   }
 
   /// Whether `candidate` fits `limit` with recomputation: its module is
@@ -2348,6 +2440,12 @@ struct AutoShardPass
       return signalPassFailure();
     }
     fusing = fuse == "on";
+    if (checks != "short" && checks != "whole") {
+      module.emitError() << "--auto-shard: checks='" << checks
+                         << "' is not short or whole";
+      return signalPassFailure();
+    }
+    shortChecks = checks == "short";
     if (autoAxisSteps.empty()) {
       pipelineChoices.push_back({namedPipelineAxis, 0});
       if (pipeline == "auto" && !namedPipelineAxis)
@@ -2523,6 +2621,10 @@ struct AutoShardPass
     SmallVector<Candidate *> skipped;
     auto checkOne = [&](Candidate &candidate) {
       check(candidate, *machine);
+      // Whether a plan fits is the whole module's to say (and a
+      // recomputation trial starts from its measurements).
+      if (candidate.exact && candidate.exact->arenaBytes > limit)
+        checkWhole(candidate, *machine);
       ++checks;
       if (candidate.exact) {
         int64_t missing =
@@ -2703,11 +2805,41 @@ struct AutoShardPass
     }
     // Checked plans are ranked by their exact figures, ahead of the
     // estimates of the others.
-    llvm::stable_sort(considered, [&](const Candidate &a, const Candidate &b) {
-      if (a.checked != b.checked)
-        return a.checked;
-      return better(a, b);
-    });
+    auto rank = [&] {
+      llvm::stable_sort(considered,
+                        [&](const Candidate &a, const Candidate &b) {
+                          if (a.checked != b.checked)
+                            return a.checked;
+                          return better(a, b);
+                        });
+    };
+    rank();
+    // The plan chosen is the best by the whole module's figures: the first
+    // is checked whole where its figures were read off shortened copies,
+    // and so is any plan whose shortened figures come within
+    // kShortenedMargin of the first's time (they may be off by that much),
+    // the plans ranked again each time.
+    int shortened = 0;
+    for (const Candidate &candidate : considered)
+      shortened += candidate.exact && candidate.exact->shortenedLayers;
+    auto nextWhole = [&]() -> Candidate * {
+      Candidate &first = considered.front();
+      if (!first.exact)
+        return nullptr;
+      if (first.exact->shortenedLayers)
+        return &first;
+      for (Candidate &candidate : considered)
+        if (candidate.exact && candidate.exact->shortenedLayers &&
+            candidate.fits(limit) &&
+            candidate.exact->stepSeconds <=
+                first.exact->stepSeconds * (1 + kShortenedMargin))
+          return &candidate;
+      return nullptr;
+    };
+    while (Candidate *candidate = nextWhole()) {
+      checkWhole(*candidate, *machine);
+      rank();
+    }
     const Candidate &best = considered.front();
     if (!best.exact) {
       module.emitError() << "--auto-shard: the plan does not partition: "
@@ -2770,11 +2902,17 @@ struct AutoShardPass
       StringRef estimate = other.checked ? "" : " (the planner's estimate)";
       // An unchecked plan's estimate against the chosen plan's estimate.
       double versus = other.checked ? best.seconds() : best.estimatedSeconds;
+      // Figures read off shortened copies of the step.
+      std::string shortenedNote;
+      if (other.exact && other.exact->shortenedLayers)
+        shortenedNote = " (checked on 3 and 4 of its " +
+                        std::to_string(other.exact->shortenedLayers) +
+                        " layers)";
       if (other.checked && !other.exact)
         os << "does not partition: " << other.error;
       else if (!other.fits(limit))
         os << "needs " << other.bytes() << " bytes per device, over the limit"
-           << estimate;
+           << (other.checked ? StringRef(shortenedNote) : estimate);
       else if (other.seconds() < versus)
         os << "not checked: the planner's estimate ranks it below the "
            << checks << " plans checked";
@@ -2784,7 +2922,8 @@ struct AutoShardPass
       else
         os << llvm::format("slower by %.1f%%",
                            100 * (other.seconds() / versus - 1))
-           << (other.checked ? "" : " (the planner's estimates of both plans)");
+           << (other.checked ? shortenedNote
+                             : " (the planner's estimates of both plans)");
       SmallVector<NamedAttribute> entry = {
           b.getNamedAttr("plan", b.getStringAttr(other.name(mesh))),
           b.getNamedAttr("step_seconds", b.getF64FloatAttr(other.seconds())),
@@ -2834,6 +2973,7 @@ struct AutoShardPass
                        b.getI64IntegerAttr(best.estimatedBytes)),
         b.getNamedAttr("considered", b.getI64IntegerAttr(considered.size())),
         b.getNamedAttr("checked", b.getI64IntegerAttr(checks)),
+        b.getNamedAttr("shortened_checks", b.getI64IntegerAttr(shortened)),
         b.getNamedAttr("alternatives", b.getArrayAttr(alternatives)),
     };
     // Planned and checked as --par-fuse will run it.
