@@ -31,6 +31,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -284,6 +285,25 @@ public:
           ReshardTimes &reshardTimes, bool fuse)
       : func(func), mesh(mesh), machine(machine), memoryLimit(memoryLimit),
         axisUses(axisUses), reshardCache(reshardTimes), fuse(fuse) {}
+  /// A planner of `func`, a copy of the function `prototype` was built on
+  /// (`mapping` takes that function's values and ops to `func`'s), under
+  /// `axisUses`: it starts from the prototype's graph and clusters, which
+  /// do not depend on the axes' uses, instead of building them again.
+  Planner(const Planner &prototype, func::FuncOp func, MeshOp mesh,
+          const IRMapping &mapping, ArrayRef<AxisUse> axisUses)
+      : Planner(prototype) {
+    this->func = func;
+    this->mesh = mesh;
+    this->axisUses.assign(axisUses.begin(), axisUses.end());
+    tensorOf.clear();
+    for (auto [t, tensor] : llvm::enumerate(tensors)) {
+      tensor.value = mapping.lookup(tensor.value);
+      tensorOf[tensor.value] = int32_t(t);
+    }
+    for (Node &node : nodes)
+      if (node.op)
+        node.op = mapping.lookup(node.op);
+  }
 
   LogicalResult build();
   /// Finds repeated structure (the layers of a model, forward, backward and
@@ -2009,11 +2029,19 @@ struct AutoShardPass
   /// Deep steps are checked on shortened copies (checks=short).
   bool shortChecks = true;
 
+  /// Per function of the pass's module, a planner built on it (graph and
+  /// clusters, no axis placed) that the plans of unchanged copies of the
+  /// module start from; null where building failed.
+  std::map<std::string, std::shared_ptr<Planner>> prototypes;
+
   /// Plans every function of `planned.module` in place under the
   /// candidate's axis uses, and records its roles and time, the open
-  /// training steps and the footprint.
+  /// training steps and the footprint. With `mapping` (from the pass's
+  /// module to `planned.module`, an unchanged copy of it), each planner
+  /// starts from the function's prototype.
   LogicalResult planModule(PlannedModule &planned, const MachineModel &machine,
-                           int64_t limit, Candidate &candidate) {
+                           int64_t limit, Candidate &candidate,
+                           const IRMapping *mapping = nullptr) {
     MeshOp mesh = *planned.module->getOps<MeshOp>().begin();
     candidate.plannedSeconds = 0;
     candidate.roles.clear();
@@ -2021,10 +2049,30 @@ struct AutoShardPass
     for (auto func : planned.module->getOps<func::FuncOp>()) {
       if (func.isDeclaration())
         continue;
+      const Planner *prototype = nullptr;
+      if (mapping) {
+        auto [it, inserted] =
+            prototypes.try_emplace(func.getSymName().str(), nullptr);
+        if (inserted) {
+          auto source =
+              getOperation().lookupSymbol<func::FuncOp>(func.getSymName());
+          auto built = std::make_shared<Planner>(
+              source, *getOperation().getOps<MeshOp>().begin(), machine, limit,
+              candidate.uses, reshardTimes, fusing);
+          ScopedDiagnosticHandler quiet(func.getContext(),
+                                        [](Diagnostic &) { return success(); });
+          if (source && succeeded(built->build()))
+            it->second = std::move(built);
+        }
+        prototype = it->second.get();
+      }
       Planner &planner = *planned.planners.emplace_back(
-          std::make_unique<Planner>(func, mesh, machine, limit, candidate.uses,
-                                    reshardTimes, fusing));
-      if (failed(planner.build()) || failed(planner.solve()))
+          prototype ? std::make_unique<Planner>(*prototype, func, mesh,
+                                                *mapping, candidate.uses)
+                    : std::make_unique<Planner>(func, mesh, machine, limit,
+                                                candidate.uses, reshardTimes,
+                                                fusing));
+      if ((!prototype && failed(planner.build())) || failed(planner.solve()))
         return failure();
       planner.writeBack();
       // The slowest function, as the check measures a plan.
@@ -2349,6 +2397,7 @@ struct AutoShardPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     reshardTimes.clear();
+    prototypes.clear();
     // Recomputation is open where the module has training steps and the
     // user gave none of them a mode; "given" where some step has one.
     bool rematGiven = llvm::any_of(
@@ -2514,7 +2563,9 @@ struct AutoShardPass
     std::vector<Candidate> considered;
     for (auto [i, plan] : llvm::enumerate(plans)) {
       auto planned = std::make_shared<PlannedModule>();
-      planned->module = module.clone();
+      IRMapping mapping;
+      planned->module =
+          OwningOpRef<ModuleOp>(cast<ModuleOp>(module->clone(mapping)));
       {
         // The free plan's errors are the user's; a restricted plan that
         // cannot be made is just not an alternative (nor is a pipeline
@@ -2538,9 +2589,13 @@ struct AutoShardPass
             continue;
           placed.push_back(openStep->name);
         }
-        if (failed(placeAutoStages(*planned->module, placed,
-                                   plan.pipelineAxis)) ||
-            failed(planModule(*planned, *machine, limit, plan))) {
+        if (failed(
+                placeAutoStages(*planned->module, placed, plan.pipelineAxis)) ||
+            failed(planModule(*planned, *machine, limit, plan,
+                              plan.microbatches || plan.pipelineAxis ||
+                                      !placed.empty()
+                                  ? nullptr
+                                  : &mapping))) {
           if (!autoAxisSteps.empty() || plan.microbatches)
             continue;
           if (i == 0)
