@@ -1841,6 +1841,17 @@ struct PlannedModule {
   int64_t givenZero = 0;
   /// The planner of each function, for the records of the chosen plan.
   std::vector<std::unique_ptr<Planner>> planners;
+  /// Whether the planners wrote their plans into `module` (done when the
+  /// plan is first checked: a plan never checked needs no copy written).
+  bool written = false;
+
+  void write() {
+    if (written)
+      return;
+    for (auto &planner : planners)
+      planner->writeBack();
+    written = true;
+  }
   /// Names of its pipelined steps given `schedule=auto`.
   SmallVector<std::string> autoSchedule;
 };
@@ -2029,19 +2040,21 @@ struct AutoShardPass
   /// Deep steps are checked on shortened copies (checks=short).
   bool shortChecks = true;
 
-  /// Per function of the pass's module, a planner built on it (graph and
-  /// clusters, no axis placed) that the plans of unchanged copies of the
+  /// Per module the plans start from (the pass's module, or a copy with a
+  /// step divided into micro-batches) and function, a planner built on it
+  /// (graph and clusters, no axis placed) that the plans of copies of that
   /// module start from; null where building failed.
-  std::map<std::string, std::shared_ptr<Planner>> prototypes;
+  std::map<std::pair<Operation *, std::string>, std::shared_ptr<Planner>>
+      prototypes;
 
   /// Plans every function of `planned.module` in place under the
   /// candidate's axis uses, and records its roles and time, the open
-  /// training steps and the footprint. With `mapping` (from the pass's
-  /// module to `planned.module`, an unchanged copy of it), each planner
-  /// starts from the function's prototype.
+  /// training steps and the footprint. With `mapping` (from `source` to
+  /// `planned.module`, a copy of it whose stages may have been placed),
+  /// each planner starts from the function's prototype in `source`.
   LogicalResult planModule(PlannedModule &planned, const MachineModel &machine,
-                           int64_t limit, Candidate &candidate,
-                           const IRMapping *mapping = nullptr) {
+                           int64_t limit, Candidate &candidate, ModuleOp source,
+                           const IRMapping *mapping) {
     MeshOp mesh = *planned.module->getOps<MeshOp>().begin();
     candidate.plannedSeconds = 0;
     candidate.roles.clear();
@@ -2051,17 +2064,16 @@ struct AutoShardPass
         continue;
       const Planner *prototype = nullptr;
       if (mapping) {
-        auto [it, inserted] =
-            prototypes.try_emplace(func.getSymName().str(), nullptr);
+        auto [it, inserted] = prototypes.try_emplace(
+            {source.getOperation(), func.getSymName().str()}, nullptr);
         if (inserted) {
-          auto source =
-              getOperation().lookupSymbol<func::FuncOp>(func.getSymName());
+          auto original = source.lookupSymbol<func::FuncOp>(func.getSymName());
           auto built = std::make_shared<Planner>(
-              source, *getOperation().getOps<MeshOp>().begin(), machine, limit,
+              original, *source.getOps<MeshOp>().begin(), machine, limit,
               candidate.uses, reshardTimes, fusing);
           ScopedDiagnosticHandler quiet(func.getContext(),
                                         [](Diagnostic &) { return success(); });
-          if (source && succeeded(built->build()))
+          if (original && succeeded(built->build()))
             it->second = std::move(built);
         }
         prototype = it->second.get();
@@ -2074,7 +2086,6 @@ struct AutoShardPass
                                                 fusing));
       if ((!prototype && failed(planner.build())) || failed(planner.solve()))
         return failure();
-      planner.writeBack();
       // The slowest function, as the check measures a plan.
       candidate.plannedSeconds =
           std::max(candidate.plannedSeconds, planner.predictedSeconds);
@@ -2205,6 +2216,7 @@ struct AutoShardPass
   /// the schedule chosen for it.
   static void setStage(const Candidate &candidate) {
     PlannedModule &planned = *candidate.planned;
+    planned.write();
     MeshOp mesh = *planned.module->getOps<MeshOp>().begin();
     for (const std::string &name : planned.autoSchedule)
       if (auto func = planned.module->lookupSymbol<func::FuncOp>(name))
@@ -2561,11 +2573,11 @@ struct AutoShardPass
       return (1 + (p - 1) / m) / p;
     };
     std::vector<Candidate> considered;
+    // The step divided into each count of micro-batches tried (null where
+    // it cannot be), shared by the plans that pipeline it over any axis.
+    std::map<int64_t, OwningOpRef<ModuleOp>> microbatched;
     for (auto [i, plan] : llvm::enumerate(plans)) {
       auto planned = std::make_shared<PlannedModule>();
-      IRMapping mapping;
-      planned->module =
-          OwningOpRef<ModuleOp>(cast<ModuleOp>(module->clone(mapping)));
       {
         // The free plan's errors are the user's; a restricted plan that
         // cannot be made is just not an alternative (nor is a pipeline
@@ -2575,27 +2587,37 @@ struct AutoShardPass
           quiet.emplace(module.getContext(),
                         [&](Diagnostic &) { return success(); });
         SmallVector<std::string> placed(autoAxisSteps);
+        ModuleOp source = module;
         if (plan.microbatches) {
           // Pipelined here: the step's batch divided into the
           // micro-batches (as --par-pipeline="axis=auto divide-batch"
           // would), every schedule checked.
-          auto step =
-              planned->module->lookupSymbol<func::FuncOp>(openStep->name);
-          PipelineInfo info;
-          info.microbatches = plan.microbatches;
-          info.schedule = "auto";
-          info.dividedBatch = true;
-          if (failed(microbatchForAutoShard(step, info)))
+          auto [it, inserted] = microbatched.try_emplace(plan.microbatches);
+          if (inserted) {
+            OwningOpRef<ModuleOp> divided = module.clone();
+            auto step = divided->lookupSymbol<func::FuncOp>(openStep->name);
+            PipelineInfo info;
+            info.microbatches = plan.microbatches;
+            info.schedule = "auto";
+            info.dividedBatch = true;
+            if (succeeded(microbatchForAutoShard(step, info)))
+              it->second = std::move(divided);
+          }
+          if (!it->second)
             continue;
+          source = *it->second;
           placed.push_back(openStep->name);
         }
+        IRMapping mapping;
+        planned->module =
+            OwningOpRef<ModuleOp>(cast<ModuleOp>(source->clone(mapping)));
+        // The planners' graphs do not depend on where the stages are
+        // placed (but fused groups end at stages).
+        bool fromPrototype = placed.empty() || !fusing;
         if (failed(
                 placeAutoStages(*planned->module, placed, plan.pipelineAxis)) ||
-            failed(planModule(*planned, *machine, limit, plan,
-                              plan.microbatches || plan.pipelineAxis ||
-                                      !placed.empty()
-                                  ? nullptr
-                                  : &mapping))) {
+            failed(planModule(*planned, *machine, limit, plan, source,
+                              fromPrototype ? &mapping : nullptr))) {
           if (!autoAxisSteps.empty() || plan.microbatches)
             continue;
           if (i == 0)
