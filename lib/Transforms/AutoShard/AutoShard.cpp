@@ -2409,7 +2409,9 @@ struct AutoShardPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     reshardTimes.clear();
+    // The prototypes point into this run's modules.
     prototypes.clear();
+    auto dropPrototypes = llvm::make_scope_exit([&] { prototypes.clear(); });
     // Recomputation is open where the module has training steps and the
     // user gave none of them a mode; "given" where some step has one.
     bool rematGiven = llvm::any_of(
