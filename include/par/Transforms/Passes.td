@@ -155,7 +155,7 @@ def TestShortenedStepPass : Pass<"par-test-shortened-step",
   }];
   let options = [
     Option<"first", "first", "int64_t", /*default=*/"2",
-           "How many of the first layers to keep (at least 1, and at most "
+           "How many of the first layers to keep (at least 2, and at most "
            "the step's layers less 2)">,
   ];
 }

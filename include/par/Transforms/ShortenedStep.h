@@ -39,7 +39,7 @@ std::optional<ShortenableStep> shortenableStep(ModuleOp module,
 /// and that layer's backward pass reads the gradient the last layer
 /// passes back; the dropped layers' parameters, optimizer states and
 /// updates leave the signature. `first` must leave a layer to drop
-/// (1 <= first < layers - 1, and shortenableStep held). Null, with `why`,
+/// (2 <= first < layers - 1, and shortenableStep held). Null, with `why`,
 /// where a value crosses the dropped layers other than so.
 OwningOpRef<ModuleOp> shortenedCopy(ModuleOp module, int64_t first,
                                     std::string &why);

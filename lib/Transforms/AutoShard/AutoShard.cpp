@@ -2340,7 +2340,12 @@ struct AutoShardPass
           if (succeeded(a))
             if (FailureOr<Exact> b = evaluate(*four, machine, fusing, shortWhy);
                 succeeded(b))
-              return extrapolate(*a, *b, step->layers);
+              // A layer more never takes less time or memory; where the
+              // copies say so, their ends weigh more than a layer (the
+              // whole module is checked).
+              if (b->stepSeconds >= a->stepSeconds &&
+                  b->arenaBytes >= a->arenaBytes)
+                return extrapolate(*a, *b, step->layers);
         }
       }
     }

@@ -165,11 +165,15 @@ std::optional<ShortenableStep> mlir::par::shortenableStep(ModuleOp module,
 /// one); a mark naming only erased arguments is dropped.
 static void renumberArguments(func::FuncOp func, ArrayRef<int64_t> newIndex) {
   MLIRContext *ctx = func.getContext();
+  // An argument number out of range (not this function's) maps to none.
+  auto mapped = [&](int64_t arg) -> int64_t {
+    return arg >= 0 && arg < int64_t(newIndex.size()) ? newIndex[arg] : -1;
+  };
   auto remapOne = [&](Operation *op, StringRef name) {
     auto attr = op->getAttrOfType<IntegerAttr>(name);
     if (!attr)
       return;
-    int64_t to = newIndex[attr.getInt()];
+    int64_t to = mapped(attr.getInt());
     if (to < 0)
       op->removeAttr(name);
     else
@@ -180,8 +184,8 @@ static void renumberArguments(func::FuncOp func, ArrayRef<int64_t> newIndex) {
             ParDialect::kGradientOfAttrName)) {
       SmallVector<int64_t> kept;
       for (int64_t param : params.asArrayRef())
-        if (newIndex[param] >= 0)
-          kept.push_back(newIndex[param]);
+        if (mapped(param) >= 0)
+          kept.push_back(mapped(param));
       if (kept.empty())
         op->removeAttr(ParDialect::kGradientOfAttrName);
       else
@@ -193,10 +197,10 @@ static void renumberArguments(func::FuncOp func, ArrayRef<int64_t> newIndex) {
   });
   for (unsigned r = 0; r < func.getNumResults(); ++r)
     if (auto arg = func.getResultAttrOfType<IntegerAttr>(
-            r, ParDialect::kUpdatesAttrName))
-      func.setResultAttr(
-          r, ParDialect::kUpdatesAttrName,
-          IntegerAttr::get(arg.getType(), newIndex[arg.getInt()]));
+            r, ParDialect::kUpdatesAttrName);
+        arg && mapped(arg.getInt()) >= 0)
+      func.setResultAttr(r, ParDialect::kUpdatesAttrName,
+                         IntegerAttr::get(arg.getType(), mapped(arg.getInt())));
 }
 
 OwningOpRef<ModuleOp> mlir::par::shortenedCopy(ModuleOp module, int64_t first,
@@ -207,8 +211,10 @@ OwningOpRef<ModuleOp> mlir::par::shortenedCopy(ModuleOp module, int64_t first,
     return nullptr;
   StepLayers &layers = *found;
   int64_t n = int64_t(layers.order.size());
-  if (first < 1 || first + 1 >= n) {
-    why = "no middle layer to drop";
+  if (first < 2 || first + 1 >= n) {
+    why = first < 2 ? "the first kept layers must include a middle one "
+                      "(first=2 or more)"
+                    : "no middle layer to drop";
     return nullptr;
   }
   func::FuncOp func = layers.func;
@@ -218,6 +224,11 @@ OwningOpRef<ModuleOp> mlir::par::shortenedCopy(ModuleOp module, int64_t first,
   // is a copy of B.
   int64_t before = layers.order[first - 1], after = layers.order[n - 1];
   int64_t firstDropped = layers.order[first], lastDropped = layers.order[n - 2];
+  if (!sameLayer(layers, before, lastDropped)) {
+    why = "layer " + std::to_string(lastDropped) + " is not a copy of layer " +
+          std::to_string(before);
+    return nullptr;
+  }
   llvm::DenseSet<int64_t> droppedLayers(layers.order.begin() + first,
                                         layers.order.end() - 1);
 
@@ -287,9 +298,12 @@ OwningOpRef<ModuleOp> mlir::par::shortenedCopy(ModuleOp module, int64_t first,
         replacement = layers.ops[before][layers.position[def]]->getResult(
             cast<OpResult>(value).getResultNumber());
       } else if (layer && *layer == before && from && *from == firstDropped) {
+        // What J's op reads there must be what the layer after the gap
+        // passes back.
         Operation *match = layers.ops[lastDropped][layers.position[&op]];
         replacement = match->getOperand(operand.getOperandNumber());
-        if (goes(replacement))
+        Operation *source = replacement.getDefiningOp();
+        if (goes(replacement) || !source || getLayer(source) != after)
           replacement = nullptr;
       }
       if (!replacement) {
@@ -314,6 +328,15 @@ OwningOpRef<ModuleOp> mlir::par::shortenedCopy(ModuleOp module, int64_t first,
       return nullptr;
     }
     droppedResults.set(r);
+  }
+  // A result that stays may not update an argument that goes.
+  for (unsigned r = 0; r < func.getNumResults(); ++r) {
+    std::optional<unsigned> arg = getUpdatedArgument(func, r);
+    if (!droppedResults[r] && arg && droppedArgs[*arg]) {
+      why = "result " + std::to_string(r) + " updates argument " +
+            std::to_string(*arg) + ", which only the layers dropped read";
+      return nullptr;
+    }
   }
   ret->eraseOperands(droppedResults);
   if (failed(func.eraseResults(droppedResults))) {
