@@ -732,11 +732,7 @@ void Planner::cluster() {
     // Marks that name a layer or an argument (which parameter a value is
     // the gradient, copy or view of) differ between copies.
     for (NamedAttribute attr : node.op->getAttrs())
-      if (!llvm::is_contained(
-              {ParDialect::kLayerAttrName, ParDialect::kGradientOfAttrName,
-               ParDialect::kCopyOfAttrName, ParDialect::kViewOfAttrName,
-               ParDialect::kStageAttrName, ParDialect::kMicrobatchAttrName},
-              attr.getName().getValue()))
+      if (!isCopyMark(attr.getName().getValue()))
         os << " " << attr.getName().getValue() << "="
            << attr.getValue().getAsOpaquePointer();
     for (Type type : node.op->getResultTypes())
@@ -2331,11 +2327,13 @@ struct AutoShardPass
       std::string unused;
       std::optional<ShortenableStep> step = shortenableStep(module, unused);
       if (step && step->layers >= kShortenedFrom) {
-        OwningOpRef<ModuleOp> three = shortenedCopy(module, 2, unused);
-        OwningOpRef<ModuleOp> four =
-            three ? shortenedCopy(module, 3, unused) : nullptr;
+        // The 3-layer copy is made from the 4-layer one (layers 0, 1 and
+        // the last of both).
+        OwningOpRef<ModuleOp> four = shortenedCopy(module, 3, unused);
+        OwningOpRef<ModuleOp> three =
+            four ? shortenedCopy(*four, 2, unused) : nullptr;
         std::string shortWhy;
-        if (four) {
+        if (three) {
           FailureOr<Exact> a = evaluate(*three, machine, fusing, shortWhy);
           if (succeeded(a))
             if (FailureOr<Exact> b = evaluate(*four, machine, fusing, shortWhy);
@@ -2415,7 +2413,6 @@ struct AutoShardPass
     ModuleOp module = getOperation();
     reshardTimes.clear();
     // The prototypes point into this run's modules.
-    prototypes.clear();
     auto dropPrototypes = llvm::make_scope_exit([&] { prototypes.clear(); });
     // Recomputation is open where the module has training steps and the
     // user gave none of them a mode; "given" where some step has one.

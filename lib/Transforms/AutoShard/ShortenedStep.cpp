@@ -82,18 +82,11 @@ static FailureOr<StepLayers> layersOf(ModuleOp module, std::string &why) {
   return layers;
 }
 
-/// Marks that name parameters by argument number: they differ between
-/// copies of a layer (each has its own parameters), as the layer mark does.
-static bool namesALayer(StringRef name) {
-  return name == ParDialect::kLayerAttrName ||
-         name == ParDialect::kGradientOfAttrName ||
-         name == ParDialect::kCopyOfAttrName ||
-         name == ParDialect::kViewOfAttrName;
-}
-
+/// Whether `a` and `b` have the same attributes but the marks that tell
+/// copies apart.
 static bool sameAttributes(Operation *a, Operation *b) {
   auto next = [](ArrayRef<NamedAttribute> attrs, size_t i) {
-    while (i < attrs.size() && namesALayer(attrs[i].getName().getValue()))
+    while (i < attrs.size() && isCopyMark(attrs[i].getName().getValue()))
       ++i;
     return i;
   };
@@ -317,26 +310,20 @@ OwningOpRef<ModuleOp> mlir::par::shortenedCopy(ModuleOp module, int64_t first,
   }
   // The step's results that go: the updates of the dropped parameters and
   // states, and nothing else.
+  // A result that stays may not update an argument that goes.
   llvm::BitVector droppedResults(func.getNumResults());
   for (OpOperand &operand : ret->getOpOperands()) {
-    if (!goes(operand.get()))
-      continue;
     unsigned r = operand.getOperandNumber();
     std::optional<unsigned> arg = getUpdatedArgument(func, r);
-    if (!arg || !droppedArgs[*arg]) {
-      why = "result " + std::to_string(r) + " depends on the layers dropped";
+    bool argGoes = arg && droppedArgs[*arg];
+    if (goes(operand.get()) != argGoes) {
+      why = "result " + std::to_string(r) +
+            (argGoes ? " updates argument " + std::to_string(*arg) +
+                           ", which only the layers dropped read"
+                     : " depends on the layers dropped");
       return nullptr;
     }
-    droppedResults.set(r);
-  }
-  // A result that stays may not update an argument that goes.
-  for (unsigned r = 0; r < func.getNumResults(); ++r) {
-    std::optional<unsigned> arg = getUpdatedArgument(func, r);
-    if (!droppedResults[r] && arg && droppedArgs[*arg]) {
-      why = "result " + std::to_string(r) + " updates argument " +
-            std::to_string(*arg) + ", which only the layers dropped read";
-      return nullptr;
-    }
+    droppedResults[r] = argGoes;
   }
   ret->eraseOperands(droppedResults);
   if (failed(func.eraseResults(droppedResults))) {

@@ -196,6 +196,15 @@ void PhaseStamper::notifyOperationInserted(Operation *op,
   StepMarks{phase, layer, std::nullopt, std::nullopt}.stamp(op);
 }
 
+bool mlir::par::isCopyMark(StringRef name) {
+  return name == ParDialect::kLayerAttrName ||
+         name == ParDialect::kStageAttrName ||
+         name == ParDialect::kMicrobatchAttrName ||
+         name == ParDialect::kGradientOfAttrName ||
+         name == ParDialect::kCopyOfAttrName ||
+         name == ParDialect::kViewOfAttrName;
+}
+
 bool mlir::par::isLate(Operation *op) {
   return op->hasAttr(ParDialect::kLateAttrName);
 }

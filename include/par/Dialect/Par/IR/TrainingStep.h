@@ -74,6 +74,12 @@ struct StepMarks {
   }
 };
 
+/// Whether the attribute `name` is a mark that tells copies of one op
+/// apart: the layer, pipeline stage and micro-batch it belongs to, and the
+/// parameters (argument numbers) a value is the gradient, copy or view of.
+/// Copies of a layer, or of a micro-batch, differ only in these.
+bool isCopyMark(StringRef name);
+
 /// The parameters (argument numbers) whose gradient `op`'s result is.
 SmallVector<int64_t> getGradientOf(Operation *op);
 bool isGradientOf(Operation *op, int64_t param);
