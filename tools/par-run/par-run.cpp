@@ -30,12 +30,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <sched.h>
 #include <string>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -383,7 +385,26 @@ std::string human(int64_t bytes) {
   return text;
 }
 
-/// Starts the ranks through mpirun; returns only on failure to exec.
+/// The mpirun child par-run waits on, for the signal forwarder.
+volatile sig_atomic_t launchedChild = 0;
+
+/// Passes a signal sent to par-run alone (by kill) on to mpirun, which stops
+/// the ranks. One the terminal sent (Ctrl-C) already reached mpirun, which
+/// is in par-run's process group; a second would make it abort at once.
+void forwardSignal(int signal, siginfo_t *info, void *) {
+  bool sentByKill = !info || info->si_code <= 0;
+  if (launchedChild > 0 && sentByKill)
+    kill(pid_t(launchedChild), signal);
+}
+
+/// Starts the ranks through mpirun and waits for them; returns mpirun's exit
+/// status (128 + the signal where it was killed).
+///
+/// Open MPI keeps its session files under $TMPDIR/ompi.<host>.<uid>, one
+/// directory shared by every job of the user; two jobs started at the same
+/// moment race to create it and one can fail ("A call to mkdir was unable
+/// to create the desired directory ... File exists"). Each launch therefore
+/// gets a directory of its own, removed when mpirun ends.
 int launch(const Options &o, int64_t ranks,
            const std::vector<std::string> &rest) {
   std::string mpirun = findOnPath("mpirun");
@@ -400,6 +421,16 @@ int launch(const Options &o, int64_t ranks,
     return 1;
   }
   self[length] = 0;
+  const char *tmp = std::getenv("TMPDIR");
+  std::string sessionDir =
+      std::string(tmp && *tmp ? tmp : "/tmp") + "/par-run.XXXXXX";
+  if (!mkdtemp(sessionDir.data())) {
+    std::cerr << "par-run: error: cannot create a directory for mpirun's "
+                 "session files in "
+              << (tmp && *tmp ? tmp : "/tmp") << ": " << std::strerror(errno)
+              << " (set TMPDIR to a writable directory)\n";
+    return 1;
+  }
   std::vector<std::string> args = {mpirun,
                                    "--allow-run-as-root",
                                    "--oversubscribe",
@@ -413,6 +444,10 @@ int launch(const Options &o, int64_t ranks,
                                    self};
   args.insert(args.end(), rest.begin(), rest.end());
   setenv("PAR_RUN_LAUNCHED", "1", 1);
+  // Open MPI 4 (orte) and 5 (prte) name the session base differently; each
+  // ignores the other's.
+  setenv("OMPI_MCA_orte_tmpdir_base", sessionDir.c_str(), 1);
+  setenv("PRTE_MCA_prte_tmpdir_base", sessionDir.c_str(), 1);
   // The ranks share this machine's cores: each rank's kernels get its
   // share (one thread where the ranks already fill the cores), and split
   // their GEMMs over it themselves, so OpenBLAS runs one thread per call.
@@ -430,9 +465,41 @@ int launch(const Options &o, int64_t ranks,
     argvOut.push_back(arg.data());
   argvOut.push_back(nullptr);
   std::fflush(nullptr);
-  execv(mpirun.c_str(), argvOut.data());
-  std::cerr << "par-run: error: cannot start " << mpirun << ": "
-            << std::strerror(errno) << "\n";
+  auto removeSessionDir = [&] {
+    std::error_code ignored;
+    std::filesystem::remove_all(sessionDir, ignored);
+  };
+  pid_t child = fork();
+  if (child < 0) {
+    std::cerr << "par-run: error: cannot start " << mpirun << ": "
+              << std::strerror(errno) << "\n";
+    removeSessionDir();
+    return 1;
+  }
+  if (child == 0) {
+    execv(mpirun.c_str(), argvOut.data());
+    std::cerr << "par-run: error: cannot start " << mpirun << ": "
+              << std::strerror(errno) << "\n";
+    _exit(127);
+  }
+  launchedChild = child;
+  // Either way a signal arrives, par-run waits for mpirun to stop its ranks,
+  // then cleans up.
+  struct sigaction forward = {};
+  forward.sa_sigaction = forwardSignal;
+  forward.sa_flags = SA_SIGINFO;
+  sigemptyset(&forward.sa_mask);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+    sigaction(signal, &forward, nullptr);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  launchedChild = 0;
+  removeSessionDir();
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  if (WIFSIGNALED(status))
+    return 128 + WTERMSIG(status);
   return 1;
 }
 
