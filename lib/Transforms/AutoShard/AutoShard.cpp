@@ -190,6 +190,12 @@ public:
     Cbc_Model *model = Cbc_newModel();
     llvm::scope_exit release([&] { Cbc_deleteModel(model); });
     Cbc_setLogLevel(model, 0);
+    // No primal heuristics (feasibility pump, rounding, diving): these
+    // programs' relaxations are nearly integral, and branch and bound
+    // reaches the optimum sooner without them (a pipelined 6.7B plan's
+    // program for 1,024 devices: 2.0 s with them, 0.8 s without; the same
+    // optimum either way).
+    Cbc_setParameter(model, "heuristicsOnOff", "off");
     Cbc_loadProblem(model, int(objective.size()), int(rowLower.size()),
                     start.data(), index.data(), value.data(), lower.data(),
                     upper.data(), scaled.data(), rowLower.data(),

@@ -304,29 +304,26 @@ LogicalResult mlir::par::splitStages(func::FuncOp func) {
         stage->setAttr(attr.getName(), attr.getValue());
     stage->setAttr(ParDialect::kStageOfAttrName, func.getSymNameAttr());
     stage->setAttr(ParDialect::kStageAttrName, b.getI64IntegerAttr(s));
-    for (auto [i, arg] : llvm::enumerate(args)) {
-      if (DictionaryAttr attrs = func.getArgAttrDict(arg))
-        for (NamedAttribute attr : attrs)
-          stage.setArgAttr(unsigned(i), attr.getName(), attr.getValue());
-      stage.setArgAttr(unsigned(i), ParDialect::kInputAttrName,
-                       b.getI64IntegerAttr(arg));
+    // Each argument's and result's attributes set at once (setting them one
+    // by one rebuilds the list of every argument's each time).
+    SmallVector<DictionaryAttr> argAttrs, resultAttrs;
+    for (unsigned arg : args) {
+      NamedAttrList attrs(func.getArgAttrDict(arg));
+      attrs.set(ParDialect::kInputAttrName, b.getI64IntegerAttr(arg));
+      argAttrs.push_back(attrs.getDictionary(ctx));
     }
-    for (auto [i, j] : llvm::enumerate(results)) {
-      DictionaryAttr attrs = func.getResultAttrDict(j);
-      for (NamedAttribute attr :
-           attrs ? attrs.getValue() : ArrayRef<NamedAttribute>()) {
-        if (attr.getName() == ParDialect::kUpdatesAttrName) {
-          unsigned target =
-              unsigned(cast<IntegerAttr>(attr.getValue()).getInt());
-          stage.setResultAttr(unsigned(i), attr.getName(),
-                              b.getI64IntegerAttr(localArg[s].lookup(target)));
-          continue;
-        }
-        stage.setResultAttr(unsigned(i), attr.getName(), attr.getValue());
-      }
-      stage.setResultAttr(unsigned(i), ParDialect::kOutputAttrName,
-                          b.getI64IntegerAttr(j));
+    for (unsigned j : results) {
+      NamedAttrList attrs(func.getResultAttrDict(j));
+      if (auto target = llvm::dyn_cast_if_present<IntegerAttr>(
+              attrs.get(ParDialect::kUpdatesAttrName)))
+        attrs.set(
+            ParDialect::kUpdatesAttrName,
+            b.getI64IntegerAttr(localArg[s].lookup(unsigned(target.getInt()))));
+      attrs.set(ParDialect::kOutputAttrName, b.getI64IntegerAttr(j));
+      resultAttrs.push_back(attrs.getDictionary(ctx));
     }
+    stage.setAllArgAttrs(argAttrs);
+    stage.setAllResultAttrs(resultAttrs);
     Block *entry = stage.addEntryBlock();
     for (auto [i, arg] : llvm::enumerate(args))
       maps[s].map(func.getArgument(arg), entry->getArgument(i));
