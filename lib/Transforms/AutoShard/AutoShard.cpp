@@ -112,7 +112,8 @@ struct Use {
 struct Node {
   Operation *op = nullptr; // null for an argument
   int32_t argTensor = -1;
-  std::optional<ShardingRule> rule;
+  /// Shared by the copies of a planner (the rule does not change).
+  std::shared_ptr<const ShardingRule> rule;
   OpWork work;
   Type elementType;
   SmallVector<int32_t> inputs, outputs; // tensor ids (-1: not a tensor)
@@ -409,10 +410,14 @@ private:
   SmallVector<int32_t> placed;
   std::vector<Tensor> tensors;
   std::vector<Node> nodes;
-  /// Per tensor, its readers.
-  std::vector<SmallVector<Use, 2>> uses;
-  /// Per argument node, the returned values that update it.
-  std::vector<SmallVector<int32_t, 1>> updates;
+  /// Per tensor, its readers, and per argument node, the returned values
+  /// that update it: made by build(), shared by the planner's copies.
+  using UseLists = std::vector<SmallVector<Use, 2>>;
+  using UpdateLists = std::vector<SmallVector<int32_t, 1>>;
+  std::shared_ptr<UseLists> useLists = std::make_shared<UseLists>();
+  std::shared_ptr<UpdateLists> updateLists = std::make_shared<UpdateLists>();
+  const UseLists &uses() const { return *useLists; }
+  const UpdateLists &updates() const { return *updateLists; }
   llvm::DenseMap<Value, int32_t> tensorOf;
   ReshardTimes &reshardCache;
   /// The step's gradient bucket size (par.bucket_bytes; 0: none).
@@ -498,7 +503,7 @@ LogicalResult Planner::build() {
                             << "' has no sharding rule to plan with";
     Node node;
     node.op = &op;
-    node.rule = ruleOp.getShardingRule();
+    node.rule = std::make_shared<const ShardingRule>(ruleOp.getShardingRule());
     node.work = ruleOp.getWork();
     node.factorAxes.resize(node.rule->getNumFactors());
     for (auto [index, operand] : llvm::enumerate(op.getOperands())) {
@@ -524,12 +529,12 @@ LogicalResult Planner::build() {
     }
     nodes.push_back(std::move(node));
   }
-  uses.resize(tensors.size());
-  updates.resize(nodes.size());
+  useLists->resize(tensors.size());
+  updateLists->resize(nodes.size());
   for (auto [n, node] : llvm::enumerate(nodes))
     for (auto [slot, t] : llvm::enumerate(node.inputs))
       if (t >= 0)
-        uses[t].push_back({int32_t(n), unsigned(slot), {}});
+        (*useLists)[t].push_back({int32_t(n), unsigned(slot), {}});
   // Returned values: an update takes its argument's layout; the others are
   // returned as they are made (their pending sums added) unless the
   // function result carries a sharding.
@@ -537,8 +542,8 @@ LogicalResult Planner::build() {
   for (auto [i, returned] : llvm::enumerate(ret.getOperands())) {
     int32_t t = tensorOf.lookup(returned);
     if (std::optional<unsigned> arg = getUpdatedArgument(func, i)) {
-      uses[t].push_back({int32_t(*arg), ~0u, {}});
-      updates[*arg].push_back(t);
+      (*useLists)[t].push_back({int32_t(*arg), ~0u, {}});
+      (*updateLists)[*arg].push_back(t);
       continue;
     }
     Use use{-1, 0, {}};
@@ -548,7 +553,7 @@ LogicalResult Planner::build() {
       use.fixed = *pinned;
     else
       use.asMade = true;
-    uses[t].push_back(use);
+    (*useLists)[t].push_back(use);
   }
   // Arguments with a gradient (weights, not optimizer states).
   auto argTensor = [&](int64_t arg) -> Tensor * {
@@ -611,7 +616,7 @@ void Planner::markFusion() {
   }
   for (auto [t, tensor] : llvm::enumerate(tensors))
     if (!tensor.registerIn.empty())
-      tensor.materialized = llvm::any_of(uses[t], [&](const Use &use) {
+      tensor.materialized = llvm::any_of(uses()[t], [&](const Use &use) {
         return !use.byOp() ||
                !llvm::is_contained(tensor.registerIn, nodes[use.node].group);
       });
@@ -741,21 +746,23 @@ void Planner::cluster() {
       if (!isCopyMark(attr.getName().getValue()))
         os << " " << attr.getName().getValue() << "="
            << attr.getValue().getAsOpaquePointer();
+    // Types are unique in the context: the pointer names one.
     for (Type type : node.op->getResultTypes())
-      os << " ->" << type;
+      os << " ->" << type.getAsOpaquePointer();
     // Operands: a node's representative, or an argument read here first
     // (numbered by first appearance, so that x*x and a*b differ).
     SmallVector<int32_t> fresh;
     for (auto [slot, t] : llvm::enumerate(node.inputs)) {
       os << " |";
       if (t < 0) {
-        os << node.op->getOperand(slot).getType();
+        os << node.op->getOperand(slot).getType().getAsOpaquePointer();
         continue;
       }
       Node &producer = nodes[tensors[t].node];
       if (!producer.op && producer.rep < 0) {
         auto it = llvm::find(fresh, tensors[t].node);
-        os << "arg#" << (it - fresh.begin()) << " " << tensors[t].type << " "
+        os << "arg#" << (it - fresh.begin()) << " "
+           << tensors[t].type.getAsOpaquePointer() << " "
            << tensors[t].parameter;
         // Its attributes but its name: a sharding or role must match.
         unsigned number = cast<BlockArgument>(tensors[t].value).getArgNumber();
@@ -776,7 +783,8 @@ void Planner::cluster() {
            << (getMicrobatch(producer.op) ? " of a micro-batch" : "");
       else
         os << "n" << producer.rep;
-      os << "." << tensors[t].output << " " << tensors[t].type;
+      os << "." << tensors[t].output << " "
+         << tensors[t].type.getAsOpaquePointer();
     }
     auto [it, inserted] = seen.try_emplace(signature, int32_t(n));
     // Only copies share choices: ops of different layers, or ops that read
@@ -1105,7 +1113,7 @@ LogicalResult Planner::solveAxis(int32_t axis) {
   using EdgeKey = std::tuple<int32_t, unsigned, int32_t, unsigned, std::string>;
   llvm::MapVector<EdgeKey, EdgeGroup, std::map<EdgeKey, unsigned>> groups;
   for (auto [t, tensor] : llvm::enumerate(tensors))
-    for (const Use &use : uses[t]) {
+    for (const Use &use : uses()[t]) {
       int32_t reader = use.node < 0 ? -1 : nodes[use.node].rep;
       auto key = std::make_tuple(
           nodes[tensor.node].rep, tensor.output, reader, use.input,
@@ -1287,7 +1295,7 @@ double Planner::partlyFilledBucketSeconds() const {
       continue;
     ReshardLayout produced =
         layoutOf(nodes[tensor.node], true, tensor.output, -1, -1);
-    for (const Use &use : uses[t]) {
+    for (const Use &use : uses()[t]) {
       ReshardLayout needed = neededLayout(use, produced);
       ReshardPlan plan;
       std::string error;
@@ -1357,12 +1365,12 @@ double Planner::localSeconds(const Node &node, int32_t n, int32_t axis,
           layoutOf(node, false, slot, axis, choice));
   for (auto [slot, t] : llvm::enumerate(node.outputs)) {
     ReshardLayout produced = layoutOf(node, true, slot, axis, choice);
-    for (const Use &use : uses[t])
+    for (const Use &use : uses()[t])
       seconds +=
           reshardSeconds(tensors[t], produced, neededLayout(use, produced));
   }
   // An argument's updates arrive in its layout.
-  for (int32_t t : updates[n])
+  for (int32_t t : updates()[n])
     seconds += reshardSeconds(
         tensors[t],
         layoutOf(nodes[tensors[t].node], true, tensors[t].output, -1, -1),
@@ -1427,14 +1435,14 @@ void Planner::writeBack() {
     // A constant read in no layout of its own (any layout is free to it,
     // so the plan may leave it any) is built in its first reader's: a
     // copy for each reader would leave the original unread.
-    if (tensor.constant && !uses[t].empty() &&
-        llvm::none_of(uses[t], [&](const Use &use) {
+    if (tensor.constant && !uses()[t].empty() &&
+        llvm::none_of(uses()[t], [&](const Use &use) {
           return !use.byOp() || neededLayout(use, produced) == produced;
         })) {
-      produced = neededLayout(uses[t].front(), produced);
+      produced = neededLayout(uses()[t].front(), produced);
       setValueSharding(tensor.value, toAttr(produced));
     }
-    for (const Use &use : uses[t]) {
+    for (const Use &use : uses()[t]) {
       if (!use.byOp())
         continue;
       Node &reader = nodes[use.node];
@@ -1600,7 +1608,7 @@ Footprint Planner::footprint(std::optional<int32_t> dataAxis) {
         continue;
       }
       if (p > 1) {
-        for (const Use &use : uses[t])
+        for (const Use &use : uses()[t])
           if (use.node >= 0 && nodes[use.node].op)
             devicesOf(nodes[use.node].op, on);
         llvm::sort(on);
@@ -1642,7 +1650,7 @@ Footprint Planner::footprint(std::optional<int32_t> dataAxis) {
       int32_t writer = -1;
       const Tensor *written = nullptr;
       ReshardLayout writtenLayout;
-      for (int32_t update : updates[n])
+      for (int32_t update : updates()[n])
         if (int32_t w = tensors[update].node; w >= 0 && nodes[w].op) {
           writer = w;
           written = &tensors[update];
