@@ -23,7 +23,8 @@ Three tables:
 
 With --fuse the models table plans for the program --par-fuse makes
 (--auto-shard=fuse=on) and reports that program; its "IP est." column is
-the integer program's estimate of the chosen plan, next to the checked step.
+the search's estimate of the chosen plan (the integer program's, with what
+ZeRO adds and a pipeline stage's share), next to the checked step.
 """
 
 import argparse
@@ -162,7 +163,7 @@ def models_table(args, par_opt, work):
                                     + ["--par-report", "-o", os.devnull],
                                     capture_output=True, text=True)
             step_s, mfu = predicted_step(report.stdout)
-            estimate = re.search(r"planned_seconds = ([0-9.eE+-]+)", head)
+            estimate = re.search(r"estimated_seconds = ([0-9.eE+-]+) : f64, hardware", head)
             print(f"{row} {checked.group(1) if checked else '?':>7} "
                   f"{float(estimate.group(1)) if estimate else 0:>9.4g} "
                   f"{step_s or 0:>9.4g} {mfu_text(mfu)}  "

@@ -3060,6 +3060,11 @@ struct AutoShardPass
                                                              : "none")),
         b.getNamedAttr("planned_seconds",
                        b.getF64FloatAttr(best.plannedSeconds)),
+        // The search's estimate of the plan: the integer program's, with
+        // what ZeRO adds, and for a pipeline one stage's share with its
+        // bubble (the program prices the whole step on each stage).
+        b.getNamedAttr("estimated_seconds",
+                       b.getF64FloatAttr(best.estimatedSeconds)),
         b.getNamedAttr("step_seconds",
                        b.getF64FloatAttr(best.exact->stepSeconds)),
         b.getNamedAttr("memory_bytes",

@@ -626,9 +626,14 @@ struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
         if (auto role = dyn_cast<StringAttr>(axis.getValue()))
           os << " " << axis.getName().getValue() << "=" << role.getValue();
     os << "\n";
-    os << llvm::format("  predicted step %.6g s (the integer program's "
-                       "estimate: %.6g s), memory ",
-                       number("step_seconds"), number("planned_seconds"))
+    // The search's estimate (older records: the integer program's total).
+    bool searchEstimate = bool(plan.get("estimated_seconds"));
+    os << llvm::format(
+              "  predicted step %.6g s (the %s estimate: %.6g s), "
+              "memory ",
+              number("step_seconds"),
+              searchEstimate ? "search's" : "integer program's",
+              number(searchEstimate ? "estimated_seconds" : "planned_seconds"))
        << humanBytes(integer("memory_bytes")) << " per device";
     // The search's own estimate of the memory, which the check replaced.
     if (plan.get("estimated_bytes"))

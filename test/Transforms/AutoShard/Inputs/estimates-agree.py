@@ -3,13 +3,16 @@
 holds a checked alternative whose integer-program estimate is off its check
 by more than argv[2] (a fraction). Only the plans the estimate models are
 compared: a sequence-parallel variant carries its base plan's estimate, and
-recomputation and pipelines are timed by their checks alone. Prints one
-line per plan, estimate over check."""
+recomputation and the pipelines --auto-shard makes itself (microbatches=)
+are timed by their checks alone. Prints one line per plan, estimate over
+check. With --chosen, the chosen plan's estimate is held to the same
+tolerance."""
 import re
 import sys
 
 text = open(sys.argv[1]).read()
 tolerance = float(sys.argv[2])
+chosen = "--chosen" in sys.argv[3:]
 start = text.find("par.auto_shard = {alternatives = [")
 if start < 0:
     sys.exit("no par.auto_shard record with alternatives in the input")
@@ -38,3 +41,13 @@ for name, estimate, check in plans:
 if bad:
     sys.exit(f"estimates off their checks by more than {tolerance:.0%}: {', '.join(bad)}")
 print(f"all {len(plans)} checked plans within {tolerance:.0%}")
+if chosen:
+    tail = record[record.rfind("], axes = "):]
+    estimate = re.search(r"estimated_seconds = ([0-9.eE+-]+)", tail)
+    check = re.search(r"\bstep_seconds = ([0-9.eE+-]+) : f64, zero", tail)
+    if not (estimate and check):
+        sys.exit("the chosen plan's record has no estimated_seconds or step_seconds")
+    ratio = float(estimate.group(1)) / float(check.group(1))
+    print(f"chosen plan: estimate/check {ratio:.3f}")
+    if abs(ratio - 1) > tolerance:
+        sys.exit(f"the chosen plan's estimate is off its check by more than {tolerance:.0%}")
