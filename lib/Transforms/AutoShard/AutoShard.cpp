@@ -297,9 +297,11 @@ public:
   /// `axisUses`: it starts from the prototype's graph and clusters, which
   /// do not depend on the axes' uses, instead of building them again.
   Planner(const Planner &prototype, func::FuncOp func, MeshOp mesh,
-          const IRMapping &mapping, ArrayRef<AxisUse> axisUses)
+          const IRMapping &mapping, ArrayRef<AxisUse> axisUses,
+          int64_t memoryLimit)
       : Planner(prototype) {
     this->func = func;
+    this->memoryLimit = memoryLimit;
     this->mesh = mesh;
     this->axisUses.assign(axisUses.begin(), axisUses.end());
     tensorOf.clear();
@@ -2088,12 +2090,19 @@ struct AutoShardPass
         }
         prototype = it->second.get();
       }
+      // A pipeline's stages each hold their share of the step, which the
+      // program prices whole: its memory row takes the limit of all the
+      // stages' devices together.
+      int64_t planLimit = limit;
+      if (candidate.pipelineAxis && limit > 0)
+        planLimit = limit * mesh.getAxisSizes()[*candidate.pipelineAxis];
       Planner &planner = *planned.planners.emplace_back(
-          prototype ? std::make_unique<Planner>(*prototype, func, mesh,
-                                                *mapping, candidate.uses)
-                    : std::make_unique<Planner>(func, mesh, machine, limit,
-                                                candidate.uses, reshardTimes,
-                                                fusing));
+          prototype
+              ? std::make_unique<Planner>(*prototype, func, mesh, *mapping,
+                                          candidate.uses, planLimit)
+              : std::make_unique<Planner>(func, mesh, machine, planLimit,
+                                          candidate.uses, reshardTimes,
+                                          fusing));
       if ((!prototype && failed(planner.build())) || failed(planner.solve()))
         return failure();
       // The slowest function, as the check measures a plan.
