@@ -163,7 +163,9 @@ def models_table(args, par_opt, work):
                                     + ["--par-report", "-o", os.devnull],
                                     capture_output=True, text=True)
             step_s, mfu = predicted_step(report.stdout)
-            estimate = re.search(r"estimated_seconds = ([0-9.eE+-]+) : f64, hardware", head)
+            # The chosen plan's keys follow its alternatives.
+            chosen = head[head.find("], axes = "):]
+            estimate = re.search(r"\bestimated_seconds = ([0-9.eE+-]+)", chosen)
             print(f"{row} {checked.group(1) if checked else '?':>7} "
                   f"{float(estimate.group(1)) if estimate else 0:>9.4g} "
                   f"{step_s or 0:>9.4g} {mfu_text(mfu)}  "

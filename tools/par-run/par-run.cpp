@@ -34,6 +34,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <sched.h>
 #include <string>
 #include <sys/resource.h>
@@ -385,16 +386,100 @@ std::string human(int64_t bytes) {
   return text;
 }
 
+/// Why `backend`'s device cannot be made here, or nullopt where it can.
+/// With `apart`, it is made in a child process: the launcher, which waits
+/// for the whole job, must not keep a GPU context (memory on the first GPU,
+/// and a device in exclusive-process mode refusing rank 0's own).
+std::optional<std::string> backendError(const std::string &backend,
+                                        bool apart) {
+  if (!apart) {
+    try {
+      createDevice(backend);
+    } catch (const DeviceError &e) {
+      return std::string(e.what());
+    }
+    return std::nullopt;
+  }
+  int fds[2];
+  if (pipe(fds) != 0)
+    return "cannot probe the backend: " + std::string(std::strerror(errno));
+  std::fflush(nullptr);
+  pid_t child = fork();
+  if (child < 0) {
+    int error = errno;
+    close(fds[0]);
+    close(fds[1]);
+    return "cannot probe the backend: " + std::string(std::strerror(error));
+  }
+  if (child == 0) {
+    close(fds[0]);
+    int code = 0;
+    try {
+      createDevice(backend);
+    } catch (const DeviceError &e) {
+      const char *text = e.what();
+      for (size_t left = std::strlen(text); left > 0;) {
+        ssize_t n = write(fds[1], text, left);
+        if (n <= 0)
+          break;
+        text += n;
+        left -= size_t(n);
+      }
+      code = 1;
+    }
+    _exit(code);
+  }
+  close(fds[1]);
+  std::string message;
+  char buffer[512];
+  for (;;) {
+    ssize_t n = read(fds[0], buffer, sizeof buffer);
+    if (n > 0)
+      message.append(buffer, size_t(n));
+    else if (n == 0 || errno != EINTR)
+      break;
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return std::nullopt;
+  if (!message.empty())
+    return message;
+  return WIFSIGNALED(status) ? "the backend's probe was killed by signal " +
+                                   std::to_string(WTERMSIG(status))
+                             : "the backend's probe failed";
+}
+
 /// The mpirun child par-run waits on, for the signal forwarder.
 volatile sig_atomic_t launchedChild = 0;
 
-/// Passes a signal sent to par-run alone (by kill) on to mpirun, which stops
-/// the ranks. One the terminal sent (Ctrl-C) already reached mpirun, which
-/// is in par-run's process group; a second would make it abort at once.
-void forwardSignal(int signal, siginfo_t *info, void *) {
-  bool sentByKill = !info || info->si_code <= 0;
-  if (launchedChild > 0 && sentByKill)
-    kill(pid_t(launchedChild), signal);
+/// The signals par-run passes on to mpirun.
+constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+/// Passes a signal on to mpirun, which stops the ranks. mpirun is in a
+/// process group of its own, so this is the only copy it gets (a second
+/// SIGINT or SIGTERM makes it abort without stopping the ranks cleanly, a
+/// third at once); it stops its ranks on SIGINT, SIGTERM and SIGHUP only,
+/// so SIGQUIT reaches it as SIGTERM.
+void forwardSignal(int signal) {
+  int saved = errno;
+  if (launchedChild > 0)
+    kill(pid_t(launchedChild), signal == SIGQUIT ? SIGTERM : signal);
+  errno = saved;
+}
+
+/// Writes `text` to stderr with write(2) alone (what a forked child may do).
+void writeError(const char *text) {
+  size_t length = std::strlen(text);
+  while (length > 0) {
+    ssize_t n = write(2, text, length);
+    if (n <= 0)
+      return;
+    text += n;
+    length -= size_t(n);
+  }
 }
 
 /// Starts the ranks through mpirun and waits for them; returns mpirun's exit
@@ -421,20 +506,31 @@ int launch(const Options &o, int64_t ranks,
     return 1;
   }
   self[length] = 0;
+  // Under a base the user gave Open MPI, else under TMPDIR.
+  const char *given = std::getenv("OMPI_MCA_orte_tmpdir_base");
   const char *tmp = std::getenv("TMPDIR");
-  std::string sessionDir =
-      std::string(tmp && *tmp ? tmp : "/tmp") + "/par-run.XXXXXX";
+  std::string base = given && *given ? given : tmp && *tmp ? tmp : "/tmp";
+  std::string sessionDir = base + "/par-run.XXXXXX";
   if (!mkdtemp(sessionDir.data())) {
     std::cerr << "par-run: error: cannot create a directory for mpirun's "
                  "session files in "
-              << (tmp && *tmp ? tmp : "/tmp") << ": " << std::strerror(errno)
+              << base << ": " << std::strerror(errno)
               << " (set TMPDIR to a writable directory)\n";
     return 1;
   }
+  auto removeSessionDir = [&] {
+    std::error_code ignored;
+    std::filesystem::remove_all(sessionDir, ignored);
+  };
+  // mpirun runs in a process group of its own (so that it hears each
+  // signal once, from par-run), away from the terminal: it forwards no
+  // input (reading the terminal from another group would stop it).
   std::vector<std::string> args = {mpirun,
                                    "--allow-run-as-root",
                                    "--oversubscribe",
                                    "--bind-to",
+                                   "none",
+                                   "--stdin",
                                    "none",
                                    "--mca",
                                    "btl",
@@ -464,38 +560,78 @@ int launch(const Options &o, int64_t ranks,
   for (std::string &arg : args)
     argvOut.push_back(arg.data());
   argvOut.push_back(nullptr);
+  std::string execError = "par-run: error: cannot start " + mpirun + "\n";
   std::fflush(nullptr);
-  auto removeSessionDir = [&] {
-    std::error_code ignored;
-    std::filesystem::remove_all(sessionDir, ignored);
+
+  // The signals stay blocked from before the fork until the child is
+  // known, so none is lost or kills par-run in between; the handlers and
+  // SIGCHLD's disposition (an inherited SIG_IGN would reap mpirun for us)
+  // are put back when it ends.
+  sigset_t forwarded, previousMask;
+  sigemptyset(&forwarded);
+  for (int signal : kForwardedSignals)
+    sigaddset(&forwarded, signal);
+  sigprocmask(SIG_BLOCK, &forwarded, &previousMask);
+  struct sigaction forward = {}, previous[std::size(kForwardedSignals)],
+                   childDefault = {}, previousChild;
+  forward.sa_handler = forwardSignal;
+  sigemptyset(&forward.sa_mask);
+  for (size_t i = 0; i < std::size(kForwardedSignals); ++i)
+    sigaction(kForwardedSignals[i], &forward, &previous[i]);
+  childDefault.sa_handler = SIG_DFL;
+  sigemptyset(&childDefault.sa_mask);
+  sigaction(SIGCHLD, &childDefault, &previousChild);
+  auto restoreSignals = [&] {
+    for (size_t i = 0; i < std::size(kForwardedSignals); ++i)
+      sigaction(kForwardedSignals[i], &previous[i], nullptr);
+    sigaction(SIGCHLD, &previousChild, nullptr);
+    sigprocmask(SIG_SETMASK, &previousMask, nullptr);
   };
+
   pid_t child = fork();
   if (child < 0) {
-    std::cerr << "par-run: error: cannot start " << mpirun << ": "
-              << std::strerror(errno) << "\n";
+    int error = errno;
+    restoreSignals();
     removeSessionDir();
+    std::cerr << "par-run: error: cannot start " << mpirun << ": "
+              << std::strerror(error) << "\n";
     return 1;
   }
   if (child == 0) {
+    setpgid(0, 0);
+    for (int signal : kForwardedSignals)
+      std::signal(signal, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &previousMask, nullptr);
     execv(mpirun.c_str(), argvOut.data());
-    std::cerr << "par-run: error: cannot start " << mpirun << ": "
-              << std::strerror(errno) << "\n";
+    writeError(execError.c_str());
     _exit(127);
   }
+  // Both sides set the group: whichever runs first.
+  setpgid(child, child);
   launchedChild = child;
-  // Either way a signal arrives, par-run waits for mpirun to stop its ranks,
-  // then cleans up.
-  struct sigaction forward = {};
-  forward.sa_sigaction = forwardSignal;
-  forward.sa_flags = SA_SIGINFO;
-  sigemptyset(&forward.sa_mask);
-  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
-    sigaction(signal, &forward, nullptr);
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  sigprocmask(SIG_SETMASK, &previousMask, nullptr);
+  // Waited for without reaping it first (WNOWAIT), so that its pid cannot
+  // be reused while a signal may still be passed on to it.
+  siginfo_t ended = {};
+  int waited;
+  do {
+    waited = waitid(P_PID, id_t(child), &ended, WEXITED | WNOWAIT);
+  } while (waited < 0 && errno == EINTR);
+  int waitError = errno;
+  sigprocmask(SIG_BLOCK, &forwarded, nullptr);
   launchedChild = 0;
+  int status = 0;
+  pid_t reaped;
+  do {
+    reaped = waitpid(child, &status, 0);
+  } while (reaped < 0 && errno == EINTR);
+  restoreSignals();
   removeSessionDir();
+  if (waited < 0 || reaped < 0) {
+    std::cerr << "par-run: error: cannot wait for " << mpirun << ": "
+              << std::strerror(waited < 0 ? waitError : errno) << "\n";
+    return 1;
+  }
   if (WIFEXITED(status))
     return WEXITSTATUS(status);
   if (WIFSIGNALED(status))
@@ -1233,11 +1369,11 @@ int main(int argc, char **argv) {
                  "(interpret them)\n";
     return 1;
   }
-  // The device seam: a backend that is not built in is an error up front.
-  try {
-    createDevice(o.backend);
-  } catch (const DeviceError &e) {
-    std::cerr << "par-run: error: --backend=" << o.backend << ": " << e.what()
+  // The device seam: a backend that is not built in, or has no device
+  // here, is an error up front.
+  if (std::optional<std::string> error = backendError(
+          o.backend, /*apart=*/!underLauncher() && o.backend != "cpu")) {
+    std::cerr << "par-run: error: --backend=" << o.backend << ": " << *error
               << "\n";
     return 1;
   }

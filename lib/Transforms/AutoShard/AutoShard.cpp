@@ -2090,11 +2090,12 @@ struct AutoShardPass
         }
         prototype = it->second.get();
       }
-      // A pipeline's stages each hold their share of the step, which the
+      // A pipelined step's stages each hold their share of it, which the
       // program prices whole: its memory row takes the limit of all the
-      // stages' devices together.
+      // stages' devices together (the average stage's bound; the check
+      // measures each stage).
       int64_t planLimit = limit;
-      if (candidate.pipelineAxis && limit > 0)
+      if (candidate.pipelineAxis && limit > 0 && getPipeline(func))
         planLimit = limit * mesh.getAxisSizes()[*candidate.pipelineAxis];
       Planner &planner = *planned.planners.emplace_back(
           prototype

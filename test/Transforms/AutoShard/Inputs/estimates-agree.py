@@ -42,7 +42,8 @@ if bad:
     sys.exit(f"estimates off their checks by more than {tolerance:.0%}: {', '.join(bad)}")
 print(f"all {len(plans)} checked plans within {tolerance:.0%}")
 if chosen:
-    tail = record[record.rfind("], axes = "):]
+    # The chosen plan's keys follow its alternatives' list.
+    tail = record[record.find("], axes = "):]
     estimate = re.search(r"estimated_seconds = ([0-9.eE+-]+)", tail)
     check = re.search(r"\bstep_seconds = ([0-9.eE+-]+) : f64, zero", tail)
     if not (estimate and check):
