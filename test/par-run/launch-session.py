@@ -52,8 +52,11 @@ def fail(message):
     sys.exit(1)
 
 
-def left_over():
-    return sorted(os.listdir(tmp))
+def nothing_left(after):
+    """Fails where a session directory outlived the runs."""
+    left = sorted(os.listdir(tmp))
+    if left:
+        fail(f"left in TMPDIR {after}: {left}")
 
 
 def all_stopped():
@@ -103,8 +106,7 @@ for run in runs:
     if run.returncode != 0:
         fail(f"a launch beside others exited {run.returncode}:\n{out}")
 print("ok: 3 launches at once")
-if left_over():
-    fail(f"left in TMPDIR: {left_over()}")
+nothing_left("after them")
 print("ok: session directories removed")
 
 run = start_long()
@@ -112,8 +114,7 @@ wait_for_session(run)
 run.send_signal(signal.SIGTERM)
 stopped(run, "SIGTERM")
 print("ok: SIGTERM stops the ranks")
-if left_over():
-    fail(f"left in TMPDIR after SIGTERM: {left_over()}")
+nothing_left("after SIGTERM")
 print("ok: session directory removed after SIGTERM")
 
 run = start_long()
@@ -122,6 +123,5 @@ os.killpg(run.pid, signal.SIGINT)
 err = stopped(run, "SIGINT to its process group")
 if "abort is already in progress" in err:
     fail(f"mpirun got the signal more than once:\n{err}")
-if left_over():
-    fail(f"left in TMPDIR after SIGINT: {left_over()}")
+nothing_left("after SIGINT")
 print("ok: SIGINT to the group stops the ranks once")
