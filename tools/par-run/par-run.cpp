@@ -386,6 +386,19 @@ std::string human(int64_t bytes) {
   return text;
 }
 
+/// Writes all of `text` to `fd` with write(2) alone (what a forked child
+/// may do).
+void writeAll(int fd, const char *text) {
+  size_t length = std::strlen(text);
+  while (length > 0) {
+    ssize_t n = write(fd, text, length);
+    if (n <= 0)
+      return;
+    text += n;
+    length -= size_t(n);
+  }
+}
+
 /// Why `backend`'s device cannot be made here, or nullopt where it can.
 /// With `apart`, it is made in a child process: the launcher, which waits
 /// for the whole job, must not keep a GPU context (memory on the first GPU,
@@ -417,14 +430,7 @@ std::optional<std::string> backendError(const std::string &backend,
     try {
       createDevice(backend);
     } catch (const DeviceError &e) {
-      const char *text = e.what();
-      for (size_t left = std::strlen(text); left > 0;) {
-        ssize_t n = write(fds[1], text, left);
-        if (n <= 0)
-          break;
-        text += n;
-        left -= size_t(n);
-      }
+      writeAll(fds[1], e.what());
       code = 1;
     }
     _exit(code);
@@ -470,18 +476,6 @@ void forwardSignal(int signal) {
   errno = saved;
 }
 
-/// Writes `text` to stderr with write(2) alone (what a forked child may do).
-void writeError(const char *text) {
-  size_t length = std::strlen(text);
-  while (length > 0) {
-    ssize_t n = write(2, text, length);
-    if (n <= 0)
-      return;
-    text += n;
-    length -= size_t(n);
-  }
-}
-
 /// Starts the ranks through mpirun and waits for them; returns mpirun's exit
 /// status (128 + the signal where it was killed).
 ///
@@ -510,12 +504,15 @@ int launch(const Options &o, int64_t ranks,
   const char *given = std::getenv("OMPI_MCA_orte_tmpdir_base");
   const char *tmp = std::getenv("TMPDIR");
   std::string base = given && *given ? given : tmp && *tmp ? tmp : "/tmp";
+  // mkdtemp replaces the template's six X's with a name no other
+  // directory has.
   std::string sessionDir = base + "/par-run.XXXXXX";
   if (!mkdtemp(sessionDir.data())) {
     std::cerr << "par-run: error: cannot create a directory for mpirun's "
                  "session files in "
-              << base << ": " << std::strerror(errno)
-              << " (set TMPDIR to a writable directory)\n";
+              << base << ": " << std::strerror(errno) << " (set "
+              << (given && *given ? "OMPI_MCA_orte_tmpdir_base" : "TMPDIR")
+              << " to a writable directory)\n";
     return 1;
   }
   auto removeSessionDir = [&] {
@@ -598,12 +595,12 @@ int launch(const Options &o, int64_t ranks,
     return 1;
   }
   if (child == 0) {
+    // The handlers do nothing here (launchedChild is 0) until exec puts
+    // them back to their defaults.
     setpgid(0, 0);
-    for (int signal : kForwardedSignals)
-      std::signal(signal, SIG_DFL);
     sigprocmask(SIG_SETMASK, &previousMask, nullptr);
     execv(mpirun.c_str(), argvOut.data());
-    writeError(execError.c_str());
+    writeAll(2, execError.c_str());
     _exit(127);
   }
   // Both sides set the group: whichever runs first.
