@@ -140,4 +140,39 @@ TEST(PipelineSchedule, ZeroBubbleHoldsNoMoreThanOneFOneBsPeak) {
   }
 }
 
+TEST(PipelineSchedule, ShareOfTheStepIsTheSchedulesLengthOverTheWork) {
+  // Balanced stages under 1f1b: (1 + (p-1)/m)/p of the step's work, the
+  // share --auto-shard estimated every pipeline with before.
+  for (int64_t p : {2, 4, 8})
+    for (int64_t m : {4, 8, 16}) {
+      PipelineInfo i = info("1f1b", p, m);
+      EXPECT_NEAR(scheduledShare(i, uniform(i, 1.0, 2.0)),
+                  (1 + double(p - 1) / double(m)) / double(p), 1e-12)
+          << "p=" << p << " m=" << m;
+      // Interleaved with the same work per device (micro-batches in
+      // groups of p): a smaller share, by the bubble it halves.
+      PipelineInfo v = info("interleaved", p, m, 2);
+      if (m % p == 0)
+        EXPECT_NEAR(scheduledShare(v, uniform(v, 0.5, 1.0)),
+                    (1 + double(p - 1) / double(2 * m)) / double(p), 1e-12);
+      // zb-h1 no more than its formula's bubble (with m >= p, as
+      // --auto-shard's micro-batch counts are).
+      PipelineInfo zb = info("zb-h1", p, m);
+      if (m >= p)
+        EXPECT_LE(scheduledShare(zb, uniform(zb, 1.0, 1.0, 1.0)),
+                  (1 + double(p - 1) / double(3 * m)) / double(p) + 1e-12);
+    }
+  // An uneven stage: the step waits for the busiest device, so the share
+  // grows with its work (here 3 of the 4 units on stage 1 of 2).
+  PipelineInfo i = info("1f1b", 2, 8);
+  SlotTimes uneven(2);
+  uneven.forward = {1.0 / 3, 2.0 / 3};
+  uneven.backward = {2.0 / 3, 4.0 / 3};
+  double busiest = 2.0 * 8, total = 3.0 * 8;
+  EXPECT_GE(scheduledShare(i, uneven), busiest / total);
+  EXPECT_GT(scheduledShare(i, uneven), scheduledShare(i, uniform(i, 0.5, 1.0)));
+  // No work: an even share of the stages.
+  EXPECT_DOUBLE_EQ(scheduledShare(i, SlotTimes(2)), 0.5);
+}
+
 } // namespace

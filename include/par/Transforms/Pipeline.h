@@ -135,6 +135,17 @@ std::string slotLabel(const PipelineSlot &slot, const PipelineInfo &info);
 /// Adds `op`'s FLOPs per micro-batch to its slot's time.
 void addSlotWork(Operation *op, const PipelineInfo &info, SlotTimes &times);
 
+/// The slot times of `func`, an unsplit step with stage and micro-batch
+/// marks, under `info` (its schedule decides which backward ops are W),
+/// as --par-schedule would measure them; no marks are written.
+SlotTimes stepSlotWork(func::FuncOp func, const PipelineInfo &info);
+
+/// The share of a pipelined step's work that its schedule's length is: the
+/// simulated makespan over the work of every slot of every micro-batch.
+/// Balanced stages under 1f1b give (1 + (p-1)/m)/p; uneven stages and
+/// schedules with smaller bubbles move it.
+double scheduledShare(const PipelineInfo &info, const SlotTimes &work);
+
 /// With zb-h1, marks the backward ops that only make weight gradients
 /// (`par.weight_gradient`): those no value another virtual stage reads
 /// depends on. Other schedules: clears the marks.

@@ -2269,20 +2269,17 @@ struct AutoShardPass
     }
   }
 
-  /// Partitions a candidate's module with its ZeRO stage and plans its
-  /// memory.
-  void check(Candidate &candidate, const MachineModel &machine) {
-    candidate.checked = true;
-    // Pipelined steps given schedule=auto: each schedule is checked, and
-    // the fastest that fits (else the smallest) is the plan's.
-    SmallVector<std::string> schedules{""};
-    if (!candidate.planned->autoSchedule.empty())
-      schedules = {"1f1b", "zb-h1", "gpipe"};
-    // Interleaved (two chunks per device) where every such step has a layer
-    // per chunk and micro-batches in groups of its stages.
-    bool interleave = !candidate.planned->autoSchedule.empty();
-    for (const std::string &name : candidate.planned->autoSchedule) {
-      auto func = candidate.planned->module->lookupSymbol<func::FuncOp>(name);
+  /// The schedules a plan's pipelined steps given `schedule=auto` are
+  /// checked with ("" where it has none): gpipe, 1f1b and zb-h1, and
+  /// interleaved (two chunks per device) where every such step has a layer
+  /// per chunk and micro-batches in groups of its stages.
+  static SmallVector<std::string> scheduleTrials(PlannedModule &planned) {
+    if (planned.autoSchedule.empty())
+      return {""};
+    SmallVector<std::string> schedules{"1f1b", "zb-h1", "gpipe"};
+    bool interleave = true;
+    for (const std::string &name : planned.autoSchedule) {
+      auto func = planned.module->lookupSymbol<func::FuncOp>(name);
       std::optional<PipelineInfo> info =
           func ? getPipeline(func) : std::nullopt;
       // A placement the user gave (layers=, stage marks) is kept.
@@ -2292,6 +2289,65 @@ struct AutoShardPass
     }
     if (interleave)
       schedules.push_back("interleaved");
+    return schedules;
+  }
+
+  /// The share of the integer program's total (the whole step priced on
+  /// each stage's devices) that a pipelined plan's step takes: its
+  /// schedule simulated with the stages' FLOPs per slot, as the check
+  /// times it with the partitioned stages' (the busiest stage's work and
+  /// the bubble the schedule leaves), the best of the schedules the check
+  /// tries. An interleaved trial of a step placed in one chunk per device
+  /// splits each device's work evenly between its two chunks. 1 for an
+  /// unpipelined plan.
+  static double pipelineShare(PlannedModule &planned) {
+    SmallVector<std::string> trials = scheduleTrials(planned);
+    double share = 0;
+    for (auto func : planned.module->getOps<func::FuncOp>()) {
+      std::optional<PipelineInfo> info = getPipeline(func);
+      if (!info || info->stages <= 1 || func.isDeclaration())
+        continue;
+      SmallVector<std::string> schedules{info->schedule};
+      if (llvm::is_contained(planned.autoSchedule, func.getSymName()))
+        schedules = trials;
+      double best = std::numeric_limits<double>::infinity();
+      std::optional<SlotTimes> plain;
+      for (const std::string &schedule : schedules) {
+        PipelineInfo trial = *info;
+        trial.schedule = schedule;
+        SlotTimes work(0);
+        if (schedule == "zb-h1") {
+          work = stepSlotWork(func, trial);
+        } else {
+          if (!plain)
+            plain = stepSlotWork(func, trial);
+          work = *plain;
+        }
+        if (schedule == "interleaved" && trial.virtualStages == 1) {
+          trial.virtualStages = 2;
+          SlotTimes halves(trial.chunks());
+          for (int64_t c = 0; c < trial.chunks(); ++c) {
+            int64_t d = trial.deviceOf(c);
+            halves.forward[c] = work.forward[d] / 2;
+            halves.backward[c] = work.backward[d] / 2;
+            halves.weight[c] = work.weight[d] / 2;
+          }
+          work = halves;
+        }
+        best = std::min(best, scheduledShare(trial, work));
+      }
+      share = std::max(share, best);
+    }
+    return share > 0 ? share : 1.0;
+  }
+
+  /// Partitions a candidate's module with its ZeRO stage and plans its
+  /// memory.
+  void check(Candidate &candidate, const MachineModel &machine) {
+    candidate.checked = true;
+    // Pipelined steps given schedule=auto: each schedule is checked, and
+    // the fastest that fits (else the smallest) is the plan's.
+    SmallVector<std::string> schedules = scheduleTrials(*candidate.planned);
     // The schedules of the same stages (all but interleaving) share one
     // partitioned copy: only --par-schedule reads which schedule it is.
     std::optional<FailureOr<OwningOpRef<ModuleOp>>> partitioned;
@@ -2485,10 +2541,9 @@ struct AutoShardPass
     // sharding naming it), and the plans over every such axis compete.
     std::optional<int32_t> namedPipelineAxis;
     SmallVector<std::string> autoAxisSteps;
-    int64_t fewestChunks = 0, microbatches = 1;
+    int64_t fewestChunks = 0;
     for (auto func : module.getOps<func::FuncOp>())
       if (std::optional<PipelineInfo> info = getPipeline(func)) {
-        microbatches = std::max<int64_t>(1, info->microbatches);
         if (info->axis == "auto") {
           autoAxisSteps.push_back(func.getSymName().str());
           int64_t layers = int64_t(forwardLayers(func).size());
@@ -2590,16 +2645,6 @@ struct AutoShardPass
         }
     }
 
-    // The planner prices a pipelined step whole, as one device would run
-    // it; its stages share that work p ways and wait (p-1)/m of it in the
-    // bubble (checked plans are timed stage by stage instead).
-    auto pipelineShare = [&](const Candidate &plan) {
-      if (!plan.pipelineAxis)
-        return 1.0;
-      double p = double(mesh.getAxisSizes()[*plan.pipelineAxis]);
-      double m = double(plan.microbatches ? plan.microbatches : microbatches);
-      return (1 + (p - 1) / m) / p;
-    };
     std::vector<Candidate> considered;
     // The step divided into each count of micro-batches tried (null where
     // it cannot be), shared by the plans that pipeline it over any axis.
@@ -2657,6 +2702,9 @@ struct AutoShardPass
       for (func::FuncOp step : autoScheduled(*planned->module))
         planned->autoSchedule.push_back(step.getSymName().str());
       const Footprint &footprint = planned->footprint;
+      // The planner prices a pipelined step whole, as one device would run
+      // it; its schedule takes a share of that.
+      double share = plan.pipelineAxis ? pipelineShare(*planned) : 1.0;
       int64_t lastStage =
           planned->open.empty() || !dataAxisOf(plan.roles) ? 0 : 3;
       for (int64_t stage = 0; stage <= lastStage; ++stage) {
@@ -2665,8 +2713,7 @@ struct AutoShardPass
         // With no stage open, the stage a step was given is estimated.
         int64_t applied = planned->open.empty() ? planned->givenZero : stage;
         variant.estimatedSeconds =
-            (plan.plannedSeconds + footprint.extraSeconds(applied)) *
-            pipelineShare(plan);
+            (plan.plannedSeconds + footprint.extraSeconds(applied)) * share;
         variant.estimatedBytes = footprint.bytes(applied);
         // A stage that divides nothing more (the plan already splits what
         // ZeRO would) is not another plan.
@@ -2723,6 +2770,8 @@ struct AutoShardPass
     int fitting = 0, checks = 0;
     std::optional<double> bestChecked, bestCheckedEstimate;
     llvm::DenseMap<PlannedModule *, int64_t> unmodelled;
+    // The smallest estimate of each planned module's plans checked to fit.
+    llvm::DenseMap<PlannedModule *, double> moduleFits;
     SmallVector<Candidate *> skipped;
     auto checkOne = [&](Candidate &candidate) {
       check(candidate, *machine);
@@ -2740,6 +2789,10 @@ struct AutoShardPass
           it->second = std::max(it->second, missing);
       }
       if (candidate.exact && candidate.exact->arenaBytes <= limit) {
+        auto [it, inserted] = moduleFits.try_emplace(
+            candidate.planned.get(), candidate.estimatedSeconds);
+        if (!inserted)
+          it->second = std::min(it->second, candidate.estimatedSeconds);
         ++fitting;
         if (!bestChecked || candidate.exact->stepSeconds < *bestChecked) {
           bestChecked = candidate.exact->stepSeconds;
@@ -2753,6 +2806,13 @@ struct AutoShardPass
       if (fitting >= kExactChecks &&
           !(bestCheckedEstimate &&
             candidate->estimatedSeconds < *bestCheckedEstimate))
+        continue;
+      // Another ZeRO stage of a module with a plan checked to fit, and
+      // no faster by its estimate: the stages of one module differ only
+      // by what the estimate models (the stage's collectives), so it is
+      // not a contender either.
+      if (auto it = moduleFits.find(candidate->planned.get());
+          it != moduleFits.end() && candidate->estimatedSeconds >= it->second)
         continue;
       // Far slower by its estimate than a plan checked to fit: not a
       // contender.

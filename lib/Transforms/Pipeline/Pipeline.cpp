@@ -310,10 +310,11 @@ std::string mlir::par::slotLabel(const PipelineSlot &slot,
   return label;
 }
 
-void mlir::par::addSlotWork(Operation *op, const PipelineInfo &info,
-                            SlotTimes &times) {
+/// Adds `op`'s FLOPs per micro-batch to the slot of kind `kind` of its
+/// virtual stage.
+static void addWork(Operation *op, std::optional<SlotKind> kind,
+                    const PipelineInfo &info, SlotTimes &times) {
   auto rule = dyn_cast<ShardingRuleOpInterface>(op);
-  std::optional<SlotKind> kind = kindOf(op);
   if (!rule || !kind)
     return;
   int64_t chunk = getStage(op).value_or(0);
@@ -325,15 +326,16 @@ void mlir::par::addSlotWork(Operation *op, const PipelineInfo &info,
                           : times.weight)[chunk] += flops;
 }
 
-void mlir::par::markWeightGradients(func::FuncOp func,
-                                    const PipelineInfo &info) {
-  func.walk([](Operation *op) {
-    op->removeAttr(ParDialect::kWeightGradientAttrName);
-  });
-  if (info.schedule != "zb-h1")
-    return;
-  // B: a backward op that a value read in another virtual stage depends
-  // on through backward ops of its stage; W: the other backward ops.
+void mlir::par::addSlotWork(Operation *op, const PipelineInfo &info,
+                            SlotTimes &times) {
+  addWork(op, kindOf(op), info, times);
+}
+
+/// The backward ops of `func`'s micro-batches that zb-h1 runs in W slots.
+/// B: a backward op that a value read in another virtual stage depends on
+/// through backward ops of its stage; W: the other backward ops.
+static DenseSet<Operation *> weightGradientOps(func::FuncOp func) {
+  DenseSet<Operation *> weight;
   Block &body = func.getBody().front();
   DenseSet<Operation *> input;
   for (Operation &op : llvm::reverse(body.without_terminator())) {
@@ -355,9 +357,48 @@ void mlir::par::markWeightGradients(func::FuncOp func,
     if (needed)
       input.insert(&op);
     else if (mb)
-      op.setAttr(ParDialect::kWeightGradientAttrName,
-                 UnitAttr::get(func.getContext()));
+      weight.insert(&op);
   }
+  return weight;
+}
+
+void mlir::par::markWeightGradients(func::FuncOp func,
+                                    const PipelineInfo &info) {
+  func.walk([](Operation *op) {
+    op->removeAttr(ParDialect::kWeightGradientAttrName);
+  });
+  if (info.schedule != "zb-h1")
+    return;
+  for (Operation *op : weightGradientOps(func))
+    op->setAttr(ParDialect::kWeightGradientAttrName,
+                UnitAttr::get(func.getContext()));
+}
+
+SlotTimes mlir::par::stepSlotWork(func::FuncOp func, const PipelineInfo &info) {
+  DenseSet<Operation *> weight;
+  if (info.schedule == "zb-h1")
+    weight = weightGradientOps(func);
+  SlotTimes work(info.chunks());
+  func.walk([&](Operation *op) {
+    std::optional<Phase> phase = getPhase(op);
+    if (phase == Phase::forward)
+      addWork(op, SlotKind::F, info, work);
+    else if (phase == Phase::backward)
+      addWork(op, weight.contains(op) ? SlotKind::W : SlotKind::B, info, work);
+  });
+  return work;
+}
+
+double mlir::par::scheduledShare(const PipelineInfo &info,
+                                 const SlotTimes &work) {
+  double perMicrobatch = 0;
+  for (int64_t c = 0; c < int64_t(work.forward.size()); ++c)
+    perMicrobatch += work.forward[c] + work.backward[c] + work.weight[c];
+  double total =
+      perMicrobatch * double(std::max<int64_t>(1, info.microbatches));
+  if (total <= 0)
+    return 1.0 / double(std::max<int64_t>(1, info.stages));
+  return simulateSchedule(info, work).makespan / total;
 }
 
 //===----------------------------------------------------------------------===//
