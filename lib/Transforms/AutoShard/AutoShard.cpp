@@ -1866,6 +1866,9 @@ struct PlannedModule {
   }
   /// Names of its pipelined steps given `schedule=auto`.
   SmallVector<std::string> autoSchedule;
+  /// Each schedule a check tries, with the share of the integer program's
+  /// total its estimate takes (empty where the module is not pipelined).
+  SmallVector<std::pair<std::string, double>> scheduleShares;
 };
 
 /// One plan considered: what each axis may split, and the ZeRO stage.
@@ -1908,6 +1911,9 @@ struct Candidate {
   /// Each schedule checked for schedule=auto: its step seconds and bytes
   /// per device (none when it did not partition).
   SmallVector<std::tuple<std::string, double, int64_t>> scheduleTrials;
+  /// The schedules left unchecked, estimated slower than one that fits,
+  /// with their estimates.
+  SmallVector<std::pair<std::string, double>> schedulesSkipped;
 
   double seconds() const {
     return exact ? exact->stepSeconds : estimatedSeconds;
@@ -1954,6 +1960,11 @@ constexpr double kShortenedMargin = 0.03;
 /// A plan whose estimate is this many times the best checked plan's time
 /// is not checked.
 constexpr double kCheckMargin = 1.5;
+/// Once a pipeline schedule of a plan is checked to fit, another schedule
+/// is checked only when its estimate is within this factor of that one's
+/// (the simulated schedules rank as their checks do on the bench's models,
+/// 2-4% apart).
+constexpr double kScheduleMargin = 1.01;
 /// The most ops a step pipelined by --auto-shard itself may have once
 /// copied per micro-batch (a micro-batch count that would make more is not
 /// tried).
@@ -2300,19 +2311,20 @@ struct AutoShardPass
   /// tries. An interleaved trial of a step placed in one chunk per device
   /// splits each device's work evenly between its two chunks. 1 for an
   /// unpipelined plan.
+  /// Each schedule's share is recorded in `planned.scheduleShares` (the
+  /// module's: its slowest pipelined step's under that trial).
   static double pipelineShare(PlannedModule &planned) {
     SmallVector<std::string> trials = scheduleTrials(planned);
-    double share = 0;
+    SmallVector<double> shares(trials.size(), 0.0);
     for (auto func : planned.module->getOps<func::FuncOp>()) {
       std::optional<PipelineInfo> info = getPipeline(func);
       if (!info || info->stages <= 1 || func.isDeclaration())
         continue;
-      SmallVector<std::string> schedules{info->schedule};
-      if (llvm::is_contained(planned.autoSchedule, func.getSymName()))
-        schedules = trials;
-      double best = std::numeric_limits<double>::infinity();
+      bool open = llvm::is_contained(planned.autoSchedule, func.getSymName());
       std::optional<SlotTimes> plain;
-      for (const std::string &schedule : schedules) {
+      for (auto [i, trialName] : llvm::enumerate(trials)) {
+        // A step whose schedule is given runs it under every trial.
+        std::string schedule = open ? trialName : info->schedule;
         PipelineInfo trial = *info;
         trial.schedule = schedule;
         SlotTimes work(0);
@@ -2334,11 +2346,20 @@ struct AutoShardPass
           }
           work = halves;
         }
-        best = std::min(best, scheduledShare(trial, work));
+        shares[i] = std::max(shares[i], scheduledShare(trial, work));
       }
-      share = std::max(share, best);
     }
-    return share > 0 ? share : 1.0;
+    planned.scheduleShares.clear();
+    double best = std::numeric_limits<double>::infinity();
+    for (auto [schedule, share] : llvm::zip(trials, shares))
+      if (share > 0) {
+        // To 12 digits: schedules of the same length (gpipe and 1f1b on
+        // even stages) tie and keep the order they are tried in.
+        share = std::round(share * 1e12) / 1e12;
+        planned.scheduleShares.push_back({schedule, share});
+        best = std::min(best, share);
+      }
+    return planned.scheduleShares.empty() ? 1.0 : best;
   }
 
   /// Partitions a candidate's module with its ZeRO stage and plans its
@@ -2348,11 +2369,39 @@ struct AutoShardPass
     // Pipelined steps given schedule=auto: each schedule is checked, and
     // the fastest that fits (else the smallest) is the plan's.
     SmallVector<std::string> schedules = scheduleTrials(*candidate.planned);
+    // With each schedule estimated, the best estimate is checked first, and
+    // once one fits, a schedule estimated slower (beyond kScheduleMargin)
+    // is not checked: each is a partition of the whole step's
+    // micro-batches, or a split of one into stages.
+    const auto &shares = candidate.planned->scheduleShares;
+    auto shareOf = [&](StringRef schedule) -> std::optional<double> {
+      for (const auto &[name, share] : shares)
+        if (name == schedule)
+          return share;
+      return std::nullopt;
+    };
+    bool estimated = llvm::all_of(
+        schedules, [&](const std::string &s) { return bool(shareOf(s)); });
+    if (estimated)
+      llvm::stable_sort(schedules,
+                        [&](const std::string &a, const std::string &b) {
+                          return *shareOf(a) < *shareOf(b);
+                        });
+    double fastestShare =
+        estimated && !schedules.empty() ? *shareOf(schedules.front()) : 1.0;
+    std::optional<double> fitShare;
     // The schedules of the same stages (all but interleaving) share one
     // partitioned copy: only --par-schedule reads which schedule it is.
     std::optional<FailureOr<OwningOpRef<ModuleOp>>> partitioned;
     std::string partitionError;
     for (const std::string &schedule : schedules) {
+      if (estimated && fitShare &&
+          *shareOf(schedule) > kScheduleMargin * *fitShare) {
+        candidate.schedulesSkipped.push_back(
+            {schedule,
+             candidate.estimatedSeconds * *shareOf(schedule) / fastestShare});
+        continue;
+      }
       Candidate trial = candidate;
       trial.schedule = schedule;
       setStage(trial);
@@ -2382,6 +2431,8 @@ struct AutoShardPass
         candidate.scheduleTrials.push_back(
             {schedule, exact->stepSeconds, exact->arenaBytes});
       bool fits = exact->arenaBytes <= memoryLimit;
+      if (fits && estimated && !fitShare)
+        fitShare = shareOf(schedule);
       bool bestFits =
           candidate.exact && candidate.exact->arenaBytes <= memoryLimit;
       if (!candidate.exact || (fits && !bestFits) ||
@@ -2891,6 +2942,7 @@ struct AutoShardPass
         variant.error.clear();
         variant.remat.reset();
         variant.scheduleTrials.clear();
+        variant.schedulesSkipped.clear();
         checkOne(variant);
         if (variant.exact)
           variants.push_back(std::move(variant));
@@ -3158,6 +3210,11 @@ struct AutoShardPass
             {b.getNamedAttr("schedule", b.getStringAttr(name)),
              b.getNamedAttr("step_seconds", b.getF64FloatAttr(seconds)),
              b.getNamedAttr("memory_bytes", b.getI64IntegerAttr(bytes))}));
+      // Not checked: only the search's estimate.
+      for (auto &[name, seconds] : best.schedulesSkipped)
+        trials.push_back(b.getDictionaryAttr(
+            {b.getNamedAttr("schedule", b.getStringAttr(name)),
+             b.getNamedAttr("estimated_seconds", b.getF64FloatAttr(seconds))}));
       record.push_back(
           b.getNamedAttr("schedules", b.getArrayAttr(trials)));
     }

@@ -653,6 +653,22 @@ struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
              << " (" << humanBytes(bytes.getInt()) << ")";
       }
       os << "\n";
+      // Schedules estimated slower than one checked to fit.
+      bool first = true;
+      for (auto trial : trials.getAsRange<DictionaryAttr>()) {
+        auto name = trial.getAs<StringAttr>("schedule");
+        auto estimate = trial.getAs<FloatAttr>("estimated_seconds");
+        if (!name || !estimate || trial.get("step_seconds"))
+          continue;
+        os << (first ? "  pipeline schedules not checked (estimated slower "
+                       "than one that fits):"
+                     : ",")
+           << llvm::format(" %s %.6g s", name.getValue().str().c_str(),
+                           estimate.getValueAsDouble());
+        first = false;
+      }
+      if (!first)
+        os << "\n";
     }
     auto alternatives = plan.getAs<ArrayAttr>("alternatives");
     if (!alternatives || alternatives.empty())
