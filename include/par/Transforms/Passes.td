@@ -458,7 +458,8 @@ def PipelinePass : Pass<"par-pipeline", "::mlir::ModuleOp"> {
            "of them)">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
            "gpipe, 1f1b, interleaved, zb-h1, or auto (--auto-shard's "
-           "choice by each schedule's checked plan; else the smallest "
+           "choice: schedules checked best estimate first, the fastest "
+           "that fits kept; else the smallest "
            "simulated bubble)">,
     Option<"virtualStages", "virtual", "int64_t", /*default=*/"1",
            "model chunks per device (interleaved: 2 or more)">,

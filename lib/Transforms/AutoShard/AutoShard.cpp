@@ -2366,8 +2366,9 @@ struct AutoShardPass
   /// memory.
   void check(Candidate &candidate, const MachineModel &machine) {
     candidate.checked = true;
-    // Pipelined steps given schedule=auto: each schedule is checked, and
-    // the fastest that fits (else the smallest) is the plan's.
+    // Pipelined steps given schedule=auto: the schedules are checked (as
+    // below), and the fastest checked that fits (else the smallest) is the
+    // plan's.
     SmallVector<std::string> schedules = scheduleTrials(*candidate.planned);
     // With each schedule estimated, the best estimate is checked first, and
     // once one fits, a schedule estimated slower (beyond kScheduleMargin)
@@ -2387,9 +2388,9 @@ struct AutoShardPass
                         [&](const std::string &a, const std::string &b) {
                           return *shareOf(a) < *shareOf(b);
                         });
-    double fastestShare =
-        estimated && !schedules.empty() ? *shareOf(schedules.front()) : 1.0;
+    // The first schedule checked to fit: its share and its checked step.
     std::optional<double> fitShare;
+    double fitSeconds = 0;
     // The schedules of the same stages (all but interleaving) share one
     // partitioned copy: only --par-schedule reads which schedule it is.
     std::optional<FailureOr<OwningOpRef<ModuleOp>>> partitioned;
@@ -2397,9 +2398,10 @@ struct AutoShardPass
     for (const std::string &schedule : schedules) {
       if (estimated && fitShare &&
           *shareOf(schedule) > kScheduleMargin * *fitShare) {
+        // Its estimate on the check's scale: the fitting schedule's
+        // checked step times the ratio of their estimates.
         candidate.schedulesSkipped.push_back(
-            {schedule,
-             candidate.estimatedSeconds * *shareOf(schedule) / fastestShare});
+            {schedule, fitSeconds * *shareOf(schedule) / *fitShare});
         continue;
       }
       Candidate trial = candidate;
@@ -2431,8 +2433,10 @@ struct AutoShardPass
         candidate.scheduleTrials.push_back(
             {schedule, exact->stepSeconds, exact->arenaBytes});
       bool fits = exact->arenaBytes <= memoryLimit;
-      if (fits && estimated && !fitShare)
+      if (fits && estimated && !fitShare) {
         fitShare = shareOf(schedule);
+        fitSeconds = exact->stepSeconds;
+      }
       bool bestFits =
           candidate.exact && candidate.exact->arenaBytes <= memoryLimit;
       if (!candidate.exact || (fits && !bestFits) ||
@@ -2715,7 +2719,7 @@ struct AutoShardPass
         if (plan.microbatches) {
           // Pipelined here: the step's batch divided into the
           // micro-batches (as --par-pipeline="axis=auto divide-batch"
-          // would), every schedule checked.
+          // would), its schedules checked best estimate first.
           auto [it, inserted] = microbatched.try_emplace(plan.microbatches);
           if (inserted) {
             OwningOpRef<ModuleOp> divided = module.clone();
@@ -2840,10 +2844,14 @@ struct AutoShardPass
           it->second = std::max(it->second, missing);
       }
       if (candidate.exact && candidate.exact->arenaBytes <= limit) {
-        auto [it, inserted] = moduleFits.try_emplace(
-            candidate.planned.get(), candidate.estimatedSeconds);
-        if (!inserted)
-          it->second = std::min(it->second, candidate.estimatedSeconds);
+        // Only a whole check says a module fits: figures read off
+        // shortened copies may be checked whole later and found over.
+        if (!candidate.exact->shortenedLayers) {
+          auto [it, inserted] = moduleFits.try_emplace(
+              candidate.planned.get(), candidate.estimatedSeconds);
+          if (!inserted)
+            it->second = std::min(it->second, candidate.estimatedSeconds);
+        }
         ++fitting;
         if (!bestChecked || candidate.exact->stepSeconds < *bestChecked) {
           bestChecked = candidate.exact->stepSeconds;

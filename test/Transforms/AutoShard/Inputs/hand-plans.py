@@ -16,6 +16,7 @@ import argparse
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "python_frontend"))
@@ -24,7 +25,8 @@ from par import Mesh, models  # noqa: E402
 parser = argparse.ArgumentParser()
 parser.add_argument("par_opt")
 parser.add_argument("--hardware", default="h100-8x-ib400")
-parser.add_argument("--work", default=".", help="directory for the generated files")
+parser.add_argument("--work", default=None,
+                    help="directory for the generated files (default: a temporary one, removed after)")
 args = parser.parse_args()
 
 
@@ -78,7 +80,8 @@ def hand_plans(axes):
     return plans
 
 
-work = Path(args.work)
+scratch = None if args.work else tempfile.TemporaryDirectory(prefix="hand-plans.")
+work = Path(args.work or scratch.name)
 work.mkdir(parents=True, exist_ok=True)
 report = f"--par-report=hardware={args.hardware}"
 worse = 0
