@@ -573,6 +573,39 @@ inline int64_t busiestMember(const std::vector<std::vector<Piece>> &plan) {
 }
 /// The same figure from the geometry, without building the pieces.
 inline int64_t busiestMember(const Geometry &g) {
+  if (g.isIdentity()) {
+    // A reshard whose source is split over every axis of the group: each
+    // element has one holder, which sends it to every member that wants it
+    // but itself, so no sender is chosen and the counts need no pieces, in
+    // O(members x rank) where the pieces take O(members x pieces).
+    const Source &src = g.sources[0];
+    int64_t sourceShards = 1, targetShards = 1;
+    for (size_t d = 0; d < src.layout.size(); ++d) {
+      sourceShards *= g.shards(src.layout[d]);
+      targetShards *= g.shards(g.target[d]);
+    }
+    if (sourceShards == g.members()) {
+      // Every element is wanted by this many members.
+      int64_t wanters = g.members() / targetShards;
+      std::vector<int64_t> lt = g.targetLocal(), ls = g.sourceLocal(0);
+      int64_t most = 0;
+      for (int64_t m = 0; m < g.members(); ++m) {
+        std::vector<int64_t> c = g.coords(m);
+        int64_t wants = 1, holds = 1, kept = 1;
+        for (size_t d = 0; d < lt.size(); ++d) {
+          int64_t tLo = g.block(g.target[d], c) * lt[d];
+          int64_t tHi = std::min(tLo + lt[d], g.targetSizes[d]);
+          int64_t sLo = g.block(src.layout[d], c) * ls[d];
+          int64_t sHi = std::min(sLo + ls[d], src.sizes[d]);
+          wants *= std::max<int64_t>(0, tHi - tLo);
+          holds *= std::max<int64_t>(0, sHi - sLo);
+          kept *= std::max<int64_t>(0, std::min(tHi, sHi) - std::max(tLo, sLo));
+        }
+        most = std::max({most, wants - kept, holds * wanters - kept});
+      }
+      return most;
+    }
+  }
   std::vector<int64_t> sent(size_t(g.members()), 0),
       received(size_t(g.members()), 0);
   visitSenders(g, [&](int64_t r, int64_t sender, size_t,

@@ -145,6 +145,14 @@ using LayoutChoices =
 /// enough never to be chosen, small enough to keep the program well scaled.
 constexpr double kImpossible = 1e6;
 
+/// Solutions by program: the program of one axis recurs across the plans of
+/// a run (the ZeRO stages of one module, a variant whose changes do not
+/// reach this axis), and CBC's answer to the same program is the same.
+/// Keyed by the whole program, so a program is never mistaken for another.
+using SolvedPrograms =
+    std::map<std::vector<double>,
+             std::optional<std::pair<std::vector<double>, double>>>;
+
 /// A 0-1 program built in memory and handed to CBC whole (adding rows and
 /// columns to a CBC model one by one copies it each time).
 class IntegerProgram {
@@ -168,8 +176,10 @@ public:
   size_t numColumns() const { return objective.size(); }
 
   /// Solves to optimality: the column values and the objective, or
-  /// nullopt when the program has no solution.
-  std::optional<std::pair<std::vector<double>, double>> solve() const {
+  /// nullopt when the program has no solution. A program solved before in
+  /// `solved` is answered from there.
+  std::optional<std::pair<std::vector<double>, double>>
+  solve(SolvedPrograms &solved) const {
     if (objective.empty())
       return std::make_pair(std::vector<double>(), 0.0);
     std::vector<CoinBigIndex> start = {0};
@@ -186,6 +196,33 @@ public:
     std::vector<double> scaled(objective);
     for (double &cost : scaled)
       cost *= 1e6;
+    // The key: every list's length, then its entries (column and row
+    // numbers are exact as doubles).
+    std::vector<double> key;
+    auto add = [&](const auto &list) {
+      key.push_back(double(list.size()));
+      key.insert(key.end(), list.begin(), list.end());
+    };
+    add(scaled);
+    add(start);
+    add(index);
+    add(value);
+    add(rowLower);
+    add(rowUpper);
+    add(integers);
+    auto known = solved.find(key);
+    if (known != solved.end())
+      return known->second;
+    auto &answer = solved[std::move(key)];
+    answer = solveWith(start, index, value, scaled);
+    return answer;
+  }
+
+private:
+  std::optional<std::pair<std::vector<double>, double>>
+  solveWith(const std::vector<CoinBigIndex> &start,
+            const std::vector<int> &index, const std::vector<double> &value,
+            const std::vector<double> &scaled) const {
     std::vector<double> lower(objective.size(), 0.0),
         upper(objective.size(), 1.0);
     Cbc_Model *model = Cbc_newModel();
@@ -213,7 +250,6 @@ public:
         Cbc_getObjValue(model) / 1e6);
   }
 
-private:
   static constexpr double COIN_DBL_MAX_VALUE =
       std::numeric_limits<double>::max();
   std::vector<double> objective, rowLower, rowUpper;
@@ -279,19 +315,28 @@ struct Footprint {
   }
 };
 
-/// Seconds of a reshard by (shape and element type, from, to): the same
-/// move of the same tensor type recurs in every layer and in every plan.
-using ReshardTimes = llvm::StringMap<double>;
+/// What the plans of one run (one mesh, one profile) share: seconds of a
+/// reshard by (shape and element type, from, to), since the same move of
+/// the same tensor type recurs in every layer and in every plan; and the
+/// integer programs solved.
+struct PlanningCache {
+  llvm::StringMap<double> reshardSeconds;
+  SolvedPrograms programs;
+  void clear() {
+    reshardSeconds.clear();
+    programs.clear();
+  }
+};
 
 class Planner {
 public:
   /// With `fuse`, the plan is costed as --par-fuse will run it: an
   /// element-wise group reads its inputs and writes its result once.
   Planner(func::FuncOp func, MeshOp mesh, const MachineModel &machine,
-          int64_t memoryLimit, ArrayRef<AxisUse> axisUses,
-          ReshardTimes &reshardTimes, bool fuse)
+          int64_t memoryLimit, ArrayRef<AxisUse> axisUses, PlanningCache &cache,
+          bool fuse)
       : func(func), mesh(mesh), machine(machine), memoryLimit(memoryLimit),
-        axisUses(axisUses), reshardCache(reshardTimes), fuse(fuse) {}
+        axisUses(axisUses), cache(cache), fuse(fuse) {}
   /// A planner of `func`, a copy of the function `prototype` was built on
   /// (`mapping` takes that function's values and ops to `func`'s), under
   /// `axisUses`: it starts from the prototype's graph and clusters, which
@@ -380,7 +425,7 @@ private:
   /// Seconds of moving a value of `type`, carried in `element`, from one
   /// layout to another as the reshard planner would, in `bucket` if given;
   /// with `splitsGroup`, plus the write and read of a fused group split at
-  /// it. Priced once per run (reshardCache).
+  /// it. Priced once per run (cache.reshardSeconds).
   double moveSeconds(RankedTensorType type, Type element,
                      const ReshardLayout &from, const ReshardLayout &to,
                      const std::optional<Bucket> &bucket,
@@ -421,7 +466,7 @@ private:
   const UseLists &uses() const { return *useLists; }
   const UpdateLists &updates() const { return *updateLists; }
   llvm::DenseMap<Value, int32_t> tensorOf;
-  ReshardTimes &reshardCache;
+  PlanningCache &cache;
   /// The step's gradient bucket size (par.bucket_bytes; 0: none).
   int64_t bucketBytes = 0;
   bool fuse;
@@ -1056,8 +1101,8 @@ double Planner::moveSeconds(RankedTensorType type, Type element,
        << bucket->bytes << " ";
   os << type << " as " << element << " " << layoutKey(from) << " "
      << layoutKey(to);
-  auto it = reshardCache.find(key);
-  if (it != reshardCache.end())
+  auto it = cache.reshardSeconds.find(key);
+  if (it != cache.reshardSeconds.end())
     return it->second;
   ReshardPlan plan;
   std::string error;
@@ -1075,7 +1120,7 @@ double Planner::moveSeconds(RankedTensorType type, Type element,
         double(localBytes(machine.axisSizes(), type, from) +
                localBytes(machine.axisSizes(), type, to)),
         type.getElementType());
-  reshardCache[key] = seconds;
+  cache.reshardSeconds[key] = seconds;
   return seconds;
 }
 
@@ -1242,7 +1287,7 @@ LogicalResult Planner::solveAxis(int32_t axis) {
       }
     program.addRow(cols, coefs, 'L', double(memoryLimit));
   }
-  auto result = program.solve();
+  auto result = program.solve(cache.programs);
   if (!result)
     return failure();
   const std::vector<double> &solution = result->first;
@@ -2054,8 +2099,8 @@ struct AutoShardPass
     : public mlir::par::impl::AutoShardPassBase<AutoShardPass> {
   using AutoShardPassBase::AutoShardPassBase;
 
-  /// Reshard times shared by every plan of one run (one mesh, one profile).
-  ReshardTimes reshardTimes;
+  /// Shared by every plan of one run (one mesh, one profile).
+  PlanningCache planningCache;
   /// The per-device memory limit of the run.
   int64_t memoryLimit = 0;
   /// Plans are made and checked for the program --par-fuse makes.
@@ -2093,7 +2138,7 @@ struct AutoShardPass
           auto original = source.lookupSymbol<func::FuncOp>(func.getSymName());
           auto built = std::make_shared<Planner>(
               original, *source.getOps<MeshOp>().begin(), machine, limit,
-              candidate.uses, reshardTimes, fusing);
+              candidate.uses, planningCache, fusing);
           ScopedDiagnosticHandler quiet(func.getContext(),
                                         [](Diagnostic &) { return success(); });
           if (original && succeeded(built->build()))
@@ -2113,7 +2158,7 @@ struct AutoShardPass
               ? std::make_unique<Planner>(*prototype, func, mesh, *mapping,
                                           candidate.uses, planLimit)
               : std::make_unique<Planner>(func, mesh, machine, planLimit,
-                                          candidate.uses, reshardTimes,
+                                          candidate.uses, planningCache,
                                           fusing));
       if ((!prototype && failed(planner.build())) || failed(planner.solve()))
         return failure();
@@ -2546,7 +2591,7 @@ struct AutoShardPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    reshardTimes.clear();
+    planningCache.clear();
     // The prototypes point into this run's modules.
     auto dropPrototypes = llvm::make_scope_exit([&] { prototypes.clear(); });
     // Recomputation is open where the module has training steps and the
