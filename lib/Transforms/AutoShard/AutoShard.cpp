@@ -167,7 +167,6 @@ public:
   void addRow(ArrayRef<int> columns, ArrayRef<double> coefs, char sense,
               double rhs) {
     int row = int(rowLower.size());
-    inequalities |= sense != 'E';
     rowLower.push_back(sense == 'E' ? rhs : -COIN_DBL_MAX_VALUE);
     rowUpper.push_back(rhs);
     for (auto [column, coef] : llvm::zip(columns, coefs))
@@ -224,10 +223,45 @@ private:
   solveWith(const std::vector<CoinBigIndex> &start,
             const std::vector<int> &index, const std::vector<double> &value,
             const std::vector<double> &scaled) const {
+    // These programs' relaxations are mostly integral at the root, where
+    // CBC's preprocessing costs more than it saves (the 12 programs of a
+    // 96-layer GPT on 8x8: 1.95 s with it, 1.0 s without, none branching).
+    // So a first try without it stops after the root node; a program that
+    // try does not prove optimal (one that needs branching, and the cuts
+    // preprocessing finds: a pipelined GPT-175B on 128x8 took 3.1 s without
+    // them, 1.6 s with them) is solved again whole. A node limit, not a time
+    // limit, keeps the result deterministic.
+    constexpr int kQuickNodes = 1;
+    for (bool quick : {true, false}) {
+      Cbc_Model *model = Cbc_newModel();
+      llvm::scope_exit release([&] { Cbc_deleteModel(model); });
+      if (failed(load(model, start, index, value, scaled, quick, kQuickNodes)))
+        return std::nullopt;
+      Cbc_solve(model);
+      if (Cbc_isProvenInfeasible(model))
+        return std::nullopt;
+      if (!Cbc_isProvenOptimal(model)) {
+        if (quick)
+          continue;
+        return std::nullopt;
+      }
+      const double *solution = Cbc_getColSolution(model);
+      return std::make_pair(
+          std::vector<double>(solution, solution + objective.size()),
+          Cbc_getObjValue(model) / 1e6);
+    }
+    return std::nullopt;
+  }
+
+  /// Loads the program into `model`: `quick`, without preprocessing and
+  /// with at most `nodes` nodes of branch and bound.
+  LogicalResult load(Cbc_Model *model, const std::vector<CoinBigIndex> &start,
+                     const std::vector<int> &index,
+                     const std::vector<double> &value,
+                     const std::vector<double> &scaled, bool quick,
+                     int nodes) const {
     std::vector<double> lower(objective.size(), 0.0),
         upper(objective.size(), 1.0);
-    Cbc_Model *model = Cbc_newModel();
-    llvm::scope_exit release([&] { Cbc_deleteModel(model); });
     Cbc_setLogLevel(model, 0);
     // No primal heuristics (feasibility pump, rounding, diving): these
     // programs' relaxations are nearly integral, and branch and bound
@@ -235,13 +269,10 @@ private:
     // program for 1,024 devices: 2.0 s with them, 0.8 s without; the same
     // optimum either way).
     Cbc_setParameter(model, "heuristicsOnOff", "off");
-    // Without the memory row (choices, and pairs tied to them, only) the
-    // relaxation is nearly integral, and CBC's preprocessing of the
-    // program takes longer than it saves (the programs of a 96-layer GPT on
-    // 8x8: 40% less solver time without it, the same optima); with the
-    // row, a knapsack, it pays (twice the time without it).
-    if (!inequalities)
+    if (quick) {
       Cbc_setParameter(model, "preprocess", "off");
+      Cbc_setMaximumNodes(model, nodes);
+    }
     Cbc_loadProblem(model, int(objective.size()), int(rowLower.size()),
                     start.data(), index.data(), value.data(), lower.data(),
                     upper.data(), scaled.data(), rowLower.data(),
@@ -249,13 +280,7 @@ private:
     for (auto [column, integer] : llvm::enumerate(integers))
       if (integer)
         Cbc_setInteger(model, int(column));
-    Cbc_solve(model);
-    if (Cbc_isProvenInfeasible(model) || !Cbc_isProvenOptimal(model))
-      return std::nullopt;
-    const double *solution = Cbc_getColSolution(model);
-    return std::make_pair(
-        std::vector<double>(solution, solution + objective.size()),
-        Cbc_getObjValue(model) / 1e6);
+    return success();
   }
 
   static constexpr double COIN_DBL_MAX_VALUE =
@@ -263,7 +288,6 @@ private:
   std::vector<double> objective, rowLower, rowUpper;
   std::vector<bool> integers;
   std::vector<SmallVector<std::pair<int, double>, 4>> columnEntries;
-  bool inequalities = false;
 };
 
 /// What an axis may split: anything, or only the data inputs (data
