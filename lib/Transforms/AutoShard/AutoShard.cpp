@@ -224,13 +224,14 @@ private:
             const std::vector<int> &index, const std::vector<double> &value,
             const std::vector<double> &scaled) const {
     // These programs' relaxations are mostly integral at the root, where
-    // CBC's preprocessing costs more than it saves (the 12 programs of a
-    // 96-layer GPT on 8x8: 1.95 s with it, 1.0 s without, none branching).
-    // So a first try without it stops after the root node; a program that
-    // try does not prove optimal (one that needs branching, and the cuts
-    // preprocessing finds: a pipelined GPT-175B on 128x8 took 3.1 s without
-    // them, 1.6 s with them) is solved again whole. A node limit, not a time
-    // limit, keeps the result deterministic.
+    // CBC's preprocessing and cuts cost more than they save (the 12
+    // programs of a 96-layer GPT on 8x8: 1.65 s with them, 0.95 s without,
+    // none branching). So a first try without them stops after the root
+    // node; a program that try does not prove optimal (one that needs
+    // branching, and the cuts: a pipelined GPT-175B on 128x8 took 3.1 s
+    // without preprocessing, 1.6 s with it) is solved again whole, which
+    // costs the try (0.5 s of Llama 70B's 14 s on 64x8). A node limit, not
+    // a time limit, keeps the result deterministic.
     constexpr int kQuickNodes = 1;
     for (bool quick : {true, false}) {
       Cbc_Model *model = Cbc_newModel();
@@ -253,8 +254,8 @@ private:
     return std::nullopt;
   }
 
-  /// Loads the program into `model`: `quick`, without preprocessing and
-  /// with at most `nodes` nodes of branch and bound.
+  /// Loads the program into `model`: `quick`, without preprocessing or
+  /// cuts and with at most `nodes` nodes of branch and bound.
   LogicalResult load(Cbc_Model *model, const std::vector<CoinBigIndex> &start,
                      const std::vector<int> &index,
                      const std::vector<double> &value,
@@ -271,6 +272,7 @@ private:
     Cbc_setParameter(model, "heuristicsOnOff", "off");
     if (quick) {
       Cbc_setParameter(model, "preprocess", "off");
+      Cbc_setParameter(model, "cutsOnOff", "off");
       Cbc_setMaximumNodes(model, nodes);
     }
     Cbc_loadProblem(model, int(objective.size()), int(rowLower.size()),
