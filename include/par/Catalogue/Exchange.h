@@ -574,9 +574,10 @@ inline int64_t busiestMember(const std::vector<std::vector<Piece>> &plan) {
 /// The same figure from the geometry, without building the pieces.
 inline int64_t busiestMember(const Geometry &g) {
   if (g.isIdentity()) {
-    // A reshard whose source is split over every axis of the group: each
-    // element has one holder, which sends it to every member that wants it
-    // but itself, so no sender is chosen and the counts need no pieces, in
+    // A reshard whose source has one holder per element (split over every
+    // axis of the group of more than one device): the holder sends each
+    // element to every other member that wants it, so no sender is chosen
+    // and the counts need no pieces, in
     // O(members x rank) where the pieces take O(members x pieces).
     const Source &src = g.sources[0];
     int64_t sourceShards = 1, targetShards = 1;

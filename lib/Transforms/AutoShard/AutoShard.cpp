@@ -236,8 +236,7 @@ private:
     for (bool quick : {true, false}) {
       Cbc_Model *model = Cbc_newModel();
       llvm::scope_exit release([&] { Cbc_deleteModel(model); });
-      if (failed(load(model, start, index, value, scaled, quick, kQuickNodes)))
-        return std::nullopt;
+      load(model, start, index, value, scaled, quick, kQuickNodes);
       Cbc_solve(model);
       if (Cbc_isProvenInfeasible(model))
         return std::nullopt;
@@ -256,11 +255,9 @@ private:
 
   /// Loads the program into `model`: `quick`, without preprocessing or
   /// cuts and with at most `nodes` nodes of branch and bound.
-  LogicalResult load(Cbc_Model *model, const std::vector<CoinBigIndex> &start,
-                     const std::vector<int> &index,
-                     const std::vector<double> &value,
-                     const std::vector<double> &scaled, bool quick,
-                     int nodes) const {
+  void load(Cbc_Model *model, const std::vector<CoinBigIndex> &start,
+            const std::vector<int> &index, const std::vector<double> &value,
+            const std::vector<double> &scaled, bool quick, int nodes) const {
     std::vector<double> lower(objective.size(), 0.0),
         upper(objective.size(), 1.0);
     Cbc_setLogLevel(model, 0);
@@ -282,7 +279,6 @@ private:
     for (auto [column, integer] : llvm::enumerate(integers))
       if (integer)
         Cbc_setInteger(model, int(column));
-    return success();
   }
 
   static constexpr double COIN_DBL_MAX_VALUE =
