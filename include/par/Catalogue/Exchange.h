@@ -571,6 +571,31 @@ inline int64_t busiestMember(const std::vector<std::vector<Piece>> &plan) {
     most = std::max({most, sent[i], received[i]});
   return most;
 }
+
+/// Elements of a plain reshard's (isIdentity) pieces on member `m`: its
+/// target piece (wants), its source piece (holds), and both (kept); `lt`
+/// and `ls` are the geometry's targetLocal() and sourceLocal().
+struct OwnPieces {
+  int64_t wants = 1, holds = 1, kept = 1;
+};
+inline OwnPieces ownPieces(const Geometry &g, int64_t m,
+                           const std::vector<int64_t> &lt,
+                           const std::vector<int64_t> &ls) {
+  const Source &src = g.sources[0];
+  std::vector<int64_t> c = g.coords(m);
+  OwnPieces own;
+  for (size_t d = 0; d < lt.size(); ++d) {
+    int64_t tLo = g.block(g.target[d], c) * lt[d];
+    int64_t tHi = std::min(tLo + lt[d], g.targetSizes[d]);
+    int64_t sLo = g.block(src.layout[d], c) * ls[d];
+    int64_t sHi = std::min(sLo + ls[d], src.sizes[d]);
+    own.wants *= std::max<int64_t>(0, tHi - tLo);
+    own.holds *= std::max<int64_t>(0, sHi - sLo);
+    own.kept *= std::max<int64_t>(0, std::min(tHi, sHi) - std::max(tLo, sLo));
+  }
+  return own;
+}
+
 /// The same figure from the geometry, without building the pieces.
 inline int64_t busiestMember(const Geometry &g) {
   if (g.isIdentity()) {
@@ -591,18 +616,9 @@ inline int64_t busiestMember(const Geometry &g) {
       std::vector<int64_t> lt = g.targetLocal(), ls = g.sourceLocal(0);
       int64_t most = 0;
       for (int64_t m = 0; m < g.members(); ++m) {
-        std::vector<int64_t> c = g.coords(m);
-        int64_t wants = 1, holds = 1, kept = 1;
-        for (size_t d = 0; d < lt.size(); ++d) {
-          int64_t tLo = g.block(g.target[d], c) * lt[d];
-          int64_t tHi = std::min(tLo + lt[d], g.targetSizes[d]);
-          int64_t sLo = g.block(src.layout[d], c) * ls[d];
-          int64_t sHi = std::min(sLo + ls[d], src.sizes[d]);
-          wants *= std::max<int64_t>(0, tHi - tLo);
-          holds *= std::max<int64_t>(0, sHi - sLo);
-          kept *= std::max<int64_t>(0, std::min(tHi, sHi) - std::max(tLo, sLo));
-        }
-        most = std::max({most, wants - kept, holds * wanters - kept});
+        OwnPieces own = ownPieces(g, m, lt, ls);
+        most = std::max(
+            {most, own.wants - own.kept, own.holds * wanters - own.kept});
       }
       return most;
     }
@@ -630,21 +646,11 @@ inline int64_t busiestMember(const Geometry &g) {
 inline int64_t mostLackedElements(const Geometry &g) {
   if (!g.isIdentity())
     return 0;
-  const Source &src = g.sources[0];
   std::vector<int64_t> lt = g.targetLocal(), ls = g.sourceLocal(0);
   int64_t most = 0;
   for (int64_t m = 0; m < g.members(); ++m) {
-    std::vector<int64_t> c = g.coords(m);
-    int64_t wants = 1, holds = 1;
-    for (size_t d = 0; d < lt.size(); ++d) {
-      int64_t tLo = g.block(g.target[d], c) * lt[d];
-      int64_t tHi = std::min(tLo + lt[d], g.targetSizes[d]);
-      int64_t sLo = g.block(src.layout[d], c) * ls[d];
-      int64_t sHi = std::min(sLo + ls[d], src.sizes[d]);
-      wants *= std::max<int64_t>(0, tHi - tLo);
-      holds *= std::max<int64_t>(0, std::min(tHi, sHi) - std::max(tLo, sLo));
-    }
-    most = std::max(most, wants - holds);
+    OwnPieces own = ownPieces(g, m, lt, ls);
+    most = std::max(most, own.wants - own.kept);
   }
   return most;
 }
