@@ -137,8 +137,10 @@ void addSlotWork(Operation *op, const PipelineInfo &info, SlotTimes &times);
 
 /// The slot times of `func`, an unsplit step with stage and micro-batch
 /// marks, under `info` (its schedule decides which backward ops are W),
-/// as --par-schedule would measure them; no marks are written.
-SlotTimes stepSlotWork(func::FuncOp func, const PipelineInfo &info);
+/// as --par-schedule would measure them; no marks are written. With
+/// `cost`, an op adds what it returns (seconds, say) instead of its FLOPs.
+SlotTimes stepSlotWork(func::FuncOp func, const PipelineInfo &info,
+                       llvm::function_ref<double(Operation *)> cost = {});
 
 /// The share of a pipelined step's work that its schedule's length is: the
 /// simulated makespan over the work of every slot of every micro-batch.

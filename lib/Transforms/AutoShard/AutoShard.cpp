@@ -93,6 +93,9 @@ struct Tensor {
   /// reader outside those groups, or a result of the function).
   SmallVector<int32_t, 1> registerIn;
   bool materialized = true;
+  /// Whether a plan can leave it a partial sum: made by a split sum
+  /// reduction, or by a linear op carrying its operands' partial sums.
+  bool mayBePartial = false;
 };
 
 /// Who reads a tensor in a layout of their choosing.
@@ -122,7 +125,18 @@ struct Node {
   SmallVector<bool> readsResultWorth;
   /// The axes each factor (each dim, for an argument) is split over so far.
   SmallVector<Axes> factorAxes;
-  /// Candidates for the axis being placed: -1 (none) or a factor.
+  /// Of an op linear in its operands (LinearOpInterface) whose partial
+  /// sums --par-sink-partials resolves after it instead of before: how it
+  /// is linear, and in which operands (empty: it carries no sums).
+  Linearity linearity = Linearity::None;
+  SmallVector<bool> linearInputs;
+  /// The axes over which it runs on partial sums (its carried operands
+  /// and its result partial over them), and which operands those are
+  /// (a carry choice, below).
+  Axes carried;
+  int64_t carry = 0;
+  /// Candidates for the axis being placed: -1 (none), a factor, or a
+  /// carry choice (kCarryAll, kCarryOperand - k).
   SmallVector<int64_t> choices;
   int64_t chosen = -1;
   /// The node whose choices this one shares (itself for a representative),
@@ -144,6 +158,28 @@ using LayoutChoices =
 /// The cost of a move that does not exist (a value made partial): large
 /// enough never to be chosen, small enough to keep the program well scaled.
 constexpr double kImpossible = 1e6;
+
+/// Choices that split nothing over the axis but carry a partial sum over
+/// it through a linear op: every operand of an op linear in all of them
+/// together (a sum), or operand k (kCarryOperand - k) of one linear in
+/// each operand alone.
+constexpr int64_t kCarryAll = -2, kCarryOperand = -3;
+bool isCarry(int64_t choice) { return choice <= kCarryAll; }
+/// Takes `axis` off where `node` has it: factor `from`, or the sums it
+/// carries (a carry choice).
+void dropAxis(Node &node, int64_t from, int32_t axis) {
+  if (from >= 0)
+    llvm::erase(node.factorAxes[from], axis);
+  else if (isCarry(from))
+    llvm::erase(node.carried, axis);
+}
+/// Whether carry choice `carry` of `node` makes operand `slot` partial.
+bool carriesInput(const Node &node, int64_t carry, unsigned slot) {
+  if (!isCarry(carry) || slot >= node.linearInputs.size())
+    return false;
+  return carry == kCarryAll ? node.linearInputs[slot]
+                            : int64_t(slot) == kCarryOperand - carry;
+}
 
 /// Solutions by program: the program of one axis recurs across the plans of
 /// a run (the ZeRO stages of one module, a variant whose changes do not
@@ -418,6 +454,17 @@ public:
   /// What the plan keeps per device, with ZeRO over `dataAxis` (if any).
   Footprint footprint(std::optional<int32_t> dataAxis);
   double predictedSeconds = 0;
+  func::FuncOp function() const { return func; }
+  /// The seconds `op` computes for as planned (0 for an op it did not
+  /// plan): what the integer program priced it at.
+  double opSeconds(Operation *op) const {
+    if (op->getNumResults() == 0)
+      return 0;
+    auto it = tensorOf.find(op->getResult(0));
+    if (it == tensorOf.end() || !nodes[tensors[it->second].node].op)
+      return 0;
+    return nodeSeconds(nodes[tensors[it->second].node], -1, -1);
+  }
 
 private:
   int64_t axisSize(int32_t axis) const { return machine.axisSizes()[axis]; }
@@ -432,6 +479,9 @@ private:
     return n;
   }
   void candidates(Node &node, int32_t axis);
+  /// Whether `node` may run on partial sums (Node::linearInputs) and may
+  /// leave its results partial (Tensor::mayBePartial).
+  void markLinear(Node &node);
   /// Marks the groups --par-fuse makes: their inner values as registers,
   /// their members but the root as running in the root's kernel.
   void markFusion();
@@ -439,6 +489,15 @@ private:
   int64_t nodeBytes(const Node &node, int32_t axis, int64_t choice) const;
   double reshardSeconds(const Tensor &tensor, const ReshardLayout &from,
                         const ReshardLayout &to);
+  /// reshardSeconds into an op's operand. An operand the op carries
+  /// partial takes the partial sums as they are made: --par-sink-partials
+  /// adds them after the op only when nothing else moves.
+  double operandSeconds(const Tensor &tensor, const ReshardLayout &from,
+                        const ReshardLayout &to) {
+    if (!to.partial.empty() && !(from == to) && !tensor.constant)
+      return kImpossible;
+    return reshardSeconds(tensor, from, to);
+  }
   /// The step's bucket for a value of `tensor`'s type whose gathers
   /// (`gathers`) or reductions travel in it; none where the step has none.
   std::optional<Bucket> bucketFor(const Tensor &tensor, bool gathers) const {
@@ -605,6 +664,7 @@ LogicalResult Planner::build() {
       if (!node.elementType)
         node.elementType = tensors[*id].type.getElementType();
     }
+    markLinear(node);
     nodes.push_back(std::move(node));
   }
   useLists->resize(tensors.size());
@@ -673,6 +733,51 @@ LogicalResult Planner::build() {
     markFusion();
   cluster();
   return success();
+}
+
+void Planner::markLinear(Node &node) {
+  // A split sum reduction leaves its results partial.
+  bool partial = llvm::any_of(node.rule->getFactors(), [](const auto &f) {
+    return f.kind == FactorKind::Reduction &&
+           f.combiner == FactorCombiner::Sum && f.size > 1;
+  });
+  // A linear op carries partial sums as --par-sink-partials moves them:
+  // a sum in all its operands at once; another in one operand, when its
+  // result is no larger than that operand.
+  auto linear = dyn_cast<LinearOpInterface>(node.op);
+  if (linear && node.outputs.size() == 1 &&
+      !tensors[node.outputs[0]].constant) {
+    auto bytes = [&](int32_t t) {
+      return bytesOf(tensors[t].type.getShape(),
+                     tensors[t].type.getElementType());
+    };
+    int64_t resultBytes = bytes(node.outputs[0]);
+    bool all = !node.inputs.empty();
+    for (auto [slot, t] : llvm::enumerate(node.inputs)) {
+      Linearity how = linear.getLinearity(unsigned(slot));
+      all &= how == Linearity::All && t >= 0 && tensors[t].mayBePartial;
+      node.linearInputs.push_back(
+          t >= 0 && how != Linearity::None &&
+          (how == Linearity::All || resultBytes <= bytes(t)));
+    }
+    if (linear.getLinearity(0) == Linearity::All) {
+      node.linearity = Linearity::All;
+      if (!all)
+        node.linearInputs.clear();
+    } else {
+      node.linearity = Linearity::Each;
+      for (auto [slot, t] : llvm::enumerate(node.inputs))
+        if (node.linearInputs[slot] && !tensors[t].mayBePartial)
+          node.linearInputs[slot] = false;
+    }
+    if (llvm::none_of(node.linearInputs, [](bool b) { return b; })) {
+      node.linearInputs.clear();
+      node.linearity = Linearity::None;
+    }
+    partial |= !node.linearInputs.empty();
+  }
+  for (int32_t t : node.outputs)
+    tensors[t].mayBePartial = partial;
 }
 
 void Planner::markFusion() {
@@ -938,6 +1043,12 @@ ReshardLayout Planner::layoutOf(const Node &node, bool output, unsigned slot,
       if (factor.kind == FactorKind::Reduction &&
           factor.combiner == FactorCombiner::Sum)
         llvm::append_range(layout.partial, axesOf(f));
+  // Partial sums carried through the op: over its result and the operands
+  // it carries them in.
+  if (output || carriesInput(node, node.carry, slot))
+    llvm::append_range(layout.partial, node.carried);
+  if (isCarry(choice) && (output || carriesInput(node, choice, slot)))
+    layout.partial.push_back(extra);
   return layout;
 }
 
@@ -992,6 +1103,21 @@ void Planner::candidates(Node &node, int32_t axis) {
             0;
       if (divides)
         node.choices.push_back(f);
+    }
+    // Or it runs on partial sums over the axis instead of their being
+    // added first: in every operand of a sum, in one operand of an op
+    // linear in each alone (the same one over every axis it carries).
+    // Its result is then partial, which a user's sharding rules out.
+    if (!node.linearInputs.empty() &&
+        llvm::none_of(node.outputs,
+                      [&](int32_t t) { return bool(tensors[t].pinned); })) {
+      if (node.linearity == Linearity::All)
+        node.choices.push_back(kCarryAll);
+      else
+        for (auto [slot, linear] : llvm::enumerate(node.linearInputs))
+          if (linear && (node.carried.empty() ||
+                         node.carry == kCarryOperand - int64_t(slot)))
+            node.choices.push_back(kCarryOperand - int64_t(slot));
     }
   }
   // A user's sharding: the axis goes where the user put it.
@@ -1253,13 +1379,16 @@ LogicalResult Planner::solveAxis(int32_t axis) {
         entry.second.push_back(x[use.node][k]);
       }
     }
+    auto price = [&](const ReshardLayout &a, const ReshardLayout &b) {
+      return use.byOp() ? operandSeconds(tensor, a, b)
+                        : reshardSeconds(tensor, a, b);
+    };
     // One side with one layout: the cost lands on the other side's
     // choices (or is fixed when neither side chooses).
     if (from.size() == 1 || to.size() == 1) {
       for (auto &[fk, fv] : from)
         for (auto &[tk, tv] : to) {
-          double cost =
-              group.copies * reshardSeconds(tensor, fv.first, tv.first);
+          double cost = group.copies * price(fv.first, tv.first);
           ArrayRef<int> cols = from.size() == 1 ? tv.second : fv.second;
           if (cols.empty())
             fixedSeconds += cost;
@@ -1272,10 +1401,8 @@ LogicalResult Planner::solveAxis(int32_t axis) {
     std::vector<SmallVector<int>> rowsFrom(from.size()), rowsTo(to.size());
     for (auto [i, f] : llvm::enumerate(from))
       for (auto [j, g] : llvm::enumerate(to)) {
-        int e = program.addColumn(group.copies * reshardSeconds(tensor,
-                                                                f.second.first,
-                                                                g.second.first),
-                                  false);
+        int e = program.addColumn(
+            group.copies * price(f.second.first, g.second.first), false);
         memory.push_back(0);
         rowsFrom[i].push_back(e);
         rowsTo[j].push_back(e);
@@ -1330,6 +1457,10 @@ LogicalResult Planner::solveAxis(int32_t axis) {
         node.chosen = choice;
     if (node.chosen >= 0)
       node.factorAxes[node.chosen].push_back(axis);
+    if (isCarry(node.chosen)) {
+      node.carried.push_back(axis);
+      node.carry = node.chosen;
+    }
   }
   placed.push_back(axis);
   return success();
@@ -1437,15 +1568,17 @@ double Planner::localSeconds(const Node &node, int32_t n, int32_t axis,
   double seconds = nodeSeconds(node, axis, choice);
   for (auto [slot, t] : llvm::enumerate(node.inputs))
     if (t >= 0)
-      seconds += reshardSeconds(
+      seconds += operandSeconds(
           tensors[t],
           layoutOf(nodes[tensors[t].node], true, tensors[t].output, -1, -1),
           layoutOf(node, false, slot, axis, choice));
   for (auto [slot, t] : llvm::enumerate(node.outputs)) {
     ReshardLayout produced = layoutOf(node, true, slot, axis, choice);
-    for (const Use &use : uses()[t])
-      seconds +=
-          reshardSeconds(tensors[t], produced, neededLayout(use, produced));
+    for (const Use &use : uses()[t]) {
+      ReshardLayout needed = neededLayout(use, produced);
+      seconds += use.byOp() ? operandSeconds(tensors[t], produced, needed)
+                            : reshardSeconds(tensors[t], produced, needed);
+    }
   }
   // An argument's updates arrive in its layout.
   for (int32_t t : updates()[n])
@@ -1467,13 +1600,15 @@ std::vector<Planner::Move> Planner::bestMoves() {
       for (auto [f, axes] : llvm::enumerate(node.factorAxes))
         if (llvm::is_contained(axes, axis))
           from = int64_t(f);
+      if (llvm::is_contained(node.carried, axis))
+        from = node.carry;
       // As planned (the axes in their order), then with the axis taken
       // out and put on each other candidate in turn.
       double base = localSeconds(node, int32_t(n), axis, -1);
       int64_t baseBytes = nodeBytes(node, axis, -1);
       SmallVector<Axes> kept = node.factorAxes;
-      if (from >= 0)
-        llvm::erase(node.factorAxes[from], axis);
+      Axes keptCarried = node.carried;
+      dropAxis(node, from, axis);
       candidates(node, axis);
       for (int64_t choice : node.choices) {
         if (choice == from)
@@ -1485,6 +1620,7 @@ std::vector<Planner::Move> Planner::bestMoves() {
                   nodeBytes(node, axis, choice) - baseBytes};
       }
       node.factorAxes = std::move(kept);
+      node.carried = std::move(keptCarried);
     }
   }
   for (auto [n, node] : llvm::enumerate(nodes))
@@ -1496,13 +1632,24 @@ void Planner::writeBack() {
   auto finalLayout = [&](const Tensor &tensor) {
     return layoutOf(nodes[tensor.node], true, tensor.output, -1, -1);
   };
+  // A value carried partial is written with those sums added, and so are
+  // the operands it carries them in (as any operand): --par-sink-partials
+  // then moves the additions after the op, which leaves it partial as
+  // planned.
+  auto writtenLayout = [&](const Tensor &tensor) {
+    ReshardLayout layout = finalLayout(tensor);
+    llvm::erase_if(layout.partial, [&](int32_t axis) {
+      return llvm::is_contained(nodes[tensor.node].carried, axis);
+    });
+    return layout;
+  };
   MLIRContext *ctx = func.getContext();
   SignatureAttrs signature(func);
   for (const Tensor &tensor : tensors) {
     if (auto arg = dyn_cast<BlockArgument>(tensor.value))
       signature.setArgSharding(arg.getArgNumber(), toAttr(finalLayout(tensor)));
     else
-      setValueSharding(tensor.value, toAttr(finalLayout(tensor)));
+      setValueSharding(tensor.value, toAttr(writtenLayout(tensor)));
   }
   DictionaryAttr readerNeeds = DictionaryAttr::get(
       ctx, {NamedAttribute(StringAttr::get(ctx, "reader"), UnitAttr::get(ctx))});
@@ -1525,7 +1672,8 @@ void Planner::writeBack() {
         continue;
       Node &reader = nodes[use.node];
       ReshardLayout needed = neededLayout(use, produced);
-      if (needed == produced)
+      if (needed == produced || (!nodes[tensor.node].carried.empty() &&
+                                 needed == writtenLayout(tensor)))
         continue;
       b.setInsertionPoint(reader.op);
       Value moved;
@@ -1580,11 +1728,12 @@ void Planner::writeRecords() {
     if (move.axis < 0)
       return b.getDictionaryAttr(entries);
     SmallVector<Axes> kept = node.factorAxes;
-    if (move.from >= 0)
-      llvm::erase(node.factorAxes[move.from], move.axis);
+    Axes keptCarried = node.carried;
+    dropAxis(node, move.from, move.axis);
     ReshardLayout other =
         layoutOf(node, true, tensor.output, move.axis, move.to);
     node.factorAxes = std::move(kept);
+    node.carried = std::move(keptCarried);
     entries.push_back(b.getNamedAttr("beat", toAttr(other)));
     entries.push_back(b.getNamedAttr("by", b.getF64FloatAttr(move.seconds)));
     if (move.bytes != 0)
@@ -2381,12 +2530,13 @@ struct AutoShardPass
 
   /// The share of the integer program's total (the whole step priced on
   /// each stage's devices) that a pipelined plan's step takes: its
-  /// schedule simulated with the stages' FLOPs per slot, as the check
-  /// times it with the partitioned stages' (the busiest stage's work and
-  /// the bubble the schedule leaves), the best of the schedules the check
-  /// tries. An interleaved trial of a step placed in one chunk per device
-  /// splits each device's work evenly between its two chunks. 1 for an
-  /// unpipelined plan.
+  /// schedule simulated with the seconds each op computes for as planned
+  /// (its FLOPs and bytes: a stage of more memory-bound work than its
+  /// FLOPs' share is the slower), as the check times it with the
+  /// partitioned stages' (the busiest stage's work and the bubble the
+  /// schedule leaves), the best of the schedules the check tries. An
+  /// interleaved trial of a step placed in one chunk per device splits each
+  /// device's work evenly between its two chunks. 1 for an unpipelined plan.
   /// Each schedule's share is recorded in `planned.scheduleShares` (the
   /// module's: its slowest pipelined step's under that trial).
   static double pipelineShare(PlannedModule &planned) {
@@ -2397,6 +2547,12 @@ struct AutoShardPass
       if (!info || info->stages <= 1 || func.isDeclaration())
         continue;
       bool open = llvm::is_contained(planned.autoSchedule, func.getSymName());
+      auto planner = llvm::find_if(planned.planners, [&](const auto &p) {
+        return p->function() == func;
+      });
+      if (planner == planned.planners.end())
+        continue;
+      auto cost = [&](Operation *op) { return (*planner)->opSeconds(op); };
       std::optional<SlotTimes> plain;
       for (auto [i, trialName] : llvm::enumerate(trials)) {
         // A step whose schedule is given runs it under every trial.
@@ -2405,10 +2561,10 @@ struct AutoShardPass
         trial.schedule = schedule;
         SlotTimes work(0);
         if (schedule == "zb-h1") {
-          work = stepSlotWork(func, trial);
+          work = stepSlotWork(func, trial, cost);
         } else {
           if (!plain)
-            plain = stepSlotWork(func, trial);
+            plain = stepSlotWork(func, trial, cost);
           work = *plain;
         }
         if (schedule == "interleaved" && trial.virtualStages == 1) {

@@ -310,20 +310,22 @@ std::string mlir::par::slotLabel(const PipelineSlot &slot,
   return label;
 }
 
-/// Adds `op`'s FLOPs per micro-batch to the slot of kind `kind` of its
-/// virtual stage.
+/// Adds `op`'s FLOPs (or its `cost`) per micro-batch to the slot of kind
+/// `kind` of its virtual stage.
 static void addWork(Operation *op, std::optional<SlotKind> kind,
-                    const PipelineInfo &info, SlotTimes &times) {
+                    const PipelineInfo &info, SlotTimes &times,
+                    llvm::function_ref<double(Operation *)> cost = {}) {
   auto rule = dyn_cast<ShardingRuleOpInterface>(op);
   if (!rule || !kind)
     return;
   int64_t chunk = getStage(op).value_or(0);
   if (chunk >= int64_t(times.forward.size()))
     return;
-  double flops = rule.getWork().flops / double(info.microbatches);
+  double work =
+      (cost ? cost(op) : rule.getWork().flops) / double(info.microbatches);
   (*kind == SlotKind::F   ? times.forward
    : *kind == SlotKind::B ? times.backward
-                          : times.weight)[chunk] += flops;
+                          : times.weight)[chunk] += work;
 }
 
 void mlir::par::addSlotWork(Operation *op, const PipelineInfo &info,
@@ -374,7 +376,9 @@ void mlir::par::markWeightGradients(func::FuncOp func,
                 UnitAttr::get(func.getContext()));
 }
 
-SlotTimes mlir::par::stepSlotWork(func::FuncOp func, const PipelineInfo &info) {
+SlotTimes
+mlir::par::stepSlotWork(func::FuncOp func, const PipelineInfo &info,
+                        llvm::function_ref<double(Operation *)> cost) {
   DenseSet<Operation *> weight;
   if (info.schedule == "zb-h1")
     weight = weightGradientOps(func);
@@ -382,9 +386,10 @@ SlotTimes mlir::par::stepSlotWork(func::FuncOp func, const PipelineInfo &info) {
   func.walk([&](Operation *op) {
     std::optional<Phase> phase = getPhase(op);
     if (phase == Phase::forward)
-      addWork(op, SlotKind::F, info, work);
+      addWork(op, SlotKind::F, info, work, cost);
     else if (phase == Phase::backward)
-      addWork(op, weight.contains(op) ? SlotKind::W : SlotKind::B, info, work);
+      addWork(op, weight.contains(op) ? SlotKind::W : SlotKind::B, info, work,
+              cost);
   });
   return work;
 }
