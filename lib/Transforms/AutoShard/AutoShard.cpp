@@ -209,6 +209,8 @@ public:
       columnEntries[column].push_back({row, coef});
   }
   double &cost(int column) { return objective[column]; }
+  /// Rules out `column` (it stays 0).
+  void forbid(int column) { addRow({column}, {1.0}, 'L', 0); }
   size_t numColumns() const { return objective.size(); }
 
   /// Solves to optimality: the column values and the objective, or
@@ -489,14 +491,20 @@ private:
   int64_t nodeBytes(const Node &node, int32_t axis, int64_t choice) const;
   double reshardSeconds(const Tensor &tensor, const ReshardLayout &from,
                         const ReshardLayout &to);
-  /// reshardSeconds into an op's operand. An operand the op carries
-  /// partial takes the partial sums as they are made: --par-sink-partials
-  /// adds them after the op only when nothing else moves.
+  /// Whether an op can read `tensor`, made in layout `from`, as its
+  /// operand in layout `to`. An operand the op carries partial takes the
+  /// partial sums as they are made: --par-sink-partials adds them after
+  /// the op only when nothing else moves.
+  static bool readable(const Tensor &tensor, const ReshardLayout &from,
+                       const ReshardLayout &to) {
+    return to.partial.empty() || from == to || tensor.constant;
+  }
+  /// reshardSeconds into an op's operand (kImpossible where the op cannot
+  /// read it so).
   double operandSeconds(const Tensor &tensor, const ReshardLayout &from,
                         const ReshardLayout &to) {
-    if (!to.partial.empty() && !(from == to) && !tensor.constant)
-      return kImpossible;
-    return reshardSeconds(tensor, from, to);
+    return readable(tensor, from, to) ? reshardSeconds(tensor, from, to)
+                                      : kImpossible;
   }
   /// The step's bucket for a value of `tensor`'s type whose gathers
   /// (`gathers`) or reductions travel in it; none where the step has none.
@@ -758,7 +766,7 @@ void Planner::markLinear(Node &node) {
       all &= how == Linearity::All && t >= 0 && tensors[t].mayBePartial;
       node.linearInputs.push_back(
           t >= 0 && how != Linearity::None &&
-          (how == Linearity::All || resultBytes <= bytes(t)));
+          (how == Linearity::All || resultBytes < bytes(t)));
     }
     if (linear.getLinearity(0) == Linearity::All) {
       node.linearity = Linearity::All;
@@ -1379,17 +1387,28 @@ LogicalResult Planner::solveAxis(int32_t axis) {
         entry.second.push_back(x[use.node][k]);
       }
     }
-    auto price = [&](const ReshardLayout &a, const ReshardLayout &b) {
-      return use.byOp() ? operandSeconds(tensor, a, b)
-                        : reshardSeconds(tensor, a, b);
+    // A pair the reader cannot read (a carried operand not made as it
+    // is) is ruled out, not priced: the relaxation stays as tight as
+    // without carry choices (priced at kImpossible, CBC branched on a
+    // pipelined GPT-175B's program 2.4x as long).
+    auto excluded = [&](const ReshardLayout &a, const ReshardLayout &b) {
+      return use.byOp() && !readable(tensor, a, b);
     };
     // One side with one layout: the cost lands on the other side's
     // choices (or is fixed when neither side chooses).
     if (from.size() == 1 || to.size() == 1) {
       for (auto &[fk, fv] : from)
         for (auto &[tk, tv] : to) {
-          double cost = group.copies * price(fv.first, tv.first);
           ArrayRef<int> cols = from.size() == 1 ? tv.second : fv.second;
+          if (excluded(fv.first, tv.first) && !cols.empty()) {
+            for (int col : cols)
+              program.forbid(col);
+            continue;
+          }
+          double cost =
+              group.copies * (use.byOp()
+                                  ? operandSeconds(tensor, fv.first, tv.first)
+                                  : reshardSeconds(tensor, fv.first, tv.first));
           if (cols.empty())
             fixedSeconds += cost;
           for (int col : cols)
@@ -1401,8 +1420,12 @@ LogicalResult Planner::solveAxis(int32_t axis) {
     std::vector<SmallVector<int>> rowsFrom(from.size()), rowsTo(to.size());
     for (auto [i, f] : llvm::enumerate(from))
       for (auto [j, g] : llvm::enumerate(to)) {
-        int e = program.addColumn(
-            group.copies * price(f.second.first, g.second.first), false);
+        if (excluded(f.second.first, g.second.first))
+          continue;
+        int e = program.addColumn(group.copies * reshardSeconds(tensor,
+                                                                f.second.first,
+                                                                g.second.first),
+                                  false);
         memory.push_back(0);
         rowsFrom[i].push_back(e);
         rowsTo[j].push_back(e);
@@ -2529,12 +2552,11 @@ struct AutoShardPass
   }
 
   /// The share of the integer program's total (the whole step priced on
-  /// each stage's devices) that a pipelined plan's step takes: its
-  /// schedule simulated with the seconds each op computes for as planned
-  /// (its FLOPs and bytes: a stage of more memory-bound work than its
-  /// FLOPs' share is the slower), as the check times it with the
-  /// partitioned stages' (the busiest stage's work and the bubble the
-  /// schedule leaves), the best of the schedules the check tries. An
+  /// each stage's devices) that a pipelined plan's step takes, as the
+  /// check times it with the partitioned stages: the busiest stage's share
+  /// of the seconds its ops compute for as planned, times one plus the
+  /// bubble its schedule leaves, simulated with the stages' FLOPs per
+  /// slot; the best of the schedules the check tries. An
   /// interleaved trial of a step placed in one chunk per device splits each
   /// device's work evenly between its two chunks. 1 for an unpipelined plan.
   /// Each schedule's share is recorded in `planned.scheduleShares` (the
@@ -2552,33 +2574,57 @@ struct AutoShardPass
       });
       if (planner == planned.planners.end())
         continue;
-      auto cost = [&](Operation *op) { return (*planner)->opSeconds(op); };
-      std::optional<SlotTimes> plain;
+      auto seconds = [&](Operation *op) { return (*planner)->opSeconds(op); };
+      // Per schedule, slot work in FLOPs and in seconds (a zb-h1 trial
+      // moves the weight-gradient ops to W slots).
+      std::optional<std::pair<SlotTimes, SlotTimes>> plain;
       for (auto [i, trialName] : llvm::enumerate(trials)) {
         // A step whose schedule is given runs it under every trial.
         std::string schedule = open ? trialName : info->schedule;
         PipelineInfo trial = *info;
         trial.schedule = schedule;
-        SlotTimes work(0);
+        auto measure = [&] {
+          return std::make_pair(stepSlotWork(func, trial),
+                                stepSlotWork(func, trial, seconds));
+        };
+        std::pair<SlotTimes, SlotTimes> work;
         if (schedule == "zb-h1") {
-          work = stepSlotWork(func, trial, cost);
+          work = measure();
         } else {
           if (!plain)
-            plain = stepSlotWork(func, trial, cost);
+            plain = measure();
           work = *plain;
         }
         if (schedule == "interleaved" && trial.virtualStages == 1) {
           trial.virtualStages = 2;
-          SlotTimes halves(trial.chunks());
-          for (int64_t c = 0; c < trial.chunks(); ++c) {
-            int64_t d = trial.deviceOf(c);
-            halves.forward[c] = work.forward[d] / 2;
-            halves.backward[c] = work.backward[d] / 2;
-            halves.weight[c] = work.weight[d] / 2;
-          }
-          work = halves;
+          auto halve = [&](const SlotTimes &times) {
+            SlotTimes halves(trial.chunks());
+            for (int64_t c = 0; c < trial.chunks(); ++c) {
+              int64_t d = trial.deviceOf(c);
+              halves.forward[c] = times.forward[d] / 2;
+              halves.backward[c] = times.backward[d] / 2;
+              halves.weight[c] = times.weight[d] / 2;
+            }
+            return halves;
+          };
+          work = {halve(work.first), halve(work.second)};
         }
-        shares[i] = std::max(shares[i], scheduledShare(trial, work));
+        // As the check: the busiest stage's time (its ops' seconds: a
+        // stage of more memory-bound work than its FLOPs' share is the
+        // slower) and the bubble the schedule leaves with the stages'
+        // FLOPs.
+        double bubble = simulateSchedule(trial, work.first).bubble;
+        SmallVector<double> busy(trial.stages, 0.0);
+        double total = 0;
+        for (int64_t c = 0; c < trial.chunks(); ++c) {
+          double w = work.second.forward[c] + work.second.backward[c] +
+                     work.second.weight[c];
+          busy[trial.deviceOf(c)] += w;
+          total += w;
+        }
+        double busiest = total > 0 ? *llvm::max_element(busy) / total
+                                   : 1.0 / double(trial.stages);
+        shares[i] = std::max(shares[i], (1 + bubble) * busiest);
       }
     }
     planned.scheduleShares.clear();
