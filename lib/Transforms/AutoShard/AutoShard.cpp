@@ -458,14 +458,22 @@ public:
   double predictedSeconds = 0;
   func::FuncOp function() const { return func; }
   /// The seconds `op` computes for as planned (0 for an op it did not
-  /// plan): what the integer program priced it at.
-  double opSeconds(Operation *op) const {
+  /// plan): what the integer program priced it at. Copies of a node cost
+  /// alike (the same op on the same layouts) unless fusion tells them
+  /// apart: each is priced once.
+  double opSeconds(Operation *op) {
     if (op->getNumResults() == 0)
       return 0;
     auto it = tensorOf.find(op->getResult(0));
     if (it == tensorOf.end() || !nodes[tensors[it->second].node].op)
       return 0;
-    return nodeSeconds(nodes[tensors[it->second].node], -1, -1);
+    int32_t n = tensors[it->second].node;
+    int32_t key = fuse ? n : nodes[n].rep;
+    if (secondsAsPlanned.size() != nodes.size())
+      secondsAsPlanned.assign(nodes.size(), -1.0);
+    if (secondsAsPlanned[key] < 0)
+      secondsAsPlanned[key] = nodeSeconds(nodes[n], -1, -1);
+    return secondsAsPlanned[key];
   }
 
 private:
@@ -564,6 +572,8 @@ private:
   const UseLists &uses() const { return *useLists; }
   const UpdateLists &updates() const { return *updateLists; }
   llvm::DenseMap<Value, int32_t> tensorOf;
+  /// opSeconds per node (or representative), once planned (-1: not yet).
+  std::vector<double> secondsAsPlanned;
   PlanningCache &cache;
   /// The step's gradient bucket size (par.bucket_bytes; 0: none).
   int64_t bucketBytes = 0;
