@@ -390,6 +390,9 @@ struct Footprint {
 /// integer programs solved.
 struct PlanningCache {
   llvm::StringMap<double> reshardSeconds;
+  /// Seconds of an op's local form by op and layouts (localFormSeconds);
+  /// none where the lone op did not partition.
+  llvm::StringMap<std::optional<double>> localForms;
   SolvedPrograms programs;
   void clear() {
     reshardSeconds.clear();
@@ -496,6 +499,13 @@ private:
   /// their members but the root as running in the root's kernel.
   void markFusion();
   double nodeSeconds(const Node &node, int32_t axis, int64_t choice) const;
+  /// The seconds of `node`'s op as its per-device form runs with `axis` on
+  /// `choice`: the op alone, its operands and results in their layouts,
+  /// partitioned and priced as a check prices it (compute and the
+  /// collectives inside the form). Once per run for each op and layouts;
+  /// none when the lone op does not partition.
+  std::optional<double> localFormSeconds(const Node &node, int32_t axis,
+                                         int64_t choice) const;
   int64_t nodeBytes(const Node &node, int32_t axis, int64_t choice) const;
   double reshardSeconds(const Tensor &tensor, const ReshardLayout &from,
                         const ReshardLayout &to);
@@ -1182,6 +1192,20 @@ double Planner::nodeSeconds(const Node &node, int32_t axis,
     return machine.computeSeconds({}, bytes, tensor.type.getElementType());
   }
   const ShardingRule &rule = *node.rule;
+  // An op that reduces a split factor itself (a loss or softmax over a
+  // split vocabulary, a norm over a split hidden dim) runs as its local
+  // form, a pass over its piece for each part (ParLocalForms.cpp), not as
+  // its fused kernel on a share: priced as that form. (Planned for a fused
+  // program, --par-fuse joins the form's parts: priced as below.)
+  if (!fuse)
+    for (auto [f, factor] : llvm::enumerate(rule.getFactors()))
+      if (factor.combiner == FactorCombiner::Internal &&
+          (!node.factorAxes[f].empty() || int64_t(f) == choice)) {
+        if (std::optional<double> seconds =
+                localFormSeconds(node, axis, choice))
+          return *seconds;
+        break;
+      }
   SmallVector<int64_t> shards;
   for (auto [f, axes] : llvm::enumerate(node.factorAxes)) {
     int64_t leader = rule.getFactor(f).link >= 0 ? rule.getFactor(f).link : f;
@@ -1234,6 +1258,67 @@ double Planner::nodeSeconds(const Node &node, int32_t axis,
         machine.collectiveSeconds("all_reduce", axes, 2 * rows, 2 * rows);
   }
   return seconds;
+}
+
+std::optional<double> Planner::localFormSeconds(const Node &node, int32_t axis,
+                                                int64_t choice) const {
+  Operation *op = node.op;
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << op->getName() << " ";
+  for (NamedAttribute attr : op->getAttrs())
+    if (!attr.getName().getValue().starts_with("par."))
+      os << attr.getName().getValue() << "=" << attr.getValue() << " ";
+  SmallVector<ReshardLayout> inputs, outputs;
+  for (auto [slot, operand] : llvm::enumerate(op->getOperands())) {
+    inputs.push_back(layoutOf(node, false, unsigned(slot), axis, choice));
+    os << operand.getType() << " " << layoutKey(inputs.back()) << " ";
+  }
+  for (auto [slot, result] : llvm::enumerate(op->getResults())) {
+    outputs.push_back(layoutOf(node, true, unsigned(slot), axis, choice));
+    os << "-> " << result.getType() << " " << layoutKey(outputs.back());
+  }
+  auto [it, inserted] = cache.localForms.try_emplace(key, std::nullopt);
+  if (!inserted)
+    return it->second;
+  // The op alone: a function of its operands returning its results, each
+  // in its layout, on a copy of the mesh.
+  MLIRContext *ctx = op->getContext();
+  OpBuilder b(ctx);
+  Location loc = op->getLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  b.clone(*mesh.getOperation());
+  auto local = func::FuncOp::create(
+      b, loc, "local",
+      b.getFunctionType(op->getOperandTypes(), op->getResultTypes()));
+  Block *entry = local.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  IRMapping mapping;
+  mapping.map(op->getOperands(), entry->getArguments());
+  Operation *copy = b.clone(*op, mapping);
+  for (NamedAttribute attr : op->getAttrs())
+    if (attr.getName().getValue().starts_with("par."))
+      copy->removeAttr(attr.getName());
+  func::ReturnOp::create(b, loc, copy->getResults());
+  for (auto [i, layout] : llvm::enumerate(inputs))
+    local.setArgAttr(unsigned(i), ParDialect::kShardingAttrName,
+                     toAttr(layout));
+  for (auto [i, layout] : llvm::enumerate(outputs))
+    local.setResultAttr(unsigned(i), ParDialect::kShardingAttrName,
+                        toAttr(layout));
+  std::string error;
+  FailureOr<OwningOpRef<ModuleOp>> partitioned =
+      partitionedCopy(std::move(module), error, /*schedule=*/false);
+  if (failed(partitioned))
+    return std::nullopt;
+  auto func = (**partitioned).lookupSymbol<func::FuncOp>("local");
+  if (!func)
+    return std::nullopt;
+  StepPrediction step = predictStep(func, machine);
+  it = cache.localForms.find(key);
+  it->second = step.computeSeconds + step.commSeconds;
+  return it->second;
 }
 
 int64_t Planner::nodeBytes(const Node &node, int32_t axis,
