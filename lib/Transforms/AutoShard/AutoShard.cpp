@@ -396,6 +396,7 @@ struct PlanningCache {
   SolvedPrograms programs;
   void clear() {
     reshardSeconds.clear();
+    localForms.clear();
     programs.clear();
   }
 };
@@ -1295,8 +1296,10 @@ std::optional<double> Planner::localFormSeconds(const Node &node, int32_t axis,
   Block *entry = local.addEntryBlock();
   b.setInsertionPointToStart(entry);
   IRMapping mapping;
-  mapping.map(op->getOperands(), entry->getArguments());
+  // Each operand its own argument (an op may read one value twice, in
+  // two layouts).
   Operation *copy = b.clone(*op, mapping);
+  copy->setOperands(entry->getArguments());
   for (NamedAttribute attr : op->getAttrs())
     if (attr.getName().getValue().starts_with("par."))
       copy->removeAttr(attr.getName());
