@@ -1295,10 +1295,9 @@ std::optional<double> Planner::localFormSeconds(const Node &node, int32_t axis,
       b.getFunctionType(op->getOperandTypes(), op->getResultTypes()));
   Block *entry = local.addEntryBlock();
   b.setInsertionPointToStart(entry);
-  IRMapping mapping;
   // Each operand its own argument (an op may read one value twice, in
   // two layouts).
-  Operation *copy = b.clone(*op, mapping);
+  Operation *copy = b.clone(*op);
   copy->setOperands(entry->getArguments());
   for (NamedAttribute attr : op->getAttrs())
     if (attr.getName().getValue().starts_with("par."))
