@@ -151,12 +151,17 @@ def TestShortenedStepPass : Pass<"par-test-shortened-step",
     between them are dropped, with their parameters, optimizer states and
     updates. The module must have one function, a training step whose
     middle layers are copies of its second layer; otherwise an error says
-    why not.
+    why not. With `stage-layers=k`, a pipelined step instead keeps the first
+    k layers of each virtual stage (the first stage one more, the last
+    stage its last layer among them), as a pipelined plan is checked.
   }];
   let options = [
     Option<"first", "first", "int64_t", /*default=*/"2",
            "How many of the first layers to keep (at least 2, and at most "
            "the step's layers less 2)">,
+    Option<"stageLayers", "stage-layers", "int64_t", /*default=*/"0",
+           "Of a pipelined step: how many layers each virtual stage keeps "
+           "(0: keep the first `first` layers and the last instead)">,
   ];
 }
 

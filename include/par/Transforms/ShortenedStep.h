@@ -26,6 +26,9 @@ namespace mlir::par {
 /// first and the last) are copies of the second.
 struct ShortenableStep {
   int64_t layers = 0;
+  /// Of a pipelined step: how many layers each virtual stage has (empty
+  /// where the step is not pipelined).
+  SmallVector<int64_t> chunkLayers;
 };
 
 /// Whether `module` (a planned module: shardings on its values) can be
@@ -43,6 +46,26 @@ std::optional<ShortenableStep> shortenableStep(ModuleOp module,
 /// where a value crosses the dropped layers other than so.
 OwningOpRef<ModuleOp> shortenedCopy(ModuleOp module, int64_t first,
                                     std::string &why);
+/// A copy of `module` whose step keeps the layers `kept` (which hold its
+/// first and last layer) and drops the others, each run of dropped layers
+/// bridged as above: the last dropped layer of a run must be a copy of the
+/// layer kept before the run. A pipelined step's record then has each
+/// virtual stage begin at its first layer kept (one left with none is an
+/// error). Null, with `why`, where it cannot be made.
+OwningOpRef<ModuleOp> shortenedCopy(ModuleOp module, ArrayRef<int64_t> kept,
+                                    std::string &why);
+/// A copy of `module`'s pipelined step that keeps the first `keep` layers
+/// of each virtual stage, and more where a stage has more layers than the
+/// fewest of any stage on its device (so that the stages of a device drop
+/// equally many); the stages of the first device keep one more (the first
+/// stage keeps the step's second layer), the last stage its last layer
+/// among its own; a stage keeps at most all of its layers. The stages keep
+/// their place in the schedule.
+OwningOpRef<ModuleOp> shortenedStages(ModuleOp module, int64_t keep,
+                                      std::string &why);
+/// How many layers each virtual stage of `module`'s pipelined step has
+/// (its record's first layers); empty where no step is pipelined.
+SmallVector<int64_t> layersPerChunk(ModuleOp module);
 
 } // namespace mlir::par
 

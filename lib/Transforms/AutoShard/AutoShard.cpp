@@ -2069,12 +2069,46 @@ struct Exact {
   /// parameter is already split over the data axis) compare equal.
   llvm::hash_code program = 0;
   /// Where the figures were read off two shortened copies of the step
-  /// (its first layers and its last, 3 and 4 layers in all) and the second
-  /// one's difference from the first counted once per layer left out: the
-  /// step's layer count (0: the whole module was checked). Such figures
-  /// have no `measured`.
+  /// (its first layers and its last, 3 and 4 layers in all; of a pipelined
+  /// step, one and two layers of each virtual stage) and the second one's
+  /// difference from the first counted once per layer left out: the step's
+  /// layer count (0: the whole module was checked). Such figures have no
+  /// `measured`.
   int64_t shortenedLayers = 0;
+  /// Of a pipelined step: each stage function's arena and call (without
+  /// the bubble), by stage, and the slot times the bubble is simulated
+  /// with under `pipeline`.
+  struct Stage {
+    int64_t arenaBytes = 0;
+    StepPrediction step;
+  };
+  SmallVector<Stage> stages;
+  SlotTimes work;
+  std::optional<PipelineInfo> pipeline;
+  std::string pipelined;
 };
+
+/// `b` grown by `times` its difference from `a`, field by field; MFU, a
+/// ratio, is `b`'s scaled by the model FLOPs and the step time it grew by.
+static StepPrediction grownStep(const StepPrediction &a,
+                                const StepPrediction &b, double times) {
+  auto grow = [&](auto x, auto y) { return decltype(y)(y + (y - x) * times); };
+  StepPrediction step;
+  step.computeSeconds = grow(a.computeSeconds, b.computeSeconds);
+  step.commSeconds = grow(a.commSeconds, b.commSeconds);
+  step.exposedCommSeconds = grow(a.exposedCommSeconds, b.exposedCommSeconds);
+  step.stepSeconds = grow(a.stepSeconds, b.stepSeconds);
+  step.deviceFlops = grow(a.deviceFlops, b.deviceFlops);
+  step.modelFlops = grow(a.modelFlops, b.modelFlops);
+  step.collectives =
+      int64_t(std::llround(grow(double(a.collectives), double(b.collectives))));
+  step.sentBytes =
+      int64_t(std::llround(grow(double(a.sentBytes), double(b.sentBytes))));
+  if (b.modelFlops > 0 && step.stepSeconds > 0)
+    step.mfu = b.mfu * (step.modelFlops / b.modelFlops) *
+               (b.stepSeconds / step.stepSeconds);
+  return step;
+}
 
 /// The figures of a step of `layers` layers from those of its copies with
 /// 3 (`three`) and 4 (`four`) layers: what the fourth layer added, once
@@ -2088,21 +2122,78 @@ static Exact extrapolate(const Exact &three, const Exact &four,
   exact.program = llvm::hash_combine(four.program, layers);
   exact.arenaBytes = grow(three.arenaBytes, four.arenaBytes);
   exact.stepSeconds = grow(three.stepSeconds, four.stepSeconds);
-  const StepPrediction &a = three.step, &b = four.step;
-  StepPrediction &step = exact.step;
-  step.computeSeconds = grow(a.computeSeconds, b.computeSeconds);
-  step.commSeconds = grow(a.commSeconds, b.commSeconds);
-  step.exposedCommSeconds = grow(a.exposedCommSeconds, b.exposedCommSeconds);
-  step.stepSeconds = grow(a.stepSeconds, b.stepSeconds);
-  step.deviceFlops = grow(a.deviceFlops, b.deviceFlops);
-  step.modelFlops = grow(a.modelFlops, b.modelFlops);
-  step.collectives = grow(a.collectives, b.collectives);
-  step.sentBytes = grow(a.sentBytes, b.sentBytes);
-  // MFU is a ratio: the shorter copy's, scaled by the model FLOPs and the
-  // step time it grew by.
-  if (b.modelFlops > 0 && step.stepSeconds > 0)
-    step.mfu = b.mfu * (step.modelFlops / b.modelFlops) *
-               (b.stepSeconds / step.stepSeconds);
+  exact.step = grownStep(three.step, four.step, double(extra));
+  return exact;
+}
+
+/// The figures of a pipelined step whose virtual stages have `whole`
+/// layers from those of two copies with `fewer` and `more` layers in each
+/// stage (`more` one more where a stage has it): each stage function's
+/// arena and call, and each virtual stage's slot times, grow by what its
+/// layers added, once more per layer left out; the bubble is simulated
+/// again with the grown slot times. Fails where the copies' stages do not
+/// pair up.
+static FailureOr<Exact> extrapolateStages(const Exact &a, const Exact &b,
+                                          ArrayRef<int64_t> fewer,
+                                          ArrayRef<int64_t> more,
+                                          ArrayRef<int64_t> whole) {
+  if (!a.pipeline || !b.pipeline || a.stages.size() != b.stages.size() ||
+      b.stages.empty() || fewer.size() != whole.size() ||
+      more.size() != whole.size() ||
+      int64_t(whole.size()) != b.pipeline->chunks() ||
+      int64_t(a.work.forward.size()) != b.pipeline->chunks() ||
+      int64_t(b.work.forward.size()) != b.pipeline->chunks())
+    return failure();
+  const PipelineInfo &info = *b.pipeline;
+  // How many times its difference from `fewer` to `more` a count of
+  // `whole` layers adds to `more`'s: none where they have the same.
+  auto times = [](int64_t x, int64_t y, int64_t z) -> std::optional<double> {
+    if (y == x)
+      return z == y ? std::optional<double>(0.0) : std::nullopt;
+    return double(z - y) / double(y - x);
+  };
+  Exact exact;
+  exact.pipeline = info;
+  exact.work = SlotTimes(info.chunks());
+  int64_t layers = 0;
+  for (int64_t c = 0; c < info.chunks(); ++c) {
+    std::optional<double> t = times(fewer[c], more[c], whole[c]);
+    if (!t)
+      return failure();
+    auto grow = [&](double x, double y) { return y + (y - x) * *t; };
+    exact.work.forward[c] = grow(a.work.forward[c], b.work.forward[c]);
+    exact.work.backward[c] = grow(a.work.backward[c], b.work.backward[c]);
+    exact.work.weight[c] = grow(a.work.weight[c], b.work.weight[c]);
+    layers += whole[c];
+  }
+  double bubble = simulateSchedule(info, exact.work).bubble;
+  for (auto [d, pair] : llvm::enumerate(llvm::zip_equal(a.stages, b.stages))) {
+    auto [x, y] = pair;
+    int64_t nx = 0, ny = 0, nz = 0;
+    for (int64_t c = 0; c < info.chunks(); ++c)
+      if (info.deviceOf(c) == int64_t(d)) {
+        nx += fewer[c];
+        ny += more[c];
+        nz += whole[c];
+      }
+    std::optional<double> t = times(nx, ny, nz);
+    if (!t)
+      return failure();
+    Exact::Stage stage;
+    stage.arenaBytes = int64_t(std::llround(
+        double(y.arenaBytes) + double(y.arenaBytes - x.arenaBytes) * *t));
+    stage.step = grownStep(x.step, y.step, *t);
+    exact.stages.push_back(stage);
+    exact.arenaBytes = std::max(exact.arenaBytes, stage.arenaBytes);
+    double seconds = stage.step.stepSeconds * (1 + bubble);
+    if (seconds >= exact.stepSeconds) {
+      exact.stepSeconds = seconds;
+      exact.step = stage.step;
+      exact.step.stepSeconds = seconds;
+    }
+  }
+  exact.shortenedLayers = layers;
+  exact.program = llvm::hash_combine(b.program, layers);
   return exact;
 }
 
@@ -2162,9 +2253,20 @@ FailureOr<Exact> evaluatePartitioned(ModuleOp partitioned,
             ParDialect::kStageOfAttrName))
       if (std::optional<PipelineInfo> info = getPipeline(func))
         if (auto stepFunc = partitioned.lookupSymbol<func::FuncOp>(of)) {
-          ScheduleTimes times = simulateSchedule(
-              *info, stageWork(partitioned, stepFunc, *info));
-          step.stepSeconds *= 1 + times.bubble;
+          SlotTimes work = stageWork(partitioned, stepFunc, *info);
+          // The stages of the (first) pipelined step, for extrapolation.
+          if (!exact.pipeline) {
+            exact.pipeline = info;
+            exact.pipelined = of.getValue().str();
+            exact.work = work;
+            exact.stages.resize(info->stages);
+          }
+          auto index =
+              func->getAttrOfType<IntegerAttr>(ParDialect::kStageAttrName);
+          if (exact.pipelined == of.getValue() && index &&
+              index.getInt() >= 0 && index.getInt() < info->stages)
+            exact.stages[index.getInt()] = {plan->arenaBytes, step};
+          step.stepSeconds *= 1 + simulateSchedule(*info, work).bubble;
         }
     if (step.stepSeconds >= exact.stepSeconds) {
       exact.stepSeconds = step.stepSeconds;
@@ -2766,9 +2868,9 @@ struct AutoShardPass
     // The first schedule checked to fit: its share and its checked step.
     std::optional<double> fitShare;
     double fitSeconds = 0;
-    // The schedules of the same stages (all but interleaving) share one
-    // partitioned copy: only --par-schedule reads which schedule it is.
-    std::optional<FailureOr<OwningOpRef<ModuleOp>>> partitioned;
+    // The schedules of the same stages (all but interleaving) share their
+    // partitioned copies: only --par-schedule reads which schedule it is.
+    std::optional<FailureOr<StageChecks>> partitioned;
     std::string partitionError;
     for (const std::string &schedule : schedules) {
       if (estimated && fitShare &&
@@ -2786,16 +2888,13 @@ struct AutoShardPass
       FailureOr<Exact> exact = failure();
       if (!schedule.empty() && schedule != "interleaved") {
         if (!partitioned)
-          partitioned =
-              partitionedCopy(*candidate.planned->module, partitionError,
-                              /*schedule=*/false, fusing);
+          partitioned = partitionStages(*candidate.planned->module,
+                                        /*schedule=*/false, partitionError);
         why = partitionError;
-        if (succeeded(*partitioned)) {
-          FailureOr<OwningOpRef<ModuleOp>> scheduled = scheduledCopy(
-              ***partitioned, candidate.planned->autoSchedule, schedule, why);
-          if (succeeded(scheduled))
-            exact = evaluatePartitioned(**scheduled, machine);
-        }
+        if (succeeded(*partitioned))
+          exact = evaluateStages(**partitioned, *candidate.planned->module,
+                                 candidate.planned->autoSchedule, schedule,
+                                 machine, why);
       } else {
         exact = checkFigures(*candidate.planned->module, machine, why);
       }
@@ -2833,6 +2932,13 @@ struct AutoShardPass
   /// check to the whole module.
   FailureOr<Exact> checkFigures(ModuleOp module, const MachineModel &machine,
                                 std::string &why) {
+    if (!layersPerChunk(module).empty()) {
+      FailureOr<StageChecks> checks =
+          partitionStages(module, /*schedule=*/true, why);
+      if (failed(checks))
+        return failure();
+      return evaluateStages(*checks, module, {}, "", machine, why);
+    }
     if (shortChecks) {
       std::string unused;
       std::optional<ShortenableStep> step = shortenableStep(module, unused);
@@ -2858,6 +2964,92 @@ struct AutoShardPass
       }
     }
     return evaluate(module, machine, fusing, why);
+  }
+
+  /// What the check of a pipelined plan partitions: two copies of its step
+  /// that keep one and two layers of each virtual stage (shortenedStages;
+  /// checks=short, a step of kShortenedFrom layers or more whose copies
+  /// have fewer layers together than it has), else the whole module.
+  struct StageChecks {
+    SmallVector<OwningOpRef<ModuleOp>, 2> partitioned;
+    /// The layers of each virtual stage: of each copy, and of the step.
+    SmallVector<SmallVector<int64_t>, 2> layers;
+    SmallVector<int64_t> whole;
+  };
+  FailureOr<StageChecks> partitionStages(ModuleOp module, bool schedule,
+                                         std::string &why) {
+    StageChecks checks;
+    std::string unused;
+    std::optional<ShortenableStep> step =
+        shortChecks ? shortenableStep(module, unused) : std::nullopt;
+    if (step && !step->chunkLayers.empty() && step->layers >= kShortenedFrom) {
+      OwningOpRef<ModuleOp> fewer = shortenedStages(module, 1, unused);
+      OwningOpRef<ModuleOp> more =
+          fewer ? shortenedStages(module, 2, unused) : nullptr;
+      if (more) {
+        SmallVector<int64_t> a = layersPerChunk(*fewer),
+                             b = layersPerChunk(*more);
+        if (llvm::sum_of(a) + llvm::sum_of(b) < step->layers) {
+          FailureOr<OwningOpRef<ModuleOp>> x =
+              partitionedCopy(*fewer, unused, schedule, fusing);
+          FailureOr<OwningOpRef<ModuleOp>> y =
+              succeeded(x) ? partitionedCopy(*more, unused, schedule, fusing)
+                           : FailureOr<OwningOpRef<ModuleOp>>(failure());
+          if (succeeded(y)) {
+            checks.partitioned.push_back(std::move(*x));
+            checks.partitioned.push_back(std::move(*y));
+            checks.layers = {a, b};
+            checks.whole = step->chunkLayers;
+            return checks;
+          }
+        }
+      }
+    }
+    FailureOr<OwningOpRef<ModuleOp>> whole =
+        partitionedCopy(module, why, schedule, fusing);
+    if (failed(whole))
+      return failure();
+    checks.partitioned.push_back(std::move(*whole));
+    return checks;
+  }
+
+  /// The checked figures of a pipelined plan from its partitioned copies
+  /// (`checks`, of `module`) under `schedule` (the steps named in
+  /// `functions` scheduled so; empty: as partitioned). Where the shortened
+  /// copies' figures do not extrapolate, the whole module is checked.
+  FailureOr<Exact> evaluateStages(const StageChecks &checks, ModuleOp module,
+                                  ArrayRef<std::string> functions,
+                                  StringRef schedule,
+                                  const MachineModel &machine,
+                                  std::string &why) {
+    auto figuresOf = [&](ModuleOp partitioned) -> FailureOr<Exact> {
+      if (schedule.empty())
+        return evaluatePartitioned(partitioned, machine);
+      FailureOr<OwningOpRef<ModuleOp>> scheduled =
+          scheduledCopy(partitioned, functions, schedule, why);
+      if (failed(scheduled))
+        return failure();
+      return evaluatePartitioned(**scheduled, machine);
+    };
+    if (checks.partitioned.size() == 1)
+      return figuresOf(*checks.partitioned.front());
+    FailureOr<Exact> a = figuresOf(*checks.partitioned[0]);
+    FailureOr<Exact> b = succeeded(a) ? figuresOf(*checks.partitioned[1])
+                                      : FailureOr<Exact>(failure());
+    if (succeeded(b)) {
+      FailureOr<Exact> grown = extrapolateStages(
+          *a, *b, checks.layers[0], checks.layers[1], checks.whole);
+      // A layer more never takes less time or memory.
+      if (succeeded(grown) && b->stepSeconds >= a->stepSeconds &&
+          b->arenaBytes >= a->arenaBytes)
+        return grown;
+    }
+    why.clear();
+    FailureOr<OwningOpRef<ModuleOp>> whole =
+        partitionedCopy(module, why, /*schedule=*/schedule.empty(), fusing);
+    if (failed(whole))
+      return failure();
+    return figuresOf(**whole);
   }
 
   /// Checks `candidate` again on the whole module where its figures were
@@ -3505,9 +3697,11 @@ struct AutoShardPass
       // Figures read off shortened copies of the step.
       std::string shortenedNote;
       if (other.exact && other.exact->shortenedLayers)
-        shortenedNote = " (checked on 3 and 4 of its " +
-                        std::to_string(other.exact->shortenedLayers) +
-                        " layers)";
+        shortenedNote =
+            std::string(other.exact->pipeline
+                            ? " (checked on 1 and 2 layers a stage of its "
+                            : " (checked on 3 and 4 of its ") +
+            std::to_string(other.exact->shortenedLayers) + " layers)";
       if (other.checked && !other.exact)
         os << "does not partition: " << other.error;
       else if (!other.fits(limit))

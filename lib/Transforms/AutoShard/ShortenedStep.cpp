@@ -21,6 +21,8 @@
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseSet.h"
 
+#include <limits>
+
 namespace mlir::par {
 #define GEN_PASS_DEF_TESTSHORTENEDSTEPPASS
 #include "par/Transforms/Passes.h.inc"
@@ -54,10 +56,6 @@ static FailureOr<StepLayers> layersOf(ModuleOp module, std::string &why) {
   }
   if (!layers.func || !isTrainingStep(layers.func)) {
     why = "the module has no training step";
-    return failure();
-  }
-  if (getPipeline(layers.func)) {
-    why = "the step is pipelined";
     return failure();
   }
   layers.order = forwardLayers(layers.func);
@@ -150,7 +148,22 @@ std::optional<ShortenableStep> mlir::par::shortenableStep(ModuleOp module,
             " is not a copy of layer " + std::to_string(layers->order[1]);
       return std::nullopt;
     }
-  return ShortenableStep{n};
+  return ShortenableStep{n, layersPerChunk(module)};
+}
+
+SmallVector<int64_t> mlir::par::layersPerChunk(ModuleOp module) {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    std::optional<PipelineInfo> info =
+        func.isDeclaration() ? std::nullopt : getPipeline(func);
+    if (!info)
+      continue;
+    SmallVector<int64_t> counts(info->chunks(), 0);
+    for (int64_t layer : forwardLayers(func))
+      if (int64_t c = info->stageOfLayer(layer); c < info->chunks())
+        ++counts[c];
+    return counts;
+  }
+  return {};
 }
 
 /// Renumbers the argument numbers `func`'s marks and result attributes
@@ -198,32 +211,114 @@ static void renumberArguments(func::FuncOp func, ArrayRef<int64_t> newIndex) {
 
 OwningOpRef<ModuleOp> mlir::par::shortenedCopy(ModuleOp module, int64_t first,
                                                std::string &why) {
-  OwningOpRef<ModuleOp> copy = module.clone();
-  FailureOr<StepLayers> found = layersOf(*copy, why);
+  FailureOr<StepLayers> found = layersOf(module, why);
   if (failed(found))
     return nullptr;
-  StepLayers &layers = *found;
-  int64_t n = int64_t(layers.order.size());
+  int64_t n = int64_t(found->order.size());
   if (first < 2 || first + 1 >= n) {
     why = first < 2 ? "the first kept layers must include a middle one "
                       "(first=2 or more)"
                     : "no middle layer to drop";
     return nullptr;
   }
+  SmallVector<int64_t> kept(found->order.begin(), found->order.begin() + first);
+  kept.push_back(found->order.back());
+  return shortenedCopy(module, ArrayRef<int64_t>(kept), why);
+}
+
+OwningOpRef<ModuleOp> mlir::par::shortenedStages(ModuleOp module, int64_t keep,
+                                                 std::string &why) {
+  FailureOr<StepLayers> found = layersOf(module, why);
+  if (failed(found))
+    return nullptr;
+  std::optional<PipelineInfo> info = getPipeline(found->func);
+  if (!info) {
+    why = "the step is not pipelined";
+    return nullptr;
+  }
+  if (keep < 1) {
+    why = "each stage must keep a layer (keep=1 or more)";
+    return nullptr;
+  }
+  SmallVector<SmallVector<int64_t>> chunks(info->chunks());
+  for (int64_t layer : found->order)
+    chunks[std::min(info->stageOfLayer(layer), info->chunks() - 1)].push_back(
+        layer);
+  // The fewest layers of a virtual stage on each device.
+  SmallVector<int64_t> fewest(info->stages,
+                              std::numeric_limits<int64_t>::max());
+  for (auto [c, layers] : llvm::enumerate(chunks))
+    fewest[info->deviceOf(c)] =
+        std::min(fewest[info->deviceOf(c)], int64_t(layers.size()));
+  SmallVector<int64_t> kept;
+  for (auto [c, layers] : llvm::enumerate(chunks)) {
+    if (layers.empty())
+      continue;
+    // Every stage of a device drops as many layers as the others (what a
+    // layer adds to a device's figures is then what each of its stages'
+    // layers adds, whatever the stage); the first device's stages keep one
+    // more, so that the first stage keeps the step's second layer (the
+    // one the middle layers are copies of).
+    int64_t d = info->deviceOf(c);
+    int64_t take = std::min<int64_t>(keep + int64_t(layers.size()) - fewest[d] +
+                                         (d == 0 ? 1 : 0),
+                                     int64_t(layers.size()));
+    kept.append(layers.begin(), layers.begin() + take);
+    // The last stage keeps the step's last layer among its own.
+    if (c + 1 == chunks.size() && kept.back() != layers.back())
+      kept.back() = layers.back();
+  }
+  return shortenedCopy(module, ArrayRef<int64_t>(kept), why);
+}
+
+OwningOpRef<ModuleOp> mlir::par::shortenedCopy(ModuleOp module,
+                                               ArrayRef<int64_t> keptLayers,
+                                               std::string &why) {
+  OwningOpRef<ModuleOp> copy = module.clone();
+  FailureOr<StepLayers> found = layersOf(*copy, why);
+  if (failed(found))
+    return nullptr;
+  StepLayers &layers = *found;
+  int64_t n = int64_t(layers.order.size());
+  llvm::DenseSet<int64_t> keptSet(keptLayers.begin(), keptLayers.end());
+  if (!keptSet.contains(layers.order.front()) ||
+      !keptSet.contains(layers.order.back())) {
+    why = "the first and the last layer must be kept";
+    return nullptr;
+  }
   func::FuncOp func = layers.func;
   Block &body = func.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
-  // Kept before the gap (B), after it (A), and the last dropped (J), which
-  // is a copy of B.
-  int64_t before = layers.order[first - 1], after = layers.order[n - 1];
-  int64_t firstDropped = layers.order[first], lastDropped = layers.order[n - 2];
-  if (!sameLayer(layers, before, lastDropped)) {
-    why = "layer " + std::to_string(lastDropped) + " is not a copy of layer " +
-          std::to_string(before);
+  // Each run of dropped layers (a gap): the layer kept before it (B), the
+  // one after it (A), its first dropped layer and its last (J), which must
+  // be a copy of B.
+  struct Gap {
+    int64_t before, after, first, last;
+  };
+  SmallVector<Gap> gaps;
+  DenseMap<int64_t, unsigned> gapOf;
+  llvm::DenseSet<int64_t> droppedLayers;
+  for (int64_t i = 1; i < n; ++i) {
+    int64_t layer = layers.order[i];
+    if (keptSet.contains(layer))
+      continue;
+    if (keptSet.contains(layers.order[i - 1]))
+      gaps.push_back({layers.order[i - 1], 0, layer, layer});
+    gaps.back().last = layer;
+    gaps.back().after = layers.order[i + 1];
+    gapOf[layer] = gaps.size() - 1;
+    droppedLayers.insert(layer);
+  }
+  if (gaps.empty()) {
+    why = "no middle layer to drop";
     return nullptr;
   }
-  llvm::DenseSet<int64_t> droppedLayers(layers.order.begin() + first,
-                                        layers.order.end() - 1);
+  for (const Gap &gap : gaps)
+    if (!sameLayer(layers, gap.before, gap.last)) {
+      why = "layer " + std::to_string(gap.last) + " is not a copy of layer " +
+            std::to_string(gap.before);
+      return nullptr;
+    }
 
   // What goes: the dropped layers' ops; the ops outside the layers that
   // read what goes (a dropped parameter's update) or whose results only
@@ -265,7 +360,7 @@ OwningOpRef<ModuleOp> mlir::par::shortenedCopy(ModuleOp module, int64_t first,
       }
   }
 
-  // What stays reads what it read in the whole step: the layer after the
+  // What stays reads what it read in the whole step: the layer after a
   // gap reads from the layer before it what it read from the last dropped
   // one (J, a copy of B: the value at the same position), and the layer
   // before the gap reads, where it read from the first dropped layer, what
@@ -286,18 +381,22 @@ OwningOpRef<ModuleOp> mlir::par::shortenedCopy(ModuleOp module, int64_t first,
         continue;
       Operation *def = value.getDefiningOp();
       std::optional<int64_t> from = def ? getLayer(def) : std::nullopt;
+      auto gap = from ? gapOf.find(*from) : gapOf.end();
       Value replacement;
-      if (layer && *layer == after && from && *from == lastDropped) {
-        replacement = layers.ops[before][layers.position[def]]->getResult(
-            cast<OpResult>(value).getResultNumber());
-      } else if (layer && *layer == before && from && *from == firstDropped) {
-        // What J's op reads there must be what the layer after the gap
-        // passes back.
-        Operation *match = layers.ops[lastDropped][layers.position[&op]];
-        replacement = match->getOperand(operand.getOperandNumber());
-        Operation *source = replacement.getDefiningOp();
-        if (goes(replacement) || !source || getLayer(source) != after)
-          replacement = nullptr;
+      if (layer && gap != gapOf.end()) {
+        const Gap &g = gaps[gap->second];
+        if (*layer == g.after && *from == g.last) {
+          replacement = layers.ops[g.before][layers.position[def]]->getResult(
+              cast<OpResult>(value).getResultNumber());
+        } else if (*layer == g.before && *from == g.first) {
+          // What J's op reads there must be what the layer after the gap
+          // passes back.
+          Operation *match = layers.ops[g.last][layers.position[&op]];
+          replacement = match->getOperand(operand.getOperandNumber());
+          Operation *source = replacement.getDefiningOp();
+          if (goes(replacement) || !source || getLayer(source) != g.after)
+            replacement = nullptr;
+        }
       }
       if (!replacement) {
         why = describe(&op) + " reads " +
@@ -349,6 +448,21 @@ OwningOpRef<ModuleOp> mlir::par::shortenedCopy(ModuleOp module, int64_t first,
     return nullptr;
   }
   renumberArguments(func, newIndex);
+  // A pipelined step's virtual stages begin at their first layer kept.
+  if (std::optional<PipelineInfo> info = getPipeline(func)) {
+    SmallVector<int64_t> firstKept(info->chunks(), -1);
+    for (int64_t layer : llvm::reverse(layers.order))
+      if (!droppedLayers.contains(layer))
+        firstKept[std::min(info->stageOfLayer(layer), info->chunks() - 1)] =
+            layer;
+    for (auto [c, layer] : llvm::enumerate(firstKept))
+      if (layer < 0) {
+        why = "virtual stage " + std::to_string(c) + " keeps no layer";
+        return nullptr;
+      }
+    info->firstLayers.assign(firstKept.begin(), firstKept.end());
+    setPipeline(func, *info);
+  }
   return copy;
 }
 
@@ -361,8 +475,10 @@ struct TestShortenedStepPass
     ModuleOp module = getOperation();
     std::string why;
     std::optional<ShortenableStep> step = shortenableStep(module, why);
-    OwningOpRef<ModuleOp> copy =
-        step ? shortenedCopy(module, first, why) : nullptr;
+    OwningOpRef<ModuleOp> copy = !step ? nullptr
+                                 : stageLayers
+                                     ? shortenedStages(module, stageLayers, why)
+                                     : shortenedCopy(module, first, why);
     if (!copy) {
       module.emitError() << "the step cannot be shortened: " << why;
       return signalPassFailure();

@@ -41,6 +41,10 @@ print(f"shortened checks: {'some' if short['shortened'] else 'none'} with short,
       f"{'some' if whole['shortened'] else 'none'} with whole")
 noted = sum("checked on 3 and 4 of its" in a["reason"] for a in short["alternatives"])
 print(f"alternatives noted as checked on shortened copies: {'some' if noted else 'none'}")
+staged = sum("layers a stage of its" in a["reason"] and "pipeline" in a["plan"]
+             for a in short["alternatives"])
+print(f"pipelined alternatives noted as checked on shortened copies: "
+      f"{'some' if staged else 'none'}")
 others = {a["plan"]: a for a in whole["alternatives"] if a["checked"]}
 compared, off = 0, []
 for a in short["alternatives"]:
