@@ -106,7 +106,8 @@ def AutoShardPass : Pass<"auto-shard", "::mlir::ModuleOp"> {
     Option<"checks", "checks", "std::string", /*default=*/"\"short\"",
            "short: a plan for a step of 8 layers or more whose middle "
            "layers are copies is checked on two copies of the step with 3 "
-           "and 4 layers, what the fourth adds counted once per layer left "
+           "and 4 layers (a pipelined one with 1 and 2 layers a virtual "
+           "stage), what the second adds counted once per layer left "
            "out, and the chosen plan checked whole; whole: every check "
            "partitions the whole module">,
   ];

@@ -2841,7 +2841,9 @@ struct AutoShardPass
 
   /// Partitions a candidate's module with its ZeRO stage and plans its
   /// memory.
-  void check(Candidate &candidate, const MachineModel &machine) {
+  /// With `shortStages` false, a pipelined plan is checked whole.
+  void check(Candidate &candidate, const MachineModel &machine,
+             bool shortStages) {
     candidate.checked = true;
     // Pipelined steps given schedule=auto: the schedules are checked (as
     // below), and the fastest checked that fits (else the smallest) is the
@@ -2888,15 +2890,17 @@ struct AutoShardPass
       FailureOr<Exact> exact = failure();
       if (!schedule.empty() && schedule != "interleaved") {
         if (!partitioned)
-          partitioned = partitionStages(*candidate.planned->module,
-                                        /*schedule=*/false, partitionError);
+          partitioned =
+              partitionStages(*candidate.planned->module,
+                              /*schedule=*/false, shortStages, partitionError);
         why = partitionError;
         if (succeeded(*partitioned))
           exact = evaluateStages(**partitioned, *candidate.planned->module,
                                  candidate.planned->autoSchedule, schedule,
                                  machine, why);
       } else {
-        exact = checkFigures(*candidate.planned->module, machine, why);
+        exact =
+            checkFigures(*candidate.planned->module, machine, why, shortStages);
       }
       if (failed(exact)) {
         if (!candidate.exact)
@@ -2925,16 +2929,17 @@ struct AutoShardPass
     setStage(candidate);
   }
 
-  /// The checked figures of `module` (not pipelined): read off two
-  /// shortened copies of its step where it has kShortenedFrom layers or
-  /// more and its middle layers are copies (checks=short), else of the
-  /// whole module. A shortened copy that does not partition leaves the
-  /// check to the whole module.
+  /// The checked figures of `module`: read off two shortened copies of its
+  /// step where it has kShortenedFrom layers or more and its middle layers
+  /// are copies (checks=short; a pipelined step's keep layers of each
+  /// virtual stage, partitionStages), else of the whole module. A
+  /// shortened copy that does not partition leaves the check to the whole
+  /// module.
   FailureOr<Exact> checkFigures(ModuleOp module, const MachineModel &machine,
-                                std::string &why) {
+                                std::string &why, bool shortStages = true) {
     if (!layersPerChunk(module).empty()) {
       FailureOr<StageChecks> checks =
-          partitionStages(module, /*schedule=*/true, why);
+          partitionStages(module, /*schedule=*/true, shortStages, why);
       if (failed(checks))
         return failure();
       return evaluateStages(*checks, module, {}, "", machine, why);
@@ -2977,11 +2982,12 @@ struct AutoShardPass
     SmallVector<int64_t> whole;
   };
   FailureOr<StageChecks> partitionStages(ModuleOp module, bool schedule,
-                                         std::string &why) {
+                                         bool shortStages, std::string &why) {
     StageChecks checks;
     std::string unused;
-    std::optional<ShortenableStep> step =
-        shortChecks ? shortenableStep(module, unused) : std::nullopt;
+    std::optional<ShortenableStep> step = shortChecks && shortStages
+                                              ? shortenableStep(module, unused)
+                                              : std::nullopt;
     if (step && !step->chunkLayers.empty() && step->layers >= kShortenedFrom) {
       OwningOpRef<ModuleOp> fewer = shortenedStages(module, 1, unused);
       OwningOpRef<ModuleOp> more =
@@ -3063,6 +3069,11 @@ struct AutoShardPass
         evaluate(*candidate.planned->module, machine, fusing, why);
     if (succeeded(exact)) {
       candidate.exact = *exact;
+      for (auto &[schedule, seconds, bytes] : candidate.scheduleTrials)
+        if (schedule == candidate.schedule) {
+          seconds = exact->stepSeconds;
+          bytes = exact->arenaBytes;
+        }
     } else {
       candidate.exact.reset();
       candidate.error = why.empty() ? "does not partition" : why;
@@ -3396,7 +3407,11 @@ struct AutoShardPass
     llvm::DenseMap<PlannedModule *, double> moduleFits;
     SmallVector<Candidate *> skipped;
     auto checkOne = [&](Candidate &candidate) {
-      check(candidate, *machine);
+      // The first plan checked, the best estimate, is the likeliest to be
+      // chosen, and the chosen plan is checked whole: a pipelined one is
+      // checked whole at once (its shortened copies cost about half of its
+      // whole check, where an unpipelined step's cost 7 of its layers).
+      check(candidate, *machine, /*shortStages=*/checks > 0);
       // Whether a plan fits is the whole module's to say (and a
       // recomputation trial starts from its measurements).
       if (candidate.exact && candidate.exact->arenaBytes > limit)
