@@ -2989,10 +2989,12 @@ struct AutoShardPass
                                               ? shortenableStep(module, unused)
                                               : std::nullopt;
     if (step && !step->chunkLayers.empty() && step->layers >= kShortenedFrom) {
-      OwningOpRef<ModuleOp> fewer = shortenedStages(module, 1, unused);
-      OwningOpRef<ModuleOp> more =
-          fewer ? shortenedStages(module, 2, unused) : nullptr;
-      if (more) {
+      // The copy with one layer a stage is made from the one with two
+      // (which keeps the same first layers of each stage).
+      OwningOpRef<ModuleOp> more = shortenedStages(module, 2, unused);
+      OwningOpRef<ModuleOp> fewer =
+          more ? shortenedStages(*more, 1, unused) : nullptr;
+      if (fewer) {
         SmallVector<int64_t> a = layersPerChunk(*fewer),
                              b = layersPerChunk(*more);
         if (llvm::sum_of(a) + llvm::sum_of(b) < step->layers) {
