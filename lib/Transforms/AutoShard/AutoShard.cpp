@@ -1196,17 +1196,15 @@ double Planner::nodeSeconds(const Node &node, int32_t axis,
   // An op that reduces a split factor itself (a loss or softmax over a
   // split vocabulary, a norm over a split hidden dim) runs as its local
   // form, a pass over its piece for each part (ParLocalForms.cpp), not as
-  // its fused kernel on a share: priced as that form. (Planned for a fused
-  // program, --par-fuse joins the form's parts: priced as below.)
-  if (!fuse)
-    for (auto [f, factor] : llvm::enumerate(rule.getFactors()))
-      if (factor.combiner == FactorCombiner::Internal &&
-          (!node.factorAxes[f].empty() || int64_t(f) == choice)) {
-        if (std::optional<double> seconds =
-                localFormSeconds(node, axis, choice))
-          return *seconds;
-        break;
-      }
+  // its fused kernel on a share: priced as that form (planned for a fused
+  // program, as --par-fuse joins the form's parts).
+  for (auto [f, factor] : llvm::enumerate(rule.getFactors()))
+    if (factor.combiner == FactorCombiner::Internal &&
+        (!node.factorAxes[f].empty() || int64_t(f) == choice)) {
+      if (std::optional<double> seconds = localFormSeconds(node, axis, choice))
+        return *seconds;
+      break;
+    }
   SmallVector<int64_t> shards;
   for (auto [f, axes] : llvm::enumerate(node.factorAxes)) {
     int64_t leader = rule.getFactor(f).link >= 0 ? rule.getFactor(f).link : f;
@@ -1311,7 +1309,7 @@ std::optional<double> Planner::localFormSeconds(const Node &node, int32_t axis,
                         toAttr(layout));
   std::string error;
   FailureOr<OwningOpRef<ModuleOp>> partitioned =
-      partitionedCopy(std::move(module), error, /*schedule=*/false);
+      partitionedCopy(std::move(module), error, /*schedule=*/false, fuse);
   if (failed(partitioned))
     return std::nullopt;
   auto func = (**partitioned).lookupSymbol<func::FuncOp>("local");
@@ -1541,10 +1539,10 @@ LogicalResult Planner::solveAxis(int32_t axis) {
       tie(rowsTo[j], g.second.second);
   }
   if (memoryLimit > 0) {
-    // Any choice of each node goes with any other (the edges only price
-    // the pairs), so a plan fits exactly when every node's smallest choice
-    // together does: when they do not, say so without the solver, which
-    // can take long to prove it.
+    // A plan fits only if every node's smallest choice together does (the
+    // edges price pairs of choices, and rule out only the pairs a carried
+    // operand cannot be read in, so this is a lower bound): when they do
+    // not, say so without the solver, which can take long to prove it.
     double least = 0;
     for (auto [n, node] : llvm::enumerate(nodes)) {
       if (node.rep != int32_t(n) || x[n].empty())
