@@ -153,8 +153,10 @@ def TestShortenedStepPass : Pass<"par-test-shortened-step",
     updates. The module must have one function, a training step whose
     middle layers are copies of its second layer; otherwise an error says
     why not. With `stage-layers=k`, a pipelined step instead keeps the first
-    k layers of each virtual stage (the first stage one more, the last
-    stage its last layer among them), as a pipelined plan is checked.
+    k layers of each virtual stage, more where a stage has more layers than
+    the fewest of a stage on its device, one more on the first device, the
+    last stage its last layer among them (shortenedStages), as a pipelined
+    plan is checked.
   }];
   let options = [
     Option<"first", "first", "int64_t", /*default=*/"2",

@@ -2253,7 +2253,7 @@ FailureOr<Exact> evaluatePartitioned(ModuleOp partitioned,
         if (auto stepFunc = partitioned.lookupSymbol<func::FuncOp>(of)) {
           SlotTimes work = stageWork(partitioned, stepFunc, *info);
           // The stages of the (first) pipelined step, for extrapolation.
-          if (!exact.pipeline) {
+          if (!exact.pipeline && info->stages >= 1) {
             exact.pipeline = info;
             exact.pipelined = of.getValue().str();
             exact.work = work;
@@ -2929,8 +2929,9 @@ struct AutoShardPass
 
   /// The checked figures of `module`: read off two shortened copies of its
   /// step where it has kShortenedFrom layers or more and its middle layers
-  /// are copies (checks=short; a pipelined step's keep layers of each
-  /// virtual stage, partitionStages), else of the whole module. A
+  /// are copies (checks=short; of a pipelined step, copies that keep one
+  /// and two layers of each virtual stage, partitionStages), else of the
+  /// whole module. A
   /// shortened copy that does not partition leaves the check to the whole
   /// module.
   FailureOr<Exact> checkFigures(ModuleOp module, const MachineModel &machine,

@@ -157,10 +157,13 @@ SmallVector<int64_t> mlir::par::layersPerChunk(ModuleOp module) {
         func.isDeclaration() ? std::nullopt : getPipeline(func);
     if (!info)
       continue;
+    if (info->chunks() < 1)
+      return {};
+    // As shortenedStages counts them: a layer past the last stage's first
+    // (a record with more first layers than stages) in the last.
     SmallVector<int64_t> counts(info->chunks(), 0);
     for (int64_t layer : forwardLayers(func))
-      if (int64_t c = info->stageOfLayer(layer); c < info->chunks())
-        ++counts[c];
+      ++counts[std::min(info->stageOfLayer(layer), info->chunks() - 1)];
     return counts;
   }
   return {};
@@ -240,6 +243,10 @@ OwningOpRef<ModuleOp> mlir::par::shortenedStages(ModuleOp module, int64_t keep,
     why = "each stage must keep a layer (keep=1 or more)";
     return nullptr;
   }
+  if (info->stages < 1 || info->virtualStages < 1) {
+    why = "the pipeline record has no stages";
+    return nullptr;
+  }
   SmallVector<SmallVector<int64_t>> chunks(info->chunks());
   for (int64_t layer : found->order)
     chunks[std::min(info->stageOfLayer(layer), info->chunks() - 1)].push_back(
@@ -281,6 +288,10 @@ OwningOpRef<ModuleOp> mlir::par::shortenedCopy(ModuleOp module,
   StepLayers &layers = *found;
   int64_t n = int64_t(layers.order.size());
   llvm::DenseSet<int64_t> keptSet(keptLayers.begin(), keptLayers.end());
+  if (n == 0) {
+    why = "the step has no layers";
+    return nullptr;
+  }
   if (!keptSet.contains(layers.order.front()) ||
       !keptSet.contains(layers.order.back())) {
     why = "the first and the last layer must be kept";
@@ -450,6 +461,10 @@ OwningOpRef<ModuleOp> mlir::par::shortenedCopy(ModuleOp module,
   renumberArguments(func, newIndex);
   // A pipelined step's virtual stages begin at their first layer kept.
   if (std::optional<PipelineInfo> info = getPipeline(func)) {
+    if (info->chunks() < 1) {
+      why = "the pipeline record has no stages";
+      return nullptr;
+    }
     SmallVector<int64_t> firstKept(info->chunks(), -1);
     for (int64_t layer : llvm::reverse(layers.order))
       if (!droppedLayers.contains(layer))

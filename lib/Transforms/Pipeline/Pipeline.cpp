@@ -310,19 +310,34 @@ std::string mlir::par::slotLabel(const PipelineSlot &slot,
   return label;
 }
 
+/// The FLOPs of `op`: its rule's, or of a fused group the sum of its
+/// members' (the members carry no marks of their own: the group runs in
+/// its slot); none for an op without a rule.
+static std::optional<double> flopsOf(Operation *op) {
+  if (auto fused = dyn_cast<FusedOp>(op)) {
+    double flops = 0;
+    for (Operation &member : fused.getBodyOps())
+      if (auto rule = dyn_cast<ShardingRuleOpInterface>(member))
+        flops += rule.getWork().flops;
+    return flops;
+  }
+  if (auto rule = dyn_cast<ShardingRuleOpInterface>(op))
+    return rule.getWork().flops;
+  return std::nullopt;
+}
+
 /// Adds `op`'s FLOPs (or its `cost`) per micro-batch to the slot of kind
 /// `kind` of its virtual stage.
 static void addWork(Operation *op, std::optional<SlotKind> kind,
                     const PipelineInfo &info, SlotTimes &times,
                     llvm::function_ref<double(Operation *)> cost = {}) {
-  auto rule = dyn_cast<ShardingRuleOpInterface>(op);
-  if (!rule || !kind)
+  std::optional<double> flops = kind ? flopsOf(op) : std::nullopt;
+  if (!flops)
     return;
   int64_t chunk = getStage(op).value_or(0);
   if (chunk >= int64_t(times.forward.size()))
     return;
-  double work =
-      (cost ? cost(op) : rule.getWork().flops) / double(info.microbatches);
+  double work = (cost ? cost(op) : *flops) / double(info.microbatches);
   (*kind == SlotKind::F   ? times.forward
    : *kind == SlotKind::B ? times.backward
                           : times.weight)[chunk] += work;
