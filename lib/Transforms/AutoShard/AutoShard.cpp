@@ -3069,6 +3069,12 @@ struct AutoShardPass
     FailureOr<Exact> exact =
         evaluate(*candidate.planned->module, machine, fusing, why);
     if (succeeded(exact)) {
+      // The skipped schedules' estimates were scaled to the figures of the
+      // copies: scaled again to the whole check.
+      double before = candidate.exact->stepSeconds;
+      if (before > 0)
+        for (auto &[schedule, seconds] : candidate.schedulesSkipped)
+          seconds *= exact->stepSeconds / before;
       candidate.exact = *exact;
       for (auto &[schedule, seconds, bytes] : candidate.scheduleTrials)
         if (schedule == candidate.schedule) {
