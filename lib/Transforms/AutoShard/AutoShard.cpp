@@ -2083,7 +2083,6 @@ struct Exact {
   SmallVector<Stage> stages;
   SlotTimes work;
   std::optional<PipelineInfo> pipeline;
-  std::string pipelined;
 };
 
 /// `b` grown by `times` its difference from `a`, field by field; MFU, a
@@ -2235,6 +2234,9 @@ FailureOr<Exact> evaluatePartitioned(ModuleOp partitioned,
                                      const MachineModel &machine) {
   Exact exact;
   exact.program = programHash(partitioned);
+  // The slot times of each pipelined step (of all its stage functions).
+  DenseMap<Operation *, SlotTimes> stepWork;
+  Operation *firstPipelined = nullptr;
   for (auto func : partitioned.getOps<func::FuncOp>()) {
     if (func.isDeclaration())
       continue;
@@ -2251,17 +2253,20 @@ FailureOr<Exact> evaluatePartitioned(ModuleOp partitioned,
             ParDialect::kStageOfAttrName))
       if (std::optional<PipelineInfo> info = getPipeline(func))
         if (auto stepFunc = partitioned.lookupSymbol<func::FuncOp>(of)) {
-          SlotTimes work = stageWork(partitioned, stepFunc, *info);
+          auto [it, inserted] = stepWork.try_emplace(stepFunc);
+          if (inserted)
+            it->second = stageWork(partitioned, stepFunc, *info);
+          const SlotTimes &work = it->second;
           // The stages of the (first) pipelined step, for extrapolation.
-          if (!exact.pipeline && info->stages >= 1) {
+          if (!firstPipelined && info->stages >= 1) {
+            firstPipelined = stepFunc;
             exact.pipeline = info;
-            exact.pipelined = of.getValue().str();
             exact.work = work;
             exact.stages.resize(info->stages);
           }
           auto index =
               func->getAttrOfType<IntegerAttr>(ParDialect::kStageAttrName);
-          if (exact.pipelined == of.getValue() && index &&
+          if (firstPipelined == stepFunc.getOperation() && index &&
               index.getInt() >= 0 && index.getInt() < info->stages)
             exact.stages[index.getInt()] = {plan->arenaBytes, step};
           step.stepSeconds *= 1 + simulateSchedule(*info, work).bubble;
@@ -2931,9 +2936,8 @@ struct AutoShardPass
   /// step where it has kShortenedFrom layers or more and its middle layers
   /// are copies (checks=short; of a pipelined step, copies that keep one
   /// and two layers of each virtual stage, partitionStages), else of the
-  /// whole module. A
-  /// shortened copy that does not partition leaves the check to the whole
-  /// module.
+  /// whole module. A shortened copy that does not partition leaves the
+  /// check to the whole module.
   FailureOr<Exact> checkFigures(ModuleOp module, const MachineModel &machine,
                                 std::string &why, bool shortStages = true) {
     if (!layersPerChunk(module).empty()) {
