@@ -2073,11 +2073,6 @@ struct Exact {
   /// layer count (0: the whole module was checked). Such figures have no
   /// `measured`.
   int64_t shortenedLayers = 0;
-  /// Of figures read off the 3- and 4-layer copies of an unpipelined step:
-  /// those copies' own figures (a third copy is checked against them), and
-  /// whether a 5-layer copy measured what they predict for it (`linear`).
-  SmallVector<std::pair<int64_t, StepPrediction>, 2> copies;
-  bool linear = false;
   /// Of a pipelined step: each stage function's arena and call (without
   /// the bubble), by stage, and the slot times the bubble is simulated
   /// with under `pipeline`.
@@ -2125,28 +2120,7 @@ static Exact extrapolate(const Exact &three, const Exact &four,
   exact.arenaBytes = grow(three.arenaBytes, four.arenaBytes);
   exact.stepSeconds = grow(three.stepSeconds, four.stepSeconds);
   exact.step = grownStep(three.step, four.step, double(extra));
-  exact.copies = {{three.arenaBytes, three.step}, {four.arenaBytes, four.step}};
   return exact;
-}
-
-/// Whether `five`, the figures of a 5-layer copy, are what the 3- and
-/// 4-layer copies behind `shortened` predict for it: the growth from one
-/// layer to the next is then the same twice, in time (to a relative 1e-9),
-/// memory, bytes sent and collectives.
-static bool growsLinearly(const Exact &shortened, const Exact &five) {
-  if (shortened.copies.size() != 2)
-    return false;
-  const auto &[threeBytes, three] = shortened.copies[0];
-  const auto &[fourBytes, four] = shortened.copies[1];
-  StepPrediction step = grownStep(three, four, 1.0);
-  auto close = [](double x, double y) {
-    return std::abs(x - y) <= 1e-9 * std::max(std::abs(x), std::abs(y));
-  };
-  return five.arenaBytes == 2 * fourBytes - threeBytes &&
-         close(five.stepSeconds, step.stepSeconds) &&
-         close(five.step.commSeconds, step.commSeconds) &&
-         five.step.sentBytes == step.sentBytes &&
-         five.step.collectives == step.collectives;
 }
 
 /// The figures of a pipelined step whose virtual stages have `whole`
@@ -3117,29 +3091,6 @@ struct AutoShardPass
     }
   }
 
-  /// Checks `candidate`, whose figures were read off the 3- and 4-layer
-  /// copies of its unpipelined step, on a third copy of 5 layers: where
-  /// that copy measures what the first two predict for it, the figures
-  /// are marked `linear` (trusted as the whole module's). False where they
-  /// are not, or the copy cannot be made or partitioned.
-  bool checkLinear(Candidate &candidate, const MachineModel &machine) {
-    if (!candidate.exact || !candidate.exact->shortenedLayers ||
-        candidate.exact->pipeline || candidate.exact->copies.size() != 2)
-      return false;
-    if (candidate.exact->linear)
-      return true;
-    setStage(candidate);
-    std::string unused;
-    OwningOpRef<ModuleOp> five =
-        shortenedCopy(*candidate.planned->module, 4, unused);
-    if (!five)
-      return false;
-    FailureOr<Exact> figures = evaluate(*five, machine, fusing, unused);
-    candidate.exact->linear =
-        succeeded(figures) && growsLinearly(*candidate.exact, *figures);
-    return candidate.exact->linear;
-  }
-
   /// Whether `candidate` fits `limit` with recomputation: its module is
   /// copied, --par-remat=auto chooses under the limit, and the copy is
   /// checked again; on success the candidate takes the checked figures and
@@ -3684,11 +3635,8 @@ struct AutoShardPass
     // The plan chosen is the best by the whole module's figures: the first
     // is checked whole where its figures were read off shortened copies,
     // and so is any plan whose shortened figures come within
-    // kShortenedMargin of the first's time (they may be off by that much)
-    // unless a third copy of 5 layers confirms them (checkLinear: where
-    // the copies grow by the same from 3 to 4 layers as from 4 to 5, the
-    // figures were the whole module's on the bench's models), the plans
-    // ranked again each time.
+    // kShortenedMargin of the first's time (they may be off by that much),
+    // the plans ranked again each time.
     int shortened = 0;
     for (const Candidate &candidate : considered)
       shortened += candidate.exact && candidate.exact->shortenedLayers;
@@ -3702,11 +3650,8 @@ struct AutoShardPass
         if (candidate.exact && candidate.exact->shortenedLayers &&
             candidate.fits(limit) &&
             candidate.exact->stepSeconds <=
-                first.exact->stepSeconds * (1 + kShortenedMargin)) {
-          if (checkLinear(candidate, *machine))
-            continue;
+                first.exact->stepSeconds * (1 + kShortenedMargin))
           return &candidate;
-        }
       return nullptr;
     };
     while (Candidate *candidate = nextWhole()) {
@@ -3779,10 +3724,8 @@ struct AutoShardPass
       std::string shortenedNote;
       if (other.exact && other.exact->shortenedLayers)
         shortenedNote =
-            std::string(other.exact->pipeline ? " (checked on 1 and 2 layers "
-                                                "a stage of its "
-                        : other.exact->linear
-                            ? " (checked on 3, 4 and 5 of its "
+            std::string(other.exact->pipeline
+                            ? " (checked on 1 and 2 layers a stage of its "
                             : " (checked on 3 and 4 of its ") +
             std::to_string(other.exact->shortenedLayers) + " layers)";
       if (other.checked && !other.exact)
