@@ -2398,14 +2398,15 @@ struct Candidate {
 /// partitions the whole module, so its cost grows with the model while the
 /// integer programs do not.
 constexpr int kExactChecks = 3;
-/// Steps of this many layers or more are checked on shortened copies
-/// (checks=short): two copies of 3 and 4 layers cost less to check than
-/// the whole step from here on.
+/// The fewest layers short-from= accepts: two copies of 3 and 4 layers cost
+/// less to check than the whole step from here on.
 constexpr int64_t kShortenedFrom = 8;
 /// How far a shortened check's time may be from the whole module's: the
 /// steps of plans completed by propagation, which may settle differently
-/// at the ends of a shorter step, and the ZeRO buckets at its ends (0.4-2%
-/// on the GPT and Llama shapes of bench/autoshard).
+/// at the ends of a shorter step, and the gradient collectives, which
+/// overlap differently in a longer one (at most 1.4% on the steps of 48
+/// layers or more of bench/autoshard; up to 24% on the 24-layer GPT 1.3B
+/// for 1,024 devices, which short-from=48 checks whole).
 constexpr double kShortenedMargin = 0.03;
 /// A plan whose estimate is this many times the best checked plan's time
 /// is not checked.
@@ -2933,7 +2934,7 @@ struct AutoShardPass
   }
 
   /// The checked figures of `module`: read off two shortened copies of its
-  /// step where it has kShortenedFrom layers or more and its middle layers
+  /// step where it has short-from layers or more and its middle layers
   /// are copies (checks=short; of a pipelined step, copies that keep one
   /// and two layers of each virtual stage, partitionStages), else of the
   /// whole module. A shortened copy that does not partition leaves the
@@ -2950,7 +2951,7 @@ struct AutoShardPass
     if (shortChecks) {
       std::string unused;
       std::optional<ShortenableStep> step = shortenableStep(module, unused);
-      if (step && step->layers >= kShortenedFrom) {
+      if (step && step->layers >= shortFrom) {
         // The 3-layer copy is made from the 4-layer one (layers 0, 1 and
         // the last of both).
         OwningOpRef<ModuleOp> four = shortenedCopy(module, 3, unused);
@@ -2976,7 +2977,7 @@ struct AutoShardPass
 
   /// What the check of a pipelined plan partitions: two copies of its step
   /// that keep one and two layers of each virtual stage (shortenedStages;
-  /// checks=short, a step of kShortenedFrom layers or more whose copies
+  /// checks=short, a step of short-from layers or more whose copies
   /// have fewer layers together than it has), else the whole module.
   struct StageChecks {
     SmallVector<OwningOpRef<ModuleOp>, 2> partitioned;
@@ -2991,7 +2992,7 @@ struct AutoShardPass
     std::optional<ShortenableStep> step = shortChecks && shortStages
                                               ? shortenableStep(module, unused)
                                               : std::nullopt;
-    if (step && !step->chunkLayers.empty() && step->layers >= kShortenedFrom) {
+    if (step && !step->chunkLayers.empty() && step->layers >= shortFrom) {
       // The copy with one layer a stage is made from the one with two
       // (which keeps the same first layers of each stage).
       OwningOpRef<ModuleOp> more = shortenedStages(module, 2, unused);
@@ -3234,6 +3235,13 @@ struct AutoShardPass
       return signalPassFailure();
     }
     shortChecks = checks == "short";
+    if (shortFrom < kShortenedFrom) {
+      module.emitError() << "--auto-shard: short-from=" << int64_t(shortFrom)
+                         << " is under " << kShortenedFrom
+                         << " (copies of 3 and 4 layers would not be "
+                            "shorter than the step)";
+      return signalPassFailure();
+    }
     if (autoAxisSteps.empty()) {
       pipelineChoices.push_back({namedPipelineAxis, 0});
       if (pipeline == "auto" && !namedPipelineAxis)
