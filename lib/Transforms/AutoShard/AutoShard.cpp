@@ -2933,6 +2933,19 @@ struct AutoShardPass
     setStage(candidate);
   }
 
+  /// The step of `module` a check reads off shortened copies: under
+  /// checks=short, one of short-from layers or more whose middle layers are
+  /// copies (none otherwise).
+  std::optional<ShortenableStep> stepToShorten(ModuleOp module) const {
+    if (!shortChecks)
+      return std::nullopt;
+    std::string unused;
+    std::optional<ShortenableStep> step = shortenableStep(module, unused);
+    if (!step || step->layers < shortFrom)
+      return std::nullopt;
+    return step;
+  }
+
   /// The checked figures of `module`: read off two shortened copies of its
   /// step where it has short-from layers or more and its middle layers
   /// are copies (checks=short; of a pipelined step, copies that keep one
@@ -2948,28 +2961,25 @@ struct AutoShardPass
         return failure();
       return evaluateStages(*checks, module, {}, "", machine, why);
     }
-    if (shortChecks) {
+    if (std::optional<ShortenableStep> step = stepToShorten(module)) {
       std::string unused;
-      std::optional<ShortenableStep> step = shortenableStep(module, unused);
-      if (step && step->layers >= shortFrom) {
-        // The 3-layer copy is made from the 4-layer one (layers 0, 1 and
-        // the last of both).
-        OwningOpRef<ModuleOp> four = shortenedCopy(module, 3, unused);
-        OwningOpRef<ModuleOp> three =
-            four ? shortenedCopy(*four, 2, unused) : nullptr;
-        std::string shortWhy;
-        if (three) {
-          FailureOr<Exact> a = evaluate(*three, machine, fusing, shortWhy);
-          if (succeeded(a))
-            if (FailureOr<Exact> b = evaluate(*four, machine, fusing, shortWhy);
-                succeeded(b))
-              // A layer more never takes less time or memory; where the
-              // copies say so, their ends weigh more than a layer (the
-              // whole module is checked).
-              if (b->stepSeconds >= a->stepSeconds &&
-                  b->arenaBytes >= a->arenaBytes)
-                return extrapolate(*a, *b, step->layers);
-        }
+      // The 3-layer copy is made from the 4-layer one (layers 0, 1 and
+      // the last of both).
+      OwningOpRef<ModuleOp> four = shortenedCopy(module, 3, unused);
+      OwningOpRef<ModuleOp> three =
+          four ? shortenedCopy(*four, 2, unused) : nullptr;
+      std::string shortWhy;
+      if (three) {
+        FailureOr<Exact> a = evaluate(*three, machine, fusing, shortWhy);
+        if (succeeded(a))
+          if (FailureOr<Exact> b = evaluate(*four, machine, fusing, shortWhy);
+              succeeded(b))
+            // A layer more never takes less time or memory; where the
+            // copies say so, their ends weigh more than a layer (the
+            // whole module is checked).
+            if (b->stepSeconds >= a->stepSeconds &&
+                b->arenaBytes >= a->arenaBytes)
+              return extrapolate(*a, *b, step->layers);
       }
     }
     return evaluate(module, machine, fusing, why);
@@ -2989,10 +2999,9 @@ struct AutoShardPass
                                          bool shortStages, std::string &why) {
     StageChecks checks;
     std::string unused;
-    std::optional<ShortenableStep> step = shortChecks && shortStages
-                                              ? shortenableStep(module, unused)
-                                              : std::nullopt;
-    if (step && !step->chunkLayers.empty() && step->layers >= shortFrom) {
+    std::optional<ShortenableStep> step =
+        shortStages ? stepToShorten(module) : std::nullopt;
+    if (step && !step->chunkLayers.empty()) {
       // The copy with one layer a stage is made from the one with two
       // (which keeps the same first layers of each stage).
       OwningOpRef<ModuleOp> more = shortenedStages(module, 2, unused);
