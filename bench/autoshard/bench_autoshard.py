@@ -127,7 +127,7 @@ def models_table(args, par_opt, work):
           f"sequences of {args.seq}, a batch of max(8, devices/8) sequences) on "
           f"{args.hardware} ==")
     print(f"{'model':<10} {'devices':>7} {'mesh':>6} {'ops':>6} {'plan (s)':>9} "
-          f"{'checked':>7} {'IP est.':>9} {'step (s)':>9} {'MFU %':>6}  plan")
+          f"{'checked':>7} {'pruned':>6} {'IP est.':>9} {'step (s)':>9} {'MFU %':>6}  plan")
     for name in args.models.split(","):
         for devices in [int(n) for n in args.devices.split(",")]:
             batch = max(8, devices // 8)
@@ -152,11 +152,12 @@ def models_table(args, par_opt, work):
             row = f"{name:<10} {devices:>7} {MESHES[devices]:>6} {ops:>6} {seconds:>9.2f}"
             if planned.returncode:
                 why = re.search(r"error: (.*)", planned.stderr)
-                print(f"{row} {'':>7} {'-':>9} {'-':>9} {'-':>6}  "
+                print(f"{row} {'':>7} {'':>6} {'-':>9} {'-':>9} {'-':>6}  "
                       f"{(why.group(1) if why else planned.stderr.strip())[:150]}", flush=True)
                 continue
             head = open(path + ".plan").readline()
             checked = re.search(r"\} *\], axes = .*? checked = ([0-9]+)", head)
+            pruned = re.search(r"\} *\], axes = .*? pruned = ([0-9]+)", head)
             plan = re.search(r'plan = "([^"]*)", planned', head)
             report = subprocess.run([par_opt, path + ".plan", "--par-propagate",
                                      "--par-partition"] + (["--par-fuse"] if args.fuse else [])
@@ -167,6 +168,7 @@ def models_table(args, par_opt, work):
             chosen = head[head.find("], axes = "):]
             estimate = re.search(r"\bestimated_seconds = ([0-9.eE+-]+)", chosen)
             print(f"{row} {checked.group(1) if checked else '?':>7} "
+                  f"{pruned.group(1) if pruned else '?':>6} "
                   f"{float(estimate.group(1)) if estimate else 0:>9.4g} "
                   f"{step_s or 0:>9.4g} {mfu_text(mfu)}  "
                   f"{plan.group(1) if plan else '?'}", flush=True)

@@ -116,6 +116,13 @@ def AutoShardPass : Pass<"auto-shard", "::mlir::ModuleOp"> {
            "checked whole, whose time the copies can misread by more (up "
            "to 24% on the 24-layer GPT 1.3B for 1,024 devices) for less "
            "saved">,
+    Option<"prune", "prune", "std::string", /*default=*/"\"2\"",
+           "a plan whose integer program's bound (where CBC would branch) "
+           "shows it estimated over this many times the best estimate of a "
+           "plan estimated to fit is pruned, not solved (a number of 1 or "
+           "more; off: none is); where a pruned plan could have been "
+           "checked, every plan is made again with none pruned, so the "
+           "plan chosen is the same">,
   ];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }

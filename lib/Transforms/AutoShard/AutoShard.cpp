@@ -215,9 +215,13 @@ public:
 
   /// Solves to optimality: the column values and the objective, or
   /// nullopt when the program has no solution. A program solved before in
-  /// `solved` is answered from there.
+  /// `solved` is answered from there. With `cutoff`, a program whose
+  /// relaxation at the root already costs more than it is not solved: its
+  /// bound (a lower bound of its optimum) goes into `prunedAt`, and the
+  /// answer is nullopt.
   std::optional<std::pair<std::vector<double>, double>>
-  solve(SolvedPrograms &solved) const {
+  solve(SolvedPrograms &solved, std::optional<double> cutoff = std::nullopt,
+        std::optional<double> *prunedAt = nullptr) const {
     if (objective.empty())
       return std::make_pair(std::vector<double>(), 0.0);
     std::vector<CoinBigIndex> start = {0};
@@ -251,8 +255,15 @@ public:
     auto known = solved.find(key);
     if (known != solved.end())
       return known->second;
-    auto &answer = solved[std::move(key)];
-    answer = solveWith(start, index, value, scaled);
+    std::optional<double> bound;
+    auto answer = solveWith(start, index, value, scaled, cutoff, bound);
+    if (bound) {
+      // Not solved: a later plan may need its optimum.
+      if (prunedAt)
+        *prunedAt = bound;
+      return std::nullopt;
+    }
+    solved[std::move(key)] = answer;
     return answer;
   }
 
@@ -260,7 +271,8 @@ private:
   std::optional<std::pair<std::vector<double>, double>>
   solveWith(const std::vector<CoinBigIndex> &start,
             const std::vector<int> &index, const std::vector<double> &value,
-            const std::vector<double> &scaled) const {
+            const std::vector<double> &scaled, std::optional<double> cutoff,
+            std::optional<double> &prunedAt) const {
     // These programs' relaxations are mostly integral at the root, where
     // CBC's preprocessing and cuts cost more than they save (the 12
     // programs of a 96-layer GPT on 8x8: 1.65 s with them, 0.95 s without,
@@ -279,6 +291,13 @@ private:
       if (Cbc_isProvenInfeasible(model))
         return std::nullopt;
       if (!Cbc_isProvenOptimal(model)) {
+        // The root's bound (its relaxation, no cuts) is over the cutoff:
+        // branching would only prove an optimum above it.
+        double bound = Cbc_getBestPossibleObjValue(model) / 1e6;
+        if (quick && cutoff && bound > *cutoff) {
+          prunedAt = bound;
+          return std::nullopt;
+        }
         if (quick)
           continue;
         return std::nullopt;
@@ -438,8 +457,14 @@ public:
   /// whose operands come from nodes that are themselves copies share their
   /// choices, so each integer program is as large as one copy.
   void cluster();
-  /// Places every axis of more than one device; fails with a diagnostic.
+  /// Places every axis of more than one device; fails with a diagnostic,
+  /// or without one where the plan is pruned (`prunedAt`).
   LogicalResult solve();
+  /// A predicted time above which the plan is not wanted: the last axis's
+  /// program, when its relaxation at the root shows the step slower than
+  /// this, is not solved, and `prunedAt` says how slow at least.
+  std::optional<double> pruneAbove;
+  std::optional<double> prunedAt;
   void writeBack();
   /// Records on each value what its layout beat (`par.planned`): called
   /// for the chosen plan only, after writeBack.
@@ -547,7 +572,10 @@ private:
                      const ReshardLayout &from, const ReshardLayout &to,
                      const std::optional<Bucket> &bucket,
                      bool splitsGroup = false);
-  LogicalResult solveAxis(int32_t axis);
+  /// Places `axis`; with `cutoff`, prunes the plan (`prunedAt`) where the
+  /// axis's program shows the step slower than that.
+  LogicalResult solveAxis(int32_t axis,
+                          std::optional<double> cutoff = std::nullopt);
   /// The seconds `node` costs with `axis` on `choice` (its other axes as
   /// planned): its compute and the reshards of what it reads and of what
   /// reads it, every other node as planned.
@@ -1384,7 +1412,7 @@ double Planner::moveSeconds(RankedTensorType type, Type element,
   return seconds;
 }
 
-LogicalResult Planner::solveAxis(int32_t axis) {
+LogicalResult Planner::solveAxis(int32_t axis, std::optional<double> cutoff) {
   IntegerProgram program;
   double fixedSeconds = 0; // costs no choice of this axis changes
   // x[n][k]: node n takes choice k; copies share their representative's.
@@ -1563,9 +1591,16 @@ LogicalResult Planner::solveAxis(int32_t axis) {
       }
     program.addRow(cols, coefs, 'L', double(memoryLimit));
   }
-  auto result = program.solve(cache.programs);
-  if (!result)
+  std::optional<double> bound;
+  auto result = program.solve(
+      cache.programs,
+      cutoff ? std::optional<double>(*cutoff - fixedSeconds) : std::nullopt,
+      &bound);
+  if (!result) {
+    if (bound)
+      prunedAt = *bound + fixedSeconds;
     return failure();
+  }
   const std::vector<double> &solution = result->first;
   predictedSeconds = result->second + fixedSeconds;
   for (auto [n, node] : llvm::enumerate(nodes)) {
@@ -1591,9 +1626,20 @@ LogicalResult Planner::solve() {
       order.push_back(int32_t(a));
   llvm::stable_sort(
       order, [&](int32_t a, int32_t b) { return axisSize(a) > axisSize(b); });
+  // The program of the last axis that can split prices the whole plan (an
+  // earlier one's, only the axes placed so far; a pipeline axis splits
+  // nothing and adds nothing): only it can prune.
+  auto splits = [&](int32_t a) { return axisUses[a] != AxisUse::Pipeline; };
+  auto lastSplit = llvm::find_if(llvm::reverse(order), splits);
   for (int32_t axis : order) {
-    if (succeeded(solveAxis(axis)))
+    std::optional<double> cutoff =
+        lastSplit != llvm::reverse(order).end() && axis == *lastSplit
+            ? pruneAbove
+            : std::nullopt;
+    if (succeeded(solveAxis(axis, cutoff)))
       continue;
+    if (prunedAt)
+      return failure();
     // Nothing fits the memory row: place the axis for time alone; the
     // exact memory plan then decides (ZeRO, or an error that says how much
     // any plan needs).
@@ -2364,6 +2410,10 @@ struct Candidate {
   /// The schedules left unchecked, estimated slower than one that fits,
   /// with their estimates.
   SmallVector<std::pair<std::string, double>> schedulesSkipped;
+  /// A plan pruned while planned (its integer program's bound shows it
+  /// slower than prune= times the best estimate so far): the least
+  /// its estimate could be.
+  std::optional<double> prunedBound;
 
   double seconds() const {
     return exact ? exact->stepSeconds : estimatedSeconds;
@@ -2513,6 +2563,9 @@ struct AutoShardPass
   bool fusing = false;
   /// Deep steps are checked on shortened copies (checks=short).
   bool shortChecks = true;
+  /// The estimate above which a plan being planned is pruned (none: no
+  /// plan is).
+  std::optional<double> pruneAbove;
 
   /// Per module the plans start from (the pass's module, or a copy with a
   /// step divided into micro-batches) and function, a planner built on it
@@ -2566,8 +2619,21 @@ struct AutoShardPass
               : std::make_unique<Planner>(func, mesh, machine, planLimit,
                                           candidate.uses, planningCache,
                                           fusing));
-      if ((!prototype && failed(planner.build())) || failed(planner.solve()))
+      // The plan's estimate is at least its slowest function's program
+      // over the stages of its pipelined steps (each stage's share of the
+      // whole step is no less than an even one).
+      int64_t stages = 1;
+      for (auto other : planned.module->getOps<func::FuncOp>())
+        if (std::optional<PipelineInfo> info = getPipeline(other);
+            info && info->stages > 1)
+          stages = stages == 1 ? info->stages : std::min(stages, info->stages);
+      if (pruneAbove)
+        planner.pruneAbove = *pruneAbove * double(stages);
+      if ((!prototype && failed(planner.build())) || failed(planner.solve())) {
+        if (planner.prunedAt)
+          candidate.prunedBound = *planner.prunedAt / double(stages);
         return failure();
+      }
       // The slowest function, as the check measures a plan.
       candidate.plannedSeconds =
           std::max(candidate.plannedSeconds, planner.predictedSeconds);
@@ -3251,6 +3317,16 @@ struct AutoShardPass
                             "shorter than the step)";
       return signalPassFailure();
     }
+    std::optional<double> pruneMargin;
+    if (prune != "off") {
+      double margin = 0;
+      if (StringRef(prune).getAsDouble(margin) || !(margin >= 1)) {
+        module.emitError() << "--auto-shard: prune='" << prune
+                           << "' is not a number of 1 or more, or off";
+        return signalPassFailure();
+      }
+      pruneMargin = margin;
+    }
     if (autoAxisSteps.empty()) {
       pipelineChoices.push_back({namedPipelineAxis, 0});
       if (pipeline == "auto" && !namedPipelineAxis)
@@ -3310,96 +3386,6 @@ struct AutoShardPass
     // The step divided into each count of micro-batches tried (null where
     // it cannot be), shared by the plans that pipeline it over any axis.
     std::map<int64_t, OwningOpRef<ModuleOp>> microbatched;
-    for (auto [i, plan] : llvm::enumerate(plans)) {
-      auto planned = std::make_shared<PlannedModule>();
-      {
-        // The free plan's errors are the user's; a restricted plan that
-        // cannot be made is just not an alternative (nor is a pipeline
-        // axis the stages cannot be placed on).
-        std::optional<ScopedDiagnosticHandler> quiet;
-        if (i > 0 || !autoAxisSteps.empty())
-          quiet.emplace(module.getContext(),
-                        [&](Diagnostic &) { return success(); });
-        SmallVector<std::string> placed(autoAxisSteps);
-        ModuleOp source = module;
-        if (plan.microbatches) {
-          // Pipelined here: the step's batch divided into the
-          // micro-batches (as --par-pipeline="axis=auto divide-batch"
-          // would), its schedules checked best estimate first.
-          auto [it, inserted] = microbatched.try_emplace(plan.microbatches);
-          if (inserted) {
-            OwningOpRef<ModuleOp> divided = module.clone();
-            auto step = divided->lookupSymbol<func::FuncOp>(openStep->name);
-            PipelineInfo info;
-            info.microbatches = plan.microbatches;
-            info.schedule = "auto";
-            info.dividedBatch = true;
-            if (succeeded(microbatchForAutoShard(step, info)))
-              it->second = std::move(divided);
-          }
-          if (!it->second)
-            continue;
-          source = *it->second;
-          placed.push_back(openStep->name);
-        }
-        IRMapping mapping;
-        planned->module =
-            OwningOpRef<ModuleOp>(cast<ModuleOp>(source->clone(mapping)));
-        // The planners' graphs do not depend on where the stages are
-        // placed (but fused groups end at stages).
-        bool fromPrototype = placed.empty() || !fusing;
-        if (failed(
-                placeAutoStages(*planned->module, placed, plan.pipelineAxis)) ||
-            failed(planModule(*planned, *machine, limit, plan, source,
-                              fromPrototype ? &mapping : nullptr))) {
-          if (!autoAxisSteps.empty() || plan.microbatches)
-            continue;
-          if (i == 0)
-            return signalPassFailure();
-          continue;
-        }
-      }
-      plan.planned = planned;
-      for (func::FuncOp step : autoScheduled(*planned->module))
-        planned->autoSchedule.push_back(step.getSymName().str());
-      const Footprint &footprint = planned->footprint;
-      // The planner prices a pipelined step whole, as one device would run
-      // it; its schedule takes a share of that.
-      double share = plan.pipelineAxis ? pipelineShare(*planned) : 1.0;
-      int64_t lastStage =
-          planned->open.empty() || !dataAxisOf(plan.roles) ? 0 : 3;
-      for (int64_t stage = 0; stage <= lastStage; ++stage) {
-        Candidate variant = plan;
-        variant.zero = stage;
-        // With no stage open, the stage a step was given is estimated.
-        int64_t applied = planned->open.empty() ? planned->givenZero : stage;
-        variant.estimatedSeconds =
-            (plan.plannedSeconds + footprint.extraSeconds(applied)) * share;
-        variant.estimatedBytes = footprint.bytes(applied);
-        // A stage that divides nothing more (the plan already splits what
-        // ZeRO would) is not another plan.
-        if (stage > 0 && variant.estimatedBytes == footprint.bytes(stage - 1))
-          continue;
-        // The same plan twice (a restriction the free plan met anyway, or
-        // plans whose arguments split alike): the faster stays.
-        std::string name = variant.name(mesh);
-        auto same = llvm::find_if(considered, [&](const Candidate &c) {
-          return c.name(mesh) == name;
-        });
-        if (same == considered.end())
-          considered.push_back(variant);
-        else if (variant.estimatedSeconds < same->estimatedSeconds)
-          *same = variant;
-      }
-    }
-
-    if (considered.empty()) {
-      module.emitError() << "--auto-shard: the stages of @"
-                         << autoAxisSteps.front()
-                         << " (axis=auto) could not be placed on any mesh "
-                            "axis, or no plan around them could be made";
-      return signalPassFailure();
-    }
     // Fitting plans first, then the faster, then the smaller.
     auto better = [&](const Candidate &a, const Candidate &b) {
       if (a.fits(limit) != b.fits(limit))
@@ -3410,17 +3396,6 @@ struct AutoShardPass
         return a.seconds() < b.seconds();
       return a.bytes() < b.bytes();
     };
-    llvm::stable_sort(considered, better);
-    // Checked first: the best stage of each planned module (the plans
-    // differ most between modules), then the other stages.
-    SmallVector<Candidate *> order;
-    llvm::SmallPtrSet<PlannedModule *, 8> first;
-    for (Candidate &candidate : considered)
-      if (candidate.fits(limit) && first.insert(candidate.planned.get()).second)
-        order.push_back(&candidate);
-    for (Candidate &candidate : considered)
-      if (!llvm::is_contained(order, &candidate))
-        order.push_back(&candidate);
     // A check also measures what the estimate leaves out for its module
     // (temporaries, the exact lifetimes): the module's other stages are
     // estimated again with it, and not checked when they cannot fit.
@@ -3469,34 +3444,183 @@ struct AutoShardPass
         }
       }
     };
-    for (Candidate *candidate : order) {
-      // Enough plans checked: only one estimated faster than the best
-      // checked may still win.
-      if (fitting >= kExactChecks &&
-          !(bestCheckedEstimate &&
-            candidate->estimatedSeconds < *bestCheckedEstimate))
-        continue;
-      // Another ZeRO stage of a module with a plan checked to fit, and
-      // no faster by its estimate: the stages of one module differ only
-      // by what the estimate models (the stage's collectives), so it is
-      // not a contender either.
-      if (auto it = moduleFits.find(candidate->planned.get());
-          it != moduleFits.end() && candidate->estimatedSeconds >= it->second)
-        continue;
-      // Far slower by its estimate than a plan checked to fit: not a
-      // contender.
-      if (bestCheckedEstimate &&
-          candidate->estimatedSeconds > kCheckMargin * *bestCheckedEstimate)
-        continue;
-      auto it = unmodelled.find(candidate->planned.get());
-      if (it != unmodelled.end() &&
-          candidate->estimatedBytes + it->second > limit)
-        candidate->estimatedBytes += it->second;
-      if (!candidate->fits(limit)) {
-        skipped.push_back(candidate);
-        continue;
+    // Plans are pruned while planned (their programs not solved) where the
+    // program's bound shows them far slower than the best estimate so far;
+    // where a pruned plan could have been checked (its bound within
+    // kCheckMargin of a plan checked to fit, or nothing checked fits), the
+    // plans are made and checked again with nothing pruned, so pruning
+    // never changes the plan chosen.
+    // Plans pruned, and plans pruned and then made again.
+    int pruned = 0, unpruned = 0;
+    for (bool pruning : {bool(pruneMargin), false}) {
+      considered.clear();
+      fitting = checks = 0;
+      bestChecked.reset();
+      bestCheckedEstimate.reset();
+      unmodelled.clear();
+      moduleFits.clear();
+      skipped.clear();
+      SmallVector<double> prunedBounds;
+      for (auto [i, plan] : llvm::enumerate(plans)) {
+        // Pruned: a plan whose integer program shows it estimated over
+        // prune= times the best estimate of a plan estimated to fit.
+        pruneAbove.reset();
+        if (pruning)
+          for (const Candidate &other : considered)
+            if (other.fits(limit))
+              pruneAbove = std::min(
+                  pruneAbove.value_or(*pruneMargin * other.estimatedSeconds),
+                  *pruneMargin * other.estimatedSeconds);
+        plan.prunedBound.reset();
+        auto planned = std::make_shared<PlannedModule>();
+        {
+          // The free plan's errors are the user's; a restricted plan that
+          // cannot be made is just not an alternative (nor is a pipeline
+          // axis the stages cannot be placed on).
+          std::optional<ScopedDiagnosticHandler> quiet;
+          if (i > 0 || !autoAxisSteps.empty())
+            quiet.emplace(module.getContext(),
+                          [&](Diagnostic &) { return success(); });
+          SmallVector<std::string> placed(autoAxisSteps);
+          ModuleOp source = module;
+          if (plan.microbatches) {
+            // Pipelined here: the step's batch divided into the
+            // micro-batches (as --par-pipeline="axis=auto divide-batch"
+            // would), its schedules checked best estimate first.
+            auto [it, inserted] = microbatched.try_emplace(plan.microbatches);
+            if (inserted) {
+              OwningOpRef<ModuleOp> divided = module.clone();
+              auto step = divided->lookupSymbol<func::FuncOp>(openStep->name);
+              PipelineInfo info;
+              info.microbatches = plan.microbatches;
+              info.schedule = "auto";
+              info.dividedBatch = true;
+              if (succeeded(microbatchForAutoShard(step, info)))
+                it->second = std::move(divided);
+            }
+            if (!it->second)
+              continue;
+            source = *it->second;
+            placed.push_back(openStep->name);
+          }
+          IRMapping mapping;
+          planned->module =
+              OwningOpRef<ModuleOp>(cast<ModuleOp>(source->clone(mapping)));
+          // The planners' graphs do not depend on where the stages are
+          // placed (but fused groups end at stages).
+          bool fromPrototype = placed.empty() || !fusing;
+          if (failed(placeAutoStages(*planned->module, placed,
+                                     plan.pipelineAxis)) ||
+              failed(planModule(*planned, *machine, limit, plan, source,
+                                fromPrototype ? &mapping : nullptr))) {
+            if (plan.prunedBound) {
+              prunedBounds.push_back(*plan.prunedBound);
+              continue;
+            }
+            if (!autoAxisSteps.empty() || plan.microbatches)
+              continue;
+            if (i == 0)
+              return signalPassFailure();
+            continue;
+          }
+        }
+        plan.planned = planned;
+        for (func::FuncOp step : autoScheduled(*planned->module))
+          planned->autoSchedule.push_back(step.getSymName().str());
+        const Footprint &footprint = planned->footprint;
+        // The planner prices a pipelined step whole, as one device would run
+        // it; its schedule takes a share of that.
+        double share = plan.pipelineAxis ? pipelineShare(*planned) : 1.0;
+        int64_t lastStage =
+            planned->open.empty() || !dataAxisOf(plan.roles) ? 0 : 3;
+        for (int64_t stage = 0; stage <= lastStage; ++stage) {
+          Candidate variant = plan;
+          variant.zero = stage;
+          // With no stage open, the stage a step was given is estimated.
+          int64_t applied = planned->open.empty() ? planned->givenZero : stage;
+          variant.estimatedSeconds =
+              (plan.plannedSeconds + footprint.extraSeconds(applied)) * share;
+          variant.estimatedBytes = footprint.bytes(applied);
+          // A stage that divides nothing more (the plan already splits what
+          // ZeRO would) is not another plan.
+          if (stage > 0 && variant.estimatedBytes == footprint.bytes(stage - 1))
+            continue;
+          // The same plan twice (a restriction the free plan met anyway, or
+          // plans whose arguments split alike): the faster stays.
+          std::string name = variant.name(mesh);
+          auto same = llvm::find_if(considered, [&](const Candidate &c) {
+            return c.name(mesh) == name;
+          });
+          if (same == considered.end())
+            considered.push_back(variant);
+          else if (variant.estimatedSeconds < same->estimatedSeconds)
+            *same = variant;
+        }
       }
-      checkOne(*candidate);
+
+      pruneAbove.reset();
+
+      if (considered.empty()) {
+        module.emitError() << "--auto-shard: the stages of @"
+                           << autoAxisSteps.front()
+                           << " (axis=auto) could not be placed on any mesh "
+                              "axis, or no plan around them could be made";
+        return signalPassFailure();
+      }
+      llvm::stable_sort(considered, better);
+      // Checked first: the best stage of each planned module (the plans
+      // differ most between modules), then the other stages.
+      SmallVector<Candidate *> order;
+      llvm::SmallPtrSet<PlannedModule *, 8> first;
+      for (Candidate &candidate : considered)
+        if (candidate.fits(limit) &&
+            first.insert(candidate.planned.get()).second)
+          order.push_back(&candidate);
+      for (Candidate &candidate : considered)
+        if (!llvm::is_contained(order, &candidate))
+          order.push_back(&candidate);
+      for (Candidate *candidate : order) {
+        // Enough plans checked: only one estimated faster than the best
+        // checked may still win.
+        if (fitting >= kExactChecks &&
+            !(bestCheckedEstimate &&
+              candidate->estimatedSeconds < *bestCheckedEstimate))
+          continue;
+        // Another ZeRO stage of a module with a plan checked to fit, and
+        // no faster by its estimate: the stages of one module differ only
+        // by what the estimate models (the stage's collectives), so it is
+        // not a contender either.
+        if (auto it = moduleFits.find(candidate->planned.get());
+            it != moduleFits.end() && candidate->estimatedSeconds >= it->second)
+          continue;
+        // Far slower by its estimate than a plan checked to fit: not a
+        // contender.
+        if (bestCheckedEstimate &&
+            candidate->estimatedSeconds > kCheckMargin * *bestCheckedEstimate)
+          continue;
+        auto it = unmodelled.find(candidate->planned.get());
+        if (it != unmodelled.end() &&
+            candidate->estimatedBytes + it->second > limit)
+          candidate->estimatedBytes += it->second;
+        if (!candidate->fits(limit)) {
+          skipped.push_back(candidate);
+          continue;
+        }
+        checkOne(*candidate);
+      }
+      if (prunedBounds.empty())
+        break;
+      double mostFitting = 0;
+      for (const Candidate &candidate : considered)
+        if (candidate.exact && candidate.exact->arenaBytes <= limit)
+          mostFitting = std::max(mostFitting, candidate.estimatedSeconds);
+      if (fitting > 0 && llvm::all_of(prunedBounds, [&](double bound) {
+            return bound > kCheckMargin * mostFitting;
+          })) {
+        pruned = int(prunedBounds.size());
+        break;
+      }
+      unpruned = int(prunedBounds.size());
     }
     // Nothing checked fits: the estimates may be wrong too.
     for (Candidate *candidate : skipped)
@@ -3814,6 +3938,8 @@ struct AutoShardPass
         b.getNamedAttr("estimated_bytes",
                        b.getI64IntegerAttr(best.estimatedBytes)),
         b.getNamedAttr("considered", b.getI64IntegerAttr(considered.size())),
+        b.getNamedAttr("pruned", b.getI64IntegerAttr(pruned)),
+        b.getNamedAttr("unpruned", b.getI64IntegerAttr(unpruned)),
         b.getNamedAttr("checked", b.getI64IntegerAttr(checks)),
         b.getNamedAttr("shortened_checks", b.getI64IntegerAttr(shortened)),
         b.getNamedAttr("alternatives", b.getArrayAttr(alternatives)),

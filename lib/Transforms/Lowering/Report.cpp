@@ -612,6 +612,13 @@ struct ReportPass : public mlir::par::impl::ReportPassBase<ReportPass> {
     os << "auto-shard plan on '" << text("profile") << "' (limit "
        << humanBytes(integer("memory_limit")) << " per device; "
        << integer("considered") << " plans considered"
+       << (integer("pruned") > 0
+               ? " and " + std::to_string(integer("pruned")) + " pruned"
+               : std::string())
+       << (integer("unpruned") > 0
+               ? " (" + std::to_string(integer("unpruned")) +
+                     " pruned, then made again: it could have been checked)"
+               : std::string())
        << (plan.get("fused") ? ", for the --par-fuse program" : "") << "):\n";
     os << "  chosen: " << text("plan") << " (ZeRO stage " << integer("zero");
     // Recomputation, where the plan has some: chosen, or the user's.
