@@ -209,6 +209,10 @@ public:
       columnEntries[column].push_back({row, coef});
   }
   double &cost(int column) { return objective[column]; }
+  /// A row the caller drops and solves again without where no solution
+  /// meets it (the memory row): pruning must hold without it too.
+  std::optional<int> relaxableRow;
+  int numRows() const { return int(rowLower.size()); }
   /// Rules out `column` (it stays 0).
   void forbid(int column) { addRow({column}, {1.0}, 'L', 0); }
   size_t numColumns() const { return objective.size(); }
@@ -295,8 +299,17 @@ private:
         // branching would only prove an optimum above it.
         double bound = Cbc_getBestPossibleObjValue(model) / 1e6;
         if (quick && cutoff && bound > *cutoff) {
-          prunedAt = bound;
-          return std::nullopt;
+          // Where no solution met the relaxable row, the program would be
+          // solved again without it: its optimum then is bounded by the
+          // root without that row, which must be over the cutoff too.
+          std::optional<double> without =
+              relaxableRow
+                  ? rootBoundWithout(*relaxableRow, start, index, value, scaled)
+                  : std::optional<double>(bound);
+          if (without && *without > *cutoff) {
+            prunedAt = std::min(bound, *without);
+            return std::nullopt;
+          }
         }
         if (quick)
           continue;
@@ -310,11 +323,34 @@ private:
     return std::nullopt;
   }
 
+  /// The bound at the root (no cuts) of the program with `row` dropped;
+  /// none where it has no solution even so.
+  std::optional<double>
+  rootBoundWithout(int row, const std::vector<CoinBigIndex> &start,
+                   const std::vector<int> &index,
+                   const std::vector<double> &value,
+                   const std::vector<double> &scaled) const {
+    std::vector<double> upper(rowUpper);
+    upper[row] = COIN_DBL_MAX_VALUE;
+    Cbc_Model *model = Cbc_newModel();
+    llvm::scope_exit release([&] { Cbc_deleteModel(model); });
+    load(model, start, index, value, scaled, /*quick=*/true, /*nodes=*/1,
+         &upper);
+    Cbc_solve(model);
+    if (Cbc_isProvenInfeasible(model))
+      return std::nullopt;
+    return (Cbc_isProvenOptimal(model) ? Cbc_getObjValue(model)
+                                       : Cbc_getBestPossibleObjValue(model)) /
+           1e6;
+  }
+
   /// Loads the program into `model`: `quick`, without preprocessing or
-  /// cuts and with at most `nodes` nodes of branch and bound.
+  /// cuts and with at most `nodes` nodes of branch and bound; with
+  /// `upper`, the rows' upper bounds from there.
   void load(Cbc_Model *model, const std::vector<CoinBigIndex> &start,
             const std::vector<int> &index, const std::vector<double> &value,
-            const std::vector<double> &scaled, bool quick, int nodes) const {
+            const std::vector<double> &scaled, bool quick, int nodes,
+            const std::vector<double> *rowUppers = nullptr) const {
     std::vector<double> lower(objective.size(), 0.0),
         upper(objective.size(), 1.0);
     Cbc_setLogLevel(model, 0);
@@ -332,7 +368,7 @@ private:
     Cbc_loadProblem(model, int(objective.size()), int(rowLower.size()),
                     start.data(), index.data(), value.data(), lower.data(),
                     upper.data(), scaled.data(), rowLower.data(),
-                    rowUpper.data());
+                    (rowUppers ? *rowUppers : rowUpper).data());
     for (auto [column, integer] : llvm::enumerate(integers))
       if (integer)
         Cbc_setInteger(model, int(column));
@@ -1589,6 +1625,7 @@ LogicalResult Planner::solveAxis(int32_t axis, std::optional<double> cutoff) {
         cols.push_back(int(col));
         coefs.push_back(bytes);
       }
+    program.relaxableRow = program.numRows();
     program.addRow(cols, coefs, 'L', double(memoryLimit));
   }
   std::optional<double> bound;
@@ -3576,10 +3613,13 @@ struct AutoShardPass
         if (candidate.fits(limit) &&
             first.insert(candidate.planned.get()).second)
           order.push_back(&candidate);
+      size_t firstOfModules = order.size();
       for (Candidate &candidate : considered)
         if (!llvm::is_contained(order, &candidate))
           order.push_back(&candidate);
-      for (Candidate *candidate : order) {
+      // Where in `order` the first plan checked to fit was.
+      std::optional<size_t> firstFit;
+      for (auto [position, candidate] : llvm::enumerate(order)) {
         // Enough plans checked: only one estimated faster than the best
         // checked may still win.
         if (fitting >= kExactChecks &&
@@ -3607,16 +3647,30 @@ struct AutoShardPass
           continue;
         }
         checkOne(*candidate);
+        if (fitting > 0 && !firstFit)
+          firstFit = position;
       }
       if (prunedBounds.empty())
         break;
+      // A pruned plan would have been checked unless, at its turn, a plan
+      // checked to fit made it far slower: its best stage comes among the
+      // first of each module after every one estimated under its bound,
+      // so a plan must have been checked to fit before those, and its
+      // bound must be over kCheckMargin times every estimate checked to
+      // fit (bestCheckedEstimate takes these).
       double mostFitting = 0;
       for (const Candidate &candidate : considered)
         if (candidate.exact && candidate.exact->arenaBytes <= limit)
           mostFitting = std::max(mostFitting, candidate.estimatedSeconds);
-      if (fitting > 0 && llvm::all_of(prunedBounds, [&](double bound) {
-            return bound > kCheckMargin * mostFitting;
-          })) {
+      auto neverChecked = [&](double bound) {
+        size_t before = 0;
+        while (before < firstOfModules &&
+               order[before]->estimatedSeconds < bound)
+          ++before;
+        return firstFit && *firstFit < before &&
+               bound > kCheckMargin * mostFitting;
+      };
+      if (llvm::all_of(prunedBounds, neverChecked)) {
         pruned = int(prunedBounds.size());
         break;
       }

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Prints whether two --auto-shard outputs of one model chose the same plan
-with the same checked figures, and each record's pruned and unpruned counts.
+with the same checked figures after checking the same plans (the number
+checked, and each checked alternative's figures), and each record's pruned
+and unpruned counts.
 
 same-plan.py A.mlir B.mlir"""
 import re
@@ -9,20 +11,35 @@ import sys
 
 def record(path):
     head = open(path).readline()
-    # The chosen plan's keys follow its alternatives.
-    tail = head[head.rfind("}], axes = "):]
-    field = lambda name, pattern: re.search(r"\b" + name + r" = " + pattern, tail).group(1)
+    start = head.find("par.auto_shard = {alternatives = [")
+    if start < 0:
+        sys.exit(f"{path}: no par.auto_shard record")
+    text = head[start:]
+    # The chosen plan's keys follow its alternatives' list; its own
+    # step_seconds is the last (its schedule trials' come before it).
+    split = text.find("], axes = ")
+    alternatives, tail = text[:split], text[split:]
+    field = lambda name, pattern: re.findall(r"\b" + name + r" = " + pattern, tail)[-1]
+    checked = set()
+    for entry in re.findall(r"\{checked = true[^{}]*\}", alternatives):
+        checked.add((re.search(r'plan = "([^"]*)"', entry).group(1),
+                     re.search(r"step_seconds = ([0-9.e+-]+)", entry).group(1),
+                     re.search(r"memory_bytes = (\d+)", entry).group(1)))
     return {
         "plan": field("plan", r'"([^"]*)"'),
         "seconds": field("step_seconds", r"([0-9.e+-]+)"),
         "bytes": field("memory_bytes", r"(\d+)"),
+        "checks": field("checked", r"(\d+)"),
+        "checked alternatives": checked,
         "pruned": int(field("pruned", r"(\d+)")),
         "unpruned": int(field("unpruned", r"(\d+)")),
     }
 
 
 a, b = record(sys.argv[1]), record(sys.argv[2])
-same = all(a[key] == b[key] for key in ("plan", "seconds", "bytes"))
-print(f"chosen: {'same' if same else 'different'} ({a['plan']}; {b['plan']})")
+keys = ("plan", "seconds", "bytes", "checks", "checked alternatives")
+differ = [key for key in keys if a[key] != b[key]]
+print(f"chosen: {'same' if not differ else 'different: ' + ', '.join(differ)} "
+      f"({a['plan']}; {b['plan']})")
 for name, r in (("first", a), ("second", b)):
     print(f"{name}: pruned {r['pruned']}, unpruned {r['unpruned']}")
