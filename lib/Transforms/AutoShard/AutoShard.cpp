@@ -2600,9 +2600,6 @@ struct AutoShardPass
   bool fusing = false;
   /// Deep steps are checked on shortened copies (checks=short).
   bool shortChecks = true;
-  /// The estimate above which a plan being planned is pruned (none: no
-  /// plan is).
-  std::optional<double> pruneAbove;
 
   /// Per module the plans start from (the pass's module, or a copy with a
   /// step divided into micro-batches) and function, a planner built on it
@@ -2615,13 +2612,24 @@ struct AutoShardPass
   /// candidate's axis uses, and records its roles and time, the open
   /// training steps and the footprint. With `mapping` (from `source` to
   /// `planned.module`, a copy of it whose stages may have been placed),
-  /// each planner starts from the function's prototype in `source`.
+  /// each planner starts from the function's prototype in `source`. With
+  /// `pruneAbove`, a plan whose program shows it estimated over that is
+  /// pruned (fails with `candidate.prunedBound` set).
   LogicalResult planModule(PlannedModule &planned, const MachineModel &machine,
                            int64_t limit, Candidate &candidate, ModuleOp source,
-                           const IRMapping *mapping) {
+                           const IRMapping *mapping,
+                           std::optional<double> pruneAbove) {
     MeshOp mesh = *planned.module->getOps<MeshOp>().begin();
     candidate.plannedSeconds = 0;
     candidate.roles.clear();
+    // The plan's estimate is at least its slowest function's program over
+    // the stages of its pipelined steps (each stage's share of the whole
+    // step is no less than an even one).
+    int64_t stages = 1;
+    for (auto func : planned.module->getOps<func::FuncOp>())
+      if (std::optional<PipelineInfo> info = getPipeline(func);
+          info && info->stages > 1)
+        stages = stages == 1 ? info->stages : std::min(stages, info->stages);
     bool rolesFromStep = false, footprintFromStep = false;
     for (auto func : planned.module->getOps<func::FuncOp>()) {
       if (func.isDeclaration())
@@ -2656,14 +2664,6 @@ struct AutoShardPass
               : std::make_unique<Planner>(func, mesh, machine, planLimit,
                                           candidate.uses, planningCache,
                                           fusing));
-      // The plan's estimate is at least its slowest function's program
-      // over the stages of its pipelined steps (each stage's share of the
-      // whole step is no less than an even one).
-      int64_t stages = 1;
-      for (auto other : planned.module->getOps<func::FuncOp>())
-        if (std::optional<PipelineInfo> info = getPipeline(other);
-            info && info->stages > 1)
-          stages = stages == 1 ? info->stages : std::min(stages, info->stages);
       if (pruneAbove)
         planner.pruneAbove = *pruneAbove * double(stages);
       if ((!prototype && failed(planner.build())) || failed(planner.solve())) {
@@ -3483,11 +3483,9 @@ struct AutoShardPass
     };
     // Plans are pruned while planned (their programs not solved) where the
     // program's bound shows them far slower than the best estimate so far;
-    // where a pruned plan could have been checked (its bound within
-    // kCheckMargin of a plan checked to fit, or nothing checked fits), the
-    // plans are made and checked again with nothing pruned, so pruning
-    // never changes the plan chosen.
-    // Plans pruned, and plans pruned and then made again.
+    // where a pruned plan could have been checked (below), the plans are
+    // made and checked again with nothing pruned, so pruning never changes
+    // the plan chosen. Counted: plans pruned, and pruned then made again.
     int pruned = 0, unpruned = 0;
     for (bool pruning : {bool(pruneMargin), false}) {
       considered.clear();
@@ -3501,13 +3499,12 @@ struct AutoShardPass
       for (auto [i, plan] : llvm::enumerate(plans)) {
         // Pruned: a plan whose integer program shows it estimated over
         // prune= times the best estimate of a plan estimated to fit.
-        pruneAbove.reset();
+        std::optional<double> pruneAbove;
         if (pruning)
           for (const Candidate &other : considered)
             if (other.fits(limit))
-              pruneAbove = std::min(
-                  pruneAbove.value_or(*pruneMargin * other.estimatedSeconds),
-                  *pruneMargin * other.estimatedSeconds);
+              pruneAbove = std::min(pruneAbove.value_or(HUGE_VAL),
+                                    *pruneMargin * other.estimatedSeconds);
         plan.prunedBound.reset();
         auto planned = std::make_shared<PlannedModule>();
         {
@@ -3549,7 +3546,8 @@ struct AutoShardPass
           if (failed(placeAutoStages(*planned->module, placed,
                                      plan.pipelineAxis)) ||
               failed(planModule(*planned, *machine, limit, plan, source,
-                                fromPrototype ? &mapping : nullptr))) {
+                                fromPrototype ? &mapping : nullptr,
+                                pruneAbove))) {
             if (plan.prunedBound) {
               prunedBounds.push_back(*plan.prunedBound);
               continue;
@@ -3594,8 +3592,6 @@ struct AutoShardPass
             *same = variant;
         }
       }
-
-      pruneAbove.reset();
 
       if (considered.empty()) {
         module.emitError() << "--auto-shard: the stages of @"
