@@ -361,11 +361,11 @@ private:
     // optimum either way).
     Cbc_setParameter(model, "heuristicsOnOff", "off");
     // No cutting planes either, at the root or in the tree: where these
-    // programs branch (a memory row that binds), CBC's cuts cost more
-    // than the nodes they save. Over the ten programs-that-branch cases of
-    // bench/README.md ("CBC without cutting planes") CBC took 31 s
-    // without them against 142 s with them, never more than 0.1 s
-    // slower on any one; the optimum is proven either way.
+    // programs branch (their memory row binds), CBC's cuts cost more than
+    // the nodes they save. Over the ten cases of bench/README.md ("CBC
+    // without cutting planes") CBC took 30 s without them against 89 s
+    // with them, and no case took longer; the optimum is proven either
+    // way.
     Cbc_setParameter(model, "cutsOnOff", "off");
     if (quick) {
       Cbc_setParameter(model, "preprocess", "off");
