@@ -192,6 +192,12 @@ using SolvedPrograms =
 /// A 0-1 program built in memory and handed to CBC whole (adding rows and
 /// columns to a CBC model one by one copies it each time).
 class IntegerProgram {
+  /// How CBC is run on a program, in this order until one proves it
+  /// optimal (or infeasible); see solveWith.
+  enum class Try { Root, Branch, Whole };
+  /// The branch try's node limit.
+  static constexpr int kBranchNodes = 200;
+
 public:
   int addColumn(double cost, bool integer) {
     objective.push_back(cost);
@@ -280,17 +286,23 @@ private:
     // These programs' relaxations are mostly integral at the root, where
     // CBC's preprocessing and cuts cost more than they save (the 12
     // programs of a 96-layer GPT on 8x8: 1.65 s with them, 0.95 s without,
-    // none branching). So a first try without them stops after the root
-    // node; a program that try does not prove optimal (one that needs
-    // branching) is solved again with preprocessing (a pipelined GPT-175B
-    // on 128x8 took 3.1 s without it, 1.6 s with it) and no node limit,
-    // which costs the try (0.5 s of Llama 70B's 14 s on 64x8). A node
-    // limit, not a time limit, keeps the result deterministic.
-    constexpr int kQuickNodes = 1;
-    for (bool quick : {true, false}) {
+    // none branching). So the first try, without them, stops after the
+    // root node. A program it does not prove optimal (one that needs
+    // branching: its memory row binds) is branched on with preprocessing
+    // (a pipelined GPT-175B on 128x8 took 3.1 s without it, 1.6 s with it)
+    // but without cuts, which cost more than the nodes they save on most
+    // such programs (bench/README.md, "CBC without cutting planes": 31 s
+    // against 89 s over ten cases), up to kBranchNodes nodes. Where that
+    // does not prove it either, it is solved whole, with CBC's cuts and no
+    // node limit: some programs find no solution without cuts (GPT-tiny's
+    // step for 2x2 on a slow-compute profile branched 2 minutes without
+    // one, where cuts prove it in 11 nodes). Node limits, not time limits,
+    // keep the result deterministic.
+    for (Try attempt : {Try::Root, Try::Branch, Try::Whole}) {
+      bool quick = attempt == Try::Root;
       Cbc_Model *model = Cbc_newModel();
       llvm::scope_exit release([&] { Cbc_deleteModel(model); });
-      load(model, start, index, value, scaled, quick, kQuickNodes);
+      load(model, start, index, value, scaled, attempt);
       Cbc_solve(model);
       if (Cbc_isProvenInfeasible(model))
         return std::nullopt;
@@ -311,7 +323,8 @@ private:
             return std::nullopt;
           }
         }
-        if (quick)
+        // Not proven within the try's node limit: the next try.
+        if (attempt != Try::Whole)
           continue;
         return std::nullopt;
       }
@@ -334,8 +347,7 @@ private:
     upper[row] = COIN_DBL_MAX_VALUE;
     Cbc_Model *model = Cbc_newModel();
     llvm::scope_exit release([&] { Cbc_deleteModel(model); });
-    load(model, start, index, value, scaled, /*quick=*/true, /*nodes=*/1,
-         &upper);
+    load(model, start, index, value, scaled, Try::Root, &upper);
     Cbc_solve(model);
     if (Cbc_isProvenInfeasible(model))
       return std::nullopt;
@@ -349,7 +361,7 @@ private:
   /// `upper`, the rows' upper bounds from there.
   void load(Cbc_Model *model, const std::vector<CoinBigIndex> &start,
             const std::vector<int> &index, const std::vector<double> &value,
-            const std::vector<double> &scaled, bool quick, int nodes,
+            const std::vector<double> &scaled, Try attempt,
             const std::vector<double> *rowUppers = nullptr) const {
     std::vector<double> lower(objective.size(), 0.0),
         upper(objective.size(), 1.0);
@@ -360,16 +372,24 @@ private:
     // program for 1,024 devices: 2.0 s with them, 0.8 s without; the same
     // optimum either way).
     Cbc_setParameter(model, "heuristicsOnOff", "off");
-    // No cutting planes either, at the root or in the tree: where these
-    // programs branch (their memory row binds), CBC's cuts cost more than
-    // the nodes they save. Over the ten cases of bench/README.md ("CBC
-    // without cutting planes") CBC took 30 s without them against 89 s
-    // with them, and no case took longer; the optimum is proven either
-    // way.
-    Cbc_setParameter(model, "cutsOnOff", "off");
-    if (quick) {
+    // Optimal to a relative gap of 1e-9, far below what the costs resolve:
+    // CBC's default gap is absolute (1e-10), under a double's resolution
+    // of these programs' objectives where they are large (1.2e10 us for a
+    // step on a slow profile), and it then branched on after finding the
+    // optimum.
+    Cbc_setParameter(model, "ratioGap", "1e-9");
+    switch (attempt) {
+    case Try::Root:
       Cbc_setParameter(model, "preprocess", "off");
-      Cbc_setMaximumNodes(model, nodes);
+      Cbc_setParameter(model, "cutsOnOff", "off");
+      Cbc_setMaximumNodes(model, 1);
+      break;
+    case Try::Branch:
+      Cbc_setParameter(model, "cutsOnOff", "off");
+      Cbc_setMaximumNodes(model, kBranchNodes);
+      break;
+    case Try::Whole:
+      break;
     }
     Cbc_loadProblem(model, int(objective.size()), int(rowLower.size()),
                     start.data(), index.data(), value.data(), lower.data(),

@@ -210,10 +210,7 @@ StepPrediction mlir::par::predictStep(func::FuncOp func,
       // the other inputs.
       OpWork work;
       DotOp dot = fused.getProducerDot();
-      for (Operation &member : fused.getBodyOps())
-        if (auto rule = dyn_cast<ShardingRuleOpInterface>(member))
-          if (&member != dot.getOperation())
-            work.flops += rule.getWork().flops;
+      work.flops = fused.getFlops(dot);
       p.deviceFlops += work.flops;
       double bytes = touchedBytes(op);
       if (dot) {

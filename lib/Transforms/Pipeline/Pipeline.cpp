@@ -314,13 +314,8 @@ std::string mlir::par::slotLabel(const PipelineSlot &slot,
 /// members' (the members carry no marks of their own: the group runs in
 /// its slot); none for an op without a rule.
 static std::optional<double> flopsOf(Operation *op) {
-  if (auto fused = dyn_cast<FusedOp>(op)) {
-    double flops = 0;
-    for (Operation &member : fused.getBodyOps())
-      if (auto rule = dyn_cast<ShardingRuleOpInterface>(member))
-        flops += rule.getWork().flops;
-    return flops;
-  }
+  if (auto fused = dyn_cast<FusedOp>(op))
+    return fused.getFlops();
   if (auto rule = dyn_cast<ShardingRuleOpInterface>(op))
     return rule.getWork().flops;
   return std::nullopt;

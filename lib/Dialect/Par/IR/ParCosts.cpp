@@ -79,6 +79,15 @@ double mlir::par::totalFlops(Operation *root) {
   return flops;
 }
 
+double FusedOp::getFlops(Operation *except) {
+  double flops = 0;
+  for (Operation &member : getBodyOps())
+    if (auto rule = dyn_cast<ShardingRuleOpInterface>(member))
+      if (&member != except)
+        flops += rule.getWork().flops;
+  return flops;
+}
+
 OpWork DotOp::getWork() {
   // One point per combination of batch, free and contracted indices: the
   // product of the rule's factor sizes.

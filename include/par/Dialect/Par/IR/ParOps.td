@@ -1075,6 +1075,10 @@ def Par_FusedOp : Par_Op<"fused", [Pure, IsolatedFromAbove, Par_InPlace,
     /// The dot that starts the group, if it has one (a GEMM whose
     /// result the group's element-wise ops finish: a bias, an activation).
     DotOp getProducerDot();
+    /// The FLOPs of the group: its ops' work by their rules, in order,
+    /// but `except`'s (the producer dot, where it is priced as a GEMM of
+    /// its own).
+    double getFlops(Operation *except = nullptr);
     /// Whether the group ends in a reduction (its shape is then not its
     /// result's).
     bool isReduction();
