@@ -123,6 +123,11 @@ def AutoShardPass : Pass<"auto-shard", "::mlir::ModuleOp"> {
            "more; off: none is); where a pruned plan could have been "
            "checked, every plan is made again with none pruned, so the "
            "plan chosen is the same">,
+    Option<"branchNodes", "branch-nodes", "int64_t", /*default=*/"200",
+           "CBC's node limit for an integer program that needs branching, "
+           "branched on first without cutting planes; one not proven "
+           "optimal within it is solved again with them and no limit (0: "
+           "straight to that)">,
   ];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }

@@ -195,10 +195,10 @@ class IntegerProgram {
   /// How CBC is run on a program, in this order until one proves it
   /// optimal (or infeasible); see solveWith.
   enum class Try { Root, Branch, Whole };
-  /// The branch try's node limit.
-  static constexpr int kBranchNodes = 200;
 
 public:
+  /// The branch try's node limit (branch-nodes=; 0: no branch try).
+  int64_t branchNodes = 200;
   int addColumn(double cost, bool integer) {
     objective.push_back(cost);
     integers.push_back(integer);
@@ -292,13 +292,15 @@ private:
     // (a pipelined GPT-175B on 128x8 took 3.1 s without it, 1.6 s with it)
     // but without cuts, which cost more than the nodes they save on most
     // such programs (bench/README.md, "CBC without cutting planes": 31 s
-    // against 89 s over ten cases), up to kBranchNodes nodes. Where that
+    // against 89 s over ten cases), up to branchNodes nodes. Where that
     // does not prove it either, it is solved whole, with CBC's cuts and no
     // node limit: some programs find no solution without cuts (GPT-tiny's
     // step for 2x2 on a slow-compute profile branched 2 minutes without
     // one, where cuts prove it in 11 nodes). Node limits, not time limits,
     // keep the result deterministic.
     for (Try attempt : {Try::Root, Try::Branch, Try::Whole}) {
+      if (attempt == Try::Branch && branchNodes <= 0)
+        continue;
       bool quick = attempt == Try::Root;
       Cbc_Model *model = Cbc_newModel();
       llvm::scope_exit release([&] { Cbc_deleteModel(model); });
@@ -386,7 +388,7 @@ private:
       break;
     case Try::Branch:
       Cbc_setParameter(model, "cutsOnOff", "off");
-      Cbc_setMaximumNodes(model, kBranchNodes);
+      Cbc_setMaximumNodes(model, int(std::min<int64_t>(branchNodes, INT_MAX)));
       break;
     case Try::Whole:
       break;
@@ -527,6 +529,8 @@ public:
   /// this, is not solved, and `prunedAt` says how slow at least.
   std::optional<double> pruneAbove;
   std::optional<double> prunedAt;
+  /// CBC's node limit for a program's branch try (IntegerProgram).
+  int64_t branchNodes = 200;
   void writeBack();
   /// Records on each value what its layout beat (`par.planned`): called
   /// for the chosen plan only, after writeBack.
@@ -1655,6 +1659,7 @@ LogicalResult Planner::solveAxis(int32_t axis, std::optional<double> cutoff) {
     program.addRow(cols, coefs, 'L', double(memoryLimit));
   }
   std::optional<double> bound;
+  program.branchNodes = branchNodes;
   auto result = program.solve(
       cache.programs,
       cutoff ? std::optional<double>(*cutoff - fixedSeconds) : std::nullopt,
@@ -2692,6 +2697,7 @@ struct AutoShardPass
                                           fusing));
       if (pruneAbove)
         planner.pruneAbove = *pruneAbove * double(stages);
+      planner.branchNodes = branchNodes;
       if ((!prototype && failed(planner.build())) || failed(planner.solve())) {
         if (planner.prunedAt)
           candidate.prunedBound = *planner.prunedAt / double(stages);
@@ -3378,6 +3384,12 @@ struct AutoShardPass
                          << " is under " << kShortenedFrom
                          << " (copies of 3 and 4 layers would not be "
                             "shorter than the step)";
+      return signalPassFailure();
+    }
+    if (branchNodes < 0) {
+      module.emitError()
+          << "--auto-shard: branch-nodes=" << int64_t(branchNodes)
+          << " is negative (a node limit, or 0 for no branch try)";
       return signalPassFailure();
     }
     std::optional<double> pruneMargin;

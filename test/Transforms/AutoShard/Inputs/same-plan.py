@@ -2,9 +2,11 @@
 """Prints whether two --auto-shard outputs of one model chose the same plan
 with the same checked figures after checking the same plans (the number
 checked, and each checked alternative's figures), and each record's pruned
-and unpruned counts.
+and unpruned counts. With --chosen, only the chosen plan and its checked
+figures are compared (where the integer programs may return another of
+several optima, and with it other alternatives).
 
-same-plan.py A.mlir B.mlir"""
+same-plan.py [--chosen] A.mlir B.mlir"""
 import re
 import sys
 
@@ -36,8 +38,12 @@ def record(path):
     }
 
 
-a, b = record(sys.argv[1]), record(sys.argv[2])
-keys = ("plan", "seconds", "bytes", "checks", "checked alternatives")
+args = sys.argv[1:]
+chosen_only = "--chosen" in args
+args = [arg for arg in args if arg != "--chosen"]
+a, b = record(args[0]), record(args[1])
+keys = ("plan", "seconds", "bytes") if chosen_only else \
+    ("plan", "seconds", "bytes", "checks", "checked alternatives")
 differ = [key for key in keys if a[key] != b[key]]
 print(f"chosen: {'same' if not differ else 'different: ' + ', '.join(differ)} "
       f"({a['plan']}; {b['plan']})")
