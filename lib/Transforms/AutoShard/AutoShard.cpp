@@ -191,6 +191,10 @@ using SolvedPrograms =
 
 /// A 0-1 program built in memory and handed to CBC whole (adding rows and
 /// columns to a CBC model one by one copies it each time).
+/// CBC's node limit for a program's branch try, unless branch-nodes= says
+/// otherwise (the pass option's default).
+constexpr int64_t kBranchNodes = 200;
+
 class IntegerProgram {
   /// How CBC is run on a program, in this order until one proves it
   /// optimal (or infeasible); see solveWith.
@@ -198,7 +202,7 @@ class IntegerProgram {
 
 public:
   /// The branch try's node limit (branch-nodes=; 0: no branch try).
-  int64_t branchNodes = 200;
+  int64_t branchNodes = kBranchNodes;
   int addColumn(double cost, bool integer) {
     objective.push_back(cost);
     integers.push_back(integer);
@@ -301,7 +305,6 @@ private:
     for (Try attempt : {Try::Root, Try::Branch, Try::Whole}) {
       if (attempt == Try::Branch && branchNodes <= 0)
         continue;
-      bool quick = attempt == Try::Root;
       Cbc_Model *model = Cbc_newModel();
       llvm::scope_exit release([&] { Cbc_deleteModel(model); });
       load(model, start, index, value, scaled, attempt);
@@ -312,7 +315,7 @@ private:
         // The root's bound (its relaxation, no cuts) is over the cutoff:
         // branching would only prove an optimum above it.
         double bound = Cbc_getBestPossibleObjValue(model) / 1e6;
-        if (quick && cutoff && bound > *cutoff) {
+        if (attempt == Try::Root && cutoff && bound > *cutoff) {
           // Where no solution met the relaxable row, the program would be
           // solved again without it: its optimum then is bounded by the
           // root without that row, which must be over the cutoff too.
@@ -358,9 +361,8 @@ private:
            1e6;
   }
 
-  /// Loads the program into `model`: `quick`, without preprocessing or
-  /// cuts and with at most `nodes` nodes of branch and bound; with
-  /// `upper`, the rows' upper bounds from there.
+  /// Loads the program into `model`, CBC set up for `attempt` (see
+  /// solveWith); with `rowUppers`, the rows' upper bounds from there.
   void load(Cbc_Model *model, const std::vector<CoinBigIndex> &start,
             const std::vector<int> &index, const std::vector<double> &value,
             const std::vector<double> &scaled, Try attempt,
@@ -388,7 +390,9 @@ private:
       break;
     case Try::Branch:
       Cbc_setParameter(model, "cutsOnOff", "off");
-      Cbc_setMaximumNodes(model, int(std::min<int64_t>(branchNodes, INT_MAX)));
+      Cbc_setMaximumNodes(
+          model,
+          int(std::min<int64_t>(branchNodes, std::numeric_limits<int>::max())));
       break;
     case Try::Whole:
       break;
@@ -530,7 +534,7 @@ public:
   std::optional<double> pruneAbove;
   std::optional<double> prunedAt;
   /// CBC's node limit for a program's branch try (IntegerProgram).
-  int64_t branchNodes = 200;
+  int64_t branchNodes = kBranchNodes;
   void writeBack();
   /// Records on each value what its layout beat (`par.planned`): called
   /// for the chosen plan only, after writeBack.
