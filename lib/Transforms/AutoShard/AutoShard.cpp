@@ -3217,15 +3217,44 @@ struct AutoShardPass
     return figuresOf(**whole);
   }
 
+  /// A whole check made, by the hash of the shortened copies' program it
+  /// replaced (checkWhole).
+  struct WholeCheck {
+    llvm::hash_code key;
+    FailureOr<Exact> exact;
+    std::string why;
+  };
+  std::vector<WholeCheck> wholeChecks;
+
   /// Checks `candidate` again on the whole module where its figures were
   /// read off shortened copies.
   void checkWhole(Candidate &candidate, const MachineModel &machine) {
     if (!candidate.exact || !candidate.exact->shortenedLayers)
       return;
-    setStage(candidate);
+    // Plans whose shortened copies partitioned to the same program (a
+    // sequence-parallel variant and its base plan completed by
+    // propagation: the one splits the residual stream over the sequence,
+    // the other carries it as partial sums the partitioner reduce-scatters)
+    // partition whole to the same program too, its middle layers being
+    // copies: the first one's check is the other's. Not for a pipelined
+    // step, whose schedule is a mark the program's hash leaves out.
+    std::optional<llvm::hash_code> key;
+    if (!candidate.exact->pipeline)
+      key = candidate.exact->program;
+    auto same = llvm::find_if(wholeChecks, [&](const WholeCheck &done) {
+      return key && done.key == *key;
+    });
     std::string why;
-    FailureOr<Exact> exact =
-        evaluate(*candidate.planned->module, machine, fusing, why);
+    FailureOr<Exact> exact = failure();
+    if (same != wholeChecks.end()) {
+      exact = same->exact;
+      why = same->why;
+    } else {
+      setStage(candidate);
+      exact = evaluate(*candidate.planned->module, machine, fusing, why);
+      if (key)
+        wholeChecks.push_back({*key, exact, why});
+    }
     if (succeeded(exact)) {
       // The skipped schedules' estimates were scaled to the figures of the
       // copies: scaled again to the whole check.
@@ -3290,6 +3319,7 @@ struct AutoShardPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     planningCache.clear();
+    wholeChecks.clear();
     // The prototypes point into this run's modules.
     auto dropPrototypes = llvm::make_scope_exit([&] { prototypes.clear(); });
     // Recomputation is open where the module has training steps and the
