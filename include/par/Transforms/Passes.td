@@ -125,9 +125,9 @@ def AutoShardPass : Pass<"auto-shard", "::mlir::ModuleOp"> {
            "plan chosen is the same">,
     Option<"branchNodes", "branch-nodes", "int64_t", /*default=*/"200",
            "CBC's node limit for an integer program that needs branching, "
-           "branched on first without cutting planes; one not proven "
-           "optimal within it is solved again with them and no limit (0: "
-           "straight to that)">,
+           "branched on first with no cutting planes but probing; one not "
+           "proven optimal within it is solved again with all of them and "
+           "no limit (0: straight to that)">,
   ];
   let dependentDialects = ["::mlir::par::ParDialect"];
 }
