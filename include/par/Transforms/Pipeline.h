@@ -135,12 +135,21 @@ std::string slotLabel(const PipelineSlot &slot, const PipelineInfo &info);
 /// Adds `op`'s FLOPs per micro-batch to its slot's time.
 void addSlotWork(Operation *op, const PipelineInfo &info, SlotTimes &times);
 
+/// The slot times of an unsplit step, in FLOPs and in what `cost` returns
+/// for each op (seconds, say): under a schedule whose backward ops all run
+/// in B slots, and under zb-h1 (its weight-gradient ops in W slots).
+struct StepSlotWork {
+  SlotTimes flops, cost;
+  SlotTimes zeroBubbleFlops, zeroBubbleCost;
+};
+
 /// The slot times of `func`, an unsplit step with stage and micro-batch
-/// marks, under `info` (its schedule decides which backward ops are W),
-/// as --par-schedule would measure them; no marks are written. With
-/// `cost`, an op adds what it returns (seconds, say) instead of its FLOPs.
-SlotTimes stepSlotWork(func::FuncOp func, const PipelineInfo &info,
-                       llvm::function_ref<double(Operation *)> cost = {});
+/// marks, under `info`'s stages and micro-batches, as --par-schedule would
+/// measure them, in one walk; zb-h1's only `withZeroBubble` (else empty).
+/// No marks are written.
+StepSlotWork stepSlotWork(func::FuncOp func, const PipelineInfo &info,
+                          llvm::function_ref<double(Operation *)> cost,
+                          bool withZeroBubble);
 
 /// The share of a pipelined step's work that its schedule's length is: the
 /// simulated makespan over the work of every slot of every micro-batch.

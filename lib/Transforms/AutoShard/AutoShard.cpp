@@ -2922,26 +2922,24 @@ struct AutoShardPass
       if (planner == planned.planners.end())
         continue;
       auto seconds = [&](Operation *op) { return (*planner)->opSeconds(op); };
-      // Per schedule, slot work in FLOPs and in seconds (a zb-h1 trial
-      // moves the weight-gradient ops to W slots).
-      std::optional<std::pair<SlotTimes, SlotTimes>> plain;
+      // A step whose schedule is given runs it under every trial.
+      auto scheduleOf = [&](const std::string &trialName) {
+        return open ? trialName : info->schedule;
+      };
+      // Slot work in FLOPs and in seconds, measured once for every trial
+      // (a zb-h1 trial moves the weight-gradient ops to W slots).
+      StepSlotWork measured = stepSlotWork(
+          func, *info, seconds, llvm::any_of(trials, [&](const auto &name) {
+            return scheduleOf(name) == "zb-h1";
+          }));
       for (auto [i, trialName] : llvm::enumerate(trials)) {
-        // A step whose schedule is given runs it under every trial.
-        std::string schedule = open ? trialName : info->schedule;
+        std::string schedule = scheduleOf(trialName);
         PipelineInfo trial = *info;
         trial.schedule = schedule;
-        auto measure = [&] {
-          return std::make_pair(stepSlotWork(func, trial),
-                                stepSlotWork(func, trial, seconds));
-        };
-        std::pair<SlotTimes, SlotTimes> work;
-        if (schedule == "zb-h1") {
-          work = measure();
-        } else {
-          if (!plain)
-            plain = measure();
-          work = *plain;
-        }
+        std::pair<SlotTimes, SlotTimes> work =
+            schedule == "zb-h1" ? std::make_pair(measured.zeroBubbleFlops,
+                                                 measured.zeroBubbleCost)
+                                : std::make_pair(measured.flops, measured.cost);
         if (schedule == "interleaved" && trial.virtualStages == 1) {
           trial.virtualStages = 2;
           auto halve = [&](const SlotTimes &times) {

@@ -386,20 +386,41 @@ void mlir::par::markWeightGradients(func::FuncOp func,
                 UnitAttr::get(func.getContext()));
 }
 
-SlotTimes
+StepSlotWork
 mlir::par::stepSlotWork(func::FuncOp func, const PipelineInfo &info,
-                        llvm::function_ref<double(Operation *)> cost) {
+                        llvm::function_ref<double(Operation *)> cost,
+                        bool withZeroBubble) {
   DenseSet<Operation *> weight;
-  if (info.schedule == "zb-h1")
+  if (withZeroBubble)
     weight = weightGradientOps(func);
-  SlotTimes work(info.chunks());
+  int64_t chunks = info.chunks();
+  StepSlotWork work{SlotTimes(chunks), SlotTimes(chunks),
+                    SlotTimes(withZeroBubble ? chunks : 0),
+                    SlotTimes(withZeroBubble ? chunks : 0)};
+  auto add = [](SlotTimes &times, SlotKind kind, int64_t chunk, double w) {
+    (kind == SlotKind::F   ? times.forward
+     : kind == SlotKind::B ? times.backward
+                           : times.weight)[chunk] += w;
+  };
+  double microbatches = double(info.microbatches);
   func.walk([&](Operation *op) {
     std::optional<Phase> phase = getPhase(op);
-    if (phase == Phase::forward)
-      addWork(op, SlotKind::F, info, work, cost);
-    else if (phase == Phase::backward)
-      addWork(op, weight.contains(op) ? SlotKind::W : SlotKind::B, info, work,
-              cost);
+    if (phase != Phase::forward && phase != Phase::backward)
+      return;
+    std::optional<double> flops = flopsOf(op);
+    int64_t chunk = getStage(op).value_or(0);
+    if (!flops || chunk >= chunks)
+      return;
+    double f = *flops / microbatches, c = cost(op) / microbatches;
+    SlotKind kind = *phase == Phase::forward ? SlotKind::F : SlotKind::B;
+    add(work.flops, kind, chunk, f);
+    add(work.cost, kind, chunk, c);
+    if (withZeroBubble) {
+      SlotKind zeroBubble =
+          kind == SlotKind::B && weight.contains(op) ? SlotKind::W : kind;
+      add(work.zeroBubbleFlops, zeroBubble, chunk, f);
+      add(work.zeroBubbleCost, zeroBubble, chunk, c);
+    }
   });
   return work;
 }
