@@ -6,7 +6,8 @@ Three tables:
   depth  GPT-1.3B-wide training steps (AdamW) of 1, 2, 4, ... layers on a
          mesh (default dp=8,tp=8 on h100-8x-ib400): ops in the step, the
          planner's wall time (-mlir-timing, AutoShardPass), the plan chosen,
-         its predicted step time and MFU.
+         its predicted step time and MFU. --width 175b: GPT-175B-wide layers
+         (bf16), for the target's 1,024 devices with --mesh 128x8 --batch 128.
   models GPT 1.3B/6.7B/175B and Llama 7B/70B shapes (bf16, AdamW) on 8, 64,
          512 and 1,024 devices (meshes 8, 8x8, 64x8, 128x8): ops, planner
          wall time, plans checked exactly, predicted step and MFU, plan.
@@ -16,7 +17,8 @@ Three tables:
          ratio auto / hand, and a summary (how many are no slower, the
          geometric mean and the worst ratio).
 
-  bench_autoshard.py [--layers 1,2,4] [--mesh dp=8,tp=8] [--hardware NAME]
+  bench_autoshard.py [--layers 1,2,4] [--mesh dp=8,tp=8] [--width 1.3b|175b]
+                     [--hardware NAME]
                      [--models gpt-1.3b,...] [--devices 8,64,512,1024]
                      [--skip-depth] [--skip-models] [--skip-hand] [--keep DIR]
                      [--fuse]
@@ -68,14 +70,25 @@ def mfu_text(mfu):
     return f"{mfu:>6.1f}" if mfu is not None else f"{'-':>6}"
 
 
+# The depth table's layers (--width): GPT 1.3B's in fp32, or GPT-3 175B's
+# in bf16 (the model of the planner's time target).
+DEPTH_WIDTHS = {
+    "1.3b": ("GPT 1.3B width (h=2048, 16 heads, 4h MLP, fp32)",
+             dict(n_head=16, n_embd=2048)),
+    "175b": ("GPT-175B width (h=12288, 96 heads, 4h MLP, bf16)",
+             dict(n_head=96, n_embd=12288, dtype="bf16")),
+}
+
+
 def depth_table(args, par_opt, work):
-    print(f"== planner time against depth: GPT 1.3B width (h=2048, 16 heads, 4h MLP), "
+    title, shape = DEPTH_WIDTHS[args.width]
+    print(f"== planner time against depth: {title}, "
           f"batch {args.batch} x {args.seq}, AdamW, mesh {args.mesh}, {args.hardware} ==")
     print(f"{'layers':>6} {'ops':>6} {'plan (s)':>9} {'s/layer':>8} "
           f"{'step (s)':>10} {'MFU %':>6}  plan")
     for layers in [int(n) for n in args.layers.split(",")]:
         config = models.GPTConfig(vocab_size=50304, block_size=args.seq, n_layer=layers,
-                                  n_head=16, n_embd=2048)
+                                  **shape)
         graph = models.loss_graph(models.GPT(config), args.batch, args.seq, name="gpt")
         path = os.path.join(work, f"gpt-{layers}.mlir")
         with open(path, "w") as f:
@@ -222,6 +235,9 @@ def main():
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seq", type=int, default=2048)
     parser.add_argument("--hardware", default="h100-8x-ib400")
+    parser.add_argument("--width", choices=sorted(DEPTH_WIDTHS), default="1.3b",
+                        help="depth table: the layers' shape (175b with --mesh 128x8 "
+                             "--batch 128: the 1,024-device target)")
     parser.add_argument("--skip-depth", action="store_true")
     parser.add_argument("--skip-hand", action="store_true")
     parser.add_argument("--skip-models", action="store_true")
