@@ -145,8 +145,8 @@ struct StepSlotWork {
 
 /// The slot times of `func`, an unsplit step with stage and micro-batch
 /// marks, under `info`'s stages and micro-batches, as --par-schedule would
-/// measure them, in one walk; zb-h1's only `withZeroBubble` (else empty).
-/// No marks are written.
+/// measure them, in one walk; `cost` is required. The zb-h1 tables are
+/// filled only `withZeroBubble` (else empty). No marks are written.
 StepSlotWork stepSlotWork(func::FuncOp func, const PipelineInfo &info,
                           llvm::function_ref<double(Operation *)> cost,
                           bool withZeroBubble);

@@ -294,10 +294,11 @@ private:
     // root node. A program it does not prove optimal (one that needs
     // branching: its memory row binds) is branched on with preprocessing
     // (a pipelined GPT-175B on 128x8 took 3.1 s without it, 1.6 s with it)
-    // but without cuts but probing, which cost more than the nodes they
-    // save on most such programs (bench/README.md, "CBC without cutting
-    // planes": 31 s against 89 s over ten cases; "Probing in the branch
-    // try": 21 s), up to branchNodes nodes. Where that
+    // and of the cuts, probing alone: the others cost more than the nodes
+    // they save on most such programs (bench/README.md, "CBC without
+    // cutting planes": 31 s against 89 s over ten cases), probing less
+    // ("Probing in the branch try": 21 s against 28 s), up to branchNodes
+    // nodes. Where that
     // does not prove it either, it is solved whole, with CBC's cuts and no
     // node limit: some programs find no solution without cuts (GPT-tiny's
     // step for 2x2 on a slow-compute profile branched 2 minutes without
@@ -3239,9 +3240,11 @@ struct AutoShardPass
     std::optional<llvm::hash_code> key;
     if (!candidate.exact->pipeline)
       key = candidate.exact->program;
-    auto same = llvm::find_if(wholeChecks, [&](const WholeCheck &done) {
-      return key && done.key == *key;
-    });
+    auto same = key ? llvm::find_if(wholeChecks,
+                                    [&](const WholeCheck &done) {
+                                      return done.key == *key;
+                                    })
+                    : wholeChecks.end();
     std::string why;
     FailureOr<Exact> exact = failure();
     if (same != wholeChecks.end()) {

@@ -321,26 +321,32 @@ static std::optional<double> flopsOf(Operation *op) {
   return std::nullopt;
 }
 
-/// Adds `op`'s FLOPs (or its `cost`) per micro-batch to the slot of kind
-/// `kind` of its virtual stage.
-static void addWork(Operation *op, std::optional<SlotKind> kind,
-                    const PipelineInfo &info, SlotTimes &times,
-                    llvm::function_ref<double(Operation *)> cost = {}) {
-  std::optional<double> flops = kind ? flopsOf(op) : std::nullopt;
-  if (!flops)
-    return;
+/// Adds `work` to the slot of kind `kind` of virtual stage `chunk`.
+static void addTo(SlotTimes &times, SlotKind kind, int64_t chunk, double work) {
+  (kind == SlotKind::F   ? times.forward
+   : kind == SlotKind::B ? times.backward
+                         : times.weight)[chunk] += work;
+}
+
+/// `op`'s virtual stage and FLOPs per micro-batch of `info`, where it has
+/// FLOPs and a stage under `chunks`.
+static std::optional<std::pair<int64_t, double>>
+workOf(Operation *op, const PipelineInfo &info, int64_t chunks) {
+  std::optional<double> flops = flopsOf(op);
   int64_t chunk = getStage(op).value_or(0);
-  if (chunk >= int64_t(times.forward.size()))
-    return;
-  double work = (cost ? cost(op) : *flops) / double(info.microbatches);
-  (*kind == SlotKind::F   ? times.forward
-   : *kind == SlotKind::B ? times.backward
-                          : times.weight)[chunk] += work;
+  if (!flops || chunk >= chunks)
+    return std::nullopt;
+  return std::make_pair(chunk, *flops / double(info.microbatches));
 }
 
 void mlir::par::addSlotWork(Operation *op, const PipelineInfo &info,
                             SlotTimes &times) {
-  addWork(op, kindOf(op), info, times);
+  std::optional<SlotKind> kind = kindOf(op);
+  if (!kind)
+    return;
+  if (std::optional<std::pair<int64_t, double>> work =
+          workOf(op, info, int64_t(times.forward.size())))
+    addTo(times, *kind, work->first, work->second);
 }
 
 /// The backward ops of `func`'s micro-batches that zb-h1 runs in W slots.
@@ -393,33 +399,28 @@ mlir::par::stepSlotWork(func::FuncOp func, const PipelineInfo &info,
   DenseSet<Operation *> weight;
   if (withZeroBubble)
     weight = weightGradientOps(func);
+  assert(cost && "stepSlotWork needs a cost for each op");
   int64_t chunks = info.chunks();
   StepSlotWork work{SlotTimes(chunks), SlotTimes(chunks),
                     SlotTimes(withZeroBubble ? chunks : 0),
                     SlotTimes(withZeroBubble ? chunks : 0)};
-  auto add = [](SlotTimes &times, SlotKind kind, int64_t chunk, double w) {
-    (kind == SlotKind::F   ? times.forward
-     : kind == SlotKind::B ? times.backward
-                           : times.weight)[chunk] += w;
-  };
-  double microbatches = double(info.microbatches);
   func.walk([&](Operation *op) {
     std::optional<Phase> phase = getPhase(op);
     if (phase != Phase::forward && phase != Phase::backward)
       return;
-    std::optional<double> flops = flopsOf(op);
-    int64_t chunk = getStage(op).value_or(0);
-    if (!flops || chunk >= chunks)
+    std::optional<std::pair<int64_t, double>> flops = workOf(op, info, chunks);
+    if (!flops)
       return;
-    double f = *flops / microbatches, c = cost(op) / microbatches;
+    auto [chunk, f] = *flops;
+    double c = cost(op) / double(info.microbatches);
     SlotKind kind = *phase == Phase::forward ? SlotKind::F : SlotKind::B;
-    add(work.flops, kind, chunk, f);
-    add(work.cost, kind, chunk, c);
+    addTo(work.flops, kind, chunk, f);
+    addTo(work.cost, kind, chunk, c);
     if (withZeroBubble) {
       SlotKind zeroBubble =
           kind == SlotKind::B && weight.contains(op) ? SlotKind::W : kind;
-      add(work.zeroBubbleFlops, zeroBubble, chunk, f);
-      add(work.zeroBubbleCost, zeroBubble, chunk, c);
+      addTo(work.zeroBubbleFlops, zeroBubble, chunk, f);
+      addTo(work.zeroBubbleCost, zeroBubble, chunk, c);
     }
   });
   return work;
