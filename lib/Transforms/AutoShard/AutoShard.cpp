@@ -3224,6 +3224,8 @@ struct AutoShardPass
     std::string why;
   };
   std::vector<WholeCheck> wholeChecks;
+  /// Plans that took another plan's whole check.
+  int64_t wholeChecksShared = 0;
 
   /// Checks `candidate` again on the whole module where its figures were
   /// read off shortened copies.
@@ -3250,6 +3252,7 @@ struct AutoShardPass
     if (same != wholeChecks.end()) {
       exact = same->exact;
       why = same->why;
+      ++wholeChecksShared;
     } else {
       setStage(candidate);
       exact = evaluate(*candidate.planned->module, machine, fusing, why);
@@ -3321,6 +3324,7 @@ struct AutoShardPass
     ModuleOp module = getOperation();
     planningCache.clear();
     wholeChecks.clear();
+    wholeChecksShared = 0;
     // The prototypes point into this run's modules.
     auto dropPrototypes = llvm::make_scope_exit([&] { prototypes.clear(); });
     // Recomputation is open where the module has training steps and the
@@ -4070,6 +4074,8 @@ struct AutoShardPass
         b.getNamedAttr("unpruned", b.getI64IntegerAttr(unpruned)),
         b.getNamedAttr("checked", b.getI64IntegerAttr(checks)),
         b.getNamedAttr("shortened_checks", b.getI64IntegerAttr(shortened)),
+        b.getNamedAttr("whole_checks_shared",
+                       b.getI64IntegerAttr(wholeChecksShared)),
         b.getNamedAttr("alternatives", b.getArrayAttr(alternatives)),
     };
     // Planned and checked as --par-fuse will run it.
