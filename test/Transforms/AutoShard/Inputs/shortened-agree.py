@@ -5,33 +5,9 @@ is always checked whole), checks made on shortened copies only in the first,
 and every alternative both checked within the given relative tolerance.
 
 shortened-agree.py SHORT.mlir WHOLE.mlir TOLERANCE"""
-import re
 import sys
 
-
-def record(path):
-    head = open(path).readline()
-    found = re.search(r"par\.auto_shard = (\{.*\})\}? \{$", head.strip())
-    text = found.group(1) if found else head
-    alternatives = []
-    for entry in re.findall(r"\{checked = [^{}]*\}", text):
-        alternatives.append({
-            "plan": re.search(r'plan = "([^"]*)"', entry).group(1),
-            "checked": "checked = true" in entry,
-            "seconds": float(re.search(r"step_seconds = ([0-9.e+-]+)", entry).group(1)),
-            "bytes": int(re.search(r"memory_bytes = (\d+)", entry).group(1)),
-            "reason": re.search(r'reason = "([^"]*)"', entry).group(1),
-        })
-    tail = text[text.rfind("}]"):]
-    field = lambda name, pattern: re.search(name + r" = " + pattern, tail).group(1)
-    return {
-        "plan": field("plan", r'"([^"]*)"'),
-        "seconds": float(field("step_seconds", r"([0-9.e+-]+)")),
-        "bytes": int(field("memory_bytes", r"(\d+)")),
-        "shortened": int(field("shortened_checks", r"(\d+)")),
-        "alternatives": alternatives,
-    }
-
+from auto_shard_record import record
 
 short, whole, tolerance = record(sys.argv[1]), record(sys.argv[2]), float(sys.argv[3])
 same = (short["plan"], short["seconds"], short["bytes"]) == \

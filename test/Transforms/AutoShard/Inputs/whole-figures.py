@@ -8,36 +8,28 @@ another plan's whole check (whole_checks_shared), how many were compared,
 and each that differs.
 
 whole-figures.py SHORT.mlir WHOLE.mlir"""
-import re
 import sys
 
-
-def plans(path):
-    """Each plan of the record: name -> (seconds, bytes, whole-checked)."""
-    head = open(path).readline()
-    found = {}
-    for entry in re.findall(r"\{checked = [^{}]*\}", head):
-        name = re.search(r'plan = "([^"]*)"', entry).group(1)
-        found[name] = (float(re.search(r"step_seconds = ([0-9.e+-]+)", entry).group(1)),
-                       int(re.search(r"memory_bytes = (\d+)", entry).group(1)),
-                       "checked = true" in entry and "checked on" not in entry)
-    tail = head[head.rfind("}]"):]
-    field = lambda name, pattern: re.search(name + r" = " + pattern, tail).group(1)
-    found[field("plan", r'"([^"]*)"')] = (float(field("step_seconds", r"([0-9.e+-]+)")),
-                                          int(field("memory_bytes", r"(\d+)")), True)
-    shared = re.search(r"whole_checks_shared = (\d+)", tail)
-    return found, int(shared.group(1)) if shared else 0
+from auto_shard_record import record
 
 
-short, shared = plans(sys.argv[1])
-whole, _ = plans(sys.argv[2])
-print(f"whole checks shared: {shared}")
+def whole_figures(rec):
+    """Each plan checked on the whole step: name -> (seconds, bytes)."""
+    found = {a["plan"]: (a["seconds"], a["bytes"]) for a in rec["alternatives"]
+             if a["checked"] and "checked on" not in a["reason"]}
+    found[rec["plan"]] = (rec["seconds"], rec["bytes"])
+    return found
+
+
+short = record(sys.argv[1])
+whole = whole_figures(record(sys.argv[2]))
+print(f"whole checks shared: {short['whole shared']}")
 compared = 0
-for name, (seconds, size, checked) in sorted(short.items()):
-    other = whole.get(name)
-    if not checked or other is None or not other[2]:
+for name, figures in sorted(whole_figures(short).items()):
+    if name not in whole:
         continue
     compared += 1
-    if (seconds, size) != other[:2]:
-        print(f"off: {name} {seconds} s {size} B vs {other[0]} s {other[1]} B")
+    if figures != whole[name]:
+        print(f"off: {name} {figures[0]} s {figures[1]} B vs "
+              f"{whole[name][0]} s {whole[name][1]} B")
 print(f"compared: {compared}")
