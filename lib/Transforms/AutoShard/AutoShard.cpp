@@ -189,12 +189,12 @@ using SolvedPrograms =
     std::map<std::vector<double>,
              std::optional<std::pair<std::vector<double>, double>>>;
 
-/// A 0-1 program built in memory and handed to CBC whole (adding rows and
-/// columns to a CBC model one by one copies it each time).
 /// CBC's node limit for a program's branch try, unless branch-nodes= says
 /// otherwise (the pass option's default).
 constexpr int64_t kBranchNodes = 200;
 
+/// A 0-1 program built in memory and handed to CBC whole (adding rows and
+/// columns to a CBC model one by one copies it each time).
 class IntegerProgram {
   /// How CBC is run on a program, in this order until one proves it
   /// optimal (or infeasible); see solveWith.
@@ -298,12 +298,11 @@ private:
     // they save on most such programs (bench/README.md, "CBC without
     // cutting planes": 31 s against 89 s over ten cases), probing less
     // ("Probing in the branch try": 21 s against 28 s), up to branchNodes
-    // nodes. Where that
-    // does not prove it either, it is solved whole, with CBC's cuts and no
-    // node limit: some programs find no solution without cuts (GPT-tiny's
-    // step for 2x2 on a slow-compute profile branched 2 minutes without
-    // one, where cuts prove it in 11 nodes). Node limits, not time limits,
-    // keep the result deterministic.
+    // nodes. Where that does not prove it either, it is solved whole, with
+    // CBC's cuts and no node limit: some programs find no solution without
+    // cuts (GPT-tiny's step for 2x2 on a slow-compute profile branched 2
+    // minutes without one, where cuts prove it in 11 nodes). Node limits,
+    // not time limits, keep the result deterministic.
     for (Try attempt : {Try::Root, Try::Branch, Try::Whole}) {
       if (attempt == Try::Branch && branchNodes <= 0)
         continue;
