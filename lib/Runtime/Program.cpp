@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 namespace par::rt {
 
@@ -20,18 +21,49 @@ using json = nlohmann::json;
 
 namespace {
 
+/// Where a field is in the document, for an error message: a path, or a
+/// function that spells one. The loops over buffers and instructions pass
+/// the function, so a path is spelled only when a field fails. A Where
+/// holds what it was made from by reference: it lives no longer than that.
+class Where {
+public:
+  Where(const std::string &path) : path_(&path) {}
+  Where(const char *path) : text_(path) {}
+  template <typename Spell,
+            typename = std::enable_if_t<
+                std::is_invocable_r_v<std::string, const Spell &> &&
+                !std::is_convertible_v<const Spell &, const char *>>>
+  Where(const Spell &spell)
+      : spell_(&spell), call_([](const void *f) {
+          return (*static_cast<const Spell *>(f))();
+        }) {}
+
+  std::string str() const {
+    if (path_)
+      return *path_;
+    if (text_)
+      return text_;
+    return call_(spell_);
+  }
+
+private:
+  const std::string *path_ = nullptr;
+  const char *text_ = nullptr;
+  const void *spell_ = nullptr;
+  std::string (*call_)(const void *) = nullptr;
+};
+
 /// Walks the JSON document keeping the path of the current field, so every
 /// error names it.
 class Reader {
 public:
   Reader(const std::string &file) : file_(file) {}
 
-  [[noreturn]] void fail(const std::string &where,
-                         const std::string &what) const {
-    throw ProgramError(ProgramIssue{file_, locateField(where), what});
+  [[noreturn]] void fail(const Where &where, const std::string &what) const {
+    throw ProgramError(ProgramIssue{file_, locateField(where.str()), what});
   }
 
-  const json &field(const json &object, const std::string &where,
+  const json &field(const json &object, const Where &where,
                     const char *key) const {
     if (!object.is_object())
       fail(where, "must be an object");
@@ -40,11 +72,12 @@ public:
       fail(where, std::string("missing field '") + key + "'");
     return *it;
   }
-  static std::string join(const std::string &where, const std::string &key) {
-    return where.empty() ? key : where + "." + key;
+  static std::string join(const Where &where, const std::string &key) {
+    std::string path = where.str();
+    return path.empty() ? key : path + "." + key;
   }
 
-  int64_t integer(const json &object, const std::string &where, const char *key,
+  int64_t integer(const json &object, const Where &where, const char *key,
                   int64_t min = INT64_MIN) const {
     const json &v = field(object, where, key);
     if (!isInt64(v))
@@ -55,7 +88,7 @@ public:
                                  ", got " + std::to_string(value));
     return value;
   }
-  std::string string(const json &object, const std::string &where,
+  std::string string(const json &object, const Where &where,
                      const char *key) const {
     const json &v = field(object, where, key);
     if (!v.is_string())
@@ -63,13 +96,13 @@ public:
     return v.get<std::string>();
   }
   /// A finite number (the JSON writer turns infinities and NaN into null).
-  double number(const json &v, const std::string &where) const {
+  double number(const json &v, const Where &where) const {
     if (!v.is_number() || !std::isfinite(v.get<double>()))
       fail(where, "must be a finite number");
     return v.get<double>();
   }
   /// A constant's element: a number, or "inf", "-inf" or "nan".
-  double element(const json &v, const std::string &where) const {
+  double element(const json &v, const Where &where) const {
     if (v.is_string()) {
       const std::string &text = v.get_ref<const std::string &>();
       if (text == "inf" || text == "-inf")
@@ -81,7 +114,7 @@ public:
       fail(where, "must be a number, \"inf\", \"-inf\" or \"nan\"");
     return v.get<double>();
   }
-  std::vector<int64_t> integers(const json &v, const std::string &where,
+  std::vector<int64_t> integers(const json &v, const Where &where,
                                 int64_t min = INT64_MIN) const {
     if (!v.is_array())
       fail(where, "must be a list of integers");
@@ -94,8 +127,7 @@ public:
     }
     return out;
   }
-  std::vector<std::string> strings(const json &v,
-                                   const std::string &where) const {
+  std::vector<std::string> strings(const json &v, const Where &where) const {
     if (!v.is_array())
       fail(where, "must be a list of strings");
     std::vector<std::string> out;
@@ -106,7 +138,7 @@ public:
     }
     return out;
   }
-  DType dtype(const json &object, const std::string &where) const {
+  DType dtype(const json &object, const Where &where) const {
     std::string name = string(object, where, "dtype");
     auto type = parseDType(name);
     if (!type)
@@ -146,43 +178,46 @@ std::string at(const std::string &where, size_t i) {
   return where + "[" + std::to_string(i) + "]";
 }
 
-void readSharding(const Reader &r, const json &object, const std::string &where,
+void readSharding(const Reader &r, const json &object, const Where &where,
                   const Program &program, size_t rank, ShardingSpec &spec) {
   const json &s = r.field(object, where, "sharding");
-  std::string sw = Reader::join(where, "sharding");
+  auto sw = [&] { return Reader::join(where, "sharding"); };
   const json &dims = r.field(s, sw, "dims");
   if (!dims.is_array() || dims.size() != rank)
-    r.fail(sw + ".dims", "must list the axes of each of the " +
-                             std::to_string(rank) + " dimensions");
+    r.fail(sw() + ".dims", "must list the axes of each of the " +
+                               std::to_string(rank) + " dimensions");
   std::set<std::string> used;
-  auto checkAxis = [&](const std::string &axis, const std::string &w) {
+  auto checkAxis = [&](const std::string &axis, const Where &w) {
     if (program.axisIndex(axis) < 0)
       r.fail(w, "unknown mesh axis '" + axis + "'");
     if (!used.insert(axis).second)
       r.fail(w, "mesh axis '" + axis + "' is used twice");
   };
   for (size_t d = 0; d < dims.size(); ++d) {
-    spec.dims.push_back(r.strings(dims[d], at(sw + ".dims", d)));
+    auto dw = [&] { return at(sw() + ".dims", d); };
+    spec.dims.push_back(r.strings(dims[d], dw));
     for (const std::string &axis : spec.dims.back())
-      checkAxis(axis, at(sw + ".dims", d));
+      checkAxis(axis, dw);
   }
   if (s.contains("partial")) {
-    spec.partial = r.strings(s["partial"], sw + ".partial");
+    auto pw = [&] { return sw() + ".partial"; };
+    spec.partial = r.strings(s["partial"], pw);
     for (const std::string &axis : spec.partial)
-      checkAxis(axis, sw + ".partial");
+      checkAxis(axis, pw);
   }
 }
 
-Shape readShape(const Reader &r, const json &object, const std::string &where,
+Shape readShape(const Reader &r, const json &object, const Where &where,
                 const char *key) {
-  return r.integers(r.field(object, where, key), Reader::join(where, key), 0);
+  return r.integers(
+      r.field(object, where, key), [&] { return Reader::join(where, key); }, 0);
 }
 
 /// A global shape: at most 2^60 bytes (2^40 elements per buffer on 2^20
 /// devices), so its element and byte counts, and the per-device pieces
 /// computed from it, fit int64.
-Shape readGlobalShape(const Reader &r, const json &object,
-                      const std::string &where, DType dtype) {
+Shape readGlobalShape(const Reader &r, const json &object, const Where &where,
+                      DType dtype) {
   Shape shape = readShape(r, object, where, "global_shape");
   if (elementsUpTo(shape, kMaxBufferElements * kMaxDevices /
                               int64_t(dtypeBytes(dtype))) < 0)
@@ -196,8 +231,7 @@ Shape readGlobalShape(const Reader &r, const json &object,
 /// product is at most the element count of its flat (rank-1) global shape
 /// (the elements past it are padding).
 std::optional<Shape> readView(const Reader &r, const json &object,
-                              const std::string &where,
-                              const Shape &globalShape) {
+                              const Where &where, const Shape &globalShape) {
   if (!object.contains("view"))
     return std::nullopt;
   Shape view = readShape(r, object, where, "view");
@@ -297,7 +331,7 @@ static void checkTransfers(const Reader &r, const Program &p) {
 /// pieces by them.
 static void checkExchange(const Reader &r, const Program &p,
                           const RankClass &rc, const Instruction &inst,
-                          const std::string &where) {
+                          const Where &where) {
   if (inst.operands.empty() || inst.results.size() != 1)
     r.fail(where, "an exchange reads one buffer per source and writes one");
   std::vector<int64_t> sizes;
@@ -317,7 +351,7 @@ static void checkExchange(const Reader &r, const Program &p,
       sizes, inShapes, out.shape, inst.attrs.source, inst.attrs.target, g,
       map);
   if (!error.empty())
-    r.fail(where + ".attrs", error);
+    r.fail(where.str() + ".attrs", error);
 }
 
 /// A batch is `batch` consecutive instructions of one op, none of them the
@@ -398,12 +432,13 @@ bool readsStepBefore(const std::vector<catalogue::FusedStep> &steps,
 void checkFusedReduce(const Reader &r,
                       const std::vector<catalogue::FusedStep> &steps,
                       size_t numInputs, const std::vector<DType> &types,
-                      const Buffer &out, const std::string &sw) {
+                      const Buffer &out, const Where &sw) {
   const catalogue::FusedStep &step = steps.back();
   int64_t arg = step.args[0];
   if (!readsStepBefore(steps, numInputs))
-    r.fail(sw + ".args", "a reduce ending a fused group reads the value of the "
-                         "element-wise step before it");
+    r.fail(sw.str() + ".args",
+           "a reduce ending a fused group reads the value of the "
+           "element-wise step before it");
   DType type = DType(step.dtype);
   if (!isFloat(type) || types[size_t(arg)] != type)
     r.fail(sw, "a reduce in a fused group reads and makes floats of one "
@@ -414,8 +449,8 @@ void checkFusedReduce(const Reader &r,
     int64_t dim = step.attrs.dims[d];
     if (dim < 0 || dim >= int64_t(shape.size()) ||
         (d > 0 && dim <= step.attrs.dims[d - 1]))
-      r.fail(sw + ".dims", "must list dims of " + shapeString(shape) +
-                               " in increasing order");
+      r.fail(sw.str() + ".dims", "must list dims of " + shapeString(shape) +
+                                     " in increasing order");
     reduced[size_t(dim)] = true;
   }
   Shape kept;
@@ -423,10 +458,10 @@ void checkFusedReduce(const Reader &r,
     if (!reduced[d])
       kept.push_back(shape[d]);
   if (kept != out.shape)
-    r.fail(sw + ".shape", "reducing " + shapeString(shape) + " over dims " +
-                              shapeString(step.attrs.dims) + " gives " +
-                              shapeString(kept) + ", not the result's " +
-                              shapeString(out.shape));
+    r.fail(sw.str() + ".shape",
+           "reducing " + shapeString(shape) + " over dims " +
+               shapeString(step.attrs.dims) + " gives " + shapeString(kept) +
+               ", not the result's " + shapeString(out.shape));
 }
 
 /// A normalization ending a fused group: it reads the value of the
@@ -437,14 +472,15 @@ void checkFusedNorm(const Reader &r, const RankClass &rc,
                     const Instruction &inst,
                     const std::vector<catalogue::FusedStep> &steps,
                     const std::vector<DType> &types, const Buffer &out,
-                    const std::string &sw) {
+                    const Where &sw) {
   const catalogue::FusedStep &step = steps.back();
   const size_t numInputs = inst.operands.size();
   const std::string name = catalogue::opName(step.op);
   if (!readsStepBefore(steps, numInputs))
-    r.fail(sw + ".args", "a " + name +
-                             " ending a fused group reads the value of the "
-                             "element-wise step before it first");
+    r.fail(sw.str() + ".args",
+           "a " + name +
+               " ending a fused group reads the value of the "
+               "element-wise step before it first");
   DType type = DType(step.dtype);
   if (!isFloat(type) || type != out.dtype ||
       types[size_t(step.args[0])] != type)
@@ -455,14 +491,15 @@ void checkFusedNorm(const Reader &r, const RankClass &rc,
     r.fail(sw, "a " + name + " normalizes the last dim: the result has rank 0");
   for (size_t k = 1; k < step.args.size(); ++k) {
     if (step.args[k] < 0 || step.args[k] >= int64_t(numInputs))
-      r.fail(sw + ".args", "a " + name +
-                               " in a fused group reads its scales from the "
-                               "group's operands, not value " +
-                               std::to_string(step.args[k]));
+      r.fail(sw.str() + ".args",
+             "a " + name +
+                 " in a fused group reads its scales from the "
+                 "group's operands, not value " +
+                 std::to_string(step.args[k]));
     const Buffer &scale =
         rc.buffers[size_t(inst.operands[size_t(step.args[k])])];
     if (scale.dtype != type || scale.shape != Shape{out.shape.back()})
-      r.fail(sw + ".args",
+      r.fail(sw.str() + ".args",
              "operand " + std::to_string(step.args[k]) + " is a scale of the " +
                  name + ": a " + dtypeName(type) + " tensor of shape [" +
                  std::to_string(out.shape.back()) + "], not " +
@@ -476,14 +513,14 @@ void checkFusedNorm(const Reader &r, const RankClass &rc,
 /// contracting dims of one size.
 void checkFusedDot(const Reader &r, const RankClass &rc,
                    const Instruction &inst, const catalogue::FusedStep &step,
-                   const Buffer &out, const std::string &sw) {
+                   const Buffer &out, const Where &sw) {
   const catalogue::Attrs &a = step.attrs;
   const Buffer *side[2] = {nullptr, nullptr};
   for (size_t k = 0; k < 2; ++k) {
     int64_t arg = step.args[k];
     if (arg < 0 || arg >= int64_t(inst.operands.size()))
-      r.fail(sw + ".args", "a dot in a fused group reads two operands of "
-                           "the group");
+      r.fail(sw.str() + ".args", "a dot in a fused group reads two operands of "
+                                 "the group");
     side[k] = &rc.buffers[size_t(inst.operands[size_t(arg)])];
     if (side[k]->dtype != out.dtype || DType(step.dtype) != out.dtype)
       r.fail(sw, "a dot in a fused group reads and makes the result's "
@@ -538,23 +575,23 @@ void checkFusedDot(const Reader &r, const RankClass &rc,
 /// operand or a splat constant makes one); the last step makes the result.
 /// The group's shape is the result's, or the one a reduce ending it reads.
 void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
-                const std::string &where) {
+                const Where &where) {
   const std::vector<catalogue::FusedStep> &steps = inst.attrs.body;
   for (size_t j = 0; j + 1 < steps.size(); ++j)
     if (steps[j].op == catalogue::OpCode::Reduce || isNormStep(steps[j].op))
-      r.fail(at(where + ".attrs.body", j) + ".op",
+      r.fail(at(where.str() + ".attrs.body", j) + ".op",
              std::string("a ") + catalogue::opName(steps[j].op) +
                  " in a fused group must be its last step");
   for (size_t j = 0; j < steps.size(); ++j)
     if (steps[j].op == catalogue::OpCode::Dot &&
         (j != 0 || steps.size() < 2 || endsInRowStep(steps)))
-      r.fail(at(where + ".attrs.body", j) + ".op",
+      r.fail(at(where.str() + ".attrs.body", j) + ".op",
              "a dot in a fused group must be its first step, followed by "
              "element-wise steps (and no reduce or normalization)");
   const bool reduction = endsInReduce(steps);
   const bool rowStep = endsInRowStep(steps);
   if (inst.results.size() != 1 && !(rowStep && inst.results.size() == 2))
-    r.fail(where + ".results",
+    r.fail(where.str() + ".results",
            "a fused group writes one result (or two when it ends in a "
            "reduce or a normalization and keeps the value that step reads)");
   const Buffer &out = rc.buffers[size_t(inst.results[0])];
@@ -578,16 +615,18 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
   for (size_t j = 0; j < steps.size(); ++j) {
     const catalogue::FusedStep &step = steps[j];
     const catalogue::OpSpec &spec = catalogue::spec(step.op);
-    std::string sw = at(where + ".attrs.body", j);
+    auto spellStep = [&] { return at(where.str() + ".attrs.body", j); };
+    Where sw(spellStep);
     int count = int(step.args.size());
     if (count < spec.minOperands ||
         (spec.maxOperands >= 0 && count > spec.maxOperands))
-      r.fail(sw + ".args", std::string(spec.name) + " reads " +
-                               std::to_string(spec.minOperands) +
-                               " values, not " + std::to_string(count));
+      r.fail(spellStep() + ".args", std::string(spec.name) + " reads " +
+                                        std::to_string(spec.minOperands) +
+                                        " values, not " +
+                                        std::to_string(count));
     for (int64_t arg : step.args)
       if (arg >= int64_t(numInputs + j))
-        r.fail(sw + ".args",
+        r.fail(spellStep() + ".args",
                "value " + std::to_string(arg) +
                    " is not made before this step (operands are 0-" +
                    std::to_string(numInputs - 1) + ", step k makes " +
@@ -611,18 +650,19 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
       if (kinds[arg] == Kind::Splat)
         break;
       if (arg >= numInputs)
-        r.fail(sw + ".args", "a broadcast reads an operand or a constant");
+        r.fail(spellStep() + ".args",
+               "a broadcast reads an operand or a constant");
       const Shape &in = rc.buffers[size_t(inst.operands[arg])].shape;
       const std::vector<int64_t> &dims = step.attrs.dims;
       if (dims.size() != in.size())
-        r.fail(sw + ".dims", "has " + std::to_string(dims.size()) +
-                                 " entries for an operand of rank " +
-                                 std::to_string(in.size()));
+        r.fail(spellStep() + ".dims", "has " + std::to_string(dims.size()) +
+                                          " entries for an operand of rank " +
+                                          std::to_string(in.size()));
       for (size_t d = 0; d < dims.size(); ++d)
         if (dims[d] < 0 || dims[d] >= int64_t(shape.size()) ||
             (d > 0 && dims[d] <= dims[d - 1]) ||
             (in[d] != 1 && in[d] != shape[size_t(dims[d])]))
-          r.fail(sw + ".dims",
+          r.fail(spellStep() + ".dims",
                  "must map the operand's dims, in increasing order, to "
                  "result dims of the same size (or expand a size-1 dim)");
       break;
@@ -638,7 +678,7 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
         // The kept value: what the step reads, of the group's shape.
         const Buffer &kept = rc.buffers[size_t(inst.results[1])];
         if (kept.dtype != types[size_t(step.args[0])] || kept.shape != shape)
-          r.fail(where + ".results",
+          r.fail(where.str() + ".results",
                  "the second result keeps the value the " +
                      std::string(spec.name) + " reads: a " +
                      std::string(dtypeName(types[size_t(step.args[0])])) +
@@ -649,9 +689,10 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
     default: {
       for (size_t k = 0; k < step.args.size(); ++k)
         if (kinds[size_t(step.args[k])] == Kind::Operand)
-          r.fail(sw + ".args", "operand " + std::to_string(step.args[k]) +
-                                   " is not of the group's shape: "
-                                   "broadcast it first");
+          r.fail(spellStep() + ".args", "operand " +
+                                            std::to_string(step.args[k]) +
+                                            " is not of the group's shape: "
+                                            "broadcast it first");
       bool same = true;
       size_t first = step.op == catalogue::OpCode::Select ? 1 : 0;
       for (size_t k = first; k < step.args.size(); ++k)
@@ -689,7 +730,7 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
   if (kinds.back() != Kind::Full || types.back() != out.dtype ||
       last == catalogue::OpCode::Broadcast ||
       last == catalogue::OpCode::Constant)
-    r.fail(where + ".attrs.body",
+    r.fail(where.str() + ".attrs.body",
            std::string("the last step must compute the result (a ") +
                dtypeName(out.dtype) +
                " tensor of its shape) with an element-wise op");
@@ -700,7 +741,7 @@ void checkFused(const Reader &r, const RankClass &rc, const Instruction &inst,
 /// rejects missing required attributes and malformed values by field.
 class AttrDecoder {
 public:
-  AttrDecoder(const Reader &r, const json &a, const std::string &where,
+  AttrDecoder(const Reader &r, const json &a, const Where &where,
               const Program &program)
       : r(r), a(a), where(where), program(program) {
     if (!a.is_object())
@@ -715,22 +756,23 @@ public:
   }
   void integers(const catalogue::AttrSpec &s, std::vector<int64_t> &out) {
     if (present(s))
-      out = r.integers(a[s.key], key(s));
+      out = r.integers(a[s.key], [&] { return key(s); });
   }
   void number(const catalogue::AttrSpec &s, double &out) {
     // A float attribute that may be an infinity or NaN (pad's fill; the
     // catalogue says which) is written "inf", "-inf" or "nan", as constant
     // elements are; the others must be finite numbers.
+    auto k = [&] { return key(s); };
     if (present(s))
-      out = !s.finite && a[s.key].is_string() ? r.element(a[s.key], key(s))
-                                              : r.number(a[s.key], key(s));
+      out = !s.finite && a[s.key].is_string() ? r.element(a[s.key], k)
+                                              : r.number(a[s.key], k);
     else if (s.hasDefault)
       out = s.defaultValue;
   }
   void optionalNumber(const catalogue::AttrSpec &s,
                       std::optional<double> &out) {
     if (present(s))
-      out = r.number(a[s.key], key(s));
+      out = r.number(a[s.key], [&] { return key(s); });
   }
   void boolean(const catalogue::AttrSpec &s, bool &out) {
     if (!present(s)) {
@@ -771,7 +813,8 @@ public:
     if (!pairs.is_array())
       r.fail(key(s), "must be a list of [source, target] pairs");
     for (size_t i = 0; i < pairs.size(); ++i) {
-      std::vector<int64_t> pair = r.integers(pairs[i], at(key(s), i), 0);
+      std::vector<int64_t> pair = r.integers(
+          pairs[i], [&] { return at(key(s), i); }, 0);
       if (pair.size() != 2 || pair[0] >= groupSize_ || pair[1] >= groupSize_)
         r.fail(at(key(s), i),
                "must be [source, target] with both below the group size " +
@@ -784,14 +827,15 @@ public:
   /// A constant's elements: "splat" (one value) or "values" (all of them).
   void elements(const catalogue::AttrSpec &, std::vector<double> &out) {
     if (a.contains("splat")) {
-      out = {r.element(a["splat"], where + ".splat")};
+      out = {r.element(a["splat"], [&] { return where.str() + ".splat"; })};
       return;
     }
     const json &values = r.field(a, where, "values");
+    auto vw = [&] { return where.str() + ".values"; };
     if (!values.is_array())
-      r.fail(where + ".values", "must be a list of numbers");
+      r.fail(vw(), "must be a list of numbers");
     for (const json &v : values)
-      out.push_back(r.element(v, where + ".values"));
+      out.push_back(r.element(v, vw));
   }
 
   /// A fused group's steps: {op, args, dtype, and the step op's own
@@ -807,27 +851,28 @@ public:
                          " steps; a fused group holds at most " +
                          std::to_string(kMaxFusedValues) + " values");
     for (size_t i = 0; i < steps.size(); ++i) {
-      std::string sw = at(key(s), i);
+      auto sw = [&] { return at(key(s), i); };
       const json &step = steps[i];
       std::string name = r.string(step, sw, "op");
       const catalogue::OpSpec *op = catalogue::findOp(name.c_str());
       const bool reduce = op && op->code == catalogue::OpCode::Reduce;
       if (!op || !(fusibleStep(op->code) || reduce || isNormStep(op->code) ||
                    op->code == catalogue::OpCode::Dot))
-        r.fail(sw + ".op", "'" + name +
-                               "' cannot run in a fused group (element-wise "
-                               "ops, broadcast, constant, a first dot and a "
-                               "last reduce, layer_norm or rms_norm can)");
+        r.fail(sw() + ".op", "'" + name +
+                                 "' cannot run in a fused group (element-wise "
+                                 "ops, broadcast, constant, a first dot and a "
+                                 "last reduce, layer_norm or rms_norm can)");
       catalogue::FusedStep decoded;
       decoded.op = op->code;
-      decoded.args = r.integers(r.field(step, sw, "args"), sw + ".args", 0);
+      decoded.args = r.integers(
+          r.field(step, sw, "args"), [&] { return sw() + ".args"; }, 0);
       decoded.dtype = int(r.dtype(step, sw));
       AttrDecoder attrs(r, step, sw, program);
       catalogue::decodeAttrs(decoded.op, attrs, decoded.attrs);
       if (reduce) {
         decoded.shape = readShape(r, step, sw, "shape");
         if (elementsUpTo(decoded.shape, kMaxBufferElements) < 0)
-          r.fail(sw + ".shape",
+          r.fail(sw() + ".shape",
                  shapeString(decoded.shape) + " has more than 2^40 elements");
       }
       out.push_back(std::move(decoded));
@@ -843,12 +888,12 @@ private:
     return false;
   }
   std::string key(const catalogue::AttrSpec &s) const {
-    return where + "." + s.key;
+    return where.str() + "." + s.key;
   }
 
   const Reader &r;
   const json &a;
-  std::string where;
+  Where where;
   const Program &program;
   int64_t groupSize_ = 1;
 };
@@ -1084,13 +1129,14 @@ Program programOf(const nlohmann::json &doc, const std::string &path) {
   const json &inputs = r.field(doc, "", "inputs");
   if (!inputs.is_array())
     r.fail("inputs", "must be a list");
-  std::set<std::string> names;
+  // Each input by name: outputs name the input they update.
+  std::unordered_map<std::string, int64_t> inputNamed;
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::string w = at("inputs", i);
     const json &in = inputs[i];
     InputSpec spec;
     spec.name = r.string(in, w, "name");
-    if (!names.insert(spec.name).second)
+    if (!inputNamed.emplace(spec.name, int64_t(i)).second)
       r.fail(w + ".name", "input name '" + spec.name + "' is used twice");
     spec.dtype = r.dtype(in, w);
     spec.globalShape = readGlobalShape(r, in, w, spec.dtype);
@@ -1173,9 +1219,9 @@ Program programOf(const nlohmann::json &doc, const std::string &path) {
     spec.view = readView(r, out, w, spec.globalShape);
     if (out.contains("updates")) {
       std::string target = r.string(out, w, "updates");
-      for (size_t j = 0; j < p.inputs.size(); ++j)
-        if (p.inputs[j].name == target)
-          spec.updates = int64_t(j);
+      auto named = inputNamed.find(target);
+      if (named != inputNamed.end())
+        spec.updates = named->second;
       if (spec.updates < 0)
         r.fail(w + ".updates", "no input is named '" + target + "'");
       const InputSpec &in = p.inputs[spec.updates];
@@ -1227,8 +1273,9 @@ Program programOf(const nlohmann::json &doc, const std::string &path) {
     const json &buffers = r.field(cls, cw, "buffers");
     if (!buffers.is_array())
       r.fail(cw + ".buffers", "must be a list");
+    rc.buffers.reserve(buffers.size());
     for (size_t b = 0; b < buffers.size(); ++b) {
-      std::string bw = at(cw + ".buffers", b);
+      auto bw = [&] { return at(cw + ".buffers", b); };
       Buffer buf;
       buf.name =
           buffers[b].contains("name") ? r.string(buffers[b], bw, "name") : "";
@@ -1236,35 +1283,35 @@ Program programOf(const nlohmann::json &doc, const std::string &path) {
       buf.shape = readShape(r, buffers[b], bw, "shape");
       buf.offset = r.integer(buffers[b], bw, "offset", 0);
       buf.bytes = r.integer(buffers[b], bw, "bytes", 0);
-      std::vector<int64_t> live =
-          r.integers(r.field(buffers[b], bw, "live"), bw + ".live", 0);
+      std::vector<int64_t> live = r.integers(
+          r.field(buffers[b], bw, "live"), [&] { return bw() + ".live"; }, 0);
       if (live.size() != 2 || live[0] > live[1])
-        r.fail(bw + ".live", "must be [first, last] instruction indices");
+        r.fail(bw() + ".live", "must be [first, last] instruction indices");
       buf.firstUse = live[0];
       buf.lastUse = live[1];
       if (buffers[b].contains("reuses"))
         buf.reuses = r.integer(buffers[b], bw, "reuses", 0);
       int64_t elements = elementsUpTo(buf.shape, kMaxBufferElements);
       if (elements < 0)
-        r.fail(bw + ".shape",
+        r.fail(bw() + ".shape",
                shapeString(buf.shape) + " has more than 2^40 elements");
       if (buf.bytes != elements * int64_t(dtypeBytes(buf.dtype)))
-        r.fail(bw + ".bytes",
+        r.fail(bw() + ".bytes",
                std::to_string(buf.bytes) + " bytes do not hold " +
                    shapeString(buf.shape) + " " + dtypeName(buf.dtype));
       if (buf.offset % p.alignment)
-        r.fail(bw + ".offset", "is not a multiple of the alignment " +
-                                   std::to_string(p.alignment));
+        r.fail(bw() + ".offset", "is not a multiple of the alignment " +
+                                     std::to_string(p.alignment));
       // Both are non-negative: the difference cannot overflow.
       if (buf.bytes > rc.arenaBytes || buf.offset > rc.arenaBytes - buf.bytes)
-        r.fail(bw, "offset " + std::to_string(buf.offset) + " plus " +
-                       std::to_string(buf.bytes) +
-                       " bytes is past arena_bytes " +
-                       std::to_string(rc.arenaBytes));
+        r.fail(bw(), "offset " + std::to_string(buf.offset) + " plus " +
+                         std::to_string(buf.bytes) +
+                         " bytes is past arena_bytes " +
+                         std::to_string(rc.arenaBytes));
       rc.buffers.push_back(std::move(buf));
     }
     int64_t numBuffers = int64_t(rc.buffers.size());
-    auto bufferId = [&](const json &v, const std::string &w) {
+    auto bufferId = [&](const json &v, const Where &w) {
       if (!Reader::isInt64(v) || v.get<int64_t>() < -1 ||
           v.get<int64_t>() >= numBuffers)
         r.fail(w, "must be a buffer id below " + std::to_string(numBuffers) +
@@ -1306,42 +1353,55 @@ Program programOf(const nlohmann::json &doc, const std::string &path) {
     const json &insts = r.field(cls, cw, "instructions");
     if (!insts.is_array())
       r.fail(cw + ".instructions", "must be a list");
+    rc.instructions.reserve(insts.size());
     for (size_t i = 0; i < insts.size(); ++i) {
-      std::string iw = at(cw + ".instructions", i);
       const json &ij = insts[i];
       Instruction inst;
-      std::string op = r.string(ij, iw, "op");
+      std::string op;
+      // The instruction's path, named by its op and source location once
+      // they are read.
+      bool named = false;
+      auto spell = [&] {
+        std::string w = at(cw + ".instructions", i);
+        if (named)
+          w += " (" + op + (inst.loc.empty() ? "" : " at " + inst.loc) + ")";
+        return w;
+      };
+      Where iw(spell);
+      op = r.string(ij, iw, "op");
       const OpSpec *info = catalogue::findOp(op.c_str());
       if (!info)
-        r.fail(iw + ".op", "unknown op '" + op + "'");
+        r.fail(spell() + ".op", "unknown op '" + op + "'");
       inst.op = info->code;
       if (ij.contains("loc"))
         inst.loc = r.string(ij, iw, "loc");
       if (ij.contains("slot"))
         inst.slot = r.string(ij, iw, "slot");
-      iw += " (" + op + (inst.loc.empty() ? "" : " at " + inst.loc) + ")";
+      named = true;
       if (ij.contains("batch")) {
         const json &batch = ij["batch"];
         if (!Reader::isInt64(batch) || batch.get<int64_t>() < 2)
-          r.fail(iw + ".batch", "must be an integer of at least 2 (the "
-                                "instructions that run as one launch)");
+          r.fail(spell() + ".batch", "must be an integer of at least 2 (the "
+                                     "instructions that run as one launch)");
         if (!batchable(inst.op))
-          r.fail(iw + ".batch", "only optimizer updates (adamw, sgd) run in "
-                                "batches, not " +
-                                    op);
+          r.fail(spell() + ".batch",
+                 "only optimizer updates (adamw, sgd) run in "
+                 "batches, not " +
+                     op);
         inst.batch = batch.get<int64_t>();
       }
       const json &operands = r.field(ij, iw, "operands");
       const json &results = r.field(ij, iw, "results");
       if (!operands.is_array() || !results.is_array())
-        r.fail(iw, "operands and results must be lists of buffer ids");
+        r.fail(spell(), "operands and results must be lists of buffer ids");
       int count = int(operands.size());
       if (count < info->minOperands ||
           (info->maxOperands >= 0 && count > info->maxOperands))
-        r.fail(iw + ".operands", "has " + std::to_string(count) + " operands");
+        r.fail(spell() + ".operands",
+               "has " + std::to_string(count) + " operands");
       int numResults = int(results.size());
       if (numResults < info->minResults || numResults > info->maxResults)
-        r.fail(iw + ".results",
+        r.fail(spell() + ".results",
                "has " + std::to_string(results.size()) + " results, expected " +
                    std::to_string(info->minResults) +
                    (info->maxResults > info->minResults
@@ -1349,24 +1409,29 @@ Program programOf(const nlohmann::json &doc, const std::string &path) {
                         : std::string()));
       if (info->pairedOptionals &&
           (count == info->maxOperands) != (numResults == info->maxResults))
-        r.fail(iw, "has " + std::to_string(count) + " operands and " +
-                       std::to_string(numResults) +
-                       " results: its optional operand and optional result go "
-                       "together");
+        r.fail(spell(),
+               "has " + std::to_string(count) + " operands and " +
+                   std::to_string(numResults) +
+                   " results: its optional operand and optional result go "
+                   "together");
       for (size_t k = 0; k < operands.size(); ++k) {
-        int64_t id = bufferId(operands[k], at(iw + ".operands", k));
+        int64_t id =
+            bufferId(operands[k], [&] { return at(spell() + ".operands", k); });
         if (id < 0)
-          r.fail(at(iw + ".operands", k), "must be a buffer id");
+          r.fail(at(spell() + ".operands", k), "must be a buffer id");
         inst.operands.push_back(id);
       }
       for (size_t k = 0; k < results.size(); ++k) {
-        int64_t id = bufferId(results[k], at(iw + ".results", k));
+        int64_t id =
+            bufferId(results[k], [&] { return at(spell() + ".results", k); });
         if (id < 0)
-          r.fail(at(iw + ".results", k), "must be a buffer id");
+          r.fail(at(spell() + ".results", k), "must be a buffer id");
         inst.results.push_back(id);
       }
-      const json &attrs = ij.contains("attrs") ? ij["attrs"] : json::object();
-      AttrDecoder decoder(r, attrs, iw + ".attrs", p);
+      static const json kNoAttrs = json::object();
+      const json &attrs = ij.contains("attrs") ? ij["attrs"] : kNoAttrs;
+      auto attrsWhere = [&] { return spell() + ".attrs"; };
+      AttrDecoder decoder(r, attrs, attrsWhere, p);
       catalogue::decodeAttrs(inst.op, decoder, inst.attrs);
       if (inst.op == catalogue::OpCode::Exchange)
         checkExchange(r, p, rc, inst, iw);

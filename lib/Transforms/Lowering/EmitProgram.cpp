@@ -46,8 +46,29 @@ static std::string dtypeOf(Type type) {
   return dtype ? dtype->name.str() : "";
 }
 
-/// "file:line:col" of the first file location inside `loc`, or "".
+/// "file:line:col" of the first file location inside `loc` (nested ones
+/// before the one holding them, in order, as Location::walk visits them),
+/// or "". The common kinds are taken apart directly: a generic walk per
+/// instruction costs more than the rest of its record.
 static std::string locText(Location loc) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return (file.getFilename().getValue() + ":" + Twine(file.getLine()) + ":" +
+            Twine(file.getColumn()))
+        .str();
+  if (isa<UnknownLoc>(loc))
+    return "";
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return locText(name.getChildLoc());
+  if (auto call = dyn_cast<CallSiteLoc>(loc)) {
+    std::string text = locText(call.getCallee());
+    return text.empty() ? locText(call.getCaller()) : text;
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc); fused && !fused.getMetadata()) {
+    for (Location part : fused.getLocations())
+      if (std::string text = locText(part); !text.empty())
+        return text;
+    return "";
+  }
   std::string text;
   loc->walk([&](Location nested) {
     if (auto file = dyn_cast<FileLineColLoc>(nested)) {

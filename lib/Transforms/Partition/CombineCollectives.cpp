@@ -142,12 +142,13 @@ private:
   llvm::BitVector hidden;
   /// reach[y] |= bits, keeping reachedBy in step.
   void addReach(unsigned y, const llvm::BitVector &bits) {
-    llvm::BitVector added = bits;
+    added = bits; // reuses its words: this runs per merge per reaching one
     added.reset(reach[y]);
     for (unsigned b : added.set_bits())
       reachedBy[b].set(y);
     reach[y] |= added;
   }
+  llvm::BitVector added;
   SmallVector<Group, 4> groups;
 };
 

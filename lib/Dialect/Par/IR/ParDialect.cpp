@@ -31,7 +31,7 @@ Operation *ParDialect::materializeConstant(OpBuilder &builder, Attribute value,
 
 /// Checks one sharding attribute attached to a value of type `type`.
 static LogicalResult verifyShardingOf(Operation *op, Attribute attr, Type type,
-                                      StringRef what) {
+                                      const Twine &what) {
   auto sharding = dyn_cast<ShardingAttr>(attr);
   if (!sharding)
     return op->emitError() << "'" << ParDialect::kShardingAttrName << "' of "
@@ -50,7 +50,7 @@ static bool isGlobalAttr(NamedAttribute attr) {
 /// argument or result: each checked on its own kind here, together by the
 /// partitioner that writes them.
 static LogicalResult verifyGlobalAttr(Operation *op, NamedAttribute attr,
-                                      const std::string &what) {
+                                      const Twine &what) {
   if (attr.getName() == ParDialect::kGlobalTypeAttrName) {
     auto type = dyn_cast<TypeAttr>(attr.getValue());
     if (!type || !isa<RankedTensorType>(type.getValue()))
@@ -68,7 +68,7 @@ static LogicalResult verifyGlobalAttr(Operation *op, NamedAttribute attr,
 /// partitioned function records it in par.global_type): the shape the
 /// first elements of a flat tensor are a row-major view of.
 static LogicalResult verifyView(Operation *op, Attribute value, Type type,
-                                const std::string &what) {
+                                const Twine &what) {
   auto view = dyn_cast<DenseI64ArrayAttr>(value);
   if (!view)
     return op->emitError() << "'" << ParDialect::kViewAttrName << "' of "
@@ -153,7 +153,7 @@ bool par::parseInitSpec(StringRef spec, std::string &kind,
 /// The runtime attributes of arguments (name, role, init, data, vocab) and
 /// results (name, updates).
 static LogicalResult verifyRuntimeAttr(Operation *op, NamedAttribute attr,
-                                       const std::string &what, bool isArg,
+                                       const Twine &what, bool isArg,
                                        bool &known) {
   StringRef name = attr.getName().getValue();
   Attribute value = attr.getValue();
@@ -225,8 +225,53 @@ static LogicalResult verifyRuntimeAttr(Operation *op, NamedAttribute attr,
   return success();
 }
 
+/// `par.sharding` on an op: one sharding per result (a list when the op
+/// has other than one).
+static LogicalResult verifyResultShardings(Operation *op, NamedAttribute attr) {
+  unsigned numResults = op->getNumResults();
+  if (auto list = dyn_cast<ArrayAttr>(attr.getValue())) {
+    if (list.size() != numResults)
+      return op->emitError()
+             << "'" << ParDialect::kShardingAttrName << "' lists "
+             << list.size() << " sharding(s) but the op has " << numResults
+             << " result(s)";
+    for (auto [i, element] : llvm::enumerate(list))
+      if (failed(verifyShardingOf(op, element, op->getResult(i).getType(),
+                                  "result #" + Twine(i))))
+        return failure();
+    return success();
+  }
+  if (numResults != 1)
+    return op->emitError()
+           << "'" << ParDialect::kShardingAttrName << "' of an op with "
+           << numResults
+           << " results must be a list of one sharding per result";
+  return verifyShardingOf(op, attr.getValue(), op->getResult(0).getType(),
+                          "the result");
+}
+
 LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                                                    NamedAttribute attr) {
+  // The marks every op carries first: its sharding, and the training
+  // step's phase and layer (TrainingStep.h).
+  if (attr.getName() == kShardingAttrName)
+    return verifyResultShardings(op, attr);
+  if (attr.getName() == kPhaseAttrName) {
+    if (!isa<PhaseAttr>(attr.getValue()))
+      return op->emitError() << "'" << kPhaseAttrName
+                             << "' must be #par.phase<forward|backward|"
+                                "optimizer>, got "
+                             << attr.getValue();
+    return success();
+  }
+  if (attr.getName() == kLayerAttrName) {
+    auto layer = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!layer || layer.getInt() < 0)
+      return op->emitError() << "'" << kLayerAttrName
+                             << "' must be a non-negative layer number, got "
+                             << attr.getValue();
+    return success();
+  }
   for (StringRef unitOfFunctions :
        {StringRef(kPartitionedAttrName), StringRef(kBatchUpdatesAttrName)})
     if (attr.getName() == unitOfFunctions) {
@@ -257,15 +302,6 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError()
              << "'" << attr.getName().getValue() << "' is a unit attribute";
-    return success();
-  }
-  // The training step's marks (TrainingStep.h).
-  if (attr.getName() == kPhaseAttrName) {
-    if (!isa<PhaseAttr>(attr.getValue()))
-      return op->emitError() << "'" << kPhaseAttrName
-                             << "' must be #par.phase<forward|backward|"
-                                "optimizer>, got "
-                             << attr.getValue();
     return success();
   }
   if (attr.getName() == kModelFlopsAttrName) {
@@ -374,14 +410,6 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
                              << "' names the pipelined step on a function";
     return success();
   }
-  if (attr.getName() == kLayerAttrName) {
-    auto layer = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!layer || layer.getInt() < 0)
-      return op->emitError() << "'" << kLayerAttrName
-                             << "' must be a non-negative layer number, got "
-                             << attr.getValue();
-    return success();
-  }
   if (attr.getName() == kGradientOfAttrName ||
       attr.getName() == kCopyOfAttrName || attr.getName() == kViewOfAttrName) {
     SmallVector<int64_t> params;
@@ -422,27 +450,8 @@ LogicalResult ParDialect::verifyOperationAttribute(Operation *op,
     }
     return success();
   }
-  if (attr.getName() != kShardingAttrName)
-    return op->emitError() << "unknown par attribute '"
-                           << attr.getName().getValue() << "' on an operation";
-  unsigned numResults = op->getNumResults();
-  if (auto list = dyn_cast<ArrayAttr>(attr.getValue())) {
-    if (list.size() != numResults)
-      return op->emitError()
-             << "'" << kShardingAttrName << "' lists " << list.size()
-             << " sharding(s) but the op has " << numResults << " result(s)";
-    for (auto [i, element] : llvm::enumerate(list))
-      if (failed(verifyShardingOf(op, element, op->getResult(i).getType(),
-                                  "result #" + std::to_string(i))))
-        return failure();
-    return success();
-  }
-  if (numResults != 1)
-    return op->emitError()
-           << "'" << kShardingAttrName << "' of an op with " << numResults
-           << " results must be a list of one sharding per result";
-  return verifyShardingOf(op, attr.getValue(), op->getResult(0).getType(),
-                          "the result");
+  return op->emitError() << "unknown par attribute '"
+                         << attr.getName().getValue() << "' on an operation";
 }
 
 /// Program inputs are found by name (checkpoints, updates): an argument's
@@ -496,10 +505,10 @@ LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
                                                    unsigned argIndex,
                                                    NamedAttribute attr) {
   if (isGlobalAttr(attr))
-    return verifyGlobalAttr(op, attr, "argument #" + std::to_string(argIndex));
+    return verifyGlobalAttr(op, attr, "argument #" + Twine(argIndex));
   bool known;
   LogicalResult runtime = verifyRuntimeAttr(
-      op, attr, "argument #" + std::to_string(argIndex), /*isArg=*/true, known);
+      op, attr, "argument #" + Twine(argIndex), /*isArg=*/true, known);
   if (known && succeeded(runtime) && attr.getName() == kNameAttrName)
     return verifyUniqueArgName(op, argIndex);
   if (known)
@@ -512,7 +521,7 @@ LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
   }
   if (attr.getName() == kViewAttrName)
     return verifyView(op, attr.getValue(), globalTypeOf(op, argIndex, true),
-                      "argument #" + std::to_string(argIndex));
+                      "argument #" + Twine(argIndex));
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute '"
                            << attr.getName().getValue() << "' on argument #"
@@ -526,11 +535,11 @@ LogicalResult ParDialect::verifyRegionArgAttribute(Operation *op,
                              << "' on a missing argument #" << argIndex;
     return verifyShardingOf(op, attr.getValue(),
                             function.getArgumentTypes()[argIndex],
-                            "argument #" + std::to_string(argIndex));
+                            "argument #" + Twine(argIndex));
   }
   return verifyShardingOf(op, attr.getValue(),
                           region.getArgument(argIndex).getType(),
-                          "argument #" + std::to_string(argIndex));
+                          "argument #" + Twine(argIndex));
 }
 
 LogicalResult ParDialect::verifyRegionResultAttribute(Operation *op,
@@ -538,16 +547,16 @@ LogicalResult ParDialect::verifyRegionResultAttribute(Operation *op,
                                                       unsigned resultIndex,
                                                       NamedAttribute attr) {
   if (isGlobalAttr(attr))
-    return verifyGlobalAttr(op, attr, "result #" + std::to_string(resultIndex));
+    return verifyGlobalAttr(op, attr, "result #" + Twine(resultIndex));
   bool known;
   LogicalResult runtime =
-      verifyRuntimeAttr(op, attr, "result #" + std::to_string(resultIndex),
+      verifyRuntimeAttr(op, attr, "result #" + Twine(resultIndex),
                         /*isArg=*/false, known);
   if (known)
     return runtime;
   if (attr.getName() == kViewAttrName)
     return verifyView(op, attr.getValue(), globalTypeOf(op, resultIndex, false),
-                      "result #" + std::to_string(resultIndex));
+                      "result #" + Twine(resultIndex));
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown par attribute '"
                            << attr.getName().getValue() << "' on result #"
@@ -559,7 +568,7 @@ LogicalResult ParDialect::verifyRegionResultAttribute(Operation *op,
            << " of an op that is not a function with that many results";
   return verifyShardingOf(op, attr.getValue(),
                           function.getResultTypes()[resultIndex],
-                          "result #" + std::to_string(resultIndex));
+                          "result #" + Twine(resultIndex));
 }
 
 //===----------------------------------------------------------------------===//
@@ -569,7 +578,19 @@ LogicalResult ParDialect::verifyRegionResultAttribute(Operation *op,
 MeshOp mlir::par::lookupMesh(Operation *from, FlatSymbolRefAttr mesh) {
   if (!from || !mesh)
     return nullptr;
-  return SymbolTable::lookupNearestSymbolFrom<MeshOp>(from, mesh);
+  // The symbol in the nearest symbol table, as lookupNearestSymbolFrom
+  // finds it, with names compared as attributes: the generic lookup makes
+  // the "sym_name" attribute name anew for every op it looks at, and every
+  // sharding the verifier and the partitioner check looks up its mesh.
+  Operation *table = SymbolTable::getNearestSymbolTable(from);
+  if (!table || table->getNumRegions() != 1 || table->getRegion(0).empty())
+    return nullptr;
+  StringAttr name = mesh.getAttr();
+  for (Operation &op : table->getRegion(0).front())
+    if (auto meshOp = dyn_cast<MeshOp>(op);
+        meshOp && meshOp.getSymNameAttr() == name)
+      return meshOp;
+  return nullptr;
 }
 
 MeshOp mlir::par::findMesh(FunctionOpInterface func) {
