@@ -142,6 +142,9 @@ private:
   llvm::BitVector hidden;
   /// reach[y] |= bits, keeping reachedBy in step.
   void addReach(unsigned y, const llvm::BitVector &bits) {
+    // Most that reach a group reach most of what it does already.
+    if (!bits.test(reach[y]))
+      return;
     added = bits; // reuses its words: this runs per merge per reaching one
     added.reset(reach[y]);
     for (unsigned b : added.set_bits())
