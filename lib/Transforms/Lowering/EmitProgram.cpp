@@ -109,7 +109,10 @@ static json shardingJson(ShardingAttr sharding, int64_t rank) {
                             : json::array());
   if (sharding)
     partial = axesJson(sharding.getPartialAxes());
-  return {{"dims", dims}, {"partial", partial}};
+  json record = json::object();
+  record["dims"] = std::move(dims);
+  record["partial"] = std::move(partial);
+  return record;
 }
 
 namespace {
@@ -243,10 +246,13 @@ LogicalResult Emitter::describeInputs(json &doc,
     if (failed(programDType(global, loc)))
       return failure();
     auto name = func.getArgAttrOfType<StringAttr>(i, ParDialect::kNameAttrName);
-    json in = {{"name", name ? name.str() : "arg" + std::to_string(i)},
-               {"dtype", dtypeOf(global)},
-               {"global_shape", global.getShape()},
-               {"sharding", shardingJson(sharding, global.getRank())}};
+    // Records are filled field by field and moved: an initializer list
+    // would copy every field, and a pushed record all of them again.
+    json in = json::object();
+    in["name"] = name ? name.str() : "arg" + std::to_string(i);
+    in["dtype"] = dtypeOf(global);
+    in["global_shape"] = global.getShape();
+    in["sharding"] = shardingJson(sharding, global.getRank());
     bool isInt = isa<IntegerType>(global.getElementType());
     bool isParam = isParameter(func, i);
     if (std::optional<SmallVector<int64_t>> view = getViewShape(func, i)) {
@@ -269,7 +275,8 @@ LogicalResult Emitter::describeInputs(json &doc,
         numbers.clear();
         parseInitSpec(init.getValue(), kind, numbers);
       }
-      json initJson = {{"kind", kind}};
+      json initJson = json::object();
+      initJson["kind"] = kind;
       if (kind == "normal")
         initJson["std"] = numbers[0];
       else if (kind == "uniform")
@@ -277,7 +284,7 @@ LogicalResult Emitter::describeInputs(json &doc,
       else if (kind == "constant")
         initJson["value"] = numbers[0];
       in["role"] = "param";
-      in["init"] = initJson;
+      in["init"] = std::move(initJson);
     } else {
       in["role"] = "data";
       auto data =
@@ -296,9 +303,9 @@ LogicalResult Emitter::describeInputs(json &doc,
       }
     }
     persistent.push_back(isParam);
-    inputs.push_back(in);
+    inputs.push_back(std::move(in));
   }
-  doc["inputs"] = inputs;
+  doc["inputs"] = std::move(inputs);
   return success();
 }
 
@@ -330,10 +337,11 @@ LogicalResult Emitter::describeOutputs(json &doc) {
       return failure();
     auto name =
         func.getResultAttrOfType<StringAttr>(i, ParDialect::kNameAttrName);
-    json out = {{"name", name ? name.str() : "result" + std::to_string(i)},
-                {"dtype", dtypeOf(global)},
-                {"global_shape", global.getShape()},
-                {"sharding", shardingJson(sharding, global.getRank())}};
+    json out = json::object();
+    out["name"] = name ? name.str() : "result" + std::to_string(i);
+    out["dtype"] = dtypeOf(global);
+    out["global_shape"] = global.getShape();
+    out["sharding"] = shardingJson(sharding, global.getRank());
     if (auto view = func.getResultAttrOfType<DenseI64ArrayAttr>(
             i, ParDialect::kViewAttrName))
       out["view"] = view.asArrayRef();
@@ -350,9 +358,9 @@ LogicalResult Emitter::describeOutputs(json &doc) {
                   "and view";
       out["updates"] = in["name"];
     }
-    outputs.push_back(out);
+    outputs.push_back(std::move(out));
   }
-  doc["outputs"] = outputs;
+  doc["outputs"] = std::move(outputs);
   return success();
 }
 
@@ -396,7 +404,9 @@ static json constantJson(ElementsAttr value) {
   json values = json::array();
   for (Attribute element : value.getValues<Attribute>())
     values.push_back(number(element));
-  return {{"values", values}};
+  json record = json::object();
+  record["values"] = std::move(values);
+  return record;
 }
 
 /// One attribute as the program file spells it (docs/program-format.md):
@@ -682,12 +692,13 @@ FailureOr<json> Emitter::rankClass(func::FuncOp body, const json &doc,
       name = doc["inputs"][inputOf[arg.getArgNumber()]]["name"];
     else
       name = buffer.value.getDefiningOp()->getName().stripDialect().str();
-    json entry = {{"name", name},
-                  {"dtype", dtypeOf(type)},
-                  {"shape", type.getShape()},
-                  {"bytes", buffer.bytes},
-                  {"offset", buffer.offset},
-                  {"live", {buffer.first, buffer.last}}};
+    json entry = json::object();
+    entry["name"] = std::move(name);
+    entry["dtype"] = dtypeOf(type);
+    entry["shape"] = type.getShape();
+    entry["bytes"] = buffer.bytes;
+    entry["offset"] = buffer.offset;
+    entry["live"] = json::array({buffer.first, buffer.last});
     if (buffer.reuses >= 0)
       entry["reuses"] = buffer.reuses;
     buffers.push_back(std::move(entry));
