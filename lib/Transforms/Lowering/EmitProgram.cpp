@@ -853,6 +853,12 @@ struct EmitProgramPass
             << candidates.size() << "; pick one with function=NAME";
       return signalPassFailure();
     }
+    // A partitioned step without a pipeline is only read: MLIR need not
+    // verify the module again (an unpartitioned step has its input roles
+    // inferred; a pipelined one is verified as before).
+    bool readOnly =
+        candidates.front()->hasAttr(ParDialect::kPartitionedAttrName) &&
+        !getPipeline(candidates.front());
     Emitter emitter(module, candidates.front(), alignment, asyncCollectives);
     FailureOr<json> doc = emitter.run();
     if (failed(doc) || failed(emitter.validate(*doc, file)))
@@ -871,6 +877,8 @@ struct EmitProgramPass
     }
     out->os() << text;
     out->keep();
+    if (readOnly)
+      markAllAnalysesPreserved();
   }
 };
 } // namespace

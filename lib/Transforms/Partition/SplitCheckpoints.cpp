@@ -82,6 +82,7 @@ struct SplitCheckpointsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    bool splitAny = false;
     for (auto func : module.getOps<func::FuncOp>()) {
       auto record =
           func->getAttrOfType<DictionaryAttr>(ParDialect::kRematAttrName);
@@ -89,9 +90,13 @@ struct SplitCheckpointsPass
           record ? record.getAs<StringAttr>("checkpoint_axis") : StringAttr();
       if (!axisName || func.isDeclaration())
         continue;
+      splitAny = true;
       if (failed(split(func, axisName)))
         return signalPassFailure();
     }
+    // No checkpoint axis: the module is left as it is.
+    if (!splitAny)
+      markAllAnalysesPreserved();
   }
 
   LogicalResult split(func::FuncOp func, StringAttr axis) {

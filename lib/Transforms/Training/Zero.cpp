@@ -364,15 +364,20 @@ struct ZeroPass : public par::impl::ZeroPassBase<ZeroPass> {
   using ZeroPassBase::ZeroPassBase;
 
   void runOnOperation() override {
-    bool changed = false;
+    bool changed = false, staged = false;
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       bool changedHere = false;
-      if (!func.isDeclaration() &&
-          !func->hasAttr(ParDialect::kPartitionedAttrName) &&
-          failed(applyZero(func, changedHere)))
+      if (func.isDeclaration() ||
+          func->hasAttr(ParDialect::kPartitionedAttrName))
+        continue;
+      staged |= getZeroStage(func) != 0;
+      if (failed(applyZero(func, changedHere)))
         return signalPassFailure();
       changed |= changedHere;
     }
+    // A module without ZeRO is left as it is: nothing to verify again.
+    if (!staged)
+      return markAllAnalysesPreserved();
     if (changed)
       propagateShardings(getOperation(), /*explain=*/nullptr, diagnose);
   }
