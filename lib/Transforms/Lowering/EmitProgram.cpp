@@ -46,15 +46,20 @@ static std::string dtypeOf(Type type) {
   return dtype ? dtype->name.str() : "";
 }
 
+/// "file:line:col".
+static std::string fileText(FileLineColLoc file) {
+  return (file.getFilename().getValue() + ":" + Twine(file.getLine()) + ":" +
+          Twine(file.getColumn()))
+      .str();
+}
+
 /// "file:line:col" of the first file location inside `loc` (nested ones
 /// before the one holding them, in order, as Location::walk visits them),
 /// or "". The common kinds are taken apart directly: a generic walk per
 /// instruction costs more than the rest of its record.
 static std::string locText(Location loc) {
   if (auto file = dyn_cast<FileLineColLoc>(loc))
-    return (file.getFilename().getValue() + ":" + Twine(file.getLine()) + ":" +
-            Twine(file.getColumn()))
-        .str();
+    return fileText(file);
   if (isa<UnknownLoc>(loc))
     return "";
   if (auto name = dyn_cast<NameLoc>(loc))
@@ -72,9 +77,7 @@ static std::string locText(Location loc) {
   std::string text;
   loc->walk([&](Location nested) {
     if (auto file = dyn_cast<FileLineColLoc>(nested)) {
-      text = (file.getFilename().getValue() + ":" + Twine(file.getLine()) +
-              ":" + Twine(file.getColumn()))
-                 .str();
+      text = fileText(file);
       return WalkResult::interrupt();
     }
     return WalkResult::advance();
@@ -127,6 +130,9 @@ public:
   /// Runs the loader's validation on `doc`, the program the text is then
   /// written from; reports what it rejects at the source of the field.
   LogicalResult validate(const json &doc, StringRef file);
+  /// Whether run() changed the module: it infers the input roles of an
+  /// unpartitioned step, and only reads any other.
+  bool changedModule() const { return changed; }
 
 private:
   LogicalResult checkOps(func::FuncOp body);
@@ -165,6 +171,7 @@ private:
   int64_t alignment;
   bool asyncCollectives;
   bool partitioned = false;
+  bool changed = false;
   MeshOp mesh;
   MemoryPlan plan;
   SmallVector<SmallVector<std::string>> groups;
@@ -568,6 +575,7 @@ FailureOr<json> Emitter::run() {
                                "--par-emit-program (stages run on the mesh)";
   } else {
     inferInputRoles(func);
+    changed = true;
   }
   for (func::FuncOp body : bodies)
     if (failed(checkOps(body)))
@@ -853,12 +861,6 @@ struct EmitProgramPass
             << candidates.size() << "; pick one with function=NAME";
       return signalPassFailure();
     }
-    // A partitioned step without a pipeline is only read: MLIR need not
-    // verify the module again (an unpartitioned step has its input roles
-    // inferred; a pipelined one is verified as before).
-    bool readOnly =
-        candidates.front()->hasAttr(ParDialect::kPartitionedAttrName) &&
-        !getPipeline(candidates.front());
     Emitter emitter(module, candidates.front(), alignment, asyncCollectives);
     FailureOr<json> doc = emitter.run();
     if (failed(doc) || failed(emitter.validate(*doc, file)))
@@ -877,7 +879,8 @@ struct EmitProgramPass
     }
     out->os() << text;
     out->keep();
-    if (readOnly)
+    // A module only read need not be verified again.
+    if (!emitter.changedModule())
       markAllAnalysesPreserved();
   }
 };
