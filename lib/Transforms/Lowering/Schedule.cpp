@@ -47,8 +47,9 @@ static bool gathersAcrossPhases(Operation *op) {
 /// List-schedules `block` in place: ready collectives first, otherwise the
 /// ready op that came first. Side-effecting ops depend on each other in
 /// their original order. Then late ops, their chains and gathers across
-/// phases move down, ahead of their use (below).
-static void scheduleBlock(Block &block, int64_t prefetch) {
+/// phases move down, ahead of their use (below). Returns whether any op
+/// moved.
+static bool scheduleBlock(Block &block, int64_t prefetch) {
   SmallVector<Operation *> ops;
   for (Operation &op : block.without_terminator())
     ops.push_back(&op);
@@ -95,14 +96,23 @@ static void scheduleBlock(Block &block, int64_t prefetch) {
   for (unsigned i = 0; i < ops.size(); ++i)
     if (!pending[i])
       ready.push(i);
-  Operation *terminator = block.getTerminator();
+  SmallVector<unsigned> order;
+  order.reserve(ops.size());
   while (!ready.empty()) {
     unsigned i = ready.top();
     ready.pop();
-    ops[i]->moveBefore(terminator);
+    order.push_back(i);
     for (unsigned user : users[i])
       if (!--pending[user])
         ready.push(user);
+  }
+  // Ops stay where they are when the schedule keeps the block's order.
+  bool moved = false;
+  if (!llvm::equal(order, llvm::seq<unsigned>(0, ops.size()))) {
+    Operation *terminator = block.getTerminator();
+    for (unsigned i : order)
+      ops[i]->moveBefore(terminator);
+    moved = true;
   }
 
   // Ops marked par.late (ZeRO's gathers of parameters before each use, its
@@ -233,26 +243,31 @@ static void scheduleBlock(Block &block, int64_t prefetch) {
     } else if (held) {
       continue; // its chain stayed where the list schedule put it
     }
-    if (op->getNextNode() != at)
+    if (op->getNextNode() != at) {
       moveBefore(op, at);
+      moved = true;
+    }
     if (target) {
       frontAt[target] = op;
       targetOf[op] = target;
     }
   }
+  return moved;
 }
 
 namespace {
 struct SchedulePass : public par::impl::SchedulePassBase<SchedulePass> {
   void runOnOperation() override {
     SmallVector<func::FuncOp> pipelined;
+    bool moved = false;
     // A pipeline's stages are already in their schedule's order.
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (!func.isDeclaration() &&
           !func->hasAttr(ParDialect::kStageOfAttrName)) {
         auto prefetch =
             func->getAttrOfType<IntegerAttr>(ParDialect::kPrefetchAttrName);
-        scheduleBlock(func.getBody().front(), prefetch ? prefetch.getInt() : 0);
+        moved |= scheduleBlock(func.getBody().front(),
+                               prefetch ? prefetch.getInt() : 0);
         if (getPipeline(func) &&
             !func->hasAttr(ParDialect::kStageOfAttrName))
           pipelined.push_back(func);
@@ -262,6 +277,9 @@ struct SchedulePass : public par::impl::SchedulePassBase<SchedulePass> {
     for (func::FuncOp func : pipelined)
       if (failed(splitStages(func)))
         return signalPassFailure();
+    // A block already in its schedule's order need not be verified again.
+    if (!moved && pipelined.empty())
+      markAllAnalysesPreserved();
   }
 };
 } // namespace

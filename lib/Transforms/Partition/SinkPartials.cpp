@@ -85,8 +85,10 @@ ReshardOp resolvingReshard(Value value) {
 
 /// Moves one reshard past its linear user and returns the reshard that now
 /// follows the user (null when it cannot move). Reshards it erases leave
-/// `worklist`.
-ReshardOp sinkOnce(ReshardOp reshard, llvm::SetVector<Operation *> &worklist) {
+/// `worklist`; `changed` is set when it changes the function (folding the
+/// reshard into a reshard that reads it changes it and returns null).
+ReshardOp sinkOnce(ReshardOp reshard, llvm::SetVector<Operation *> &worklist,
+                   bool &changed) {
   OpOperand &use = *reshard->use_begin();
   Operation *user = use.getOwner();
   // Resolving then resharding again is one reshard from the partial value
@@ -95,6 +97,7 @@ ReshardOp sinkOnce(ReshardOp reshard, llvm::SetVector<Operation *> &worklist) {
     next.getInputMutable().assign(reshard.getInput());
     worklist.remove(reshard);
     reshard.erase();
+    changed = true;
     return nullptr;
   }
   if (user->getNumResults() != 1)
@@ -179,12 +182,14 @@ ReshardOp sinkOnce(ReshardOp reshard, llvm::SetVector<Operation *> &worklist) {
   builder.setInsertionPointAfter(user);
   auto after = ReshardOp::create(builder, user->getLoc(), result, old);
   result.replaceAllUsesExcept(after.getResult(), after.getOperation());
+  changed = true;
   return after;
 }
 
 struct SinkPartialsPass
     : public par::impl::SinkPartialsPassBase<SinkPartialsPass> {
   void runOnOperation() override {
+    bool changed = false;
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func->hasAttr(ParDialect::kPartitionedAttrName))
         continue;
@@ -196,7 +201,7 @@ struct SinkPartialsPass
         auto reshard = cast<ReshardOp>(worklist.pop_back_val());
         if (!resolvingReshard(reshard.getResult()))
           continue;
-        if (ReshardOp next = sinkOnce(reshard, worklist)) {
+        if (ReshardOp next = sinkOnce(reshard, worklist, changed)) {
           ++numSunk;
           LLVM_DEBUG(llvm::dbgs() << "sunk a partial sum past "
                                   << *next.getInput().getDefiningOp() << "\n");
@@ -204,8 +209,11 @@ struct SinkPartialsPass
         }
       }
       if (!func.isDeclaration())
-        assignReshardPhases(func.getBody().front());
+        changed |= assignReshardPhases(func.getBody().front());
     }
+    // A step with no partial sum to sink need not be verified again.
+    if (!changed)
+      markAllAnalysesPreserved();
   }
 };
 } // namespace

@@ -154,9 +154,10 @@ void mlir::par::stampMarks(const StepMarks &marks, Block::iterator begin,
     marks.stamp(&op);
 }
 
-void mlir::par::assignReshardPhases(Block &block) {
+bool mlir::par::assignReshardPhases(Block &block) {
   if (llvm::none_of(block, [](Operation &op) { return getPhase(&op); }))
-    return;
+    return false;
+  bool marked = false;
   // Readers come after their reshards: visit from the end, so a reshard
   // read by another reshard sees the reader's phase.
   for (Operation &op : llvm::reverse(block)) {
@@ -170,12 +171,15 @@ void mlir::par::assignReshardPhases(Block &block) {
     if (!earliest)
       if (Operation *def = op.getOperand(0).getDefiningOp())
         earliest = getPhase(def);
-    if (earliest)
+    if (earliest) {
       setPhase(&op, *earliest);
+      marked = true;
+    }
     if (!getLayer(&op))
       for (Operation *user : op.getUsers())
         if (std::optional<int64_t> layer = getLayer(user)) {
           setLayer(&op, *layer);
+          marked = true;
           break;
         }
     // A pipelined step: the stage and micro-batch of the earliest reader
@@ -184,11 +188,14 @@ void mlir::par::assignReshardPhases(Block &block) {
     for (Operation *user : op.getUsers())
       if (getStage(user) && (!first || user->isBeforeInBlock(first)))
         first = user;
-    if (first)
+    if (first) {
       StepMarks{std::nullopt, std::nullopt, getStage(first),
                 getMicrobatch(first)}
           .stamp(&op);
+      marked = true;
+    }
   }
+  return marked;
 }
 
 void PhaseStamper::notifyOperationInserted(Operation *op,

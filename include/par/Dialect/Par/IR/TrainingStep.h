@@ -114,7 +114,8 @@ void stampMarks(const StepMarks &marks, Block::iterator begin,
 /// the layer (and pipeline stage and micro-batch) of its first reader that
 /// has one.
 /// Nothing when no op in the block has a phase (not a training step).
-void assignReshardPhases(Block &block);
+/// Returns whether it marked any reshard.
+bool assignReshardPhases(Block &block);
 
 /// The contracts that passes hand on through attributes, with their types
 /// checked by the dialect:
