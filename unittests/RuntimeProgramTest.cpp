@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <random>
 #include <set>
 
 using namespace par::rt;
@@ -589,6 +590,78 @@ TEST(ProgramErrors, OverlappingLiveBuffers) {
   cls(doc)["buffers"][5]["live"] = {0, 4};
   cls(doc)["instructions"][7]["operands"] = {2, 3, 3, 3};
   EXPECT_NO_THROW(parseProgram(doc.dump(), kFile));
+  // Buffer 15 (live 7-8) moved to start below buffer 8 (live 4-8) and run
+  // into it.
+  EXPECT_THAT(
+      errorAfter([](json &d) { cls(d)["buffers"][15]["offset"] = 576; }),
+      names("rank_classes[0].buffers[15]", "overlaps buffer 8 in the arena"));
+  // Live ranges hold their last instruction: buffer 6 live to 2 meets
+  // buffer 12 (live from 2) at offset 512.
+  EXPECT_THAT(
+      errorAfter([](json &d) {
+        cls(d)["buffers"][6]["live"] = {0, 2};
+      }),
+      names("rank_classes[0].buffers[12]", "overlaps buffer 6 in the arena"));
+  // A buffer of no bytes overlaps nothing.
+  doc = baseDoc();
+  cls(doc)["buffers"][14]["offset"] = 448;
+  cls(doc)["buffers"][14]["shape"] = {0, 3};
+  cls(doc)["buffers"][14]["bytes"] = 0;
+  EXPECT_NO_THROW(parseProgram(doc.dump(), kFile));
+}
+
+TEST(ProgramErrors, OverlapsFoundAsByComparingEveryPair) {
+  // Buffers placed at random offsets: the loader rejects a layout exactly
+  // when two buffers with bytes share some while both are live.
+  std::mt19937 gen(7);
+  int rejected = 0;
+  for (int round = 0; round < 400; ++round) {
+    json doc = baseDoc();
+    json &buffers = cls(doc)["buffers"];
+    cls(doc)["arena_bytes"] = 64 * 48;
+    for (json &b : buffers)
+      b["offset"] = 64 * std::uniform_int_distribution<int64_t>(0, 46)(gen);
+    bool overlaps = false;
+    for (size_t x = 0; x < buffers.size(); ++x)
+      for (size_t y = x + 1; y < buffers.size(); ++y) {
+        const json &a = buffers[x], &b = buffers[y];
+        int64_t ao = a["offset"], ab = a["bytes"], bo = b["offset"],
+                bb = b["bytes"];
+        overlaps |= ab && bb && ao < bo + bb && bo < ao + ab &&
+                    a["live"][0] <= b["live"][1] &&
+                    b["live"][0] <= a["live"][1];
+      }
+    std::string error;
+    try {
+      parseProgram(doc.dump(), kFile);
+    } catch (const ProgramError &e) {
+      error = e.what();
+    }
+    rejected += overlaps;
+    EXPECT_EQ(overlaps, !error.empty()) << "round " << round << ": " << error;
+    if (!error.empty()) {
+      EXPECT_THAT(error, HasSubstr("in the arena while both are live"));
+    }
+  }
+  // Both outcomes were drawn.
+  EXPECT_GT(rejected, 0);
+  EXPECT_LT(rejected, 400);
+}
+
+TEST(ProgramErrors, ReusedMemory) {
+  // The updated weight (buffer 9, written by instruction 7) takes over the
+  // weight's memory (buffer 2, read last there).
+  json doc = baseDoc();
+  cls(doc)["buffers"][9]["offset"] = 128;
+  EXPECT_THAT(errorOf(doc.dump()),
+              names("rank_classes[0].buffers[9]",
+                    "overlaps buffer 2 in the arena while both are live"));
+  cls(doc)["buffers"][9]["reuses"] = 2;
+  EXPECT_NO_THROW(parseProgram(doc.dump(), kFile));
+  // Another buffer live there still may not.
+  cls(doc)["buffers"][15]["offset"] = 128;
+  EXPECT_THAT(errorOf(doc.dump()), names("rank_classes[0].buffers[15]",
+                                         "overlaps buffer 2 in the arena"));
 }
 
 TEST(ProgramErrors, BufferLayout) {

@@ -1045,6 +1045,64 @@ Program parseProgram(const std::string &text, const std::string &path) {
   return programOf(doc, path);
 }
 
+/// Buffers live at the same time must not share bytes of the arena, a
+/// buffer that takes over another's memory aside. A sweep over the
+/// instructions keeps the live buffers ordered by offset; those already
+/// checked are disjoint, so a buffer that becomes live can only overlap
+/// the live buffer below it or those that start inside it: O(n log n) in
+/// the buffers, where comparing each with all others at overlapping
+/// offsets was quadratic (the arena's bytes are used again and again
+/// along the step).
+static void checkArenaOverlaps(const Reader &r,
+                               const std::vector<Buffer> &buffers,
+                               const std::string &cw) {
+  auto sameMemory = [&](size_t x, size_t y) {
+    return buffers[x].reuses == int64_t(y) || buffers[y].reuses == int64_t(x);
+  };
+  std::vector<size_t> byStart, byEnd;
+  for (size_t b = 0; b < buffers.size(); ++b)
+    if (buffers[b].bytes > 0) {
+      byStart.push_back(b);
+      byEnd.push_back(b);
+    }
+  std::sort(byStart.begin(), byStart.end(), [&](size_t x, size_t y) {
+    return std::make_pair(buffers[x].firstUse, x) <
+           std::make_pair(buffers[y].firstUse, y);
+  });
+  std::sort(byEnd.begin(), byEnd.end(), [&](size_t x, size_t y) {
+    return std::make_pair(buffers[x].lastUse, x) <
+           std::make_pair(buffers[y].lastUse, y);
+  });
+  // The live buffers by (offset, id).
+  std::set<std::pair<int64_t, size_t>> live;
+  auto overlap = [&](size_t b, size_t other) {
+    r.fail(at(cw + ".buffers", b), "overlaps buffer " + std::to_string(other) +
+                                       " in the arena while both are live");
+  };
+  size_t ended = 0;
+  for (size_t b : byStart) {
+    const Buffer &buf = buffers[b];
+    // Live ranges are inclusive: a buffer whose range ends at this
+    // instruction is still live here.
+    while (ended < byEnd.size() &&
+           buffers[byEnd[ended]].lastUse < buf.firstUse) {
+      live.erase({buffers[byEnd[ended]].offset, byEnd[ended]});
+      ++ended;
+    }
+    auto above = live.lower_bound({buf.offset, 0});
+    if (above != live.begin()) {
+      auto below = std::prev(above);
+      if (below->first + buffers[below->second].bytes > buf.offset)
+        overlap(b, below->second);
+    }
+    for (auto it = above;
+         it != live.end() && it->first < buf.offset + buf.bytes; ++it)
+      if (!sameMemory(b, it->second))
+        overlap(b, it->second);
+    live.insert({buf.offset, b});
+  }
+}
+
 Program programOf(const nlohmann::json &doc, const std::string &path) {
   Reader r(path);
   Program p;
@@ -1507,32 +1565,11 @@ Program programOf(const nlohmann::json &doc, const std::string &path) {
                          ") cannot write over its own operand");
       }
     }
-    auto sameMemory = [&](size_t x, size_t y) {
-      return rc.buffers[x].reuses == int64_t(y) ||
-             rc.buffers[y].reuses == int64_t(x);
-    };
-    std::vector<size_t> order(rc.buffers.size());
-    for (size_t b = 0; b < order.size(); ++b)
-      order[b] = b;
-    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-      return rc.buffers[x].offset < rc.buffers[y].offset;
-    });
-    for (size_t x = 0; x < order.size(); ++x) {
-      const Buffer &a = rc.buffers[order[x]];
-      if (a.lastUse > n)
-        r.fail(at(cw + ".buffers", order[x]) + ".live",
+    for (size_t b = 0; b < rc.buffers.size(); ++b)
+      if (rc.buffers[b].lastUse > n)
+        r.fail(at(cw + ".buffers", b) + ".live",
                "extends past the last instruction");
-      for (size_t y = x + 1; y < order.size(); ++y) {
-        const Buffer &b = rc.buffers[order[y]];
-        if (b.offset >= a.offset + a.bytes)
-          break;
-        if (a.bytes && b.bytes && a.firstUse <= b.lastUse &&
-            b.firstUse <= a.lastUse && !sameMemory(order[x], order[y]))
-          r.fail(at(cw + ".buffers", order[y]),
-                 "overlaps buffer " + std::to_string(order[x]) +
-                     " in the arena while both are live");
-      }
-    }
+    checkArenaOverlaps(r, rc.buffers, cw);
     p.rankClasses.push_back(std::move(rc));
   }
   for (int64_t rank = 0; rank < p.numRanks; ++rank)
