@@ -264,8 +264,10 @@ void Combiner::analyze() {
       members.set(x);
       // Whatever reaches a member reaches the group's first member or the
       // newcomer: earlier merges made each group's members reached alike.
+      // What reaches both reaches all the group gains already (`reach` is
+      // closed under paths): only what reaches one of them gains.
       llvm::BitVector reaching = reachedBy[first];
-      reaching |= reachedBy[x];
+      reaching ^= reachedBy[x];
       reaching.reset(members);
       reaching.reset(hidden);
       addReach(first, merged); // reach[first] was a subset of `merged`
@@ -300,13 +302,19 @@ bool Combiner::rewrite(Group &group) {
       if (!last || last->isBeforeInBlock(owner))
         last = owner;
     }
-  // The readers of the results, transitively, that come before `last`.
+  // The readers of the results, transitively, that come before `last`:
+  // between the first member and `last` (what precedes every member reads
+  // none of their results).
+  Operation *first = group.members.front().op;
+  for (Reduction member : group.members)
+    if (member.op->isBeforeInBlock(first))
+      first = member.op;
   SmallVector<Operation *> readers;
-  if (last) {
+  if (last && first->isBeforeInBlock(last)) {
     llvm::SmallPtrSet<Operation *, 16> reached;
     for (Reduction member : group.members)
       reached.insert(member.op);
-    for (Operation &op : block) {
+    for (Operation &op : llvm::make_range(first->getIterator(), block.end())) {
       if (&op == last)
         break;
       if (reached.contains(&op))
