@@ -1089,6 +1089,9 @@ static void checkArenaOverlaps(const Reader &r,
       live.erase({buffers[byEnd[ended]].offset, byEnd[ended]});
       ++ended;
     }
+    // The buffer below starts lower, so it is never the one this buffer
+    // reuses (or that reuses it): such a pair has the same offset and size,
+    // checked before.
     auto above = live.lower_bound({buf.offset, 0});
     if (above != live.begin()) {
       auto below = std::prev(above);

@@ -211,7 +211,8 @@ struct SinkPartialsPass
       if (!func.isDeclaration())
         changed |= assignReshardPhases(func.getBody().front());
     }
-    // A step with no partial sum to sink need not be verified again.
+    // A step left as it was (no reshard sunk or folded, none marked) need
+    // not be verified again.
     if (!changed)
       markAllAnalysesPreserved();
   }

@@ -189,10 +189,11 @@ bool mlir::par::assignReshardPhases(Block &block) {
       if (getStage(user) && (!first || user->isBeforeInBlock(first)))
         first = user;
     if (first) {
+      StepMarks before = StepMarks::of(&op);
       StepMarks{std::nullopt, std::nullopt, getStage(first),
                 getMicrobatch(first)}
           .stamp(&op);
-      marked = true;
+      marked |= !(StepMarks::of(&op) == before);
     }
   }
   return marked;
