@@ -45,6 +45,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/Hashing.h"
+
+#include <unordered_map>
 
 #define DEBUG_TYPE "par-combine-collectives"
 
@@ -80,6 +83,19 @@ struct Key {
            phase == other.phase && layer == other.layer &&
            stage == other.stage && microbatch == other.microbatch &&
            late == other.late;
+  }
+};
+
+struct KeyHash {
+  size_t operator()(const Key &key) const {
+    auto optional = [](std::optional<int64_t> value) {
+      return llvm::hash_combine(value.has_value(), value.value_or(0));
+    };
+    return llvm::hash_combine(
+        key.op.getAsOpaquePointer(), key.mesh, key.axes.getAsOpaquePointer(),
+        int(key.kind), key.element.getAsOpaquePointer(),
+        key.phase ? int(*key.phase) : -1, optional(key.layer),
+        optional(key.stage), optional(key.microbatch), key.late);
   }
 };
 
@@ -129,8 +145,13 @@ private:
   int64_t maxBytes;
   std::optional<int64_t> bucketBytes;
   DenseMap<Operation *, unsigned> number; // all-reduce -> its number
-  /// Per op: the all-reduces (by number) its results depend on.
-  DenseMap<Operation *, llvm::BitVector> ancestors;
+  /// Per op: the all-reduces (by number) its results depend on, as an
+  /// index in `ancestorSets`. Ops share a set when they depend on the same
+  /// all-reduces (a chain between two all-reduces has one set), so only an
+  /// op that joins sets differing from each other, or an all-reduce, makes
+  /// a new one. Index 0 is the empty set.
+  DenseMap<Operation *, unsigned> ancestors;
+  std::vector<llvm::BitVector> ancestorSets;
   /// Per all-reduce: the all-reduces its result reaches (feeds, through any
   /// ops), with the groups formed so far contracted to one node each.
   std::vector<llvm::BitVector> reach;
@@ -178,18 +199,44 @@ void Combiner::analyze() {
     }
   }
   unsigned n = reduces.size();
+  ancestorSets.assign(1, llvm::BitVector(n));
+  llvm::BitVector joined;
   for (Operation &op : block) {
-    llvm::BitVector bits(n);
+    // The set of the op's operands: one of theirs when it holds the
+    // others, else their union (`joined`, then kept as a new set).
+    unsigned set = 0;
+    bool join = false;
+    auto add = [&](unsigned other) {
+      if (other == set || other == 0)
+        return;
+      if (join) {
+        joined |= ancestorSets[other];
+      } else if (set == 0 || !ancestorSets[set].test(ancestorSets[other])) {
+        set = other; // the first, or one that holds the set so far
+      } else if (ancestorSets[other].test(ancestorSets[set])) {
+        joined = ancestorSets[set]; // neither holds the other
+        joined |= ancestorSets[other];
+        join = true;
+      }
+    };
     op.walk([&](Operation *nested) {
       for (Value operand : nested->getOperands())
         if (Operation *def = operand.getDefiningOp())
           if (Operation *owner = block.findAncestorOpInBlock(*def);
               owner && owner != &op)
-            bits |= ancestors[owner];
+            add(ancestors.lookup(owner));
     });
-    if (number.count(&op))
-      bits.set(number[&op]);
-    ancestors[&op] = std::move(bits);
+    if (auto it = number.find(&op); it != number.end()) {
+      if (!join)
+        joined = ancestorSets[set];
+      joined.set(it->second);
+      join = true;
+    }
+    if (join) {
+      set = ancestorSets.size();
+      ancestorSets.push_back(joined);
+    }
+    ancestors[&op] = set;
   }
 
   // reach[i] holds j when i's result flows into j's input.
@@ -200,7 +247,8 @@ void Combiner::analyze() {
     if (Operation *def = reduce.input().getDefiningOp()) {
       unsigned j = number[reduce.op];
       for (unsigned i :
-           ancestors[block.findAncestorOpInBlock(*def)].set_bits()) {
+           ancestorSets[ancestors.lookup(block.findAncestorOpInBlock(*def))]
+               .set_bits()) {
         reach[i].set(j);
         reachedBy[j].set(i);
       }
@@ -208,6 +256,9 @@ void Combiner::analyze() {
 
   // Per key, the gradient bucket being filled (an index in `groups`).
   SmallVector<std::pair<Key, size_t>, 4> filling;
+  // Per key, its groups (indices in `groups`) in the order they were made:
+  // a reduction joins the first of them it fits.
+  std::unordered_map<Key, SmallVector<size_t, 2>, KeyHash> groupsOf;
   for (Reduction reduce : reduces) {
     auto type = cast<RankedTensorType>(reduce.input().getType());
     Key key = reduce.key();
@@ -241,15 +292,16 @@ void Combiner::analyze() {
       if (*open != SIZE_MAX && fits(groups[*open]))
         home = &groups[*open];
     } else if (bytes <= limit) {
-      for (Group &group : groups)
-        if (fits(group)) {
-          home = &group;
+      for (size_t g : groupsOf[key])
+        if (fits(groups[g])) {
+          home = &groups[g];
           break;
         }
     } else {
       continue;
     }
     if (!home) {
+      groupsOf[key].push_back(groups.size());
       groups.push_back(Group{key, {}, llvm::BitVector(n), 0, gradient});
       home = &groups.back();
       if (open)
