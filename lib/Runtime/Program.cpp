@@ -1059,12 +1059,11 @@ static void checkArenaOverlaps(const Reader &r,
   auto sameMemory = [&](size_t x, size_t y) {
     return buffers[x].reuses == int64_t(y) || buffers[y].reuses == int64_t(x);
   };
-  std::vector<size_t> byStart, byEnd;
+  std::vector<size_t> byStart;
   for (size_t b = 0; b < buffers.size(); ++b)
-    if (buffers[b].bytes > 0) {
+    if (buffers[b].bytes > 0)
       byStart.push_back(b);
-      byEnd.push_back(b);
-    }
+  std::vector<size_t> byEnd = byStart;
   std::sort(byStart.begin(), byStart.end(), [&](size_t x, size_t y) {
     return std::make_pair(buffers[x].firstUse, x) <
            std::make_pair(buffers[y].firstUse, y);
