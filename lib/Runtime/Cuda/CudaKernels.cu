@@ -23,6 +23,7 @@
 #include "par/Runtime/KernelTable.h"
 #include "par/Runtime/Kernels.h"
 
+#include "AttentionMma.h"
 #include "CudaCheck.h"
 #include "CudaGather.h"
 #include "CudaWait.h"
@@ -1775,19 +1776,6 @@ void scatterAddOp(Stream stream, const Attrs &a, const Tensors &in,
 
 inline constexpr int64_t kMaxHeadDim = 256;
 
-/// The geometry of an attention call, for the kernels.
-struct AttentionGeometry {
-  int64_t batch, seq, heads, dim, keys, kvHeads, group;
-  math::AttentionMask mask;
-  float scale;
-  __device__ int64_t query(int64_t b, int64_t s, int64_t h) const {
-    return ((b * seq + s) * heads + h) * dim;
-  }
-  __device__ int64_t key(int64_t b, int64_t t, int64_t hk) const {
-    return ((b * keys + t) * kvHeads + hk) * dim;
-  }
-};
-
 /// scale * q_row . k_row, in T.
 template <typename T>
 __device__ T scoreOf(const AttentionGeometry &g, DType type, const void *q,
@@ -2211,6 +2199,100 @@ __global__ void __launch_bounds__(kTileRows)
     }
 }
 
+//===----------------------------------------------------------------------===//
+// Attention on tensor cores: bf16/f16 heads of at most 64 (AttentionMma.h)
+//===----------------------------------------------------------------------===//
+
+/// Whether the tensor-core kernels take this call: bf16 or f16 operands,
+/// heads of 1 to 64 dims, at most 65535 batch x head pairs, a GPU of
+/// compute capability 8.0 or more (WMMA on 16-bit floats), and not turned
+/// off with PAR_CUDA_ATTENTION=simt (the f32 tiled kernels then take it).
+bool mmaAttention(const AttentionGeometry &g, DType type) {
+  static const bool available = [] {
+    const char *choice = std::getenv("PAR_CUDA_ATTENTION");
+    if (choice && std::strcmp(choice, "simt") == 0)
+      return false;
+    int device = 0, major = 0;
+    PAR_CUDA_KERNEL(cudaGetDevice(&device));
+    PAR_CUDA_KERNEL(cudaDeviceGetAttribute(
+        &major, cudaDevAttrComputeCapabilityMajor, device));
+    return major >= 8;
+  }();
+  return (type == DType::BF16 || type == DType::F16) && g.dim > 0 &&
+         g.dim <= 64 && g.batch * g.heads <= 65535 &&
+         g.batch * g.kvHeads <= 65535 && available;
+}
+
+/// Launches a tensor-core attention kernel over (row tiles, pairs) blocks
+/// with `shared` bytes of dynamic shared memory.
+template <typename Kernel, typename... Args>
+void launchMma(const char *name, Stream stream, int64_t rows, int64_t pairs,
+               int shared, Kernel kernel, Args... args) {
+  if (rows <= 0 || pairs <= 0)
+    return;
+  PAR_CUDA_KERNEL(cudaFuncSetAttribute(
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+  dim3 blocks(unsigned((rows + mma::kRows - 1) / mma::kRows), unsigned(pairs));
+  kernel<<<blocks, mma::kThreads, shared, streamOf(stream)>>>(args...);
+  checkLaunch(name);
+}
+
+/// Runs `body` with the WMMA element type of a bf16 or f16 call.
+template <typename Body> void withHalf16(DType type, Body &&body) {
+  if (type == DType::BF16)
+    body(__nv_bfloat16{});
+  else
+    body(__half{});
+}
+
+const uint16_t *halves(const Tensor &t) {
+  return static_cast<const uint16_t *>(t.data);
+}
+uint16_t *halves(Tensor &t) { return static_cast<uint16_t *>(t.data); }
+
+void attentionMma(Stream stream, const AttentionGeometry &g, const Tensors &in,
+                  Tensors &out) {
+  const bool stats = out.size() > 1;
+  const bool vec =
+      mma::vectorizable(g, {in[0].data, in[1].data, in[2].data, out[0].data});
+  withHalf16(in[0].dtype, [&](auto tag) {
+    using E = decltype(tag);
+    launchMma("attention", stream, g.seq, g.batch * g.heads,
+              mma::forwardSharedBytes<64>(), mma::attentionForwardMma<E, 64>, g,
+              halves(in[0]), halves(in[1]), halves(in[2]), halves(out[0]),
+              stats ? out[1].dtype : DType::F32,
+              stats ? out[1].data : (void *)nullptr, vec);
+  });
+}
+
+void attentionGradQMma(Stream stream, const AttentionGeometry &g,
+                       const Tensors &in, Tensors &out) {
+  const bool vec = mma::vectorizable(
+      g, {in[0].data, in[1].data, in[2].data, in[4].data, out[0].data});
+  withHalf16(in[0].dtype, [&](auto tag) {
+    using E = decltype(tag);
+    launchMma("attention_grad_q", stream, g.seq, g.batch * g.heads,
+              mma::gradQSharedBytes<64>(), mma::attentionGradQMma<E, 64>, g,
+              halves(in[0]), halves(in[1]), halves(in[2]), halves(in[3]),
+              halves(in[4]), in[5].dtype, (const void *)in[5].data,
+              halves(out[0]), vec);
+  });
+}
+
+void attentionGradKvMma(Stream stream, const AttentionGeometry &g,
+                        const Tensors &in, Tensors &out) {
+  const bool vec = mma::vectorizable(g, {in[0].data, in[1].data, in[2].data,
+                                         in[4].data, out[0].data, out[1].data});
+  withHalf16(in[0].dtype, [&](auto tag) {
+    using E = decltype(tag);
+    launchMma("attention_grad_kv", stream, g.keys, g.batch * g.kvHeads,
+              mma::gradKvSharedBytes<64>(), mma::attentionGradKvMma<E, 64>, g,
+              halves(in[0]), halves(in[1]), halves(in[2]), halves(in[3]),
+              halves(in[4]), in[5].dtype, (const void *)in[5].data,
+              halves(out[0]), halves(out[1]), vec);
+  });
+}
+
 /// Whether the tiled kernels take heads of `dim` (f32/bf16/f16: their
 /// tiles are floats; f64, wider heads and more than 65535 batch x head
 /// pairs take the row kernels).
@@ -2268,6 +2350,8 @@ void attentionOp(Stream stream, const Attrs &a, const Tensors &in,
   AttentionGeometry g = attentionGeometry(stream, a, in, 3);
   const int64_t rows = g.batch * g.seq * g.heads;
   const bool stats = out.size() > 1;
+  if (mmaAttention(g, in[0].dtype))
+    return attentionMma(stream, g, in, out);
   if (tiledAttention(g, in[0].dtype))
     return launchTiled("attention", stream, g.seq, g.batch * g.heads,
                        attentionForwardTiled, g, in[0].dtype,
@@ -2292,6 +2376,8 @@ void attentionGradQOp(Stream stream, const Attrs &a, const Tensors &in,
     return onHost(OpCode::AttentionGradQ, stream, a, in, out);
   AttentionGeometry g = attentionGeometry(stream, a, in, 6);
   const int64_t rows = g.batch * g.seq * g.heads;
+  if (mmaAttention(g, in[0].dtype))
+    return attentionGradQMma(stream, g, in, out);
   if (tiledAttention(g, in[0].dtype))
     return launchTiled("attention_grad_q", stream, g.seq, g.batch * g.heads,
                        attentionGradQTiled, g, in[0].dtype,
@@ -2317,6 +2403,8 @@ void attentionGradKvOp(Stream stream, const Attrs &a, const Tensors &in,
     return onHost(OpCode::AttentionGradKv, stream, a, in, out);
   AttentionGeometry g = attentionGeometry(stream, a, in, 6);
   const int64_t rows = g.batch * g.keys * g.kvHeads;
+  if (mmaAttention(g, in[0].dtype))
+    return attentionGradKvMma(stream, g, in, out);
   if (tiledAttention(g, in[0].dtype))
     return launchTiled("attention_grad_kv", stream, g.keys, g.batch * g.kvHeads,
                        attentionGradKvTiled, g, in[0].dtype,
