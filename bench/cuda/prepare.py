@@ -78,7 +78,8 @@ def prebuild(out: Path, build: Path, jobs: int) -> bool:
         cmake += ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache",
                   "-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"]
     targets = ["par-run", "ParRuntimeConformanceTests", "ParRuntimeKernelTests",
-               "ParRuntimeCudaLaunchTests", "par-cuda-gemm-bench", "par-fused-jit-bench"]
+               "ParRuntimeCudaLaunchTests", "par-cuda-gemm-bench", "par-fused-jit-bench",
+               "par-cuda-attention-bench"]
     for cmd in (cmake, ["cmake", "--build", str(build), "-j", str(jobs),
                         "--target", *targets]):
         if subprocess.run(cmd).returncode != 0:
@@ -89,7 +90,8 @@ def prebuild(out: Path, build: Path, jobs: int) -> bool:
         return False
     dest = out / "prebuilt"
     shutil.rmtree(dest, ignore_errors=True)
-    for sub, names in (("bin", ["par-run", "par-cuda-gemm-bench", "par-fused-jit-bench"]),
+    for sub, names in (("bin", ["par-run", "par-cuda-gemm-bench", "par-fused-jit-bench",
+                                "par-cuda-attention-bench"]),
                        ("unittests", targets[1:4])):
         (dest / sub).mkdir(parents=True)
         for name in names:

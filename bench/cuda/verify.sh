@@ -30,7 +30,10 @@
 #   4. every program of deps/programs (the integration models, GPT-tiny's
 #      training step) on both backends: outputs and losses compared;
 #   5. the GEMM benchmark: par's dot (cuBLASLt) against cuBLAS's own GEMM
-#      on GPT-2 124M's and a 4096-wide layer's shapes; NVRTC's time to
+#      on GPT-2 124M's and a 4096-wide layer's shapes; the attention
+#      benchmark (par-cuda-attention-bench: the tensor-core kernels, the
+#      f32 tiled ones with PAR_CUDA_ATTENTION=simt, and PyTorch's
+#      scaled_dot_product_attention, at GPT-2's shape); NVRTC's time to
 #      compile GPT-2's fused groups (par-fused-jit-bench);
 #   6. GPT-2 124M's training step (bf16, 8 x 1024) against PyTorch eager
 #      (and torch.compile with PAR_GPT2_COMPILE=1), traced op by op; the
@@ -139,7 +142,7 @@ else
   if cmake -S "$root" -B "$build" "${cmake_args[@]}" >"$build.configure.log" 2>&1 &&
      cmake --build "$build" -j "$jobs" --target par-run ParRuntimeConformanceTests \
        ParRuntimeKernelTests ParRuntimeCudaLaunchTests par-cuda-gemm-bench \
-       par-fused-jit-bench \
+       par-fused-jit-bench par-cuda-attention-bench \
        >"$build.build.log" 2>&1; then
     if grep -q 'CUDA toolkit not found' "$build.configure.log"; then
       fail "runtime-only build: no CUDA toolkit found (nvcc on PATH or CUDA_PATH)"
@@ -223,6 +226,32 @@ elif [ -s "$work/gemm.log" ]; then
   fail "GEMM benchmark: $(tail -2 "$work/gemm.log" | tr '\n' ' ')"
 fi
 cat "$work/gemm.log" 2>/dev/null
+
+# 5a. Attention at GPT-2's shape: the tensor-core kernels, the f32 tiled
+# ones, and PyTorch's scaled_dot_product_attention where PyTorch is here.
+if [ -x "$bin/par-cuda-attention-bench" ]; then
+  if checked "attention benchmark" 120 "$work/attention.log" \
+       "$bin/par-cuda-attention-bench"; then
+    pass "attention benchmark: $(grep 'causal | forward + backward' "$work/attention.log" | cut -d'|' -f4- | tr -s ' ')"
+  elif [ -s "$work/attention.log" ]; then
+    fail "attention benchmark: $(tail -2 "$work/attention.log" | tr '\n' ' ')"
+  fi
+  cat "$work/attention.log" 2>/dev/null
+  if checked "attention benchmark simt" 120 "$work/attention-simt.log" \
+       env PAR_CUDA_ATTENTION=simt "$bin/par-cuda-attention-bench"; then
+    pass "attention benchmark, f32 tiled kernels: $(grep 'causal | forward + backward' "$work/attention-simt.log" | cut -d'|' -f4- | tr -s ' ')"
+  elif [ -s "$work/attention-simt.log" ]; then
+    fail "attention benchmark, f32 tiled kernels: $(tail -2 "$work/attention-simt.log" | tr '\n' ' ')"
+  fi
+  cat "$work/attention-simt.log" 2>/dev/null
+  if checked "attention benchmark torch" 120 "$work/attention-torch.log" \
+       python3 "$root/bench/cuda/attention_torch.py"; then
+    pass "attention benchmark, PyTorch SDPA: $(grep 'causal | forward + backward' "$work/attention-torch.log" | cut -d'|' -f4- | tr -s ' ')"
+  elif [ -s "$work/attention-torch.log" ]; then
+    skip "attention benchmark, PyTorch SDPA: $(tail -1 "$work/attention-torch.log")"
+  fi
+  cat "$work/attention-torch.log" 2>/dev/null
+fi
 
 # 5b. What compiling GPT-2's fused groups costs on this machine's NVRTC
 # (the time a fused run's first step adds).

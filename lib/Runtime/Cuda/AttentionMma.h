@@ -312,8 +312,9 @@ __global__ void __launch_bounds__(kThreads)
   for (int p = 0; p < L::kPieces; ++p)
     wmma::fill_fragment(o[p], 0.0f);
 
-  // This lane's half of its row's 64 columns.
-  const int r = lane >> 1, c0 = (lane & 1) * (kCols / 2);
+  // This lane's row and its half of the row's 64 columns (every other
+  // one: the two lanes of a row read different shared-memory banks).
+  const int r = lane >> 1, half = lane & 1;
   const int64_t s = s0 + warp * 16 + r;
   const int64_t seen = s < g.seq ? g.mask.visible(s) : 0;
   float rowMax = -INFINITY, rowSum = 0;
@@ -326,7 +327,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncwarp();
     const float *srow = sw + r * L::kLdF;
     float tileMax = -INFINITY;
-    for (int j = c0; j < c0 + kCols / 2; ++j)
+    for (int j = half; j < kCols; j += 2)
       if (t0 + j < seen)
         tileMax = fmaxf(tileMax, g.scale * srow[j]);
     tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, 1));
@@ -335,7 +336,7 @@ __global__ void __launch_bounds__(kThreads)
     const float correction =
         newMax == -INFINITY ? 1.0f : math::expOf(rowMax - newMax);
     float sum = 0;
-    for (int j = c0; j < c0 + kCols / 2; ++j) {
+    for (int j = half; j < kCols; j += 2) {
       const float p =
           t0 + j < seen ? math::expOf(g.scale * srow[j] - newMax) : 0.0f;
       sum += p;
@@ -344,7 +345,7 @@ __global__ void __launch_bounds__(kThreads)
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     rowSum = rowSum * correction + sum;
     rowMax = newMax;
-    if (c0 == 0)
+    if (half == 0)
       corr[r] = correction;
     __syncwarp();
 #pragma unroll
@@ -362,7 +363,7 @@ __global__ void __launch_bounds__(kThreads)
         return sr < g.seq ? g.query(b, sr, h) : int64_t(-1);
       },
       [&](int) { return seesKeys ? 1.0f / rowSum : 0.0f; });
-  if (stats && c0 == 0 && s < g.seq)
+  if (stats && half == 0 && s < g.seq)
     math::storeAs<float>(statsType, stats, g.statsRow(b, s, h),
                          seesKeys ? rowMax + math::logOf(rowSum) : -INFINITY);
 #endif
@@ -420,7 +421,7 @@ __global__ void __launch_bounds__(kThreads)
 
   loadTile<kD>(qs, q, g.query(b, 0, h), s0, g.seq, qStride, g.dim, vec);
   loadTile<kD>(gos, gradOut, g.query(b, 0, h), s0, g.seq, qStride, g.dim, vec);
-  const int r = lane >> 1, half = lane & 1, c0 = half * (kCols / 2);
+  const int r = lane >> 1, half = lane & 1;
   const int64_t s = s0 + warp * 16 + r;
   const bool live = s < g.seq;
   const int64_t seen = live ? g.mask.visible(s) : 0;
@@ -446,7 +447,7 @@ __global__ void __launch_bounds__(kThreads)
     productWithRows<E, kD>(qa, ks, sw);  // S = Q K^T
     productWithRows<E, kD>(goa, vs, dw); // dP = dO V^T
     __syncwarp();
-    for (int j = c0; j < c0 + kCols / 2; ++j) {
+    for (int j = half; j < kCols; j += 2) {
       float ds = 0;
       if (t0 + j < seen) {
         const float p = math::expOf(g.scale * sw[r * L::kLdF + j] - lse);
@@ -521,8 +522,9 @@ __global__ void __launch_bounds__(kThreads)
     wmma::fill_fragment(dv[p], 0.0f);
   }
 
-  // This lane: key row r of the warp's 16, half of the 64 query columns.
-  const int r = lane >> 1, half = lane & 1, c0 = half * (kCols / 2);
+  // This lane: key row r of the warp's 16, every other one of the 64
+  // query columns.
+  const int r = lane >> 1, half = lane & 1;
   const int64_t t = t0 + warp * 16 + r;
   for (int64_t h = hk * g.group; h < (hk + 1) * g.group; ++h) {
     const int64_t queryBase = g.query(b, 0, h);
@@ -553,7 +555,7 @@ __global__ void __launch_bounds__(kThreads)
       productWithRows<E, kD>(ka, qs, sw);  // S^T = K Q^T
       productWithRows<E, kD>(va, gos, dw); // dP^T = V dO^T
       __syncwarp();
-      for (int j = c0; j < c0 + kCols / 2; ++j) {
+      for (int j = half; j < kCols; j += 2) {
         const int64_t sq = s0 + j;
         float p = 0, ds = 0;
         if (sq < g.seq && t < g.mask.visible(sq)) {
