@@ -178,7 +178,8 @@ TEST(CudaAttentionMma, RowsThatSeeNoKeyMatchTheCpuKernels) {
 }
 
 // The emulation itself: a kernel that waits at a barrier some threads never
-// reach is reported, not hung on; a misaligned matrix load is reported.
+// reach is reported, not hung on; so are a misaligned matrix load, lanes at
+// different collectives and lanes loading a matrix from different places.
 TEST(CudaAttentionMma, EmulationReportsDeadlocksAndMisalignedLoads) {
   EXPECT_THROW(simt::launch({1, 1, 1}, 64, 0,
                             [] {
@@ -196,6 +197,31 @@ TEST(CudaAttentionMma, EmulationReportsDeadlocksAndMisalignedLoads) {
                 a, reinterpret_cast<const __nv_bfloat16 *>(shared + 16), 16);
           }),
       std::runtime_error);
+  // Lanes meeting at different collectives; lanes loading from different
+  // places.
+  EXPECT_THROW(simt::launch({1, 1, 1}, 32, 0,
+                            [] {
+                              // As many barriers either way: only the
+                              // collectives differ.
+                              if (threadIdx.x == 0) {
+                                __syncwarp();
+                                __syncwarp();
+                              } else {
+                                (void)__shfl_xor_sync(0xffffffffu, 1, 1);
+                              }
+                            }),
+               std::runtime_error);
+  EXPECT_THROW(simt::launch({1, 1, 1}, 32, 4096,
+                            [] {
+                              unsigned char *shared = simt::sharedMemory();
+                              mma::RowA<__nv_bfloat16> a;
+                              nvcuda::wmma::load_matrix_sync(
+                                  a,
+                                  reinterpret_cast<const __nv_bfloat16 *>(
+                                      shared + 32 * (threadIdx.x % 2)),
+                                  16);
+                            }),
+               std::runtime_error);
   EXPECT_NO_THROW(simt::launch({2, 1, 1}, 64, 0, [] {
     __syncthreads();
     EXPECT_EQ(__shfl_xor_sync(0xffffffffu, int(threadIdx.x), 1),

@@ -11,9 +11,13 @@
 // Warp matrix fragments (nvcuda::wmma, 16x16x16) hold 8 elements per lane
 // in a scrambled order, a different one per fragment kind, so a kernel that
 // assumes the hardware's layout of a fragment fails here. Loads and stores
-// check WMMA's rules (32-byte aligned pointers, leading dimensions in
-// 16-byte units) and that they stay inside shared memory when they point
-// into it; a violation is recorded and reported by launch().
+// check WMMA's rules (the same 32-byte aligned pointer and leading
+// dimension, in 16-byte units, from every lane) and that they stay inside
+// shared memory when they point into it; lanes of a warp (or threads of a
+// block) that meet at different collectives are a misuse too. A misuse is
+// recorded and reported by launch(). Matrix products add in f32, k
+// ascending: tensor cores add in an order and precision of their own, so
+// results here are the arithmetic's, not the hardware's bits.
 //
 // Deadlocks (a thread that returned, or waits at another barrier, while the
 // others wait for it) are reported by launch(), not hung on.
@@ -72,6 +76,8 @@ inline float toFloat(__half v) { return par::rt::math::f16ToFloat(v.bits); }
 struct Barrier {
   int parties = 0, arrived = 0;
   uint64_t generation = 0;
+  /// The collective the first arrival of this generation is at.
+  const char *kind = nullptr;
 };
 
 struct Fiber {
@@ -116,10 +122,15 @@ inline void fail(const std::string &message) {
     block.error = "thread " + std::to_string(threadIdx.x) + ": " + message;
 }
 
-/// Waits until every party of `barrier` arrives; the last one to arrive
-/// goes on at once.
-inline void arrive(Barrier &barrier) {
+/// Waits until every party of `barrier` arrives at the same collective
+/// (`kind`; parties at different ones are a misuse); the last one to
+/// arrive goes on at once.
+inline void arrive(Barrier &barrier, const char *kind) {
   Block &block = *active();
+  if (barrier.arrived == 0)
+    barrier.kind = kind;
+  else if (std::strcmp(barrier.kind, kind) != 0)
+    fail(std::string("meets ") + barrier.kind + " of other threads at " + kind);
   if (++barrier.arrived == barrier.parties) {
     barrier.arrived = 0;
     ++barrier.generation;
@@ -131,7 +142,21 @@ inline void arrive(Barrier &barrier) {
   swapcontext(&self.context, &block.scheduler);
 }
 
-inline void warpBarrier() { arrive(active()->warps[warpId()]); }
+inline void warpBarrier(const char *kind) {
+  arrive(active()->warps[warpId()], kind);
+}
+
+/// Checks that every lane of the warp passes the same `p` and `ldm` to a
+/// warp-wide matrix load or store, as WMMA requires.
+inline void checkUniform(const void *p, unsigned ldm, const char *what) {
+  Exchange &e = active()->exchange[warpId()];
+  e.lanes[laneId()] = reinterpret_cast<uintptr_t>(p) ^ (uint64_t(ldm) << 56);
+  warpBarrier(what);
+  if (e.lanes[laneId()] != e.lanes[0])
+    fail(std::string(what) + ": lanes of a warp pass different pointers "
+                             "or leading dimensions");
+  warpBarrier(what);
+}
 
 inline void fiberEntry() {
   Block &block = *active();
@@ -243,6 +268,7 @@ inline void place(int salt, unsigned lane, int i, int &row, int &col) {
 /// (or columns) it reaches inside shared memory if it points there.
 inline void checkMatrix(const void *p, unsigned ldm, size_t elementBytes,
                         const char *what) {
+  checkUniform(p, ldm, what);
   if (reinterpret_cast<uintptr_t>(p) % 32 != 0)
     fail(std::string(what) + ": pointer not 32-byte aligned");
   if ((ldm * elementBytes) % 16 != 0)
@@ -333,7 +359,7 @@ void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
     simt::place(kSalt<matrix_b>, lane, i, r, col);
     e.b[r * 16 + col] = simt::toFloat(b.x[i]);
   }
-  simt::warpBarrier();
+  simt::warpBarrier("mma_sync");
   float result[8];
   for (int i = 0; i < 8; ++i) {
     int r, col;
@@ -343,15 +369,19 @@ void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
       sum += e.a[r * 16 + k] * e.b[k * 16 + col];
     result[i] = sum + c.x[i];
   }
-  simt::warpBarrier();
+  simt::warpBarrier("mma_sync");
   for (int i = 0; i < 8; ++i)
     d.x[i] = result[i];
 }
 
 } // namespace nvcuda::wmma
 
-inline void __syncthreads() { simt::arrive(simt::active()->all); }
-inline void __syncwarp(unsigned = 0xffffffffu) { simt::warpBarrier(); }
+inline void __syncthreads() {
+  simt::arrive(simt::active()->all, "__syncthreads");
+}
+inline void __syncwarp(unsigned = 0xffffffffu) {
+  simt::warpBarrier("__syncwarp");
+}
 
 template <typename T> T __shfl_xor_sync(unsigned, T value, int laneMask) {
   static_assert(sizeof(T) <= sizeof(uint64_t), "one word per lane");
@@ -359,9 +389,9 @@ template <typename T> T __shfl_xor_sync(unsigned, T value, int laneMask) {
   uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof(T));
   e.lanes[simt::laneId()] = bits;
-  simt::warpBarrier();
+  simt::warpBarrier("__shfl_xor_sync");
   const uint64_t other = e.lanes[simt::laneId() ^ unsigned(laneMask)];
-  simt::warpBarrier();
+  simt::warpBarrier("__shfl_xor_sync");
   T result;
   std::memcpy(&result, &other, sizeof(T));
   return result;

@@ -80,8 +80,6 @@ struct AttentionGeometry {
 
 namespace mma {
 
-namespace wmma = nvcuda::wmma;
-
 inline constexpr int kWarps = 4;
 inline constexpr int kThreads = 32 * kWarps;
 /// Rows a block owns (16 per warp) and rows of the other side per tile.
@@ -91,12 +89,26 @@ static_assert(kRows == kCols, "tiles of either side share one layout");
 
 /// A 16-bit element type: its WMMA type and its conversions.
 template <typename E> struct Half16;
+/// (Round to nearest even: the device's conversion instructions, the
+/// same as ElementMath.h's on the host.)
 template <> struct Half16<__nv_bfloat16> {
-  static PAR_HD uint16_t bits(float v) { return math::floatToBf16(v); }
+  static PAR_HD uint16_t bits(float v) {
+#ifdef __CUDA_ARCH__
+    return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+#else
+    return math::floatToBf16(v);
+#endif
+  }
   static PAR_HD float value(uint16_t b) { return math::bf16ToFloat(b); }
 };
 template <> struct Half16<__half> {
-  static PAR_HD uint16_t bits(float v) { return math::floatToF16(v); }
+  static PAR_HD uint16_t bits(float v) {
+#ifdef __CUDA_ARCH__
+    return __half_as_ushort(__float2half_rn(v));
+#else
+    return math::floatToF16(v);
+#endif
+  }
   static PAR_HD float value(uint16_t b) { return math::f16ToFloat(b); }
 };
 
@@ -118,19 +130,6 @@ template <int kD> struct Layout {
   static_assert(kTile % 32 == 0 && kWarpF % 32 == 0 && kWarpP % 32 == 0,
                 "pieces stay 32-byte aligned");
 };
-
-using Acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
-template <typename E>
-using RowA = wmma::fragment<wmma::matrix_a, 16, 16, 16, E, wmma::row_major>;
-template <typename E>
-using RowB = wmma::fragment<wmma::matrix_b, 16, 16, 16, E, wmma::row_major>;
-template <typename E>
-using ColB = wmma::fragment<wmma::matrix_b, 16, 16, 16, E, wmma::col_major>;
-
-template <typename E>
-__device__ __forceinline__ const E *asElems(const uint16_t *p) {
-  return reinterpret_cast<const E *>(p);
-}
 
 /// Rows [row0, row0 + 64) of a [.., rows, heads, dim] tensor (rows
 /// `stride` elements apart from `base`) into a tile, zeros past the end
@@ -159,6 +158,24 @@ __device__ void loadTile(uint16_t *tile, const uint16_t *x, int64_t base,
     tile[r * kLd + d] =
         row < rows && d < dim ? x[base + row * stride + d] : uint16_t(0);
   }
+}
+
+// The warp-matrix pieces: nvcc has no WMMA below compute capability 7.0,
+// and the kernels' bodies are only built for 8.0 and up.
+#ifndef PAR_MMA_OLD_ARCH
+namespace wmma = nvcuda::wmma;
+
+using Acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+template <typename E>
+using RowA = wmma::fragment<wmma::matrix_a, 16, 16, 16, E, wmma::row_major>;
+template <typename E>
+using RowB = wmma::fragment<wmma::matrix_b, 16, 16, 16, E, wmma::row_major>;
+template <typename E>
+using ColB = wmma::fragment<wmma::matrix_b, 16, 16, 16, E, wmma::col_major>;
+
+template <typename E>
+__device__ __forceinline__ const E *asElems(const uint16_t *p) {
+  return reinterpret_cast<const E *>(p);
 }
 
 /// out[16 x 64] = a[16 x kD] b^T, with b the 64 x kD rows of `tile`
@@ -252,6 +269,8 @@ storeRows(const Acc (&acc)[Layout<kD>::kPieces], float *scratch, uint16_t *out,
   }
   __syncwarp();
 }
+
+#endif // PAR_MMA_OLD_ARCH
 
 /// dim and every tensor's row layout in 16-byte units, for loadTile.
 inline bool vectorizable(const AttentionGeometry &g,
@@ -478,8 +497,8 @@ template <int kD> constexpr int gradKvSharedBytes() {
 }
 
 /// Block (x: 64 key rows, y: batch * kvHeads); the query rows of each head
-/// of the group stream through shared memory with their dO, log-sum-exp
-/// and rowsum(dO * O).
+/// of the group stream through shared memory with their dO, O (for
+/// rowsum(dO * O)) and log-sum-exp.
 template <typename E, int kD>
 __global__ void __launch_bounds__(kThreads)
     attentionGradKvMma(AttentionGeometry g, const uint16_t *q,
@@ -496,6 +515,8 @@ __global__ void __launch_bounds__(kThreads)
   uint16_t *ks = reinterpret_cast<uint16_t *>(shared);
   uint16_t *vs = ks + kRows * L::kLd, *qs = vs + kRows * L::kLd,
            *gos = qs + kRows * L::kLd;
+  // Once the warps hold their K rows in fragments, K's tile holds O's.
+  uint16_t *os = ks;
   float *lses = reinterpret_cast<float *>(shared + 4 * L::kTile);
   float *deltas = lses + kCols;
   unsigned char *warpBase = shared + 4 * L::kTile + 2 * kCols * 4;
@@ -535,26 +556,28 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();
       loadTile<kD>(qs, q, queryBase, s0, g.seq, qStride, g.dim, vec);
       loadTile<kD>(gos, gradOut, queryBase, s0, g.seq, qStride, g.dim, vec);
+      loadTile<kD>(os, out, queryBase, s0, g.seq, qStride, g.dim, vec);
+      __syncthreads();
       {
-        // Thread i: query row i / 2 of the tile, half of its dims.
+        // Thread i: rowsum(dO * O) of the tile's query row i / 2, every
+        // other dim (the row's two threads are lanes of one warp).
         const int row = threadIdx.x >> 1, rowHalf = threadIdx.x & 1;
-        const int64_t sq = s0 + row;
-        float delta =
-            sq < g.seq
-                ? halfRowDot<E>(out, gradOut, g.query(b, sq, h), g.dim, rowHalf)
-                : 0.0f;
+        float delta = 0;
+        for (int d = rowHalf; d < g.dim; d += 2)
+          delta += Half16<E>::value(os[row * L::kLd + d]) *
+                   Half16<E>::value(gos[row * L::kLd + d]);
         delta += __shfl_xor_sync(0xffffffffu, delta, 1);
         if (rowHalf == 0) {
+          const int64_t sq = s0 + row;
           deltas[row] = delta;
           lses[row] = sq < g.seq ? math::loadAs<float>(statsType, stats,
                                                        g.statsRow(b, sq, h))
                                  : 0.0f;
         }
       }
-      __syncthreads();
       productWithRows<E, kD>(ka, qs, sw);  // S^T = K Q^T
       productWithRows<E, kD>(va, gos, dw); // dP^T = V dO^T
-      __syncwarp();
+      __syncthreads(); // every row's delta and log-sum-exp written
       for (int j = half; j < kCols; j += 2) {
         const int64_t sq = s0 + j;
         float p = 0, ds = 0;

@@ -2204,19 +2204,23 @@ __global__ void __launch_bounds__(kTileRows)
 //===----------------------------------------------------------------------===//
 
 /// Whether the tensor-core kernels take this call: bf16 or f16 operands,
-/// heads of 1 to 64 dims, at most 65535 batch x head pairs, a GPU of
-/// compute capability 8.0 or more (WMMA on 16-bit floats), and not turned
-/// off with PAR_CUDA_ATTENTION=simt (the f32 tiled kernels then take it).
+/// heads of 1 to 64 dims, at most 65535 batch x head pairs, kernels built
+/// for compute capability 8.0 or more (WMMA on 16-bit floats; what the
+/// driver loads for this GPU, not just the GPU: a build for an older
+/// architecture has kernels that trap), and not turned off with
+/// PAR_CUDA_ATTENTION=simt (the f32 tiled kernels then take it). A rank
+/// drives one GPU, so the answer is the process's.
 bool mmaAttention(const AttentionGeometry &g, DType type) {
   static const bool available = [] {
     const char *choice = std::getenv("PAR_CUDA_ATTENTION");
     if (choice && std::strcmp(choice, "simt") == 0)
       return false;
-    int device = 0, major = 0;
-    PAR_CUDA_KERNEL(cudaGetDevice(&device));
-    PAR_CUDA_KERNEL(cudaDeviceGetAttribute(
-        &major, cudaDevAttrComputeCapabilityMajor, device));
-    return major >= 8;
+    cudaFuncAttributes built;
+    PAR_CUDA_KERNEL(cudaFuncGetAttributes(
+        &built, mma::attentionForwardMma<__nv_bfloat16, 64>));
+    // Both: PTX for an older architecture, compiled by the driver for
+    // this GPU, has a new binary version and the old code.
+    return built.binaryVersion >= 80 && built.ptxVersion >= 80;
   }();
   return (type == DType::BF16 || type == DType::F16) && g.dim > 0 &&
          g.dim <= 64 && g.batch * g.heads <= 65535 &&
