@@ -76,7 +76,7 @@ void expectClose(const Buffer &got, const Buffer &want, const char *what) {
   }
 }
 
-template <typename E> void checkAttention(DType t, const Shape4 &c) {
+template <typename E, int kD> void checkWidth(DType t, const Shape4 &c) {
   std::mt19937 rng(unsigned(c.dim * 131 + c.seq * 7 + c.keys + c.causal));
   Buffer q = random(t, {c.batch, c.seq, c.heads, c.dim}, rng);
   Buffer k = random(t, {c.batch, c.keys, c.kvHeads, c.dim}, rng);
@@ -117,8 +117,8 @@ template <typename E> void checkAttention(DType t, const Shape4 &c) {
                  keyTiles = unsigned((c.keys + mma::kRows - 1) / mma::kRows);
   Buffer mmaOut(t, q.shape), mmaStats(DType::F32, stats.shape);
   simt::launch({queryTiles, unsigned(c.batch * c.heads), 1}, mma::kThreads,
-               mma::forwardSharedBytes<64>(), [&] {
-                 mma::attentionForwardMma<E, 64>(
+               mma::forwardSharedBytes<kD>(), [&] {
+                 mma::attentionForwardMma<E, kD>(
                      g, q.halves(), k.halves(), v.halves(), mmaOut.halves(),
                      DType::F32, mmaStats.bytes.data(), vec);
                });
@@ -135,8 +135,8 @@ template <typename E> void checkAttention(DType t, const Shape4 &c) {
 
   Buffer mmaGradQ(t, q.shape);
   simt::launch({queryTiles, unsigned(c.batch * c.heads), 1}, mma::kThreads,
-               mma::gradQSharedBytes<64>(), [&] {
-                 mma::attentionGradQMma<E, 64>(
+               mma::gradQSharedBytes<kD>(), [&] {
+                 mma::attentionGradQMma<E, kD>(
                      g, q.halves(), k.halves(), v.halves(), out.halves(),
                      gradOut.halves(), DType::F32, stats.bytes.data(),
                      mmaGradQ.halves(), vec);
@@ -145,8 +145,8 @@ template <typename E> void checkAttention(DType t, const Shape4 &c) {
 
   Buffer mmaGradK(t, k.shape), mmaGradV(t, v.shape);
   simt::launch({keyTiles, unsigned(c.batch * c.kvHeads), 1}, mma::kThreads,
-               mma::gradKvSharedBytes<64>(), [&] {
-                 mma::attentionGradKvMma<E, 64>(
+               mma::gradKvSharedBytes<kD>(), [&] {
+                 mma::attentionGradKvMma<E, kD>(
                      g, q.halves(), k.halves(), v.halves(), out.halves(),
                      gradOut.halves(), DType::F32, stats.bytes.data(),
                      mmaGradK.halves(), mmaGradV.halves(), vec);
@@ -155,10 +155,18 @@ template <typename E> void checkAttention(DType t, const Shape4 &c) {
   expectClose(mmaGradV, gradV, "dV");
 }
 
+/// The kernels of the tile width the CUDA backend picks for c.dim.
+template <typename E> void checkAttention(DType t, const Shape4 &c) {
+  if (c.dim <= 64)
+    checkWidth<E, 64>(t, c);
+  else
+    checkWidth<E, 128>(t, c);
+}
+
 // Heads of 64 sharing KV heads, causal with an offset, a partial last tile
 // of queries and of keys.
 TEST(CudaAttentionMma, CausalGroupedHeadsMatchTheCpuKernels) {
-  checkAttention<__nv_bfloat16>(DType::BF16, {2, 150, 150, 4, 2, 64, true, 3});
+  checkAttention<__nv_bfloat16>(DType::BF16, {2, 150, 150, 2, 1, 64, true, 3});
 }
 
 TEST(CudaAttentionMma, HalfPrecisionMatchesTheCpuKernels) {
@@ -175,6 +183,16 @@ TEST(CudaAttentionMma, CrossAttentionMatchesTheCpuKernels) {
 // leaves the first query rows seeing no key at all.
 TEST(CudaAttentionMma, RowsThatSeeNoKeyMatchTheCpuKernels) {
   checkAttention<__nv_bfloat16>(DType::BF16, {1, 80, 70, 3, 1, 20, true, -9});
+}
+
+// Heads of 128 (the wider tiles), causal, sharing KV heads.
+TEST(CudaAttentionMma, WideHeadsMatchTheCpuKernels) {
+  checkAttention<__nv_bfloat16>(DType::BF16, {1, 100, 100, 2, 1, 128, true, 0});
+}
+
+// Heads of 80 in f16 (padded to 128), not causal.
+TEST(CudaAttentionMma, WideHalfPrecisionHeadsMatchTheCpuKernels) {
+  checkAttention<__half>(DType::F16, {1, 70, 70, 2, 2, 80, false, 0});
 }
 
 // The emulation itself: a kernel that waits at a barrier some threads never

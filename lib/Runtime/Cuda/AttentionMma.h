@@ -602,6 +602,14 @@ __global__ void __launch_bounds__(kThreads)
 #endif
 }
 
+/// The shared memory of the widest of the three kernels (dK/dV's).
+template <int kD> constexpr int mostSharedBytes() {
+  const int forward = forwardSharedBytes<kD>(), gradQ = gradQSharedBytes<kD>(),
+            gradKv = gradKvSharedBytes<kD>();
+  const int most = forward > gradQ ? forward : gradQ;
+  return most > gradKv ? most : gradKv;
+}
+
 } // namespace mma
 } // namespace par::rt::cuda
 

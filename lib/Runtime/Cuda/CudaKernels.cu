@@ -2200,31 +2200,53 @@ __global__ void __launch_bounds__(kTileRows)
 }
 
 //===----------------------------------------------------------------------===//
-// Attention on tensor cores: bf16/f16 heads of at most 64 (AttentionMma.h)
+// Attention on tensor cores: bf16/f16 heads of at most 128 (AttentionMma.h)
 //===----------------------------------------------------------------------===//
 
+/// Runs `body` with the tile width (a std::integral_constant) of heads of
+/// `dim`: 64 up to 64, else 128.
+template <typename Body> void withHeadWidth(int64_t dim, Body &&body) {
+  if (dim <= 64)
+    body(std::integral_constant<int, 64>{});
+  else
+    body(std::integral_constant<int, 128>{});
+}
+
 /// Whether the tensor-core kernels take this call: bf16 or f16 operands,
-/// heads of 1 to 64 dims, at most 65535 batch x head pairs, kernels built
+/// heads of 1 to 128 dims, at most 65535 batch x head pairs, kernels built
 /// for compute capability 8.0 or more (WMMA on 16-bit floats; what the
 /// driver loads for this GPU, not just the GPU: a build for an older
-/// architecture has kernels that trap), and not turned off with
-/// PAR_CUDA_ATTENTION=simt (the f32 tiled kernels then take it). A rank
-/// drives one GPU, so the answer is the process's.
+/// architecture has kernels that trap), the shared memory of the widest of
+/// the three kernels within what a block of this GPU may have, and not
+/// turned off with PAR_CUDA_ATTENTION=simt (the f32 tiled kernels, or the
+/// row kernels for heads wider than 64, then take it). A rank drives one
+/// GPU, so the answers are the process's.
 bool mmaAttention(const AttentionGeometry &g, DType type) {
-  static const bool available = [] {
+  static const int sharedLimit = [] {
     const char *choice = std::getenv("PAR_CUDA_ATTENTION");
     if (choice && std::strcmp(choice, "simt") == 0)
-      return false;
+      return 0;
     cudaFuncAttributes built;
     PAR_CUDA_KERNEL(cudaFuncGetAttributes(
         &built, mma::attentionForwardMma<__nv_bfloat16, 64>));
     // Both: PTX for an older architecture, compiled by the driver for
     // this GPU, has a new binary version and the old code.
-    return built.binaryVersion >= 80 && built.ptxVersion >= 80;
+    if (built.binaryVersion < 80 || built.ptxVersion < 80)
+      return 0;
+    int device = 0, limit = 0;
+    PAR_CUDA_KERNEL(cudaGetDevice(&device));
+    PAR_CUDA_KERNEL(cudaDeviceGetAttribute(
+        &limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    return limit;
   }();
-  return (type == DType::BF16 || type == DType::F16) && g.dim > 0 &&
-         g.dim <= 64 && g.batch * g.heads <= 65535 &&
-         g.batch * g.kvHeads <= 65535 && available;
+  if (!(type == DType::BF16 || type == DType::F16) || g.dim <= 0 ||
+      g.dim > 128 || g.batch * g.heads > 65535 || g.batch * g.kvHeads > 65535)
+    return false;
+  int need = 0;
+  withHeadWidth(g.dim, [&](auto width) {
+    need = mma::mostSharedBytes<decltype(width)::value>();
+  });
+  return need <= sharedLimit;
 }
 
 /// Launches a tensor-core attention kernel over (row tiles, pairs) blocks
@@ -2241,12 +2263,16 @@ void launchMma(const char *name, Stream stream, int64_t rows, int64_t pairs,
   checkLaunch(name);
 }
 
-/// Runs `body` with the WMMA element type of a bf16 or f16 call.
-template <typename Body> void withHalf16(DType type, Body &&body) {
-  if (type == DType::BF16)
-    body(__nv_bfloat16{});
-  else
-    body(__half{});
+/// Runs `body` with the WMMA element type of a bf16 or f16 call and the
+/// tile width of its heads.
+template <typename Body>
+void withMmaTypes(DType type, int64_t dim, Body &&body) {
+  withHeadWidth(dim, [&](auto width) {
+    if (type == DType::BF16)
+      body(__nv_bfloat16{}, width);
+    else
+      body(__half{}, width);
+  });
 }
 
 const uint16_t *halves(const Tensor &t) {
@@ -2259,10 +2285,11 @@ void attentionMma(Stream stream, const AttentionGeometry &g, const Tensors &in,
   const bool stats = out.size() > 1;
   const bool vec =
       mma::vectorizable(g, {in[0].data, in[1].data, in[2].data, out[0].data});
-  withHalf16(in[0].dtype, [&](auto tag) {
+  withMmaTypes(in[0].dtype, g.dim, [&](auto tag, auto width) {
     using E = decltype(tag);
+    constexpr int kD = decltype(width)::value;
     launchMma("attention", stream, g.seq, g.batch * g.heads,
-              mma::forwardSharedBytes<64>(), mma::attentionForwardMma<E, 64>, g,
+              mma::forwardSharedBytes<kD>(), mma::attentionForwardMma<E, kD>, g,
               halves(in[0]), halves(in[1]), halves(in[2]), halves(out[0]),
               stats ? out[1].dtype : DType::F32,
               stats ? out[1].data : (void *)nullptr, vec);
@@ -2273,10 +2300,11 @@ void attentionGradQMma(Stream stream, const AttentionGeometry &g,
                        const Tensors &in, Tensors &out) {
   const bool vec = mma::vectorizable(
       g, {in[0].data, in[1].data, in[2].data, in[4].data, out[0].data});
-  withHalf16(in[0].dtype, [&](auto tag) {
+  withMmaTypes(in[0].dtype, g.dim, [&](auto tag, auto width) {
     using E = decltype(tag);
+    constexpr int kD = decltype(width)::value;
     launchMma("attention_grad_q", stream, g.seq, g.batch * g.heads,
-              mma::gradQSharedBytes<64>(), mma::attentionGradQMma<E, 64>, g,
+              mma::gradQSharedBytes<kD>(), mma::attentionGradQMma<E, kD>, g,
               halves(in[0]), halves(in[1]), halves(in[2]), halves(in[3]),
               halves(in[4]), in[5].dtype, (const void *)in[5].data,
               halves(out[0]), vec);
@@ -2287,10 +2315,11 @@ void attentionGradKvMma(Stream stream, const AttentionGeometry &g,
                         const Tensors &in, Tensors &out) {
   const bool vec = mma::vectorizable(g, {in[0].data, in[1].data, in[2].data,
                                          in[4].data, out[0].data, out[1].data});
-  withHalf16(in[0].dtype, [&](auto tag) {
+  withMmaTypes(in[0].dtype, g.dim, [&](auto tag, auto width) {
     using E = decltype(tag);
+    constexpr int kD = decltype(width)::value;
     launchMma("attention_grad_kv", stream, g.keys, g.batch * g.kvHeads,
-              mma::gradKvSharedBytes<64>(), mma::attentionGradKvMma<E, 64>, g,
+              mma::gradKvSharedBytes<kD>(), mma::attentionGradKvMma<E, kD>, g,
               halves(in[0]), halves(in[1]), halves(in[2]), halves(in[3]),
               halves(in[4]), in[5].dtype, (const void *)in[5].data,
               halves(out[0]), halves(out[1]), vec);
