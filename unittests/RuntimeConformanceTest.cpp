@@ -1059,6 +1059,53 @@ TEST_P(Conformance, LargeShapesMatchTheCpuBackend) {
   }
 }
 
+// Attention on 16-bit heads of 64 and 128 (the tensor-core kernels' two
+// tile widths on the CUDA backend; heads of 100 padded to 128), in bf16
+// and f16, causal and not, KV heads shared by two query heads, more than
+// one tile of rows and keys with a partial last one.
+TEST_P(Conformance, SixteenBitAttentionMatchesTheCpuBackend) {
+  if (!device)
+    GTEST_SKIP() << missing;
+  for (DType t : {DType::BF16, DType::F16})
+    for (int64_t dim : {64, 100, 128})
+      for (bool causal : {true, false}) {
+        std::mt19937 rng(unsigned(31 * dim + int(t) + causal));
+        const int64_t batch = 2, seq = 130, heads = 4, kvHeads = 2;
+        Case fwd;
+        fwd.in = {values(t, {batch, seq, heads, dim}, rng, -1, 1),
+                  values(t, {batch, seq, kvHeads, dim}, rng, -1, 1),
+                  values(t, {batch, seq, kvHeads, dim}, rng, -1, 1)};
+        fwd.attrs.causal = causal;
+        fwd.out = {{t, {batch, seq, heads, dim}},
+                   {DType::F32, {batch, seq, heads}}};
+        Case grad;
+        grad.in = {fwd.in[0],
+                   fwd.in[1],
+                   fwd.in[2],
+                   values(t, {batch, seq, heads, dim}, rng, -1, 1),
+                   values(t, {batch, seq, heads, dim}, rng, -1, 1),
+                   values(DType::F32, {batch, seq, heads}, rng, 2, 3)};
+        grad.attrs = fwd.attrs;
+        Case gradQ = grad, gradKv = grad;
+        gradQ.out = {{t, {batch, seq, heads, dim}}};
+        gradKv.out = {{t, {batch, seq, kvHeads, dim}},
+                      {t, {batch, seq, kvHeads, dim}}};
+        for (const auto &[op, c] :
+             {std::pair<OpCode, const Case &>{OpCode::Attention, fwd},
+              {OpCode::AttentionGradQ, gradQ},
+              {OpCode::AttentionGradKv, gradKv}}) {
+          SCOPED_TRACE(std::string(par::catalogue::spec(op).name) + " with " +
+                       dtypeName(t) + ", heads of " + std::to_string(dim) +
+                       (causal ? ", causal" : ""));
+          int accepted = 0;
+          checkCase(*device, *reference, op, c, accepted);
+          if (HasFatalFailure())
+            return;
+          EXPECT_EQ(accepted, 1) << "rejected";
+        }
+      }
+}
+
 /// Dots of every operand layout the programs make: plain, either or both
 /// operands stored transposed (read in place with the GEMM's transpose
 /// flags), several contracting or free dims, batch dims, and layouts that
