@@ -93,12 +93,14 @@ template <typename E, int kD> void checkWidth(DType t, const Shape4 &c) {
       c.heads / c.kvHeads,
       math::AttentionMask(c.causal, c.offset, c.seq, c.keys),
       scale};
-  const bool vec = mma::vectorizable(g, {q.bytes.data(), k.bytes.data(),
-                                         v.bytes.data(), gradOut.bytes.data()});
-  EXPECT_EQ(vec, c.dim % 8 == 0);
-
   // The CPU kernels: the reference, and the statistics the gradients read.
   Buffer out(t, q.shape), stats(DType::F32, {c.batch, c.seq, c.heads});
+  // Every tensor some kernel loads 16 bytes at a time (the emulation also
+  // checks each such load's alignment).
+  const bool vec =
+      mma::vectorizable(g, {q.bytes.data(), k.bytes.data(), v.bytes.data(),
+                            out.bytes.data(), gradOut.bytes.data()});
+  EXPECT_EQ(vec, c.dim % 8 == 0);
   {
     Tensor qt = q.tensor(), kt = k.tensor(), vt = v.tensor(), ot = out.tensor(),
            st = stats.tensor();
@@ -190,9 +192,10 @@ TEST(CudaAttentionMma, WideHeadsMatchTheCpuKernels) {
   checkAttention<__nv_bfloat16>(DType::BF16, {1, 100, 100, 2, 1, 128, true, 0});
 }
 
-// Heads of 80 in f16 (padded to 128), not causal.
+// Heads of 100 in f16 (padded to 128, loaded element by element), not
+// causal.
 TEST(CudaAttentionMma, WideHalfPrecisionHeadsMatchTheCpuKernels) {
-  checkAttention<__half>(DType::F16, {1, 70, 70, 2, 2, 80, false, 0});
+  checkAttention<__half>(DType::F16, {1, 70, 70, 2, 2, 100, false, 0});
 }
 
 // The emulation itself: a kernel that waits at a barrier some threads never
@@ -238,6 +241,18 @@ TEST(CudaAttentionMma, EmulationReportsDeadlocksAndMisalignedLoads) {
                                   reinterpret_cast<const __nv_bfloat16 *>(
                                       shared + 32 * (threadIdx.x % 2)),
                                   16);
+                            }),
+               std::runtime_error);
+  // A write past the block's shared memory; an exception in a thread.
+  EXPECT_THROW(
+      simt::launch({1, 1, 1}, 32, 100,
+                   [] { simt::sharedMemory()[100 + threadIdx.x] = 0; }),
+      std::runtime_error);
+  EXPECT_THROW(simt::launch({1, 1, 1}, 32, 0,
+                            [] {
+                              if (threadIdx.x == 3)
+                                throw std::logic_error("lane 3");
+                              __syncwarp();
                             }),
                std::runtime_error);
   EXPECT_NO_THROW(simt::launch({2, 1, 1}, 64, 0, [] {

@@ -4,9 +4,11 @@
 // the host, for tests: every thread of a block is a fiber (ucontext) with
 // its own stack, run one at a time until it reaches a barrier
 // (__syncthreads, __syncwarp, or a warp-wide exchange: shuffles and matrix
-// multiplies); blocks run one after another. Dynamic shared memory is one
-// buffer per block, filled with 0xff bytes (NaN as f32, bf16 and f16) so
-// that a read of an element nobody wrote shows.
+// multiplies); blocks run one after another, every other one with its
+// threads taken in descending order. Dynamic shared memory is one buffer
+// per block, filled with 0xff bytes (NaN as f32, bf16 and f16) so that a
+// read of an element nobody wrote shows; a write past its end into the
+// 128 spare bytes after it is reported.
 //
 // Warp matrix fragments (nvcuda::wmma, 16x16x16) hold 8 elements per lane
 // in a scrambled order, a different one per fragment kind, so a kernel that
@@ -101,7 +103,7 @@ struct Block {
   std::vector<Barrier> warps;
   std::vector<Exchange> exchange;
   unsigned char *shared = nullptr;
-  size_t sharedBytes = 0;
+  size_t sharedBytes = 0, sharedSpan = 0; // asked for, and allocated
   ucontext_t scheduler;
   Fiber *current = nullptr;
   std::string error;
@@ -160,7 +162,15 @@ inline void checkUniform(const void *p, unsigned ldm, const char *what) {
 
 inline void fiberEntry() {
   Block &block = *active();
-  block.kernel();
+  // An exception cannot unwind past a fiber's first frame: it is recorded
+  // (the threads left waiting for this one are then reported with it).
+  try {
+    block.kernel();
+  } catch (const std::exception &e) {
+    fail(std::string("threw: ") + e.what());
+  } catch (...) {
+    fail("threw");
+  }
   block.current->done = true; // back to the scheduler through uc_link
 }
 
@@ -175,16 +185,20 @@ inline void fiberEntry() {
   makecontext(&fiber.context, fiberEntry, 0);
 }
 
-/// Runs every thread of `block` until all return; throws on a deadlock or
-/// a recorded misuse.
-[[gnu::noinline]] inline void runBlock(Block &block, const std::string &where) {
+/// Runs every thread of `block` until all return, taking the runnable
+/// threads in ascending order, or in descending order with `reverse` (so
+/// that a race that one order hides shows in the other); throws on a
+/// deadlock or a recorded misuse.
+[[gnu::noinline]] inline void runBlock(Block &block, const std::string &where,
+                                       bool reverse) {
   const size_t threads = block.fibers.size();
   size_t next = 0;
   while (true) {
     Fiber *run = nullptr;
     unsigned left = 0;
     for (size_t n = 0; n < threads; ++n) {
-      Fiber &fiber = block.fibers[(next + n) % threads];
+      const size_t at = (next + n) % threads;
+      Fiber &fiber = block.fibers[reverse ? threads - 1 - at : at];
       if (fiber.done)
         continue;
       ++left;
@@ -199,12 +213,20 @@ inline void fiberEntry() {
     if (!run)
       throw std::runtime_error(
           where + ": " + std::to_string(left) +
-          " threads wait at barriers that the others never reach");
+          " threads wait at barriers that the others never reach" +
+          (block.error.empty() ? "" : " (" + block.error + ")"));
     run->waitingOn = nullptr;
     block.current = run;
     threadIdx = {run->index, 0, 0};
     swapcontext(&block.scheduler, &run->context);
   }
+  // The spare bytes past the block's shared memory stay as they were.
+  for (size_t i = block.sharedBytes; i < block.sharedSpan; ++i)
+    if (block.shared[i] != 0xff) {
+      fail("wrote past the " + std::to_string(block.sharedBytes) +
+           " bytes of shared memory (at byte " + std::to_string(i) + ")");
+      break;
+    }
   if (!block.error.empty())
     throw std::runtime_error(where + ": " + block.error);
 }
@@ -238,6 +260,7 @@ inline void launch(SimtIndex grid, unsigned threads, size_t sharedBytes,
       block.exchange.resize(threads / 32);
       block.shared = shared.get();
       block.sharedBytes = sharedBytes;
+      block.sharedSpan = rounded;
       std::memset(block.shared, 0xff, rounded);
       for (unsigned t = 0; t < threads; ++t) {
         block.fibers[t].index = t;
@@ -246,8 +269,10 @@ inline void launch(SimtIndex grid, unsigned threads, size_t sharedBytes,
       active() = &block;
       blockIdx = {bx, by, 0};
       try {
-        runBlock(block, "simt: block (" + std::to_string(bx) + ", " +
-                            std::to_string(by) + ")");
+        runBlock(block,
+                 "simt: block (" + std::to_string(bx) + ", " +
+                     std::to_string(by) + ")",
+                 (bx + by) % 2 == 1);
       } catch (...) {
         active() = nullptr;
         throw;

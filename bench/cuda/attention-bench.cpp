@@ -35,12 +35,18 @@ double seconds(cudaEvent_t a, cudaEvent_t b) {
   return ms / 1e3;
 }
 
-/// Dense bf16 peak of the GPUs whose figure is known (SXM parts).
+/// Dense bf16 peak (TFLOP/s) of the GPUs whose figure is known by their
+/// name: the SXM H100 ("H100 80GB HBM3", "H100 SXM") and H200, and the
+/// A100; 0 for any other (PCIe and NVL parts among them: pass --peak).
 double knownPeak(const std::string &name) {
-  if (name.find("H100") != std::string::npos ||
-      name.find("H200") != std::string::npos)
+  auto has = [&](const char *part) {
+    return name.find(part) != std::string::npos;
+  };
+  if (has("NVL") || has("PCIe"))
+    return has("A100") ? 312.0 : 0;
+  if (has("H100 80GB HBM3") || has("H100 SXM") || has("H200"))
     return 989.4;
-  if (name.find("A100") != std::string::npos)
+  if (has("A100"))
     return 312.0;
   return 0;
 }
@@ -53,7 +59,8 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--peak") && i + 1 < argc)
       peak = std::atof(argv[++i]);
-    else if (!std::strcmp(argv[i], "--seq") && i + 1 < argc)
+    else if (!std::strcmp(argv[i], "--seq") && i + 1 < argc &&
+             std::atoll(argv[i + 1]) > 0)
       seq = std::atoll(argv[++i]);
     else {
       std::fprintf(stderr, "usage: par-cuda-attention-bench [--peak TFLOPS] "
@@ -68,8 +75,10 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "par-cuda-attention-bench: %s\n", e.what());
     return 1;
   }
+  int current = 0;
   cudaDeviceProp prop;
-  cudaGetDeviceProperties(&prop, 0);
+  cudaGetDevice(&current);
+  cudaGetDeviceProperties(&prop, current);
   if (peak < 0)
     peak = knownPeak(prop.name);
   const char *kernels = std::getenv("PAR_CUDA_ATTENTION");

@@ -3,26 +3,40 @@
 times (batch 8, 1024 positions, 12 heads of 64, bf16), forward and backward,
 causal and not: the same table rows, for the ratio against par's kernels.
 Counts 4 b h s^2 d FLOPs forward and 10 b h s^2 d backward (halved when
-causal), as par-cuda-attention-bench does."""
+causal), as par-cuda-attention-bench does. Exits 3 where there is no PyTorch
+or no GPU (nothing to compare), 1 on any other failure."""
 import argparse
 import sys
+
+
+def known_peak(name):
+    """Dense bf16 peak (TFLOP/s) by device name, as par-cuda-attention-bench
+    knows it; 0 for parts it does not know."""
+    if "NVL" in name or "PCIe" in name:
+        return 312.0 if "A100" in name else 0.0
+    if "H100 80GB HBM3" in name or "H100 SXM" in name or "H200" in name:
+        return 989.4
+    return 312.0 if "A100" in name else 0.0
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seq", type=int, default=1024)
-    parser.add_argument("--peak", type=float, default=0.0,
-                        help="dense bf16 peak in TFLOP/s (0: not printed)")
+    parser.add_argument("--peak", type=float, default=-1.0,
+                        help="dense bf16 peak in TFLOP/s (default: known by "
+                        "the device's name; 0: not printed)")
     args = parser.parse_args()
     try:
         import torch
         import torch.nn.functional as F
     except ImportError as e:
         print(f"attention_torch.py: no PyTorch ({e})", file=sys.stderr)
-        return 1
+        return 3
     if not torch.cuda.is_available():
         print("attention_torch.py: no GPU", file=sys.stderr)
-        return 1
+        return 3
+    if args.peak < 0:
+        args.peak = known_peak(torch.cuda.get_device_name())
     b, s, h, d = 8, args.seq, 12, 64
     dev = torch.device("cuda")
     # SDPA takes [b, h, s, d]; par's layout is [b, s, h, d], so transpose views.

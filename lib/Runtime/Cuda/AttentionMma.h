@@ -146,8 +146,15 @@ __device__ void loadTile(uint16_t *tile, const uint16_t *x, int64_t base,
       const int r = i / kChunks, d = (i % kChunks) * 8;
       const int64_t row = row0 + r;
       uint4 chunk = {0, 0, 0, 0};
-      if (row < rows && d < dim)
-        chunk = *reinterpret_cast<const uint4 *>(x + base + row * stride + d);
+      if (row < rows && d < dim) {
+        const uint16_t *from = x + base + row * stride + d;
+#ifndef __CUDACC__
+        // The host emulation: a misaligned 16-byte load faults on a GPU.
+        if (reinterpret_cast<uintptr_t>(from) % 16 != 0)
+          simt::fail("loadTile: a 16-byte load from a misaligned address");
+#endif
+        chunk = *reinterpret_cast<const uint4 *>(from);
+      }
       *reinterpret_cast<uint4 *>(tile + r * kLd + d) = chunk;
     }
     return;
@@ -272,7 +279,9 @@ storeRows(const Acc (&acc)[Layout<kD>::kPieces], float *scratch, uint16_t *out,
 
 #endif // PAR_MMA_OLD_ARCH
 
-/// dim and every tensor's row layout in 16-byte units, for loadTile.
+/// dim and every tensor's row layout in 16-byte units, for loadTile:
+/// `tensors` are those a kernel loads through it (forward: q, k, v; dQ:
+/// q, k, v, dO; dK/dV: q, k, v, O, dO).
 inline bool vectorizable(const AttentionGeometry &g,
                          std::initializer_list<const void *> tensors) {
   if (g.dim % 8 != 0)

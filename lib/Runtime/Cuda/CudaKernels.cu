@@ -2222,26 +2222,37 @@ template <typename Body> void withHeadWidth(int64_t dim, Body &&body) {
 /// row kernels for heads wider than 64, then take it). A rank drives one
 /// GPU, so the answers are the process's.
 bool mmaAttention(const AttentionGeometry &g, DType type) {
-  static const int sharedLimit = [] {
-    const char *choice = std::getenv("PAR_CUDA_ATTENTION");
-    if (choice && std::strcmp(choice, "simt") == 0)
-      return 0;
-    cudaFuncAttributes built;
-    PAR_CUDA_KERNEL(cudaFuncGetAttributes(
-        &built, mma::attentionForwardMma<__nv_bfloat16, 64>));
-    // Both: PTX for an older architecture, compiled by the driver for
-    // this GPU, has a new binary version and the old code.
-    if (built.binaryVersion < 80 || built.ptxVersion < 80)
-      return 0;
-    int device = 0, limit = 0;
-    PAR_CUDA_KERNEL(cudaGetDevice(&device));
-    PAR_CUDA_KERNEL(cudaDeviceGetAttribute(
-        &limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    return limit;
-  }();
   if (!(type == DType::BF16 || type == DType::F16) || g.dim <= 0 ||
       g.dim > 128 || g.batch * g.heads > 65535 || g.batch * g.kvHeads > 65535)
     return false;
+  static const int sharedLimit = [] {
+    if (const char *choice = std::getenv("PAR_CUDA_ATTENTION")) {
+      if (std::strcmp(choice, "simt") == 0)
+        return 0;
+      std::fprintf(stderr,
+                   "par-run: warning: PAR_CUDA_ATTENTION=%s is not 'simt': "
+                   "bf16/f16 attention stays on tensor cores\n",
+                   choice);
+    }
+    // What the driver loaded, and how much shared memory a block may
+    // have. A query that fails leaves the call to the other kernels.
+    cudaFuncAttributes built;
+    int device = 0, limit = 0;
+    if (cudaFuncGetAttributes(&built,
+                              mma::attentionForwardMma<__nv_bfloat16, 64>) !=
+            cudaSuccess ||
+        cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                               device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    // Both versions: PTX for an older architecture, compiled by the driver
+    // for this GPU, has a new binary version and the old code.
+    if (built.binaryVersion < 80 || built.ptxVersion < 80)
+      return 0;
+    return limit;
+  }();
   int need = 0;
   withHeadWidth(g.dim, [&](auto width) {
     need = mma::mostSharedBytes<decltype(width)::value>();
@@ -2283,8 +2294,7 @@ uint16_t *halves(Tensor &t) { return static_cast<uint16_t *>(t.data); }
 void attentionMma(Stream stream, const AttentionGeometry &g, const Tensors &in,
                   Tensors &out) {
   const bool stats = out.size() > 1;
-  const bool vec =
-      mma::vectorizable(g, {in[0].data, in[1].data, in[2].data, out[0].data});
+  const bool vec = mma::vectorizable(g, {in[0].data, in[1].data, in[2].data});
   withMmaTypes(in[0].dtype, g.dim, [&](auto tag, auto width) {
     using E = decltype(tag);
     constexpr int kD = decltype(width)::value;
@@ -2298,8 +2308,8 @@ void attentionMma(Stream stream, const AttentionGeometry &g, const Tensors &in,
 
 void attentionGradQMma(Stream stream, const AttentionGeometry &g,
                        const Tensors &in, Tensors &out) {
-  const bool vec = mma::vectorizable(
-      g, {in[0].data, in[1].data, in[2].data, in[4].data, out[0].data});
+  const bool vec =
+      mma::vectorizable(g, {in[0].data, in[1].data, in[2].data, in[4].data});
   withMmaTypes(in[0].dtype, g.dim, [&](auto tag, auto width) {
     using E = decltype(tag);
     constexpr int kD = decltype(width)::value;
@@ -2313,8 +2323,8 @@ void attentionGradQMma(Stream stream, const AttentionGeometry &g,
 
 void attentionGradKvMma(Stream stream, const AttentionGeometry &g,
                         const Tensors &in, Tensors &out) {
-  const bool vec = mma::vectorizable(g, {in[0].data, in[1].data, in[2].data,
-                                         in[4].data, out[0].data, out[1].data});
+  const bool vec = mma::vectorizable(
+      g, {in[0].data, in[1].data, in[2].data, in[3].data, in[4].data});
   withMmaTypes(in[0].dtype, g.dim, [&](auto tag, auto width) {
     using E = decltype(tag);
     constexpr int kD = decltype(width)::value;
