@@ -243,6 +243,16 @@ TEST(CudaAttentionMma, EmulationReportsDeadlocksAndMisalignedLoads) {
                                   16);
                             }),
                std::runtime_error);
+  // A 16-byte load from global memory at a misaligned address.
+  std::vector<uint16_t> rows(64 * 64 + 8);
+  EXPECT_THROW(simt::launch({1, 1, 1}, mma::kThreads, mma::Layout<64>::kTile,
+                            [&] {
+                              mma::loadTile<64>(reinterpret_cast<uint16_t *>(
+                                                    simt::sharedMemory()),
+                                                rows.data() + 1, 0, 0, 64, 64,
+                                                64, true);
+                            }),
+               std::runtime_error);
   // A write past the block's shared memory; an exception in a thread.
   EXPECT_THROW(
       simt::launch({1, 1, 1}, 32, 100,

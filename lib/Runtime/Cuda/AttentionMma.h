@@ -50,6 +50,7 @@
 
 #include <initializer_list>
 #include <stdint.h>
+#include <string.h>
 
 // WMMA on 16-bit floats needs compute capability 8.0: built for an older
 // GPU, the kernels trap (the host side does not launch them there).
@@ -148,12 +149,14 @@ __device__ void loadTile(uint16_t *tile, const uint16_t *x, int64_t base,
       uint4 chunk = {0, 0, 0, 0};
       if (row < rows && d < dim) {
         const uint16_t *from = x + base + row * stride + d;
-#ifndef __CUDACC__
+#ifdef __CUDACC__
+        chunk = *reinterpret_cast<const uint4 *>(from);
+#else
         // The host emulation: a misaligned 16-byte load faults on a GPU.
         if (reinterpret_cast<uintptr_t>(from) % 16 != 0)
           simt::fail("loadTile: a 16-byte load from a misaligned address");
+        memcpy(&chunk, from, sizeof(chunk));
 #endif
-        chunk = *reinterpret_cast<const uint4 *>(from);
       }
       *reinterpret_cast<uint4 *>(tile + r * kLd + d) = chunk;
     }
