@@ -1066,6 +1066,10 @@ TEST_P(Conformance, LargeShapesMatchTheCpuBackend) {
 TEST_P(Conformance, SixteenBitAttentionMatchesTheCpuBackend) {
   if (!device)
     GTEST_SKIP() << missing;
+#ifdef PAR_HAVE_CUDA_BACKEND
+  const int64_t launchesBefore = par::rt::cudaTensorCoreAttentionLaunches();
+#endif
+  int cases = 0;
   for (DType t : {DType::BF16, DType::F16})
     for (int64_t dim : {64, 100, 128})
       for (bool causal : {true, false}) {
@@ -1102,8 +1106,21 @@ TEST_P(Conformance, SixteenBitAttentionMatchesTheCpuBackend) {
           if (HasFatalFailure())
             return;
           EXPECT_EQ(accepted, 1) << "rejected";
+          ++cases;
         }
       }
+#ifdef PAR_HAVE_CUDA_BACKEND
+  // On a GPU of compute capability 8.0 or more, the tensor cores took every
+  // call (checkCase runs each three times), unless turned off.
+  const char *choice = std::getenv("PAR_CUDA_ATTENTION");
+  if (GetParam() == "cuda" && !(choice && std::string(choice) == "simt"))
+    EXPECT_EQ(par::rt::cudaTensorCoreAttentionLaunches() - launchesBefore,
+              3 * cases)
+        << "the tensor-core kernels did not take every call: a GPU below "
+           "compute capability 8.0, a build for one, or too little shared "
+           "memory a block?";
+#endif
+  (void)cases;
 }
 
 /// Dots of every operand layout the programs make: plain, either or both

@@ -36,6 +36,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -2260,11 +2261,18 @@ bool mmaAttention(const AttentionGeometry &g, DType type) {
   return need <= sharedLimit;
 }
 
+/// The tensor-core attention kernels launched so far (for the tests).
+std::atomic<int64_t> &mmaAttentionLaunches() {
+  static std::atomic<int64_t> launches{0};
+  return launches;
+}
+
 /// Launches a tensor-core attention kernel over (row tiles, pairs) blocks
 /// with `shared` bytes of dynamic shared memory.
 template <typename Kernel, typename... Args>
 void launchMma(const char *name, Stream stream, int64_t rows, int64_t pairs,
                int shared, Kernel kernel, Args... args) {
+  ++mmaAttentionLaunches();
   if (rows <= 0 || pairs <= 0)
     return;
   PAR_CUDA_KERNEL(cudaFuncSetAttribute(
@@ -2852,6 +2860,10 @@ const Table &table() {
 const KernelTable &cudaKernels() { return cuda::table().kernels; }
 
 bool cudaNative(OpCode op) { return cuda::table().native[size_t(op)]; }
+
+int64_t cudaTensorCoreAttentionLaunches() {
+  return cuda::mmaAttentionLaunches().load();
+}
 
 int64_t cudaCompiledFusedKernels() {
   cuda::CompiledFused &state = cuda::compiledFusedState();

@@ -27,6 +27,9 @@ bool cudaNative(catalogue::OpCode op);
 /// How many element-wise fused groups this process has compiled and loaded
 /// as kernels of their own (docs/par-run.md, "Fused groups").
 int64_t cudaCompiledFusedKernels();
+/// How many attention kernels this process has launched on tensor cores
+/// (bf16/f16 heads up to 128 wide; docs/par-run.md, "The CUDA backend").
+int64_t cudaTensorCoreAttentionLaunches();
 
 /// NCCL's collectives over `host`, which bootstraps them and runs what
 /// needs no device memory (built with PAR_HAVE_NCCL): one communicator
