@@ -131,7 +131,8 @@ Under mpirun or srun, par-run takes its rank and size from MPI:
 Each rank runs its CPU kernels on PAR_CPU_THREADS threads (default: its
 share of the usable cores; -np N sets cores / N). With --backend=cuda,
 element-wise fused groups are compiled (NVRTC) when first run;
-PAR_CUDA_JIT=0 runs them in the interpreted kernel.
+PAR_CUDA_JIT=0 runs them in the interpreted kernel. bf16/f16 attention
+runs on tensor cores; PAR_CUDA_ATTENTION=simt runs the f32 kernels.
 See docs/par-run.md.
 )";
 
@@ -1364,6 +1365,16 @@ int main(int argc, char **argv) {
     std::cerr << "par-run: error: PAR_CUDA_JIT=" << jit
               << ": expected 1 (compile fused groups, the default) or 0 "
                  "(interpret them)\n";
+    return 1;
+  }
+  // How the CUDA backend runs bf16/f16 attention: mma on tensor cores
+  // (the default), simt with the f32 kernels.
+  if (const char *kernels = std::getenv("PAR_CUDA_ATTENTION");
+      kernels && std::string(kernels) != "mma" &&
+      std::string(kernels) != "simt") {
+    std::cerr << "par-run: error: PAR_CUDA_ATTENTION=" << kernels
+              << ": expected mma (tensor cores, the default) or simt (the "
+                 "f32 kernels)\n";
     return 1;
   }
   // The device seam: a backend that is not built in, or has no device

@@ -2227,13 +2227,15 @@ bool mmaAttention(const AttentionGeometry &g, DType type) {
       g.dim > 128 || g.batch * g.heads > 65535 || g.batch * g.kvHeads > 65535)
     return false;
   static const int sharedLimit = [] {
+    // (par-run rejects other values up front; other programs are told.)
     if (const char *choice = std::getenv("PAR_CUDA_ATTENTION")) {
       if (std::strcmp(choice, "simt") == 0)
         return 0;
-      std::fprintf(stderr,
-                   "par-run: warning: PAR_CUDA_ATTENTION=%s is not 'simt': "
-                   "bf16/f16 attention stays on tensor cores\n",
-                   choice);
+      if (std::strcmp(choice, "mma") != 0)
+        std::fprintf(stderr,
+                     "par: warning: PAR_CUDA_ATTENTION=%s is neither mma nor "
+                     "simt: bf16/f16 attention stays on tensor cores\n",
+                     choice);
     }
     // What the driver loaded, and how much shared memory a block may
     // have. A query that fails leaves the call to the other kernels.
