@@ -283,8 +283,8 @@ storeRows(const Acc (&acc)[Layout<kD>::kPieces], float *scratch, uint16_t *out,
 #endif // PAR_MMA_OLD_ARCH
 
 /// dim and every tensor's row layout in 16-byte units, for loadTile:
-/// `tensors` are those a kernel loads through it (forward: q, k, v; dQ:
-/// q, k, v, dO; dK/dV: q, k, v, O, dO).
+/// `tensors` are those a kernel loads through it (forward: q, k, v; dQ,
+/// dK and dV: q, k, v, O, dO).
 inline bool vectorizable(const AttentionGeometry &g,
                          std::initializer_list<const void *> tensors) {
   if (g.dim % 8 != 0)
@@ -409,15 +409,16 @@ template <int kD> constexpr int gradQSharedBytes() {
   return 4 * L::kTile + kWarps * (2 * L::kWarpF + L::kWarpP);
 }
 
-/// rowsum(dO * O) of the row at `at`, this lane's half of the dims (lanes
-/// 2r and 2r + 1 together: the caller adds the partner's).
-template <typename E>
-__device__ __forceinline__ float halfRowDot(const uint16_t *out,
-                                            const uint16_t *gradOut, int64_t at,
+/// rowsum(dO * O) of a tile's row, over every other dim from `half` (the
+/// row's two lanes add each other's).
+template <typename E, int kD>
+__device__ __forceinline__ float halfRowDot(const uint16_t *outs,
+                                            const uint16_t *gradOuts, int row,
                                             int64_t dim, int half) {
   float sum = 0;
-  for (int64_t d = half; d < dim; d += 2)
-    sum += Half16<E>::value(out[at + d]) * Half16<E>::value(gradOut[at + d]);
+  for (int d = half; d < dim; d += 2)
+    sum += Half16<E>::value(outs[row * Layout<kD>::kLd + d]) *
+           Half16<E>::value(gradOuts[row * Layout<kD>::kLd + d]);
   return sum;
 }
 
@@ -450,18 +451,20 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t blockKeys = g.mask.visible(last);
   const int64_t qStride = g.heads * g.dim, kStride = g.kvHeads * g.dim;
 
+  // O's tile in K's place until the first key tile.
+  uint16_t *os = ks;
   loadTile<kD>(qs, q, g.query(b, 0, h), s0, g.seq, qStride, g.dim, vec);
   loadTile<kD>(gos, gradOut, g.query(b, 0, h), s0, g.seq, qStride, g.dim, vec);
+  loadTile<kD>(os, out, g.query(b, 0, h), s0, g.seq, qStride, g.dim, vec);
+  __syncthreads();
   const int r = lane >> 1, half = lane & 1;
   const int64_t s = s0 + warp * 16 + r;
   const bool live = s < g.seq;
   const int64_t seen = live ? g.mask.visible(s) : 0;
-  float delta =
-      live ? halfRowDot<E>(out, gradOut, g.query(b, s, h), g.dim, half) : 0.0f;
+  float delta = halfRowDot<E, kD>(os, gos, warp * 16 + r, g.dim, half);
   delta += __shfl_xor_sync(0xffffffffu, delta, 1);
   const float lse =
       live ? math::loadAs<float>(statsType, stats, g.statsRow(b, s, h)) : 0.0f;
-  __syncthreads();
   RowA<E> qa[L::kPieces], goa[L::kPieces];
   loadRows<E, kD>(qa, qs, warp);
   loadRows<E, kD>(goa, gos, warp);
@@ -574,10 +577,7 @@ __global__ void __launch_bounds__(kThreads)
         // Thread i: rowsum(dO * O) of the tile's query row i / 2, every
         // other dim (the row's two threads are lanes of one warp).
         const int row = threadIdx.x >> 1, rowHalf = threadIdx.x & 1;
-        float delta = 0;
-        for (int d = rowHalf; d < g.dim; d += 2)
-          delta += Half16<E>::value(os[row * L::kLd + d]) *
-                   Half16<E>::value(gos[row * L::kLd + d]);
+        float delta = halfRowDot<E, kD>(os, gos, row, g.dim, rowHalf);
         delta += __shfl_xor_sync(0xffffffffu, delta, 1);
         if (rowHalf == 0) {
           const int64_t sq = s0 + row;

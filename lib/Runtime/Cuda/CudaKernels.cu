@@ -2318,8 +2318,8 @@ void attentionMma(Stream stream, const AttentionGeometry &g, const Tensors &in,
 
 void attentionGradQMma(Stream stream, const AttentionGeometry &g,
                        const Tensors &in, Tensors &out) {
-  const bool vec =
-      mma::vectorizable(g, {in[0].data, in[1].data, in[2].data, in[4].data});
+  const bool vec = mma::vectorizable(
+      g, {in[0].data, in[1].data, in[2].data, in[3].data, in[4].data});
   withMmaTypes(in[0].dtype, g.dim, [&](auto tag, auto width) {
     using E = decltype(tag);
     constexpr int kD = decltype(width)::value;
