@@ -259,11 +259,13 @@ __device__ __forceinline__ Acc accumulatorRows(float *scratch) {
 
 /// Stores the warp's 16 x kD accumulators, times each row's factor
 /// (rowScale(r)), into rows of a [.., heads, dim] tensor: row r of the
-/// warp at out + at(r) when at(r) >= 0. Lanes 2r and 2r + 1 write row r.
+/// warp at out + at(r) when at(r) >= 0. Lanes 2r and 2r + 1 write row r,
+/// every other 16 bytes of it with `vec` (see loadTile), else every other
+/// element.
 template <typename E, int kD, typename At, typename RowScale>
 __device__ __forceinline__ void
 storeRows(const Acc (&acc)[Layout<kD>::kPieces], float *scratch, uint16_t *out,
-          int64_t dim, At at, RowScale rowScale) {
+          int64_t dim, bool vec, At at, RowScale rowScale) {
   constexpr int kLdF = Layout<kD>::kLdF;
 #pragma unroll
   for (int p = 0; p < Layout<kD>::kPieces; ++p)
@@ -274,17 +276,36 @@ storeRows(const Acc (&acc)[Layout<kD>::kPieces], float *scratch, uint16_t *out,
   const int64_t where = at(r);
   if (where >= 0) {
     const float scale = rowScale(r);
-    for (int d = half; d < dim; d += 2)
-      out[where + d] = Half16<E>::bits(scratch[r * kLdF + d] * scale);
+    const float *row = scratch + r * kLdF;
+    if (vec) {
+      for (int d = 8 * half; d < dim; d += 16) {
+        uint4 chunk;
+        uint16_t *halves = reinterpret_cast<uint16_t *>(&chunk);
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          halves[e] = Half16<E>::bits(row[d + e] * scale);
+        uint16_t *to = out + where + d;
+#ifdef __CUDACC__
+        *reinterpret_cast<uint4 *>(to) = chunk;
+#else
+        if (reinterpret_cast<uintptr_t>(to) % 16 != 0)
+          simt::fail("storeRows: a 16-byte store to a misaligned address");
+        memcpy(to, &chunk, sizeof(chunk));
+#endif
+      }
+    } else {
+      for (int d = half; d < dim; d += 2)
+        out[where + d] = Half16<E>::bits(row[d] * scale);
+    }
   }
   __syncwarp();
 }
 
 #endif // PAR_MMA_OLD_ARCH
 
-/// dim and every tensor's row layout in 16-byte units, for loadTile:
-/// `tensors` are those a kernel loads through it (forward: q, k, v; dQ,
-/// dK and dV: q, k, v, O, dO).
+/// dim and every tensor's row layout in 16-byte units, for loadTile and
+/// storeRows: `tensors` are those a kernel loads or stores (forward: q, k,
+/// v, O; dQ: q, k, v, O, dO, dQ; dK/dV: q, k, v, O, dO, dK, dV).
 inline bool vectorizable(const AttentionGeometry &g,
                          std::initializer_list<const void *> tensors) {
   if (g.dim % 8 != 0)
@@ -388,7 +409,7 @@ __global__ void __launch_bounds__(kThreads)
 
   const bool seesKeys = rowSum > 0.0f;
   storeRows<E, kD>(
-      o, sw, out, g.dim,
+      o, sw, out, g.dim, vec,
       [&](int row) {
         const int64_t sr = s0 + warp * 16 + row;
         return sr < g.seq ? g.query(b, sr, h) : int64_t(-1);
@@ -493,7 +514,7 @@ __global__ void __launch_bounds__(kThreads)
     accumulateTimesTile<E, kD>(dq, pw, ks); // dQ += dS K
   }
   storeRows<E, kD>(
-      dq, sw, gradQ, g.dim,
+      dq, sw, gradQ, g.dim, vec,
       [&](int row) {
         const int64_t sr = s0 + warp * 16 + row;
         return sr < g.seq ? g.query(b, sr, h) : int64_t(-1);
@@ -609,8 +630,8 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t tr = t0 + warp * 16 + row;
     return tr < g.keys ? g.key(b, tr, hk) : int64_t(-1);
   };
-  storeRows<E, kD>(dk, sw, gradK, g.dim, keyRow, [](int) { return 1.0f; });
-  storeRows<E, kD>(dv, sw, gradV, g.dim, keyRow, [](int) { return 1.0f; });
+  storeRows<E, kD>(dk, sw, gradK, g.dim, vec, keyRow, [](int) { return 1.0f; });
+  storeRows<E, kD>(dv, sw, gradV, g.dim, vec, keyRow, [](int) { return 1.0f; });
 #endif
 }
 

@@ -2304,7 +2304,8 @@ uint16_t *halves(Tensor &t) { return static_cast<uint16_t *>(t.data); }
 void attentionMma(Stream stream, const AttentionGeometry &g, const Tensors &in,
                   Tensors &out) {
   const bool stats = out.size() > 1;
-  const bool vec = mma::vectorizable(g, {in[0].data, in[1].data, in[2].data});
+  const bool vec =
+      mma::vectorizable(g, {in[0].data, in[1].data, in[2].data, out[0].data});
   withMmaTypes(in[0].dtype, g.dim, [&](auto tag, auto width) {
     using E = decltype(tag);
     constexpr int kD = decltype(width)::value;
@@ -2318,8 +2319,8 @@ void attentionMma(Stream stream, const AttentionGeometry &g, const Tensors &in,
 
 void attentionGradQMma(Stream stream, const AttentionGeometry &g,
                        const Tensors &in, Tensors &out) {
-  const bool vec = mma::vectorizable(
-      g, {in[0].data, in[1].data, in[2].data, in[3].data, in[4].data});
+  const bool vec = mma::vectorizable(g, {in[0].data, in[1].data, in[2].data,
+                                         in[3].data, in[4].data, out[0].data});
   withMmaTypes(in[0].dtype, g.dim, [&](auto tag, auto width) {
     using E = decltype(tag);
     constexpr int kD = decltype(width)::value;
@@ -2333,8 +2334,9 @@ void attentionGradQMma(Stream stream, const AttentionGeometry &g,
 
 void attentionGradKvMma(Stream stream, const AttentionGeometry &g,
                         const Tensors &in, Tensors &out) {
-  const bool vec = mma::vectorizable(
-      g, {in[0].data, in[1].data, in[2].data, in[3].data, in[4].data});
+  const bool vec =
+      mma::vectorizable(g, {in[0].data, in[1].data, in[2].data, in[3].data,
+                            in[4].data, out[0].data, out[1].data});
   withMmaTypes(in[0].dtype, g.dim, [&](auto tag, auto width) {
     using E = decltype(tag);
     constexpr int kD = decltype(width)::value;
