@@ -279,11 +279,12 @@ storeRows(const Acc (&acc)[Layout<kD>::kPieces], float *scratch, uint16_t *out,
     const float *row = scratch + r * kLdF;
     if (vec) {
       for (int d = 8 * half; d < dim; d += 16) {
-        uint4 chunk;
-        uint16_t *halves = reinterpret_cast<uint16_t *>(&chunk);
+        uint16_t halves[8];
 #pragma unroll
         for (int e = 0; e < 8; ++e)
           halves[e] = Half16<E>::bits(row[d + e] * scale);
+        uint4 chunk;
+        memcpy(&chunk, halves, sizeof(chunk));
         uint16_t *to = out + where + d;
 #ifdef __CUDACC__
         *reinterpret_cast<uint4 *>(to) = chunk;
