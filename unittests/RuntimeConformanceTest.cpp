@@ -975,6 +975,43 @@ TEST_P(Conformance, BatchedUpdatesMatchOneByOne) {
   }
 }
 
+/// The sizes of an attention case: q [batch, seq, heads, dim], k and v
+/// [batch, seq, kvHeads, dim].
+struct AttentionSizes {
+  int64_t batch, seq, heads, kvHeads, dim;
+};
+
+/// Attention and its two gradient ops on random operands of `t` (f32 row
+/// statistics; the gradients' statistics random in [2, 3]: the backends
+/// must agree on the same formula for any).
+std::vector<std::pair<OpCode, Case>> attentionCases(DType t, std::mt19937 &rng,
+                                                    const AttentionSizes &n,
+                                                    bool causal,
+                                                    int64_t positionOffset) {
+  const Shape queries{n.batch, n.seq, n.heads, n.dim},
+      keys{n.batch, n.seq, n.kvHeads, n.dim}, rows{n.batch, n.seq, n.heads};
+  Case fwd;
+  fwd.in = {values(t, queries, rng, -1, 1), values(t, keys, rng, -1, 1),
+            values(t, keys, rng, -1, 1)};
+  fwd.attrs.causal = causal;
+  fwd.attrs.positionOffset = positionOffset;
+  fwd.out = {{t, queries}, {DType::F32, rows}};
+  Case grad;
+  grad.in = {fwd.in[0],
+             fwd.in[1],
+             fwd.in[2],
+             values(t, queries, rng, -1, 1),
+             values(t, queries, rng, -1, 1),
+             values(DType::F32, rows, rng, 2, 3)};
+  grad.attrs = fwd.attrs;
+  Case gradQ = grad, gradKv = grad;
+  gradQ.out = {{t, queries}};
+  gradKv.out = {{t, keys}, {t, keys}};
+  return {{OpCode::Attention, fwd},
+          {OpCode::AttentionGradQ, gradQ},
+          {OpCode::AttentionGradKv, gradKv}};
+}
+
 // Shapes past the small cases' sizes, where the backends switch kernels:
 // attention of several tiles (a partial last one, heads sharing KV heads,
 // causal with an offset, heads of 40 and 80 wide), and reductions, softmax,
@@ -984,34 +1021,12 @@ TEST_P(Conformance, LargeShapesMatchTheCpuBackend) {
     GTEST_SKIP() << missing;
   for (DType t : {DType::F32, DType::BF16}) {
     std::mt19937 rng(99 + int(t));
-    const DType stats = DType::F32;
     std::vector<std::pair<OpCode, Case>> all;
     for (int64_t dim : {40, 80})
-      for (bool causal : {true, false}) {
-        const int64_t batch = 2, seq = 150, heads = 4, kvHeads = 2;
-        Case fwd;
-        fwd.in = {values(t, {batch, seq, heads, dim}, rng, -1, 1),
-                  values(t, {batch, seq, kvHeads, dim}, rng, -1, 1),
-                  values(t, {batch, seq, kvHeads, dim}, rng, -1, 1)};
-        fwd.attrs.causal = causal;
-        fwd.attrs.positionOffset = causal ? 3 : 0;
-        fwd.out = {{t, {batch, seq, heads, dim}}, {stats, {batch, seq, heads}}};
-        Case grad;
-        grad.in = {fwd.in[0],
-                   fwd.in[1],
-                   fwd.in[2],
-                   values(t, {batch, seq, heads, dim}, rng, -1, 1),
-                   values(t, {batch, seq, heads, dim}, rng, -1, 1),
-                   values(stats, {batch, seq, heads}, rng, 2, 3)};
-        grad.attrs = fwd.attrs;
-        Case gradQ = grad, gradKv = grad;
-        gradQ.out = {{t, {batch, seq, heads, dim}}};
-        gradKv.out = {{t, {batch, seq, kvHeads, dim}},
-                      {t, {batch, seq, kvHeads, dim}}};
-        all.push_back({OpCode::Attention, fwd});
-        all.push_back({OpCode::AttentionGradQ, gradQ});
-        all.push_back({OpCode::AttentionGradKv, gradKv});
-      }
+      for (bool causal : {true, false})
+        for (auto &c : attentionCases(t, rng, {2, 150, 4, 2, dim}, causal,
+                                      causal ? 3 : 0))
+          all.push_back(c);
     for (auto [dims, shape, out] :
          std::vector<std::tuple<std::vector<int64_t>, Shape, Shape>>{
              {{0}, {1000, 37}, {37}},
@@ -1074,30 +1089,8 @@ TEST_P(Conformance, SixteenBitAttentionMatchesTheCpuBackend) {
     for (int64_t dim : {64, 100, 128})
       for (bool causal : {true, false}) {
         std::mt19937 rng(unsigned(31 * dim + int(t) + causal));
-        const int64_t batch = 2, seq = 130, heads = 4, kvHeads = 2;
-        Case fwd;
-        fwd.in = {values(t, {batch, seq, heads, dim}, rng, -1, 1),
-                  values(t, {batch, seq, kvHeads, dim}, rng, -1, 1),
-                  values(t, {batch, seq, kvHeads, dim}, rng, -1, 1)};
-        fwd.attrs.causal = causal;
-        fwd.out = {{t, {batch, seq, heads, dim}},
-                   {DType::F32, {batch, seq, heads}}};
-        Case grad;
-        grad.in = {fwd.in[0],
-                   fwd.in[1],
-                   fwd.in[2],
-                   values(t, {batch, seq, heads, dim}, rng, -1, 1),
-                   values(t, {batch, seq, heads, dim}, rng, -1, 1),
-                   values(DType::F32, {batch, seq, heads}, rng, 2, 3)};
-        grad.attrs = fwd.attrs;
-        Case gradQ = grad, gradKv = grad;
-        gradQ.out = {{t, {batch, seq, heads, dim}}};
-        gradKv.out = {{t, {batch, seq, kvHeads, dim}},
-                      {t, {batch, seq, kvHeads, dim}}};
         for (const auto &[op, c] :
-             {std::pair<OpCode, const Case &>{OpCode::Attention, fwd},
-              {OpCode::AttentionGradQ, gradQ},
-              {OpCode::AttentionGradKv, gradKv}}) {
+             attentionCases(t, rng, {2, 130, 4, 2, dim}, causal, 0)) {
           SCOPED_TRACE(std::string(par::catalogue::spec(op).name) + " with " +
                        dtypeName(t) + ", heads of " + std::to_string(dim) +
                        (causal ? ", causal" : ""));
