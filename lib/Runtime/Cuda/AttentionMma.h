@@ -304,6 +304,31 @@ storeRows(const Acc (&acc)[Layout<kD>::kPieces], float *scratch, uint16_t *out,
 
 #endif // PAR_MMA_OLD_ARCH
 
+/// The last of the 64 rows from `row0` that a side of `rows` has.
+__device__ __forceinline__ int64_t lastRowOf(int64_t row0, int64_t rows) {
+  return (row0 + kRows < rows ? row0 + kRows : rows) - 1;
+}
+
+/// A block's 64 query rows of one head (blockIdx.x: which 64; y: the
+/// batch x head pair), and the keys its last row sees.
+struct QueryBlock {
+  int64_t b, h, hk, s0, keys;
+  /// Where the block's query row s0 + row starts in a [batch, seq, heads,
+  /// dim] tensor; -1 past the last row.
+  __device__ int64_t rowAt(const AttentionGeometry &g, int row) const {
+    return s0 + row < g.seq ? g.query(b, s0 + row, h) : int64_t(-1);
+  }
+};
+__device__ __forceinline__ QueryBlock queryBlock(const AttentionGeometry &g) {
+  QueryBlock blk;
+  blk.b = int64_t(blockIdx.y) / g.heads;
+  blk.h = int64_t(blockIdx.y) % g.heads;
+  blk.hk = blk.h / g.group;
+  blk.s0 = int64_t(blockIdx.x) * kRows;
+  blk.keys = g.mask.visible(lastRowOf(blk.s0, g.seq));
+  return blk;
+}
+
 /// dim and every tensor's row layout in 16-byte units, for loadTile and
 /// storeRows: `tensors` are those a kernel loads or stores (forward: q, k,
 /// v, O; dQ: q, k, v, O, dO, dQ; dK/dV: q, k, v, O, dO, dK, dV).
@@ -348,11 +373,8 @@ __global__ void __launch_bounds__(kThreads)
                                           kWarps * (L::kWarpF + L::kWarpP)) +
                 warp * 16;
 
-  const int64_t bh = blockIdx.y, b = bh / g.heads, h = bh % g.heads,
-                hk = h / g.group;
-  const int64_t s0 = int64_t(blockIdx.x) * kRows;
-  const int64_t last = (s0 + kRows < g.seq ? s0 + kRows : g.seq) - 1;
-  const int64_t blockKeys = g.mask.visible(last);
+  const QueryBlock blk = queryBlock(g);
+  const int64_t b = blk.b, h = blk.h, hk = blk.hk, s0 = blk.s0;
   const int64_t qStride = g.heads * g.dim, kStride = g.kvHeads * g.dim;
 
   loadTile<kD>(qs, q, g.query(b, 0, h), s0, g.seq, qStride, g.dim, vec);
@@ -371,7 +393,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t s = s0 + warp * 16 + r;
   const int64_t seen = s < g.seq ? g.mask.visible(s) : 0;
   float rowMax = -INFINITY, rowSum = 0;
-  for (int64_t t0 = 0; t0 < blockKeys; t0 += kCols) {
+  for (int64_t t0 = 0; t0 < blk.keys; t0 += kCols) {
     __syncthreads();
     loadTile<kD>(ks, k, g.key(b, 0, hk), t0, g.keys, kStride, g.dim, vec);
     loadTile<kD>(vs, v, g.key(b, 0, hk), t0, g.keys, kStride, g.dim, vec);
@@ -411,10 +433,7 @@ __global__ void __launch_bounds__(kThreads)
   const bool seesKeys = rowSum > 0.0f;
   storeRows<E, kD>(
       o, sw, out, g.dim, vec,
-      [&](int row) {
-        const int64_t sr = s0 + warp * 16 + row;
-        return sr < g.seq ? g.query(b, sr, h) : int64_t(-1);
-      },
+      [&](int row) { return blk.rowAt(g, warp * 16 + row); },
       [&](int) { return seesKeys ? 1.0f / rowSum : 0.0f; });
   if (stats && half == 0 && s < g.seq)
     math::storeAs<float>(statsType, stats, g.statsRow(b, s, h),
@@ -466,11 +485,8 @@ __global__ void __launch_bounds__(kThreads)
   uint16_t *pw = reinterpret_cast<uint16_t *>(
       warpBase + 2 * kWarps * L::kWarpF + warp * L::kWarpP);
 
-  const int64_t bh = blockIdx.y, b = bh / g.heads, h = bh % g.heads,
-                hk = h / g.group;
-  const int64_t s0 = int64_t(blockIdx.x) * kRows;
-  const int64_t last = (s0 + kRows < g.seq ? s0 + kRows : g.seq) - 1;
-  const int64_t blockKeys = g.mask.visible(last);
+  const QueryBlock blk = queryBlock(g);
+  const int64_t b = blk.b, h = blk.h, hk = blk.hk, s0 = blk.s0;
   const int64_t qStride = g.heads * g.dim, kStride = g.kvHeads * g.dim;
 
   // O's tile in K's place until the first key tile.
@@ -495,7 +511,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int p = 0; p < L::kPieces; ++p)
     wmma::fill_fragment(dq[p], 0.0f);
 
-  for (int64_t t0 = 0; t0 < blockKeys; t0 += kCols) {
+  for (int64_t t0 = 0; t0 < blk.keys; t0 += kCols) {
     __syncthreads();
     loadTile<kD>(ks, k, g.key(b, 0, hk), t0, g.keys, kStride, g.dim, vec);
     loadTile<kD>(vs, v, g.key(b, 0, hk), t0, g.keys, kStride, g.dim, vec);
@@ -516,10 +532,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   storeRows<E, kD>(
       dq, sw, gradQ, g.dim, vec,
-      [&](int row) {
-        const int64_t sr = s0 + warp * 16 + row;
-        return sr < g.seq ? g.query(b, sr, h) : int64_t(-1);
-      },
+      [&](int row) { return blk.rowAt(g, warp * 16 + row); },
       [](int) { return 1.0f; });
 #endif
 }
@@ -587,8 +600,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t h = hk * g.group; h < (hk + 1) * g.group; ++h) {
     const int64_t queryBase = g.query(b, 0, h);
     for (int64_t s0 = 0; s0 < g.seq; s0 += kCols) {
-      const int64_t lastRow = (s0 + kCols < g.seq ? s0 + kCols : g.seq) - 1;
-      if (g.mask.visible(lastRow) <= t0)
+      if (g.mask.visible(lastRowOf(s0, g.seq)) <= t0)
         continue; // no row of this tile sees a key of this block
       __syncthreads();
       loadTile<kD>(qs, q, queryBase, s0, g.seq, qStride, g.dim, vec);

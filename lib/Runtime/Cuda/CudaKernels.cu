@@ -1884,7 +1884,7 @@ attentionGradKvKernel(AttentionGeometry g, DType type, const void *q,
         if (g.mask.visible(s) <= t)
           continue; // row s does not see key t
         const int64_t at = g.query(b, s, h);
-        const int64_t row = (b * g.seq + s) * g.heads + h;
+        const int64_t row = g.statsRow(b, s, h);
         const T p = math::expOf(T(scoreOf<T>(g, type, q, at, k, kAt) -
                                   loadAs<T>(statsType, stats, row)));
         T dp = 0;
@@ -2053,7 +2053,7 @@ __global__ void __launch_bounds__(kTileRows)
     if (d < g.dim)
       storeAs<float>(type, out, g.query(b, s, h) + d, acc[d] * inv);
   if (stats)
-    storeAs<float>(statsType, stats, (b * g.seq + s) * g.heads + h,
+    storeAs<float>(statsType, stats, g.statsRow(b, s, h),
                    seesKeys ? rowMax + math::logOf(rowSum) : -INFINITY);
 }
 
@@ -2083,8 +2083,7 @@ __global__ void __launch_bounds__(kTileRows)
     dq[d] = 0;
   }
   const float lse =
-      live ? loadAs<float>(statsType, stats, (b * g.seq + s) * g.heads + h)
-           : 0.0f;
+      live ? loadAs<float>(statsType, stats, g.statsRow(b, s, h)) : 0.0f;
   forEachKeyTile(g, type, k, v, rows, ks, vs, [&](int64_t t0) {
     for (int j = 0; j < kTileCols && t0 + j < seen; ++j) {
       float dot = 0, dp = 0;
@@ -2158,7 +2157,7 @@ __global__ void __launch_bounds__(kTileRows)
           for (int64_t d = 0; d < g.dim; ++d)
             delta += loadAs<float>(type, out, at + d) *
                      loadAs<float>(type, gradOut, at + d);
-          lse = loadAs<float>(statsType, stats, (b * g.seq + s) * g.heads + h);
+          lse = loadAs<float>(statsType, stats, g.statsRow(b, s, h));
         }
         deltas[threadIdx.x] = delta;
         lses[threadIdx.x] = lse;
@@ -2198,6 +2197,25 @@ __global__ void __launch_bounds__(kTileRows)
       storeAs<float>(type, gradK, kAt + d, dk[d]);
       storeAs<float>(type, gradV, kAt + d, dv[d]);
     }
+}
+
+/// Launches `kernel` over (row tiles, pairs) blocks: the x extent covers
+/// `rows` in tiles of `tileRows`, the y extent is the batch x head pairs
+/// (at most 65535); `threads` a block, `shared` bytes of dynamic shared
+/// memory.
+template <typename Kernel, typename... Args>
+void launchRowTiles(const char *name, Stream stream, int64_t rows,
+                    int64_t pairs, int tileRows, int threads, int shared,
+                    Kernel kernel, Args... args) {
+  if (rows <= 0 || pairs <= 0)
+    return;
+  if (pairs > 65535)
+    throw KernelError(std::string("cuda: ") + name + ": " +
+                      std::to_string(pairs) +
+                      " batch x head pairs (at most 65535)");
+  dim3 blocks(unsigned((rows + tileRows - 1) / tileRows), unsigned(pairs));
+  kernel<<<blocks, threads, shared, streamOf(stream)>>>(args...);
+  checkLaunch(name);
 }
 
 //===----------------------------------------------------------------------===//
@@ -2269,19 +2287,21 @@ std::atomic<int64_t> &mmaAttentionLaunches() {
   return launches;
 }
 
-/// Launches a tensor-core attention kernel over (row tiles, pairs) blocks
-/// with `shared` bytes of dynamic shared memory.
-template <typename Kernel, typename... Args>
+/// Launches `kernel` (a tensor-core attention kernel) over (row tiles,
+/// pairs) blocks with `shared` bytes of dynamic shared memory, allowed
+/// once per kernel (a rank drives one GPU).
+template <auto kernel, typename... Args>
 void launchMma(const char *name, Stream stream, int64_t rows, int64_t pairs,
-               int shared, Kernel kernel, Args... args) {
+               int shared, Args... args) {
   ++mmaAttentionLaunches();
-  if (rows <= 0 || pairs <= 0)
-    return;
-  PAR_CUDA_KERNEL(cudaFuncSetAttribute(
-      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
-  dim3 blocks(unsigned((rows + mma::kRows - 1) / mma::kRows), unsigned(pairs));
-  kernel<<<blocks, mma::kThreads, shared, streamOf(stream)>>>(args...);
-  checkLaunch(name);
+  static const bool allowed = [&] {
+    PAR_CUDA_KERNEL(cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+    return true;
+  }();
+  (void)allowed;
+  launchRowTiles(name, stream, rows, pairs, mma::kRows, mma::kThreads, shared,
+                 kernel, args...);
 }
 
 /// Runs `body` with the WMMA element type of a bf16 or f16 call and the
@@ -2309,11 +2329,11 @@ void attentionMma(Stream stream, const AttentionGeometry &g, const Tensors &in,
   withMmaTypes(in[0].dtype, g.dim, [&](auto tag, auto width) {
     using E = decltype(tag);
     constexpr int kD = decltype(width)::value;
-    launchMma("attention", stream, g.seq, g.batch * g.heads,
-              mma::forwardSharedBytes<kD>(), mma::attentionForwardMma<E, kD>, g,
-              halves(in[0]), halves(in[1]), halves(in[2]), halves(out[0]),
-              stats ? out[1].dtype : DType::F32,
-              stats ? out[1].data : (void *)nullptr, vec);
+    launchMma<mma::attentionForwardMma<E, kD>>(
+        "attention", stream, g.seq, g.batch * g.heads,
+        mma::forwardSharedBytes<kD>(), g, halves(in[0]), halves(in[1]),
+        halves(in[2]), halves(out[0]), stats ? out[1].dtype : DType::F32,
+        stats ? out[1].data : (void *)nullptr, vec);
   });
 }
 
@@ -2324,11 +2344,11 @@ void attentionGradQMma(Stream stream, const AttentionGeometry &g,
   withMmaTypes(in[0].dtype, g.dim, [&](auto tag, auto width) {
     using E = decltype(tag);
     constexpr int kD = decltype(width)::value;
-    launchMma("attention_grad_q", stream, g.seq, g.batch * g.heads,
-              mma::gradQSharedBytes<kD>(), mma::attentionGradQMma<E, kD>, g,
-              halves(in[0]), halves(in[1]), halves(in[2]), halves(in[3]),
-              halves(in[4]), in[5].dtype, (const void *)in[5].data,
-              halves(out[0]), vec);
+    launchMma<mma::attentionGradQMma<E, kD>>(
+        "attention_grad_q", stream, g.seq, g.batch * g.heads,
+        mma::gradQSharedBytes<kD>(), g, halves(in[0]), halves(in[1]),
+        halves(in[2]), halves(in[3]), halves(in[4]), in[5].dtype,
+        (const void *)in[5].data, halves(out[0]), vec);
   });
 }
 
@@ -2340,11 +2360,11 @@ void attentionGradKvMma(Stream stream, const AttentionGeometry &g,
   withMmaTypes(in[0].dtype, g.dim, [&](auto tag, auto width) {
     using E = decltype(tag);
     constexpr int kD = decltype(width)::value;
-    launchMma("attention_grad_kv", stream, g.keys, g.batch * g.kvHeads,
-              mma::gradKvSharedBytes<kD>(), mma::attentionGradKvMma<E, kD>, g,
-              halves(in[0]), halves(in[1]), halves(in[2]), halves(in[3]),
-              halves(in[4]), in[5].dtype, (const void *)in[5].data,
-              halves(out[0]), halves(out[1]), vec);
+    launchMma<mma::attentionGradKvMma<E, kD>>(
+        "attention_grad_kv", stream, g.keys, g.batch * g.kvHeads,
+        mma::gradKvSharedBytes<kD>(), g, halves(in[0]), halves(in[1]),
+        halves(in[2]), halves(in[3]), halves(in[4]), in[5].dtype,
+        (const void *)in[5].data, halves(out[0]), halves(out[1]), vec);
   });
 }
 
@@ -2361,15 +2381,8 @@ bool tiledAttention(const AttentionGeometry &g, DType type) {
 template <typename Kernel, typename... Args>
 void launchTiled(const char *name, Stream stream, int64_t rows, int64_t heads,
                  Kernel kernel, Args... args) {
-  if (rows <= 0 || heads <= 0)
-    return;
-  if (heads > 65535)
-    throw KernelError(std::string("cuda: ") + name + ": " +
-                      std::to_string(heads) +
-                      " batch x head pairs (at most 65535)");
-  dim3 blocks(unsigned((rows + kTileRows - 1) / kTileRows), unsigned(heads));
-  kernel<<<blocks, kTileRows, 0, streamOf(stream)>>>(args...);
-  checkLaunch(name);
+  launchRowTiles(name, stream, rows, heads, kTileRows, kTileRows, 0, kernel,
+                 args...);
 }
 
 /// The geometry of a call whose runtime position (if any) is operand
