@@ -623,7 +623,10 @@ TEST_P(Conformance, FusedReductionsMatch) {
     for (const Group &s :
          {Group{{4, 300}, {1}, Kind::Sum}, Group{{4, 300}, {1}, Kind::Max},
           Group{{6, 5, 3}, {0, 1}, Kind::Mean},
-          Group{{6, 5, 3}, {0, 1, 2}, Kind::Sum}}) {
+          Group{{6, 5, 3}, {0, 1, 2}, Kind::Sum},
+          // Columns: on the CUDA backend, 32 neighbouring results a block
+          // and the tokens in chunks (ReduceKernels.h).
+          Group{{4, 64, 48}, {0, 1}, Kind::Mean}}) {
       SCOPED_TRACE(std::string(dtypeName(t)) + " over " +
                    std::to_string(s.dims.size()) + " dims");
       std::mt19937 rng(3);
@@ -655,7 +658,7 @@ TEST_P(Conformance, FusedReductionsMatch) {
       if (HasFatalFailure())
         return;
     }
-  EXPECT_EQ(accepted, 32);
+  EXPECT_EQ(accepted, 40);
 }
 
 // Groups that start with their GEMM (a producer dot): a GEMM and its bias
@@ -730,7 +733,7 @@ TEST_P(Conformance, FusedNormalizationsMatch) {
         if (HasFatalFailure())
           return;
       }
-  EXPECT_EQ(accepted, 32);
+  EXPECT_EQ(accepted, 40);
 }
 
 /// A fused group of every element-wise op the type takes, each op's
@@ -1031,7 +1034,8 @@ TEST_P(Conformance, LargeShapesMatchTheCpuBackend) {
          std::vector<std::tuple<std::vector<int64_t>, Shape, Shape>>{
              {{0}, {1000, 37}, {37}},
              {{1}, {37, 1000}, {37}},
-             {{0, 2}, {30, 5, 40}, {5}}})
+             {{0, 2}, {30, 5, 40}, {5}},
+             {{0, 1}, {4, 256, 96}, {96}}})
       for (auto kind :
            {par::catalogue::ReduceKind::Sum, par::catalogue::ReduceKind::Max}) {
         Case c;
@@ -1203,7 +1207,8 @@ TEST(ConformanceBackends, CudaHasAKernelForEveryComputeOp) {
 /// alone (no GPU needed): a dot's packed operands (none where it reads an
 /// operand transposed in place) on a 256-byte boundary before cuBLASLt's
 /// workspace, a token's double for cross-entropy, the result in its
-/// compute type for scatter-add.
+/// compute type for scatter-add, a double per chunk and result for a
+/// reduction over columns.
 TEST(ConformanceBackends, CudaScratchSizesFollowTheLaunches) {
   const KernelTable &table = cudaKernels();
   ASSERT_NE(table.reserveScratch, nullptr);
@@ -1253,6 +1258,30 @@ TEST(ConformanceBackends, CudaScratchSizesFollowTheLaunches) {
   scatter.in[2] = HostTensor(DType::F64, {3, 4});
   scatter.out = {{DType::F64, {10, 4}}};
   EXPECT_EQ(scratchOf(OpCode::ScatterAdd, scatter), 40 * sizeof(double));
+  // A bias gradient, [8, 1024, 768] summed over the tokens: 24 tiles of 32
+  // results by 44 chunks of the 8,192 tokens, a double per chunk and
+  // result; the same sum as the end of a fused group.
+  Case bias;
+  bias.in = {HostTensor(DType::BF16, {8, 1024, 768})};
+  bias.attrs.reduceKind = par::catalogue::ReduceKind::Sum;
+  bias.attrs.dims = {0, 1};
+  bias.out = {{DType::BF16, {768}}};
+  EXPECT_EQ(scratchOf(OpCode::Reduce, bias), 44 * 768 * sizeof(double));
+  Case group;
+  group.in = {HostTensor(DType::BF16, {8, 1024, 768}),
+              HostTensor(DType::BF16, {8, 1024, 768})};
+  addStep(group, OpCode::Mul, {0, 1}, DType::BF16);
+  par::catalogue::FusedStep *sum =
+      addStep(group, OpCode::Reduce, {2}, DType::BF16);
+  sum->attrs.reduceKind = par::catalogue::ReduceKind::Sum;
+  sum->attrs.dims = {0, 1};
+  sum->shape = {8, 1024, 768};
+  group.out = {{DType::BF16, {768}}};
+  EXPECT_EQ(scratchOf(OpCode::Fused, group), 44 * 768 * sizeof(double));
+  // Row sums and short columns take the other kernels: no scratch.
+  bias.attrs.dims = {2};
+  bias.out = {{DType::BF16, {8, 1024}}};
+  EXPECT_EQ(scratchOf(OpCode::Reduce, bias), 0u);
   Case add;
   add.in = {HostTensor(DType::F32, {4}), HostTensor(DType::F32, {4})};
   add.out = {{DType::F32, {4}}};

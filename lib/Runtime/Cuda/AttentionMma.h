@@ -37,15 +37,12 @@
 
 #include "par/Runtime/KernelMath.h"
 
+#include "DeviceShared.h"
+
 #ifdef __CUDACC__
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <mma.h>
-/// The block's dynamic shared memory, as bytes.
-#define PAR_MMA_SHARED(name)                                                   \
-  extern __shared__ __align__(128) unsigned char name[]
-#else
-#define PAR_MMA_SHARED(name) unsigned char *name = ::simt::sharedMemory()
 #endif
 
 #include <initializer_list>
@@ -361,7 +358,7 @@ __global__ void __launch_bounds__(kThreads)
   __trap();
 #else
   using L = Layout<kD>;
-  PAR_MMA_SHARED(shared);
+  PAR_DYNAMIC_SHARED(shared);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   uint16_t *qs = reinterpret_cast<uint16_t *>(shared);
   uint16_t *ks = qs + kRows * L::kLd, *vs = ks + kRows * L::kLd;
@@ -474,7 +471,7 @@ __global__ void __launch_bounds__(kThreads)
   __trap();
 #else
   using L = Layout<kD>;
-  PAR_MMA_SHARED(shared);
+  PAR_DYNAMIC_SHARED(shared);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   uint16_t *qs = reinterpret_cast<uint16_t *>(shared);
   uint16_t *gos = qs + kRows * L::kLd, *ks = gos + kRows * L::kLd,
@@ -560,7 +557,7 @@ __global__ void __launch_bounds__(kThreads)
   __trap();
 #else
   using L = Layout<kD>;
-  PAR_MMA_SHARED(shared);
+  PAR_DYNAMIC_SHARED(shared);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   uint16_t *ks = reinterpret_cast<uint16_t *>(shared);
   uint16_t *vs = ks + kRows * L::kLd, *qs = vs + kRows * L::kLd,

@@ -30,6 +30,7 @@
 #include "FusedJit.h"
 #include "Launch.h"
 #include "PlannedScratch.h"
+#include "ReduceKernels.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -870,43 +871,6 @@ void launchRows(const char *name, Stream stream, int64_t rows, Kernel kernel,
   checkLaunch(name);
 }
 
-/// Rows at least this long take a block per row (or per result element)
-/// rather than a thread.
-inline constexpr int64_t kBlockRowLength = 128;
-
-template <typename Acc> __device__ Acc reduceStart(ReduceKind kind) {
-  Acc lowest, highest;
-  if constexpr (std::is_integral_v<Acc>) {
-    using U = std::make_unsigned_t<Acc>;
-    highest = Acc(U(-1) >> 1);
-    lowest = Acc(~U(highest));
-  } else {
-    lowest = Acc(-INFINITY);
-    highest = Acc(INFINITY);
-  }
-  return kind == ReduceKind::Max   ? lowest
-         : kind == ReduceKind::Min ? highest
-                                   : Acc(0);
-}
-
-template <typename Acc>
-__device__ Acc reduceStep(ReduceKind kind, Acc acc, Acc v) {
-  if (kind == ReduceKind::Max)
-    return math::maxOf(acc, v);
-  if (kind == ReduceKind::Min)
-    return math::minOf(acc, v);
-  return math::wrapAdd(acc, v);
-}
-
-template <typename Acc>
-__device__ void reduceFinish(ReduceKind kind, DType type, void *y, int64_t o,
-                             Acc acc, int64_t count) {
-  if constexpr (std::is_floating_point_v<Acc>)
-    if (kind == ReduceKind::Mean)
-      acc /= Acc(count);
-  storeAs<Acc>(type, y, o, acc);
-}
-
 /// A stored tensor's elements as a reduction kernel reads them.
 struct StoredSource {
   DType type;
@@ -958,43 +922,71 @@ __global__ void __launch_bounds__(kRowThreads)
   }
 }
 
+PlannedScratch<KernelError> &kernelScratch();
+
 /// Reduces elements of `shape` (read from `src` as `elements` values) over
 /// `dims` into `out`; false when the index spaces have more than kMaxRank
-/// dims after merging.
+/// dims after merging. Results that are neighbours in the input (its
+/// innermost dim kept) take the column kernels (ReduceKernels.h), long
+/// reductions otherwise a block per result, short ones a thread.
 template <typename Source>
 bool launchReduce(Stream stream, ReduceKind kind, DType elements,
                   const Shape &shape, const std::vector<int64_t> &dims,
                   Source src, Tensor &out) {
-  std::vector<bool> isReduced(shape.size(), false);
-  for (int64_t d : dims)
-    isReduced[size_t(d)] = true;
-  std::vector<int64_t> strides = rowMajorStrides(shape);
-  std::vector<int64_t> keptShape, keptSteps, reducedShape, reducedSteps;
-  int64_t count = 1;
-  for (size_t d = 0; d < shape.size(); ++d)
-    if (isReduced[d]) {
-      reducedShape.push_back(shape[d]);
-      reducedSteps.push_back(strides[d]);
-      count *= shape[d];
-    } else {
-      keptShape.push_back(shape[d]);
-      keptSteps.push_back(strides[d]);
-    }
   Strides kept, reduced;
-  if (!makeStrides(keptShape, keptSteps, kept) ||
-      !makeStrides(reducedShape, reducedSteps, reduced))
+  int64_t count = 0;
+  if (!reduceSpaces(shape, dims, kept, reduced, count))
     return false;
+  const int64_t results = out.size();
+  const column::Plan columns = column::plan(kept, count, results);
   withCompute(elements, [&](auto tag) {
     using T = decltype(tag);
     using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+    if (columns.taken()) {
+      Acc *partials = nullptr;
+      if (columns.chunks > 1)
+        partials = static_cast<Acc *>(kernelScratch().get(
+            size_t(columns.chunks) * size_t(results) * sizeof(Acc), "reduce"));
+      column::reduceKernel<T, Acc, Source>
+          <<<dim3(unsigned(columns.tiles), unsigned(columns.chunks)),
+             column::kThreads, column::kThreads * sizeof(Acc),
+             streamOf(stream)>>>(kind, out.dtype, src, kept, reduced, count,
+                                 columns.perChunk, results, partials, out.data);
+      checkLaunch("reduce");
+      if (partials)
+        launch("reduce", stream, results, column::finishKernel<Acc>, kind,
+               out.dtype, (const Acc *)partials, columns.chunks, count, results,
+               out.data);
+      return;
+    }
     if (count >= kBlockRowLength)
-      return launchRows("reduce", stream, out.size(),
+      return launchRows("reduce", stream, results,
                         reduceBlockKernel<T, Acc, Source>, kind, out.dtype, src,
-                        kept, reduced, count, out.data, out.size());
-    launch("reduce", stream, out.size(), reduceKernel<T, Acc, Source>, kind,
-           out.dtype, src, kept, reduced, count, out.data, out.size());
+                        kept, reduced, count, out.data, results);
+    launch("reduce", stream, results, reduceKernel<T, Acc, Source>, kind,
+           out.dtype, src, kept, reduced, count, out.data, results);
   });
   return true;
+}
+
+/// The column kernels' partial results for a reduction of `shape` over
+/// `dims` into `results` values (none for the other kernels).
+size_t reduceScratchOf(const Shape &shape, const std::vector<int64_t> &dims,
+                       int64_t results) {
+  Strides kept, reduced;
+  int64_t count = 0;
+  if (!reduceSpaces(shape, dims, kept, reduced, count))
+    return 0;
+  return column::plan(kept, count, results).scratchBytes(results);
+}
+
+size_t reduceScratch(const Attrs &a, const Tensors &in, const Tensors &out) {
+  if (in.empty() || out.empty())
+    return 0;
+  for (int64_t d : a.dims)
+    if (d < 0 || d >= int64_t(in[0].shape.size()))
+      return 0; // the kernel's checks reject it
+  return reduceScratchOf(in[0].shape, a.dims, out[0].size());
 }
 
 void reduceOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
@@ -2723,8 +2715,21 @@ void dotOp(Stream stream, const Attrs &a, const Tensors &in, Tensors &out) {
   runDot(stream, a, in, out, nullptr);
 }
 
-/// A fused group's scratch: its producer dot's, if it has one.
+/// A fused group's scratch: its producer dot's, or its reduction's partial
+/// results.
 size_t fusedScratch(const Attrs &a, const Tensors &in, const Tensors &out) {
+  if (!a.body.empty() && a.body.back().op == OpCode::Reduce && !out.empty()) {
+    // A group ending in a reduce: the reduction's partial results.
+    try {
+      FusedPlan plan = planFused(a.body, in, out[0]);
+      return plan.reduces()
+                 ? reduceScratchOf(plan.shape, a.body.back().attrs.dims,
+                                   out[0].size())
+                 : 0;
+    } catch (const KernelError &) {
+      return 0; // the kernel's own checks report it
+    }
+  }
   if (!startsWithDot(a.body) || a.body.front().args.size() != 2)
     return 0;
   const catalogue::FusedStep &dot = a.body.front();
@@ -2862,6 +2867,7 @@ Table build() {
   t.kernels.scratch[size_t(OpCode::Fused)] = fusedScratch;
   t.kernels.scratch[size_t(OpCode::CrossEntropy)] = crossEntropyScratch;
   t.kernels.scratch[size_t(OpCode::ScatterAdd)] = scatterAddScratch;
+  t.kernels.scratch[size_t(OpCode::Reduce)] = reduceScratch;
   t.kernels.reserveScratch = reserveKernelScratch;
   return t;
 }
