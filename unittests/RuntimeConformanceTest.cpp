@@ -1179,6 +1179,51 @@ TEST_P(Conformance, DotLayoutsMatchTheCpuBackend) {
   }
 }
 
+/// 16-bit GEMMs whose rows do not start on 16-byte boundaries (GPT-2's
+/// 50,257-token vocabulary), large enough that the CUDA backend stages
+/// them through padded copies in blocks of rows (Launch.h,
+/// planGemmStaging; RuntimeCudaLaunchTest checks these shapes stage in two
+/// blocks): the logits with the head stored [width, vocab] (B staged too)
+/// and tied [vocab, width], the input's gradient (A staged), the weight's
+/// gradient (A read transposed, staged by columns).
+TEST_P(Conformance, StagedSixteenBitGemmsMatchTheCpuBackend) {
+  if (!device)
+    GTEST_SKIP() << missing;
+  if (std::string(GetParam()) == "cpu")
+    GTEST_SKIP() << "only the CUDA backend stages GEMMs (40 s of CPU "
+                    "products that would check the CPU against itself)";
+  const int64_t tokens = 1500, width = 32, vocab = 50257;
+  for (DType t : {DType::BF16, DType::F16}) {
+    std::mt19937 rng(11 + int(t));
+    std::vector<std::pair<std::string, Case>> all;
+    auto add = [&](std::string name, Shape lhs, Shape rhs,
+                   std::vector<int64_t> lc, std::vector<int64_t> rc,
+                   Shape out) {
+      Case c;
+      c.in = {values(t, lhs, rng, -1, 1), values(t, rhs, rng, -1, 1)};
+      c.attrs.lhsContract = lc;
+      c.attrs.rhsContract = rc;
+      c.out = {{t, out}};
+      all.push_back({name, c});
+    };
+    add("logits", {tokens, width}, {width, vocab}, {1}, {0}, {tokens, vocab});
+    add("logits, tied head", {tokens, width}, {vocab, width}, {1}, {1},
+        {tokens, vocab});
+    add("input gradient", {tokens, vocab}, {vocab, width}, {1}, {0},
+        {tokens, width});
+    add("weight gradient", {tokens, vocab}, {tokens, width}, {0}, {0},
+        {vocab, width});
+    for (const auto &[name, c] : all) {
+      SCOPED_TRACE(name + " in " + dtypeName(t));
+      int accepted = 0;
+      checkCase(*device, *reference, OpCode::Dot, c, accepted);
+      if (HasFatalFailure())
+        return;
+      EXPECT_EQ(accepted, 1) << "rejected";
+    }
+  }
+}
+
 TEST(ConformanceBackends, UnknownBackendIsAClearError) {
   try {
     createDevice("tpu");

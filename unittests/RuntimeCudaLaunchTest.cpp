@@ -22,6 +22,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <tuple>
 #include <unistd.h>
 
 using namespace par::rt;
@@ -543,5 +544,155 @@ TEST(CudaLaunch, GroupsThatDifferOnlyInTheirBuffersShareAKernel) {
   EXPECT_NE(key, fusedJitKey(other, DType::BF16, 24));
 }
 #endif
+
+/// GPT-2's LM head in bf16 (8 x 1024 tokens, a 50,257-token vocabulary
+/// whose rows start on 2-byte boundaries): the logits (C), their gradient
+/// read as A, and read as A transposed for the weight's gradient, are
+/// staged in blocks of at most about 128 MiB; aligned, f32, batched and
+/// small GEMMs are not.
+TEST(CudaLaunch, GemmStagingPadsMisalignedSixteenBitRows) {
+  const int64_t tokens = 8192, width = 768, vocab = 50257, padded = 50264;
+  // Logits = x wte^T (wte stored [vocab, width]: B read transposed).
+  GemmStaging logits = planGemmStaging(2, 1, tokens, width, vocab, false, true);
+  EXPECT_FALSE(logits.a);
+  EXPECT_FALSE(logits.b);
+  EXPECT_TRUE(logits.c);
+  EXPECT_EQ(logits.rows, 1280); // 134,217,728 / 100,528 = 1,335
+  EXPECT_EQ(logits.cBytes, alignedBytes(size_t(1280) * padded * 2));
+  EXPECT_EQ(logits.bytes(), logits.cBytes);
+  // The same with an untied head stored [width, vocab]: B staged whole.
+  GemmStaging untied =
+      planGemmStaging(2, 1, tokens, width, vocab, false, false);
+  EXPECT_TRUE(untied.b && untied.c && !untied.a);
+  EXPECT_EQ(untied.bBytes, alignedBytes(size_t(width) * padded * 2));
+  // dx = dlogits wte: A [tokens, vocab].
+  GemmStaging dx = planGemmStaging(2, 1, tokens, vocab, width, false, false);
+  EXPECT_TRUE(dx.a && !dx.b && !dx.c);
+  EXPECT_EQ(dx.rows, 1280);
+  EXPECT_EQ(dx.aBytes, alignedBytes(size_t(1280) * padded * 2));
+  // dwte = dlogits^T x: A stored [tokens, vocab] read transposed, blocks
+  // of its columns.
+  GemmStaging dw = planGemmStaging(2, 1, vocab, tokens, width, true, false);
+  EXPECT_TRUE(dw.a && !dw.b && !dw.c);
+  EXPECT_EQ(dw.rows, 8192); // 134,217,728 / (8,192 x 2)
+  EXPECT_EQ(dw.aBytes, size_t(tokens) * 8192 * 2);
+  EXPECT_FALSE(planGemmStaging(4, 1, tokens, width, vocab, false, true).any())
+      << "f32";
+  EXPECT_FALSE(planGemmStaging(2, 2, tokens, width, vocab, false, true).any())
+      << "batched";
+  EXPECT_FALSE(planGemmStaging(2, 1, tokens, width, 50304, false, true).any())
+      << "aligned";
+  EXPECT_FALSE(planGemmStaging(2, 1, 64, 64, 45, false, false).any())
+      << "small";
+  // The conformance suite's cases (StagedSixteenBitGemmsMatchTheCpuBackend)
+  // stage in two blocks each.
+  for (auto [m, k, n, transA, transB] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t, bool, bool>>{
+           {1500, 32, vocab, false, false},
+           {1500, 32, vocab, false, true},
+           {1500, vocab, 32, false, false},
+           {vocab, 1500, 32, true, false}}) {
+    GemmStaging s = planGemmStaging(2, 1, m, k, n, transA, transB);
+    EXPECT_TRUE(s.any());
+    EXPECT_EQ((m + s.rows - 1) / s.rows, 2) << m << "x" << k << "x" << n;
+  }
+}
+
+/// The staged GEMM's copies and blocks, run on the host with a plain
+/// product that reads its operands through the leading dims it is given:
+/// every block, transposition and staging gives the unstaged product.
+TEST(CudaLaunch, StagedGemmsComputeThePlainProduct) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> small(0, 9);
+  struct Dims {
+    int64_t m, k, n;
+  };
+  int staged = 0;
+  for (Dims d : {Dims{300, 37, 45}, Dims{300, 40, 45}, Dims{300, 37, 48},
+                 Dims{296, 40, 48}, Dims{300, 40, 48}, Dims{129, 9, 7}})
+    for (bool transA : {false, true})
+      for (bool transB : {false, true}) {
+        SCOPED_TRACE(::testing::Message()
+                     << d.m << "x" << d.k << "x" << d.n << " transA " << transA
+                     << " transB " << transB);
+        std::vector<uint16_t> a(size_t(d.m * d.k)), b(size_t(d.k * d.n));
+        for (uint16_t &v : a)
+          v = uint16_t(small(rng));
+        for (uint16_t &v : b)
+          v = uint16_t(small(rng));
+        auto atA = [&](const uint16_t *p, bool t, int64_t ld, int64_t i,
+                       int64_t l) { return t ? p[l * ld + i] : p[i * ld + l]; };
+        auto atB = [&](const uint16_t *p, bool t, int64_t ld, int64_t l,
+                       int64_t j) { return t ? p[j * ld + l] : p[l * ld + j]; };
+        std::vector<uint16_t> want(size_t(d.m * d.n));
+        for (int64_t i = 0; i < d.m; ++i)
+          for (int64_t j = 0; j < d.n; ++j) {
+            uint32_t sum = 0;
+            for (int64_t l = 0; l < d.k; ++l)
+              sum += uint32_t(atA(a.data(), transA, transA ? d.m : d.k, i, l)) *
+                     atB(b.data(), transB, transB ? d.k : d.n, l, j);
+            want[size_t(i * d.n + j)] = uint16_t(sum);
+          }
+        // Blocks of 128 rows of C (the fewest), every GEMM staged.
+        GemmStaging s =
+            planGemmStaging(2, 1, d.m, d.k, d.n, transA, transB, 1, 0);
+        ASSERT_EQ(s.any(), d.n % 8 != 0 || (transA ? d.m : d.k) % 8 != 0 ||
+                               (transB ? d.k : d.n) % 8 != 0);
+        if (!s.any())
+          continue;
+        ++staged;
+        EXPECT_EQ(s.rows, (s.a || s.c) ? std::min<int64_t>(d.m, 128) : d.m);
+        std::vector<char> stage(s.bytes(), char(0xab));
+        std::vector<uint16_t> c(want.size(), 0xffff);
+        int gemms = 0;
+        ASSERT_TRUE(runStagedGemm(
+            s,
+            GemmCall{a.data(), transA, 0, b.data(), transB, 0, c.data(), 0, d.m,
+                     d.k, d.n},
+            stage.data(),
+            [&](void *dst, size_t dstPitch, const void *src, size_t srcPitch,
+                size_t width, size_t height) {
+              ASSERT_LE(width, dstPitch);
+              ASSERT_LE(width, srcPitch);
+              // One side is a staged copy: rows on 16-byte boundaries,
+              // within the scratch.
+              const char *staged = static_cast<const char *>(
+                  dst >= (void *)stage.data() &&
+                          dst < (void *)(stage.data() + stage.size())
+                      ? dst
+                      : src);
+              const size_t pitch = staged == dst ? dstPitch : srcPitch;
+              ASSERT_EQ(pitch % 16, 0u) << "a staged copy's rows";
+              ASSERT_GE(staged, stage.data());
+              ASSERT_LE(size_t(staged - stage.data()) + (height - 1) * pitch +
+                            width,
+                        stage.size())
+                  << "a staged copy past the scratch";
+              for (size_t r = 0; r < height; ++r)
+                std::memcpy(static_cast<char *>(dst) + r * dstPitch,
+                            static_cast<const char *>(src) + r * srcPitch,
+                            width);
+            },
+            [&](const GemmCall &g) {
+              ++gemms;
+              EXPECT_LE(g.m, s.rows);
+              for (int64_t i = 0; i < g.m; ++i)
+                for (int64_t j = 0; j < g.n; ++j) {
+                  uint32_t sum = 0;
+                  for (int64_t l = 0; l < g.k; ++l)
+                    sum += uint32_t(atA(static_cast<const uint16_t *>(g.a),
+                                        g.transA, g.lda, i, l)) *
+                           atB(static_cast<const uint16_t *>(g.b), g.transB,
+                               g.ldb, l, j);
+                  static_cast<uint16_t *>(g.c)[i * g.ldc + j] = uint16_t(sum);
+                }
+              return true;
+            }));
+        EXPECT_EQ(gemms, (d.m + s.rows - 1) / s.rows);
+        EXPECT_EQ(c, want);
+      }
+  EXPECT_EQ(staged,
+            18); // all but the aligned and (296|300, 40, 48) untransposed
+}
 
 } // namespace

@@ -2515,7 +2515,10 @@ size_t dotScratch(const Attrs &a, const Tensors &in, const Tensors &out) {
                       a.rhsContract, out.at(0));
   if (p.batch * p.m * p.n == 0 || p.k == 0)
     return 0;
-  return alignedTo256(p.packedBytes(in[0], in[1])) + kWorkspaceBytes;
+  return alignedTo256(p.packedBytes(in[0], in[1])) + kWorkspaceBytes +
+         planGemmStaging(dtypeBytes(out.at(0).dtype), p.batch, p.m, p.k, p.n,
+                         p.lhsTransposed, p.rhsTransposed)
+             .bytes();
 }
 
 /// C[b] = op(A[b]) op(B[b]) for row-major A [m, k] (stored [k, m] when
@@ -2527,10 +2530,19 @@ size_t dotScratch(const Attrs &a, const Tensors &in, const Tensors &out) {
 /// With `bias` (n elements of C's type), cuBLASLt's bias epilogue adds it
 /// along C's rows before C is stored; false when cuBLASLt has no algorithm
 /// for that (nothing is issued).
+/// Leading dims (elements between rows as stored): `lda`, `ldb`, `ldc`;
+/// 0 for the packed ones (k or m, n or k, n).
 bool batchedGemm(Stream stream, DType type, const void *a, bool transA,
                  const void *b, bool transB, void *c, int64_t batch, int64_t m,
                  int64_t k, int64_t n, void *workspace, Gemm &state,
-                 const void *bias = nullptr) {
+                 const void *bias = nullptr, int64_t lda = 0, int64_t ldb = 0,
+                 int64_t ldc = 0) {
+  if (lda == 0)
+    lda = transA ? m : k;
+  if (ldb == 0)
+    ldb = transB ? k : n;
+  if (ldc == 0)
+    ldc = n;
   cudaDataType_t data = CUDA_R_32F, scale = CUDA_R_32F;
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   switch (type) {
@@ -2587,14 +2599,18 @@ bool batchedGemm(Stream stream, DType type, const void *a, bool transA,
         desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   }
   if (transB)
-    PAR_LT(cublasLtMatrixLayoutCreate(&la, data, uint64_t(k), uint64_t(n), k));
+    PAR_LT(
+        cublasLtMatrixLayoutCreate(&la, data, uint64_t(k), uint64_t(n), ldb));
   else
-    PAR_LT(cublasLtMatrixLayoutCreate(&la, data, uint64_t(n), uint64_t(k), n));
+    PAR_LT(
+        cublasLtMatrixLayoutCreate(&la, data, uint64_t(n), uint64_t(k), ldb));
   if (transA)
-    PAR_LT(cublasLtMatrixLayoutCreate(&lb, data, uint64_t(m), uint64_t(k), m));
+    PAR_LT(
+        cublasLtMatrixLayoutCreate(&lb, data, uint64_t(m), uint64_t(k), lda));
   else
-    PAR_LT(cublasLtMatrixLayoutCreate(&lb, data, uint64_t(k), uint64_t(m), k));
-  PAR_LT(cublasLtMatrixLayoutCreate(&lc, data, uint64_t(n), uint64_t(m), n));
+    PAR_LT(
+        cublasLtMatrixLayoutCreate(&lb, data, uint64_t(k), uint64_t(m), lda));
+  PAR_LT(cublasLtMatrixLayoutCreate(&lc, data, uint64_t(n), uint64_t(m), ldc));
   if (batch > 1) {
     int32_t count = int32_t(batch);
     int64_t strides[3] = {k * n, m * k, m * n};
@@ -2648,6 +2664,15 @@ bool batchedGemm(Stream stream, DType type, const void *a, bool transA,
   return true;
 }
 
+/// `height` rows of `width` bytes from `src` (rows `srcPitch` bytes apart)
+/// to `dst` (rows `dstPitch` bytes apart), on the stream.
+void copyRows(Stream stream, void *dst, size_t dstPitch, const void *src,
+              size_t srcPitch, size_t width, size_t height) {
+  PAR_CUDA_KERNEL(cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, width, height,
+                                    cudaMemcpyDeviceToDevice,
+                                    streamOf(stream)));
+}
+
 /// `t` permuted by `perm` into `packed` (row-major), or false when the
 /// gather has too many dims.
 bool pack(Stream stream, const Tensor &t, const std::vector<int64_t> &perm,
@@ -2690,8 +2715,11 @@ bool runDot(Stream stream, const Attrs &a, const Tensors &in, Tensors &out,
   // and some algorithms only, at that alignment).
   const size_t lhsBytes = p.packedLhsBytes(in[0]);
   const size_t packedBytes = alignedTo256(p.packedBytes(in[0], in[1]));
-  char *scratch = static_cast<char *>(
-      kernelScratch().get(packedBytes + kWorkspaceBytes, "dot"));
+  const GemmStaging staging =
+      planGemmStaging(dtypeBytes(c.dtype), p.batch, p.m, p.k, p.n,
+                      p.lhsTransposed, p.rhsTransposed);
+  char *scratch = static_cast<char *>(kernelScratch().get(
+      packedBytes + kWorkspaceBytes + staging.bytes(), "dot"));
   if (p.packsLhs()) {
     if (!pack(stream, in[0], p.lhsPerm, scratch)) {
       onHost(OpCode::Dot, stream, a, in, out);
@@ -2705,6 +2733,23 @@ bool runDot(Stream stream, const Attrs &a, const Tensors &in, Tensors &out,
       return true;
     }
     rhs = scratch + lhsBytes;
+  }
+  if (staging.any()) {
+    const void *biasData = bias ? bias->data : nullptr;
+    return runStagedGemm(
+        staging,
+        GemmCall{lhs, p.lhsTransposed, 0, rhs, p.rhsTransposed, 0, c.data, 0,
+                 p.m, p.k, p.n},
+        scratch + packedBytes + kWorkspaceBytes,
+        [&](void *dst, size_t dstPitch, const void *src, size_t srcPitch,
+            size_t width, size_t height) {
+          copyRows(stream, dst, dstPitch, src, srcPitch, width, height);
+        },
+        [&](const GemmCall &g) {
+          return batchedGemm(stream, c.dtype, g.a, g.transA, g.b, g.transB, g.c,
+                             1, g.m, g.k, g.n, scratch + packedBytes, state,
+                             biasData, g.lda, g.ldb, g.ldc);
+        });
   }
   return batchedGemm(stream, c.dtype, lhs, p.lhsTransposed, rhs,
                      p.rhsTransposed, c.data, p.batch, p.m, p.k, p.n,

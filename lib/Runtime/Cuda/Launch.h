@@ -80,6 +80,151 @@ inline std::vector<BatchLaunch> batchLaunches(const std::vector<int64_t> &sizes,
   return launches;
 }
 
+/// GEMMs on 16-bit types whose rows do not start on 16-byte boundaries (a
+/// leading dim that is no multiple of 8 elements, as GPT-2's 50,257-token
+/// vocabulary makes the logits) run on cuBLASLt's slow kernels: the fast
+/// ones load tiles 16 bytes at a time. Such a matrix is copied into scratch
+/// with its leading dim padded to a multiple of 8, the GEMM runs on the
+/// copy, and a staged result is copied back: C and a staged A in blocks of
+/// `rows` rows of C (a multiple of 128, so that unstaged blocks start
+/// aligned too), a staged B once, whole.
+struct GemmStaging {
+  bool a = false, b = false, c = false;
+  /// Rows of C per GEMM: m when neither A nor C is staged.
+  int64_t rows = 0;
+  /// Scratch for each copy (the largest block), 256-byte multiples.
+  size_t aBytes = 0, bBytes = 0, cBytes = 0;
+  bool any() const { return a || b || c; }
+  size_t bytes() const { return aBytes + bBytes + cBytes; }
+};
+
+/// Staged copies of A and C take at most about this much scratch.
+inline constexpr size_t kGemmStageBytes = size_t(128) << 20;
+/// Smaller GEMMs (m k n multiply-adds) are not staged: their copies'
+/// launches would cost more than the slow kernels lose.
+inline constexpr double kGemmStageMinWork = double(int64_t(1) << 30);
+
+inline int64_t alignedElements(int64_t n, int64_t to) {
+  return (n + to - 1) / to * to;
+}
+inline size_t alignedBytes(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/// The staging of C [m, n] = op(A) op(B) on row-major operands (A stored
+/// [k, m] when `transA`, B stored [n, k] when `transB`) of `elementBytes`
+/// each, `batch` products; none but for single 16-bit GEMMs of at least
+/// kGemmStageMinWork.
+inline GemmStaging planGemmStaging(size_t elementBytes, int64_t batch,
+                                   int64_t m, int64_t k, int64_t n, bool transA,
+                                   bool transB,
+                                   size_t blockBytes = kGemmStageBytes,
+                                   double minWork = kGemmStageMinWork) {
+  GemmStaging s;
+  if (elementBytes != 2 || batch != 1 || m <= 0 || k <= 0 || n <= 0 ||
+      double(m) * double(k) * double(n) < minWork)
+    return s;
+  auto misaligned = [](int64_t ld) { return ld % 8 != 0; };
+  s.a = misaligned(transA ? m : k);
+  s.b = misaligned(transB ? k : n);
+  s.c = misaligned(n);
+  s.rows = m;
+  if (s.b)
+    s.bBytes = alignedBytes(size_t(transB ? n : k) *
+                            size_t(alignedElements(transB ? k : n, 8)) * 2);
+  if (!s.a && !s.c)
+    return s;
+  // Bytes per row of C: its padded row, and A's row (or, stored
+  // transposed, A's column).
+  const size_t perRow =
+      (s.c ? size_t(alignedElements(n, 8)) * 2 : 0) +
+      (s.a ? size_t(transA ? k : alignedElements(k, 8)) * 2 : 0);
+  const int64_t fit = int64_t(blockBytes / perRow) / 128 * 128;
+  s.rows = std::min<int64_t>(m, std::max<int64_t>(128, fit));
+  if (s.c)
+    s.cBytes = alignedBytes(size_t(s.rows) * size_t(alignedElements(n, 8)) * 2);
+  if (s.a)
+    s.aBytes = alignedBytes(
+        transA ? size_t(k) * size_t(alignedElements(s.rows, 8)) * 2
+               : size_t(s.rows) * size_t(alignedElements(k, 8)) * 2);
+  return s;
+}
+
+/// One GEMM as the backend issues it: C [m, n] = op(A) op(B) on row-major
+/// matrices, A stored [k, m] when `transA` (else [m, k]), B stored [n, k]
+/// when `transB` (else [k, n]), with leading dims (elements from one
+/// stored row to the next; 0: the packed ones).
+struct GemmCall {
+  const void *a;
+  bool transA;
+  int64_t lda;
+  const void *b;
+  bool transB;
+  int64_t ldb;
+  void *c;
+  int64_t ldc;
+  int64_t m, k, n;
+};
+
+/// Runs `g` (16-bit, packed) staged as `s` says: a staged B copied once,
+/// then per block of s.rows rows of C a staged A block copied in, the
+/// GEMM, and a staged C block copied out. `stage` holds s.bytes() (B's
+/// copy, A's, C's). `copyRows(dst, dstPitch, src, srcPitch, width,
+/// height)` copies `height` rows of `width` bytes; `gemm(call)` issues one
+/// GEMM, false when it cannot (then the caller redoes the whole product
+/// another way).
+template <typename CopyRows, typename Gemm>
+bool runStagedGemm(const GemmStaging &s, const GemmCall &g, char *stage,
+                   CopyRows &&copyRows, Gemm &&gemm) {
+  const size_t e = 2;
+  char *stagedB = stage, *stagedA = stage + s.bBytes,
+       *stagedC = stagedA + s.aBytes;
+  const int64_t m = g.m, k = g.k, n = g.n;
+  GemmCall block = g;
+  block.ldb = g.transB ? k : n;
+  if (s.b) {
+    const int64_t rows = g.transB ? n : k, cols = g.transB ? k : n;
+    block.ldb = alignedElements(cols, 8);
+    copyRows(stagedB, size_t(block.ldb) * e, g.b, size_t(cols) * e,
+             size_t(cols) * e, size_t(rows));
+    block.b = stagedB;
+  }
+  block.ldc = s.c ? alignedElements(n, 8) : n;
+  for (int64_t i0 = 0; i0 < m; i0 += s.rows) {
+    const int64_t rows = std::min(s.rows, m - i0);
+    block.m = rows;
+    const char *a = static_cast<const char *>(g.a);
+    if (!g.transA) {
+      // Rows [i0, i0 + rows) of A stored [m, k].
+      a += size_t(i0) * size_t(k) * e;
+      block.lda = k;
+      if (s.a) {
+        block.lda = alignedElements(k, 8);
+        copyRows(stagedA, size_t(block.lda) * e, a, size_t(k) * e,
+                 size_t(k) * e, size_t(rows));
+        a = stagedA;
+      }
+    } else {
+      // Columns [i0, i0 + rows) of A stored [k, m].
+      a += size_t(i0) * e;
+      block.lda = m;
+      if (s.a) {
+        block.lda = alignedElements(rows, 8);
+        copyRows(stagedA, size_t(block.lda) * e, a, size_t(m) * e,
+                 size_t(rows) * e, size_t(k));
+        a = stagedA;
+      }
+    }
+    block.a = a;
+    char *c = static_cast<char *>(g.c) + size_t(i0) * size_t(n) * e;
+    block.c = s.c ? stagedC : c;
+    if (!gemm(block))
+      return false;
+    if (s.c)
+      copyRows(c, size_t(n) * e, stagedC, size_t(block.ldc) * e, size_t(n) * e,
+               size_t(rows));
+  }
+  return true;
+}
+
 /// Most dims a kernel's index space has (a Strides argument is passed by
 /// value); tensors of more dims run on the host.
 inline constexpr int kMaxRank = 8;
