@@ -733,7 +733,7 @@ TEST_P(Conformance, FusedNormalizationsMatch) {
         if (HasFatalFailure())
           return;
       }
-  EXPECT_EQ(accepted, 40);
+  EXPECT_EQ(accepted, 32);
 }
 
 /// A fused group of every element-wise op the type takes, each op's
