@@ -1060,6 +1060,15 @@ TEST_P(Conformance, LargeShapesMatchTheCpuBackend) {
     all.push_back({OpCode::LayerNorm, norm});
     norm.in.pop_back();
     all.push_back({OpCode::RmsNorm, norm});
+    // An embedding's gradient: rows added at repeated ids (on CUDA a block
+    // per 16 rows and 256 columns, ScatterRows.h).
+    Case scatter;
+    scatter.in = {values(t, {1000, 300}, rng, -2, 2),
+                  ints(DType::I32, {3000, 1}, rng, 0, 999),
+                  values(t, {3000, 300}, rng, -2, 2)};
+    scatter.attrs.dims = {0};
+    scatter.out = {{t, {1000, 300}}};
+    all.push_back({OpCode::ScatterAdd, scatter});
     Case loss;
     loss.in = {values(t, {9, 5000}, rng, -3, 3),
                ints(DType::I32, {9}, rng, 0, 4999)};
@@ -1252,8 +1261,8 @@ TEST(ConformanceBackends, CudaHasAKernelForEveryComputeOp) {
 /// alone (no GPU needed): a dot's packed operands (none where it reads an
 /// operand transposed in place) on a 256-byte boundary before cuBLASLt's
 /// workspace, a token's double for cross-entropy, the result in its
-/// compute type for scatter-add, a double per chunk and result for a
-/// reduction over columns.
+/// compute type for scatter-add (none for whole rows), a double per chunk
+/// and result for a reduction over columns.
 TEST(ConformanceBackends, CudaScratchSizesFollowTheLaunches) {
   const KernelTable &table = cudaKernels();
   ASSERT_NE(table.reserveScratch, nullptr);
@@ -1327,6 +1336,15 @@ TEST(ConformanceBackends, CudaScratchSizesFollowTheLaunches) {
   bias.attrs.dims = {2};
   bias.out = {{DType::BF16, {8, 1024}}};
   EXPECT_EQ(scratchOf(OpCode::Reduce, bias), 0u);
+  // An embedding's gradient, rows at the ids: accumulated in shared
+  // memory, no scratch.
+  Case rows;
+  rows.in = {HostTensor(DType::F32, {50257, 768}),
+             HostTensor(DType::I32, {8192, 1}),
+             HostTensor(DType::F32, {8192, 768})};
+  rows.attrs.dims = {0};
+  rows.out = {{DType::F32, {50257, 768}}};
+  EXPECT_EQ(scratchOf(OpCode::ScatterAdd, rows), 0u);
   Case add;
   add.in = {HostTensor(DType::F32, {4}), HostTensor(DType::F32, {4})};
   add.out = {{DType::F32, {4}}};

@@ -31,6 +31,7 @@
 #include "Launch.h"
 #include "PlannedScratch.h"
 #include "ReduceKernels.h"
+#include "ScatterRows.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -1728,9 +1729,20 @@ __global__ void scatterAddKernel(T *result, IndexSpace index, DType indexType,
   }
 }
 
-/// The result accumulated in its compute type.
-size_t scatterAddScratch(const Attrs &, const Tensors &, const Tensors &out) {
+/// The result accumulated in its compute type; none for whole rows
+/// (ScatterRows.h: the accumulators are in shared memory).
+size_t scatterAddScratch(const Attrs &a, const Tensors &in,
+                         const Tensors &out) {
   const Tensor &result = out.at(0);
+  try {
+    if (in.size() == 3 &&
+        scatter_rows::geometryOf(
+            planScatterAdd(in[0], in[1], in[2], a.dims, result), result.size())
+            .taken())
+      return 0;
+  } catch (const KernelError &) {
+    // The kernel's own checks report it.
+  }
   return std::max<size_t>(size_t(result.size()) * computeBytes(result.dtype),
                           8);
 }
@@ -1743,8 +1755,20 @@ void scatterAddOp(Stream stream, const Attrs &a, const Tensors &in,
   if (!sliceSpaces(plan, index, slice))
     return onHost(OpCode::ScatterAdd, stream, a, in, out);
   const Tensor &result = out[0];
+  const scatter_rows::Geometry rows =
+      scatter_rows::geometryOf(plan, result.size());
   withCompute(result.dtype, [&](auto tag) {
     using T = decltype(tag);
+    if (rows.taken()) {
+      scatter_rows::scatterRowsKernel<T>
+          <<<dim3(unsigned(rows.tiles()), unsigned(rows.chunks())),
+             scatter_rows::kThreads, scatter_rows::sharedBytes(sizeof(T)),
+             streamOf(stream)>>>(rows, result.dtype, (const void *)in[0].data,
+                                 in[1].dtype, (const void *)in[1].data,
+                                 (const void *)in[2].data, result.data);
+      checkLaunch("scatter_add");
+      return;
+    }
     T *acc = static_cast<T *>(
         kernelScratch().get(scatterAddScratch(a, in, out), "scatter_add"));
     launch("scatter_add", stream, result.size(), loadAllKernel<T>, in[0].dtype,
