@@ -545,6 +545,74 @@ TEST(CudaLaunch, GroupsThatDifferOnlyInTheirBuffersShareAKernel) {
 }
 #endif
 
+/// A batched AdamW's members in pieces: every element of every member in
+/// exactly one piece, with the member's step constants; GPT-2's 148
+/// parameters (124M elements) in launches of 24 pieces that keep every
+/// row of blocks busy.
+TEST(CudaLaunch, BatchedUpdatesSpreadLargeMembersOverPieces) {
+  std::vector<float> data(6000);
+  std::vector<AdamwF32Update> members;
+  for (auto [offset, n] : std::vector<std::pair<int64_t, int64_t>>{
+           {0, 2500}, {2500, 3}, {2503, 1000}}) {
+    AdamwF32Update u{};
+    u.p = u.g = u.m = u.v = data.data() + offset;
+    u.p1 = u.m1 = u.v1 = data.data() + offset;
+    u.n = n;
+    u.s.lr = float(offset + 1);
+    members.push_back(u);
+  }
+  std::vector<AdamwF32Update> pieces = adamwPieces(members, 1000);
+  ASSERT_EQ(pieces.size(), 3u + 1u + 1u);
+  std::vector<int> seen(3503, 0);
+  for (const AdamwF32Update &p : pieces) {
+    EXPECT_LE(p.n, 1000);
+    EXPECT_GT(p.n, 0);
+    const int64_t at = p.p - data.data();
+    for (const float *q : {p.g, p.m, p.v, (const float *)p.p1,
+                           (const float *)p.m1, (const float *)p.v1})
+      EXPECT_EQ(q, p.p) << "every array advanced alike";
+    // The piece carries its member's constants.
+    const float lr = at < 2500 ? 1.0f : at < 2503 ? 2501.0f : 2504.0f;
+    EXPECT_EQ(p.s.lr, lr);
+    for (int64_t i = 0; i < p.n; ++i)
+      ++seen[size_t(at + i)];
+  }
+  for (int count : seen)
+    EXPECT_EQ(count, 1);
+  // GPT-2 124M: 148 members, the largest 38.6M elements.
+  std::vector<int64_t> sizes;
+  std::vector<AdamwF32Update> gpt2;
+  auto add = [&](int64_t n) {
+    AdamwF32Update u{};
+    u.p = u.g = u.m = u.v = data.data();
+    u.p1 = u.m1 = u.v1 = data.data();
+    u.n = n;
+    gpt2.push_back(u);
+  };
+  add(50257 * 768);
+  add(1024 * 768);
+  for (int layer = 0; layer < 12; ++layer)
+    for (int64_t n : {768, 768, 768 * 2304, 2304, 768 * 768, 768, 768, 768,
+                      768 * 3072, 3072, 3072 * 768, 768})
+      add(n);
+  add(768);
+  add(768);
+  for (const AdamwF32Update &u : adamwPieces(gpt2))
+    sizes.push_back(u.n);
+  std::vector<size_t> order;
+  const std::vector<BatchLaunch> launches = batchLaunches(sizes, order);
+  int64_t covered = 0, busy = 0;
+  for (const BatchLaunch &l : launches) {
+    EXPECT_LE(int64_t(l.shape.blocks) * int64_t(l.count), int64_t(kMaxBlocks));
+    for (size_t k = l.first; k < l.first + l.count; ++k)
+      covered += sizes[order[k]];
+    busy += l.shape.blocks == unsigned(kMaxBlocks / l.count) ? 1 : 0;
+  }
+  EXPECT_EQ(covered, 124439808);
+  EXPECT_GE(busy, int64_t(launches.size()) - 2)
+      << "launches whose pieces fill their rows of blocks";
+}
+
 /// GPT-2's LM head in bf16 (8 x 1024 tokens, a 50,257-token vocabulary
 /// whose rows start on 2-byte boundaries): the logits (C), their gradient
 /// read as A, and read as A transposed for the weight's gradient, are

@@ -1314,9 +1314,10 @@ __global__ void adamwBatchKernel(AdamwUpdates batch) {
   }
 }
 
-/// A batch of AdamW updates (the multi-tensor optimizer): every f32 member
-/// in launches of kBatchMembers, each learning rate and step buffer read
-/// to the host once (members share them); other members one launch each.
+/// A batch of AdamW updates (the multi-tensor optimizer): every f32 member,
+/// cut into pieces of at most kBatchPiece elements, in launches of
+/// kBatchMembers pieces, each learning rate and step buffer read to the
+/// host once (members share them); other members one launch each.
 void adamwBatchOp(Stream stream, std::vector<BatchMember> &members) {
   std::map<const void *, std::unique_ptr<OnHost>> scalars;
   auto onHost = [&](const Tensor &t) -> const Tensor & {
@@ -1325,18 +1326,19 @@ void adamwBatchOp(Stream stream, std::vector<BatchMember> &members) {
       copy = std::make_unique<OnHost>(stream, t);
     return copy->tensor;
   };
-  std::vector<AdamwF32Update> updates;
-  std::vector<int64_t> sizes;
+  std::vector<AdamwF32Update> planned;
   for (BatchMember &member : members) {
     if (std::optional<AdamwF32Update> u =
             planAdamwF32(*member.attrs, member.in, member.out,
-                         onHost(member.in[4]), onHost(member.in[5]))) {
-      updates.push_back(*u);
-      sizes.push_back(u->n);
-    } else {
+                         onHost(member.in[4]), onHost(member.in[5])))
+      planned.push_back(*u);
+    else
       adamwOp(stream, *member.attrs, member.in, member.out);
-    }
   }
+  const std::vector<AdamwF32Update> updates = adamwPieces(planned);
+  std::vector<int64_t> sizes;
+  for (const AdamwF32Update &u : updates)
+    sizes.push_back(u.n);
   std::vector<size_t> order;
   for (const BatchLaunch &l : batchLaunches(sizes, order)) {
     AdamwUpdates batch{};

@@ -225,6 +225,34 @@ bool runStagedGemm(const GemmStaging &s, const GemmCall &g, char *stage,
   return true;
 }
 
+/// A batched update's members are cut into pieces of at most this many
+/// elements: a launch gives every member the same row of blocks, so one
+/// large parameter (GPT-2's 38.6M-element embedding) would otherwise run
+/// on one row, a few hundred blocks, far from the memory's bandwidth.
+inline constexpr int64_t kBatchPiece = int64_t(1) << 20;
+
+/// `updates` cut into pieces of at most `piece` elements, in order, each
+/// piece the same update of a range of its member's elements.
+inline std::vector<AdamwF32Update>
+adamwPieces(const std::vector<AdamwF32Update> &updates,
+            int64_t piece = kBatchPiece) {
+  std::vector<AdamwF32Update> pieces;
+  for (const AdamwF32Update &u : updates)
+    for (int64_t first = 0; first < u.n; first += piece) {
+      AdamwF32Update part = u;
+      part.p += first;
+      part.g += first;
+      part.m += first;
+      part.v += first;
+      part.p1 += first;
+      part.m1 += first;
+      part.v1 += first;
+      part.n = std::min(piece, u.n - first);
+      pieces.push_back(part);
+    }
+  return pieces;
+}
+
 /// Most dims a kernel's index space has (a Strides argument is passed by
 /// value); tensors of more dims run on the host.
 inline constexpr int kMaxRank = 8;
