@@ -45,6 +45,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <type_traits>
 #include <unordered_map>
@@ -2523,6 +2524,12 @@ void checkLt(cublasStatus_t status, const char *call) {
 struct Gemm {
   cublasLtHandle_t handle = nullptr;
   std::mutex mutex;
+  /// cuBLASLt's algorithm for each GEMM configuration met (type,
+  /// transposes, batch, m, k, n, leading dims, bias, the pointers'
+  /// alignments), or none where it has none: asked once, not per call
+  /// (the heuristic's answer depends on nothing else).
+  std::map<std::array<int64_t, 16>, std::optional<cublasLtMatmulAlgo_t>>
+      algorithms;
   Gemm() { PAR_LT(cublasLtCreate(&handle)); }
 };
 Gemm &gemmState() {
@@ -2662,20 +2669,50 @@ bool batchedGemm(Stream stream, DType type, const void *a, bool transA,
                    {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, a},
                    {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, c},
                    {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, c}};
-  for (const auto &[attribute, pointer] : aligned) {
+  auto alignmentOf = [](const void *pointer) {
     uint32_t alignment = 256;
     while (alignment > 1 && uintptr_t(pointer) % alignment != 0)
       alignment /= 2;
+    return alignment;
+  };
+  for (const auto &[attribute, pointer] : aligned) {
+    uint32_t alignment = alignmentOf(pointer);
     PAR_LT(cublasLtMatmulPreferenceSetAttribute(pref, attribute, &alignment,
                                                 sizeof(alignment)));
   }
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  PAR_LT(cublasLtMatmulAlgoGetHeuristic(state.handle, desc, la, lb, lc, lc,
-                                        pref, 1, &result, &found));
-  if (found == 0 && bias)
+  const std::array<int64_t, 16> key = {int64_t(type),
+                                       transA,
+                                       transB,
+                                       batch,
+                                       m,
+                                       k,
+                                       n,
+                                       lda,
+                                       ldb,
+                                       ldc,
+                                       bias != nullptr,
+                                       alignmentOf(a),
+                                       alignmentOf(b),
+                                       alignmentOf(c),
+                                       alignmentOf(bias),
+                                       int64_t(kWorkspaceBytes)};
+  auto cached = state.algorithms.find(key);
+  if (cached == state.algorithms.end()) {
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    PAR_LT(cublasLtMatmulAlgoGetHeuristic(state.handle, desc, la, lb, lc, lc,
+                                          pref, 1, &result, &found));
+    cached =
+        state.algorithms
+            .emplace(key, found
+                              ? std::optional<cublasLtMatmulAlgo_t>(result.algo)
+                              : std::nullopt)
+            .first;
+  }
+  const bool found = cached->second.has_value();
+  if (!found && bias)
     return false;
-  if (found == 0)
+  if (!found)
     throw KernelError("dot: cuBLASLt has no algorithm for a " +
                       std::string(dtypeName(type)) + " GEMM of " +
                       std::to_string(m) + "x" + std::to_string(k) + " by " +
@@ -2685,7 +2722,7 @@ bool batchedGemm(Stream stream, DType type, const void *a, bool transA,
   const void *alpha = type == DType::F64 ? (const void *)&oneD : &oneF;
   const void *beta = type == DType::F64 ? (const void *)&zeroD : &zeroF;
   PAR_LT(cublasLtMatmul(state.handle, desc, alpha, b, la, a, lb, beta, c, lc, c,
-                        lc, &result.algo, workspace, kWorkspaceBytes,
+                        lc, &*cached->second, workspace, kWorkspaceBytes,
                         streamOf(stream)));
   return true;
 }
