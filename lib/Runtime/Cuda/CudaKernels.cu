@@ -2570,6 +2570,10 @@ bool batchedGemm(Stream stream, DType type, const void *a, bool transA,
                  int64_t k, int64_t n, void *workspace, Gemm &state,
                  const void *bias = nullptr, int64_t lda = 0, int64_t ldb = 0,
                  int64_t ldc = 0) {
+  // Batches are strided by the packed sizes: other leading dims are for
+  // single products (the staged GEMMs).
+  if (batch > 1 && (lda != 0 || ldb != 0 || ldc != 0))
+    throw KernelError("dot: leading dims given for a batch of GEMMs");
   if (lda == 0)
     lda = transA ? m : k;
   if (ldb == 0)
@@ -2700,8 +2704,15 @@ bool batchedGemm(Stream stream, DType type, const void *a, bool transA,
   if (cached == state.algorithms.end()) {
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    PAR_LT(cublasLtMatmulAlgoGetHeuristic(state.handle, desc, la, lb, lc, lc,
-                                          pref, 1, &result, &found));
+    // No algorithm comes back as found == 0 or as NOT_SUPPORTED.
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+        state.handle, desc, la, lb, lc, lc, pref, 1, &result, &found);
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED)
+      found = 0;
+    else
+      checkLt(status, "cublasLtMatmulAlgoGetHeuristic");
+    if (found && result.state != CUBLAS_STATUS_SUCCESS)
+      found = 0;
     cached =
         state.algorithms
             .emplace(key, found
@@ -2751,8 +2762,11 @@ bool pack(Stream stream, const Tensor &t, const std::vector<int64_t> &perm,
 }
 
 /// A dot, or with `bias` a dot and its bias through cuBLASLt's epilogue:
-/// false, with nothing issued, where that cannot run (operands that must
-/// be packed, an empty contraction, no algorithm).
+/// false where that cannot run (operands that must be packed, an empty
+/// contraction, no algorithm); the caller then computes the whole product
+/// another way. Nothing is issued then, except in a staged GEMM whose
+/// later block found no algorithm: its earlier blocks ran, and the redo
+/// overwrites them in stream order.
 bool runDot(Stream stream, const Attrs &a, const Tensors &in, Tensors &out,
             const Tensor *bias) {
   DotPlan p = planDot(in[0], in[1], a.lhsBatch, a.rhsBatch, a.lhsContract,

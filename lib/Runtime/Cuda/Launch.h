@@ -87,7 +87,7 @@ inline std::vector<BatchLaunch> batchLaunches(const std::vector<int64_t> &sizes,
 /// with its leading dim padded to a multiple of 8, the GEMM runs on the
 /// copy, and a staged result is copied back: C and a staged A in blocks of
 /// `rows` rows of C (a multiple of 128, so that unstaged blocks start
-/// aligned too), a staged B once, whole.
+/// aligned too, or all m rows in one block), a staged B once, whole.
 struct GemmStaging {
   bool a = false, b = false, c = false;
   /// Rows of C per GEMM: m when neither A nor C is staged.
