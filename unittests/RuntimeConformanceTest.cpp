@@ -1135,20 +1135,27 @@ TEST_P(Conformance, SixteenBitAttentionMatchesTheCpuBackend) {
 /// flags), several contracting or free dims, batch dims, and layouts that
 /// must be packed into a copy first (a batch dim not leading, a
 /// contracting dim between free ones).
+/// A dot of random operands in [-1, 1] of type `t`.
+Case dotCase(DType t, std::mt19937 &rng, Shape lhs, Shape rhs,
+             std::vector<int64_t> lb, std::vector<int64_t> rb,
+             std::vector<int64_t> lc, std::vector<int64_t> rc, Shape out) {
+  Case c;
+  c.in = {values(t, lhs, rng, -1, 1), values(t, rhs, rng, -1, 1)};
+  c.attrs.lhsBatch = lb;
+  c.attrs.rhsBatch = rb;
+  c.attrs.lhsContract = lc;
+  c.attrs.rhsContract = rc;
+  c.out = {{t, out}};
+  return c;
+}
+
 std::vector<std::pair<std::string, Case>> dotLayouts(DType t,
                                                      std::mt19937 &rng) {
   std::vector<std::pair<std::string, Case>> all;
   auto add = [&](std::string name, Shape lhs, Shape rhs,
                  std::vector<int64_t> lb, std::vector<int64_t> rb,
                  std::vector<int64_t> lc, std::vector<int64_t> rc, Shape out) {
-    Case c;
-    c.in = {values(t, lhs, rng, -1, 1), values(t, rhs, rng, -1, 1)};
-    c.attrs.lhsBatch = lb;
-    c.attrs.rhsBatch = rb;
-    c.attrs.lhsContract = lc;
-    c.attrs.rhsContract = rc;
-    c.out = {{t, out}};
-    all.push_back({name, c});
+    all.push_back({name, dotCase(t, rng, lhs, rhs, lb, rb, lc, rc, out)});
   };
   add("plain", {33, 20}, {20, 17}, {}, {}, {1}, {0}, {33, 17});
   add("lhs transposed", {20, 33}, {20, 17}, {}, {}, {0}, {0}, {33, 17});
@@ -1209,12 +1216,7 @@ TEST_P(Conformance, StagedSixteenBitGemmsMatchTheCpuBackend) {
     auto add = [&](std::string name, Shape lhs, Shape rhs,
                    std::vector<int64_t> lc, std::vector<int64_t> rc,
                    Shape out) {
-      Case c;
-      c.in = {values(t, lhs, rng, -1, 1), values(t, rhs, rng, -1, 1)};
-      c.attrs.lhsContract = lc;
-      c.attrs.rhsContract = rc;
-      c.out = {{t, out}};
-      all.push_back({name, c});
+      all.push_back({name, dotCase(t, rng, lhs, rhs, {}, {}, lc, rc, out)});
     };
     add("logits", {tokens, width}, {width, vocab}, {1}, {0}, {tokens, vocab});
     add("logits, tied head", {tokens, width}, {vocab, width}, {1}, {1},

@@ -14,6 +14,7 @@
 
 #include "../lib/Runtime/Cuda/AttentionMma.h"
 
+#include "TestBuffer.h"
 #include "par/Runtime/Kernels.h"
 
 #include <gtest/gtest.h>
@@ -27,31 +28,13 @@ using namespace par::rt::cuda;
 
 namespace {
 
-/// A host tensor of 16-bit (or f32) storage.
-struct Buffer {
-  DType dtype;
-  Shape shape;
-  std::vector<unsigned char> bytes;
-  Buffer(DType dtype, Shape shape) : dtype(dtype), shape(shape) {
-    // NaN in every float type: an element never written shows.
-    bytes.assign(numElements(shape) * dtypeBytes(dtype), 0xff);
-  }
-  Tensor tensor() { return {dtype, shape, bytes.data()}; }
-  int64_t size() const { return numElements(shape); }
-  double get(int64_t i) const {
-    return math::loadAs<double>(dtype, bytes.data(), i);
-  }
-  const uint16_t *halves() const {
-    return reinterpret_cast<const uint16_t *>(bytes.data());
-  }
-  uint16_t *halves() { return reinterpret_cast<uint16_t *>(bytes.data()); }
-};
+using par::testutil::Buffer;
 
 Buffer random(DType dtype, Shape shape, std::mt19937 &rng) {
-  Buffer b(dtype, shape);
+  Buffer b(dtype, shape, 0xff);
   std::uniform_real_distribution<double> dist(-1, 1);
   for (int64_t i = 0; i < b.size(); ++i)
-    math::storeAs<double>(dtype, b.bytes.data(), i, dist(rng));
+    math::storeAs<double>(dtype, b.data(), i, dist(rng));
   return b;
 }
 
@@ -94,19 +77,20 @@ template <typename E, int kD> void checkWidth(DType t, const Shape4 &c) {
       math::AttentionMask(c.causal, c.offset, c.seq, c.keys),
       scale};
   // The CPU kernels: the reference, and the statistics the gradients read.
-  Buffer out(t, q.shape), stats(DType::F32, {c.batch, c.seq, c.heads});
+  Buffer out(t, q.shape, 0xff),
+      stats(DType::F32, {c.batch, c.seq, c.heads}, 0xff);
   // Every tensor some kernel loads 16 bytes at a time (the emulation also
   // checks each such load's alignment).
-  const bool vec =
-      mma::vectorizable(g, {q.bytes.data(), k.bytes.data(), v.bytes.data(),
-                            out.bytes.data(), gradOut.bytes.data()});
+  const bool vec = mma::vectorizable(
+      g, {q.data(), k.data(), v.data(), out.data(), gradOut.data()});
   EXPECT_EQ(vec, c.dim % 8 == 0);
   {
     Tensor qt = q.tensor(), kt = k.tensor(), vt = v.tensor(), ot = out.tensor(),
            st = stats.tensor();
     attention(qt, kt, vt, c.causal, scale, c.offset, ot, &st);
   }
-  Buffer gradQ(t, q.shape), gradK(t, k.shape), gradV(t, v.shape);
+  Buffer gradQ(t, q.shape, 0xff), gradK(t, k.shape, 0xff),
+      gradV(t, v.shape, 0xff);
   {
     Tensor qt = q.tensor(), kt = k.tensor(), vt = v.tensor(), ot = out.tensor(),
            gt = gradOut.tensor(), st = stats.tensor(), dq = gradQ.tensor(),
@@ -117,12 +101,12 @@ template <typename E, int kD> void checkWidth(DType t, const Shape4 &c) {
 
   const unsigned queryTiles = unsigned((c.seq + mma::kRows - 1) / mma::kRows),
                  keyTiles = unsigned((c.keys + mma::kRows - 1) / mma::kRows);
-  Buffer mmaOut(t, q.shape), mmaStats(DType::F32, stats.shape);
+  Buffer mmaOut(t, q.shape, 0xff), mmaStats(DType::F32, stats.shape, 0xff);
   simt::launch({queryTiles, unsigned(c.batch * c.heads), 1}, mma::kThreads,
                mma::forwardSharedBytes<kD>(), [&] {
                  mma::attentionForwardMma<E, kD>(
-                     g, q.halves(), k.halves(), v.halves(), mmaOut.halves(),
-                     DType::F32, mmaStats.bytes.data(), vec);
+                     g, q.as<uint16_t>(), k.as<uint16_t>(), v.as<uint16_t>(),
+                     mmaOut.as<uint16_t>(), DType::F32, mmaStats.data(), vec);
                });
   expectClose(mmaOut, out, "attention");
   for (int64_t i = 0; i < stats.size(); ++i) {
@@ -135,23 +119,24 @@ template <typename E, int kD> void checkWidth(DType t, const Shape4 &c) {
         << "statistic " << i;
   }
 
-  Buffer mmaGradQ(t, q.shape);
+  Buffer mmaGradQ(t, q.shape, 0xff);
   simt::launch({queryTiles, unsigned(c.batch * c.heads), 1}, mma::kThreads,
                mma::gradQSharedBytes<kD>(), [&] {
                  mma::attentionGradQMma<E, kD>(
-                     g, q.halves(), k.halves(), v.halves(), out.halves(),
-                     gradOut.halves(), DType::F32, stats.bytes.data(),
-                     mmaGradQ.halves(), vec);
+                     g, q.as<uint16_t>(), k.as<uint16_t>(), v.as<uint16_t>(),
+                     out.as<uint16_t>(), gradOut.as<uint16_t>(), DType::F32,
+                     stats.data(), mmaGradQ.as<uint16_t>(), vec);
                });
   expectClose(mmaGradQ, gradQ, "dQ");
 
-  Buffer mmaGradK(t, k.shape), mmaGradV(t, v.shape);
+  Buffer mmaGradK(t, k.shape, 0xff), mmaGradV(t, v.shape, 0xff);
   simt::launch({keyTiles, unsigned(c.batch * c.kvHeads), 1}, mma::kThreads,
                mma::gradKvSharedBytes<kD>(), [&] {
                  mma::attentionGradKvMma<E, kD>(
-                     g, q.halves(), k.halves(), v.halves(), out.halves(),
-                     gradOut.halves(), DType::F32, stats.bytes.data(),
-                     mmaGradK.halves(), mmaGradV.halves(), vec);
+                     g, q.as<uint16_t>(), k.as<uint16_t>(), v.as<uint16_t>(),
+                     out.as<uint16_t>(), gradOut.as<uint16_t>(), DType::F32,
+                     stats.data(), mmaGradK.as<uint16_t>(),
+                     mmaGradV.as<uint16_t>(), vec);
                });
   expectClose(mmaGradK, gradK, "dK");
   expectClose(mmaGradV, gradV, "dV");

@@ -13,6 +13,8 @@
 
 #include "../lib/Runtime/Cuda/ReduceKernels.h"
 
+#include "TestBuffer.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -25,51 +27,32 @@ using namespace par::rt::cuda;
 
 namespace {
 
-/// A stored input, as the backend's reductions read it.
-struct Stored {
-  DType type;
-  const void *x;
-  template <typename T> T load(int64_t i) const {
-    return math::loadAs<T>(type, x, i);
-  }
-};
-
-struct Bytes {
-  DType dtype;
-  int64_t n;
-  std::vector<unsigned char> bytes;
-  Bytes(DType dtype, int64_t n) : dtype(dtype), n(n) {
-    bytes.assign(size_t(n) * dtypeBytes(dtype), 0xff); // NaN for floats
-  }
-  double get(int64_t i) const {
-    return math::loadAs<double>(dtype, bytes.data(), i);
-  }
-};
+using par::testutil::Buffer;
 
 /// What the column kernels give for `kind` over `dims` of `input` (of
 /// `shape`), launched as the backend launches them but with the grid
 /// aiming at `targetBlocks`; the plan taken is returned through `used`.
 template <typename T>
-Bytes columnReduce(ReduceKind kind, const Bytes &input, const Shape &shape,
-                   const std::vector<int64_t> &dims, DType outType,
-                   int64_t targetBlocks, column::Plan &used) {
+Buffer columnReduce(ReduceKind kind, const Buffer &input, const Shape &shape,
+                    const std::vector<int64_t> &dims, DType outType,
+                    int64_t targetBlocks, column::Plan &used) {
   using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
   Strides kept, reduced;
   int64_t count = 0;
   EXPECT_TRUE(reduceSpaces(shape, dims, kept, reduced, count));
   const int64_t results = numElements(shape) / count;
   used = column::plan(kept, count, results, targetBlocks);
-  Bytes out(outType, results);
+  Buffer out(outType, {results}, 0xff);
   if (!used.taken())
     return out;
   // Partials start as NaN bytes: a chunk never written shows.
   std::vector<unsigned char> partials(used.scratchBytes(results), 0xff);
   Acc *p = used.chunks > 1 ? reinterpret_cast<Acc *>(partials.data()) : nullptr;
-  Stored src{input.dtype, input.bytes.data()};
-  void *y = out.bytes.data();
+  StoredSource src{input.dtype, input.data()};
+  void *y = out.data();
   simt::launch({unsigned(used.tiles), unsigned(used.chunks), 1},
                column::kThreads, column::kThreads * sizeof(Acc), [&] {
-                 column::reduceKernel<T, Acc, Stored>(
+                 column::reduceKernel<T, Acc, StoredSource>(
                      kind, outType, src, kept, reduced, count, used.perChunk,
                      results, p, y);
                });
@@ -83,36 +66,36 @@ Bytes columnReduce(ReduceKind kind, const Bytes &input, const Shape &shape,
 
 /// A plain loop: every result's reduced elements in order.
 template <typename T>
-Bytes plainReduce(ReduceKind kind, const Bytes &input, const Shape &shape,
-                  const std::vector<int64_t> &dims, DType outType) {
+Buffer plainReduce(ReduceKind kind, const Buffer &input, const Shape &shape,
+                   const std::vector<int64_t> &dims, DType outType) {
   using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
   Strides kept, reduced;
   int64_t count = 0;
   EXPECT_TRUE(reduceSpaces(shape, dims, kept, reduced, count));
   const int64_t results = numElements(shape) / count;
-  Bytes out(outType, results);
+  Buffer out(outType, {results}, 0xff);
   for (int64_t o = 0; o < results; ++o) {
     Acc acc = reduceStart<Acc>(kind);
     for (int64_t r = 0; r < count; ++r)
       acc = reduceStep(
           kind, acc,
-          Acc(math::loadAs<T>(input.dtype, input.bytes.data(),
+          Acc(math::loadAs<T>(input.dtype, input.data(),
                               offsetOf(kept, o) + offsetOf(reduced, r))));
-    reduceFinish(kind, outType, out.bytes.data(), o, acc, count);
+    reduceFinish(kind, outType, out.data(), o, acc, count);
   }
   return out;
 }
 
-Bytes randomInput(DType dtype, int64_t n, std::mt19937 &rng) {
-  Bytes b(dtype, n);
+Buffer randomInput(DType dtype, int64_t n, std::mt19937 &rng) {
+  Buffer b(dtype, {n}, 0xff);
   std::uniform_real_distribution<double> dist(-2, 2);
   const int64_t range = dtype == DType::I64 ? int64_t(1) << 62 : 1 << 30;
   std::uniform_int_distribution<int64_t> ints(-range, range);
   for (int64_t i = 0; i < n; ++i) {
     if (dtype == DType::I32 || dtype == DType::I64)
-      math::storeAs<int64_t>(dtype, b.bytes.data(), i, ints(rng));
+      math::storeAs<int64_t>(dtype, b.data(), i, ints(rng));
     else
-      math::storeAs<double>(dtype, b.bytes.data(), i, dist(rng));
+      math::storeAs<double>(dtype, b.data(), i, dist(rng));
   }
   return b;
 }
@@ -131,21 +114,21 @@ template <typename T> void check(const Case &c, std::mt19937 &rng) {
                << "shape " << ::testing::PrintToString(c.shape) << " dims "
                << ::testing::PrintToString(c.dims) << " dtype "
                << dtypeName(c.dtype) << " kind " << int(c.kind));
-  const Bytes input = randomInput(c.dtype, numElements(c.shape), rng);
-  const Bytes want = plainReduce<T>(c.kind, input, c.shape, c.dims, c.dtype);
+  const Buffer input = randomInput(c.dtype, numElements(c.shape), rng);
+  const Buffer want = plainReduce<T>(c.kind, input, c.shape, c.dims, c.dtype);
   bool sawChunks = false, sawOne = false;
   for (int64_t target : {int64_t(1), column::kTargetBlocks}) {
     column::Plan used;
-    const Bytes got =
+    const Buffer got =
         columnReduce<T>(c.kind, input, c.shape, c.dims, c.dtype, target, used);
     ASSERT_TRUE(used.taken());
     (used.chunks > 1 ? sawChunks : sawOne) = true;
-    for (int64_t o = 0; o < want.n; ++o) {
+    for (int64_t o = 0; o < want.size(); ++o) {
       const double g = got.get(o), w = want.get(o);
       if (std::is_integral_v<T> || c.kind == ReduceKind::Max ||
           c.kind == ReduceKind::Min)
-        ASSERT_EQ(std::memcmp(got.bytes.data() + o * dtypeBytes(c.dtype),
-                              want.bytes.data() + o * dtypeBytes(c.dtype),
+        ASSERT_EQ(std::memcmp(got.as<char>() + o * dtypeBytes(c.dtype),
+                              want.as<char>() + o * dtypeBytes(c.dtype),
                               dtypeBytes(c.dtype)),
                   0)
             << "result " << o << ": " << g << " vs " << w;
@@ -188,16 +171,16 @@ TEST(CudaColumnReduce, MatchesAPlainLoop) {
 
 TEST(CudaColumnReduce, NaNShowsInItsResultOnly) {
   const Shape shape = {200, 40};
-  Bytes input(DType::F32, 8000);
+  Buffer input(DType::F32, {8000}, 0xff);
   for (int64_t i = 0; i < 8000; ++i)
-    math::storeAs<float>(DType::F32, input.bytes.data(), i, float(i % 7));
-  math::storeAs<float>(DType::F32, input.bytes.data(), 150 * 40 + 3, NAN);
+    math::storeAs<float>(DType::F32, input.data(), i, float(i % 7));
+  math::storeAs<float>(DType::F32, input.data(), 150 * 40 + 3, NAN);
   for (ReduceKind kind :
        {ReduceKind::Sum, ReduceKind::Max, ReduceKind::Min, ReduceKind::Mean})
     for (int64_t target : {int64_t(1), column::kTargetBlocks}) {
       column::Plan used;
-      const Bytes got = columnReduce<float>(kind, input, shape, {0}, DType::F32,
-                                            target, used);
+      const Buffer got = columnReduce<float>(kind, input, shape, {0},
+                                             DType::F32, target, used);
       for (int64_t o = 0; o < 40; ++o)
         EXPECT_EQ(std::isnan(got.get(o)), o == 3)
             << "kind " << int(kind) << " result " << o;

@@ -13,6 +13,7 @@
 
 #include "../lib/Runtime/Cuda/ScatterRows.h"
 
+#include "TestBuffer.h"
 #include "par/Runtime/Kernels.h"
 
 #include <gtest/gtest.h>
@@ -25,16 +26,7 @@ using namespace par::rt::cuda;
 
 namespace {
 
-struct Buffer {
-  DType dtype;
-  Shape shape;
-  std::vector<unsigned char> bytes;
-  Buffer(DType dtype, Shape shape, unsigned char fill = 0)
-      : dtype(dtype), shape(shape) {
-    bytes.assign(size_t(numElements(shape)) * dtypeBytes(dtype), fill);
-  }
-  Tensor tensor() { return {dtype, shape, bytes.data()}; }
-};
+using par::testutil::Buffer;
 
 Buffer randomValues(DType dtype, Shape shape, std::mt19937 &rng) {
   Buffer b(dtype, shape);
@@ -43,9 +35,9 @@ Buffer randomValues(DType dtype, Shape shape, std::mt19937 &rng) {
                                                                        << 30);
   for (int64_t i = 0; i < numElements(shape); ++i) {
     if (dtype == DType::I32 || dtype == DType::I64)
-      math::storeAs<int64_t>(dtype, b.bytes.data(), i, ints(rng) * 4);
+      math::storeAs<int64_t>(dtype, b.data(), i, ints(rng) * 4);
     else
-      math::storeAs<double>(dtype, b.bytes.data(), i, dist(rng));
+      math::storeAs<double>(dtype, b.data(), i, dist(rng));
   }
   return b;
 }
@@ -62,7 +54,7 @@ void check(DType dtype, int64_t rows, int64_t width, int64_t entries,
   Buffer ids(DType::I32, {entries, 1});
   std::uniform_int_distribution<int64_t> id(-2, rows + 1);
   for (int64_t e = 0; e < entries; ++e)
-    math::storeAs<int64_t>(DType::I32, ids.bytes.data(), e,
+    math::storeAs<int64_t>(DType::I32, ids.data(), e,
                            e % 7 == 3 ? 1 : id(rng)); // row 1 often
   Buffer want(dtype, {rows, width}), got(dtype, {rows, width}, 0xff);
   Tensor wantT = want.tensor();
@@ -76,13 +68,13 @@ void check(DType dtype, int64_t rows, int64_t width, int64_t entries,
   ASSERT_EQ(g.entries, entries);
   auto run = [&](auto tag) {
     using T = decltype(tag);
-    simt::launch(
-        {unsigned(g.tiles()), unsigned(g.chunks()), 1}, scatter_rows::kThreads,
-        scatter_rows::sharedBytes(sizeof(T)), [&] {
-          scatter_rows::scatterRowsKernel<T>(
-              g, dtype, operand.bytes.data(), DType::I32, ids.bytes.data(),
-              updates.bytes.data(), got.bytes.data());
-        });
+    simt::launch({unsigned(g.tiles()), unsigned(g.chunks()), 1},
+                 scatter_rows::kThreads, scatter_rows::sharedBytes(sizeof(T)),
+                 [&] {
+                   scatter_rows::scatterRowsKernel<T>(
+                       g, dtype, operand.data(), DType::I32, ids.data(),
+                       updates.data(), got.data());
+                 });
   };
   if (dtype == DType::F64)
     run(double());
@@ -92,7 +84,7 @@ void check(DType dtype, int64_t rows, int64_t width, int64_t entries,
     run(int64_t());
   else
     run(float());
-  EXPECT_EQ(got.bytes, want.bytes);
+  EXPECT_EQ(got.bytes(), want.bytes());
 }
 
 TEST(CudaScatterRows, MatchesTheCpuKernelBitForBit) {

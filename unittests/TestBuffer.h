@@ -9,19 +9,28 @@
 
 namespace par::testutil {
 
-/// A tensor that owns its (8-byte aligned) storage.
+/// A tensor that owns its (8-byte aligned) storage, every byte `fill` to
+/// begin with (0xff: NaN in every float type, so an element never written
+/// shows).
 struct Buffer {
   rt::DType dtype;
   rt::Shape shape;
   std::vector<uint64_t> words;
 
-  Buffer(rt::DType dtype, rt::Shape shape)
+  Buffer(rt::DType dtype, rt::Shape shape, unsigned char fill = 0)
       : dtype(dtype), shape(std::move(shape)),
         words((rt::numElements(this->shape) * rt::dtypeBytes(dtype) + 7) / 8 +
                   1,
-              0) {}
+              uint64_t(fill) * 0x0101010101010101ull) {}
 
   rt::Tensor tensor() { return rt::Tensor{dtype, shape, words.data()}; }
+  void *data() { return words.data(); }
+  const void *data() const { return words.data(); }
+  /// The elements' bytes (not the padding after them).
+  std::vector<unsigned char> bytes() const {
+    const auto *b = reinterpret_cast<const unsigned char *>(words.data());
+    return {b, b + size() * rt::dtypeBytes(dtype)};
+  }
   int64_t size() const { return rt::numElements(shape); }
   double get(int64_t i) const {
     return rt::loadElement(dtype, words.data(), i);
@@ -30,6 +39,9 @@ struct Buffer {
     rt::storeElement(dtype, words.data(), i, value);
   }
   template <typename T> T *as() { return reinterpret_cast<T *>(words.data()); }
+  template <typename T> const T *as() const {
+    return reinterpret_cast<const T *>(words.data());
+  }
   std::vector<double> values() const {
     std::vector<double> v(size());
     for (int64_t i = 0; i < size(); ++i)

@@ -873,20 +873,6 @@ void launchRows(const char *name, Stream stream, int64_t rows, Kernel kernel,
   checkLaunch(name);
 }
 
-/// A stored tensor's elements as a reduction kernel reads them.
-struct StoredSource {
-  DType type;
-  const void *x;
-  template <typename T> __device__ T load(int64_t i) const {
-    return loadAs<T>(type, x, i);
-  }
-  /// Element i read again (the normalizations read each element three
-  /// times).
-  template <typename T> __device__ T again(int64_t i) const {
-    return loadAs<T>(type, x, i);
-  }
-};
-
 /// One thread per result element: it walks the `count` reduced elements
 /// (index space `reduced`) from its base (index space `kept`), read from
 /// `src` as T. Floats accumulate in double, as on the CPU.
@@ -1732,8 +1718,14 @@ __global__ void scatterAddKernel(T *result, IndexSpace index, DType indexType,
   }
 }
 
-/// The result accumulated in its compute type; none for whole rows
-/// (ScatterRows.h: the accumulators are in shared memory).
+/// The general kernel's accumulator: the result in its compute type.
+size_t scatterAccumulatorBytes(const Tensor &result) {
+  return std::max<size_t>(size_t(result.size()) * computeBytes(result.dtype),
+                          8);
+}
+
+/// The general kernel's accumulator; none for whole rows (ScatterRows.h:
+/// the accumulators are in shared memory).
 size_t scatterAddScratch(const Attrs &a, const Tensors &in,
                          const Tensors &out) {
   const Tensor &result = out.at(0);
@@ -1746,8 +1738,7 @@ size_t scatterAddScratch(const Attrs &a, const Tensors &in,
   } catch (const KernelError &) {
     // The kernel's own checks report it.
   }
-  return std::max<size_t>(size_t(result.size()) * computeBytes(result.dtype),
-                          8);
+  return scatterAccumulatorBytes(result);
 }
 
 void scatterAddOp(Stream stream, const Attrs &a, const Tensors &in,
@@ -1773,7 +1764,7 @@ void scatterAddOp(Stream stream, const Attrs &a, const Tensors &in,
       return;
     }
     T *acc = static_cast<T *>(
-        kernelScratch().get(scatterAddScratch(a, in, out), "scatter_add"));
+        kernelScratch().get(scatterAccumulatorBytes(result), "scatter_add"));
     launch("scatter_add", stream, result.size(), loadAllKernel<T>, in[0].dtype,
            (const void *)in[0].data, acc, result.size());
     launch("scatter_add", stream, plan.sliceSize, scatterAddKernel<T>, acc,
@@ -2539,8 +2530,6 @@ Gemm &gemmState() {
 
 inline constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
-size_t alignedTo256(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
 /// A dot's scratch: its packed operands (DotPlan::packedBytes), then
 /// cuBLASLt's workspace on a 256-byte boundary.
 size_t dotScratch(const Attrs &a, const Tensors &in, const Tensors &out) {
@@ -2548,7 +2537,7 @@ size_t dotScratch(const Attrs &a, const Tensors &in, const Tensors &out) {
                       a.rhsContract, out.at(0));
   if (p.batch * p.m * p.n == 0 || p.k == 0)
     return 0;
-  return alignedTo256(p.packedBytes(in[0], in[1])) + kWorkspaceBytes +
+  return alignedBytes(p.packedBytes(in[0], in[1])) + kWorkspaceBytes +
          planGemmStaging(dtypeBytes(out.at(0).dtype), p.batch, p.m, p.k, p.n,
                          p.lhsTransposed, p.rhsTransposed)
              .bytes();
@@ -2661,29 +2650,12 @@ bool batchedGemm(Stream stream, DType type, const void *a, bool transA,
           sizeof(strides[i])));
     }
   }
-  PAR_LT(cublasLtMatmulPreferenceCreate(&pref));
-  size_t workspaceBytes = kWorkspaceBytes;
-  PAR_LT(cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspaceBytes,
-      sizeof(workspaceBytes)));
-  // The algorithm must not assume more alignment than the operands have
-  // (arena buffers are aligned to the program's alignment only).
-  const std::pair<cublasLtMatmulPreferenceAttributes_t, const void *>
-      aligned[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, b},
-                   {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, a},
-                   {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, c},
-                   {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, c}};
   auto alignmentOf = [](const void *pointer) {
     uint32_t alignment = 256;
     while (alignment > 1 && uintptr_t(pointer) % alignment != 0)
       alignment /= 2;
     return alignment;
   };
-  for (const auto &[attribute, pointer] : aligned) {
-    uint32_t alignment = alignmentOf(pointer);
-    PAR_LT(cublasLtMatmulPreferenceSetAttribute(pref, attribute, &alignment,
-                                                sizeof(alignment)));
-  }
   const std::array<int64_t, 16> key = {int64_t(type),
                                        transA,
                                        transB,
@@ -2702,6 +2674,23 @@ bool batchedGemm(Stream stream, DType type, const void *a, bool transA,
                                        int64_t(kWorkspaceBytes)};
   auto cached = state.algorithms.find(key);
   if (cached == state.algorithms.end()) {
+    PAR_LT(cublasLtMatmulPreferenceCreate(&pref));
+    size_t workspaceBytes = kWorkspaceBytes;
+    PAR_LT(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspaceBytes,
+        sizeof(workspaceBytes)));
+    // The algorithm must not assume more alignment than the operands have
+    // (arena buffers are aligned to the program's alignment only).
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, const void *>
+        aligned[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, b},
+                     {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, a},
+                     {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, c},
+                     {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, c}};
+    for (const auto &[attribute, pointer] : aligned) {
+      uint32_t alignment = alignmentOf(pointer);
+      PAR_LT(cublasLtMatmulPreferenceSetAttribute(pref, attribute, &alignment,
+                                                  sizeof(alignment)));
+    }
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     // No algorithm comes back as found == 0 or as NOT_SUPPORTED.
@@ -2791,7 +2780,7 @@ bool runDot(Stream stream, const Attrs &a, const Tensors &in, Tensors &out,
   // workspace each on a 256-byte boundary (cuBLASLt reads operands faster,
   // and some algorithms only, at that alignment).
   const size_t lhsBytes = p.packedLhsBytes(in[0]);
-  const size_t packedBytes = alignedTo256(p.packedBytes(in[0], in[1]));
+  const size_t packedBytes = alignedBytes(p.packedBytes(in[0], in[1]));
   const GemmStaging staging =
       planGemmStaging(dtypeBytes(c.dtype), p.batch, p.m, p.k, p.n,
                       p.lhsTransposed, p.rhsTransposed);

@@ -177,41 +177,37 @@ bool runStagedGemm(const GemmStaging &s, const GemmCall &g, char *stage,
   const size_t e = 2;
   char *stagedB = stage, *stagedA = stage + s.bBytes,
        *stagedC = stagedA + s.aBytes;
+  // A stored matrix of `height` rows of `width` elements, `ld` apart,
+  // read in place or, when `staged`, through its copy at `copy` with rows
+  // padded to a multiple of 8; its leading dim as read.
+  auto operand = [&](const void *&data, bool staged, char *copy, int64_t height,
+                     int64_t width, int64_t ld) {
+    if (!staged)
+      return ld;
+    const int64_t padded = alignedElements(width, 8);
+    copyRows(copy, size_t(padded) * e, data, size_t(ld) * e, size_t(width) * e,
+             size_t(height));
+    data = copy;
+    return padded;
+  };
   const int64_t m = g.m, k = g.k, n = g.n;
   GemmCall block = g;
-  block.ldb = g.transB ? k : n;
-  if (s.b) {
-    const int64_t rows = g.transB ? n : k, cols = g.transB ? k : n;
-    block.ldb = alignedElements(cols, 8);
-    copyRows(stagedB, size_t(block.ldb) * e, g.b, size_t(cols) * e,
-             size_t(cols) * e, size_t(rows));
-    block.b = stagedB;
-  }
+  // B stored [k, n], or [n, k].
+  block.ldb = g.transB ? operand(block.b, s.b, stagedB, n, k, k)
+                       : operand(block.b, s.b, stagedB, k, n, n);
   block.ldc = s.c ? alignedElements(n, 8) : n;
   for (int64_t i0 = 0; i0 < m; i0 += s.rows) {
     const int64_t rows = std::min(s.rows, m - i0);
     block.m = rows;
-    const char *a = static_cast<const char *>(g.a);
+    const void *a;
     if (!g.transA) {
       // Rows [i0, i0 + rows) of A stored [m, k].
-      a += size_t(i0) * size_t(k) * e;
-      block.lda = k;
-      if (s.a) {
-        block.lda = alignedElements(k, 8);
-        copyRows(stagedA, size_t(block.lda) * e, a, size_t(k) * e,
-                 size_t(k) * e, size_t(rows));
-        a = stagedA;
-      }
+      a = static_cast<const char *>(g.a) + size_t(i0) * size_t(k) * e;
+      block.lda = operand(a, s.a, stagedA, rows, k, k);
     } else {
       // Columns [i0, i0 + rows) of A stored [k, m].
-      a += size_t(i0) * e;
-      block.lda = m;
-      if (s.a) {
-        block.lda = alignedElements(rows, 8);
-        copyRows(stagedA, size_t(block.lda) * e, a, size_t(m) * e,
-                 size_t(rows) * e, size_t(k));
-        a = stagedA;
-      }
+      a = static_cast<const char *>(g.a) + size_t(i0) * e;
+      block.lda = operand(a, s.a, stagedA, k, rows, m);
     }
     block.a = a;
     char *c = static_cast<char *>(g.c) + size_t(i0) * size_t(n) * e;

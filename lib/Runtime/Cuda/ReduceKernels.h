@@ -97,6 +97,20 @@ __device__ void reduceFinish(ReduceKind kind, DType type, void *y, int64_t o,
   math::storeAs<Acc>(type, y, o, acc);
 }
 
+/// A stored tensor's elements as a reduction kernel reads them.
+struct StoredSource {
+  DType type;
+  const void *x;
+  template <typename T> __device__ T load(int64_t i) const {
+    return math::loadAs<T>(type, x, i);
+  }
+  /// Element i read again (the normalizations read each element three
+  /// times).
+  template <typename T> __device__ T again(int64_t i) const {
+    return math::loadAs<T>(type, x, i);
+  }
+};
+
 namespace column {
 
 /// Results per block (a warp's lanes) and lanes of reduced elements.
